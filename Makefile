@@ -1,0 +1,51 @@
+# The lab's front door. Settings are make variables or environment variables:
+#   make bench SERVER="grizzly undertow nginx" CONCURRENCY="1 8 32" DURATION=5s
+# `make help` lists every setting with its default.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+LAB := $(PYTHON) -m lab
+# Variables given on make's command line reach the scripts' environment as is
+# (GNU make exports them), so CONCURRENCY= (empty) is an error, not a default.
+
+.PHONY: help bench list build plots report test lint clean distclean
+
+help: ## this help
+	@echo "Polyglot REST server comparison lab"
+	@echo
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t12 | sed 's/^/  make /'
+	@echo
+	@echo "Settings (make VAR=value or environment):"
+	@$(PYTHON) -c 'from lab.params import SETTINGS; [print(f"  {k:<12} {v[1]} [default: {v[0] or chr(45)}]") for k, v in SETTINGS.items()]'
+	@echo "  LAB_CACHE    toolchains and build logs [default: .cache]"
+	@echo "  ADA_TOOLCHAIN native|rootfs|auto for the Ada servers [default: auto]"
+
+bench: ## install what is missing, build, verify, sweep, plot (SERVER=...)
+	./run-benchmark.sh
+
+list: ## servers found from their manifests, built or not
+	@$(LAB) list
+
+build: ## set up toolchains and build SERVER (only what changed)
+	$(LAB) build $$($(LAB) resolve)
+
+plots: ## redraw the charts of a saved run: make plots RUN=results/<run-id>
+	@test -n "$(RUN)" || { echo "error: give RUN=results/<run-id>" >&2; exit 2; }
+	$(LAB) plot $(RUN)
+	@$(LAB) report $(RUN) >/dev/null
+
+report: ## print the summary of a saved run: make report RUN=results/<run-id>
+	@test -n "$(RUN)" || { echo "error: give RUN=results/<run-id>" >&2; exit 2; }
+	@$(LAB) report $(RUN)
+
+test: ## the test suite (unit, then end to end: builds every server)
+	$(PYTHON) -m pytest -q tests
+
+lint: ## shellcheck and the Python type check
+	shellcheck run-benchmark.sh .ci/run $$(git ls-files '*.sh')
+
+clean: ## remove build outputs (results and the toolchain cache stay)
+	rm -rf servers/java/*/target servers/java/target servers/ada/*/obj servers/ada/*/bin
+
+distclean: clean ## also remove the toolchain cache (.cache); results stay
+	rm -rf .cache

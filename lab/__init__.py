@@ -1,0 +1,1 @@
+"""The lab's own code: manifests, verification, sweeps, results, charts."""

@@ -1,0 +1,116 @@
+"""Start, watch and stop the processes the lab runs.
+
+Each one gets a session (process group) of its own, so that stopping it
+stops everything it forked, and the environment marker LAB_RUN so that a
+test can find anything the lab left behind.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import IO
+
+MARKER = "LAB_RUN"
+
+
+class PortBusy(RuntimeError):
+    pass
+
+
+class NotReady(RuntimeError):
+    pass
+
+
+def pinned(argv: list[str], cpus: tuple[int, ...]) -> list[str]:
+    return ["taskset", "-c", ",".join(map(str, cpus)), *argv]
+
+
+def start(argv: list[str], cwd: Path, env: dict[str, str], log: IO[bytes] | int,
+          stdout: IO[bytes] | int | None = None) -> subprocess.Popen[bytes]:
+    """Start argv in a new session; stdout to `stdout` (or the log), stderr to the log."""
+    return subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                            stdout=log if stdout is None else stdout, stderr=log,
+                            start_new_session=True)
+
+
+def stop(proc: subprocess.Popen[bytes], grace: float = 10.0) -> int | None:
+    """SIGTERM the process group, SIGKILL it after `grace` seconds; returns the exit code."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            return proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            continue
+    return proc.poll()
+
+
+def kill_group(pgid: int) -> None:
+    """SIGKILL what is left of a process group (children that outlived their leader)."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def port_holder(port: int) -> str:
+    """Who listens on the port, as `ss` shows it (empty when unknown)."""
+    try:
+        out = subprocess.run(["ss", "-Hltnp", f"sport = :{port}"], capture_output=True,
+                             text=True, timeout=5).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    users = [line.split("users:", 1)[1] for line in out.splitlines() if "users:" in line]
+    return " ".join(users)
+
+
+def check_port_free(port: int) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("0.0.0.0", port))
+        except OSError as e:
+            holder = port_holder(port)
+            held = f", held by {holder}" if holder else ""
+            raise PortBusy(f"port {port} is already in use{held}: stop that process or "
+                           f"choose another with PORT=") from e
+
+
+def wait_ready(port: int, proc: subprocess.Popen[bytes], timeout: float) -> float:
+    """Wait until something accepts on 127.0.0.1:port; returns the seconds it took."""
+    start_t = time.monotonic()
+    while time.monotonic() - start_t < timeout:
+        if proc.poll() is not None:
+            raise NotReady(f"exited with code {proc.returncode} before listening on {port}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return time.monotonic() - start_t
+        except OSError:
+            time.sleep(0.1)
+    raise NotReady(f"did not accept connections on port {port} within {timeout:.0f}s")
+
+
+def wait_port_released(port: int, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            check_port_free(port)
+            return
+        except PortBusy:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def tail(path: Path, lines: int = 20) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except FileNotFoundError:
+        return "(no log)"
+    return "\n".join(text.splitlines()[-lines:]) or "(empty log)"

@@ -1,0 +1,180 @@
+"""Servers, discovered from their `server.toml` manifests.
+
+A server is one folder under servers/ with its code and a manifest; the lab
+knows nothing else about it (see servers/README.md for the format).
+"""
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MANIFEST = "server.toml"
+SKIP_DIRS = {"target", "obj", "bin", "__pycache__", ".cache"}
+ROLES = ("server", "ceiling")
+
+
+class ManifestError(ValueError):
+    """A manifest that does not follow servers/README.md."""
+
+
+@dataclass(frozen=True)
+class Command:
+    argv: tuple[str, ...]
+    dir: Path
+
+
+@dataclass(frozen=True)
+class Server:
+    name: str
+    folder: Path
+    language: str
+    framework: str
+    version: str
+    role: str
+    summary: str
+    workers_default: int
+    workers_meaning: str
+    run: Command
+    ready_timeout: float
+    requires: dict[str, str] = field(default_factory=dict)
+    setup: Command | None = None
+    build: Command | None = None
+    artifact: str | None = None
+    inputs: tuple[str, ...] = ()
+    facts: Command | None = None
+
+    def describe(self) -> dict[str, object]:
+        return {"name": self.name, "folder": str(self.folder), "language": self.language,
+                "framework": self.framework, "version": self.version, "role": self.role,
+                "summary": self.summary, "workers_default": self.workers_default,
+                "workers_meaning": self.workers_meaning, "run": list(self.run.argv)}
+
+
+def _table(data: dict[str, object], key: str, path: Path, required: bool) -> dict[str, object]:
+    value = data.get(key)
+    if value is None:
+        if required:
+            raise ManifestError(f"{path}: missing [{key}] table")
+        return {}
+    if not isinstance(value, dict):
+        raise ManifestError(f"{path}: [{key}] must be a table")
+    return value
+
+
+def _str(data: dict[str, object], key: str, path: Path, default: str | None = None) -> str:
+    value = data.get(key, default)
+    if not isinstance(value, str) or not value:
+        raise ManifestError(f"{path}: '{key}' must be a non-empty string")
+    return value
+
+
+def _command(table: dict[str, object], folder: Path, path: Path, what: str) -> Command:
+    argv = table.get("command")
+    if not isinstance(argv, list) or not argv or not all(isinstance(a, str) and a for a in argv):
+        raise ManifestError(f"{path}: [{what}] command must be a non-empty list of strings")
+    rel = table.get("dir", ".")
+    if not isinstance(rel, str):
+        raise ManifestError(f"{path}: [{what}] dir must be a string")
+    return Command(tuple(argv), (folder / rel).resolve())
+
+
+def load(path: Path) -> Server:
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ManifestError(f"{path}: not valid TOML: {e}") from e
+    folder = path.parent.resolve()
+    name = _str(data, "name", path)
+    if name != folder.name:
+        raise ManifestError(f"{path}: name '{name}' must equal its folder name '{folder.name}'")
+    role = _str(data, "role", path, "server")
+    if role not in ROLES:
+        raise ManifestError(f"{path}: role '{role}' must be one of {', '.join(ROLES)}")
+
+    run = _table(data, "run", path, required=True)
+    workers = _table(data, "workers", path, required=True)
+    default = workers.get("default")
+    if not isinstance(default, int) or isinstance(default, bool) or default < 1:
+        raise ManifestError(f"{path}: [workers] default must be a positive integer")
+    timeout = run.get("ready_timeout", 30)
+    if not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise ManifestError(f"{path}: [run] ready_timeout must be a positive number")
+
+    requires = _table(data, "requires", path, required=False)
+    if not all(isinstance(v, str) for v in requires.values()):
+        raise ManifestError(f"{path}: [requires] maps a command to a Debian package name")
+
+    build_t = _table(data, "build", path, required=False)
+    build = _command(build_t, folder, path, "build") if build_t else None
+    artifact = build_t.get("artifact") if build_t else None
+    inputs = build_t.get("inputs", ["."]) if build_t else []
+    if build is not None and not isinstance(artifact, str):
+        raise ManifestError(f"{path}: [build] needs an 'artifact' path")
+    if not isinstance(inputs, list) or not all(isinstance(i, str) for i in inputs):
+        raise ManifestError(f"{path}: [build] inputs must be a list of paths")
+
+    setup_t = _table(data, "setup", path, required=False)
+    facts_t = _table(data, "facts", path, required=False)
+    return Server(
+        name=name, folder=folder,
+        language=_str(data, "language", path), framework=_str(data, "framework", path),
+        version=_str(data, "version", path), role=role,
+        summary=str(data.get("summary", "")),
+        workers_default=default, workers_meaning=str(workers.get("meaning", "")),
+        run=_command(run, folder, path, "run"), ready_timeout=float(timeout),
+        requires={str(k): str(v) for k, v in requires.items()},
+        setup=_command(setup_t, folder, path, "setup") if setup_t else None,
+        build=build, artifact=artifact if isinstance(artifact, str) else None,
+        inputs=tuple(inputs),
+        facts=_command(facts_t, folder, path, "facts") if facts_t else None,
+    )
+
+
+def discover(root: Path) -> dict[str, Server]:
+    """Every server under root/servers, by name; duplicates are an error."""
+    found: dict[str, Server] = {}
+    for path in sorted((root / "servers").rglob(MANIFEST)):
+        if any(part in SKIP_DIRS for part in path.relative_to(root).parts):
+            continue
+        server = load(path)
+        if server.name in found:
+            raise ManifestError(f"{path}: server name '{server.name}' is also used by "
+                                f"{found[server.name].folder}")
+        found[server.name] = server
+    return found
+
+
+def expand(argv: tuple[str, ...], values: dict[str, str]) -> list[str]:
+    """Fill {port} {workers} {root} {cache} in each token."""
+    return [a.format(**values) for a in argv]
+
+
+def artifact_path(server: Server, values: dict[str, str]) -> Path | None:
+    if server.artifact is None:
+        return None
+    return (server.folder / server.artifact.format(**values)).resolve()
+
+
+def newest_input(server: Server) -> float:
+    """mtime of the newest file under the server's build inputs."""
+    newest = 0.0
+    for rel in server.inputs:
+        top = (server.folder / rel).resolve()
+        if top.is_file():
+            newest = max(newest, top.stat().st_mtime)
+            continue
+        for dirpath, dirnames, filenames in os.walk(top):
+            dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
+            for f in filenames:
+                newest = max(newest, os.stat(os.path.join(dirpath, f)).st_mtime)
+    return newest
+
+
+def is_built(server: Server, values: dict[str, str]) -> bool:
+    """True when there is nothing to build or the artifact is newer than every input."""
+    artifact = artifact_path(server, values)
+    if artifact is None:
+        return True
+    return artifact.exists() and artifact.stat().st_mtime >= newest_input(server)

@@ -1,0 +1,94 @@
+"""The contract every server meets before it is loaded.
+
+GET /api: 200, Content-Type application/json, Content-Length 27, the exact
+body; another path: 404; two requests answered on one keep-alive connection.
+"""
+from __future__ import annotations
+
+import http.client
+from dataclasses import dataclass
+
+BODY = b'{"greeting":"Hello World!"}'
+CONTENT_TYPE = "application/json"
+
+
+class VerifyError(AssertionError):
+    """A failed check: `check` names it, `got` shows what came back."""
+
+    def __init__(self, check: str, got: str) -> None:
+        super().__init__(f"{check}\n    got: {got}")
+        self.check = check
+        self.got = got
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    reason: str
+    headers: list[tuple[str, str]]
+    body: bytes
+    will_close: bool
+
+    def header(self, name: str) -> str | None:
+        for k, v in self.headers:
+            if k.lower() == name.lower():
+                return v
+        return None
+
+    def show(self) -> str:
+        head = "; ".join(f"{k}: {v}" for k, v in self.headers)
+        return f"{self.status} {self.reason} [{head}] body={self.body[:120]!r}"
+
+
+def get(conn: http.client.HTTPConnection, path: str) -> Reply:
+    conn.request("GET", path, headers={"Accept": "application/json"})
+    resp = conn.getresponse()
+    body = resp.read()
+    return Reply(resp.status, resp.reason, resp.getheaders(), body, resp.will_close)
+
+
+def check_api(reply: Reply) -> None:
+    if reply.status != 200:
+        raise VerifyError("GET /api must answer 200", reply.show())
+    ctype = reply.header("Content-Type")
+    if ctype is None or ctype.strip().lower() != CONTENT_TYPE:
+        raise VerifyError(f"GET /api must send Content-Type: {CONTENT_TYPE}", f"{ctype!r}")
+    length = reply.header("Content-Length")
+    if length is None or length.strip() != str(len(BODY)):
+        raise VerifyError(f"GET /api must send Content-Length: {len(BODY)} (not chunked)",
+                          f"Content-Length={length!r}, "
+                          f"Transfer-Encoding={reply.header('Transfer-Encoding')!r}")
+    if reply.body != BODY:
+        raise VerifyError(f"GET /api must return exactly {BODY.decode()}", repr(reply.body))
+
+
+def verify(host: str, port: int, timeout: float = 5.0) -> list[str]:
+    """Run every check; returns what passed, raises VerifyError at the first failure."""
+    passed = []
+    conn = http.client.HTTPConnection(host, port, timeout=timeout)
+    try:
+        first = get(conn, "/api")
+        check_api(first)
+        passed += ["GET /api 200", "Content-Type", "Content-Length 27", "exact body"]
+        if first.will_close or conn.sock is None:
+            raise VerifyError("an HTTP/1.1 request must keep the connection open",
+                              first.show())
+        sock = conn.sock
+        try:
+            second = get(conn, "/api")
+        except (http.client.HTTPException, OSError) as e:
+            raise VerifyError("a second request on the same connection must be answered",
+                              f"{type(e).__name__}: {e}") from e
+        if conn.sock is not sock:
+            raise VerifyError("the second request must reuse the connection", "a new connection")
+        check_api(second)
+        passed.append("keep-alive")
+        missing = get(conn, "/no-such-path")
+        if missing.status != 404:
+            raise VerifyError("GET /no-such-path must answer 404", missing.show())
+        passed.append("404 elsewhere")
+    except (http.client.HTTPException, OSError) as e:
+        raise VerifyError("the server must answer HTTP on 127.0.0.1", f"{type(e).__name__}: {e}")
+    finally:
+        conn.close()
+    return passed

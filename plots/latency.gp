@@ -1,0 +1,55 @@
+# latency.gp - mean response time by concurrency, one line per server.
+# Call: gnuplot -e "run='RUN'; servers='a b'; ceiling='nginx'; conditions='...'; fmt='png'" plots/latency.gp
+# Reads RUN/data/<server>.dat (1 concurrency, 3 mean ms, 6 client_bound); writes RUN/latency.<fmt>.
+
+# ---- arguments --------------------------------------------------------------
+if (!exists("run") || !exists("servers")) exit error "latency.gp: pass run='RUN' and servers='a b ...' with -e"
+if (!exists("ceiling"))    ceiling = ""
+if (!exists("conditions")) conditions = ""
+if (!exists("fmt"))        fmt = "png"
+if (words(servers) < 1)    exit error "latency.gp: servers is empty"
+all = servers . " " . ceiling                  # every file drawn (ceiling may be "")
+hasceil = words(ceiling) > 0
+
+dat(s) = run . "/data/" . s . ".dat"
+# a file is usable when it exists and has at least one numeric row
+usable(f) = system(sprintf("grep -qs '^[[:space:]]*[0-9]' '%s' && echo 1 || echo 0", f)) + 0
+do for [s in all] { if (!usable(dat(s))) { exit error "latency.gp: missing or empty data file " . dat(s) } }
+
+# how many client-bound points are there? (legend entry only when > 0)
+nbound = 0
+do for [s in all] { stats dat(s) using 6 nooutput; nbound = nbound + STATS_sum }
+
+# ---- output -----------------------------------------------------------------
+if (fmt eq "png") { set terminal pngcairo size 1000,600 font "sans,10" noenhanced } \
+else { if (fmt eq "svg") { set terminal svg size 1000,600 font "sans,10" noenhanced background "white" } \
+else { exit error "latency.gp: fmt must be png or svg" } }
+set output run . "/latency." . fmt
+
+# ---- look -------------------------------------------------------------------
+colors = "#1f77b4 #d62728 #2ca02c #ff7f0e #9467bd #8c564b #e377c2 #17becf #bcbd22 #7f7f7f"
+color(i) = word(colors, (i - 1) % words(colors) + 1)
+
+set title "Mean response time by concurrency" font ",13"
+set label 1 conditions at screen 0.5, 0.025 center font ",8"
+set bmargin 6
+set xlabel "concurrency (simultaneous clients)"
+set ylabel "mean response time (ms)"
+set xrange [0:*]
+set autoscale xfixmax                          # no jump to the next tic: ...
+set yrange [0:*]
+set offsets 0, graph 0.03, graph 0.05, 0   # ... a small margin instead
+set grid xtics ytics lt 1 lw 1 lc rgb "#d8d8d8"
+set key outside right top vertical Left reverse noautotitle
+
+bound(y) = column(6) == 1 ? y : NaN            # keep only client-bound points
+
+# ---- plot -------------------------------------------------------------------
+plot for [i=1:words(servers)] dat(word(servers, i)) using 1:3 \
+         with linespoints lw 2 pt 7 ps 0.7 lc rgb color(i) title word(servers, i), \
+     dat(word(all, words(all))) using 1:(hasceil ? $3 : NaN) \
+         with linespoints lw 2 dt 2 pt 7 ps 0.5 lc rgb "black" \
+         title (hasceil ? ceiling . " (ceiling reference)" : ""), \
+     for [i=1:words(all)] dat(word(all, i)) using 1:(bound($3)) \
+         with points pt 6 ps 2 lw 1.5 lc rgb "black" \
+         title (i == 1 && nbound > 0 ? "client-bound (measures the client)" : "")
