@@ -38,11 +38,14 @@ report: ## print the summary of a saved run: make report RUN=results/<run-id>
 	@test -n "$(RUN)" || { echo "error: give RUN=results/<run-id>" >&2; exit 2; }
 	@$(LAB) report $(RUN)
 
-test: ## the test suite (unit, then end to end: builds every server)
-	$(PYTHON) -m pytest -q tests
+test: ## the test suite: units, faults, then every server built and swept
+	@$(PYTHON) -c 'import pytest' 2>/dev/null || { echo "error: pytest is missing:" \
+	  "apt-get install python3-pytest (or pip install pytest)" >&2; exit 2; }
+	SERVER=all $(LAB) deps
+	$(PYTHON) -m pytest -q -p no:cacheprovider tests
 
-lint: ## shellcheck and the Python type check
-	shellcheck run-benchmark.sh .ci/run $$(git ls-files '*.sh')
+lint: ## shellcheck every script
+	shellcheck .ci/run $$(git ls-files '*.sh')
 
 clean: ## remove build outputs (results and the toolchain cache stay)
 	rm -rf servers/java/*/target servers/java/target servers/ada/*/obj servers/ada/*/bin

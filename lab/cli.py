@@ -34,20 +34,24 @@ def fail(message: str, code: int) -> int:
     return code
 
 
+def servers_found() -> dict[str, Server]:
+    return discover(ROOT, os.environ.get("LAB_SERVER_PATH", ""))
+
+
 def load_params() -> tuple[Params, dict[str, Server]]:
-    servers = discover(ROOT)
+    servers = servers_found()
     params = from_env(os.environ, list(servers), list(clients()))
     return params, servers
 
 
 def cmd_list(_: argparse.Namespace) -> int:
-    servers = discover(ROOT)
+    servers = servers_found()
     values = placeholders(ROOT, cache_dir(), 0, 0)
-    print(f"{'server':<12} {'language':<9} {'framework':<28} {'version':<10} "
+    print(f"{'server':<12} {'language':<9} {'framework':<28} {'version':<15} "
           f"{'workers':<8} {'built':<6} role")
     for s in servers.values():
         built = "yes" if is_built(s, values) else "no"
-        print(f"{s.name:<12} {s.language:<9} {s.framework:<28} {s.version:<10} "
+        print(f"{s.name:<12} {s.language:<9} {s.framework:<28} {s.version:<15} "
               f"{s.workers_default:<8} {built:<6} {s.role}")
     return 0
 

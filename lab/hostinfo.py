@@ -75,6 +75,7 @@ def host() -> dict[str, object]:
         "cores": os.cpu_count(),
         "usable_cpus": sorted(os.sched_getaffinity(0)),
         "memory_gb": round(mem_kb / 1024 / 1024, 1),
+        "load_average_at_start": list(os.getloadavg()),
         "sysctl": {name: sysctl(name) for name in SYSCTLS},
     }
 

@@ -135,3 +135,22 @@ def time_wait_sockets() -> int:
         except FileNotFoundError:
             pass
     return count
+
+
+def cpu_times(cpus: tuple[int, ...]) -> tuple[float, float]:
+    """(busy, steal) seconds so far on these CPUs, from /proc/stat.
+
+    busy is user+nice+system: what processes ran there. Interrupt and
+    softirq time is left out: loopback networking lands there on behalf of
+    the client and the server alike.
+    """
+    wanted = {f"cpu{c}" for c in cpus}
+    busy = steal = 0
+    with open("/proc/stat") as f:
+        for line in f:
+            parts = line.split()
+            if parts and parts[0] in wanted:
+                user, nice, system = (int(v) for v in parts[1:4])
+                busy += user + nice + system
+                steal += int(parts[8]) if len(parts) > 8 else 0
+    return busy / TICKS, steal / TICKS

@@ -47,6 +47,7 @@ def summarise(name: str, rows: list[dict[str, Any]], record: dict[str, Any]) -> 
         "cpu_us_per_req": peak["server_cpu_us_per_req"],
         "client_bound": sum(r["client_bound"] for r in rows), "levels": len(rows),
         "failed": sum(r["failed"] for r in rows),
+        "host_busy": sum("host-busy" in str(r["flags"]) for r in rows),
         "status": record.get("status", "?"),
     }
 
@@ -63,6 +64,10 @@ def warnings(m: dict[str, Any], table: list[dict[str, Any]]) -> list[str]:
                        f"{t['levels']} levels of {t['server']}: those points measure {tool}, "
                        f"not {t['server']}. Give the client more CPUs (CLIENT_CPUS), use "
                        f"KEEPALIVE=1, or a faster client.")
+        if t["host_busy"]:
+            out.append(f"{t['host_busy']} of {t['levels']} levels of {t['server']} ran while "
+                       "other processes (or the hypervisor) took more than 10% of the lab's "
+                       "CPUs: those figures are not the server's alone. Rerun on a quiet host.")
         if t["failed"]:
             out.append(f"{t['server']}: {t['failed']} failed requests; see its client "
                        "output and server.log in the run folder.")

@@ -40,6 +40,8 @@ class Row:
     client_cpu_s: float
     client_cpu_pct: float         # of the client's CPU allotment over the level
     client_bound: bool
+    other_cpu_pct: float          # CPU used on the lab's CPUs by anything else
+    steal_pct: float              # time the hypervisor took from the lab's CPUs
     time_wait: int                # TCP sockets in TIME_WAIT after the level
     flags: str
 

@@ -132,12 +132,14 @@ def load(path: Path) -> Server:
     )
 
 
-def discover(root: Path) -> dict[str, Server]:
-    """Every server under root/servers, by name; duplicates are an error."""
+def discover(root: Path, extra: str = "") -> dict[str, Server]:
+    """Every server under root/servers (and the folders of `extra`, a
+    colon-separated LAB_SERVER_PATH), by name; duplicates are an error."""
     found: dict[str, Server] = {}
-    for path in sorted((root / "servers").rglob(MANIFEST)):
-        if any(part in SKIP_DIRS for part in path.relative_to(root).parts):
-            continue
+    tops = [root / "servers"] + [Path(p) for p in extra.split(":") if p]
+    paths = [path for top in tops for path in sorted(top.rglob(MANIFEST))
+             if not SKIP_DIRS & set(path.relative_to(top).parts)]
+    for path in paths:
         server = load(path)
         if server.name in found:
             raise ManifestError(f"{path}: server name '{server.name}' is also used by "

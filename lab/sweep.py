@@ -17,11 +17,19 @@ from lab.servers import Server, expand
 from lab.verify import VerifyError, verify
 
 CLIENT_BOUND_PCT = 90.0
+HOST_BUSY_PCT = 10.0
 HOST = "127.0.0.1"
 
 
 class SweepError(RuntimeError):
     """The server could not be measured; the message says why."""
+
+
+@dataclass(frozen=True)
+class HostLoad:
+    """CPU time on the lab's CPUs during a level, taken from /proc/stat."""
+    busy_s: float
+    steal_s: float
 
 
 @dataclass(frozen=True)
@@ -88,11 +96,16 @@ def run_client(argv: list[str], env: dict[str, str], out: Path, timeout: float,
 
 
 def make_row(server: str, c: int, duration: int, level: Level, sampler: procfs.Sampler,
-             client: ClientRun, params: Params, time_wait: int) -> results.Row:
+             client: ClientRun, host: HostLoad, params: Params, time_wait: int) -> results.Row:
     last = sampler.last
     client_pct = 100 * client.cpu_s / (len(params.client_cpus) * client.wall_s)
     bound = client_pct >= CLIENT_BOUND_PCT
-    flags = (["client-bound"] if bound else []) + (["failures"] if level.failed else [])
+    allotment = len(set(params.server_cpus) | set(params.client_cpus)) * client.wall_s
+    other_pct = max(0.0, 100 * (host.busy_s - sampler.cpu_s - client.cpu_s) / allotment)
+    steal_pct = 100 * host.steal_s / allotment
+    busy = other_pct > HOST_BUSY_PCT or steal_pct > HOST_BUSY_PCT
+    flags = ((["client-bound"] if bound else []) + (["failures"] if level.failed else [])
+             + (["host-busy"] if busy else []))
     return results.Row(
         server=server, concurrency=c, duration_s=duration,
         transactions=level.transactions, successful=level.successful, failed=level.failed,
@@ -107,7 +120,8 @@ def make_row(server: str, c: int, duration: int, level: Level, sampler: procfs.S
         if level.transactions else 0.0,
         server_cpu_pct=round(100 * sampler.cpu_s / (len(params.server_cpus) * client.wall_s), 1),
         client_cpu_s=round(client.cpu_s, 3), client_cpu_pct=round(client_pct, 1),
-        client_bound=bound, time_wait=time_wait, flags=" ".join(flags))
+        client_bound=bound, other_cpu_pct=round(other_pct, 1), steal_pct=round(steal_pct, 1),
+        time_wait=time_wait, flags=" ".join(flags))
 
 
 def fmt_eta(seconds: float) -> str:
@@ -138,19 +152,23 @@ class ServerSweep:
         servers[self.server.name] = self.record
         results.update_manifest(self.run, servers=servers)
 
-    def level(self, c: int, duration: int, tag: str,
-              proc: subprocess.Popen[bytes]) -> tuple[Level, ClientRun, procfs.Sampler]:
+    def level(self, c: int, duration: int, tag: str, proc: subprocess.Popen[bytes]
+              ) -> tuple[Level, ClientRun, procfs.Sampler, HostLoad]:
         argv = procs.pinned(self.client.command(self.url, c, duration), self.params.client_cpus)
+        cpus = tuple(sorted(set(self.params.server_cpus) | set(self.params.client_cpus)))
+        busy0, steal0 = procfs.cpu_times(cpus)
         with procfs.Sampler(proc.pid) as sampler:
             ran = run_client(argv, self.env, self.out / f"{self.client.name}-{tag}.out",
                              timeout=duration + 60, server=proc)
+        busy1, steal1 = procfs.cpu_times(cpus)
+        host = HostLoad(busy1 - busy0, steal1 - steal0)
         if proc.poll() is not None:
             raise SweepError(f"the server exited with code {proc.returncode} during {tag}")
         try:
             level = self.client.parse(ran.stdout, ran.stderr)
         except ClientError as e:
             raise SweepError(f"{tag}: {e}") from e
-        return level, ran, sampler
+        return level, ran, sampler, host
 
     def run_all(self) -> None:
         p, name = self.params, self.server.name
@@ -162,6 +180,7 @@ class ServerSweep:
         log_path = self.out / "server.log"
         with log_path.open("ab") as log:
             proc = procs.start(argv, self.server.run.dir, self.env, log)
+        self.save(pid=proc.pid)             # also its session and process group id
         try:
             self.measure(proc, log_path)
         finally:
@@ -187,14 +206,14 @@ class ServerSweep:
         progress(f"[{name}] ready in {took:.1f}s, verified: {', '.join(passed)}")
         if p.warmup_s:
             top = p.levels[-1]
-            level, _, _ = self.level(top, p.warmup_s, "warmup", proc)
+            level, _, _, _ = self.level(top, p.warmup_s, "warmup", proc)
             progress(f"[{name}] warm-up {p.warmup_s}s at c={top}: {level.rate_rps:,.0f} req/s "
                      "(not recorded)")
         self.save(status="running")
         started = time.monotonic()
         for i, c in enumerate(p.levels, 1):
-            level, ran, sampler = self.level(c, p.duration_s, f"c{c}", proc)
-            row = make_row(name, c, p.duration_s, level, sampler, ran, p,
+            level, ran, sampler, host = self.level(c, p.duration_s, f"c{c}", proc)
+            row = make_row(name, c, p.duration_s, level, sampler, ran, host, p,
                            procfs.time_wait_sockets())
             results.append_row(self.run, row)
             self.save(levels_done=i)

@@ -1,0 +1,81 @@
+package lab.tomcat;
+
+import java.io.File;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+import jakarta.servlet.http.HttpServlet;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
+
+import org.apache.catalina.Context;
+import org.apache.catalina.connector.Connector;
+import org.apache.catalina.startup.Tomcat;
+
+/**
+ * Embedded Tomcat (NIO connector) with one servlet mapped to exactly "/api";
+ * every other path gets Tomcat's 404.
+ *
+ * WORKERS = the connector's maxThreads (and minSpareThreads), i.e. the size of
+ * the request-processing executor. Tomcat's acceptor and poller run on their
+ * own threads outside that pool (one each).
+ */
+public final class TomcatServer {
+
+    private static final byte[] BODY =
+            "{\"greeting\":\"Hello World!\"}".getBytes(StandardCharsets.US_ASCII);
+
+    private static final class ApiServlet extends HttpServlet {
+        private static final long serialVersionUID = 1L;
+
+        @Override
+        protected void doGet(HttpServletRequest req, HttpServletResponse resp) throws IOException {
+            resp.setContentType("application/json");
+            resp.setContentLength(BODY.length);
+            resp.getOutputStream().write(BODY);
+        }
+    }
+
+    public static void main(String[] args) throws Exception {
+        Logger.getLogger("").setLevel(Level.WARNING);   // no INFO chatter from JULI
+        int port = intEnv("PORT", 8080);
+        int workers = intEnv("WORKERS", 8);
+
+        Tomcat tomcat = new Tomcat();
+        // Tomcat wants a base/work directory; keep it out of the source tree.
+        File base = new File(System.getProperty("java.io.tmpdir"), "lab-tomcat-" + port);
+        tomcat.setBaseDir(base.getAbsolutePath());
+        tomcat.getServer().setPort(-1);                     // no shutdown socket
+
+        Connector connector = tomcat.getConnector();        // HTTP/1.1 NIO
+        connector.setPort(port);
+        connector.setThrowOnFailure(true);                  // a failed bind must fail start()
+        connector.setProperty("address", "0.0.0.0");
+        connector.setProperty("maxThreads", Integer.toString(workers));
+        connector.setProperty("minSpareThreads", Integer.toString(workers));
+        connector.setProperty("maxKeepAliveRequests", "-1");  // unlimited requests per connection
+
+        Context ctx = tomcat.addContext("", null);
+        Tomcat.addServlet(ctx, "api", new ApiServlet());
+        ctx.addServletMappingDecoded("/api", "api");
+
+        tomcat.start();
+        System.out.println("tomcat listening on " + port + " with " + workers + " workers");
+        System.out.flush();
+        tomcat.getServer().await();
+    }
+
+    private static int intEnv(String name, int fallback) {
+        String v = System.getenv(name);
+        if (v == null || v.isBlank()) {
+            return fallback;
+        }
+        int n = Integer.parseInt(v.trim());
+        if (n < 1) {
+            throw new IllegalArgumentException(name + " must be >= 1, got " + v);
+        }
+        return n;
+    }
+}

@@ -1,0 +1,79 @@
+"""Shared helpers: run the lab as a user would, find what it left behind."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FAKES = ROOT / "tests" / "servers"
+sys.path.insert(0, str(ROOT))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def lab_env(tmp: Path, **settings: str) -> dict[str, str]:
+    """The user's environment plus the settings; results go to tmp."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
+    env.update(RESULTS=str(tmp / "results"), LAB_SERVER_PATH=str(FAKES))
+    if "LAB_CACHE" in os.environ:
+        env["LAB_CACHE"] = os.environ["LAB_CACHE"]
+    env.update(settings)
+    return env
+
+
+def lab(env: dict[str, str], *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "lab", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def bench(env: dict[str, str], timeout: float = 1800) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(ROOT / "run-benchmark.sh")], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def run_folders(tmp: Path) -> list[Path]:
+    results = tmp / "results"
+    return sorted(p for p in results.iterdir()) if results.exists() else []
+
+
+def server_sessions(run: Path) -> set[int]:
+    """Session ids of the servers a run started (each server leads its own)."""
+    try:
+        servers = json.loads((run / "manifest.json").read_text())["servers"]
+    except (OSError, ValueError, KeyError):
+        return set()
+    return {s["pid"] for s in servers.values() if "pid" in s}
+
+
+def leftovers(run: Path) -> list[str]:
+    """Live processes the run started: carrying its LAB_RUN marker (nginx
+    overwrites its environment with its title) or in a server's session."""
+    needle = f"LAB_RUN={run.name}".encode() + b"\0"
+    sessions = server_sessions(run)
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            session = int(stat[stat.rindex(")") + 2:].split()[3])
+            if needle in environ or session in sessions:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+                found.append(f"{pid}: {cmd.decode(errors='replace')}")
+        except OSError:
+            continue
+    return found
+
+
+@pytest.fixture
+def port() -> int:
+    return free_port()

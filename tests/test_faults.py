@@ -1,0 +1,142 @@
+"""The lab as a user runs it, on the cheap nginx reference and test doubles:
+bad input, busy port, a server that never listens or lies, a crash and
+Ctrl-C mid-sweep. After each, nothing the lab started may be left running."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, bench, lab_env, leftovers, run_folders
+
+SHORT = {"CONCURRENCY": "1 2 3 4 5 6", "DURATION": "2s", "WARMUP": "0"}
+
+
+def manifest(run: Path) -> dict:
+    return json.loads((run / "manifest.json").read_text())
+
+
+def rows(run: Path) -> list[str]:
+    csv = run / "results.csv"
+    return csv.read_text().splitlines()[1:] if csv.exists() else []
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"SERVER": "nope"}, "unknown server nope; known:"),
+    ({"SERVER": "nginx", "CONCURRENCY": ""}, "CONCURRENCY is empty"),
+    ({"SERVER": "nginx", "CONCURRENCY": "1 x"}, "x is not a positive whole number"),
+    ({"SERVER": "nginx", "DURATION": "10x"}, "like 10s or 1m"),
+    ({"SERVER": "nginx", "SERVER_CPUS": "99"}, "CPU 99 does not exist"),
+])
+def test_bad_input_exits_2_before_anything_runs(tmp_path: Path, settings: dict[str, str],
+                                                message: str) -> None:
+    out = bench(lab_env(tmp_path, **settings), timeout=60)
+    assert out.returncode == 2, out.stderr
+    assert message in out.stderr
+    assert "[" not in out.stderr.split(message)[0]     # no step ran before the error
+    assert run_folders(tmp_path) == []
+
+
+def test_make_passes_settings_and_exit_code(tmp_path: Path) -> None:
+    env = lab_env(tmp_path)
+    out = subprocess.run(["make", "-s", "bench", "SERVER=nginx", "CONCURRENCY=0"], cwd=ROOT,
+                         env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "0 is not a positive whole number" in out.stderr
+
+
+def test_busy_port_names_the_holder(tmp_path: Path, port: int) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", port))
+        s.listen()
+        out = bench(lab_env(tmp_path, SERVER="nginx", PORT=str(port), **SHORT), timeout=60)
+    assert out.returncode == 2
+    assert f"port {port} is already in use, held by" in out.stderr
+    assert "python" in out.stderr
+    assert run_folders(tmp_path) == []
+
+
+def test_server_that_never_listens(tmp_path: Path, port: int) -> None:
+    out = bench(lab_env(tmp_path, SERVER="mute", PORT=str(port), **SHORT), timeout=120)
+    assert out.returncode == 1
+    assert f"did not accept connections on port {port} within 2s" in out.stderr
+    assert "mute: not listening on purpose" in out.stderr     # the end of its log
+    [run] = run_folders(tmp_path)
+    assert manifest(run)["status"] == "incomplete"
+    assert manifest(run)["servers"]["mute"]["status"] == "failed"
+    assert leftovers(run) == []
+
+
+def test_server_that_fails_verification_is_not_loaded(tmp_path: Path, port: int) -> None:
+    out = bench(lab_env(tmp_path, SERVER="liar nginx", PORT=str(port), **SHORT), timeout=120)
+    assert out.returncode == 1
+    assert "liar failed verification, not loaded" in out.stderr
+    assert "Hello World?" in out.stderr                       # what came back
+    [run] = run_folders(tmp_path)
+    assert rows(run) == [] and not (run / "liar" / "siege-c1.out").exists()
+    assert "nginx" not in manifest(run)["servers"]            # the run stopped there
+    assert leftovers(run) == []
+
+
+def start_bench(tmp_path: Path, port: int) -> tuple[subprocess.Popen[str], Path]:
+    env = lab_env(tmp_path, SERVER="nginx", PORT=str(port), **SHORT)
+    proc = subprocess.Popen([str(ROOT / "run-benchmark.sh")], cwd=ROOT, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        runs = run_folders(tmp_path)
+        if runs and rows(runs[0]):
+            return proc, runs[0]
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    raise AssertionError("no level finished in time")
+
+
+def test_server_crash_mid_sweep(tmp_path: Path, port: int) -> None:
+    proc, run = start_bench(tmp_path, port)
+    master = manifest(run)["servers"]["nginx"]["pid"]
+    assert any("nginx: worker" in p for p in leftovers(run))
+    os.kill(master, signal.SIGKILL)                          # its workers stay orphaned
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err
+    assert "the server exited" in err and "finished levels are kept" in err
+    m = manifest(run)
+    assert m["status"] == "incomplete" and m["servers"]["nginx"]["status"] == "failed"
+    assert 1 <= len(rows(run)) < 6
+    assert (run / "rps.png").exists()                        # partial results still drawn
+    assert leftovers(run) == []
+
+
+def test_ctrl_c_mid_sweep(tmp_path: Path, port: int) -> None:
+    proc, run = start_bench(tmp_path, port)
+    os.killpg(proc.pid, signal.SIGINT)                       # what a terminal's Ctrl-C does
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    m = manifest(run)
+    assert m["status"] == "incomplete" and m["servers"]["nginx"]["status"] == "interrupted"
+    assert len(rows(run)) >= 1
+    assert leftovers(run) == []
+    assert "incomplete" in (run / "summary.md").read_text()
+
+
+def test_competing_load_is_flagged(tmp_path: Path, port: int) -> None:
+    server_cpu = str(min(os.sched_getaffinity(0)))
+    hog = subprocess.Popen(["taskset", "-c", server_cpu, "python3", "-c", "while True: pass"])
+    try:
+        out = bench(lab_env(tmp_path, SERVER="nginx", PORT=str(port), CONCURRENCY="2",
+                            DURATION="2s", WARMUP="0"), timeout=120)
+    finally:
+        hog.kill()
+        hog.wait()
+    assert out.returncode == 0, out.stderr
+    [run] = run_folders(tmp_path)
+    [row] = rows(run)
+    assert "host-busy" in row
+    assert "Rerun on a quiet host" in (run / "summary.md").read_text()

@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+from dataclasses import fields
+from pathlib import Path
+
+from lab import results
+
+
+def test_run_folders_are_never_reused(tmp_path: Path) -> None:
+    a = results.new_run(tmp_path, ("grizzly", "aws"))
+    b = results.new_run(tmp_path, ("grizzly", "aws"))
+    assert a != b and a.is_dir() and b.is_dir()
+    assert a.name.endswith("-grizzly+aws")
+    assert results.new_run(tmp_path, tuple("abcde")).name.endswith("-5-servers")
+
+
+def test_rows_are_appended_and_read_back_by_server(tmp_path: Path) -> None:
+    def row(server: str, c: int) -> results.Row:
+        values = {f.name: 0 for f in fields(results.Row)}
+        values.update(server=server, concurrency=c, client_bound=c > 4, flags="")
+        return results.Row(**values)
+
+    for server, c in (("b", 8), ("b", 1), ("a", 4)):
+        results.append_row(tmp_path, row(server, c))
+    grouped = dict(results.rows_by_server(tmp_path))
+    assert list(grouped) == ["b", "a"]                          # run order
+    assert [r["concurrency"] for r in grouped["b"]] == ["1", "8"]  # sorted by level
+    assert grouped["b"][1]["client_bound"] == "True"
+    header = (tmp_path / results.CSV).read_text().splitlines()[0]
+    assert header.split(",") == results.COLUMNS

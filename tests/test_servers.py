@@ -1,0 +1,91 @@
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import FAKES, ROOT
+from lab.servers import ManifestError, discover, is_built, load
+
+GOOD = """
+name = "demo"
+language = "C"
+framework = "demo"
+version = "1.0"
+
+[build]
+command = ["make"]
+artifact = "out/demo"
+inputs = ["src"]
+
+[run]
+command = ["out/demo", "--port", "{port}"]
+
+[workers]
+default = 4
+"""
+
+
+def write(tmp: Path, text: str, folder: str = "demo") -> Path:
+    d = tmp / folder
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "server.toml").write_text(text)
+    return d / "server.toml"
+
+
+def test_every_manifest_in_the_repository_loads() -> None:
+    servers = discover(ROOT)
+    assert "nginx" in servers and servers["nginx"].role == "ceiling"
+    for s in servers.values():
+        assert s.folder.name == s.name and s.run.argv and s.workers_default >= 1
+        assert (s.folder / "server.toml").exists()
+
+
+def test_extra_folders_add_servers() -> None:
+    servers = discover(ROOT, str(FAKES))
+    assert {"mute", "liar", "nginx"} <= set(servers)
+
+
+def test_a_good_manifest(tmp_path: Path) -> None:
+    s = load(write(tmp_path, GOOD))
+    assert s.name == "demo" and s.role == "server" and s.workers_default == 4
+    assert s.build is not None and s.build.dir == tmp_path / "demo"
+    assert s.run.argv == ("out/demo", "--port", "{port}")
+
+
+@pytest.mark.parametrize("change, message", [
+    (('name = "demo"', 'name = "other"'), "must equal its folder name"),
+    (('[run]\ncommand = ["out/demo", "--port", "{port}"]', ""), "missing [run] table"),
+    (("default = 4", "default = 0"), "default must be a positive integer"),
+    (('version = "1.0"', 'version = "1.0"\nrole = "boss"'), "role 'boss'"),
+    (('artifact = "out/demo"', ""), "needs an 'artifact'"),
+    (('command = ["make"]', 'command = "make"'), "non-empty list of strings"),
+    (('language = "C"', 'language = "C'), "not valid TOML"),
+])
+def test_bad_manifests_are_refused(tmp_path: Path, change: tuple[str, str], message: str) -> None:
+    assert change[0] in GOOD
+    with pytest.raises(ManifestError, match=message.replace("[", r"\[").replace("(", r"\(")):
+        load(write(tmp_path, GOOD.replace(*change)))
+
+
+def test_duplicate_names_are_refused(tmp_path: Path) -> None:
+    write(tmp_path / "a", GOOD)
+    write(tmp_path / "b", GOOD)
+    with pytest.raises(ManifestError, match="also used by"):
+        discover(tmp_path / "nowhere", f"{tmp_path / 'a'}:{tmp_path / 'b'}")
+
+
+def test_build_is_needed_only_when_an_input_is_newer(tmp_path: Path) -> None:
+    s = load(write(tmp_path, GOOD))
+    src, out = tmp_path / "demo" / "src", tmp_path / "demo" / "out"
+    src.mkdir()
+    (src / "main.c").write_text("int main(){}")
+    assert not is_built(s, {})                      # no artifact yet
+    out.mkdir()
+    (out / "demo").write_text("binary")
+    assert is_built(s, {})
+    later = time.time() + 5
+    os.utime(src / "main.c", (later, later))
+    assert not is_built(s, {})                      # a source changed
