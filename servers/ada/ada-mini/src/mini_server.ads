@@ -1,0 +1,22 @@
+--  The single-task event loop of ada-mini.
+--
+--  One task accepts and serves every connection: all sockets are
+--  non-blocking and multiplexed with GNAT.Sockets' selector
+--  (Check_Selector with a read set and a write set, i.e. select(2)).
+--  Each round services every ready socket once, so no connection starves.
+
+package Mini_Server is
+
+   Max_Clients : constant := 1000;
+   --  Connections served at once.  select(2) handles descriptors below
+   --  FD_SETSIZE (1024) only: a connection beyond Max_Clients, or whose
+   --  descriptor is >= 1024, is closed at once (the client sees a reset
+   --  or an end of stream, the server goes on).
+
+   Idle_Seconds : constant := 60;
+   --  A connection with no complete exchange for this long is closed.
+
+   procedure Run (Port : Positive);
+   --  Listen on all IPv4 addresses at Port and serve forever.
+
+end Mini_Server;

@@ -1,0 +1,294 @@
+#!/usr/bin/env bash
+# Ada toolchain for the lab's Ada servers (servers/ada/*/server.toml).
+#
+#   toolchain.sh ensure          make the toolchain ready (idempotent, cached)
+#   toolchain.sh build NAME      build servers/ada/NAME with gprbuild
+#   toolchain.sh exec NAME ARGS  exec the built server (the PID stays the server's)
+#   toolchain.sh facts NAME      key=value lines for the run manifest
+#   toolchain.sh mode            print the resolved mode (native|rootfs)
+#
+# ADA_TOOLCHAIN selects the mode:
+#   native  gprbuild on PATH and an "aws" GNAT project it can find (Alire, distro)
+#   rootfs  a Debian 11 (bullseye) minbase root in $LAB_CACHE/ada-bullseye with
+#           gnat-10, gprbuild and libaws20-dev (AWS is not packaged in Debian 12/13);
+#           sources are copied into it, built and run there with chroot
+#   auto    (default) native when available, else rootfs
+#
+# Every build writes a stamp $LAB_CACHE/ada-build/NAME.built (the manifests'
+# `artifact`) naming the mode and the binary; `ensure` deletes stamps that no
+# longer match the resolved mode or whose binary is gone, so the lab rebuilds.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+LAB_ROOT=${LAB_ROOT:-$(cd "$HERE/../.." && pwd)}
+LAB_CACHE=${LAB_CACHE:-$LAB_ROOT/.cache}
+ROOT=$LAB_CACHE/ada-bullseye           # the bullseye root (rootfs mode)
+READY=$ROOT/.lab-toolchain-ready       # written only after a complete setup
+STAMPS=$LAB_CACHE/ada-build            # per-server build stamps
+LOG=$LAB_CACHE/ada-toolchain.log       # long debootstrap/apt output goes here
+SUITE=bullseye
+MIRROR=${ADA_MIRROR:-http://deb.debian.org/debian}
+PACKAGES=(gnat gprbuild libaws20-dev)
+
+say() { printf 'ada-toolchain: %s\n' "$*" >&2; }
+die() { say "error: $*"; exit 1; }
+
+# ---------------------------------------------------------------- native probe
+# True when gprbuild is on PATH and an aws.gpr is on its project search path
+# (GPR_PROJECT_PATH, ADA_PROJECT_PATH, or the compiler's default path that
+# `gnatls -v` prints).
+native_available() {
+    command -v gprbuild >/dev/null 2>&1 || return 1
+    # No process substitution here: it needs /dev/fd, absent in a bare chroot.
+    local dirs=() listed="" d
+    IFS=: read -r -a dirs <<< "${GPR_PROJECT_PATH:-}:${ADA_PROJECT_PATH:-}"
+    if command -v gnatls >/dev/null 2>&1; then
+        listed=$(gnatls -v 2>/dev/null \
+                 | sed -n '/^Project Search Path:/,$p' | sed '1d; s/^ *//') || true
+    fi
+    while IFS= read -r d; do
+        dirs+=("$d")
+    done <<< "$listed"
+    for d in "${dirs[@]}"; do
+        [[ -n $d && -f $d/aws.gpr ]] && return 0
+    done
+    return 1
+}
+
+resolve_mode() {
+    case ${ADA_TOOLCHAIN:-auto} in
+        native) echo native ;;
+        rootfs) echo rootfs ;;
+        auto)   if native_available; then echo native; else echo rootfs; fi ;;
+        *)      die "ADA_TOOLCHAIN must be native, rootfs or auto (got '${ADA_TOOLCHAIN}')" ;;
+    esac
+}
+
+# ---------------------------------------------------------------- rootfs helpers
+# Mounts below $ROOT (there should be none; debootstrap cleans its own).
+mounts_below_root() {
+    awk -v r="$ROOT" '$2 == r || index($2, r "/") == 1 { print $2 }' /proc/mounts
+}
+
+# Remove a half-made root. Refuses if something is still mounted inside it,
+# and never crosses into another file system.
+remove_root() {
+    local m mounts
+    mounts=$(mounts_below_root | sort -r)
+    while IFS= read -r m; do
+        if [[ -n $m ]]; then umount "$m" 2>/dev/null || true; fi
+    done <<< "$mounts"
+    [[ -z $(mounts_below_root) ]] || die "mounts remain under $ROOT; unmount them first"
+    rm -rf --one-file-system "$ROOT"
+}
+
+print_manual_steps() {
+    cat >&2 <<EOF
+ada-toolchain: no native Ada toolchain with AWS, and not root: cannot build
+the bullseye root. Either install gprbuild + AWS (Alire: alr get aws, or a
+distribution package; with Alire run this script under "alr exec --") and
+rerun with ADA_TOOLCHAIN=native, or as root run:
+
+  apt-get install -y debootstrap
+  debootstrap --variant=minbase $SUITE '$ROOT' $MIRROR
+  chroot '$ROOT' apt-get update
+  chroot '$ROOT' env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${PACKAGES[*]}
+  touch '$READY'
+EOF
+    exit 2
+}
+
+ensure_rootfs() {
+    if [[ -f $READY ]]; then
+        say "rootfs ready: $ROOT (cached)"
+        return 0
+    fi
+    [[ $(id -u) -eq 0 ]] || print_manual_steps
+    mkdir -p "$LAB_CACHE"
+    : > "$LOG"
+    if ! command -v debootstrap >/dev/null 2>&1; then
+        say "installing debootstrap (apt-get)"
+        { apt-get update && apt-get install -y debootstrap; } >>"$LOG" 2>&1 \
+            || die "apt-get install debootstrap failed, see $LOG"
+    fi
+    if [[ -e $ROOT ]]; then
+        say "removing half-made root $ROOT (no ready stamp)"
+        remove_root
+    fi
+    local t0=$SECONDS
+    say "debootstrap --variant=minbase $SUITE (log: $LOG)"
+    debootstrap --variant=minbase "$SUITE" "$ROOT" "$MIRROR" >>"$LOG" 2>&1 \
+        || die "debootstrap failed, see $LOG"
+    say "apt-get install ${PACKAGES[*]} in the root"
+    { chroot "$ROOT" apt-get update \
+      && chroot "$ROOT" env DEBIAN_FRONTEND=noninteractive \
+             apt-get install -y --no-install-recommends "${PACKAGES[@]}" \
+      && chroot "$ROOT" apt-get clean; } >>"$LOG" 2>&1 \
+        || die "apt-get in the root failed, see $LOG"
+    date -u +%Y-%m-%dT%H:%M:%SZ > "$READY"
+    say "rootfs ready in $((SECONDS - t0)) s: $ROOT"
+}
+
+ensure_native() {
+    native_available || die "ADA_TOOLCHAIN=native but gprbuild or the aws project is missing"
+    say "native toolchain: $(command -v gprbuild)"
+}
+
+# Forget build stamps made by another mode, or whose binary disappeared.
+prune_stamps() {
+    local mode=$1 s smode sbin
+    [[ -d $STAMPS ]] || return 0
+    for s in "$STAMPS"/*.built; do
+        [[ -f $s ]] || continue
+        smode=$(sed -n 's/^mode=//p' "$s")
+        sbin=$(sed -n 's/^host_binary=//p' "$s")
+        if [[ $smode != "$mode" || ! -x $sbin ]]; then
+            say "stale build stamp removed: $(basename "$s")"
+            rm -f "$s"
+        fi
+    done
+}
+
+# ---------------------------------------------------------------- per server
+server_dir() {
+    local name=$1
+    [[ $name =~ ^[A-Za-z0-9_-]+$ ]] || die "bad server name '$name'"
+    [[ -d $HERE/$name ]] || die "no server folder $HERE/$name"
+    echo "$HERE/$name"
+}
+
+# The single .gpr of a server folder.
+gpr_of() {
+    local gprs=("$1"/*.gpr)
+    [[ ${#gprs[@]} -eq 1 && -f ${gprs[0]} ]] || die "expected exactly one .gpr in $1"
+    basename "${gprs[0]}"
+}
+
+# The executable name: the line "-- lab-executable: NAME" in the .gpr.
+exe_of() {
+    local dir=$1 exe
+    exe=$(sed -n 's/^-- *lab-executable: *\([A-Za-z0-9_-]*\).*/\1/p' "$dir/$(gpr_of "$dir")" | head -1)
+    [[ -n $exe ]] || die "no '-- lab-executable:' line in $dir/$(gpr_of "$dir")"
+    echo "$exe"
+}
+
+cmd_ensure() {
+    local mode
+    mode=$(resolve_mode)
+    if [[ $mode == native ]]; then ensure_native; else ensure_rootfs; fi
+    prune_stamps "$mode"
+}
+
+cmd_build() {
+    local name=${1:?usage: toolchain.sh build NAME} dir mode gpr exe hostbin
+    dir=$(server_dir "$name")
+    mode=$(resolve_mode)
+    gpr=$(gpr_of "$dir")
+    exe=$(exe_of "$dir")
+    if [[ $mode == rootfs ]]; then
+        [[ -f $READY ]] || die "rootfs not ready; run: toolchain.sh ensure"
+        local dest=$ROOT/lab/$name
+        say "copying $name sources into the root"
+        mkdir -p "$dest"
+        # Fresh sources every time, but keep obj/ for incremental builds.
+        find "$dest" -mindepth 1 -maxdepth 1 ! -name obj ! -name bin -exec rm -rf {} +
+        (cd "$dir" && find . -mindepth 1 -maxdepth 1 ! -name obj ! -name bin \
+             -exec cp -a {} "$dest/" \;)
+        say "gprbuild -P $gpr (chroot, gnat of $SUITE)"
+        chroot "$ROOT" /bin/sh -c "cd /lab/$name && exec gprbuild -p -q -j2 -P $gpr" \
+            || die "build of $name failed"
+        hostbin=$dest/bin/$exe
+    else
+        say "gprbuild -P $gpr (native)"
+        (cd "$dir" && gprbuild -p -q -j2 -P "$gpr") || die "build of $name failed"
+        hostbin=$dir/bin/$exe
+    fi
+    [[ -x $hostbin ]] || die "build produced no $hostbin"
+    mkdir -p "$STAMPS"
+    printf 'mode=%s\nhost_binary=%s\nbuilt=%s\n' "$mode" "$hostbin" \
+        "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$STAMPS/$name.built.tmp"
+    mv "$STAMPS/$name.built.tmp" "$STAMPS/$name.built"
+    say "built $name: $hostbin"
+}
+
+cmd_exec() {
+    local name=${1:?usage: toolchain.sh exec NAME [ARGS]} dir mode exe
+    shift
+    dir=$(server_dir "$name")
+    mode=$(resolve_mode)
+    exe=$(exe_of "$dir")
+    if [[ $mode == rootfs ]]; then
+        [[ -x $ROOT/lab/$name/bin/$exe ]] || die "not built: run toolchain.sh build $name"
+        # chroot execs the server: same PID, environment (PORT, WORKERS) kept.
+        exec chroot "$ROOT" "/lab/$name/bin/$exe" "$@"
+    else
+        [[ -x $dir/bin/$exe ]] || die "not built: run toolchain.sh build $name"
+        exec "$dir/bin/$exe" "$@"
+    fi
+}
+
+# Run a command with the toolchain of the current mode.
+in_toolchain() {
+    if [[ $MODE == rootfs ]]; then chroot "$ROOT" "$@"; else "$@"; fi
+}
+
+cmd_facts() {
+    local name=${1:?usage: toolchain.sh facts NAME} dir
+    dir=$(server_dir "$name")
+    MODE=$(resolve_mode)
+    echo "toolchain=$MODE"
+    if [[ $MODE == rootfs ]]; then
+        [[ -f $READY ]] || die "rootfs not ready; run: toolchain.sh ensure"
+        echo "rootfs_suite=$SUITE"
+        echo "rootfs_path=$ROOT"
+    fi
+    echo "gnat_version=$(in_toolchain gnatls --version 2>/dev/null | head -1 | sed 's/^GNATLS *//')"
+    echo "gprbuild_version=$(in_toolchain gprbuild --version 2>/dev/null | head -1 | sed 's/^GPRBUILD *//')"
+    if [[ $MODE == rootfs ]]; then
+        # shellcheck disable=SC2016  # dpkg-query's own field syntax
+        echo "gnat_package=$(chroot "$ROOT" dpkg-query -W -f='${Package} ${Version}' gnat-10 2>/dev/null || true)"
+        # shellcheck disable=SC2016
+        echo "gprbuild_package=$(chroot "$ROOT" dpkg-query -W -f='${Package} ${Version}' gprbuild 2>/dev/null || true)"
+    fi
+    if grep -qi '^with "aws"' "$dir/$(gpr_of "$dir")"; then
+        # AWS.Version, the library's own constant (aws.ads). Debian's 20.2
+        # package still says "20.0" there, and so does its Server: header.
+        local ads const pkg=""
+        # shellcheck disable=SC2016  # the script runs in the toolchain's sh
+        ads=$(in_toolchain sh -c 'for f in /usr/share/ada/adainclude/aws/aws.ads \
+              /usr/local/include/aws/aws.ads; do [ -f "$f" ] && cat "$f" && break; done' \
+              2>/dev/null || true)
+        const=$(printf '%s\n' "$ads" \
+                | sed -n 's/^ *Version *: *constant *String *:= *"\([^"]*\)".*/\1/p' | head -1)
+        # The distribution package, if AWS came from one (Debian: libaws*-dev).
+        # shellcheck disable=SC2016  # dpkg-query's own field syntax
+        pkg=$(in_toolchain dpkg-query -W -f='${db:Status-Abbrev}${Package} ${Version}\n' \
+                  'libaws*-dev' 2>/dev/null | sed -n 's/^ii *//p' | head -1 || true)
+        if [[ -n $pkg ]]; then
+            echo "aws_package=$pkg"
+            pkg=${pkg#* }
+            echo "aws_version=${pkg%%-*}"
+        else
+            echo "aws_version=${const:-unknown}"
+        fi
+        echo "aws_version_constant=${const:-unknown}"
+    fi
+    if [[ -f $STAMPS/$name.built ]]; then
+        sed -n 's/^built=/built_at=/p' "$STAMPS/$name.built"
+    fi
+}
+
+main() {
+    local cmd=${1:-}
+    [[ $# -gt 0 ]] && shift
+    case $cmd in
+        ensure) cmd_ensure "$@" ;;
+        build)  cmd_build "$@" ;;
+        exec)   cmd_exec "$@" ;;
+        facts)  cmd_facts "$@" ;;
+        mode)   resolve_mode ;;
+        *)      sed -n '2,8s/^# \{0,1\}//p' "$0" >&2; exit 64 ;;
+    esac
+}
+
+main "$@"
