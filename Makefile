@@ -44,8 +44,9 @@ test: ## the test suite: units, faults, then every server built and swept
 	SERVER=all $(LAB) deps
 	$(PYTHON) -m pytest -q -p no:cacheprovider tests
 
-lint: ## shellcheck every script
+lint: ## shellcheck every script, mypy --strict the lab's Python
 	shellcheck .ci/run $$(git ls-files '*.sh')
+	$(PYTHON) -m mypy --strict lab
 
 clean: ## remove build outputs (results and the toolchain cache stay)
 	rm -rf servers/java/*/target servers/java/target servers/ada/*/obj servers/ada/*/bin

@@ -42,9 +42,10 @@ def ensure(want: dict[str, str]) -> int:
         return 2
     print(f"installing {' '.join(packages)}", file=sys.stderr, flush=True)
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    quiet = {"stdout": subprocess.DEVNULL}
-    subprocess.run(["apt-get", "update", "-qq"], env=env, check=False, **quiet)
-    code = subprocess.run(line.split(), env=env, check=False, **quiet).returncode
+    subprocess.run(["apt-get", "update", "-qq"], env=env, check=False,
+                   stdout=subprocess.DEVNULL)
+    code = subprocess.run(line.split(), env=env, check=False,
+                          stdout=subprocess.DEVNULL).returncode
     still = missing(want)
     if code != 0 or still:
         print(f"error: '{line}' failed; still missing: {' '.join(still)}", file=sys.stderr)

@@ -20,6 +20,8 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "WARMUP": ("5s", "load at the highest level before the sweep, not recorded (0 = none)"),
     "KEEPALIVE": ("0", "0: a new connection per request (as published); 1: keep-alive"),
     "CLIENT": ("siege", "load client"),
+    "CLIENT_GRACE": ("45s", "time a client may run past DURATION before it counts as hung "
+                            "(stopped, retried once)"),
     "WORKERS": ("", "server worker threads/tasks (empty: each server's default)"),
     "SERVER_CPUS": ("", "CPUs for the server (empty: first half of this machine's)"),
     "CLIENT_CPUS": ("", "CPUs for the client (empty: the other half)"),
@@ -41,6 +43,7 @@ class Params:
     warmup_s: int
     keepalive: bool
     client: str
+    client_grace_s: int
     workers: int | None
     server_cpus: tuple[int, ...]
     client_cpus: tuple[int, ...]
@@ -160,6 +163,7 @@ def from_env(env: Mapping[str, str], known_servers: list[str], clients: list[str
         warmup_s=parse_duration("WARMUP", get("WARMUP"), allow_zero=True),
         keepalive=keepalive == "1",
         client=client,
+        client_grace_s=parse_duration("CLIENT_GRACE", get("CLIENT_GRACE")),
         workers=workers,
         server_cpus=server_cpus,
         client_cpus=client_cpus,

@@ -48,6 +48,8 @@ def summarise(name: str, rows: list[dict[str, Any]], record: dict[str, Any]) -> 
         "client_bound": sum(r["client_bound"] for r in rows), "levels": len(rows),
         "failed": sum(r["failed"] for r in rows),
         "host_busy": sum("host-busy" in str(r["flags"]) for r in rows),
+        "steal": sum("steal" in str(r["flags"]).split() for r in rows),
+        "notes": record.get("notes", []),
         "status": record.get("status", "?"),
     }
 
@@ -66,8 +68,13 @@ def warnings(m: dict[str, Any], table: list[dict[str, Any]]) -> list[str]:
                        f"KEEPALIVE=1, or a faster client.")
         if t["host_busy"]:
             out.append(f"{t['host_busy']} of {t['levels']} levels of {t['server']} ran while "
-                       "other processes (or the hypervisor) took more than 10% of the lab's "
-                       "CPUs: those figures are not the server's alone. Rerun on a quiet host.")
+                       "other processes took more than 10% of the lab's CPUs: those figures "
+                       "are not the server's alone. Rerun on a quiet host.")
+        if t["steal"]:
+            out.append(f"{t['steal']} of {t['levels']} levels of {t['server']} lost more than "
+                       "10% of the lab's CPU time to the hypervisor (steal): on a shared VM, "
+                       "figures vary from run to run; compare runs on a dedicated host.")
+        out.extend(f"{t['server']}: {n}." for n in t["notes"])
         if t["failed"]:
             out.append(f"{t['server']}: {t['failed']} failed requests; see its client "
                        "output and server.log in the run folder.")

@@ -71,7 +71,8 @@ def write_json(path: Path, data: Any) -> None:
 
 
 def read_manifest(run: Path) -> dict[str, Any]:
-    return json.loads((run / MANIFEST).read_text())
+    data: dict[str, Any] = json.loads((run / MANIFEST).read_text())
+    return data
 
 
 def update_manifest(run: Path, **changes: Any) -> dict[str, Any]:

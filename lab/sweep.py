@@ -18,11 +18,16 @@ from lab.verify import VerifyError, verify
 
 CLIENT_BOUND_PCT = 90.0
 HOST_BUSY_PCT = 10.0
+STEAL_PCT = 10.0
 HOST = "127.0.0.1"
 
 
 class SweepError(RuntimeError):
     """The server could not be measured; the message says why."""
+
+
+class ClientHung(SweepError):
+    """The client ran far past its time limit and was stopped."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +90,7 @@ def run_client(argv: list[str], env: dict[str, str], out: Path, timeout: float,
             if server.poll() is not None:
                 raise SweepError(f"the server exited with code {server.returncode} during the level")
             if time.monotonic() - t0 > timeout:
-                raise SweepError(f"the client did not finish within {timeout:.0f}s")
+                raise ClientHung(f"the client did not finish within {timeout:.0f}s")
             time.sleep(0.05)
     finally:
         if proc.returncode is None:
@@ -103,9 +108,9 @@ def make_row(server: str, c: int, duration: int, level: Level, sampler: procfs.S
     allotment = len(set(params.server_cpus) | set(params.client_cpus)) * client.wall_s
     other_pct = max(0.0, 100 * (host.busy_s - sampler.cpu_s - client.cpu_s) / allotment)
     steal_pct = 100 * host.steal_s / allotment
-    busy = other_pct > HOST_BUSY_PCT or steal_pct > HOST_BUSY_PCT
     flags = ((["client-bound"] if bound else []) + (["failures"] if level.failed else [])
-             + (["host-busy"] if busy else []))
+             + (["host-busy"] if other_pct > HOST_BUSY_PCT else [])
+             + (["steal"] if steal_pct > STEAL_PCT else []))
     return results.Row(
         server=server, concurrency=c, duration_s=duration,
         transactions=level.transactions, successful=level.successful, failed=level.failed,
@@ -156,10 +161,24 @@ class ServerSweep:
               ) -> tuple[Level, ClientRun, procfs.Sampler, HostLoad]:
         argv = procs.pinned(self.client.command(self.url, c, duration), self.params.client_cpus)
         cpus = tuple(sorted(set(self.params.server_cpus) | set(self.params.client_cpus)))
-        busy0, steal0 = procfs.cpu_times(cpus)
-        with procfs.Sampler(proc.pid) as sampler:
-            ran = run_client(argv, self.env, self.out / f"{self.client.name}-{tag}.out",
-                             timeout=duration + 60, server=proc)
+        out = self.out / f"{self.client.name}-{tag}.out"
+        for attempt in (1, 2):
+            busy0, steal0 = procfs.cpu_times(cpus)
+            try:
+                with procfs.Sampler(proc.pid) as sampler:
+                    ran = run_client(argv, self.env, out,
+                                     duration + self.params.client_grace_s, proc)
+                break
+            except ClientHung as hung:
+                if attempt == 2:
+                    raise
+                # Siege sometimes overruns or hangs at the end of a timed run
+                # (JoeDog/siege#66, #178): keep its output, note it, retry once.
+                note = f"{tag}: {self.client.name} hung ({hung}); stopped and retried once"
+                progress(f"[{self.server.name}] warning: {note}")
+                for suffix in (".out", ".err"):
+                    out.with_suffix(suffix).rename(out.with_suffix(".hung" + suffix))
+                self.save(notes=self.record.get("notes", []) + [note])
         busy1, steal1 = procfs.cpu_times(cpus)
         host = HostLoad(busy1 - busy0, steal1 - steal0)
         if proc.poll() is not None:
@@ -217,6 +236,9 @@ class ServerSweep:
                            procfs.time_wait_sockets())
             results.append_row(self.run, row)
             self.save(levels_done=i)
+            if level.successful == 0:
+                raise SweepError(f"c={c}: no request completed in {p.duration_s}s "
+                                 f"({level.failed} failed): {name} stopped answering")
             eta = (time.monotonic() - started) / i * (len(p.levels) - i)
             note = f"  {row.flags}" if row.flags else ""
             progress(f"[{name}] c={c} ({i}/{len(p.levels)}) {p.duration_s}s  "

@@ -140,3 +140,16 @@ def test_competing_load_is_flagged(tmp_path: Path, port: int) -> None:
     [row] = rows(run)
     assert "host-busy" in row
     assert "Rerun on a quiet host" in (run / "summary.md").read_text()
+
+
+
+def test_server_that_stops_answering_after_verification(tmp_path: Path, port: int) -> None:
+    out = bench(lab_env(tmp_path, SERVER="stall nginx", PORT=str(port), CONCURRENCY="2 4",
+                        DURATION="2s", WARMUP="0"), timeout=120)
+    assert out.returncode == 1, out.stderr
+    assert "c=2: no request completed in 2s" in out.stderr
+    assert "stall stopped answering" in out.stderr
+    [run] = run_folders(tmp_path)
+    assert manifest(run)["status"] == "incomplete"
+    assert len(rows(run)) == 1                                 # the evidence is kept
+    assert leftovers(run) == []

@@ -40,6 +40,7 @@ def test_all_means_every_known_server() -> None:
     ({"DURATION": "10h"}, "like 10s or 1m"),
     ({"DURATION": "0s"}, "longer than 0s"),
     ({"KEEPALIVE": "yes"}, "expected 0 or 1"),
+    ({"CLIENT_GRACE": "soon"}, "CLIENT_GRACE"),
     ({"WORKERS": "0"}, "WORKERS='0'"),
     ({"WORKERS": "many"}, "WORKERS='many'"),
     ({"PORT": "80"}, "from 1024 to 65535"),
