@@ -67,3 +67,12 @@ def test_command_always_passes_the_lab_rc(tmp_path: Path) -> None:
     s.rc = write_rc(tmp_path / "siegerc", keepalive=False)
     assert s.command("http://127.0.0.1:1/api", 4, 10) == [
         "siege", "-R", str(tmp_path / "siegerc"), "-b", "-t10S", "-c4", "http://127.0.0.1:1/api"]
+
+
+def test_a_run_keeps_the_rc_it_started_with(tmp_path: Path) -> None:
+    Siege().prepare(tmp_path, keepalive=True)
+    (tmp_path / "siegerc").write_text("connection = keep-alive\n# as recorded\n")
+    again = Siege()
+    again.prepare(tmp_path, keepalive=False)            # a later step of the same run
+    assert again.rc == tmp_path / "siegerc"
+    assert "# as recorded" in (tmp_path / "siegerc").read_text()

@@ -67,7 +67,9 @@ class Siege:
         return m.group(1) if m else "unknown"
 
     def prepare(self, run_dir: Path, keepalive: bool) -> dict[str, str]:
-        self.rc = write_rc(run_dir / "siegerc", keepalive)
+        """Write the run's rc once; every server of the run then uses that copy."""
+        rc = run_dir / "siegerc"
+        self.rc = rc if rc.exists() else write_rc(rc, keepalive)
         return {"tool": "siege", "version": self.version(), "rc": self.rc.name,
                 "connection": "keep-alive" if keepalive else "close"}
 
