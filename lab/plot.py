@@ -23,12 +23,13 @@ def export(run: Path) -> tuple[list[str], str]:
     for name, rows in results.rows_by_server(run):
         role = m["servers"].get(name, {}).get("role", "server")
         lines = ["# concurrency req/s resp_ms rss_end_MB rss_peak_MB client_bound "
-                 "cpu_us_per_req failed"]
+                 "cpu_us_per_req failed disturbed"]
         for r in rows:
+            disturbed = bool({"steal", "host-busy"} & set(r["flags"].split()))
             lines.append(f"{r['concurrency']} {r['rate_rps']} {r['resp_ms']} "
                          f"{int(r['rss_end_kb']) / MB:.2f} {int(r['rss_peak_kb']) / MB:.2f} "
                          f"{int(r['client_bound'] == 'True')} {r['server_cpu_us_per_req']} "
-                         f"{r['failed']}")
+                         f"{r['failed']} {int(disturbed)}")
         (data / f"{name}.dat").write_text("\n".join(lines) + "\n")
         published = ["# concurrency req/s"] + [f"{r['concurrency']} {r['rate_rps']}" for r in rows]
         (run / name / "rps.dat").write_text("\n".join(published) + "\n")

@@ -18,7 +18,9 @@ do for [s in all] { if (!usable(dat(s))) { exit error "latency.gp: missing or em
 
 # how many client-bound points are there? (legend entry only when > 0)
 nbound = 0
+ndisturbed = 0
 do for [s in all] { stats dat(s) using 6 nooutput; nbound = nbound + STATS_sum }
+do for [s in all] { stats dat(s) using 9 nooutput; ndisturbed = ndisturbed + STATS_sum }
 
 # ---- output -----------------------------------------------------------------
 if (fmt eq "png") { set terminal pngcairo size 1000,600 font "sans,10" noenhanced } \
@@ -43,6 +45,7 @@ set grid xtics ytics lt 1 lw 1 lc rgb "#d8d8d8"
 set key outside right top vertical Left reverse noautotitle
 
 bound(y) = column(6) == 1 ? y : NaN            # keep only client-bound points
+disturbed(y) = column(9) == 1 ? y : NaN        # levels flagged steal or host-busy
 
 # ---- plot -------------------------------------------------------------------
 plot for [i=1:words(servers)] dat(word(servers, i)) using 1:3 \
@@ -52,4 +55,7 @@ plot for [i=1:words(servers)] dat(word(servers, i)) using 1:3 \
          title (hasceil ? ceiling . " (ceiling reference)" : ""), \
      for [i=1:words(all)] dat(word(all, i)) using 1:(bound($3)) \
          with points pt 6 ps 2 lw 1.5 lc rgb "black" \
-         title (i == 1 && nbound > 0 ? "client-bound (measures the client)" : "")
+         title (i == 1 && nbound > 0 ? "client-bound (measures the client)" : ""), \
+     for [i=1:words(all)] dat(word(all, i)) using 1:(disturbed($3)) \
+         with points pt 8 ps 2.2 lw 1.5 lc rgb "#ff7f0e" \
+         title (i == 1 && ndisturbed > 0 ? "host disturbed (steal or other load)" : "")
