@@ -190,6 +190,23 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_rerun(args: argparse.Namespace) -> int:
+    """Run the benchmark again with the settings a run's manifest recorded."""
+    run = Path(args.run)
+    if not (run / results.MANIFEST).exists():
+        return fail(f"{run} is not a run folder (no {results.MANIFEST})", 2)
+    m = results.read_manifest(run)
+    recorded = m.get("lab", {}).get("commit")
+    now = hostinfo.lab_revision(ROOT)
+    if recorded and recorded != now["commit"]:
+        print(f"warning: {run.name} was made by lab {recorded}; this is {now['commit']}",
+              file=sys.stderr)
+    settings = {k: str(v) for k, v in m["settings"].items() if k in SETTINGS}
+    print(f"rerun of {run.name}: {m['reproduce']}", file=sys.stderr, flush=True)
+    env = {**os.environ, **settings}
+    os.execve(str(ROOT / "run-benchmark.sh"), [str(ROOT / "run-benchmark.sh")], env)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python3 -m lab", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -212,7 +229,8 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("status", type=int)
     sp.set_defaults(fn=cmd_finish)
     for name, fn, text in (("plot", cmd_plot, "draw the charts of a run"),
-                           ("report", cmd_report, "summarise a run")):
+                           ("report", cmd_report, "summarise a run"),
+                           ("rerun", cmd_rerun, "run again with a run's recorded settings")):
         sp = sub.add_parser(name, help=text)
         sp.add_argument("run")
         sp.set_defaults(fn=fn)

@@ -153,3 +153,20 @@ def test_server_that_stops_answering_after_verification(tmp_path: Path, port: in
     assert manifest(run)["status"] == "incomplete"
     assert len(rows(run)) == 1                                 # the evidence is kept
     assert leftovers(run) == []
+
+
+def test_rerun_repeats_a_run_from_its_manifest(tmp_path: Path, port: int) -> None:
+    first = bench(lab_env(tmp_path, SERVER="nginx", PORT=str(port), CONCURRENCY="3",
+                          DURATION="1s", WARMUP="0", KEEPALIVE="1"), timeout=120)
+    assert first.returncode == 0, first.stderr
+    [run] = run_folders(tmp_path)
+    # a different environment must not leak into the rerun
+    env = lab_env(tmp_path, SERVER="aws", CONCURRENCY="1 2", KEEPALIVE="0")
+    again = subprocess.run(["make", "-s", "rerun", f"RUN={run}"], cwd=ROOT, env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert f"rerun of {run.name}" in again.stderr
+    new = [r for r in run_folders(tmp_path) if r != run]
+    assert len(new) == 1
+    assert manifest(new[0])["params"] == manifest(run)["params"]
+    assert manifest(new[0])["client"]["connection"] == "keep-alive"
