@@ -47,12 +47,12 @@ def load_params() -> tuple[Params, dict[str, Server]]:
 def cmd_list(_: argparse.Namespace) -> int:
     servers = servers_found()
     values = placeholders(ROOT, cache_dir(), 0, 0)
-    print(f"{'server':<12} {'language':<9} {'framework':<28} {'version':<15} "
-          f"{'workers':<8} {'built':<6} role")
-    for s in servers.values():
-        built = "yes" if is_built(s, values) else "no"
-        print(f"{s.name:<12} {s.language:<9} {s.framework:<28} {s.version:<15} "
-              f"{s.workers_default:<8} {built:<6} {s.role}")
+    table = [("server", "language", "framework", "version", "workers", "built", "role")]
+    table += [(s.name, s.language, s.framework, s.version, str(s.workers_default),
+               "yes" if is_built(s, values) else "no", s.role) for s in servers.values()]
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    for row in table:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
     return 0
 
 
