@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 
+from lab import hostinfo
 from lab.clients import ClientError, Level
 
 RC_TEMPLATE = Path(__file__).resolve().parents[2] / "client" / "siegerc"
@@ -62,9 +62,7 @@ class Siege:
         self.rc: Path | None = None
 
     def version(self) -> str:
-        out = subprocess.run(["siege", "--version"], capture_output=True, text=True)
-        m = re.search(r"SIEGE\s+(\S+)", out.stdout + out.stderr)
-        return m.group(1) if m else "unknown"
+        return hostinfo.tool_version("siege") or "not installed"
 
     def prepare(self, run_dir: Path, keepalive: bool) -> dict[str, str]:
         """Write the run's rc once; every server of the run then uses that copy."""
