@@ -5,27 +5,49 @@ ConfigError (exit 2) before anything is built or started.
 """
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
+from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Mapping
 
 PUBLISHED_LEVELS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 35, 40, 45, 50)
+LOAD_AXES = ("concurrency", "rate")          # what a client varies itself
+KNOBS = ("workers", "backlog")               # what a server start is given
 
 # name: (default, meaning), shown by `make help` and recorded in the manifest
 SETTINGS: dict[str, tuple[str, str]] = {
     "SERVER": ("aws", "server names, or 'all' (see `make list`)"),
-    "CONCURRENCY": (" ".join(map(str, PUBLISHED_LEVELS)), "concurrency levels swept"),
+    "CONCURRENCY": (" ".join(map(str, PUBLISHED_LEVELS)), "concurrency levels swept "
+                    "(closed-loop clients: siege, wrk)"),
+    "RATE": ("1000 2000 5000 10000 20000", "offered rates swept, req/s "
+             "(open-loop clients: vegeta)"),
     "DURATION": ("10s", "time per level (10s, 1m)"),
-    "WARMUP": ("5s", "load at the highest level before the sweep, not recorded (0 = none)"),
+    "REPEAT": ("1", "repetitions: each a fresh server start with its own warm-up; "
+                    "servers interleaved"),
+    "WARMUP": ("auto", "auto: load at the top level until 3 slices of 2s agree within 5%; "
+                       "or a fixed time (30s); 0 = none"),
+    "WARMUP_MAX": ("60s", "cap of WARMUP=auto; hitting it flags the server not-steady"),
     "KEEPALIVE": ("0", "0: a new connection per request (as published); 1: keep-alive"),
-    "CLIENT": ("siege", "load client"),
+    "CLIENT": ("siege", "load client: siege, wrk (closed loop) or vegeta (fixed rate)"),
+    "CLIENT_THREADS": ("", "client threads where the client has them (empty: one per "
+                           "client CPU)"),
     "CLIENT_GRACE": ("45s", "time a client may run past DURATION before it counts as hung "
                             "(stopped, retried once)"),
+    "AXIS": ("", "what is swept: concurrency or rate (the client's own, by default), or a "
+                 "server knob: workers, backlog (one server start per value)"),
+    "VALUES": ("", "the knob's values when AXIS is a knob, e.g. '1 2 4 8 16 32'"),
+    "VERDICT_AT": ("", "levels the verdict table compares servers at (empty: each "
+                       "server's peak level and the highest level)"),
     "WORKERS": ("", "server worker threads/tasks (empty: each server's default)"),
+    "BACKLOG": ("512", "accept backlog every server is given (the published AWS setup)"),
+    "BIND": ("127.0.0.1", "address every server listens on"),
+    "PORT": ("8080", "port the server listens on"),
     "SERVER_CPUS": ("", "CPUs for the server (empty: first half of this machine's)"),
     "CLIENT_CPUS": ("", "CPUs for the client (empty: the other half)"),
-    "PORT": ("8080", "port the server listens on (127.0.0.1)"),
+    "PROBE": ("1", "1: run the robustness probe on a separate start of each server first; "
+                   "0: skip it"),
+    "FORCE": ("0", "1: load a server even when the probe left it unanswering"),
     "JAVA_OPTS": ("", "JVM options for Java servers (empty: JVM defaults, as published)"),
     "RESULTS": ("results", "where run folders are made"),
 }
@@ -38,16 +60,29 @@ class ConfigError(ValueError):
 @dataclass(frozen=True)
 class Params:
     servers: tuple[str, ...]
-    levels: tuple[int, ...]
-    duration_s: int
-    warmup_s: int
-    keepalive: bool
     client: str
+    axis: str                       # concurrency, rate, or a knob (KNOBS)
+    load_axis: str                  # what the client varies: concurrency or rate
+    values: tuple[int, ...]         # the swept values, ascending
+    levels: tuple[int, ...]         # CONCURRENCY
+    rates: tuple[int, ...]          # RATE
+    duration_s: int
+    repeat: int
+    warmup_auto: bool
+    warmup_s: int                   # fixed warm-up (when not auto)
+    warmup_max_s: int
+    keepalive: bool
+    client_threads: int
     client_grace_s: int
     workers: int | None
+    backlog: int
+    bind: str
+    port: int
     server_cpus: tuple[int, ...]
     client_cpus: tuple[int, ...]
-    port: int
+    verdict_at: tuple[int, ...]
+    probe: bool
+    force: bool
     java_opts: str
     results: str
     warnings: tuple[str, ...] = field(default=())
@@ -55,36 +90,54 @@ class Params:
     def to_json(self) -> dict[str, object]:
         return asdict(self)
 
+    @property
+    def load(self) -> tuple[int, ...]:
+        """The client's levels: concurrencies, or offered rates."""
+        return self.levels if self.load_axis == "concurrency" else self.rates
+
+
+def whole(text: str) -> int | None:
+    """A whole number written in ASCII digits only ('²' and Arabic digits are not)."""
+    t = text.strip()
+    return int(t) if re.fullmatch(r"[0-9]+", t) else None
+
 
 def parse_duration(name: str, text: str, allow_zero: bool = False) -> int:
-    """'10s', '2m' or a bare number of seconds."""
-    m = re.fullmatch(r"\s*(\d+)\s*([sm]?)\s*", text)
+    """'10s', '2m' or a bare number of seconds, in ASCII digits."""
+    m = re.fullmatch(r"\s*([0-9]+)\s*([sm]?)\s*", text)
     if not m:
         raise ConfigError(f"{name}={text!r}: expected a duration like 10s or 1m")
     seconds = int(m.group(1)) * (60 if m.group(2) == "m" else 1)
     if seconds == 0 and not allow_zero:
         raise ConfigError(f"{name}={text!r}: must be longer than 0s")
+    if seconds > 24 * 3600:
+        raise ConfigError(f"{name}={text!r}: longer than a day")
     return seconds
 
 
-def parse_levels(text: str) -> tuple[int, ...]:
+def parse_list(name: str, text: str, limit: int) -> tuple[int, ...]:
+    """Positive whole numbers separated by spaces or commas, sorted, unique."""
     words = text.replace(",", " ").split()
     if not words:
-        raise ConfigError("CONCURRENCY is empty: give levels like '1 8 32'")
-    bad = [w for w in words if not w.isdigit() or int(w) < 1]
+        raise ConfigError(f"{name} is empty: give values like '1 8 32'")
+    bad = [w for w in words if whole(w) is None or int(w) < 1]
     if bad:
-        raise ConfigError(f"CONCURRENCY: {' '.join(bad)} is not a positive whole number")
-    levels = sorted({int(w) for w in words})
-    if levels[-1] > 1000:
-        raise ConfigError(f"CONCURRENCY: {levels[-1]} is above the lab's limit of 1000")
-    return tuple(levels)
+        raise ConfigError(f"{name}: {' '.join(bad)} is not a positive whole number")
+    values = sorted({int(w) for w in words})
+    if values[-1] > limit:
+        raise ConfigError(f"{name}: {values[-1]} is above the lab's limit of {limit}")
+    return tuple(values)
+
+
+def parse_levels(text: str) -> tuple[int, ...]:
+    return parse_list("CONCURRENCY", text, 1000)
 
 
 def parse_cpus(name: str, text: str, available: set[int]) -> tuple[int, ...]:
     """A CPU list like '0', '0-1' or '0,2-3', checked against this machine."""
     cpus: set[int] = set()
     for part in text.replace(" ", "").split(","):
-        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+        m = re.fullmatch(r"([0-9]+)(?:-([0-9]+))?", part)
         if not m:
             raise ConfigError(f"{name}={text!r}: expected a CPU list like 0 or 0-1 or 0,2")
         lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
@@ -112,17 +165,43 @@ def default_split(available: set[int]) -> tuple[tuple[int, ...], tuple[int, ...]
 
 
 def positive_int(name: str, text: str, lo: int = 1, hi: int = 1_000_000) -> int:
-    if not text.strip().isdigit() or not lo <= int(text) <= hi:
+    n = whole(text)
+    if n is None or not lo <= n <= hi:
         raise ConfigError(f"{name}={text!r}: expected a whole number from {lo} to {hi}")
-    return int(text)
+    return n
 
 
-def from_env(env: Mapping[str, str], known_servers: list[str], clients: list[str],
+def flag(name: str, text: str) -> bool:
+    value = text.strip()
+    if value not in ("0", "1"):
+        raise ConfigError(f"{name}={text!r}: expected 0 or 1")
+    return value == "1"
+
+
+def parse_bind(text: str) -> tuple[str, list[str]]:
+    value = text.strip()
+    try:
+        addr = ipaddress.ip_address(value)
+    except ValueError:
+        raise ConfigError(f"BIND={text!r}: expected an IP address such as 127.0.0.1 "
+                          "or ::1") from None
+    notes = []
+    if addr.is_unspecified:
+        notes.append(f"BIND={value} makes every server listen on every interface of this "
+                     "host, as you asked; the lab's default is 127.0.0.1.")
+    return str(addr), notes
+
+
+def from_env(env: Mapping[str, str], known_servers: list[str],
+             clients: Mapping[str, str] | Collection[str],
              available_cpus: set[int] | None = None) -> Params:
+    """`clients` maps each client's name to the axis it varies (concurrency or
+    rate); a plain list means closed-loop clients."""
     def get(name: str) -> str:
         value = env.get(name)
         return SETTINGS[name][0] if value is None else value
 
+    axes = dict(clients) if isinstance(clients, Mapping) else {c: "concurrency" for c in clients}
     available = available_cpus if available_cpus is not None else os.sched_getaffinity(0)
     warnings: list[str] = []
 
@@ -137,14 +216,44 @@ def from_env(env: Mapping[str, str], known_servers: list[str], clients: list[str
     if len(set(names)) != len(names):
         raise ConfigError(f"SERVER lists a server twice: {' '.join(names)}")
 
-    keepalive = get("KEEPALIVE").strip()
-    if keepalive not in ("0", "1"):
-        raise ConfigError(f"KEEPALIVE={keepalive!r}: expected 0 or 1")
     client = get("CLIENT").strip()
-    if client not in clients:
-        raise ConfigError(f"CLIENT={client!r}: known clients are {', '.join(clients)}")
+    if client not in axes:
+        raise ConfigError(f"CLIENT={client!r}: known clients are {', '.join(axes)}")
+    client_axis = axes[client]
+
+    axis = get("AXIS").strip() or client_axis
+    if axis not in LOAD_AXES + KNOBS:
+        raise ConfigError(f"AXIS={axis!r}: expected one of {', '.join(LOAD_AXES + KNOBS)}")
+    if axis in LOAD_AXES and axis != client_axis:
+        raise ConfigError(f"AXIS={axis}: {client} varies {client_axis}, not {axis} "
+                          f"(use {'RATE with CLIENT=vegeta' if axis == 'rate' else 'CLIENT=wrk or siege'})")
+    levels = parse_levels(get("CONCURRENCY")) if client_axis == "concurrency" else ()
+    rates = parse_list("RATE", get("RATE"), 10_000_000) if client_axis == "rate" else ()
+    if axis in KNOBS:
+        if not get("VALUES").strip():
+            raise ConfigError(f"AXIS={axis} needs VALUES, e.g. VALUES='1 2 4 8 16 32'")
+        values = parse_list("VALUES", get("VALUES"), 100_000)
+        load = levels or rates
+        if len(load) != 1:
+            what = "CONCURRENCY" if levels else "RATE"
+            raise ConfigError(f"AXIS={axis} sweeps {axis} at one load: give one {what} level "
+                              f"(got {len(load)}), e.g. {what}=32")
+        if env.get(axis.upper(), "").strip():
+            raise ConfigError(f"AXIS={axis} sets {axis.upper()} itself from VALUES; "
+                              f"unset {axis.upper()}")
+    else:
+        if get("VALUES").strip():
+            raise ConfigError(f"VALUES is for a knob axis (AXIS=workers or backlog); "
+                              f"the {axis} levels come from "
+                              f"{'CONCURRENCY' if axis == 'concurrency' else 'RATE'}")
+        values = levels or rates
+
+    warmup_text = get("WARMUP").strip()
+    warmup_auto = warmup_text == "auto"
+    warmup_s = 0 if warmup_auto else parse_duration("WARMUP", warmup_text, allow_zero=True)
     workers_text = get("WORKERS").strip()
     workers = positive_int("WORKERS", workers_text, 1, 10_000) if workers_text else None
+    threads_text = get("CLIENT_THREADS").strip()
 
     server_default, client_default = default_split(available)
     scpus_text, ccpus_text = get("SERVER_CPUS").strip(), get("CLIENT_CPUS").strip()
@@ -155,20 +264,43 @@ def from_env(env: Mapping[str, str], known_servers: list[str], clients: list[str
         warnings.append(f"server and client share CPU {format_cpus(shared)}: they compete, "
                         "and the client's share of it is not the server's. "
                         "Give them disjoint SERVER_CPUS and CLIENT_CPUS if you can.")
+    bind, notes = parse_bind(get("BIND"))
+    warnings += notes
+    verdict_text = get("VERDICT_AT").strip()
+    verdict_at = parse_list("VERDICT_AT", verdict_text, 10_000_000) if verdict_text else ()
+    missing = sorted(set(verdict_at) - set(values))
+    if missing:
+        raise ConfigError(f"VERDICT_AT: {' '.join(map(str, missing))} is not a swept value "
+                          f"({' '.join(map(str, values))})")
+    results = get("RESULTS").strip() or "results"
 
     return Params(
         servers=tuple(names),
-        levels=parse_levels(get("CONCURRENCY")),
-        duration_s=parse_duration("DURATION", get("DURATION")),
-        warmup_s=parse_duration("WARMUP", get("WARMUP"), allow_zero=True),
-        keepalive=keepalive == "1",
         client=client,
+        axis=axis,
+        load_axis=client_axis,
+        values=values,
+        levels=levels,
+        rates=rates,
+        duration_s=parse_duration("DURATION", get("DURATION")),
+        repeat=positive_int("REPEAT", get("REPEAT"), 1, 100),
+        warmup_auto=warmup_auto,
+        warmup_s=warmup_s,
+        warmup_max_s=parse_duration("WARMUP_MAX", get("WARMUP_MAX")),
+        keepalive=flag("KEEPALIVE", get("KEEPALIVE")),
+        client_threads=(positive_int("CLIENT_THREADS", threads_text, 1, 1024) if threads_text
+                        else len(client_cpus)),
         client_grace_s=parse_duration("CLIENT_GRACE", get("CLIENT_GRACE")),
         workers=workers,
+        backlog=positive_int("BACKLOG", get("BACKLOG"), 1, 65535),
+        bind=bind,
+        port=positive_int("PORT", get("PORT"), 1024, 65535),
         server_cpus=server_cpus,
         client_cpus=client_cpus,
-        port=positive_int("PORT", get("PORT"), 1024, 65535),
+        verdict_at=verdict_at,
+        probe=flag("PROBE", get("PROBE")),
+        force=flag("FORCE", get("FORCE")),
         java_opts=get("JAVA_OPTS").strip(),
-        results=get("RESULTS").strip() or "results",
+        results=results,
         warnings=tuple(warnings),
     )

@@ -70,11 +70,12 @@ def port_holder(port: int) -> str:
     return " ".join(users)
 
 
-def check_port_free(port: int) -> None:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+def check_port_free(port: int, bind: str = "127.0.0.1") -> None:
+    family = socket.AF_INET6 if ":" in bind else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            s.bind(("0.0.0.0", port))
+            s.bind((bind, port))
         except OSError as e:
             holder = port_holder(port)
             held = f", held by {holder}" if holder else ""
@@ -82,25 +83,30 @@ def check_port_free(port: int) -> None:
                            f"choose another with PORT=") from e
 
 
-def wait_ready(port: int, proc: subprocess.Popen[bytes], timeout: float) -> float:
-    """Wait until something accepts on 127.0.0.1:port; returns the seconds it took."""
+def connect_host(bind: str) -> str:
+    """Where a client reaches a server bound to `bind`."""
+    return {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(bind, bind)
+
+
+def wait_ready(bind: str, port: int, proc: subprocess.Popen[bytes], timeout: float) -> float:
+    """Wait until something accepts on bind:port; returns the seconds it took."""
     start_t = time.monotonic()
     while time.monotonic() - start_t < timeout:
         if proc.poll() is not None:
             raise NotReady(f"exited with code {proc.returncode} before listening on {port}")
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            with socket.create_connection((connect_host(bind), port), timeout=0.5):
                 return time.monotonic() - start_t
         except OSError:
             time.sleep(0.1)
     raise NotReady(f"did not accept connections on port {port} within {timeout:.0f}s")
 
 
-def wait_port_released(port: int, timeout: float = 10.0) -> None:
+def wait_port_released(port: int, bind: str = "127.0.0.1", timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while True:
         try:
-            check_port_free(port)
+            check_port_free(port, bind)
             return
         except PortBusy:
             if time.monotonic() > deadline:

@@ -6,7 +6,7 @@ import csv
 import json
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -16,9 +16,19 @@ CSV = "results.csv"
 
 @dataclass
 class Row:
-    """One concurrency level of one server: every figure the lab keeps."""
+    """One level of one server start: every figure the lab keeps.
+
+    Written to results.csv and read back typed (`read_rows`): empty cells are
+    None, booleans are bools.
+    """
     server: str
-    concurrency: int
+    rep: int                      # repetition (a fresh server start each)
+    axis: str                     # concurrency, rate, workers or backlog
+    value: int                    # the swept value of that axis
+    concurrency: int              # closed-loop clients kept busy (0: open loop)
+    offered_rps: float | None     # open loop: rate asked for
+    workers: int
+    backlog: int
     duration_s: int
     transactions: int
     successful: int
@@ -27,9 +37,12 @@ class Row:
     elapsed_s: float
     rate_rps: float
     resp_ms: float
+    p50_ms: float | None
+    p90_ms: float | None
+    p99_ms: float | None
     longest_ms: float
     in_flight: float
-    littles_ratio: float          # in-flight / concurrency (Little's law)
+    littles_ratio: float | None   # in-flight / concurrency (Little's law), closed loop only
     rss_end_kb: int
     rss_peak_kb: int
     threads_end: int
@@ -42,8 +55,12 @@ class Row:
     client_bound: bool
     other_cpu_pct: float          # CPU used on the lab's CPUs by anything else
     steal_pct: float              # time the hypervisor took from the lab's CPUs
+    sampler_cpu_pct: float        # the lab's own /proc sampler, % of one core
     time_wait: int                # TCP sockets in TIME_WAIT after the level
-    flags: str
+    flags: str                    # space-separated: client-bound failures host-busy ...
+
+    def has(self, flag: str) -> bool:
+        return flag in self.flags.split()
 
 
 COLUMNS = list(Row.__dataclass_fields__)
@@ -89,21 +106,44 @@ def append_row(run: Path, row: Row) -> None:
         w = csv.DictWriter(f, fieldnames=COLUMNS)
         if new:
             w.writeheader()
-        w.writerow(asdict(row))
+        w.writerow({k: "" if v is None else v for k, v in asdict(row).items()})
 
 
-def read_rows(run: Path) -> list[dict[str, str]]:
+def _convert(kind: object, text: str) -> object:
+    """A CSV cell back to its field's type ('' is None for optional fields)."""
+    spec = str(kind)
+    if text == "" and "None" in spec:
+        return None
+    if spec.startswith("bool"):
+        if text not in ("True", "False"):
+            raise ValueError(f"not a boolean: {text!r}")
+        return text == "True"
+    if spec.startswith("int"):
+        return int(text)
+    if spec.startswith("float"):
+        return float(text)
+    return text
+
+
+def from_record(record: dict[str, str]) -> Row:
+    missing = [c for c in COLUMNS if c not in record]
+    if missing:
+        raise ValueError(f"results.csv lacks columns {', '.join(missing)}: made by an older lab?")
+    return Row(**{f.name: _convert(f.type, record[f.name]) for f in fields(Row)})
+
+
+def read_rows(run: Path) -> list[Row]:
     path = run / CSV
     if not path.exists():
         return []
     with path.open(newline="") as f:
-        return list(csv.DictReader(f))
+        return [from_record(r) for r in csv.DictReader(f)]
 
 
-def rows_by_server(run: Path) -> Iterator[tuple[str, list[dict[str, str]]]]:
-    """Rows grouped by server, in run order."""
-    groups: dict[str, list[dict[str, str]]] = {}
+def rows_by_server(run: Path) -> Iterator[tuple[str, list[Row]]]:
+    """Rows grouped by server, in run order; within a server by value, then rep."""
+    groups: dict[str, list[Row]] = {}
     for r in read_rows(run):
-        groups.setdefault(r["server"], []).append(r)
+        groups.setdefault(r.server, []).append(r)
     for name, rows in groups.items():
-        yield name, sorted(rows, key=lambda r: int(r["concurrency"]))
+        yield name, sorted(rows, key=lambda r: (r.value, r.rep))

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from lab import hostinfo
-from lab.clients import ClientError, Level
+from lab.clients import ClientError, Level, Load, Options
 
 RC_TEMPLATE = Path(__file__).resolve().parents[2] / "client" / "siegerc"
 FIELDS = ("transactions", "availability", "elapsed_time", "data_transferred",
@@ -57,6 +57,7 @@ def parse(stdout: str, stderr: str) -> Level:
 
 class Siege:
     name = "siege"
+    axis = "concurrency"
 
     def __init__(self) -> None:
         self.rc: Path | None = None
@@ -64,17 +65,20 @@ class Siege:
     def version(self) -> str:
         return hostinfo.tool_version("siege") or "not installed"
 
-    def prepare(self, run_dir: Path, keepalive: bool) -> dict[str, str]:
+    def prepare(self, run_dir: Path, options: Options) -> dict[str, str]:
         """Write the run's rc once; every server of the run then uses that copy."""
         rc = run_dir / "siegerc"
-        self.rc = rc if rc.exists() else write_rc(rc, keepalive)
+        self.rc = rc if rc.exists() else write_rc(rc, options.keepalive)
         return {"tool": "siege", "version": self.version(), "rc": self.rc.name,
-                "connection": "keep-alive" if keepalive else "close"}
+                "connection": "keep-alive" if options.keepalive else "close"}
 
-    def command(self, url: str, concurrency: int, duration_s: int) -> list[str]:
+    def command(self, url: str, load: Load, duration_s: int) -> list[str]:
         if self.rc is None:
             raise ClientError("Siege.prepare must run first")
-        return ["siege", "-R", str(self.rc), "-b", f"-t{duration_s}S", f"-c{concurrency}", url]
+        if load.rate or load.concurrency < 1:
+            raise ClientError("siege keeps a number of users busy: give a concurrency, not a rate")
+        return ["siege", "-R", str(self.rc), "-b", f"-t{duration_s}S",
+                f"-c{load.concurrency}", url]
 
     def parse(self, stdout: str, stderr: str) -> Level:
         return parse(stdout, stderr)

@@ -1,0 +1,82 @@
+"""Starting one server the way every step does (probe, sweep, calibration):
+its knobs in the environment and in the manifest's placeholders, pinned to
+its CPUs, in a session of its own, then waited for on its address."""
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from lab import procs
+from lab.servers import Server, expand
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """What every server start is given (PORT, WORKERS, BACKLOG, BIND)."""
+    port: int
+    workers: int
+    backlog: int
+    bind: str
+
+
+def placeholders(root: Path, cache: Path, knobs: Knobs) -> dict[str, str]:
+    """Tokens a manifest's commands may use: {port} {workers} {backlog} {bind} {root} {cache}."""
+    return {"port": str(knobs.port), "workers": str(knobs.workers),
+            "backlog": str(knobs.backlog), "bind": knobs.bind,
+            "root": str(root), "cache": str(cache)}
+
+
+def lab_env(root: Path, cache: Path, run_id: str, knobs: Knobs) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(PORT=str(knobs.port), WORKERS=str(knobs.workers), BACKLOG=str(knobs.backlog),
+               BIND=knobs.bind, LAB_ROOT=str(root), LAB_CACHE=str(cache),
+               **{procs.MARKER: run_id})
+    return env
+
+
+class ServerProcess:
+    """One start of a server: `start()`, `ready()`, `stop()` (always)."""
+
+    def __init__(self, server: Server, root: Path, cache: Path, run_id: str, knobs: Knobs,
+                 cpus: tuple[int, ...], log: Path) -> None:
+        self.server, self.knobs, self.log = server, knobs, log
+        self.values = placeholders(root, cache, knobs)
+        self.env = lab_env(root, cache, run_id, knobs)
+        self.argv = procs.pinned(expand(server.run.argv, self.values), cpus)
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int:
+        if self.proc is None:
+            raise RuntimeError("not started")
+        return self.proc.pid
+
+    def start(self) -> subprocess.Popen[bytes]:
+        procs.check_port_free(self.knobs.port, self.knobs.bind)
+        with self.log.open("ab") as log:
+            self.proc = procs.start(self.argv, self.server.run.dir, self.env, log)
+        return self.proc
+
+    def ready(self) -> float:
+        """Seconds until it accepts on its address; NotReady (with its log's tail) if never."""
+        assert self.proc is not None
+        try:
+            return procs.wait_ready(self.knobs.bind, self.knobs.port, self.proc,
+                                    self.server.ready_timeout)
+        except procs.NotReady as e:
+            raise procs.NotReady(f"{e}\n--- last lines of {self.log}:\n"
+                                 f"{procs.tail(self.log)}") from None
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self) -> int | None:
+        """Stop its whole process group; wait until its port is free again."""
+        if self.proc is None:
+            return None
+        code = procs.stop(self.proc)
+        procs.kill_group(self.proc.pid)
+        procs.wait_port_released(self.knobs.port, self.knobs.bind)
+        return code
