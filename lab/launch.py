@@ -4,7 +4,9 @@ its CPUs, in a session of its own, then waited for on its address."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +48,7 @@ class ServerProcess:
         self.env = lab_env(root, cache, run_id, knobs)
         self.argv = procs.pinned(expand(server.run.argv, self.values), cpus)
         self.proc: subprocess.Popen[bytes] | None = None
+        self.scratch: Path | None = None
 
     @property
     def pid(self) -> int:
@@ -55,6 +58,10 @@ class ServerProcess:
 
     def start(self) -> subprocess.Popen[bytes]:
         procs.check_port_free(self.knobs.port, self.knobs.bind)
+        # A private scratch folder (LAB_SCRATCH) for what a server writes at
+        # run time (nginx's prefix); removed when the server is stopped.
+        self.scratch = Path(tempfile.mkdtemp(prefix=f"lab-{self.server.name}."))
+        self.env["LAB_SCRATCH"] = str(self.scratch)
         with self.log.open("ab") as log:
             self.proc = procs.start(self.argv, self.server.run.dir, self.env, log)
         return self.proc
@@ -78,5 +85,7 @@ class ServerProcess:
             return None
         code = procs.stop(self.proc)
         procs.kill_group(self.proc.pid)
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
         procs.wait_port_released(self.knobs.port, self.knobs.bind)
         return code
