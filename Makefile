@@ -8,7 +8,7 @@ LAB := $(PYTHON) -m lab
 # Variables given on make's command line reach the scripts' environment as is
 # (GNU make exports them), so CONCURRENCY= (empty) is an error, not a default.
 
-.PHONY: help bench list build plots rerun report test lint clean distclean
+.PHONY: help bench calibrate list build plots rerun report test lint clean distclean
 
 help: ## this help
 	@echo "Polyglot REST server comparison lab"
@@ -22,6 +22,9 @@ help: ## this help
 
 bench: ## install what is missing, build, verify, sweep, plot (SERVER=...)
 	./run-benchmark.sh
+
+calibrate: ## what each installed client drives against nginx here (CLIENTS=, CONCURRENCY=1 8 64, DURATION=5s)
+	$(LAB) calibrate
 
 list: ## servers found from their manifests, built or not
 	@$(LAB) list

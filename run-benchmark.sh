@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One benchmark run, top-down:
-#   check → deps → build → for each server: verify → warm up → sweep → collect
-#   → plot → report
+#   check → deps → build → for each repetition, each server in turn:
+#   start → verify → warm up → sweep → stop → plot → report
 # Settings come from the environment (`make help` lists them); `make bench`
 # calls this script. Exit: 0 done, 1 failure (partial results kept and marked
 # incomplete), 2 bad input or missing prerequisites, 130 interrupted.
@@ -12,14 +12,17 @@ lab() { python3 -m lab "$@"; }
 
 lab check                               # bad input: exit 2, nothing built or started
 read -ra servers <<< "$(lab resolve)"
+repeat=$(lab resolve --repeat)
 lab deps "${servers[@]}"                # installs missing packages as root, else exit 2
 lab build "${servers[@]}"               # toolchains and builds, only what changed
 run=$(lab new-run)                      # results/<run-id>/, never reused
 echo "run folder: $run" >&2
 
 status=0
-for server in "${servers[@]}"; do       # one server at a time
-  lab sweep "$run" "$server" || { status=$?; break; }
+for rep in $(seq 1 "$repeat"); do       # repetitions interleave the servers, so a
+  for server in "${servers[@]}"; do     # drift of the host hits every server alike
+    lab sweep "$run" "$server" "$rep" || { status=$?; break 2; }
+  done
 done
 
 lab finish "$run" "$status"             # complete, or incomplete with the reason

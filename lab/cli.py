@@ -16,11 +16,12 @@ import time
 from pathlib import Path
 from types import FrameType
 
-from lab import deps, hostinfo, procs, report, results
-from lab.clients import clients
+from lab import calibrate, deps, hostinfo, procs, report, results
+from lab.clients import Client, Options, axes, clients
+from lab.launch import Knobs, lab_env, placeholders
 from lab.params import SETTINGS, ConfigError, Params, format_cpus, from_env
 from lab.servers import ManifestError, Server, discover, expand, is_built
-from lab.sweep import ServerSweep, SweepError, placeholders, lab_env
+from lab.sweep import ServerSweep, SweepError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,13 +41,19 @@ def servers_found() -> dict[str, Server]:
 
 def load_params() -> tuple[Params, dict[str, Server]]:
     servers = servers_found()
-    params = from_env(os.environ, list(servers), list(clients()))
+    params = from_env(os.environ, list(servers), axes())
     return params, servers
+
+
+def client_for(params: Params, run: Path) -> tuple[Client, dict[str, str]]:
+    """The run's client, prepared in the run folder; and its conditions."""
+    client = clients()[params.client]()
+    return client, client.prepare(run, Options(params.keepalive, params.client_threads))
 
 
 def cmd_list(_: argparse.Namespace) -> int:
     servers = servers_found()
-    values = placeholders(ROOT, cache_dir(), 0, 0)
+    values = placeholders(ROOT, cache_dir(), Knobs(0, 0, 0, ""))
     table = [("server", "language", "framework", "version", "workers", "built", "role")]
     table += [(s.name, s.language, s.framework, s.version, str(s.workers_default),
                "yes" if is_built(s, values) else "no", s.role) for s in servers.values()]
@@ -58,20 +65,32 @@ def cmd_list(_: argparse.Namespace) -> int:
 
 def cmd_check(_: argparse.Namespace) -> int:
     params, _servers = load_params()
-    procs.check_port_free(params.port)
+    procs.check_port_free(params.port, params.bind)
     for w in params.warnings:
         print(f"warning: {w}", file=sys.stderr)
-    print(f"plan: {' '.join(params.servers)} | levels {' '.join(map(str, params.levels))} | "
-          f"{params.duration_s}s each, warm-up {params.warmup_s}s | {params.client} "
-          f"{'keep-alive' if params.keepalive else 'connection close'} | server CPU "
-          f"{format_cpus(params.server_cpus)}, client CPU {format_cpus(params.client_cpus)}",
-          file=sys.stderr)
+    print(f"plan: {plan(params)}", file=sys.stderr)
     return 0
 
 
-def cmd_resolve(_: argparse.Namespace) -> int:
+def plan(p: Params) -> str:
+    """One line: what the run will do."""
+    warm = (f"auto (cap {p.warmup_max_s}s)" if p.warmup_auto
+            else f"{p.warmup_s}s" if p.warmup_s else "none")
+    if p.axis in ("concurrency", "rate"):
+        sweep = f"{p.axis} {' '.join(map(str, p.values))}"
+    else:
+        load = f"c={p.load[0]}" if p.load_axis == "concurrency" else f"rate={p.load[0]}/s"
+        sweep = f"{p.axis} {' '.join(map(str, p.values))} at {load}"
+    reps = f" x {p.repeat} repetitions (interleaved)" if p.repeat > 1 else ""
+    return (f"{' '.join(p.servers)}{reps} | {sweep} | {p.duration_s}s each, warm-up {warm} | "
+            f"{p.client} {'keep-alive' if p.keepalive else 'connection close'} | "
+            f"{p.bind}:{p.port} backlog {p.backlog} | server CPU {format_cpus(p.server_cpus)}, "
+            f"client CPU {format_cpus(p.client_cpus)}")
+
+
+def cmd_resolve(args: argparse.Namespace) -> int:
     params, _servers = load_params()
-    print(" ".join(params.servers))
+    print(params.repeat if args.repeat else " ".join(params.servers))
     return 0
 
 
@@ -96,9 +115,10 @@ def cmd_build(args: argparse.Namespace) -> int:
     logs.mkdir(parents=True, exist_ok=True)
     for name in args.servers or params.servers:
         s = servers[name]
-        workers = params.workers or s.workers_default
-        values = placeholders(ROOT, cache, params.port, workers)
-        env = lab_env(ROOT, cache, "build", params.port, workers)
+        knobs = Knobs(params.port, params.workers or s.workers_default, params.backlog,
+                      params.bind)
+        values = placeholders(ROOT, cache, knobs)
+        env = lab_env(ROOT, cache, "build", knobs)
         log = logs / f"build-{name}.log"
         for step, command in (("setup", s.setup), ("build", s.build)):
             if command is None or (step == "build" and is_built(s, values)):
@@ -120,8 +140,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 def cmd_new_run(_: argparse.Namespace) -> int:
     params, servers = load_params()
     run = results.new_run(ROOT / params.results, params.servers)
-    client = clients()[params.client]()
-    conditions = client.prepare(run, params.keepalive)
+    _client, conditions = client_for(params, run)
     settings = {k: os.environ.get(k, default) for k, (default, _) in SETTINGS.items()}
     results.write_json(run / results.MANIFEST, {
         "run_id": run.name,
@@ -131,10 +150,12 @@ def cmd_new_run(_: argparse.Namespace) -> int:
                                               for k, v in settings.items() if v),
         "settings": settings,
         "params": params.to_json(),
+        "plan": plan(params),
         "topology": "loopback (one host, server and client pinned to disjoint CPUs)",
         "pinning": {"server_cpus": format_cpus(params.server_cpus),
                     "client_cpus": format_cpus(params.client_cpus)},
         "client": conditions,
+        "calibration": calibrate.last(cache_dir()),
         "host": hostinfo.host(),
         "tools": hostinfo.tools(),
         "lab": hostinfo.lab_revision(ROOT),
@@ -148,20 +169,28 @@ def cmd_new_run(_: argparse.Namespace) -> int:
 def cmd_sweep(args: argparse.Namespace) -> int:
     params, servers = load_params()
     run = Path(args.run)
-    client = clients()[params.client]()
-    client.prepare(run, params.keepalive)
-    sweep = ServerSweep(ROOT, cache_dir(), run, servers[args.server], params, client)
+    client, _ = client_for(params, run)
+    sweep = ServerSweep(ROOT, cache_dir(), run, servers[args.server], params, client, args.rep)
     try:
         sweep.run_all()
+        sweep.save(status="complete" if args.rep == params.repeat else "running",
+                   reps_done=args.rep)
         return 0
     except (SweepError, procs.PortBusy, procs.NotReady) as e:
         status, message, code = "failed", str(e), 1
     except KeyboardInterrupt:
         status, message, code = "interrupted", "interrupted (Ctrl-C or SIGTERM)", 130
+    if sweep.start_record:
+        sweep.start_record["status"] = status
     sweep.save(status=status, error=message)
     problems = results.read_manifest(run).get("problems", [])
-    results.update_manifest(run, problems=problems + [f"{args.server}: {message}"])
-    return fail(f"{args.server}: {message}\n  finished levels are kept in {run}", code)
+    where = f"{args.server} (rep {args.rep})" if params.repeat > 1 else args.server
+    results.update_manifest(run, problems=problems + [f"{where}: {message}"])
+    return fail(f"{where}: {message}\n  finished levels are kept in {run}", code)
+
+
+def cmd_calibrate(_: argparse.Namespace) -> int:
+    return calibrate.run(ROOT, cache_dir(), servers_found())
 
 
 def cmd_finish(args: argparse.Namespace) -> int:
@@ -169,6 +198,8 @@ def cmd_finish(args: argparse.Namespace) -> int:
     data = results.read_manifest(run)
     done = all(s.get("status") == "complete" for s in data["servers"].values())
     complete = args.status == 0 and done and len(data["servers"]) == len(data["params"]["servers"])
+    if not complete and not data.get("problems"):
+        results.update_manifest(run, problems=["not every server finished every repetition"])
     results.update_manifest(run, status="complete" if complete else "incomplete",
                             finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     return 0
@@ -213,17 +244,22 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="step", required=True)
     sub.add_parser("list", help="servers found from their manifests").set_defaults(fn=cmd_list)
     sub.add_parser("check", help="validate the settings (exit 2 when bad)").set_defaults(fn=cmd_check)
-    sub.add_parser("resolve", help="print the servers SERVER names").set_defaults(fn=cmd_resolve)
+    sp = sub.add_parser("resolve", help="print the servers SERVER names (or REPEAT)")
+    sp.add_argument("--repeat", action="store_true", help="print the number of repetitions")
+    sp.set_defaults(fn=cmd_resolve)
     for name, fn, text in (("deps", cmd_deps, "install missing system packages"),
                            ("build", cmd_build, "set up toolchains and build what changed")):
         sp = sub.add_parser(name, help=text)
         sp.add_argument("servers", nargs="*")
         sp.set_defaults(fn=fn)
     sub.add_parser("new-run", help="make a run folder, print its path").set_defaults(fn=cmd_new_run)
-    sp = sub.add_parser("sweep", help="verify, warm up and sweep one server")
+    sp = sub.add_parser("sweep", help="verify, warm up and sweep one server, one repetition")
     sp.add_argument("run")
     sp.add_argument("server")
+    sp.add_argument("rep", type=int, nargs="?", default=1)
     sp.set_defaults(fn=cmd_sweep)
+    sub.add_parser("calibrate", help="what each installed client drives against the ceiling"
+                   ).set_defaults(fn=cmd_calibrate)
     sp = sub.add_parser("finish", help="mark a run complete or incomplete")
     sp.add_argument("run")
     sp.add_argument("status", type=int)

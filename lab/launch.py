@@ -51,6 +51,16 @@ class ServerProcess:
         self.scratch: Path | None = None
 
     @property
+    def host(self) -> str:
+        """Where clients reach it: BIND, or loopback when BIND is every interface."""
+        return procs.connect_host(self.knobs.bind)
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.knobs.port}/api"
+
+    @property
     def pid(self) -> int:
         if self.proc is None:
             raise RuntimeError("not started")

@@ -11,6 +11,7 @@ import re
 from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass, field
 
+WARMUP_SLICE_S = 2                           # WARMUP=auto's slice (lab.metrics)
 PUBLISHED_LEVELS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 35, 40, 45, 50)
 LOAD_AXES = ("concurrency", "rate")          # what a client varies itself
 KNOBS = ("workers", "backlog")               # what a server start is given
@@ -251,6 +252,10 @@ def from_env(env: Mapping[str, str], known_servers: list[str],
     warmup_text = get("WARMUP").strip()
     warmup_auto = warmup_text == "auto"
     warmup_s = 0 if warmup_auto else parse_duration("WARMUP", warmup_text, allow_zero=True)
+    warmup_max_s = parse_duration("WARMUP_MAX", get("WARMUP_MAX"))
+    if warmup_auto and warmup_max_s < WARMUP_SLICE_S:
+        raise ConfigError(f"WARMUP_MAX={get('WARMUP_MAX')!r}: WARMUP=auto loads in slices of "
+                          f"{WARMUP_SLICE_S}s; give it at least that")
     workers_text = get("WORKERS").strip()
     workers = positive_int("WORKERS", workers_text, 1, 10_000) if workers_text else None
     threads_text = get("CLIENT_THREADS").strip()
@@ -286,7 +291,7 @@ def from_env(env: Mapping[str, str], known_servers: list[str],
         repeat=positive_int("REPEAT", get("REPEAT"), 1, 100),
         warmup_auto=warmup_auto,
         warmup_s=warmup_s,
-        warmup_max_s=parse_duration("WARMUP_MAX", get("WARMUP_MAX")),
+        warmup_max_s=warmup_max_s,
         keepalive=flag("KEEPALIVE", get("KEEPALIVE")),
         client_threads=(positive_int("CLIENT_THREADS", threads_text, 1, 1024) if threads_text
                         else len(client_cpus)),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from dataclasses import dataclass
 
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -92,6 +93,7 @@ class Sampler:
         self.rss_peak_kb = self.first.rss_kb if self.first else 0
         self.threads_peak = self.first.threads if self.first else 0
         self.count = 1 if self.first else 0
+        self.own_cpu_s = 0.0          # the sampler thread's own CPU time: the lab's cost
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
@@ -105,8 +107,10 @@ class Sampler:
         self.threads_peak = max(self.threads_peak, s.threads)
 
     def _loop(self) -> None:
+        t0 = time.thread_time()
         while not self._stop.wait(self.interval):
             self._take()
+        self.own_cpu_s = time.thread_time() - t0
 
     def __enter__(self) -> "Sampler":
         self._thread.start()

@@ -109,7 +109,7 @@ def append_row(run: Path, row: Row) -> None:
         w.writerow({k: "" if v is None else v for k, v in asdict(row).items()})
 
 
-def _convert(kind: object, text: str) -> object:
+def _convert(kind: object, text: str) -> Any:
     """A CSV cell back to its field's type ('' is None for optional fields)."""
     spec = str(kind)
     if text == "" and "None" in spec:

@@ -1,5 +1,8 @@
-"""One server, top-down: start pinned → wait → verify → warm up → sweep the
-concurrency levels (client pinned apart, server tree sampled) → stop."""
+"""One repetition of one server, top-down: start pinned → wait → verify →
+warm up → load each level (client pinned apart, server tree sampled) → stop.
+
+When the swept axis is a server knob (AXIS=workers), each value is a start of
+its own, measured at the one load level given."""
 from __future__ import annotations
 
 import os
@@ -10,16 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lab import procfs, procs, results
-from lab.clients import Client, ClientError, Level
-from lab.params import Params
+from lab import metrics, procfs, procs, results
+from lab.clients import Client, ClientError, Level, Load
+from lab.launch import Knobs, ServerProcess
+from lab.params import KNOBS, Params
 from lab.servers import Server, expand
 from lab.verify import VerifyError, verify
 
-CLIENT_BOUND_PCT = 90.0
-HOST_BUSY_PCT = 10.0
-STEAL_PCT = 10.0
-HOST = "127.0.0.1"
+WARMUP_SLICE_S = metrics.WARMUP_SLICE_S
 
 
 class SweepError(RuntimeError):
@@ -31,30 +32,12 @@ class ClientHung(SweepError):
 
 
 @dataclass(frozen=True)
-class HostLoad:
-    """CPU time on the lab's CPUs during a level, taken from /proc/stat."""
-    busy_s: float
-    steal_s: float
-
-
-@dataclass(frozen=True)
 class ClientRun:
     stdout: str
     stderr: str
     exit_code: int | None
     cpu_s: float
     wall_s: float
-
-
-def lab_env(root: Path, cache: Path, run_id: str, port: int, workers: int) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(PORT=str(port), WORKERS=str(workers), LAB_ROOT=str(root),
-               LAB_CACHE=str(cache), **{procs.MARKER: run_id})
-    return env
-
-
-def placeholders(root: Path, cache: Path, port: int, workers: int) -> dict[str, str]:
-    return {"port": str(port), "workers": str(workers), "root": str(root), "cache": str(cache)}
 
 
 def server_facts(server: Server, values: dict[str, str], env: dict[str, str],
@@ -76,7 +59,7 @@ def server_facts(server: Server, values: dict[str, str], env: dict[str, str],
 
 def run_client(argv: list[str], env: dict[str, str], out: Path, timeout: float,
                server: subprocess.Popen[bytes]) -> ClientRun:
-    """Run the client to its end; its CPU comes from wait4's rusage."""
+    """Run the client to its end; its CPU comes from wait4's rusage (children included)."""
     err = out.with_suffix(".err")
     with out.open("wb") as fo, err.open("wb") as fe:
         proc = procs.start(argv, Path.cwd(), env, fe, stdout=fo)
@@ -100,38 +83,13 @@ def run_client(argv: list[str], env: dict[str, str], out: Path, timeout: float,
                      proc.returncode, usage.ru_utime + usage.ru_stime, time.monotonic() - t0)
 
 
-def make_row(server: str, c: int, duration: int, level: Level, sampler: procfs.Sampler,
-             client: ClientRun, host: HostLoad, params: Params, time_wait: int) -> results.Row:
-    last = sampler.last
-    client_pct = 100 * client.cpu_s / (len(params.client_cpus) * client.wall_s)
-    bound = client_pct >= CLIENT_BOUND_PCT
-    allotment = len(set(params.server_cpus) | set(params.client_cpus)) * client.wall_s
-    other_pct = max(0.0, 100 * (host.busy_s - sampler.cpu_s - client.cpu_s) / allotment)
-    steal_pct = 100 * host.steal_s / allotment
-    flags = ((["client-bound"] if bound else []) + (["failures"] if level.failed else [])
-             + (["host-busy"] if other_pct > HOST_BUSY_PCT else [])
-             + (["steal"] if steal_pct > STEAL_PCT else []))
-    return results.Row(
-        server=server, concurrency=c, duration_s=duration,
-        transactions=level.transactions, successful=level.successful, failed=level.failed,
-        availability_pct=level.availability_pct, elapsed_s=level.elapsed_s,
-        rate_rps=round(level.rate_rps, 2), resp_ms=round(level.resp_ms, 4),
-        longest_ms=level.longest_ms, in_flight=level.in_flight,
-        littles_ratio=round(level.in_flight / c, 3),
-        rss_end_kb=last.rss_kb if last else 0, rss_peak_kb=sampler.rss_peak_kb,
-        threads_end=last.threads if last else 0, threads_peak=sampler.threads_peak,
-        server_cpu_s=round(sampler.cpu_s, 3),
-        server_cpu_us_per_req=round(1e6 * sampler.cpu_s / level.transactions, 2)
-        if level.transactions else 0.0,
-        server_cpu_pct=round(100 * sampler.cpu_s / (len(params.server_cpus) * client.wall_s), 1),
-        client_cpu_s=round(client.cpu_s, 3), client_cpu_pct=round(client_pct, 1),
-        client_bound=bound, other_cpu_pct=round(other_pct, 1), steal_pct=round(steal_pct, 1),
-        time_wait=time_wait, flags=" ".join(flags))
-
-
 def fmt_eta(seconds: float) -> str:
     m, s = divmod(int(seconds), 60)
     return f"{m}m{s:02d}s" if m else f"{s}s"
+
+
+def fmt_value(axis: str, value: int) -> str:
+    return {"concurrency": f"c={value}", "rate": f"rate={value}/s"}.get(axis, f"{axis}={value}")
 
 
 def progress(line: str) -> None:
@@ -139,111 +97,208 @@ def progress(line: str) -> None:
 
 
 class ServerSweep:
+    """Repetition `rep` of one server: one start for a load sweep, one start
+    per value for a knob sweep."""
+
     def __init__(self, root: Path, cache: Path, run: Path, server: Server,
-                 params: Params, client: Client) -> None:
+                 params: Params, client: Client, rep: int = 1) -> None:
         self.root, self.cache, self.run, self.server = root, cache, run, server
-        self.params, self.client = params, client
-        self.workers = params.workers or server.workers_default
+        self.params, self.client, self.rep = params, client, rep
         self.out = run / server.name
-        self.values = placeholders(root, cache, params.port, self.workers)
-        self.env = lab_env(root, cache, run.name, params.port, self.workers)
-        self.url = f"http://{HOST}:{params.port}/api"
-        self.record: dict[str, Any] = {**server.describe(), "workers": self.workers,
-                                       "status": "starting", "levels_done": 0}
+        self.tag = f"[{server.name}]" if params.repeat == 1 else \
+            f"[{server.name} rep {rep}/{params.repeat}]"
+        self.start_record: dict[str, Any] = {}
+
+    # ---- the manifest's record of this server -----------------------------
+    def record(self) -> dict[str, Any]:
+        servers: dict[str, Any] = results.read_manifest(self.run).get("servers", {})
+        rec: dict[str, Any] = servers.get(self.server.name) or {
+            **self.server.describe(), "status": "starting", "starts": [], "notes": []}
+        return rec
 
     def save(self, **changes: Any) -> None:
-        self.record.update(changes)
-        servers = results.read_manifest(self.run).get("servers", {})
-        servers[self.server.name] = self.record
+        """Update this server's record (and the current start's, under 'starts')."""
+        data = results.read_manifest(self.run)
+        servers = data.get("servers", {})
+        rec = servers.get(self.server.name) or {
+            **self.server.describe(), "status": "starting", "starts": [], "notes": []}
+        rec.update(changes)
+        if self.start_record:
+            starts = [s for s in rec["starts"] if s.get("id") != self.start_record["id"]]
+            rec["starts"] = starts + [self.start_record]
+        servers[self.server.name] = rec
         results.update_manifest(self.run, servers=servers)
 
-    def level(self, c: int, duration: int, tag: str, proc: subprocess.Popen[bytes]
-              ) -> tuple[Level, ClientRun, procfs.Sampler, HostLoad]:
-        argv = procs.pinned(self.client.command(self.url, c, duration), self.params.client_cpus)
-        cpus = tuple(sorted(set(self.params.server_cpus) | set(self.params.client_cpus)))
+    def note(self, text: str) -> None:
+        progress(f"{self.tag} warning: {text}")
+        self.save(notes=self.record().get("notes", []) + [text])
+
+    # ---- what is swept ------------------------------------------------------
+    def knobs(self, value: int | None) -> Knobs:
+        p = self.params
+        workers = p.workers or self.server.workers_default
+        backlog = p.backlog
+        if p.axis == "workers" and value is not None:
+            workers = value
+        if p.axis == "backlog" and value is not None:
+            backlog = value
+        return Knobs(port=p.port, workers=workers, backlog=backlog, bind=p.bind)
+
+    def load(self, level: int) -> Load:
+        return Load(concurrency=level) if self.params.load_axis == "concurrency" \
+            else Load(rate=level)
+
+    def run_all(self) -> None:
+        """Every start of this repetition; the record says where it stopped."""
+        self.out.mkdir(exist_ok=True)
+        if self.params.axis in KNOBS:
+            for value in self.params.values:
+                self.one_start(value, [self.params.load[0]])
+        else:
+            self.one_start(None, list(self.params.load))
+
+    def one_start(self, knob_value: int | None, levels: list[int]) -> None:
+        p, name = self.params, self.server.name
+        knobs = self.knobs(knob_value)
+        suffix = f"-rep{self.rep}" + (f"-{p.axis}{knob_value}" if knob_value is not None else "")
+        sp = ServerProcess(self.server, self.root, self.cache, self.run.name, knobs,
+                           p.server_cpus, self.out / f"server{suffix}.log")
+        self.start_record = {"id": suffix.lstrip("-"), "rep": self.rep, "knob": knob_value,
+                             "workers": knobs.workers, "backlog": knobs.backlog,
+                             "bind": knobs.bind, "status": "starting"}
+        if "facts" not in self.record():
+            self.save(facts=server_facts(self.server, sp.values, sp.env, p.server_cpus),
+                      workers=knobs.workers)
+        sp.start()
+        self.start_record.update(pid=sp.pid, command=sp.argv)
+        self.save(status="running")
+        try:
+            self.measure(sp, knob_value, levels)
+        finally:
+            self.start_record["exit_code"] = sp.stop()
+            self.save()
+        progress(f"{self.tag} stopped")
+
+    def measure(self, sp: ServerProcess, knob_value: int | None, levels: list[int]) -> None:
+        p, name = self.params, self.server.name
+        try:
+            took = sp.ready()
+        except procs.NotReady as e:
+            raise SweepError(f"{name} {e}") from None
+        listening = sp.check_listening() if hasattr(sp, "check_listening") else {}
+        try:
+            passed = verify(sp.host, p.port)
+        except VerifyError as e:
+            raise SweepError(f"{name} failed verification, not loaded: {e}") from e
+        idle = procfs.sample(sp.pid)
+        self.start_record.update(status="verified", ready_s=round(took, 2), verified=passed,
+                                 listening=listening,
+                                 rss_idle_kb=idle.rss_kb if idle else None)
+        self.save()
+        what = f" {fmt_value(p.axis, knob_value)}," if knob_value is not None else ""
+        progress(f"{self.tag}{what} ready in {took:.1f}s, verified: {', '.join(passed)}")
+        warm = self.warm_up(sp, levels[-1])
+        self.start_record.update(status="measuring", warmup=warm)
+        self.save()
+        started = time.monotonic()
+        for i, level_value in enumerate(levels, 1):
+            value = knob_value if knob_value is not None else level_value
+            load = self.load(level_value)
+            tag = f"rep{self.rep}-" + (f"{p.axis}{knob_value}-" if knob_value is not None else "")
+            tag += f"c{level_value}" if load.concurrency else f"r{level_value}"
+            level, m = self.level(sp, load, p.duration_s, tag)
+            where = metrics.Where(
+                server=name, rep=self.rep, axis=p.axis, value=value,
+                concurrency=load.concurrency, offered_rps=float(load.rate) if load.rate else None,
+                workers=sp.knobs.workers, backlog=sp.knobs.backlog, duration_s=p.duration_s,
+                server_cpus=len(p.server_cpus), client_cpus=len(p.client_cpus),
+                lab_cpus=len(set(p.server_cpus) | set(p.client_cpus)),
+                not_steady=warm.get("steady") is False)
+            row = metrics.make_row(where, level, m)
+            results.append_row(self.run, row)
+            self.start_record["levels_done"] = i
+            self.save()
+            if level.successful == 0:
+                raise SweepError(f"{fmt_value(p.load_axis, level_value)}: no request completed "
+                                 f"in {p.duration_s}s ({level.failed} failed): {name} stopped "
+                                 "answering")
+            eta = (time.monotonic() - started) / i * (len(levels) - i)
+            p99 = f" p99 {row.p99_ms:.2f} ms" if row.p99_ms is not None else ""
+            note = f"  {row.flags}" if row.flags else ""
+            progress(f"{self.tag} {fmt_value(p.axis, value)} ({i}/{len(levels)}) "
+                     f"{p.duration_s}s  {row.rate_rps:,.0f} req/s  {row.resp_ms:.2f} ms{p99}  "
+                     f"rss {row.rss_end_kb / 1024:.1f} MB  cpu server {row.server_cpu_pct:.0f}% "
+                     f"client {row.client_cpu_pct:.0f}%  ETA {fmt_eta(eta)}{note}")
+        self.start_record["status"] = "complete"
+        self.save()
+
+    # ---- warm-up ------------------------------------------------------------
+    def warm_up(self, sp: ServerProcess, top: int) -> dict[str, Any]:
+        """Load at the top level, not recorded: a fixed time, or (auto) 2 s
+        slices until three agree within 5%, capped at WARMUP_MAX."""
+        p = self.params
+        load = self.load(top)
+        if not p.warmup_auto:
+            if not p.warmup_s:
+                return {"mode": "none"}
+            level, _ = self.level(sp, load, p.warmup_s, f"rep{self.rep}-warmup")
+            progress(f"{self.tag} warm-up {p.warmup_s}s at {fmt_value(p.load_axis, top)}: "
+                     f"{level.rate_rps:,.0f} req/s (not recorded)")
+            return {"mode": "fixed", "seconds": p.warmup_s, "rate_rps": round(level.rate_rps)}
+        rates: list[float] = []
+        t0 = time.monotonic()
+        # slices while the next one still fits under the cap
+        while not metrics.steady(rates) and (len(rates) + 1) * WARMUP_SLICE_S <= p.warmup_max_s:
+            level, _ = self.level(sp, load, WARMUP_SLICE_S,
+                                  f"rep{self.rep}-warmup{len(rates) + 1}")
+            rates.append(round(level.rate_rps, 1))
+        ok = metrics.steady(rates)
+        took = time.monotonic() - t0
+        shown = " ".join(f"{r / 1000:.1f}k" for r in rates[-6:])
+        if ok:
+            progress(f"{self.tag} warm-up auto: steady after {took:.0f}s at "
+                     f"{fmt_value(p.load_axis, top)} (last slices {shown} req/s; not recorded)")
+        else:
+            progress(f"{self.tag} warning: warm-up did not settle within WARMUP_MAX="
+                     f"{p.warmup_max_s}s at {fmt_value(p.load_axis, top)} (last slices {shown} "
+                     "req/s): every level of this start is flagged not-steady")
+        return {"mode": "auto", "steady": ok, "seconds": round(took, 1),
+                "slices": len(rates), "slice_rates": rates, "cap_s": p.warmup_max_s}
+
+    # ---- one client run -----------------------------------------------------
+    def level(self, sp: ServerProcess, load: Load, duration: int, tag: str
+              ) -> tuple[Level, metrics.Measured]:
+        """Run the client once at `load`, sampling the server and the host."""
+        p = self.params
+        argv = procs.pinned(self.client.command(sp.url, load, duration), p.client_cpus)
+        cpus = tuple(sorted(set(p.server_cpus) | set(p.client_cpus)))
         out = self.out / f"{self.client.name}-{tag}.out"
+        assert sp.proc is not None
         for attempt in (1, 2):
             busy0, steal0 = procfs.cpu_times(cpus)
             try:
-                with procfs.Sampler(proc.pid) as sampler:
-                    ran = run_client(argv, self.env, out,
-                                     duration + self.params.client_grace_s, proc)
+                with procfs.Sampler(sp.pid) as sampler:
+                    ran = run_client(argv, sp.env, out, duration + p.client_grace_s, sp.proc)
                 break
             except ClientHung as hung:
                 if attempt == 2:
                     raise
                 # Siege sometimes overruns or hangs at the end of a timed run
                 # (JoeDog/siege#66, #178): keep its output, note it, retry once.
-                note = f"{tag}: {self.client.name} hung ({hung}); stopped and retried once"
-                progress(f"[{self.server.name}] warning: {note}")
                 for suffix in (".out", ".err"):
                     out.with_suffix(suffix).rename(out.with_suffix(".hung" + suffix))
-                self.save(notes=self.record.get("notes", []) + [note])
+                self.note(f"{tag}: {self.client.name} hung ({hung}); stopped and retried once")
         busy1, steal1 = procfs.cpu_times(cpus)
-        host = HostLoad(busy1 - busy0, steal1 - steal0)
-        if proc.poll() is not None:
-            raise SweepError(f"the server exited with code {proc.returncode} during {tag}")
+        if not sp.alive():
+            raise SweepError(f"the server exited with code {sp.proc.returncode} during {tag}")
         try:
             level = self.client.parse(ran.stdout, ran.stderr)
         except ClientError as e:
             raise SweepError(f"{tag}: {e}") from e
-        return level, ran, sampler, host
-
-    def run_all(self) -> None:
-        p, name = self.params, self.server.name
-        self.out.mkdir()
-        procs.check_port_free(p.port)
-        facts = server_facts(self.server, self.values, self.env, p.server_cpus)
-        argv = procs.pinned(expand(self.server.run.argv, self.values), p.server_cpus)
-        self.save(facts=facts, command=argv, status="starting")
-        log_path = self.out / "server.log"
-        with log_path.open("ab") as log:
-            proc = procs.start(argv, self.server.run.dir, self.env, log)
-        self.save(pid=proc.pid)             # also its session and process group id
-        try:
-            self.measure(proc, log_path)
-        finally:
-            code = procs.stop(proc)
-            procs.kill_group(proc.pid)
-            self.save(exit_code=code)
-        procs.wait_port_released(p.port)
-        progress(f"[{name}] stopped")
-
-    def measure(self, proc: subprocess.Popen[bytes], log_path: Path) -> None:
-        p, name = self.params, self.server.name
-        try:
-            took = procs.wait_ready(p.port, proc, self.server.ready_timeout)
-        except procs.NotReady as e:
-            raise SweepError(f"{name} {e}\n--- last lines of {log_path}:\n{procs.tail(log_path)}")
-        try:
-            passed = verify(HOST, p.port)
-        except VerifyError as e:
-            raise SweepError(f"{name} failed verification, not loaded: {e}") from e
-        idle = procfs.sample(proc.pid)
-        self.save(status="verified", ready_s=round(took, 2), verified=passed,
-                  rss_idle_kb=idle.rss_kb if idle else None)
-        progress(f"[{name}] ready in {took:.1f}s, verified: {', '.join(passed)}")
-        if p.warmup_s:
-            top = p.levels[-1]
-            level, _, _, _ = self.level(top, p.warmup_s, "warmup", proc)
-            progress(f"[{name}] warm-up {p.warmup_s}s at c={top}: {level.rate_rps:,.0f} req/s "
-                     "(not recorded)")
-        self.save(status="running")
-        started = time.monotonic()
-        for i, c in enumerate(p.levels, 1):
-            level, ran, sampler, host = self.level(c, p.duration_s, f"c{c}", proc)
-            row = make_row(name, c, p.duration_s, level, sampler, ran, host, p,
-                           procfs.time_wait_sockets())
-            results.append_row(self.run, row)
-            self.save(levels_done=i)
-            if level.successful == 0:
-                raise SweepError(f"c={c}: no request completed in {p.duration_s}s "
-                                 f"({level.failed} failed): {name} stopped answering")
-            eta = (time.monotonic() - started) / i * (len(p.levels) - i)
-            note = f"  {row.flags}" if row.flags else ""
-            progress(f"[{name}] c={c} ({i}/{len(p.levels)}) {p.duration_s}s  "
-                     f"{row.rate_rps:,.0f} req/s  {row.resp_ms:.2f} ms  "
-                     f"rss {row.rss_end_kb / 1024:.1f} MB  cpu server {row.server_cpu_pct:.0f}% "
-                     f"client {row.client_cpu_pct:.0f}%  "
-                     f"ETA {fmt_eta(eta)}{note}")
-        self.save(status="complete")
+        last = sampler.last
+        return level, metrics.Measured(
+            server_cpu_s=sampler.cpu_s, rss_end_kb=last.rss_kb if last else 0,
+            rss_peak_kb=sampler.rss_peak_kb, threads_end=last.threads if last else 0,
+            threads_peak=sampler.threads_peak, client_cpu_s=ran.cpu_s, wall_s=ran.wall_s,
+            host_busy_s=busy1 - busy0, host_steal_s=steal1 - steal0,
+            sampler_cpu_s=sampler.own_cpu_s, time_wait=procfs.time_wait_sockets())

@@ -1,11 +1,12 @@
-# rps.gp - requests/s by concurrency, one filled curve per server.
+# rps.gp - requests/s by the swept axis (median of the repetitions, min-max bars), one filled curve per server.
 # Call: gnuplot -e "run='RUN'; servers='a b'; ceiling='nginx'; conditions='...'; fmt='png'" plots/rps.gp
-# Reads RUN/data/<server>.dat (1 concurrency, 2 req/s, 6 client_bound); writes RUN/rps.<fmt>.
+# Reads RUN/data/<server>.dat (1 value, 2 req/s, 3-4 min-max, 10 client_bound, 15 disturbed); writes RUN/rps.<fmt>.
 
 # ---- arguments --------------------------------------------------------------
 if (!exists("run") || !exists("servers")) exit error "rps.gp: pass run='RUN' and servers='a b ...' with -e"
 if (!exists("ceiling"))    ceiling = ""
 if (!exists("conditions")) conditions = ""
+if (!exists("xlabel"))     xlabel = "concurrency (simultaneous clients)"
 if (!exists("fmt"))        fmt = "png"
 if (words(servers) < 1)    exit error "rps.gp: servers is empty"
 all = servers . " " . ceiling                  # every file drawn (ceiling may be "")
@@ -19,8 +20,8 @@ do for [s in all] { if (!usable(dat(s))) { exit error "rps.gp: missing or empty 
 # how many client-bound points are there? (legend entry only when > 0)
 nbound = 0
 ndisturbed = 0
-do for [s in all] { stats dat(s) using 6 nooutput; nbound = nbound + STATS_sum }
-do for [s in all] { stats dat(s) using 9 nooutput; ndisturbed = ndisturbed + STATS_sum }
+do for [s in all] { stats dat(s) using 10 nooutput; nbound = nbound + STATS_sum }
+do for [s in all] { stats dat(s) using 15 nooutput; ndisturbed = ndisturbed + STATS_sum }
 
 # ---- output -----------------------------------------------------------------
 if (fmt eq "png") { set terminal pngcairo size 1000,600 font "sans,10" noenhanced } \
@@ -34,10 +35,10 @@ color(i) = word(colors, (i - 1) % words(colors) + 1)
 alpha = 0.5 / (words(servers) + 1)             # lighter fills when many overlap
 alpha = alpha < 0.05 ? 0.05 : alpha
 
-set title "Requests per second by concurrency" font ",13"
+set title "Requests per second (median, min-max bars)" font ",13"
 set label 1 conditions at screen 0.5, 0.025 center font ",8"
 set bmargin 6
-set xlabel "concurrency (simultaneous clients)"
+set xlabel xlabel
 set ylabel "requests per second"
 set xrange [0:*]
 set autoscale xfixmax                          # no jump to the next tic: ...
@@ -47,14 +48,16 @@ set format y "%.0f"
 set grid xtics ytics lt 1 lw 1 lc rgb "#d8d8d8"
 set key outside right top vertical Left reverse noautotitle
 
-bound(y) = column(6) == 1 ? y : NaN            # keep only client-bound points
-disturbed(y) = column(9) == 1 ? y : NaN        # levels flagged steal or host-busy
+bound(y) = column(10) == 1 ? y : NaN            # keep only client-bound points
+disturbed(y) = column(15) == 1 ? y : NaN        # levels flagged steal or host-busy
 
 # ---- plot -------------------------------------------------------------------
 plot for [i=1:words(servers)] dat(word(servers, i)) using 1:2 \
          with filledcurves y=0 fs transparent solid alpha noborder lc rgb color(i), \
      for [i=1:words(servers)] dat(word(servers, i)) using 1:2 \
          with linespoints lw 2 pt 7 ps 0.7 lc rgb color(i) title word(servers, i), \
+     for [i=1:words(servers)] dat(word(servers, i)) using 1:2:3:4 \
+         with yerrorbars pt 0 lw 1.2 lc rgb color(i) notitle, \
      dat(word(all, words(all))) using 1:(hasceil ? $2 : NaN) \
          with linespoints lw 2 dt 2 pt 7 ps 0.5 lc rgb "black" \
          title (hasceil ? ceiling . " (ceiling reference)" : ""), \

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -16,9 +18,20 @@ sys.path.insert(0, str(ROOT))
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A free port below the ephemeral range: clients' outgoing connections
+    (thousands with connection close) take ephemeral ports, and one of them
+    can hold a port that bind(0) had just handed out."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    rng = random.Random(os.getpid() ^ time.monotonic_ns())
+    for _ in range(200):
+        port = rng.randrange(20000, min(low, 32000))
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+                return port
+            except OSError:
+                continue
+    raise RuntimeError("no free port below the ephemeral range")
 
 
 def lab_env(tmp: Path, **settings: str) -> dict[str, str]:
@@ -52,7 +65,8 @@ def server_sessions(run: Path) -> set[int]:
         servers = json.loads((run / "manifest.json").read_text())["servers"]
     except (OSError, ValueError, KeyError):
         return set()
-    return {s["pid"] for s in servers.values() if "pid" in s}
+    return {start["pid"] for s in servers.values() for start in s.get("starts", [])
+            if "pid" in start}
 
 
 def leftovers(run: Path) -> list[str]:

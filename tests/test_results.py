@@ -3,6 +3,8 @@ from __future__ import annotations
 from dataclasses import fields
 from pathlib import Path
 
+import pytest
+
 from lab import results
 
 
@@ -17,14 +19,23 @@ def test_run_folders_are_never_reused(tmp_path: Path) -> None:
 def test_rows_are_appended_and_read_back_by_server(tmp_path: Path) -> None:
     def row(server: str, c: int) -> results.Row:
         values = {f.name: 0 for f in fields(results.Row)}
-        values.update(server=server, concurrency=c, client_bound=c > 4, flags="")
+        values.update(server=server, rep=1, axis="concurrency", value=c, concurrency=c,
+                      offered_rps=None, p50_ms=None, p90_ms=None, p99_ms=1.5,
+                      littles_ratio=0.97, client_bound=c > 4, flags="")
         return results.Row(**values)
 
     for server, c in (("b", 8), ("b", 1), ("a", 4)):
         results.append_row(tmp_path, row(server, c))
     grouped = dict(results.rows_by_server(tmp_path))
     assert list(grouped) == ["b", "a"]                          # run order
-    assert [r["concurrency"] for r in grouped["b"]] == ["1", "8"]  # sorted by level
-    assert grouped["b"][1]["client_bound"] == "True"
+    assert [r.value for r in grouped["b"]] == [1, 8]             # sorted by level
+    assert grouped["b"][1].client_bound is True and grouped["b"][0].client_bound is False
+    assert grouped["a"][0].offered_rps is None and grouped["a"][0].p99_ms == 1.5  # typed back
     header = (tmp_path / results.CSV).read_text().splitlines()[0]
     assert header.split(",") == results.COLUMNS
+
+
+def test_a_csv_from_an_older_lab_is_refused_with_the_reason(tmp_path: Path) -> None:
+    (tmp_path / results.CSV).write_text("server,concurrency\nx,1\n")
+    with pytest.raises(ValueError, match="lacks columns rep"):
+        results.read_rows(tmp_path)

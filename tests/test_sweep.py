@@ -8,7 +8,7 @@ import pytest
 
 from conftest import FAKES, ROOT, free_port, leftovers
 from lab import results
-from lab.clients import Level
+from lab.clients import Level, Load, Options
 from lab.params import from_env
 from lab.servers import discover
 from lab.sweep import ClientHung, ServerSweep
@@ -17,14 +17,15 @@ from lab.sweep import ClientHung, ServerSweep
 class Overrunning:
     """A client whose every run outlives its level by far."""
     name = "overrun"
+    axis = "concurrency"
 
     def version(self) -> str:
         return "0"
 
-    def prepare(self, run_dir: Path, keepalive: bool) -> dict[str, str]:
+    def prepare(self, run_dir: Path, options: Options) -> dict[str, str]:
         return {}
 
-    def command(self, url: str, concurrency: int, duration_s: int) -> list[str]:
+    def command(self, url: str, load: Load, duration_s: int) -> list[str]:
         return ["sleep", "300"]
 
     def parse(self, stdout: str, stderr: str) -> Level:
@@ -41,9 +42,9 @@ def test_overrunning_client_is_stopped_retried_once_then_reported(tmp_path: Path
     sweep = ServerSweep(ROOT, tmp_path / "cache", run, servers["nginx"], params, Overrunning())
     with pytest.raises(ClientHung, match="did not finish within 2s"):
         sweep.run_all()
-    [note] = sweep.record["notes"]
-    assert note.startswith("c1: overrun hung") and note.endswith("retried once")
-    assert (run / "nginx" / "overrun-c1.hung.out").exists()
-    assert (run / "nginx" / "overrun-c1.out").exists()          # the second attempt
+    [note] = sweep.record()["notes"]
+    assert note.startswith("rep1-c1: overrun hung") and note.endswith("retried once")
+    assert (run / "nginx" / "overrun-rep1-c1.hung.out").exists()
+    assert (run / "nginx" / "overrun-rep1-c1.out").exists()     # the second attempt
     assert leftovers(run) == []
 

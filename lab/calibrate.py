@@ -1,0 +1,138 @@
+"""`make calibrate`: what each installed client can drive on this machine.
+
+Each client loads the ceiling reference (nginx with the lab's config) with
+the same pinning as real runs, at a few concurrency levels (default 1 8 64),
+with connection close and with keep-alive. The figures go to the cache
+(`calibration.json`); every later run records them, and its summary states a
+server's rate as a share of what its client drove against the ceiling here.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from lab import hostinfo, results
+from lab.clients import Options, axes, clients
+from lab.metrics import nearest
+from lab.params import ConfigError, Params, format_cpus, from_env, parse_list
+from lab.servers import Server
+from lab.sweep import ServerSweep, SweepError
+
+FILE = "calibration.json"
+DEFAULTS = {"CONCURRENCY": "1 8 64", "DURATION": "5s", "WARMUP": "2s"}
+
+
+def last(cache: Path) -> dict[str, Any] | None:
+    """The last calibration saved on this machine, or None."""
+    try:
+        data: dict[str, Any] = json.loads((cache / FILE).read_text())
+        return data
+    except (OSError, ValueError):
+        return None
+
+
+def installed() -> list[str]:
+    return [name for name, cls in clients().items() if cls().version() != "not installed"]
+
+
+def settings(env: dict[str, str], servers: dict[str, Server]) -> tuple[Params, list[str]]:
+    """The calibration's parameters (bad input: ConfigError) and the clients to calibrate."""
+    ceiling = next((s.name for s in servers.values() if s.role == "ceiling"), None)
+    if ceiling is None:
+        raise ConfigError("no server with role = \"ceiling\" to calibrate against")
+    wanted = env.get("CLIENTS", "").split() or installed()
+    unknown = [c for c in wanted if c not in clients()]
+    if unknown:
+        raise ConfigError(f"CLIENTS: unknown client {' '.join(unknown)}; "
+                          f"known: {' '.join(clients())}")
+    if not wanted:
+        raise ConfigError("no load client is installed: `make bench` installs siege, "
+                          "CLIENT=wrk installs wrk")
+    merged = {**DEFAULTS, **{k: v for k, v in env.items() if k in DEFAULTS}}
+    merged.update(SERVER=ceiling, CLIENT="siege", REPEAT="1", PROBE="0", AXIS="",
+                  PORT=env.get("PORT", "8080"), BIND=env.get("BIND", "127.0.0.1"),
+                  SERVER_CPUS=env.get("SERVER_CPUS", ""), CLIENT_CPUS=env.get("CLIENT_CPUS", ""),
+                  CLIENT_THREADS=env.get("CLIENT_THREADS", ""))
+    params = from_env(merged, list(servers), axes())
+    levels = parse_list("CONCURRENCY", merged["CONCURRENCY"], 1000)
+    # Every client is calibrated in closed loop, vegeta too (rate 0: as fast
+    # as its workers can): capacity is a concurrency's worth of requests/s.
+    return replace(params, axis="concurrency", load_axis="concurrency", levels=levels,
+                   values=levels, rates=()), wanted
+
+
+def run(root: Path, cache: Path, servers: dict[str, Server]) -> int:
+    params, wanted = settings(dict(os.environ), servers)
+    ceiling = servers[params.servers[0]]
+    folder = results.new_run(cache / "calibration", (ceiling.name,))
+    out: dict[str, Any] = {
+        "made": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "folder": str(folder),
+        "ceiling": ceiling.name, "duration_s": params.duration_s, "levels": list(params.levels),
+        "pinning": {"server_cpus": format_cpus(params.server_cpus),
+                    "client_cpus": format_cpus(params.client_cpus)},
+        "host": {k: v for k, v in hostinfo.host().items()
+                 if k in ("hostname", "cpu_model", "cores", "kernel")},
+        "clients": {}}
+    for name in wanted:
+        for keepalive in (False, True):
+            mode = "keep-alive" if keepalive else "close"
+            p = replace(params, client=name, keepalive=keepalive)
+            sub = folder / f"{name}-{mode}"
+            sub.mkdir()
+            client = clients()[name]()
+            conditions = client.prepare(sub, Options(keepalive, p.client_threads))
+            results.write_json(sub / results.MANIFEST, {"run_id": sub.name, "servers": {},
+                                                        "params": p.to_json(),
+                                                        "client": conditions})
+            print(f"[calibrate] {name}, connection {mode}, against {ceiling.name}",
+                  file=sys.stderr, flush=True)
+            try:
+                ServerSweep(root, cache, sub, ceiling, p, client).run_all()
+            except SweepError as e:
+                print(f"error: calibration of {name} ({mode}) failed: {e}", file=sys.stderr)
+                return 1
+            levels = {str(r.value): {"rate_rps": r.rate_rps, "client_cpu_pct": r.client_cpu_pct,
+                                     "client_bound": r.client_bound, "failed": r.failed}
+                      for r in results.read_rows(sub)}
+            out["clients"].setdefault(name, {"version": conditions.get("version", "")})[mode] = levels
+    results.write_json(cache / FILE, out)
+    print(table(out))
+    print(f"saved to {cache / FILE}; every run now records it", file=sys.stderr)
+    return 0
+
+
+def table(cal: dict[str, Any]) -> str:
+    """Markdown: each client's req/s against the ceiling, per mode and level."""
+    levels = cal["levels"]
+    lines = [f"Client capacity against {cal['ceiling']} ({cal['duration_s']}s per level, "
+             f"server CPU {cal['pinning']['server_cpus']}, client CPU "
+             f"{cal['pinning']['client_cpus']}, {cal['host']['cpu_model']}):", "",
+             "| client | connection | " + " | ".join(f"c={c}" for c in levels) + " |",
+             "|---|---|" + "---|" * len(levels)]
+    for name, modes in cal["clients"].items():
+        for mode in ("close", "keep-alive"):
+            cells = []
+            for c in levels:
+                x = modes.get(mode, {}).get(str(c))
+                cells.append("–" if x is None else
+                             f"{x['rate_rps']:,.0f} req/s (client CPU {x['client_cpu_pct']:.0f}%)")
+            lines.append(f"| {name} {modes.get('version', '')} | {mode} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def capacity(cal: dict[str, Any] | None, client: str, keepalive: bool,
+             concurrency: int) -> tuple[float, int] | None:
+    """(req/s, calibrated level) the client drove against the ceiling nearest
+    to `concurrency`, in this connection mode; None without calibration."""
+    if not cal or not concurrency:
+        return None
+    levels = cal.get("clients", {}).get(client, {}).get("keep-alive" if keepalive else "close")
+    if not levels:
+        return None
+    c = nearest([int(k) for k in levels], concurrency)
+    return float(levels[str(c)]["rate_rps"]), c

@@ -1,0 +1,307 @@
+"""The lab's arithmetic, as pure functions: a level's row and flags, the
+spread of repetitions, steadiness of a warm-up, a client's share of its
+calibrated capacity, and verdicts between servers.
+
+Every threshold lives here; the report, the charts and the progress lines
+take them from this module.
+"""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from itertools import combinations
+
+from lab import params
+from lab.clients import Level
+from lab.results import Row
+
+CLIENT_BOUND_PCT = 90.0        # client CPU, % of its CPUs: it measured itself
+HOST_BUSY_PCT = 10.0           # CPU of other processes on the lab's CPUs
+STEAL_PCT = 10.0               # CPU time the hypervisor took
+NOISY_SPREAD = 1.10            # max/min of a level's repetitions
+LITTLES_LOW, LITTLES_HIGH = 0.8, 1.2   # in-flight / concurrency (closed loop)
+SATURATED_SHORTFALL = 0.05     # achieved rate below offered rate by more than this
+WARMUP_SLICE_S = params.WARMUP_SLICE_S   # warm-up auto: load in slices of 2 s ...
+STEADY_SLICES = 3              # ... until this many consecutive slices ...
+STEADY_TOLERANCE = 1.05        # ... within 5% of each other (max/min)
+MIN_REPS_FOR_VERDICT = 3       # fewer repetitions show no spread worth ranking on
+CAPACITY_LIMITED = 0.90        # a server at 90%+ of the client's calibrated capacity
+
+# What each flag means, in one sentence: for summaries and reports.
+FLAGS: dict[str, str] = {
+    "client-bound": f"the client used {CLIENT_BOUND_PCT:.0f}% or more of its CPUs: the "
+                    "figure measures the client, not the server",
+    "failures": "some requests failed (socket errors, timeouts or non-2xx answers)",
+    "host-busy": f"other processes took more than {HOST_BUSY_PCT:.0f}% of the lab's CPUs",
+    "steal": f"the hypervisor took more than {STEAL_PCT:.0f}% of the lab's CPU time",
+    "littles-law": f"in-flight requests / concurrency outside {LITTLES_LOW}-{LITTLES_HIGH}: "
+                   "usually client-side queueing, errors or timeouts",
+    "saturated": f"the achieved rate fell more than {SATURATED_SHORTFALL:.0%} short of the "
+                 "offered rate: the server (or client) could not keep up",
+    "not-steady": "the warm-up hit WARMUP_MAX before three slices agreed within 5%",
+    "noisy": f"repetitions spread more than {NOISY_SPREAD - 1:.0%} (max/min)",
+}
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What the sweep gathered around one client run, besides the client's Level."""
+    server_cpu_s: float
+    rss_end_kb: int
+    rss_peak_kb: int
+    threads_end: int
+    threads_peak: int
+    client_cpu_s: float
+    wall_s: float
+    host_busy_s: float            # user+nice+system on the lab's CPUs
+    host_steal_s: float
+    sampler_cpu_s: float
+    time_wait: int
+
+
+@dataclass(frozen=True)
+class Where:
+    """Which level of which start a row belongs to."""
+    server: str
+    rep: int
+    axis: str
+    value: int
+    concurrency: int
+    offered_rps: float | None
+    workers: int
+    backlog: int
+    duration_s: int
+    server_cpus: int              # how many CPUs each side had
+    client_cpus: int
+    lab_cpus: int                 # CPUs of server and client together
+    not_steady: bool = False
+
+
+def level_flags(level: Level, client_pct: float, other_pct: float, steal_pct: float,
+                littles: float | None, not_steady: bool) -> list[str]:
+    flags = []
+    if client_pct >= CLIENT_BOUND_PCT:
+        flags.append("client-bound")
+    if level.failed:
+        flags.append("failures")
+    if other_pct > HOST_BUSY_PCT:
+        flags.append("host-busy")
+    if steal_pct > STEAL_PCT:
+        flags.append("steal")
+    if littles is not None and not LITTLES_LOW <= littles <= LITTLES_HIGH:
+        flags.append("littles-law")
+    if level.offered_rps and level.rate_rps < (1 - SATURATED_SHORTFALL) * level.offered_rps:
+        flags.append("saturated")
+    if not_steady:
+        flags.append("not-steady")
+    return flags
+
+
+def make_row(where: Where, level: Level, m: Measured) -> Row:
+    wall = max(m.wall_s, 1e-9)
+    client_pct = 100 * m.client_cpu_s / (where.client_cpus * wall)
+    allotment = where.lab_cpus * wall
+    other_pct = max(0.0, 100 * (m.host_busy_s - m.server_cpu_s - m.client_cpu_s) / allotment)
+    steal_pct = 100 * m.host_steal_s / allotment
+    littles = round(level.in_flight / where.concurrency, 3) if where.concurrency else None
+    flags = level_flags(level, client_pct, other_pct, steal_pct, littles, where.not_steady)
+    return Row(
+        server=where.server, rep=where.rep, axis=where.axis, value=where.value,
+        concurrency=where.concurrency, offered_rps=where.offered_rps,
+        workers=where.workers, backlog=where.backlog, duration_s=where.duration_s,
+        transactions=level.transactions, successful=level.successful, failed=level.failed,
+        availability_pct=level.availability_pct, elapsed_s=level.elapsed_s,
+        rate_rps=round(level.rate_rps, 2), resp_ms=round(level.resp_ms, 4),
+        p50_ms=level.p50_ms, p90_ms=level.p90_ms, p99_ms=level.p99_ms,
+        longest_ms=level.longest_ms, in_flight=round(level.in_flight, 3), littles_ratio=littles,
+        rss_end_kb=m.rss_end_kb, rss_peak_kb=m.rss_peak_kb,
+        threads_end=m.threads_end, threads_peak=m.threads_peak,
+        server_cpu_s=round(m.server_cpu_s, 3),
+        server_cpu_us_per_req=round(1e6 * m.server_cpu_s / level.transactions, 2)
+        if level.transactions else 0.0,
+        server_cpu_pct=round(100 * m.server_cpu_s / (where.server_cpus * wall), 1),
+        client_cpu_s=round(m.client_cpu_s, 3), client_cpu_pct=round(client_pct, 1),
+        client_bound="client-bound" in flags, other_cpu_pct=round(other_pct, 1),
+        steal_pct=round(steal_pct, 1), sampler_cpu_pct=round(100 * m.sampler_cpu_s / wall, 2),
+        time_wait=m.time_wait, flags=" ".join(flags))
+
+
+def steady(rates: list[float], slices: int = STEADY_SLICES,
+           tolerance: float = STEADY_TOLERANCE) -> bool:
+    """The last `slices` warm-up slices agree within `tolerance` (max/min)."""
+    if len(rates) < slices:
+        return False
+    last = rates[-slices:]
+    return min(last) > 0 and max(last) / min(last) <= tolerance
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Median with min and max over repetitions."""
+    median: float
+    lo: float
+    hi: float
+    n: int
+
+    @property
+    def ratio(self) -> float:
+        """max/min; 1.0 for a single value, inf when min is 0 and max is not."""
+        if self.lo > 0:
+            return self.hi / self.lo
+        return 1.0 if self.hi == 0 else float("inf")
+
+    def overlaps(self, other: Spread) -> bool:
+        return self.lo <= other.hi and other.lo <= self.hi
+
+
+def spread(values: list[float]) -> Spread:
+    if not values:
+        raise ValueError("no values")
+    return Spread(statistics.median(values), min(values), max(values), len(values))
+
+
+@dataclass(frozen=True)
+class LevelStats:
+    """One server at one swept value, over its repetitions."""
+    server: str
+    value: int
+    rate: Spread
+    resp_ms: Spread
+    p50_ms: Spread | None
+    p90_ms: Spread | None
+    p99_ms: Spread | None
+    rss_end_kb: Spread
+    rss_peak_kb: int
+    cpu_us_per_req: Spread
+    client_cpu_pct: Spread
+    sampler_cpu_pct: Spread
+    failed: int
+    open_loop: bool
+    flags: dict[str, int] = field(default_factory=dict)   # flag: repetitions flagged
+
+    @property
+    def noisy(self) -> bool:
+        return self.rate.n > 1 and self.rate.ratio > NOISY_SPREAD
+
+    @property
+    def client_bound(self) -> bool:
+        return self.flags.get("client-bound", 0) > 0
+
+    def all_flags(self) -> list[str]:
+        return list(self.flags) + (["noisy"] if self.noisy else [])
+
+
+def level_stats(rows: list[Row]) -> list[LevelStats]:
+    """Rows of one server, grouped by swept value."""
+    by_value: dict[int, list[Row]] = {}
+    for r in rows:
+        by_value.setdefault(r.value, []).append(r)
+    out = []
+    for value in sorted(by_value):
+        group = by_value[value]
+        flags: dict[str, int] = {}
+        for r in group:
+            for f in r.flags.split():
+                flags[f] = flags.get(f, 0) + 1
+        def pct(values: list[float | None]) -> Spread | None:
+            known = [v for v in values if v is not None]
+            return spread(known) if known else None
+        out.append(LevelStats(
+            server=group[0].server, value=value,
+            rate=spread([r.rate_rps for r in group]),
+            resp_ms=spread([r.resp_ms for r in group]),
+            p50_ms=pct([r.p50_ms for r in group]),
+            p90_ms=pct([r.p90_ms for r in group]),
+            p99_ms=pct([r.p99_ms for r in group]),
+            rss_end_kb=spread([float(r.rss_end_kb) for r in group]),
+            rss_peak_kb=max(r.rss_peak_kb for r in group),
+            cpu_us_per_req=spread([r.server_cpu_us_per_req for r in group]),
+            client_cpu_pct=spread([r.client_cpu_pct for r in group]),
+            sampler_cpu_pct=spread([r.sampler_cpu_pct for r in group]),
+            failed=sum(r.failed for r in group),
+            open_loop=group[0].offered_rps is not None,
+            flags=flags))
+    return out
+
+
+def peak(stats: list[LevelStats]) -> LevelStats:
+    """The level with the highest median rate."""
+    return max(stats, key=lambda s: s.rate.median)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    value: int
+    a: str
+    b: str
+    kind: str        # faster | no-clear-difference | not-comparable | inconclusive | missing
+    percent: float | None
+    text: str
+
+
+def verdict(a: LevelStats, b: LevelStats) -> Verdict:
+    """Compare two servers at one level, by requests/s (closed loop) or by
+    p99 latency at the same offered rate (open loop, lower is better)."""
+    def done(kind: str, text: str, pct: float | None = None) -> Verdict:
+        return Verdict(a.value, a.server, b.server, kind, pct, text)
+
+    bound = [s.server for s in (a, b) if s.client_bound]
+    if bound:
+        return done("not-comparable", f"not comparable (client-bound: {', '.join(bound)})")
+    n = min(a.rate.n, b.rate.n)
+    if n < MIN_REPS_FOR_VERDICT:
+        return done("inconclusive", f"inconclusive ({n} repetition{'s' * (n != 1)}; "
+                                    f"REPEAT={MIN_REPS_FOR_VERDICT} or more shows the spread)")
+    if a.open_loop:
+        if a.p99_ms is None or b.p99_ms is None:
+            return done("inconclusive", "inconclusive (no latency percentiles)")
+        x, y, better = a.p99_ms, b.p99_ms, "lower p99 latency than"
+        if x.overlaps(y):
+            return done("no-clear-difference", "no clear difference (ranges overlap)")
+        first, second = (a, b) if x.median < y.median else (b, a)
+        fast, slow = min(x.median, y.median), max(x.median, y.median)
+        pct = 100 * (slow / fast - 1) if fast > 0 else float("inf")
+        return Verdict(a.value, first.server, second.server, "faster", pct,
+                       f"{first.server} has {better} {second.server} by {pct:.0f}% "
+                       "(min-max ranges do not overlap)")
+    if a.rate.overlaps(b.rate):
+        return done("no-clear-difference", "no clear difference (ranges overlap)")
+    first, second = (a, b) if a.rate.median > b.rate.median else (b, a)
+    pct = 100 * (first.rate.median / second.rate.median - 1) if second.rate.median else float("inf")
+    return Verdict(a.value, first.server, second.server, "faster", pct,
+                   f"{first.server} is faster than {second.server} by {pct:.0f}% "
+                   "(min-max ranges do not overlap)")
+
+
+def verdict_values(stats: dict[str, list[LevelStats]], asked: tuple[int, ...]) -> list[int]:
+    """The levels to compare at: those asked for, else each server's peak level
+    and the highest level."""
+    if asked:
+        return sorted(asked)
+    values = {peak(s).value for s in stats.values() if s}
+    values |= {max(x.value for s in stats.values() for x in s)} if any(stats.values()) else set()
+    return sorted(values)
+
+
+def verdicts(stats: dict[str, list[LevelStats]], at: list[int]) -> list[Verdict]:
+    """Every pair of servers at every level in `at` (in the order given)."""
+    out = []
+    for value in at:
+        for a, b in combinations(stats, 2):
+            sa = next((s for s in stats[a] if s.value == value), None)
+            sb = next((s for s in stats[b] if s.value == value), None)
+            if sa is None or sb is None:
+                out.append(Verdict(value, a, b, "missing", None,
+                                   f"not measured at {value} ({a if sa is None else b})"))
+            else:
+                out.append(verdict(sa, sb))
+    return out
+
+
+def nearest(levels: list[int], value: int) -> int:
+    """The calibrated level closest to `value` on a log scale."""
+    return min(levels, key=lambda c: abs((c / value) - 1) if c >= value else abs(value / c - 1))
+
+
+def capacity_share(rate: float, capacity: float) -> float:
+    return rate / capacity if capacity > 0 else float("inf")

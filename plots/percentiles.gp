@@ -1,0 +1,37 @@
+# percentiles.gp - latency percentiles (p50, p90, p99) by the swept axis, one colour per server.
+# With an open-loop client (vegeta) the x axis is the offered rate: the "hockey stick".
+# Call: gnuplot -e "run='RUN'; servers='a b'; ceiling='nginx'; conditions='...'; xlabel='...'; fmt='png'" plots/percentiles.gp
+# Reads RUN/data/<server>.dat (1 value, 17 p50, 18 p90, 19 p99 ms, medians); writes RUN/percentiles.<fmt>.
+
+if (!exists("run") || !exists("servers")) exit error "percentiles.gp: pass run='RUN' and servers='a b ...' with -e"
+if (!exists("ceiling"))    ceiling = ""
+if (!exists("conditions")) conditions = ""
+if (!exists("xlabel"))     xlabel = "concurrency (simultaneous clients)"
+if (!exists("fmt"))        fmt = "png"
+all = servers . " " . ceiling
+dat(s) = run . "/data/" . s . ".dat"
+
+if (fmt eq "png") { set terminal pngcairo size 1000,600 font "sans,10" noenhanced } \
+else { if (fmt eq "svg") { set terminal svg size 1000,600 font "sans,10" noenhanced background "white" } \
+else { exit error "percentiles.gp: fmt must be png or svg" } }
+set output run . "/percentiles." . fmt
+
+colors = "#1f77b4 #d62728 #2ca02c #ff7f0e #9467bd #8c564b #e377c2 #17becf #bcbd22 #7f7f7f"
+color(i) = word(colors, (i - 1) % words(colors) + 1)
+
+set title "Latency percentiles (p50 dotted, p90 dashed, p99 solid; medians of repetitions)" font ",13"
+set label 1 conditions at screen 0.5, 0.025 center font ",8"
+set bmargin 6
+set xlabel xlabel
+set ylabel "latency (ms, log scale)"
+set logscale y
+set xrange [0:*]
+set grid xtics ytics mytics lt 1 lw 1 lc rgb "#d8d8d8"
+set key outside right top vertical Left reverse noautotitle
+
+plot for [i=1:words(all)] dat(word(all, i)) using 1:19 \
+         with linespoints lw 2 pt 7 ps 0.7 lc rgb color(i) title word(all, i) . " p99", \
+     for [i=1:words(all)] dat(word(all, i)) using 1:18 \
+         with linespoints lw 1.5 dt 2 pt 6 ps 0.6 lc rgb color(i) title word(all, i) . " p90", \
+     for [i=1:words(all)] dat(word(all, i)) using 1:17 \
+         with linespoints lw 1.5 dt 3 pt 1 ps 0.6 lc rgb color(i) title word(all, i) . " p50"

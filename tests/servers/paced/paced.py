@@ -1,0 +1,58 @@
+"""A correct server whose speed is set by a sleep per request, not by the CPU,
+so that its rate is steady on a noisy host: 5 ms per request once warm.
+
+With --warm S it starts slow and speeds up over its first S seconds of
+load (40 ms per request, falling linearly to 5 ms), like a JIT warming up.
+Listens on BIND:PORT with backlog BACKLOG, as every lab server does."""
+import argparse
+import os
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+BODY = b'{"greeting":"Hello World!"}'
+args = argparse.ArgumentParser()
+args.add_argument("--warm", type=float, default=0.0)
+WARM_S = args.parse_args().warm
+FIRST: list[float] = []
+LOCK = threading.Lock()
+
+
+def pause() -> float:
+    """Seconds to sleep for this request."""
+    with LOCK:
+        if not FIRST:
+            FIRST.append(time.monotonic())
+        since = time.monotonic() - FIRST[0]
+    if WARM_S <= 0 or since >= WARM_S:
+        return 0.005
+    return 0.005 + 0.035 * (1 - since / WARM_S)
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        if self.path != "/api":
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        time.sleep(pause())
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(BODY)))
+        self.end_headers()
+        self.wfile.write(BODY)
+
+
+class Server(ThreadingHTTPServer):
+    request_queue_size = int(os.environ.get("BACKLOG", "512"))
+
+
+server = Server((os.environ.get("BIND", "127.0.0.1"), int(os.environ["PORT"])), Handler)
+print(f"paced listening on {server.server_address}, warm-up {WARM_S}s", flush=True)
+server.serve_forever()

@@ -1,0 +1,180 @@
+"""lab.metrics on constructed inputs: flags and their thresholds, steadiness,
+spread, verdicts (overlapping and separate ranges, client-bound, too few
+repetitions, open loop), verdict levels, calibration lookup."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from lab import calibrate, metrics
+from lab.clients import Level
+from lab.results import Row
+
+
+def level(rate: float = 1000.0, failed: int = 0, in_flight: float = 8.0,
+          offered: float | None = None, p99: float | None = None) -> Level:
+    return Level(transactions=int(rate * 10), successful=int(rate * 10) - failed, failed=failed,
+                 availability_pct=100.0, elapsed_s=10.0, rate_rps=rate, resp_ms=8.0,
+                 in_flight=in_flight, longest_ms=20.0, data_mb=0.3, p99_ms=p99,
+                 offered_rps=offered)
+
+
+WHERE = metrics.Where(server="a", rep=1, axis="concurrency", value=8, concurrency=8,
+                      offered_rps=None, workers=8, backlog=512, duration_s=10,
+                      server_cpus=1, client_cpus=1, lab_cpus=2)
+
+
+def measured(client_cpu_s: float = 5.0, busy_s: float = 12.0, steal_s: float = 0.0,
+             server_cpu_s: float = 7.0) -> metrics.Measured:
+    return metrics.Measured(server_cpu_s=server_cpu_s, rss_end_kb=2048, rss_peak_kb=4096,
+                            threads_end=3, threads_peak=4, client_cpu_s=client_cpu_s,
+                            wall_s=10.0, host_busy_s=busy_s, host_steal_s=steal_s,
+                            sampler_cpu_s=0.05, time_wait=3)
+
+
+def test_a_quiet_level_has_no_flags_and_its_figures() -> None:
+    row = metrics.make_row(WHERE, level(), measured())
+    assert row.flags == "" and not row.client_bound
+    assert row.client_cpu_pct == 50.0 and row.server_cpu_pct == 70.0
+    assert row.littles_ratio == 1.0 and row.other_cpu_pct == 0.0
+    assert row.server_cpu_us_per_req == 700.0 and row.sampler_cpu_pct == 0.5
+
+
+@pytest.mark.parametrize("lvl, m, where, flag", [
+    (level(), measured(client_cpu_s=9.0, busy_s=16.0), WHERE, "client-bound"),
+    (level(failed=3), measured(), WHERE, "failures"),
+    (level(), measured(busy_s=15.0), WHERE, "host-busy"),        # 3 s of 20 = 15% other
+    (level(), measured(steal_s=2.5), WHERE, "steal"),
+    (level(in_flight=5.0), measured(), WHERE, "littles-law"),   # 5/8 = 0.625
+    (level(in_flight=10.0), measured(), WHERE, "littles-law"),  # 1.25
+    (level(rate=900, offered=1000.0), measured(),
+     dataclasses.replace(WHERE, concurrency=0, offered_rps=1000.0), "saturated"),
+    (level(), measured(), dataclasses.replace(WHERE, not_steady=True), "not-steady"),
+])
+def test_each_flag_is_raised_past_its_threshold(lvl: Level, m: metrics.Measured,
+                                                where: metrics.Where, flag: str) -> None:
+    assert metrics.make_row(where, lvl, m).flags.split() == [flag]
+
+
+@pytest.mark.parametrize("lvl, m, where", [
+    (level(), measured(client_cpu_s=8.9, busy_s=15.9), WHERE),   # 89% client CPU
+    (level(), measured(busy_s=14.0), WHERE),                     # 10% other: not above
+    (level(in_flight=6.4), measured(), WHERE),                   # 0.8 exactly
+    (level(rate=951, offered=1000.0), measured(),
+     dataclasses.replace(WHERE, concurrency=0, offered_rps=1000.0)),
+])
+def test_just_inside_a_threshold_is_not_flagged(lvl: Level, m: metrics.Measured,
+                                                where: metrics.Where) -> None:
+    assert metrics.make_row(where, lvl, m).flags == ""
+
+
+def test_open_loop_rows_have_no_littles_ratio() -> None:
+    where = dataclasses.replace(WHERE, concurrency=0, offered_rps=1000.0, axis="rate")
+    row = metrics.make_row(where, level(in_flight=0.5, offered=1000.0), measured())
+    assert row.littles_ratio is None and "littles-law" not in row.flags
+
+
+@pytest.mark.parametrize("rates, ok", [
+    ([], False), ([100, 100], False), ([100, 101, 102], True),
+    ([50, 80, 100, 103, 104], True), ([100, 104, 106], False), ([0, 0, 0], False),
+])
+def test_steady_means_three_slices_within_5_percent(rates: list[float], ok: bool) -> None:
+    assert metrics.steady(rates) is ok
+
+
+def test_spread_and_overlap() -> None:
+    a, b = metrics.spread([10, 12, 11]), metrics.spread([12, 14, 13])
+    assert (a.median, a.lo, a.hi, a.n) == (11, 10, 12, 3)
+    assert a.overlaps(b) and b.overlaps(a)                    # they touch at 12
+    assert not a.overlaps(metrics.spread([13, 15]))
+    assert metrics.spread([5]).ratio == 1.0 and a.ratio == pytest.approx(1.2)
+    with pytest.raises(ValueError):
+        metrics.spread([])
+
+
+def rows(server: str, value: int, rates: list[float], flags: str = "",
+         p99: list[float] | None = None, offered: float | None = None) -> list[Row]:
+    base = metrics.make_row(dataclasses.replace(WHERE, server=server, value=value),
+                            level(), measured())
+    return [dataclasses.replace(base, rep=i + 1, rate_rps=r, flags=flags,
+                                client_bound="client-bound" in flags, offered_rps=offered,
+                                p99_ms=(p99[i] if p99 else None))
+            for i, r in enumerate(rates)]
+
+
+def stats(*groups: list[Row]) -> list[metrics.LevelStats]:
+    return metrics.level_stats([r for g in groups for r in g])
+
+
+def test_level_stats_group_by_value_and_flag_noise() -> None:
+    [one, two] = stats(rows("a", 8, [100, 130, 120]), rows("a", 1, [50, 51, 52], "steal"))
+    assert (one.value, two.value) == (1, 8)
+    assert one.rate.median == 51 and one.flags == {"steal": 3} and not one.noisy
+    assert two.noisy and "noisy" in two.all_flags()           # 130/100 > 1.10
+
+
+def test_verdict_separate_ranges_name_the_faster_and_by_how_much() -> None:
+    [a] = stats(rows("aws", 8, [1000, 1050, 1100]))
+    [b] = stats(rows("jersey", 8, [1200, 1260, 1300]))
+    v = metrics.verdict(a, b)
+    assert v.kind == "faster" and (v.a, v.b) == ("jersey", "aws")
+    assert v.percent == pytest.approx(20.0)
+    assert v.text == "jersey is faster than aws by 20% (min-max ranges do not overlap)"
+
+
+def test_verdict_overlapping_ranges_is_no_clear_difference() -> None:
+    [a] = stats(rows("aws", 8, [1000, 1100, 1250]))
+    [b] = stats(rows("jersey", 8, [1200, 1260, 1300]))
+    v = metrics.verdict(a, b)
+    assert v.kind == "no-clear-difference" and "ranges overlap" in v.text
+
+
+def test_verdict_client_bound_is_not_comparable() -> None:
+    [a] = stats(rows("aws", 8, [1000, 1010, 1020], "client-bound"))
+    [b] = stats(rows("jersey", 8, [2000, 2010, 2020]))
+    v = metrics.verdict(a, b)
+    assert v.kind == "not-comparable" and v.text == "not comparable (client-bound: aws)"
+
+
+def test_verdict_needs_three_repetitions() -> None:
+    [a] = stats(rows("aws", 8, [1000, 1010]))
+    [b] = stats(rows("jersey", 8, [2000, 2010]))
+    v = metrics.verdict(a, b)
+    assert v.kind == "inconclusive" and "2 repetitions" in v.text
+
+
+def test_open_loop_verdict_compares_p99_latency() -> None:
+    [a] = stats(rows("aws", 5000, [5000] * 3, p99=[9.0, 10.0, 11.0], offered=5000.0))
+    [b] = stats(rows("undertow", 5000, [5000] * 3, p99=[2.0, 2.5, 3.0], offered=5000.0))
+    v = metrics.verdict(a, b)
+    assert v.kind == "faster" and v.a == "undertow"
+    assert v.text.startswith("undertow has lower p99 latency than aws by 300%")
+
+
+def test_verdict_levels_default_to_each_peak_and_the_highest() -> None:
+    by = {"a": stats(rows("a", 1, [10] * 3), rows("a", 8, [30] * 3), rows("a", 64, [20] * 3)),
+          "b": stats(rows("b", 1, [40] * 3), rows("b", 8, [30] * 3), rows("b", 64, [20] * 3))}
+    assert metrics.verdict_values(by, ()) == [1, 8, 64]
+    assert metrics.verdict_values(by, (8,)) == [8]
+    found = metrics.verdicts(by, [1, 64])
+    assert [(v.value, v.kind) for v in found] == [(1, "faster"), (64, "no-clear-difference")]
+
+
+def test_verdicts_say_when_a_server_lacks_the_level() -> None:
+    by = {"a": stats(rows("a", 8, [10] * 3)), "b": stats(rows("b", 1, [10] * 3))}
+    [v] = metrics.verdicts(by, [8])
+    assert v.kind == "missing" and "(b)" in v.text
+
+
+def test_capacity_uses_the_nearest_calibrated_level_of_the_same_mode() -> None:
+    cal = {"clients": {"siege": {"close": {"1": {"rate_rps": 3000.0}, "8": {"rate_rps": 6000.0},
+                                           "64": {"rate_rps": 6500.0}},
+                                 "keep-alive": {"8": {"rate_rps": 15000.0}}}}}
+    assert calibrate.capacity(cal, "siege", False, 8) == (6000.0, 8)
+    assert calibrate.capacity(cal, "siege", False, 10) == (6000.0, 8)
+    assert calibrate.capacity(cal, "siege", False, 50) == (6500.0, 64)
+    assert calibrate.capacity(cal, "siege", True, 50) == (15000.0, 8)
+    assert calibrate.capacity(cal, "wrk", False, 8) is None
+    assert calibrate.capacity(None, "siege", False, 8) is None
+    assert metrics.capacity_share(5820.0, 6000.0) == pytest.approx(0.97)

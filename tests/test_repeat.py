@@ -1,0 +1,112 @@
+"""Numbers you can trust, through run-benchmark.sh as a user runs it:
+repetitions interleave servers with a fresh start each, WARMUP=auto waits for
+a steady rate (or flags the cap), a knob sweep restarts the server per value,
+and `make calibrate` records what the client drives against the ceiling."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from conftest import ROOT, bench, free_port, lab_env, leftovers, run_folders
+from lab import results
+
+QUICK = {"DURATION": "1s", "WARMUP": "0", "PROBE": "0"}
+
+
+def only_run(tmp: Path) -> tuple[Path, dict]:
+    [run] = run_folders(tmp)
+    return run, json.loads((run / "manifest.json").read_text())
+
+
+def test_repetitions_interleave_servers_each_a_fresh_start(tmp_path: Path) -> None:
+    out = bench(lab_env(tmp_path, SERVER="nginx paced", REPEAT="2", CONCURRENCY="1 2",
+                        PORT=str(free_port()), **QUICK), timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    run, m = only_run(tmp_path)
+    rows = results.read_rows(run)
+    assert [(r.server, r.rep, r.value) for r in rows] == [
+        ("nginx", 1, 1), ("nginx", 1, 2), ("paced", 1, 1), ("paced", 1, 2),
+        ("nginx", 2, 1), ("nginx", 2, 2), ("paced", 2, 1), ("paced", 2, 2)]
+    for name in ("nginx", "paced"):
+        starts = m["servers"][name]["starts"]
+        assert [s["rep"] for s in starts] == [1, 2]
+        assert starts[0]["pid"] != starts[1]["pid"]            # a fresh process each
+        assert all(s["status"] == "complete" for s in starts)
+        assert m["servers"][name]["status"] == "complete"
+    assert m["status"] == "complete"
+    summary = (run / "summary.md").read_text()
+    assert "req/s median [min–max]" in summary and "–" in summary.split("## Levels")[1]
+    assert "## Verdicts" not in summary or "inconclusive (2 repetitions" in summary
+    levels = (run / "levels.csv").read_text().splitlines()
+    assert levels[0].startswith("server,value,reps,rate_median,rate_min,rate_max")
+    assert len(levels) == 1 + 4 and all(",2," in line for line in levels[1:])
+    assert b"<svg" in (run / "rps.svg").read_bytes()[:2000]
+    assert leftovers(run) == []
+
+
+def test_warmup_auto_waits_until_the_rate_is_steady(tmp_path: Path) -> None:
+    out = bench(lab_env(tmp_path, SERVER="warming", CONCURRENCY="2", DURATION="2s",
+                        WARMUP="auto", WARMUP_MAX="40s", PROBE="0", PORT=str(free_port())),
+                timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    run, m = only_run(tmp_path)
+    [start] = m["servers"]["warming"]["starts"]
+    warm = start["warmup"]
+    assert warm["mode"] == "auto" and warm["steady"] is True, warm
+    assert warm["seconds"] >= 4 and warm["slices"] >= 3          # it speeds up for 4 s
+    assert warm["slice_rates"][0] < 0.7 * warm["slice_rates"][-1]
+    [row] = results.read_rows(run)
+    assert not row.has("not-steady")
+    assert "steady after" in out.stderr
+
+
+def test_warmup_that_hits_its_cap_flags_every_level(tmp_path: Path) -> None:
+    out = bench(lab_env(tmp_path, SERVER="warming", CONCURRENCY="1 2", DURATION="1s",
+                        WARMUP="auto", WARMUP_MAX="3s", PROBE="0", PORT=str(free_port())),
+                timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    run, m = only_run(tmp_path)
+    [start] = m["servers"]["warming"]["starts"]
+    assert start["warmup"]["steady"] is False and start["warmup"]["slices"] == 1
+    assert all(r.has("not-steady") for r in results.read_rows(run))
+    summary = (run / "summary.md").read_text()
+    assert "hit the cap of 3s" in summary and "Raise WARMUP_MAX" in summary
+
+
+def test_a_knob_sweep_restarts_the_server_per_value(tmp_path: Path) -> None:
+    out = bench(lab_env(tmp_path, SERVER="nginx", AXIS="workers", VALUES="1 2",
+                        CONCURRENCY="2", PORT=str(free_port()), **QUICK), timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    run, m = only_run(tmp_path)
+    rows = results.read_rows(run)
+    assert [(r.axis, r.value, r.workers, r.concurrency) for r in rows] == [
+        ("workers", 1, 1, 2), ("workers", 2, 2, 2)]
+    # nginx: a master and WORKERS single-threaded workers, all sampled
+    assert [r.threads_end for r in rows] == [2, 3]
+    starts = m["servers"]["nginx"]["starts"]
+    assert [s["knob"] for s in starts] == [1, 2] and starts[0]["pid"] != starts[1]["pid"]
+    assert (run / "knob.png").exists() and not (run / "rps.png").exists()
+    assert "workers=2" in out.stderr
+
+
+def test_calibrate_then_runs_state_their_share_of_the_client(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    env = lab_env(tmp_path, LAB_CACHE=str(cache), CLIENTS="siege", CONCURRENCY="2",
+                  DURATION="1s", PORT=str(free_port()))
+    cal = subprocess.run(["make", "-s", "calibrate"], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=300)
+    assert cal.returncode == 0, cal.stderr[-3000:]
+    data = json.loads((cache / "calibration.json").read_text())
+    for mode in ("close", "keep-alive"):
+        assert data["clients"]["siege"][mode]["2"]["rate_rps"] > 0
+    assert data["ceiling"] == "nginx" and data["pinning"]["client_cpus"]
+    assert "| siege" in cal.stdout and "c=2" in cal.stdout
+
+    out = bench(lab_env(tmp_path, LAB_CACHE=str(cache), SERVER="paced", CONCURRENCY="2",
+                        PORT=str(free_port()), **QUICK), timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    run, m = only_run(tmp_path)
+    assert m["calibration"]["made"] == data["made"]
+    summary = (run / "summary.md").read_text()
+    assert "of what siege drove against the ceiling here (c=2)" in summary
