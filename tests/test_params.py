@@ -9,8 +9,11 @@ KNOWN = ["grizzly", "aws", "nginx"]
 CPUS = {0, 1}
 
 
+CLIENTS = {"siege": "concurrency", "wrk": "concurrency", "vegeta": "rate"}
+
+
 def params(**env: str):
-    return from_env(env, KNOWN, ["siege"], CPUS)
+    return from_env(env, KNOWN, CLIENTS, CPUS)
 
 
 def test_defaults_are_the_published_setup() -> None:
@@ -44,7 +47,29 @@ def test_all_means_every_known_server() -> None:
     ({"WORKERS": "0"}, "WORKERS='0'"),
     ({"WORKERS": "many"}, "WORKERS='many'"),
     ({"PORT": "80"}, "from 1024 to 65535"),
-    ({"CLIENT": "ab"}, "known clients are siege"),
+    ({"CLIENT": "ab"}, "known clients are siege, wrk, vegeta"),
+    ({"REPEAT": "0"}, "REPEAT='0': expected a whole number from 1 to 100"),
+    ({"REPEAT": "many"}, "REPEAT="),
+    ({"WARMUP": "soon"}, "WARMUP='soon'"),
+    ({"WARMUP_MAX": "1s"}, "slices of 2s"),
+    ({"WARMUP_MAX": "0"}, "longer than 0s"),
+    ({"CLIENT_THREADS": "0"}, "CLIENT_THREADS='0'"),
+    ({"AXIS": "speed"}, "AXIS='speed': expected one of concurrency, rate, workers, backlog"),
+    ({"AXIS": "rate"}, "siege varies concurrency, not rate"),
+    ({"CLIENT": "vegeta", "AXIS": "concurrency"}, "vegeta varies rate, not concurrency"),
+    ({"CLIENT": "vegeta", "RATE": "1000 fast"}, "RATE: fast is not a positive whole number"),
+    ({"AXIS": "workers", "CONCURRENCY": "32"}, "AXIS=workers needs VALUES"),
+    ({"AXIS": "workers", "VALUES": "1 2"}, "give one CONCURRENCY level (got 18)"),
+    ({"AXIS": "workers", "VALUES": "1 x", "CONCURRENCY": "8"}, "VALUES: x is not"),
+    ({"AXIS": "workers", "VALUES": "1 2", "CONCURRENCY": "8", "WORKERS": "4"}, "unset WORKERS"),
+    ({"VALUES": "1 2"}, "VALUES is for a knob axis"),
+    ({"VERDICT_AT": "11"}, "VERDICT_AT: 11 is not a swept value"),
+    ({"BIND": "localhost"}, "BIND='localhost': expected an IP address"),
+    ({"BIND": "300.1.1.1"}, "expected an IP address"),
+    ({"BACKLOG": "0"}, "BACKLOG='0'"),
+    ({"BACKLOG": "70000"}, "from 1 to 65535"),
+    ({"PROBE": "yes"}, "PROBE='yes': expected 0 or 1"),
+    ({"FORCE": "2"}, "FORCE='2': expected 0 or 1"),
     ({"SERVER_CPUS": "7"}, "CPU 7 does not exist here (usable: 0,1)"),
     ({"CLIENT_CPUS": "1-0"}, "runs backwards"),
     ({"CLIENT_CPUS": "a"}, "expected a CPU list"),
@@ -78,3 +103,18 @@ def test_shared_cpus_are_allowed_with_a_warning() -> None:
     p = params(SERVER_CPUS="0-1", CLIENT_CPUS="1")
     assert p.server_cpus == (0, 1) and p.client_cpus == (1,)
     assert "share CPU 1" in p.warnings[0]
+
+
+def test_new_settings_defaults_and_values() -> None:
+    p = params()
+    assert p.repeat == 1 and p.warmup_auto and p.warmup_max_s == 60
+    assert p.bind == "127.0.0.1" and p.backlog == 512 and p.probe and not p.force
+    assert p.axis == "concurrency" and p.values == PUBLISHED_LEVELS and p.client_threads == 1
+    v = params(CLIENT="vegeta", RATE="2000 1000")
+    assert v.axis == v.load_axis == "rate" and v.values == v.rates == (1000, 2000) and not v.levels
+    k = params(AXIS="workers", VALUES="16 1 4", CONCURRENCY="32")
+    assert k.values == (1, 4, 16) and k.load == (32,) and k.load_axis == "concurrency"
+    assert params(WARMUP="30s").warmup_s == 30 and not params(WARMUP="0").warmup_auto
+    assert params(VERDICT_AT="8", CONCURRENCY="1 8").verdict_at == (8,)
+    assert params(BIND="::1").bind == "::1"
+    assert "every interface" in params(BIND="0.0.0.0").warnings[0]
