@@ -58,7 +58,10 @@ def cmd_list(_: argparse.Namespace) -> int:
 
 def cmd_check(_: argparse.Namespace) -> int:
     params, _servers = load_params()
-    procs.check_port_free(params.port)
+    problem = results.unwritable(ROOT / params.results)     # before deps or builds run
+    if problem:
+        raise ConfigError(f"RESULTS={params.results}: {problem}; choose a writable place")
+    procs.check_port_free(params.port, params.bind)
     for w in params.warnings:
         print(f"warning: {w}", file=sys.stderr)
     print(f"plan: {' '.join(params.servers)} | levels {' '.join(map(str, params.levels))} | "

@@ -78,3 +78,18 @@ def test_shared_cpus_are_allowed_with_a_warning() -> None:
     p = params(SERVER_CPUS="0-1", CLIENT_CPUS="1")
     assert p.server_cpus == (0, 1) and p.client_cpus == (1,)
     assert "share CPU 1" in p.warnings[0]
+
+
+@pytest.mark.parametrize("name, value", [
+    ("WORKERS", "²"),                      # superscript two
+    ("DURATION", "١٠s"),                   # Arabic-Indic ten
+    ("CONCURRENCY", "１ 8"),               # fullwidth one
+    ("PORT", "８０８０"),                   # fullwidth 8080
+    ("REPEAT", "³"),                       # superscript three
+])
+def test_only_ascii_digits_are_numbers(name: str, value: str) -> None:
+    # str.isdigit() and int() accept these; the lab must not run with them
+    with pytest.raises(ConfigError, match=name):
+        params(**{name: value})
+    with pytest.raises(ConfigError, match=name):
+        from_env({name: value}, KNOWN, {"siege": "concurrency", "vegeta": "rate"}, CPUS)
