@@ -46,8 +46,7 @@ report: ## print the summary of a saved run: make report RUN=results/<run-id>
 	@$(LAB) report $(RUN)
 
 test: ## the test suite: units, faults, then every server built and swept
-	@$(PYTHON) -c 'import pytest' 2>/dev/null || { echo "error: pytest is missing:" \
-	  "apt-get install python3-pytest (or pip install pytest)" >&2; exit 2; }
+	@$(PYTHON) tests/need_pytest.py    # installs python3-pytest as root, else the apt line, exit 2
 	SERVER=all $(LAB) deps
 	$(PYTHON) -m pytest -q -p no:cacheprovider tests
 

@@ -10,6 +10,36 @@ cd "$(dirname "${BASH_SOURCE[0]}")"
 
 lab() { python3 -m lab "$@"; }
 
+usage() {
+  cat <<'EOF'
+usage: [SETTING=value ...] ./run-benchmark.sh [SERVER ...]
+       make bench SERVER="grizzly undertow" [SETTING=value ...]
+Servers given as arguments are the same as SERVER="..."; every other setting
+comes from the environment (`make help` lists them, `make list` the servers).
+EOF
+}
+
+# Arguments name servers and nothing else: an option or a setting in their
+# place would be taken for a server, or ignored while the default is swept.
+for arg in "$@"; do
+  case $arg in
+    -h | --help) usage; exit 0 ;;
+    -*) echo "error: unknown option $arg" >&2; usage >&2; exit 2 ;;
+    *=*) echo "error: $arg is a setting, not a server: put settings before the" \
+              "command ($arg ./run-benchmark.sh) or use make bench $arg" >&2; exit 2 ;;
+  esac
+done
+if (( $# > 0 )); then
+  read -ra given <<< "${SERVER-}"               # compare word lists, not spacing
+  read -ra named <<< "$*"
+  if [[ -n ${SERVER+set} && "${given[*]}" != "${named[*]}" ]]; then
+    echo "error: SERVER=\"$SERVER\" and the arguments ($*) disagree: give the servers" \
+         "one way" >&2
+    exit 2
+  fi
+  export SERVER="$*"
+fi
+
 lab check                               # bad input: exit 2, nothing built or started
 read -ra servers <<< "$(lab resolve)"
 repeat=$(lab resolve --repeat)

@@ -65,6 +65,9 @@ def cmd_list(_: argparse.Namespace) -> int:
 
 def cmd_check(_: argparse.Namespace) -> int:
     params, _servers = load_params()
+    problem = results.unwritable(ROOT / params.results)     # before deps or builds run
+    if problem:
+        raise ConfigError(f"RESULTS={params.results}: {problem}; choose a writable place")
     procs.check_port_free(params.port, params.bind)
     for w in params.warnings:
         print(f"warning: {w}", file=sys.stderr)

@@ -70,17 +70,45 @@ def port_holder(port: int) -> str:
     return " ".join(users)
 
 
+def listeners(port: int) -> list[str]:
+    """Local addresses anything listens on at `port`, IPv4 and IPv6 alike, as
+    `ss` prints them ('127.0.0.1:8080', '[::1]:8080'); empty without ss."""
+    try:
+        out = subprocess.run(["ss", "-Hltn", f"sport = :{port}"], capture_output=True,
+                             text=True, timeout=5).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    # columns: state, recv-q, send-q, local address:port, peer address:port
+    return [cols[3] for cols in map(str.split, out.splitlines()) if len(cols) >= 4]
+
+
+def busy_message(port: int, addresses: list[str]) -> str:
+    holder = port_holder(port)
+    held = f", held by {holder}" if holder else ""
+    where = f" (listening on {', '.join(addresses)})" if addresses else ""
+    return (f"port {port} is already in use{held}{where}: stop that process or choose "
+            "another with PORT=")
+
+
 def check_port_free(port: int, bind: str = "127.0.0.1") -> None:
+    """Refuse a port that anything listens on, on any address of either family.
+
+    Binding BIND alone is not enough: 127.0.0.1:PORT binds fine next to an
+    IPv6-only listener on [::1]:PORT, yet a server that binds [::] (as JVMs
+    do) then fails, and a client that resolves localhost to ::1 reaches the
+    other process. The bind attempt stays for what ss does not list (a
+    socket bound but not listening) and for hosts without ss.
+    """
+    addresses = listeners(port)
+    if addresses:
+        raise PortBusy(busy_message(port, addresses))
     family = socket.AF_INET6 if ":" in bind else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((bind, port))
         except OSError as e:
-            holder = port_holder(port)
-            held = f", held by {holder}" if holder else ""
-            raise PortBusy(f"port {port} is already in use{held}: stop that process or "
-                           f"choose another with PORT=") from e
+            raise PortBusy(busy_message(port, [])) from e
 
 
 def connect_host(bind: str) -> str:

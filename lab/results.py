@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
+import tempfile
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -79,6 +81,32 @@ def new_run(results: Path, servers: tuple[str, ...]) -> Path:
         except FileExistsError:
             continue
     raise RuntimeError(f"no free run folder name under {results}")
+
+
+def unwritable(results: Path) -> str | None:
+    """Why run folders cannot be made under `results`, or None when they can.
+
+    Tried for real rather than with os.access, which says yes to root on
+    /proc or a read-only mount: a scratch folder with a file in it is made in
+    `results`, or in its nearest existing ancestor when `results` does not
+    exist yet, and removed again, so the check creates nothing either way.
+    """
+    existing = results
+    while not os.path.lexists(existing):    # lexists: a dangling link is in the way too
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is not a folder, so no folder can be made under it"
+    try:
+        scratch = Path(tempfile.mkdtemp(prefix=".lab-write-test-", dir=existing))
+    except OSError as e:
+        return f"cannot make a folder in {existing} ({e.strerror or e})"
+    try:
+        (scratch / MANIFEST).write_text("{}\n")   # a run folder's first file
+    except OSError as e:
+        return f"cannot write a file in a new folder of {existing} ({e.strerror or e})"
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return None
 
 
 def write_json(path: Path, data: Any) -> None:

@@ -4,10 +4,13 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -91,3 +94,29 @@ def leftovers(run: Path) -> list[str]:
 @pytest.fixture
 def port() -> int:
     return free_port()
+
+
+def readable_copy(dest: Path) -> Path:
+    """The lab's code and front door (lab/, Makefile, tests/need_pytest.py)
+    copied into dest, readable by every user: a checkout may live where
+    another user cannot read it (a clone under /root, mode 700)."""
+    shutil.copytree(ROOT / "lab", dest / "lab", ignore=shutil.ignore_patterns("__pycache__"))
+    (dest / "tests").mkdir()
+    shutil.copy(ROOT / "tests" / "need_pytest.py", dest / "tests")
+    shutil.copy(ROOT / "Makefile", dest)
+    for path in [dest, *dest.rglob("*")]:       # modes as if umask were 022
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return dest
+
+
+@pytest.fixture
+def shared_checkout() -> Iterator[Path]:
+    """A readable_copy in a fresh folder under the system's temp dir, for a
+    process running as `nobody` (pytest's tmp_path is private to its user)."""
+    # /tmp itself, not TMPDIR: that may be as private as the checkout
+    shared = "/tmp" if Path("/tmp").is_dir() else None
+    top = Path(tempfile.mkdtemp(prefix="lab-shared-", dir=shared))
+    try:
+        yield readable_copy(top)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)

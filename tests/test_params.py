@@ -118,3 +118,18 @@ def test_new_settings_defaults_and_values() -> None:
     assert params(VERDICT_AT="8", CONCURRENCY="1 8").verdict_at == (8,)
     assert params(BIND="::1").bind == "::1"
     assert "every interface" in params(BIND="0.0.0.0").warnings[0]
+
+
+@pytest.mark.parametrize("name, value", [
+    ("WORKERS", "²"),                      # superscript two
+    ("DURATION", "١٠s"),                   # Arabic-Indic ten
+    ("CONCURRENCY", "１ 8"),               # fullwidth one
+    ("PORT", "８０８０"),                   # fullwidth 8080
+    ("REPEAT", "³"),                       # superscript three
+])
+def test_only_ascii_digits_are_numbers(name: str, value: str) -> None:
+    # str.isdigit() and int() accept these; the lab must not run with them
+    with pytest.raises(ConfigError, match=name):
+        params(**{name: value})
+    with pytest.raises(ConfigError, match=name):
+        from_env({name: value}, KNOWN, {"siege": "concurrency", "vegeta": "rate"}, CPUS)

@@ -2,9 +2,13 @@
 spins a thread, and a child of its own."""
 from __future__ import annotations
 
+import shutil
+import socket
 import subprocess
 import sys
 import time
+
+import pytest
 
 from lab import procfs
 
@@ -48,5 +52,49 @@ def test_stat_of_a_missing_process_is_none() -> None:
     assert procfs.read_stat(2**22 + 12345) is None
 
 
-def test_time_wait_count_is_a_number() -> None:
-    assert procfs.time_wait_sockets() >= 0
+def leave_in_time_wait(family: socket.AddressFamily, host: str) -> int:
+    """A loopback connection whose client closes first, so that the client's
+    socket ends in TIME_WAIT; returns that socket's port."""
+    with socket.socket(family) as server:
+        server.bind((host, 0))
+        server.listen()
+        client = socket.socket(family)
+        client.connect(server.getsockname()[:2])
+        conn, _ = server.accept()
+        port = int(client.getsockname()[1])
+        client.close()                       # active close: FIN_WAIT, then TIME_WAIT
+        assert conn.recv(1) == b""           # its FIN has arrived
+        conn.close()                         # our FIN moves the client to TIME_WAIT
+    return port
+
+
+def ss_time_wait(*filters: str) -> int:
+    out = subprocess.run(["ss", "-Htan", "state", "time-wait", *filters],
+                         capture_output=True, text=True, check=True).stdout
+    return len(out.splitlines())
+
+
+def ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(shutil.which("ss") is None, reason="needs ss to compare with")
+def test_time_wait_count_matches_ss_with_real_time_wait_sockets() -> None:
+    ours = [leave_in_time_wait(socket.AF_INET, "127.0.0.1") for _ in range(2)]
+    if ipv6_loopback():                      # tcp6 counts too
+        ours.append(leave_in_time_wait(socket.AF_INET6, "::1"))
+    deadline = time.monotonic() + 5
+    while not all(ss_time_wait(f"sport = :{p}") for p in ours):
+        assert time.monotonic() < deadline, "the test's sockets never reached TIME_WAIT"
+        time.sleep(0.05)
+    for _ in range(50):                      # other sockets come and go: take a quiet moment
+        before, counted, after = ss_time_wait(), procfs.time_wait_sockets(), ss_time_wait()
+        if before == after:
+            assert counted == before >= len(ours)
+            return
+    pytest.fail("TIME_WAIT count never stood still long enough to compare with ss")

@@ -1,13 +1,15 @@
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from pathlib import Path
 
 import pytest
 
 from conftest import FAKES, ROOT
-from lab.servers import ManifestError, discover, is_built, load
+from lab.servers import (MANIFEST, SKIP_DIRS, Command, ManifestError, discover, is_built,
+                         load)
 
 GOOD = """
 name = "demo"
@@ -35,12 +37,36 @@ def write(tmp: Path, text: str, folder: str = "demo") -> Path:
     return d / "server.toml"
 
 
-def test_every_manifest_in_the_repository_loads() -> None:
-    servers = discover(ROOT)
+def manifests_under(top: Path) -> list[Path]:
+    """Every server.toml under top, found by walking (not by discover's own
+    search), build outputs left out as discover leaves them out."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(top):
+        dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
+        found += [Path(dirpath, f).resolve() for f in filenames if f == MANIFEST]
+    return found
+
+
+def runnable(command: Command) -> bool:
+    """The run command's program exists: a path from the command's folder,
+    executable, or a name on PATH."""
+    program = command.argv[0]
+    if "/" not in program:
+        return shutil.which(program) is not None
+    return os.access(command.dir / program, os.X_OK) and (command.dir / program).is_file()
+
+
+@pytest.mark.parametrize("extra", ["", str(FAKES)])
+def test_every_manifest_in_the_repository_loads(extra: str) -> None:
+    servers = discover(ROOT, extra)
     assert "nginx" in servers and servers["nginx"].role == "ceiling"
+    manifests = manifests_under(ROOT / "servers") + (manifests_under(FAKES) if extra else [])
+    assert sorted(s.folder / MANIFEST for s in servers.values()) == sorted(manifests)
+    names = [s.folder.name for s in servers.values()]
+    assert len(names) == len(set(names)) == len(manifests)
     for s in servers.values():
-        assert s.folder.name == s.name and s.run.argv and s.workers_default >= 1
-        assert (s.folder / "server.toml").exists()
+        assert s.folder.name == s.name and s.workers_default >= 1
+        assert runnable(s.run), f"{s.name}: cannot run {s.run.argv[0]} from {s.run.dir}"
 
 
 def test_extra_folders_add_servers() -> None:
