@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.clients import ClientError
+from lab.clients import ClientError, Load, Options
 from lab.clients.siege import Siege, parse, write_rc
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -67,16 +67,18 @@ def test_rc_file_sets_the_connection_mode(tmp_path: Path) -> None:
 def test_command_always_passes_the_lab_rc(tmp_path: Path) -> None:
     s = Siege()
     with pytest.raises(ClientError):
-        s.command("http://127.0.0.1:1/api", 4, 10)
+        s.command("http://127.0.0.1:1/api", Load(concurrency=4), 10)
     s.rc = write_rc(tmp_path / "siegerc", keepalive=False)
-    assert s.command("http://127.0.0.1:1/api", 4, 10) == [
+    assert s.command("http://127.0.0.1:1/api", Load(concurrency=4), 10) == [
         "siege", "-R", str(tmp_path / "siegerc"), "-b", "-t10S", "-c4", "http://127.0.0.1:1/api"]
+    with pytest.raises(ClientError, match="not a rate"):
+        s.command("http://127.0.0.1:1/api", Load(rate=1000), 10)
 
 
 def test_a_run_keeps_the_rc_it_started_with(tmp_path: Path) -> None:
-    Siege().prepare(tmp_path, keepalive=True)
+    Siege().prepare(tmp_path, Options(keepalive=True, threads=1))
     (tmp_path / "siegerc").write_text("connection = keep-alive\n# as recorded\n")
     again = Siege()
-    again.prepare(tmp_path, keepalive=False)            # a later step of the same run
+    again.prepare(tmp_path, Options(keepalive=False, threads=1))            # a later step of the same run
     assert again.rc == tmp_path / "siegerc"
     assert "# as recorded" in (tmp_path / "siegerc").read_text()
