@@ -8,12 +8,19 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from lab import paths
+
 SYSCTLS = ("net.ipv4.tcp_tw_reuse", "net.ipv4.ip_local_port_range",
            "net.core.somaxconn", "net.ipv4.tcp_max_syn_backlog")
 
 # tool: (command, regex picking the version out of its output)
 TOOLS: dict[str, tuple[list[str], str]] = {
     "siege": (["siege", "--version"], r"SIEGE\s+(\S+)"),
+    # wrk -v prints "wrk debian/4.1.0-3+b2 [epoll] ..." and exits 1
+    "wrk": (["wrk", "-v"], r"wrk\s+(\S+)\s+\["),
+    # the lab's own build (lab/deps.py) stamps the module version into -version
+    "vegeta": ([str(paths.go_bin(paths.cache_dir()) / "vegeta"), "-version"],
+               r"Version:\s*(v\S+)"),
     "gnuplot": (["gnuplot", "--version"], r"gnuplot\s+(\S+\s+patchlevel\s+\S+)"),
     "nginx": (["nginx", "-v"], r"nginx/(\S+)"),
     "java": (["java", "-version"], r'version "([^"]+)"'),
@@ -23,8 +30,11 @@ TOOLS: dict[str, tuple[list[str], str]] = {
 }
 
 
-def tool_version(name: str) -> str | None:
+def tool_version(name: str, program: str | None = None) -> str | None:
+    """The tool's version; `program` runs another copy of it (a path)."""
     argv, pattern = TOOLS[name]
+    if program is not None:
+        argv = [program, *argv[1:]]
     if shutil.which(argv[0]) is None:
         return None
     try:

@@ -68,7 +68,9 @@ class Client(Protocol):
 
 def clients() -> dict[str, type[Client]]:
     from lab.clients.siege import Siege
-    return {"siege": Siege}
+    from lab.clients.vegeta import Vegeta
+    from lab.clients.wrk import Wrk
+    return {"siege": Siege, "wrk": Wrk, "vegeta": Vegeta}
 
 
 def axes() -> dict[str, str]:

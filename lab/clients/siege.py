@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import ClassVar
 
 from lab import hostinfo
 from lab.clients import ClientError, Level, Load, Options
@@ -56,8 +57,8 @@ def parse(stdout: str, stderr: str) -> Level:
 
 
 class Siege:
-    name = "siege"
-    axis = "concurrency"
+    name: ClassVar[str] = "siege"
+    axis: ClassVar[str] = "concurrency"
 
     def __init__(self) -> None:
         self.rc: Path | None = None
