@@ -47,7 +47,8 @@ report: ## print the summary of a saved run: make report RUN=results/<run-id>
 
 test: ## the test suite: units, faults, then every server built and swept
 	@$(PYTHON) tests/need_pytest.py    # installs python3-pytest as root, else the apt line, exit 2
-	SERVER=all $(LAB) deps
+	SERVER=all $(LAB) deps                      # every server's packages and siege
+	SERVER=nginx CLIENT=wrk $(LAB) deps         # wrk (vegeta: its tests build it where Go 1.22+ is)
 	$(PYTHON) -m pytest -q -p no:cacheprovider tests
 
 lint: ## shellcheck every script, mypy --strict the lab's Python

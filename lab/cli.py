@@ -17,6 +17,7 @@ from pathlib import Path
 from types import FrameType
 
 from lab import calibrate, deps, hostinfo, procs, report, results
+from lab.paths import cache_dir
 from lab.clients import Client, Options, axes, clients
 from lab.launch import Knobs, lab_env, placeholders
 from lab.params import SETTINGS, ConfigError, Params, format_cpus, from_env
@@ -26,8 +27,6 @@ from lab.sweep import ServerSweep, SweepError
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def cache_dir() -> Path:
-    return Path(os.environ.get("LAB_CACHE") or ROOT / ".cache").resolve()
 
 
 def fail(message: str, code: int) -> int:
@@ -100,7 +99,8 @@ def cmd_resolve(args: argparse.Namespace) -> int:
 def cmd_deps(args: argparse.Namespace) -> int:
     params, servers = load_params()
     chosen = [servers[n] for n in (args.servers or params.servers)]
-    return deps.ensure(deps.needed(chosen, params.client))
+    return deps.ensure(deps.needed(chosen, params.client)) or \
+        deps.ensure_client(params.client, cache_dir())
 
 
 def run_logged(argv: list[str], cwd: Path, env: dict[str, str], log: Path) -> int:

@@ -1,8 +1,4 @@
-"""Where the lab keeps what it installs: LAB_CACHE, or .cache in the repo.
-
-The same rule as lab/cli.py's cache_dir(), for modules that must not import
-the command line (clients, deps, hostinfo).
-"""
+"""Where the lab keeps what it installs: LAB_CACHE, or .cache in the repo."""
 from __future__ import annotations
 
 import os

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 
 class ClientError(RuntimeError):
@@ -52,8 +52,8 @@ class Level:
 
 
 class Client(Protocol):
-    name: str
-    axis: str              # "concurrency" or "rate": what a sweep of this client varies
+    name: ClassVar[str]
+    axis: ClassVar[str]    # "concurrency" or "rate": what a sweep of this client varies
 
     def version(self) -> str: ...
 
