@@ -1,0 +1,518 @@
+"""Published claims and whether a run reproduces them, as pure functions.
+
+`load` reads docs/claims.toml into typed studies and claims; `evaluate` judges
+one claim against per-server level statistics (lab.metrics.LevelStats);
+`table` renders results as a Markdown table. Nothing here runs a benchmark.
+
+Verdicts, checked in this order:
+
+- inconclusive when a required component is unavailable, when a server or a
+  level the claim needs was not measured, when a throughput point it uses is
+  client-bound (the figure measures the client), or when a point has fewer
+  than metrics.MIN_REPS_FOR_VERDICT repetitions;
+- ratio/value claims: reproduced when the whole measured range (min-max over
+  repetitions) lies inside the accepted interval around the published value;
+  not reproduced when it lies wholly outside; inconclusive (noise) when it
+  straddles a boundary of the interval;
+- ordering claims: not reproduced when some adjacent pair is separated in the
+  opposite order; reproduced when every adjacent pair is separated
+  (non-overlapping ranges) in the published order; inconclusive otherwise.
+
+A ratio's range is the widest the repetitions allow: median a / median b,
+from a.lo / b.hi to a.hi / b.lo.
+"""
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lab.metrics import MIN_REPS_FOR_VERDICT, LevelStats, Spread, peak
+
+KINDS = ("ratio", "value", "ordering")
+METRICS: dict[str, str] = {
+    "peak_rps": "the highest median req/s over the sweep",
+    "rps_at": "median req/s at level `at`",
+    "rss_end": "server RSS at the last (highest) level of the sweep",
+    "flatness": "rps_at(at) / peak_rps: share of its peak a server reaches at level `at`",
+}
+# Metrics a saturated client falsifies; RSS is read from the server's /proc.
+THROUGHPUT_METRICS = frozenset({"peak_rps", "rps_at", "flatness"})
+FLATNESS_AT = 2
+CONNECTIONS = ("close", "keep-alive")
+
+REPRODUCED = "reproduced"
+NOT_REPRODUCED = "not reproduced"
+INCONCLUSIVE = "inconclusive"
+
+
+class ClaimsError(ValueError):
+    """docs/claims.toml is missing, not TOML, or not in the expected shape."""
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What `make reproduce` runs for a study."""
+    client: str
+    published_client: str
+    connection: str                    # close | keep-alive
+    levels: tuple[int, ...]
+    duration_s: int
+    warmup_s: int
+    repetitions: int
+    servers: tuple[str, ...]
+    ceiling: str | None
+    workers: dict[str, int] = field(hash=False)
+    sysctl: tuple[str, ...] = ()
+    notes: str = ""
+
+
+@dataclass(frozen=True)
+class StandIn:
+    """Which lab server plays a published one; stand_in: not the same software."""
+    published: str
+    lab: str
+    stand_in: bool
+    note: str
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    name: str
+    published: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Claim:
+    id: str
+    study: str                         # the study's id
+    text: str
+    kind: str                          # ratio | value | ordering
+    metric: str
+    servers: tuple[str, ...]           # ordering: highest first, as published
+    published: float | None            # None for an ordering (the order is `servers`)
+    accept: tuple[float, float] | None  # ratio/value: the interval counted as reproduced
+    tolerance: str                     # the tolerance as written, for tables
+    at: int | None
+    requires: tuple[str, ...]
+    figures: str
+    source: str                        # "Author, venue"
+    date: str
+    unavailable: dict[str, str] = field(hash=False)   # name: why it is missing
+
+
+@dataclass(frozen=True)
+class Study:
+    id: str
+    title: str
+    author: str
+    source: str
+    date: str
+    url: str
+    conditions: str
+    setup: Setup
+    stands_for: tuple[StandIn, ...]
+    unavailable: tuple[Unavailable, ...]
+    claims: tuple[Claim, ...]
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    claim: Claim
+    verdict: str                       # reproduced | not reproduced | inconclusive
+    reason: str
+    measured: Spread | None = None     # ratio/value: median with its range
+    order: tuple[tuple[str, Spread], ...] = ()   # ordering: each server's figure, published order
+
+    @property
+    def published(self) -> float | tuple[str, ...]:
+        c = self.claim
+        return c.servers if c.published is None else c.published
+
+
+def base(server: str) -> str:
+    """`aws@16` -> `aws`: the lab server behind a worker-count variant."""
+    return server.split("@", 1)[0]
+
+
+# --------------------------------------------------------------------------- load
+
+class _Table:
+    """A TOML table read with its place in the file, for error messages."""
+
+    def __init__(self, data: Any, where: str) -> None:
+        if not isinstance(data, dict):
+            raise ClaimsError(f"{where}: expected a table, found {type(data).__name__}")
+        self.data: dict[str, Any] = data
+        self.where = where
+
+    def fail(self, msg: str) -> ClaimsError:
+        return ClaimsError(f"{self.where}: {msg}")
+
+    def has(self, key: str) -> bool:
+        return key in self.data
+
+    def get(self, key: str, kind: type | tuple[type, ...], default: Any = ...) -> Any:
+        if key not in self.data:
+            if default is ...:
+                raise self.fail(f"missing key `{key}`")
+            return default
+        value = self.data[key]
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if isinstance(value, bool) and bool not in kinds:
+            value = None                       # TOML true is not a number here
+        if not isinstance(value, kinds):
+            names = " or ".join(k.__name__ for k in kinds)
+            raise self.fail(f"`{key}` must be {names}, found {self.data[key]!r}")
+        return value
+
+    def text(self, key: str, default: Any = ...) -> str:
+        value: str = self.get(key, str, default)
+        return value
+
+    def number(self, key: str, default: Any = ...) -> float:
+        value = self.get(key, (int, float), default)
+        return float(value)
+
+    def integer(self, key: str, default: Any = ..., minimum: int = 0) -> int:
+        value: int = self.get(key, int, default)
+        if value is not None and value < minimum:
+            raise self.fail(f"`{key}` must be {minimum} or more, found {value}")
+        return value
+
+    def strings(self, key: str, default: Any = ...) -> tuple[str, ...]:
+        value = self.get(key, list, default)
+        if not all(isinstance(v, str) and v for v in value):
+            raise self.fail(f"`{key}` must be a list of non-empty strings, found {value!r}")
+        return tuple(value)
+
+    def ints(self, key: str) -> tuple[int, ...]:
+        value = self.get(key, list)
+        if not value or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0
+                                for v in value):
+            raise self.fail(f"`{key}` must be a non-empty list of positive integers, "
+                            f"found {value!r}")
+        return tuple(value)
+
+    def tables(self, key: str, default: Any = ...) -> list[_Table]:
+        value = self.get(key, list, default)
+        return [_Table(v, f"{self.where} [[{key}]] #{i + 1}") for i, v in enumerate(value)]
+
+
+def load(path: Path | str) -> list[Study]:
+    """Read and check docs/claims.toml; raises ClaimsError naming the problem."""
+    path = Path(path)
+    try:
+        with path.open("rb") as f:
+            data = tomllib.load(f)
+    except FileNotFoundError:
+        raise ClaimsError(f"{path}: no such file") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ClaimsError(f"{path}: not valid TOML: {e}") from None
+    top = _Table(data, str(path))
+    schema = top.integer("schema", 1)
+    if schema != 1:
+        raise top.fail(f"unknown schema {schema} (this lab reads schema 1)")
+    studies = [_study(t) for t in top.tables("study")]
+    if not studies:
+        raise top.fail("no [[study]]")
+    seen: set[str] = set()
+    for s in studies:
+        if s.id in seen:
+            raise top.fail(f"study id `{s.id}` appears twice")
+        seen.add(s.id)
+    return studies
+
+
+def _study(t: _Table) -> Study:
+    sid = t.text("id")
+    t.where = f"{t.where.rsplit(' [[', 1)[0]} study `{sid}`"
+    setup = _setup(_Table(t.get("setup", dict), f"{t.where} [setup]"))
+    stands = tuple(StandIn(published=s.text("published"), lab=s.text("lab"),
+                           stand_in=s.get("stand_in", bool, False), note=s.text("note", ""))
+                   for s in t.tables("stands_for", []))
+    unavailable = tuple(Unavailable(name=u.text("name"), published=u.text("published"),
+                                    reason=u.text("reason"))
+                        for u in t.tables("unavailable", []))
+    missing = {u.name: u.reason for u in unavailable}
+    known = set(setup.servers) | {s.lab for s in stands}
+    if setup.ceiling:
+        known.add(setup.ceiling)
+    both = known & set(missing)
+    if both:
+        raise t.fail(f"listed both as lab servers and as unavailable: {', '.join(sorted(both))}")
+    for name in setup.workers:
+        if name not in known:
+            raise t.fail(f"[setup.workers] names `{name}`, which is not one of the study's servers")
+    source = f"{t.text('author')}, {t.text('source')}"
+    claims = tuple(_claim(c, sid, source, t.text("date"), known, missing)
+                   for c in t.tables("claim"))
+    if not claims:
+        raise t.fail("no [[study.claim]]")
+    ids = [c.id for c in claims]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise t.fail(f"claim id `{dup[0]}` appears twice")
+    return Study(id=sid, title=t.text("title"), author=t.text("author"), source=t.text("source"),
+                 date=t.text("date"), url=t.text("url", ""), conditions=t.text("conditions", ""),
+                 setup=setup, stands_for=stands, unavailable=unavailable, claims=claims)
+
+
+def _setup(t: _Table) -> Setup:
+    connection = t.text("connection")
+    if connection not in CONNECTIONS:
+        raise t.fail(f"`connection` must be one of {', '.join(CONNECTIONS)}, "
+                     f"found {connection!r}")
+    workers_t = _Table(t.get("workers", dict, {}), f"{t.where} [workers]")
+    workers = {k: workers_t.integer(k, minimum=1) for k in workers_t.data}
+    servers = t.strings("servers")
+    if not servers:
+        raise t.fail("`servers` is empty")
+    return Setup(client=t.text("client"), published_client=t.text("published_client", ""),
+                 connection=connection, levels=t.ints("levels"),
+                 duration_s=t.integer("duration_s", minimum=1),
+                 warmup_s=t.integer("warmup_s", 0),
+                 repetitions=t.integer("repetitions", MIN_REPS_FOR_VERDICT, minimum=1),
+                 servers=servers, ceiling=t.text("ceiling", None), workers=workers,
+                 sysctl=t.strings("sysctl", []), notes=t.text("notes", ""))
+
+
+def _claim(t: _Table, study: str, source: str, date: str, known: set[str],
+           missing: dict[str, str]) -> Claim:
+    cid = t.text("id")
+    t.where = f"{t.where.rsplit(' [[', 1)[0]} claim `{cid}`"
+    kind = t.text("kind")
+    if kind not in KINDS:
+        raise t.fail(f"unknown kind {kind!r} (expected one of {', '.join(KINDS)})")
+    metric = t.text("metric")
+    if metric not in METRICS:
+        raise t.fail(f"unknown metric {metric!r} (expected one of {', '.join(METRICS)})")
+    servers = t.strings("servers")
+    wanted = {"ratio": "exactly 2", "value": "exactly 1", "ordering": "2 or more"}[kind]
+    if (kind == "ratio" and len(servers) != 2) or (kind == "value" and len(servers) != 1) \
+            or (kind == "ordering" and len(servers) < 2):
+        raise t.fail(f"a {kind} claim names {wanted} servers, found {len(servers)}")
+    if len(set(servers)) != len(servers):
+        raise t.fail("a server appears twice in `servers`")
+    for s in servers:
+        name, _, workers = s.partition("@")
+        if workers and not (workers.isdigit() and int(workers) > 0):
+            raise t.fail(f"server {s!r}: after @ comes a worker count")
+        if name not in known and name not in missing:
+            raise t.fail(f"server {name!r} is neither one of the study's lab servers "
+                         f"({', '.join(sorted(known))}) nor listed as unavailable")
+    if kind == "value" and metric != "flatness":
+        raise t.fail("a value claim compares a dimensionless metric (flatness) with the "
+                     "published value; use a ratio of two servers for other metrics")
+    at = t.integer("at", None, minimum=1)
+    if metric == "rps_at" and at is None:
+        raise t.fail("metric rps_at needs `at`, the level")
+    if metric == "flatness" and at is None:
+        at = FLATNESS_AT
+    requires = t.strings("requires", tuple(dict.fromkeys(base(s) for s in servers)))
+    for r in requires:
+        if r not in known and r not in missing:
+            raise t.fail(f"requires {r!r}, which is neither a lab server of the study "
+                         "nor listed as unavailable")
+    ways = [k for k in ("tolerance", "factor", "accept") if t.has(k)]
+    published: float | None = None
+    accept: tuple[float, float] | None = None
+    tolerance = "same order, min-max ranges separated"
+    if kind == "ordering":
+        if ways or t.has("published"):
+            raise t.fail("an ordering takes its published order from `servers`: "
+                         f"no `published` or {'/'.join(ways) or 'tolerance'}")
+    else:
+        published = t.number("published")
+        if len(ways) != 1:
+            raise t.fail("give exactly one of `tolerance` (relative, e.g. 0.15), "
+                         f"`factor` (e.g. 2.0) or `accept` ([lo, hi]); found {ways or 'none'}")
+        accept, tolerance = _accept(t, ways[0], published)
+    return Claim(id=cid, study=study, text=t.text("text"), kind=kind, metric=metric,
+                 servers=servers, published=published, accept=accept, tolerance=tolerance,
+                 at=at, requires=requires, figures=t.text("figures", ""), source=source,
+                 date=date, unavailable={r: missing[r] for r in requires if r in missing})
+
+
+def _accept(t: _Table, way: str, published: float) -> tuple[tuple[float, float], str]:
+    if way == "tolerance":
+        tol = t.number("tolerance")
+        if not 0 < tol < 1:
+            raise t.fail(f"`tolerance` is a fraction between 0 and 1, found {tol}")
+        return (published * (1 - tol), published * (1 + tol)), f"±{tol:.0%}"
+    if way == "factor":
+        f = t.number("factor")
+        if not f > 1:
+            raise t.fail(f"`factor` must be above 1, found {f}")
+        return (published / f, published * f), f"within ×{f:g}"
+    value = t.get("accept", list)
+    if len(value) != 2 or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                  for v in value) or not value[0] < value[1]:
+        raise t.fail(f"`accept` must be [lo, hi] with lo < hi, found {value!r}")
+    lo, hi = float(value[0]), float(value[1])
+    if not lo <= published <= hi:
+        raise t.fail(f"`accept` {value!r} does not contain the published value {published:g}")
+    return (lo, hi), f"in [{_num(lo)}, {_num(hi)}]"
+
+
+# --------------------------------------------------------------------------- evaluate
+
+class _Missing(Exception):
+    """A figure the claim needs was not measured."""
+
+
+def _at(stats: list[LevelStats], value: int, server: str) -> LevelStats:
+    for s in stats:
+        if s.value == value:
+            return s
+    raise _Missing(f"{server} at {value}")
+
+
+def _divide(a: Spread, b: Spread) -> Spread:
+    """a/b with the widest range the repetitions allow."""
+    def div(x: float, y: float) -> float:
+        if y > 0:
+            return x / y
+        return 0.0 if x == 0 else math.inf
+    return Spread(div(a.median, b.median), div(a.lo, b.hi), div(a.hi, b.lo), min(a.n, b.n))
+
+
+def _figure(claim: Claim, stats: list[LevelStats], server: str
+            ) -> tuple[Spread, list[LevelStats]]:
+    """The claim's metric for one server, and the points it was taken from."""
+    if not stats:
+        raise _Missing(server)
+    if claim.metric == "peak_rps":
+        p = peak(stats)
+        return p.rate, [p]
+    if claim.metric == "rps_at":
+        assert claim.at is not None
+        p = _at(stats, claim.at, server)
+        return p.rate, [p]
+    if claim.metric == "rss_end":
+        p = max(stats, key=lambda s: s.value)
+        return p.rss_end_kb, [p]
+    if claim.metric == "flatness":
+        at = _at(stats, claim.at or FLATNESS_AT, server)
+        p = peak(stats)
+        return _divide(at.rate, p.rate), [at, p]
+    raise ValueError(f"unknown metric {claim.metric!r}")
+
+
+def evaluate(claim: Claim, stats: dict[str, list[LevelStats]],
+             available: set[str]) -> ClaimResult:
+    """Judge `claim` on per-server statistics (keyed as in claim.servers,
+    `aws@16` for a worker-count variant); `available` holds the lab servers
+    that exist (built or packaged) on this machine."""
+    def result(verdict: str, reason: str, **kw: Any) -> ClaimResult:
+        return ClaimResult(claim, verdict, reason, **kw)
+
+    gone = [r for r in claim.requires if r not in available]
+    if gone:
+        why = "; ".join(claim.unavailable.get(r, f"{r} not available") for r in gone)
+        return result(INCONCLUSIVE, f"component unavailable ({why})")
+    figures: list[tuple[str, Spread]] = []
+    points: list[LevelStats] = []
+    try:
+        for server in claim.servers:
+            fig, used = _figure(claim, stats.get(server, []), server)
+            figures.append((server, fig))
+            points += used
+    except _Missing as e:
+        return result(INCONCLUSIVE, f"not measured: {e}")
+    if claim.metric in THROUGHPUT_METRICS:
+        bound = sorted({f"{p.server} at {p.value}" for p in points if p.client_bound})
+        if bound:
+            what = "ordering" if claim.kind == "ordering" else claim.kind
+            return result(INCONCLUSIVE, f"client-bound: the {what} measures the client "
+                                        f"({', '.join(bound)})")
+    n = min(p.rate.n for p in points)
+    if n < MIN_REPS_FOR_VERDICT:
+        return result(INCONCLUSIVE, f"too few repetitions ({n}; {MIN_REPS_FOR_VERDICT} or "
+                                    "more show the spread)")
+    if claim.kind == "ordering":
+        return _ordering(claim, tuple(figures))
+    measured = figures[0][1] if claim.kind == "value" else _divide(figures[0][1], figures[1][1])
+    return _interval(claim, measured)
+
+
+def _interval(claim: Claim, m: Spread) -> ClaimResult:
+    assert claim.accept is not None and claim.published is not None
+    lo, hi = claim.accept
+    shown = f"[{_num(m.lo)}–{_num(m.hi)}]"
+    window = f"{_num(lo)}–{_num(hi)} ({_num(claim.published)} {claim.tolerance})"
+    if lo <= m.lo and m.hi <= hi:
+        return ClaimResult(claim, REPRODUCED, f"whole range {shown} inside {window}", m)
+    if m.hi < lo or m.lo > hi:
+        side = "below" if m.hi < lo else "above"
+        return ClaimResult(claim, NOT_REPRODUCED, f"whole range {shown} {side} {window}", m)
+    return ClaimResult(claim, INCONCLUSIVE,
+                       f"noise: range {shown} straddles the edge of {window}", m)
+
+
+def _ordering(claim: Claim, figures: tuple[tuple[str, Spread], ...]) -> ClaimResult:
+    reversed_, overlap = [], []
+    for (a, x), (b, y) in zip(figures, figures[1:]):
+        if x.lo > y.hi:
+            continue
+        if y.lo > x.hi:
+            reversed_.append(f"{b} above {a}")
+        else:
+            overlap.append(f"{a} and {b}")
+    if reversed_:
+        return ClaimResult(claim, NOT_REPRODUCED, "separated in the opposite order: "
+                           + ", ".join(reversed_), order=figures)
+    if overlap:
+        return ClaimResult(claim, INCONCLUSIVE, "ranges overlap: " + ", ".join(overlap),
+                           order=figures)
+    return ClaimResult(claim, REPRODUCED, "every adjacent pair separated in the published order",
+                       order=figures)
+
+
+# --------------------------------------------------------------------------- table
+
+def _num(x: float) -> str:
+    if math.isinf(x):
+        return "∞" if x > 0 else "-∞"
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    if abs(x) >= 100:
+        return f"{x:.0f}"
+    return f"{x:.3g}"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _spread(s: Spread) -> str:
+    return f"{_num(s.median)} [{_num(s.lo)}–{_num(s.hi)}]"
+
+
+def table(results: list[ClaimResult]) -> str:
+    """A Markdown table: claim, published (value, source, date), measured
+    (median [min–max]), verdict, reason."""
+    lines = ["| claim | published | measured | verdict | reason |", "|---|---|---|---|---|"]
+    for r in results:
+        c = r.claim
+        if c.kind == "ordering":
+            value = " > ".join(c.servers)
+        else:
+            assert c.published is not None
+            value = f"{_num(c.published)} ({c.tolerance})"
+        published = f"{value}; {c.source}, {c.date}"
+        if r.order:
+            measured = "; ".join(f"{s} {_spread(x)}" for s, x in r.order)
+        elif r.measured is not None:
+            measured = _spread(r.measured)
+        else:
+            measured = "—"
+        what = f"{c.metric}@{c.at}" if c.metric == "rps_at" else c.metric
+        label = f"`{c.id}`: {c.text} ({what}: {', '.join(c.servers)})"
+        lines.append("| " + " | ".join(_cell(x) for x in
+                                          (label, published, measured, r.verdict, r.reason))
+                     + " |")
+    return "\n".join(lines) + "\n"

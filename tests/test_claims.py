@@ -1,0 +1,304 @@
+"""lab.claims on constructed inputs: ratio claims reproduced, not reproduced
+and inconclusive (noise, client-bound, missing component, too few
+repetitions, not measured), orderings reproduced, reversed and overlapping,
+the Markdown table, the real docs/claims.toml against the servers/ folders,
+and clear errors for malformed claims files."""
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+
+import pytest
+
+from lab import claims, metrics
+from lab.clients import Level
+from lab.results import Row
+
+ROOT = Path(__file__).resolve().parent.parent
+CLAIMS = ROOT / "docs" / "claims.toml"
+
+WHERE = metrics.Where(server="a", rep=1, axis="concurrency", value=8, concurrency=8,
+                      offered_rps=None, workers=8, backlog=512, duration_s=10,
+                      server_cpus=1, client_cpus=1, lab_cpus=2)
+LEVEL = Level(transactions=10000, successful=10000, failed=0, availability_pct=100.0,
+              elapsed_s=10.0, rate_rps=1000.0, resp_ms=8.0, in_flight=8.0, longest_ms=20.0,
+              data_mb=0.3)
+MEASURED = metrics.Measured(server_cpu_s=7.0, rss_end_kb=2048, rss_peak_kb=4096, threads_end=3,
+                            threads_peak=4, client_cpu_s=5.0, wall_s=10.0, host_busy_s=12.0,
+                            host_steal_s=0.0, sampler_cpu_s=0.05, time_wait=3)
+
+
+def rows(server: str, value: int, rates: list[float], flags: str = "",
+         rss: list[int] | None = None) -> list[Row]:
+    base = metrics.make_row(dataclasses.replace(WHERE, server=server, value=value),
+                            LEVEL, MEASURED)
+    return [dataclasses.replace(base, rep=i + 1, rate_rps=r, flags=flags,
+                                client_bound="client-bound" in flags,
+                                rss_end_kb=rss[i] if rss else base.rss_end_kb)
+            for i, r in enumerate(rates)]
+
+
+def stats(*groups: list[Row]) -> list[metrics.LevelStats]:
+    return metrics.level_stats([r for g in groups for r in g])
+
+
+def claim(kind: str = "ratio", metric: str = "peak_rps",
+          servers: tuple[str, ...] = ("a", "b"), published: float | None = 1.07,
+          accept: tuple[float, float] | None = (1.07 * 0.85, 1.07 * 1.15),
+          at: int | None = None, requires: tuple[str, ...] | None = None,
+          unavailable: dict[str, str] | None = None) -> claims.Claim:
+    return claims.Claim(
+        id="c1", study="s", text="a is faster than b", kind=kind, metric=metric,
+        servers=servers, published=published, accept=accept, tolerance="±15%", at=at,
+        requires=requires if requires is not None
+        else tuple(dict.fromkeys(claims.base(s) for s in servers)),
+        figures="", source="Someone, a blog", date="2017", unavailable=unavailable or {})
+
+
+AB = {"a", "b", "c", "d"}
+
+
+# ---------------------------------------------------------------- ratios
+
+def test_ratio_reproduced_when_the_whole_range_is_inside_the_tolerance() -> None:
+    s = {"a": stats(rows("a", 2, [900, 905, 910]), rows("a", 8, [1070, 1075, 1080])),
+         "b": stats(rows("b", 2, [980, 1000, 1010]), rows("b", 8, [995, 1000, 1005]))}
+    r = claims.evaluate(claim(), s, AB)
+    assert r.verdict == claims.REPRODUCED, r.reason
+    assert r.measured is not None
+    assert r.measured.median == pytest.approx(1.075)           # peak medians 1075 / 1000
+    # each server's peak level is used: a at 8; b ties at 1000 and keeps its first (2)
+    assert (r.measured.lo, r.measured.hi) == pytest.approx((1070 / 1010, 1080 / 980))
+    assert r.published == 1.07
+
+
+def test_ratio_range_is_a_lo_over_b_hi_to_a_hi_over_b_lo() -> None:
+    s = {"a": stats(rows("a", 8, [1050, 1070, 1090])), "b": stats(rows("b", 8, [990, 1000, 1010]))}
+    m = claims.evaluate(claim(), s, AB).measured
+    assert m is not None and m.n == 3
+    assert (m.median, m.lo, m.hi) == pytest.approx((1.07, 1050 / 1010, 1090 / 990))
+
+
+def test_ratio_not_reproduced_when_the_whole_range_is_outside() -> None:
+    s = {"a": stats(rows("a", 8, [700, 710, 720])), "b": stats(rows("b", 8, [990, 1000, 1010]))}
+    r = claims.evaluate(claim(), s, AB)
+    assert r.verdict == claims.NOT_REPRODUCED
+    assert "below" in r.reason
+
+
+def test_ratio_straddling_the_boundary_is_inconclusive_noise() -> None:
+    # median 0.93 sits just inside 0.9095..1.2305, but min-max reaches below it
+    s = {"a": stats(rows("a", 8, [800, 930, 1000])), "b": stats(rows("b", 8, [950, 1000, 1050]))}
+    r = claims.evaluate(claim(), s, AB)
+    assert r.verdict == claims.INCONCLUSIVE
+    assert r.reason.startswith("noise") and "straddles" in r.reason
+
+
+def test_client_bound_point_makes_a_throughput_claim_inconclusive() -> None:
+    s = {"a": stats(rows("a", 8, [1070, 1075, 1080], flags="client-bound")),
+         "b": stats(rows("b", 8, [995, 1000, 1005]))}
+    r = claims.evaluate(claim(), s, AB)
+    assert r.verdict == claims.INCONCLUSIVE
+    assert r.reason == "client-bound: the ratio measures the client (a at 8)"
+
+
+def test_client_bound_levels_not_used_do_not_matter() -> None:
+    s = {"a": stats(rows("a", 2, [500, 500, 500], flags="client-bound"),
+                    rows("a", 8, [1070, 1075, 1080])),
+         "b": stats(rows("b", 8, [995, 1000, 1005]))}
+    assert claims.evaluate(claim(), s, AB).verdict == claims.REPRODUCED
+
+
+def test_missing_component_is_inconclusive_and_says_which() -> None:
+    c = claim(servers=("asf", "b"), unavailable={"asf": "ASF not packaged"})
+    r = claims.evaluate(c, {"b": stats(rows("b", 8, [1000, 1000, 1000]))}, AB)
+    assert r.verdict == claims.INCONCLUSIVE
+    assert r.reason == "component unavailable (ASF not packaged)"
+    assert r.measured is None
+
+
+def test_available_but_unmeasured_server_or_level_is_inconclusive() -> None:
+    r = claims.evaluate(claim(), {"a": stats(rows("a", 8, [1000] * 3))}, AB)
+    assert r.verdict == claims.INCONCLUSIVE and r.reason == "not measured: b"
+    c = claim(metric="rps_at", at=128)
+    s = {"a": stats(rows("a", 8, [1000] * 3)), "b": stats(rows("b", 8, [1000] * 3))}
+    assert claims.evaluate(c, s, AB).reason == "not measured: a at 128"
+
+
+def test_too_few_repetitions_is_inconclusive() -> None:
+    s = {"a": stats(rows("a", 8, [1070, 1075])), "b": stats(rows("b", 8, [1000, 1000]))}
+    r = claims.evaluate(claim(), s, AB)
+    assert r.verdict == claims.INCONCLUSIVE and "too few repetitions (2" in r.reason
+
+
+def test_rss_ratio_uses_the_last_level_and_ignores_client_bound() -> None:
+    s = {"a": stats(rows("a", 2, [1, 1, 1], rss=[1000, 1000, 1000]),
+                    rows("a", 50, [1, 1, 1], flags="client-bound", rss=[160000, 161000, 162000])),
+         "b": stats(rows("b", 50, [1, 1, 1], rss=[1000, 1000, 1000]))}
+    c = claim(metric="rss_end", published=161.0, accept=(80.5, 322.0))
+    r = claims.evaluate(c, s, AB)
+    assert r.verdict == claims.REPRODUCED and r.measured is not None
+    assert r.measured.median == pytest.approx(161.0)
+
+
+def test_flatness_is_the_share_of_the_peak_reached_at_level_2() -> None:
+    flat = {"a": stats(rows("a", 1, [5000] * 3), rows("a", 2, [7900, 8000, 8100]),
+                       rows("a", 50, [7950, 8000, 8050]))}
+    c = claim(kind="value", metric="flatness", servers=("a",), published=1.0,
+              accept=(0.85, math.inf), at=2)
+    r = claims.evaluate(c, flat, AB)
+    assert r.verdict == claims.REPRODUCED and r.measured is not None
+    assert r.measured.median == pytest.approx(1.0)
+    scaling = {"a": stats(rows("a", 2, [2000] * 3), rows("a", 50, [8000] * 3))}
+    r = claims.evaluate(c, scaling, AB)
+    assert r.verdict == claims.NOT_REPRODUCED and r.measured is not None
+    assert r.measured.median == pytest.approx(0.25)
+
+
+def test_worker_variants_are_keyed_by_name_and_required_by_base() -> None:
+    c = claim(servers=("a@16", "a"), published=1.0, accept=(0.0, 1.05))
+    assert c.requires == ("a",)
+    s = {"a@16": stats(rows("a", 8, [990, 1000, 1010])), "a": stats(rows("a", 8, [995, 1000, 1005]))}
+    assert claims.evaluate(c, s, AB).verdict == claims.REPRODUCED
+
+
+# ---------------------------------------------------------------- orderings
+
+ORDER = claim(kind="ordering", metric="rps_at", at=128, servers=("a", "b", "c"),
+              published=None, accept=None)
+
+
+def test_ordering_reproduced_when_every_adjacent_pair_is_separated() -> None:
+    s = {"a": stats(rows("a", 128, [2700, 2730, 2760])),
+         "b": stats(rows("b", 128, [2400, 2470, 2500])),
+         "c": stats(rows("c", 128, [2100, 2130, 2150]))}
+    r = claims.evaluate(ORDER, s, AB)
+    assert r.verdict == claims.REPRODUCED, r.reason
+    assert [name for name, _ in r.order] == ["a", "b", "c"]
+    assert r.published == ("a", "b", "c")
+
+
+def test_ordering_reversed_pair_is_not_reproduced() -> None:
+    s = {"a": stats(rows("a", 128, [2700, 2730, 2760])),
+         "b": stats(rows("b", 128, [2000, 2050, 2080])),
+         "c": stats(rows("c", 128, [2100, 2130, 2150]))}
+    r = claims.evaluate(ORDER, s, AB)
+    assert r.verdict == claims.NOT_REPRODUCED and "c above b" in r.reason
+
+
+def test_ordering_overlapping_ranges_is_inconclusive() -> None:
+    s = {"a": stats(rows("a", 128, [2700, 2730, 2760])),
+         "b": stats(rows("b", 128, [2400, 2470, 2710])),
+         "c": stats(rows("c", 128, [2100, 2130, 2150]))}
+    r = claims.evaluate(ORDER, s, AB)
+    assert r.verdict == claims.INCONCLUSIVE and r.reason == "ranges overlap: a and b"
+
+
+def test_ordering_client_bound_is_inconclusive() -> None:
+    s = {"a": stats(rows("a", 128, [2700] * 3)), "b": stats(rows("b", 128, [2400] * 3)),
+         "c": stats(rows("c", 128, [2100] * 3, flags="client-bound"))}
+    r = claims.evaluate(ORDER, s, AB)
+    assert r.verdict == claims.INCONCLUSIVE and r.reason.startswith("client-bound: the ordering")
+
+
+# ---------------------------------------------------------------- table
+
+def test_table_has_one_row_per_claim_with_source_date_and_range() -> None:
+    s = {"a": stats(rows("a", 8, [1050, 1070, 1090])), "b": stats(rows("b", 8, [990, 1000, 1010]))}
+    results = [claims.evaluate(claim(), s, AB),
+               claims.evaluate(claim(servers=("x", "b"), unavailable={"x": "X | not packaged"}),
+                               s, AB)]
+    text = claims.table(results)
+    lines = text.splitlines()
+    assert lines[0] == "| claim | published | measured | verdict | reason |"
+    assert len(lines) == 4
+    assert "1.07 (±15%); Someone, a blog, 2017" in lines[2]
+    assert "1.07 [1.04–1.1]" in lines[2] and "| reproduced |" in lines[2]
+    assert "| — | inconclusive | component unavailable (X \\| not packaged) |" in lines[3]
+    assert all(line.count(" | ") == 4 for line in lines[:1] + lines[2:])   # \| stays in its cell
+
+
+# ---------------------------------------------------------------- the real file
+
+def lab_servers() -> set[str]:
+    return {p.parent.name for p in (ROOT / "servers").glob("**/server.toml")}
+
+
+def test_real_claims_file_loads_and_names_only_lab_or_unavailable_servers() -> None:
+    studies = claims.load(CLAIMS)
+    assert {s.id for s in studies} == {"ada-vs-java", "java-containers"}
+    lab = lab_servers()
+    assert {"aws", "ada-mini", "jersey", "grizzly", "undertow", "jetty", "tomcat"} <= lab
+    for study in studies:
+        missing = {u.name for u in study.unavailable}
+        assert not missing & lab, f"{study.id}: listed unavailable but present"
+        assert set(study.setup.servers) <= lab
+        assert set(study.setup.workers) <= lab
+        assert study.setup.ceiling in lab
+        for stand in study.stands_for:
+            assert stand.lab in lab, stand
+        for c in study.claims:
+            for name in {claims.base(s) for s in c.servers} | set(c.requires):
+                assert name in lab or name in missing, f"{c.id}: {name}"
+            if c.kind != "ordering":
+                assert c.accept is not None and c.published is not None
+                assert c.accept[0] <= c.published <= c.accept[1]
+
+
+def test_real_claims_carry_the_published_values() -> None:
+    by_id = {c.id: c for s in claims.load(CLAIMS) for c in s.claims}
+    assert by_id["aws-over-grizzly-rps"].published == 1.07
+    assert by_id["asf-over-aws-rps"].unavailable == {"asf": "ASF not packaged"}
+    assert by_id["java-container-order"].servers == ("grizzly", "undertow", "jetty", "tomcat")
+    assert by_id["tomcat-over-grizzly-rps"].accept == pytest.approx((0.67 * 0.85, 0.67 * 1.15))
+    r = claims.evaluate(by_id["asf-over-aws-rps"], {}, lab_servers())
+    assert r.reason == "component unavailable (ASF not packaged)"
+
+
+# ---------------------------------------------------------------- malformed files
+
+GOOD = CLAIMS.read_text()
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda t: t.replace('kind = "ordering"', 'kind = "ranking"'),
+     "claim `java-container-order`: unknown kind 'ranking'"),
+    (lambda t: t.replace('metric = "rss_end"', 'metric = "rss"'),
+     "claim `grizzly-over-aws-rss`: unknown metric 'rss'"),
+    (lambda t: t.replace('published = 1.07\n', ''),
+     "claim `aws-over-grizzly-rps`: missing key `published`"),
+    (lambda t: t.replace('factor = 2.0\n', 'factor = 2.0\ntolerance = 0.5\n'),
+     "give exactly one of `tolerance`"),
+    (lambda t: t.replace('servers = ["asf", "aws"]', 'servers = ["asf2", "aws"]'),
+     "server 'asf2' is neither one of the study's lab servers"),
+    (lambda t: t.replace('published = 0.96', 'published = "0.96"'),
+     "`published` must be int or float, found '0.96'"),
+    (lambda t: t.replace('connection = "close"', 'connection = "sometimes"'),
+     "study `ada-vs-java` [setup]: `connection` must be one of close, keep-alive"),
+    (lambda t: t.replace('levels = [128]', 'levels = []'),
+     "`levels` must be a non-empty list of positive integers"),
+    (lambda t: t.replace('servers = ["undertow", "grizzly"]', 'servers = ["undertow"]'),
+     "a ratio claim names exactly 2 servers, found 1"),
+    (lambda t: t.replace('at = 128\nservers = ["grizzly"', 'servers = ["grizzly"'),
+     "metric rps_at needs `at`"),
+    (lambda t: t.replace('id = "jetty-over-grizzly-rps"', 'id = "undertow-over-grizzly-rps"'),
+     "claim id `undertow-over-grizzly-rps` appears twice"),
+    (lambda t: t + "\n[[study]\n", "not valid TOML"),
+])
+def test_malformed_claims_file_gives_a_clear_error(tmp_path: Path, change: object,
+                                                  message: str) -> None:
+    assert callable(change)
+    bad = tmp_path / "claims.toml"
+    text = change(GOOD)
+    assert text != GOOD
+    bad.write_text(text)
+    with pytest.raises(claims.ClaimsError) as e:
+        claims.load(bad)
+    assert message in str(e.value)
+    assert str(bad) in str(e.value)
+
+
+def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(claims.ClaimsError, match="no such file"):
+        claims.load(tmp_path / "nope.toml")
