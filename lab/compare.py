@@ -1,0 +1,518 @@
+"""Two runs side by side: `make compare A=results/<x> B=results/<y>`.
+
+Per server and swept value measured in both runs, the ratio B/A of the median
+requests/s (and of p99 latency, RSS at the end and server CPU µs per request),
+with a verdict that respects the spread of repetitions: a change whose min–max
+ranges overlap is no change. Runs whose conditions differ in a way that
+decides the figures (CPUs, topology, client, connection mode, swept axis) are
+refused unless forced; lesser differences are listed.
+
+Writes results/compare-<A>-vs-<B>[-N]/: compare.md, compare.json,
+compare.png/.svg (plots/compare.gp) and compare.html, and prints the table.
+"""
+from __future__ import annotations
+
+import html
+import os
+import re
+import subprocess
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from lab import report, results
+from lab.metrics import MIN_REPS_FOR_VERDICT, LevelStats, Spread
+
+PLOTS = Path(__file__).resolve().parents[1] / "plots"
+EXIT_REFUSED = 2
+XLABEL = {"concurrency": "concurrency (simultaneous clients)",
+          "rate": "offered rate (requests/s, open loop)",
+          "workers": "server workers (threads/tasks)", "backlog": "accept backlog"}
+
+Stats = dict[str, list[LevelStats]]
+Manifest = dict[str, Any]
+
+
+# ---- conditions ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Difference:
+    """One condition that is not the same in both runs."""
+    what: str
+    a: str
+    b: str
+    matters: bool          # True: refused unless forced
+
+    def text(self) -> str:
+        return f"{self.what}: A {self.a}, B {self.b}"
+
+
+def dig(m: Manifest, path: str) -> Any:
+    """m['x']['y'] for 'x.y'; None when any step is missing."""
+    node: Any = m
+    for key in path.split("."):
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+def shown(value: Any) -> str:
+    if value is None:
+        return "(not recorded)"
+    if isinstance(value, list):
+        return ",".join(map(str, value)) if value else "(none)"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+# Conditions that decide the figures: a difference refuses the comparison.
+MATTERS: list[tuple[str, str]] = [
+    ("host CPU count", "host.cores"),
+    ("usable CPUs", "host.usable_cpus"),
+    ("topology", "topology"),
+    ("client tool", "client.tool"),
+    ("connection mode", "client.connection"),
+    ("swept axis", "params.axis"),
+]
+
+# Conditions that may move the figures: listed, never refused.
+MAY_MATTER: list[tuple[str, str]] = [
+    ("kernel", "host.kernel"),
+    ("OS", "host.os"),
+    ("CPU model", "host.cpu_model"),
+    ("memory GB", "host.memory_gb"),
+    ("client version", "client.version"),
+    ("client threads", "client.threads"),
+    ("server CPUs (pinning)", "pinning.server_cpus"),
+    ("client CPUs (pinning)", "pinning.client_cpus"),
+    ("duration per level (s)", "params.duration_s"),
+    ("repetitions", "params.repeat"),
+    ("warm-up auto", "params.warmup_auto"),
+    ("warm-up (s)", "params.warmup_s"),
+    ("warm-up cap (s)", "params.warmup_max_s"),
+    ("server workers", "params.workers"),
+    ("accept backlog", "params.backlog"),
+    ("lab commit", "lab.commit"),
+    ("lab tree dirty", "lab.dirty"),
+    ("run status", "status"),
+]
+
+
+def path_differences(ma: Manifest, mb: Manifest, paths: list[tuple[str, str]],
+                     matters: bool) -> list[Difference]:
+    out = []
+    for what, path in paths:
+        a, b = dig(ma, path), dig(mb, path)
+        if a != b:
+            out.append(Difference(what, shown(a), shown(b), matters))
+    return out
+
+
+def tool_differences(ma: Manifest, mb: Manifest) -> list[Difference]:
+    """Every tool version recorded by either run (siege, wrk, java, nginx, ...)."""
+    ta, tb = ma.get("tools") or {}, mb.get("tools") or {}
+    return [Difference(f"{name} version", shown(ta.get(name)), shown(tb.get(name)), False)
+            for name in sorted(set(ta) | set(tb)) if ta.get(name) != tb.get(name)]
+
+
+def server_differences(ma: Manifest, mb: Manifest) -> list[Difference]:
+    """Framework version and recorded facts (java_version, ...) of servers in both runs."""
+    sa, sb = ma.get("servers") or {}, mb.get("servers") or {}
+    out = []
+    for name in [n for n in sa if n in sb]:
+        a, b = sa[name], sb[name]
+        if a.get("version") != b.get("version"):
+            out.append(Difference(f"{name} framework version", shown(a.get("version")),
+                                  shown(b.get("version")), False))
+        fa, fb = a.get("facts") or {}, b.get("facts") or {}
+        for key in sorted(set(fa) | set(fb)):
+            if fa.get(key) != fb.get(key):
+                out.append(Difference(f"{name} {key}", shown(fa.get(key)),
+                                      shown(fb.get(key)), False))
+    return out
+
+
+def load_difference(ma: Manifest, mb: Manifest) -> list[Difference]:
+    """The 1-minute load average at the start, when it differs at one decimal."""
+    def first(m: Manifest) -> str:
+        load = dig(m, "host.load_average_at_start")
+        return f"{load[0]:.1f}" if isinstance(load, list) and load else shown(None)
+    a, b = first(ma), first(mb)
+    return [] if a == b else [Difference("load average at start (1 min)", a, b, False)]
+
+
+def differences(ma: Manifest, mb: Manifest) -> list[Difference]:
+    """What differs between the runs' conditions: those that matter first."""
+    return (path_differences(ma, mb, MATTERS, True)
+            + path_differences(ma, mb, MAY_MATTER, False)
+            + tool_differences(ma, mb) + server_differences(ma, mb)
+            + load_difference(ma, mb))
+
+
+# ---- verdicts -----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Comparison:
+    """One server at one swept value, A against B."""
+    server: str
+    value: int
+    kind: str            # faster | slower | no-change | not-comparable | inconclusive | missing
+    text: str
+    percent: float | None          # B against A, signed (+ is faster in B)
+    a: Spread | None               # req/s over repetitions
+    b: Spread | None
+    ratios: dict[str, float | None]   # B/A of the medians: rate, p99_ms, rss_end_kb, cpu_us_per_req
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    """b/a, or None when either is unknown or a is 0."""
+    if a is None or b is None or a == 0:
+        return None
+    return b / a
+
+
+def median(s: Spread | None) -> float | None:
+    return s.median if s is not None else None
+
+
+def ratios(a: LevelStats, b: LevelStats) -> dict[str, float | None]:
+    return {"rate": ratio(a.rate.median, b.rate.median),
+            "p99_ms": ratio(median(a.p99_ms), median(b.p99_ms)),
+            "rss_end_kb": ratio(a.rss_end_kb.median, b.rss_end_kb.median),
+            "cpu_us_per_req": ratio(a.cpu_us_per_req.median, b.cpu_us_per_req.median)}
+
+
+def pct_text(pct: float) -> str:
+    return f"{abs(pct):.1f}%" if abs(pct) < 10 else f"{abs(pct):.0f}%"
+
+
+def judge(a: LevelStats, b: LevelStats) -> tuple[str, str, float | None]:
+    """(kind, text, signed percent) for one server at one level, by req/s."""
+    bound = [side for side, s in (("A", a), ("B", b)) if s.client_bound]
+    if bound:
+        return "not-comparable", f"not comparable (client-bound in {' and '.join(bound)})", None
+    n = min(a.rate.n, b.rate.n)
+    if n < MIN_REPS_FOR_VERDICT:
+        return ("inconclusive", f"inconclusive (fewer than {MIN_REPS_FOR_VERDICT} "
+                f"repetitions: {n})", None)
+    if a.open_loop:
+        return judge_latency(a, b)
+    if a.rate.overlaps(b.rate):
+        return "no-change", "no change (ranges overlap)", None
+    if a.rate.median == 0:
+        return "faster", "faster in B (A served nothing)", None
+    pct = 100 * (b.rate.median / a.rate.median - 1)
+    kind = "faster" if pct > 0 else "slower"
+    return kind, f"{kind} in B by {pct_text(pct)}", pct
+
+
+def judge_latency(a: LevelStats, b: LevelStats) -> tuple[str, str, float | None]:
+    """Open loop: both runs served the offered rate, so speed is p99 latency
+    (lower is faster); B is X% faster when A's p99 is X% above B's."""
+    if a.p99_ms is None or b.p99_ms is None:
+        return "inconclusive", "inconclusive (open loop without latency percentiles)", None
+    if a.p99_ms.overlaps(b.p99_ms):
+        return "no-change", "no change (p99 ranges overlap)", None
+    if b.p99_ms.median == 0:
+        return "faster", "faster in B (p99 latency 0)", None
+    pct = 100 * (a.p99_ms.median / b.p99_ms.median - 1)
+    kind = "faster" if pct > 0 else "slower"
+    return kind, f"{kind} in B by {pct_text(pct)} (p99 latency)", pct
+
+
+def compare_level(a: LevelStats, b: LevelStats) -> Comparison:
+    kind, text, pct = judge(a, b)
+    return Comparison(a.server, a.value, kind, text, pct, a.rate, b.rate, ratios(a, b))
+
+
+def missing(server: str, value: int, a: LevelStats | None, b: LevelStats | None,
+            why: str) -> Comparison:
+    return Comparison(server, value, "missing", why, None, a.rate if a else None,
+                      b.rate if b else None, {})
+
+
+def compare_server(name: str, la: list[LevelStats], lb: list[LevelStats]) -> list[Comparison]:
+    at_a, at_b = {s.value: s for s in la}, {s.value: s for s in lb}
+    out = []
+    for value in sorted(set(at_a) | set(at_b)):
+        a, b = at_a.get(value), at_b.get(value)
+        if a is not None and b is not None:
+            out.append(compare_level(a, b))
+        else:
+            side = "B" if b is None else "A"
+            out.append(missing(name, value, a, b, f"missing in {side} (level not measured)"))
+    return out
+
+
+def compare_stats(sa: Stats, sb: Stats) -> list[Comparison]:
+    """Every server and level of either run: compared where both measured it."""
+    out = []
+    for name in list(sa) + [n for n in sb if n not in sa]:
+        la, lb = sa.get(name, []), sb.get(name, [])
+        if la and lb:
+            out += compare_server(name, la, lb)
+            continue
+        side = "B" if la else "A"           # the run that lacks the server
+        why = f"missing in {side} (server not in {side})"
+        out += [missing(name, s.value, s, None, why) for s in la]
+        out += [missing(name, s.value, None, s, why) for s in lb]
+    return out
+
+
+# ---- text ---------------------------------------------------------------------
+
+def rng(s: Spread | None) -> str:
+    """'median [min–max]' in req/s."""
+    if s is None:
+        return "–"
+    if s.n == 1:
+        return f"{s.median:,.0f}"
+    return f"{s.median:,.0f} [{s.lo:,.0f}–{s.hi:,.0f}]"
+
+
+def times(x: float | None) -> str:
+    return "–" if x is None else f"{x:.3f}"
+
+
+def axis_label(m: Manifest) -> str:
+    axis = str(dig(m, "params.axis") or "level")
+    return report.AXIS_LABEL.get(axis, axis)
+
+
+def table(rows: list[Comparison], level: str) -> list[str]:
+    lines = [f"| server | {level} | A req/s median [min–max] | B req/s median [min–max] | "
+             "B/A | verdict |", "|---|---|---|---|---|---|"]
+    lines += [f"| {c.server} | {c.value} | {rng(c.a)} | {rng(c.b)} | "
+              f"{times(c.ratios.get('rate'))} | {c.text} |" for c in rows]
+    return lines
+
+
+def other_ratios(rows: list[Comparison], level: str) -> list[str]:
+    lines = [f"| server | {level} | p99 ms B/A | RSS end B/A | CPU µs/req B/A |",
+             "|---|---|---|---|---|"]
+    lines += [f"| {c.server} | {c.value} | {times(c.ratios.get('p99_ms'))} | "
+              f"{times(c.ratios.get('rss_end_kb'))} | {times(c.ratios.get('cpu_us_per_req'))} |"
+              for c in rows if c.kind != "missing"]
+    return lines
+
+
+def conditions(m: Manifest) -> str:
+    try:
+        return report.conditions(m)
+    except (KeyError, TypeError, AttributeError):
+        return f"{shown(dig(m, 'client.tool'))}, {shown(dig(m, 'host.cores'))} cores"
+
+
+def run_id(run: Path, m: Manifest) -> str:
+    return str(m.get("run_id") or run.name)
+
+
+def markdown(ids: tuple[str, str], ms: tuple[Manifest, Manifest], rows: list[Comparison],
+             diffs: list[Difference], forced: bool) -> str:
+    level = axis_label(ms[0])
+    lines = [f"# Compare {ids[0]} (A) vs {ids[1]} (B)", "",
+             f"A: {conditions(ms[0])}.", f"B: {conditions(ms[1])}.", ""]
+    hard = [d for d in diffs if d.matters]
+    if forced and hard:
+        lines += [f"- Warning (FORCE=1): {d.text()} — the figures may not be comparable."
+                  for d in hard] + [""]
+    lines += table(rows, level) + ["", "## Other ratios (B/A of medians)", ""]
+    lines += other_ratios(rows, level)
+    lines += ["", "## Differences in conditions", ""]
+    soft = [d for d in diffs if not d.matters]
+    lines += [f"- {d.text()}" for d in hard + soft] or ["- none recorded"]
+    lines += ["", f"Verdicts: by median requests/s (open loop: by p99 latency); "
+                  f"\"faster\"/\"slower\" only when the "
+                  f"min–max ranges of the repetitions do not overlap; at least "
+                  f"{MIN_REPS_FOR_VERDICT} repetitions on each side.", ""]
+    return "\n".join(lines)
+
+
+def as_json(ids: tuple[str, str], runs: tuple[Path, Path], ms: tuple[Manifest, Manifest],
+            rows: list[Comparison], diffs: list[Difference], forced: bool) -> dict[str, Any]:
+    side = [{"run_id": ids[i], "path": str(runs[i]), "conditions": conditions(ms[i])}
+            for i in (0, 1)]
+    return {"a": side[0], "b": side[1], "axis": dig(ms[0], "params.axis"),
+            "forced": forced,
+            "warnings": [d.text() for d in diffs if d.matters],
+            "differences": [asdict(d) for d in diffs],
+            "comparisons": [asdict(c) for c in rows]}
+
+
+# ---- chart --------------------------------------------------------------------
+
+def num(x: float) -> str:
+    return f"{x:g}"
+
+
+def export(out: Path, stats: Stats, side: str, servers: list[str]) -> None:
+    """data/<side>-<server>.dat: value median min max client_bound."""
+    data = out / "data"
+    data.mkdir(exist_ok=True)
+    for name in servers:
+        lines = ["# value rate rate_lo rate_hi client_bound"]
+        lines += [f"{s.value} {num(s.rate.median)} {num(s.rate.lo)} {num(s.rate.hi)} "
+                  f"{int(s.client_bound)}" for s in stats[name]]
+        (data / f"{side}-{name}.dat").write_text("\n".join(lines) + "\n")
+
+
+def gp_quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def chart(out: Path, stats: tuple[Stats, Stats], ids: tuple[str, str],
+          ms: tuple[Manifest, Manifest]) -> str | None:
+    """compare.png and compare.svg; None, or why they could not be drawn."""
+    servers = [n for n in stats[0] if stats[1].get(n) and stats[0][n]]
+    if not servers:
+        return "no server was measured in both runs"
+    export(out, stats[0], "a", servers)
+    export(out, stats[1], "b", servers)
+    axis = str(dig(ms[0], "params.axis") or "")
+    for fmt in ("png", "svg"):
+        setup = (f"dir={gp_quote(str(out))}; servers={gp_quote(' '.join(servers))}; "
+                 f"label_a={gp_quote(ids[0])}; label_b={gp_quote(ids[1])}; "
+                 f"cond_a={gp_quote(f'A: {conditions(ms[0])}')}; "
+                 f"cond_b={gp_quote(f'B: {conditions(ms[1])}')}; "
+                 f"xlabel={gp_quote(XLABEL.get(axis, axis))}; fmt='{fmt}'")
+        try:
+            done = subprocess.run(["gnuplot", "-e", setup, str(PLOTS / "compare.gp")],
+                                  capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return f"gnuplot could not run: {e}"
+        if done.returncode != 0:
+            return f"gnuplot compare.gp failed: {done.stderr.strip()[-500:]}"
+    return None
+
+
+# ---- HTML ---------------------------------------------------------------------
+
+CSS = """body{font:14px/1.4 sans-serif;margin:2em;max-width:1100px;color:#222}
+table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:3px 8px}
+th{background:#f2f2f2}td.num{text-align:right}.faster{color:#1a7f37}.slower{color:#b42318}
+.warn{background:#fff4e5;border-left:4px solid #f79009;padding:4px 8px}
+svg{max-width:100%;height:auto}"""
+
+
+def inline_svg(path: Path) -> str:
+    """The chart's SVG without its XML prologue and namespace declarations
+    (HTML parses inline SVG without them), so the page names no URL."""
+    if not path.exists():
+        return ""
+    text = path.read_text()
+    text = text[text.find("<svg"):]
+    return re.sub(r'\s+xmlns(:\w+)?="[^"]*"', "", text)
+
+
+def html_rows(rows: list[Comparison]) -> list[str]:
+    e = html.escape
+    return [f'<tr><td>{e(c.server)}</td><td class="num">{c.value}</td>'
+            f'<td class="num">{e(rng(c.a))}</td><td class="num">{e(rng(c.b))}</td>'
+            f'<td class="num">{e(times(c.ratios.get("rate")))}</td>'
+            f'<td class="{e(c.kind)}">{e(c.text)}</td></tr>' for c in rows]
+
+
+def page(ids: tuple[str, str], ms: tuple[Manifest, Manifest], rows: list[Comparison],
+         diffs: list[Difference], forced: bool, svg: str) -> str:
+    e = html.escape
+    level = axis_label(ms[0])
+    warn = [f'<p class="warn">FORCE=1: {e(d.text())}</p>' for d in diffs if d.matters and forced]
+    diff_items = [f"<li>{e(d.text())}</li>" for d in diffs] or ["<li>none recorded</li>"]
+    parts = [
+        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{e(f'Compare {ids[0]} vs {ids[1]}')}</title>", f"<style>{CSS}</style>",
+        "</head><body>", f"<h1>{e(ids[0])} (A) vs {e(ids[1])} (B)</h1>",
+        f"<p>A: {e(conditions(ms[0]))}<br>B: {e(conditions(ms[1]))}</p>", *warn,
+        f"<table><tr><th>server</th><th>{e(level)}</th><th>A req/s median [min–max]</th>"
+        "<th>B req/s median [min–max]</th><th>B/A</th><th>verdict</th></tr>",
+        *html_rows(rows), "</table>",
+        "<p>faster/slower only when the min–max ranges of the repetitions do not overlap, "
+        f"with at least {MIN_REPS_FOR_VERDICT} repetitions on each side.</p>",
+        svg or "<p>(no chart)</p>",
+        "<h2>Differences in conditions</h2>", "<ul>", *diff_items, "</ul>",
+        "</body></html>", ""]
+    return "\n".join(parts)
+
+
+# ---- the command ---------------------------------------------------------------
+
+def new_folder(root: Path, ids: tuple[str, str]) -> Path:
+    """root/compare-<A>-vs-<B>[-N], never an existing folder."""
+    root.mkdir(parents=True, exist_ok=True)
+    base = f"compare-{ids[0]}-vs-{ids[1]}"
+    for n in range(1, 1000):
+        path = root / (base if n == 1 else f"{base}-{n}")
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            continue
+    raise RuntimeError(f"no free folder name under {root}")
+
+
+def load(run: Path) -> tuple[Manifest, Stats] | str:
+    """The run's manifest and level statistics, or why it is not a run."""
+    if not (run / results.MANIFEST).is_file():
+        hint = " (it is a comparison, not a run)" if (run / "compare.json").exists() else ""
+        return f"{run} is not a run folder: no {results.MANIFEST}{hint}"
+    try:
+        m = results.read_manifest(run)
+        stats = report.stats_of(run)
+    except (OSError, ValueError) as e:
+        return f"{run}: cannot read the run ({e})"
+    if not stats:
+        return f"{run} has no measured levels ({results.CSV} is missing or empty)"
+    return m, stats
+
+
+def refusal(diffs: list[Difference]) -> str:
+    hard = [d for d in diffs if d.matters]
+    return ("error: these runs were measured under conditions that decide the figures, "
+            "so they are not compared:\n" + "\n".join(f"  - {d.text()}" for d in hard)
+            + "\nFORCE=1 compares them anyway, with a warning for each difference.")
+
+
+def main(a: Path, b: Path, force: bool, out_root: Path) -> int:
+    """Compare run B against run A; 0 done, 1 chart failed, 2 refused."""
+    got = [load(a), load(b)]
+    errors = [g for g in got if isinstance(g, str)]
+    if errors:
+        print("\n".join(f"error: {x}" for x in errors), file=sys.stderr)
+        return EXIT_REFUSED
+    (ma, sa), (mb, sb) = [g for g in got if not isinstance(g, str)]
+    diffs = differences(ma, mb)
+    if any(d.matters for d in diffs) and not force:
+        print(refusal(diffs), file=sys.stderr)
+        return EXIT_REFUSED
+    ids, ms = (run_id(a, ma), run_id(b, mb)), (ma, mb)
+    rows = compare_stats(sa, sb)
+    out = new_folder(out_root, ids)
+    text = markdown(ids, ms, rows, diffs, force)
+    (out / "compare.md").write_text(text)
+    results.write_json(out / "compare.json", as_json(ids, (a, b), ms, rows, diffs, force))
+    problem = chart(out, (sa, sb), ids, ms)
+    (out / "compare.html").write_text(page(ids, ms, rows, diffs, force,
+                                           inline_svg(out / "compare.svg")))
+    print(text)
+    print(f"comparison: {out}", file=sys.stderr)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def cli(argv: list[str], environ: Callable[[str, str], str] = os.environ.get) -> int:
+    """python3 -m lab.compare A B [OUT_ROOT]; FORCE=1 from the environment."""
+    if len(argv) not in (2, 3):
+        print("usage: python3 -m lab.compare RUN_A RUN_B [OUT_ROOT]", file=sys.stderr)
+        return EXIT_REFUSED
+    a, b = Path(argv[0]), Path(argv[1])
+    root = Path(argv[2]) if len(argv) == 3 else a.resolve().parent
+    return main(a, b, environ("FORCE", "0") == "1", root)
+
+
+if __name__ == "__main__":
+    sys.exit(cli(sys.argv[1:]))
