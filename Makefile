@@ -8,7 +8,7 @@ LAB := $(PYTHON) -m lab
 # Variables given on make's command line reach the scripts' environment as is
 # (GNU make exports them), so CONCURRENCY= (empty) is an error, not a default.
 
-.PHONY: help bench calibrate list build plots rerun report test lint clean distclean
+.PHONY: help bench calibrate compare list build plots rerun report test lint clean distclean
 
 help: ## this help
 	@echo "Polyglot REST server comparison lab"
@@ -40,6 +40,10 @@ plots: ## redraw the charts of a saved run: make plots RUN=results/<run-id>
 rerun: ## run again with a saved run's settings: make rerun RUN=results/<run-id>
 	@test -n "$(RUN)" || { echo "error: give RUN=results/<run-id>" >&2; exit 2; }
 	$(LAB) rerun $(RUN)
+
+compare: ## run B against run A: make compare A=results/<x> B=results/<y> [FORCE=1]
+	@test -n "$(A)" -a -n "$(B)" || { echo "error: give A=results/<x> B=results/<y>" >&2; exit 2; }
+	$(LAB) compare $(A) $(B)
 
 report: ## print the summary of a saved run: make report RUN=results/<run-id>
 	@test -n "$(RUN)" || { echo "error: give RUN=results/<run-id>" >&2; exit 2; }

@@ -196,6 +196,12 @@ def cmd_calibrate(_: argparse.Namespace) -> int:
     return calibrate.run(ROOT, cache_dir(), servers_found())
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    from lab import compare
+    params_root = ROOT / (os.environ.get("RESULTS") or "results")
+    return compare.main(Path(args.a), Path(args.b), os.environ.get("FORCE") == "1", params_root)
+
+
 def cmd_finish(args: argparse.Namespace) -> int:
     run = Path(args.run)
     data = results.read_manifest(run)
@@ -263,6 +269,10 @@ def parser() -> argparse.ArgumentParser:
     sp.set_defaults(fn=cmd_sweep)
     sub.add_parser("calibrate", help="what each installed client drives against the ceiling"
                    ).set_defaults(fn=cmd_calibrate)
+    sp = sub.add_parser("compare", help="run B against run A, with noise-aware verdicts")
+    sp.add_argument("a")
+    sp.add_argument("b")
+    sp.set_defaults(fn=cmd_compare)
     sp = sub.add_parser("finish", help="mark a run complete or incomplete")
     sp.add_argument("run")
     sp.add_argument("status", type=int)
