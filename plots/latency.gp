@@ -51,8 +51,6 @@ disturbed(y) = column(15) == 1 ? y : NaN        # levels flagged steal or host-b
 # ---- plot -------------------------------------------------------------------
 plot for [i=1:words(servers)] dat(word(servers, i)) using 1:5 \
          with linespoints lw 2 pt 7 ps 0.7 lc rgb color(i) title word(servers, i), \
-     for [i=1:words(servers)] dat(word(servers, i)) using 1:5:6:7 \
-         with yerrorbars pt 0 lw 1.2 lc rgb color(i) notitle, \
      dat(word(all, words(all))) using 1:(hasceil ? $5 : NaN) \
          with linespoints lw 2 dt 2 pt 7 ps 0.5 lc rgb "black" \
          title (hasceil ? ceiling . " (ceiling reference)" : ""), \

@@ -54,10 +54,12 @@ disturbed(y) = column(15) == 1 ? y : NaN        # levels flagged steal or host-b
 # ---- plot -------------------------------------------------------------------
 plot for [i=1:words(servers)] dat(word(servers, i)) using 1:2 \
          with filledcurves y=0 fs transparent solid alpha noborder lc rgb color(i), \
-     for [i=1:words(servers)] dat(word(servers, i)) using 1:2 \
-         with linespoints lw 2 pt 7 ps 0.7 lc rgb color(i) title word(servers, i), \
      for [i=1:words(servers)] dat(word(servers, i)) using 1:2:3:4 \
          with yerrorbars pt 0 lw 1.2 lc rgb color(i) notitle, \
+     for [i=1:words(servers)] dat(word(servers, i)) using 1:2 \
+         with linespoints lw 2 pt 7 ps 0.7 lc rgb color(i) title word(servers, i), \
+     dat(word(all, words(all))) using 1:(hasceil ? $2 : NaN):3:4 \
+         with yerrorbars pt 0 lw 1 lc rgb "black" notitle, \
      dat(word(all, words(all))) using 1:(hasceil ? $2 : NaN) \
          with linespoints lw 2 dt 2 pt 7 ps 0.5 lc rgb "black" \
          title (hasceil ? ceiling . " (ceiling reference)" : ""), \
