@@ -14,6 +14,10 @@ from lab import procs
 from lab.servers import Server, expand
 
 
+class ListenError(RuntimeError):
+    """A server listening elsewhere than BIND:PORT, or with another backlog than BACKLOG."""
+
+
 @dataclass(frozen=True)
 class Knobs:
     """What every server start is given (PORT, WORKERS, BACKLOG, BIND)."""
@@ -86,6 +90,31 @@ class ServerProcess:
             raise procs.NotReady(f"{e}\n--- last lines of {self.log}:\n"
                                  f"{procs.tail(self.log)}") from None
 
+    def check_listening(self) -> dict[str, object]:
+        """Check, from `ss`, every socket listening on this start's port (after
+        ready()): each must be on BIND, with BACKLOG as its backlog (at most
+        net.core.somaxconn: the kernel caps it there). Returns {"address",
+        "backlog"} for the manifest; ListenError says what differs."""
+        port, bind, backlog = self.knobs.port, self.knobs.bind, self.knobs.backlog
+        name = self.server.name
+        found = procs.listeners(port)
+        if not found:
+            raise ListenError(f"{name}: nothing listens on port {port} (ss -ltn)")
+        # Several sockets are normal: nginx's reuseport opens one per worker.
+        elsewhere = [s for s in found if not procs.same_address(s.address, bind)]
+        if elsewhere:
+            raise ListenError(f"{name} listens on {_describe(elsewhere)}, not only on "
+                              f"BIND={bind}: it must take its address from BIND")
+        cap = procs.somaxconn()
+        want = backlog if cap is None else min(backlog, cap)
+        capped = (f" (BACKLOG={backlog}, capped by net.core.somaxconn={cap})"
+                  if want != backlog else "")
+        other = [s for s in found if s.backlog != want]
+        if other:
+            raise ListenError(f"{name} listens on {_describe(other)}, expected backlog "
+                              f"{want}{capped}: it must pass BACKLOG to its listen()")
+        return {"address": bind, "backlog": want}
+
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
@@ -99,3 +128,12 @@ class ServerProcess:
             shutil.rmtree(self.scratch, ignore_errors=True)
         procs.wait_port_released(self.knobs.port, self.knobs.bind)
         return code
+
+
+def _describe(sockets: list[procs.Listener]) -> str:
+    """Each socket as `127.0.0.1:8080 backlog 50 (java pid 12)`, joined by "; "."""
+    def one(s: procs.Listener) -> str:
+        host = f"[{s.address}]" if ":" in s.address else s.address
+        owner = (f" ({s.process} pid {','.join(map(str, s.pids))})" if s.process else "")
+        return f"{host}:{s.port} backlog {s.backlog}{owner}"
+    return "; ".join(one(s) for s in sockets)

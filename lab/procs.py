@@ -6,11 +6,14 @@ test can find anything the lab left behind.
 """
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 import signal
 import socket
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -109,6 +112,93 @@ def check_port_free(port: int, bind: str = "127.0.0.1") -> None:
             s.bind((bind, port))
         except OSError as e:
             raise PortBusy(busy_message(port, [])) from e
+
+
+@dataclass(frozen=True)
+class Listener:
+    """One listening TCP socket, as `ss -ltn` shows it.
+
+    `address` is the local address without brackets or %scope: 127.0.0.1,
+    ::1, ::ffff:127.0.0.1 (127.0.0.1 on one of the JDK's IPv6 sockets) or *
+    (every address of both families). `backlog` is ss's Send-Q, which for a
+    listening socket is its accept backlog as the kernel capped it
+    (net.core.somaxconn). `process` (the first name) and `pids` say who
+    holds it when ss shows them (-p, as root): nginx's master and workers
+    share each of its sockets."""
+    address: str
+    port: int
+    backlog: int
+    process: str | None = None
+    pids: tuple[int, ...] = ()
+
+
+_USER = re.compile(r'\("((?:[^"\\]|\\.)*)",pid=(\d+)')
+
+
+def parse_listeners(text: str) -> list[Listener]:
+    """The LISTEN lines of `ss -Hltn` (or -Hltnp) output:
+    `LISTEN Recv-Q Send-Q Local:Port Peer:Port [users:(("name",pid=N,fd=M),...)]`."""
+    found = []
+    for line in text.splitlines():
+        fields = line.split(None, 5)
+        if not fields or fields[0] != "LISTEN":
+            continue
+        if len(fields) < 5 or not fields[2].isdigit():
+            raise ValueError(f"unexpected ss line: {line!r}")
+        host, _, port = fields[3].rpartition(":")
+        if not port.isdigit() or not host:
+            raise ValueError(f"unexpected local address in ss line: {line!r}")
+        # "[::1]", "127.0.0.1%lo", "[fe80::1]%eth0": the bare address.
+        host = host.split("%", 1)[0].removeprefix("[").removesuffix("]")
+        users = _USER.findall(fields[5]) if len(fields) > 5 else []
+        found.append(Listener(address=host, port=int(port), backlog=int(fields[2]),
+                              process=users[0][0] if users else None,
+                              pids=tuple(sorted({int(pid) for _, pid in users}))))
+    return found
+
+
+def listeners(port: int) -> list[Listener]:
+    """Every TCP socket listening on `port` (all addresses), from `ss`. The
+    owning processes only when root: without root, -p sees no other user's."""
+    flags = "-Hltnp" if os.geteuid() == 0 else "-Hltn"
+    try:
+        out = subprocess.run(["ss", flags, f"sport = :{port}"], capture_output=True,
+                             text=True, timeout=10, check=True).stdout
+    except (OSError, subprocess.SubprocessError) as e:
+        raise RuntimeError(f"cannot list the sockets listening on port {port} with ss "
+                           f"(Debian package iproute2): {e}") from e
+    return [found for found in parse_listeners(out) if found.port == port]
+
+
+def somaxconn() -> int | None:
+    """net.core.somaxconn: the kernel caps every listen backlog at it (None if unreadable)."""
+    try:
+        return int(Path("/proc/sys/net/core/somaxconn").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def same_address(listening: str, bind: str) -> bool:
+    """Whether a socket listening on `listening` (as in Listener.address) is
+    bound to exactly `bind`. The JDK listens on IPv6 sockets, so 127.0.0.1
+    shows as ::ffff:127.0.0.1, and "every address" as *, which also serves
+    IPv4: * is what BIND=0.0.0.0 or BIND=:: gives a JVM."""
+    want = _plain(bind)
+    if listening == "*":
+        return want is not None and want.is_unspecified
+    got = _plain(listening)
+    return got is not None and got == want
+
+
+def _plain(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address without a %scope, an IPv4-mapped IPv6 address as IPv4; None if not one."""
+    try:
+        addr = ipaddress.ip_address(text.split("%", 1)[0])
+    except ValueError:
+        return None
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        return addr.ipv4_mapped
+    return addr
 
 
 def connect_host(bind: str) -> str:

@@ -401,13 +401,28 @@ package body Mini_Server is
       end loop;
    end Accept_Connections;
 
-   ---------
-   -- Run --
-   ---------
+   ------------
+   -- Listen --
+   ------------
 
-   procedure Run (Port : Positive) is
-      Listener   : Socket_Type;
-      Address    : Sock_Addr_Type;
+   function Listen
+     (Address : Sock_Addr_Type; Backlog : Positive) return Socket_Type
+   is
+      Listener : Socket_Type;
+   begin
+      Create_Socket (Listener, Family => Address.Family);
+      Set_Socket_Option (Listener, Socket_Level, (Reuse_Address, True));
+      Bind_Socket (Listener, Address);
+      Listen_Socket (Listener, Length => Backlog);
+      Control_Socket (Listener, Non_Blocking);
+      return Listener;
+   end Listen;
+
+   -----------
+   -- Serve --
+   -----------
+
+   procedure Serve (Listener : Socket_Type) is
       Selector   : Selector_Type;
       Read_Set   : Socket_Set_Type;
       Write_Set  : Socket_Set_Type;
@@ -415,13 +430,6 @@ package body Mini_Server is
       Next_Sweep : Time := Clock + Seconds (1);
       Listening  : Boolean;
    begin
-      Create_Socket (Listener);
-      Set_Socket_Option (Listener, Socket_Level, (Reuse_Address, True));
-      Address.Addr := Any_Inet_Addr;
-      Address.Port := Port_Type (Port);
-      Bind_Socket (Listener, Address);
-      Listen_Socket (Listener, Length => 512);
-      Control_Socket (Listener, Non_Blocking);
       Create_Selector (Selector);
 
       loop
@@ -504,6 +512,6 @@ package body Mini_Server is
             Next_Sweep := Now + Seconds (1);
          end if;
       end loop;
-   end Run;
+   end Serve;
 
 end Mini_Server;

@@ -5,6 +5,8 @@
 --  (Check_Selector with a read set and a write set, i.e. select(2)).
 --  Each round services every ready socket once, so no connection starves.
 
+with GNAT.Sockets;
+
 package Mini_Server is
 
    Max_Clients : constant := 1000;
@@ -16,7 +18,14 @@ package Mini_Server is
    Idle_Seconds : constant := 60;
    --  A connection with no complete exchange for this long is closed.
 
-   procedure Run (Port : Positive);
-   --  Listen on all IPv4 addresses at Port and serve forever.
+   function Listen
+     (Address : GNAT.Sockets.Sock_Addr_Type;
+      Backlog : Positive) return GNAT.Sockets.Socket_Type;
+   --  A non-blocking socket listening on Address (IPv4 or IPv6) with a
+   --  queue of Backlog pending connections (the kernel caps it at
+   --  net.core.somaxconn).  Socket_Error if the address cannot be bound.
+
+   procedure Serve (Listener : GNAT.Sockets.Socket_Type);
+   --  Accept and serve connections on Listener forever.
 
 end Mini_Server;

@@ -1,5 +1,8 @@
 package lab.jersey;
 
+import java.net.Inet6Address;
+import java.net.InetAddress;
+import java.net.UnknownHostException;
 import java.net.URI;
 import java.util.concurrent.CountDownLatch;
 import java.util.logging.Level;
@@ -18,19 +21,27 @@ import org.glassfish.jersey.server.ServerProperties;
  * WORKERS = core and max size of the Grizzly TCPNIOTransport worker thread
  * pool under Jersey (resource methods run there). Selector threads are
  * Grizzly's default: one per available processor.
+ *
+ * It listens on BIND:PORT (default 127.0.0.1:8080, never every interface
+ * unless asked): the host of the base URI becomes the Grizzly listener's
+ * host. The accept backlog is BACKLOG (default 512; Grizzly's own default
+ * is 4096), set on the listener's transport before the server starts.
  */
 public final class JerseyServer {
 
     public static void main(String[] args) throws Exception {
         Logger.getLogger("").setLevel(Level.WARNING);   // no INFO chatter from JUL
-        int port = intEnv("PORT", 8080);
-        int workers = intEnv("WORKERS", 8);
+        InetAddress bind = bindEnv();
+        int port = intEnv("PORT", 8080, 65535);
+        int workers = intEnv("WORKERS", 8, 10000);
+        int backlog = intEnv("BACKLOG", 512, 65535);
 
         ResourceConfig config = new ResourceConfig(ApiResource.class)
                 .property(ServerProperties.WADL_FEATURE_DISABLE, true);
         HttpServer server = GrizzlyHttpServerFactory.createHttpServer(
-                URI.create("http://0.0.0.0:" + port + "/"), config, false);
+                URI.create("http://" + hostPort(bind, port) + "/"), config, false);
         for (NetworkListener listener : server.getListeners()) {
+            listener.getTransport().setServerConnectionBackLog(backlog);
             listener.getTransport().getWorkerThreadPoolConfig()
                     .setCorePoolSize(workers).setMaxPoolSize(workers);
             listener.getKeepAlive().setMaxRequestsCount(-1);   // unlimited requests per connection
@@ -42,20 +53,53 @@ public final class JerseyServer {
             stopped.countDown();
         }));
         server.start();
-        System.out.println("jersey listening on " + port + " with " + workers + " workers");
+        System.out.println("jersey listening on " + hostPort(bind, port) + " (backlog " + backlog
+                + ") with " + workers + " workers");
         System.out.flush();
         stopped.await();
     }
 
-    private static int intEnv(String name, int fallback) {
+    /** A whole number from 1 to max in the environment variable name; fallback when unset. */
+    private static int intEnv(String name, int fallback, int max) {
         String v = System.getenv(name);
         if (v == null || v.isBlank()) {
             return fallback;
         }
-        int n = Integer.parseInt(v.trim());
-        if (n < 1) {
-            throw new IllegalArgumentException(name + " must be >= 1, got " + v);
+        try {
+            int n = Integer.parseInt(v.trim());
+            if (n >= 1 && n <= max) {
+                return n;
+            }
+        } catch (NumberFormatException e) {
+            // reported below, like a value out of range
         }
-        return n;
+        throw new IllegalArgumentException(name + " must be a whole number from 1 to " + max
+                + ", got '" + v + "'");
+    }
+
+    /**
+     * BIND, the address to listen on: 127.0.0.1 when unset. Only an IP literal
+     * is taken, a dotted quad or (with a colon) IPv6, which getByName parses
+     * without a lookup: a host name could resolve to addresses the lab does
+     * not expect.
+     */
+    private static InetAddress bindEnv() {
+        String v = System.getenv("BIND");
+        String ip = v == null || v.isBlank() ? "127.0.0.1" : v.trim();
+        String octet = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
+        if (ip.contains(":") || ip.matches(octet + "(\\." + octet + "){3}")) {
+            try {
+                return InetAddress.getByName(ip);
+            } catch (UnknownHostException e) {
+                // reported below
+            }
+        }
+        throw new IllegalArgumentException("BIND must be an IP address such as 127.0.0.1 or ::1, got '"
+                + v + "'");
+    }
+
+    private static String hostPort(InetAddress address, int port) {
+        String host = address.getHostAddress();
+        return (address instanceof Inet6Address ? "[" + host + "]" : host) + ":" + port;
     }
 }

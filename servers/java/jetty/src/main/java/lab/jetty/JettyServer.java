@@ -1,5 +1,8 @@
 package lab.jetty;
 
+import java.net.Inet6Address;
+import java.net.InetAddress;
+import java.net.UnknownHostException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 
@@ -23,6 +26,11 @@ import org.eclipse.jetty.util.thread.QueuedThreadPool;
  * min = max = WORKERS + acceptors + selectors, because Jetty takes the
  * acceptor and selector threads out of the same pool (1 acceptor, and
  * max(1, available processors / 2) selectors, Jetty's own default ratio).
+ *
+ * It listens on BIND:PORT (default 127.0.0.1:8080, never every interface
+ * unless asked) with an accept queue of BACKLOG (default 512). Jetty's own
+ * default (0) leaves it to the JDK, which gives 50: a burst of connections
+ * to a cold server then overflows the queue and waits for SYN retransmits.
  */
 public final class JettyServer {
 
@@ -50,8 +58,10 @@ public final class JettyServer {
     }
 
     public static void main(String[] args) throws Exception {
-        int port = intEnv("PORT", 8080);
-        int workers = intEnv("WORKERS", 8);
+        InetAddress bind = bindEnv();
+        int port = intEnv("PORT", 8080, 65535);
+        int workers = intEnv("WORKERS", 8, 10000);
+        int backlog = intEnv("BACKLOG", 512, 65535);
         int acceptors = 1;
         int selectors = Math.max(1, Runtime.getRuntime().availableProcessors() / 2);
         int poolSize = workers + acceptors + selectors;
@@ -61,27 +71,61 @@ public final class JettyServer {
         Server server = new Server(pool);
         ServerConnector connector = new ServerConnector(server, acceptors, selectors,
                 new HttpConnectionFactory());
-        connector.setHost("0.0.0.0");
+        connector.setHost(bind.getHostAddress());
         connector.setPort(port);
+        connector.setAcceptQueueSize(backlog);
         server.addConnector(connector);
         server.setHandler(new ApiHandler());
         server.setStopAtShutdown(true);
         server.start();
-        System.out.println("jetty listening on " + port + " with " + workers + " workers ("
+        System.out.println("jetty listening on " + hostPort(bind, port) + " (backlog " + backlog
+                + ") with " + workers + " workers ("
                 + acceptors + " acceptor, " + selectors + " selectors, pool " + poolSize + ")");
         System.out.flush();
         server.join();
     }
 
-    private static int intEnv(String name, int fallback) {
+    /** A whole number from 1 to max in the environment variable name; fallback when unset. */
+    private static int intEnv(String name, int fallback, int max) {
         String v = System.getenv(name);
         if (v == null || v.isBlank()) {
             return fallback;
         }
-        int n = Integer.parseInt(v.trim());
-        if (n < 1) {
-            throw new IllegalArgumentException(name + " must be >= 1, got " + v);
+        try {
+            int n = Integer.parseInt(v.trim());
+            if (n >= 1 && n <= max) {
+                return n;
+            }
+        } catch (NumberFormatException e) {
+            // reported below, like a value out of range
         }
-        return n;
+        throw new IllegalArgumentException(name + " must be a whole number from 1 to " + max
+                + ", got '" + v + "'");
+    }
+
+    /**
+     * BIND, the address to listen on: 127.0.0.1 when unset. Only an IP literal
+     * is taken, a dotted quad or (with a colon) IPv6, which getByName parses
+     * without a lookup: a host name could resolve to addresses the lab does
+     * not expect.
+     */
+    private static InetAddress bindEnv() {
+        String v = System.getenv("BIND");
+        String ip = v == null || v.isBlank() ? "127.0.0.1" : v.trim();
+        String octet = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
+        if (ip.contains(":") || ip.matches(octet + "(\\." + octet + "){3}")) {
+            try {
+                return InetAddress.getByName(ip);
+            } catch (UnknownHostException e) {
+                // reported below
+            }
+        }
+        throw new IllegalArgumentException("BIND must be an IP address such as 127.0.0.1 or ::1, got '"
+                + v + "'");
+    }
+
+    private static String hostPort(InetAddress address, int port) {
+        String host = address.getHostAddress();
+        return (address instanceof Inet6Address ? "[" + host + "]" : host) + ":" + port;
     }
 }

@@ -1,5 +1,8 @@
 package lab.undertow;
 
+import java.net.Inet6Address;
+import java.net.InetAddress;
+import java.net.UnknownHostException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.logging.Level;
@@ -10,6 +13,8 @@ import io.undertow.server.HttpHandler;
 import io.undertow.server.HttpServerExchange;
 import io.undertow.util.Headers;
 
+import org.xnio.Options;
+
 /**
  * Undertow core with one root HttpHandler that answers exactly "/api"
  * (PathHandler would also accept "/api/"); every other path gets an empty 404.
@@ -18,6 +23,10 @@ import io.undertow.util.Headers;
  * dispatches from the IO thread to the worker pool, like the thread-pool
  * servers of the lab. IO (selector) threads are fixed at Undertow's own
  * default, max(2, available processors), set explicitly.
+ *
+ * It listens on BIND:PORT (default 127.0.0.1:8080, never every interface
+ * unless asked) with an accept backlog of BACKLOG (default 512), XNIO's
+ * BACKLOG socket option (Undertow's builder would otherwise give 1000).
  */
 public final class UndertowServer {
 
@@ -50,32 +59,68 @@ public final class UndertowServer {
 
     public static void main(String[] args) {
         Logger.getLogger("").setLevel(Level.WARNING);   // no INFO chatter (XNIO banner) from JUL
-        int port = intEnv("PORT", 8080);
-        int workers = intEnv("WORKERS", 8);
+        InetAddress bind = bindEnv();
+        int port = intEnv("PORT", 8080, 65535);
+        int workers = intEnv("WORKERS", 8, 10000);
+        int backlog = intEnv("BACKLOG", 512, 65535);
         int ioThreads = Math.max(2, Runtime.getRuntime().availableProcessors());
 
         Undertow server = Undertow.builder()
-                .addHttpListener(port, "0.0.0.0")
+                .addHttpListener(port, bind.getHostAddress())
+                .setSocketOption(Options.BACKLOG, backlog)
                 .setIoThreads(ioThreads)
                 .setWorkerThreads(workers)
                 .setHandler(new ApiHandler())
                 .build();
         Runtime.getRuntime().addShutdownHook(new Thread(server::stop));
         server.start();
-        System.out.println("undertow listening on " + port + " with " + workers
+        System.out.println("undertow listening on " + hostPort(bind, port) + " (backlog " + backlog
+                + ") with " + workers
                 + " workers (" + ioThreads + " io threads)");
         System.out.flush();
     }
 
-    private static int intEnv(String name, int fallback) {
+    /** A whole number from 1 to max in the environment variable name; fallback when unset. */
+    private static int intEnv(String name, int fallback, int max) {
         String v = System.getenv(name);
         if (v == null || v.isBlank()) {
             return fallback;
         }
-        int n = Integer.parseInt(v.trim());
-        if (n < 1) {
-            throw new IllegalArgumentException(name + " must be >= 1, got " + v);
+        try {
+            int n = Integer.parseInt(v.trim());
+            if (n >= 1 && n <= max) {
+                return n;
+            }
+        } catch (NumberFormatException e) {
+            // reported below, like a value out of range
         }
-        return n;
+        throw new IllegalArgumentException(name + " must be a whole number from 1 to " + max
+                + ", got '" + v + "'");
+    }
+
+    /**
+     * BIND, the address to listen on: 127.0.0.1 when unset. Only an IP literal
+     * is taken, a dotted quad or (with a colon) IPv6, which getByName parses
+     * without a lookup: a host name could resolve to addresses the lab does
+     * not expect.
+     */
+    private static InetAddress bindEnv() {
+        String v = System.getenv("BIND");
+        String ip = v == null || v.isBlank() ? "127.0.0.1" : v.trim();
+        String octet = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
+        if (ip.contains(":") || ip.matches(octet + "(\\." + octet + "){3}")) {
+            try {
+                return InetAddress.getByName(ip);
+            } catch (UnknownHostException e) {
+                // reported below
+            }
+        }
+        throw new IllegalArgumentException("BIND must be an IP address such as 127.0.0.1 or ::1, got '"
+                + v + "'");
+    }
+
+    private static String hostPort(InetAddress address, int port) {
+        String host = address.getHostAddress();
+        return (address instanceof Inet6Address ? "[" + host + "]" : host) + ":" + port;
     }
 }
