@@ -62,33 +62,17 @@ def kill_group(pgid: int) -> None:
         pass
 
 
-def port_holder(port: int) -> str:
-    """Who listens on the port, as `ss` shows it (empty when unknown)."""
-    try:
-        out = subprocess.run(["ss", "-Hltnp", f"sport = :{port}"], capture_output=True,
-                             text=True, timeout=5).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    users = [line.split("users:", 1)[1] for line in out.splitlines() if "users:" in line]
-    return " ".join(users)
+def shown(found: list["Listener"]) -> str:
+    """'127.0.0.1:8080, [::1]:8080' as ss prints addresses."""
+    return ", ".join(f"[{x.address}]:{x.port}" if ":" in x.address else f"{x.address}:{x.port}"
+                     for x in found)
 
 
-def listeners(port: int) -> list[str]:
-    """Local addresses anything listens on at `port`, IPv4 and IPv6 alike, as
-    `ss` prints them ('127.0.0.1:8080', '[::1]:8080'); empty without ss."""
-    try:
-        out = subprocess.run(["ss", "-Hltn", f"sport = :{port}"], capture_output=True,
-                             text=True, timeout=5).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    # columns: state, recv-q, send-q, local address:port, peer address:port
-    return [cols[3] for cols in map(str.split, out.splitlines()) if len(cols) >= 4]
-
-
-def busy_message(port: int, addresses: list[str]) -> str:
-    holder = port_holder(port)
-    held = f", held by {holder}" if holder else ""
-    where = f" (listening on {', '.join(addresses)})" if addresses else ""
+def busy_message(port: int, found: list["Listener"]) -> str:
+    holders = sorted({f"{x.process} (pid {','.join(map(str, x.pids))})"
+                      for x in found if x.process})
+    held = f", held by {' '.join(holders)}" if holders else ""
+    where = f" (listening on {shown(found)})" if found else ""
     return (f"port {port} is already in use{held}{where}: stop that process or choose "
             "another with PORT=")
 
@@ -102,9 +86,9 @@ def check_port_free(port: int, bind: str = "127.0.0.1") -> None:
     other process. The bind attempt stays for what ss does not list (a
     socket bound but not listening) and for hosts without ss.
     """
-    addresses = listeners(port)
-    if addresses:
-        raise PortBusy(busy_message(port, addresses))
+    found = listeners(port)
+    if found:
+        raise PortBusy(busy_message(port, found))
     family = socket.AF_INET6 if ":" in bind else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -15,7 +15,7 @@ from typing import Any
 
 from lab import metrics, procfs, procs, results
 from lab.clients import Client, ClientError, Level, Load
-from lab.launch import Knobs, ServerProcess
+from lab.launch import Knobs, ListenError, ServerProcess
 from lab.params import KNOBS, Params
 from lab.servers import Server, expand
 from lab.verify import VerifyError, verify
@@ -185,7 +185,10 @@ class ServerSweep:
             took = sp.ready()
         except procs.NotReady as e:
             raise SweepError(f"{name} {e}") from None
-        listening = sp.check_listening() if hasattr(sp, "check_listening") else {}
+        try:
+            listening = sp.check_listening()       # on BIND only, with BACKLOG, from ss
+        except ListenError as e:
+            raise SweepError(f"{e}; not loaded") from None
         try:
             passed = verify(sp.host, p.port)
         except VerifyError as e:
