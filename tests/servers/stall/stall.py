@@ -31,4 +31,6 @@ class Handler(BaseHTTPRequestHandler):
 
 
 ThreadingHTTPServer.daemon_threads = True
-ThreadingHTTPServer(("127.0.0.1", int(os.environ["PORT"])), Handler).serve_forever()
+ThreadingHTTPServer.request_queue_size = int(os.environ.get("BACKLOG", "512"))  # as the lab asks
+ThreadingHTTPServer((os.environ.get("BIND", "127.0.0.1"), int(os.environ["PORT"])),
+                    Handler).serve_forever()
