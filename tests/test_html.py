@@ -1,0 +1,347 @@
+"""The HTML report (lab/html.py) on saved real runs (tests/fixtures/runs):
+content, flags next to their figures, no external URL, the index of runs,
+and the page as a real headless browser renders it."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from html import escape, unescape
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+
+from conftest import ROOT
+from lab import html, metrics, report
+
+FIXTURES = ROOT / "tests" / "fixtures" / "runs"
+COMPLETE = "20261123-033407-nginx+paced"
+INCOMPLETE = "20261123-033030-nginx+stall"
+FLAGGED = "20261123-033230-warming+nginx+flaky"
+RUNS = (COMPLETE, INCOMPLETE, FLAGGED)
+# Namespace names inside inline SVG: identifiers, never fetched.
+NAMESPACES = {"http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"}
+# Flags no saved run has, and why: there is no real data to render them from.
+NO_REAL_DATA = {
+    "steal": "the hypervisor's steal cannot be provoked from inside the VM",
+    "saturated": "needs an open-loop client (CLIENT=vegeta), not installed here",
+}
+
+
+@pytest.fixture(scope="module")
+def results_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fixture runs copied to a fresh results folder, each with its report."""
+    top = tmp_path_factory.mktemp("results")
+    for name in RUNS:
+        shutil.copytree(FIXTURES / name, top / name)
+        html.write_report(top / name)
+    html.write_index(top)
+    return top
+
+
+def page(results_dir: Path, name: str) -> str:
+    return (results_dir / name / "report.html").read_text()
+
+
+def section(text: str, server: str) -> str:
+    start = text.index(f'<section class="server" id="server-{server}">')
+    return text[start:text.index("</section>", start)]
+
+
+def cells(text: str) -> list[str]:
+    return re.findall(r"<td[^>]*>(.*?)</td>", text, re.S)
+
+
+def flagged_cell(text: str, figure: str, flag: str) -> bool:
+    """Some cell holds the figure, the flag's badge and its meaning."""
+    meaning = escape(html.MEANINGS[flag])
+    return any(figure in c and f'data-flag="{flag}"' in c and meaning in c
+               for c in cells(text))
+
+
+def figure_of(s: metrics.LevelStats, flag: str) -> str:
+    concerns = html.FLAG_FIGURE.get(flag, "rate")
+    if concerns == "latency":
+        return escape(report.rng(s.resp_ms, fmt=".2f"))
+    if concerns == "failed":
+        return str(s.failed)
+    return escape(report.rng(s.rate))
+
+
+def test_every_flag_in_the_data_sits_next_to_its_figure(results_dir: Path) -> None:
+    for name in RUNS:
+        text = page(results_dir, name)
+        for server, levels in report.stats_of(results_dir / name).items():
+            part = section(text, server)
+            for s in levels:
+                for flag in s.all_flags():
+                    assert flagged_cell(part, figure_of(s, flag), flag), (name, server,
+                                                                          s.value, flag)
+
+
+@pytest.mark.parametrize("flag", list(html.MEANINGS))
+def test_each_flag_occurs_in_a_saved_run_with_its_meaning(results_dir: Path, flag: str) -> None:
+    if flag in NO_REAL_DATA:
+        pytest.skip(f"no real run has {flag}: {NO_REAL_DATA[flag]}")
+    texts = [page(results_dir, n) for n in RUNS]
+    found = [t for t in texts if f'data-flag="{flag}"' in t]
+    assert found, f"no saved run shows {flag}"
+    for t in found:
+        legend = t[t.index('<dl class="legend">'):t.index("</dl>")]
+        assert f'data-flag="{flag}"' in legend and escape(html.MEANINGS[flag]) in legend
+
+
+def test_report_figures_per_server(results_dir: Path) -> None:
+    text = page(results_dir, COMPLETE)
+    m = json.loads((results_dir / COMPLETE / "manifest.json").read_text())
+    for server, levels in report.stats_of(results_dir / COMPLETE).items():
+        part = section(text, server)
+        top = metrics.peak(levels)
+        assert f"{escape(report.rng(top.rate))} at c={top.value}" in part
+        for s in levels:
+            assert escape(report.rng(s.rate)) in part
+            assert escape(report.rng(s.cpu_us_per_req)) in part
+        assert escape(report.rng(levels[-1].rss_end_kb, 1024, ".1f")) in part
+        rec = m["servers"][server]
+        assert f"framework: <b>{escape(rec['framework'])}</b>" in part
+        assert f"version: <b>{escape(rec['version'])}</b>" in part
+        for k, v in rec.get("facts", {}).items():
+            assert f"{escape(k)}: <b>{escape(str(v))}</b>" in part
+    assert '<div class="status complete">' in text and "status incomplete" not in text
+
+
+def test_incomplete_run_says_so_first(results_dir: Path) -> None:
+    text = page(results_dir, INCOMPLETE)
+    m = json.loads((results_dir / INCOMPLETE / "manifest.json").read_text())
+    banner = text.index('class="status incomplete"')
+    assert banner < text.index("<h2>")                     # before anything else
+    assert "INCOMPLETE" in text[banner:banner + 200]
+    for problem in m["problems"]:
+        assert escape(problem) in text[banner:text.index("</div>", banner)]
+    assert 'data-flag="incomplete"' in section(text, "stall")
+
+
+def test_verdicts_calibration_warmup_and_warnings(results_dir: Path) -> None:
+    flagged = page(results_dir, FLAGGED)
+    verdicts = json.loads((results_dir / FLAGGED / "results.json").read_text())["verdicts"]
+    assert verdicts
+    table = flagged[flagged.index('<table class="verdicts">'):]
+    table = table[:table.index("</table>")]
+    for v in verdicts:
+        row = [escape(str(v[k])) for k in ("value", "a", "b", "kind", "text")]
+        assert any(all(x in r for x in row) for r in table.split("<tr>")), v
+    warm = section(flagged, "warming")
+    assert "<h3>Warm-up</h3>" in warm and ">auto<" in warm and "no (hit the cap)" in warm
+    complete = page(results_dir, COMPLETE)
+    m = json.loads((results_dir / COMPLETE / "manifest.json").read_text())
+    assert m["calibration"]
+    for server, levels in report.stats_of(results_dir / COMPLETE).items():
+        note = report.capacity_note(m, server, metrics.peak(levels))
+        assert note and escape(note) in complete
+    for w in report.warnings(m, report.stats_of(results_dir / COMPLETE)):
+        assert escape(w) in complete
+    assert "<h2>Against the client" not in page(results_dir, INCOMPLETE)
+
+
+def test_conditions_and_reproduce(results_dir: Path) -> None:
+    for name in RUNS:
+        text = page(results_dir, name)
+        m = json.loads((results_dir / name / "manifest.json").read_text())
+        conditions = text[text.index("<h2>Conditions</h2>"):]
+        h = m["host"]
+        for value in (h["cpu_model"], h["kernel"], h["os"], h["cores"], h["memory_gb"],
+                      m["topology"], m["pinning"]["server_cpus"], m["client"]["version"],
+                      m["client"]["connection"], m["lab"]["commit"]):
+            assert f">{escape(str(value))}" in conditions, value
+        for k, v in [*h["sysctl"].items(), *m["tools"].items()]:
+            assert escape(k) in conditions and escape(v) in conditions
+        for k, v in m["settings"].items():
+            assert f"<th>{escape(k)}</th><td>{escape(v) if v else '(empty)'}</td>" in conditions
+        repro = re.search(r'<pre id="reproduce"><code>(.*?)</code></pre>', text, re.S)
+        assert repro and unescape(repro.group(1)) == m["reproduce"]
+
+
+def test_no_external_url(results_dir: Path) -> None:
+    for name in RUNS:
+        text = page(results_dir, name)
+        assert set(re.findall(r"https?://[^\s\"'<>)]+", text)) <= NAMESPACES, name
+        links = re.findall(r"""\b(?:src|href)\s*=\s*["']([^"']*)""", text, re.I)
+        assert links and all(x.startswith("#") for x in links), name
+        assert "<script" not in text.lower() and "@import" not in text
+        assert all(u.startswith("#") for u in re.findall(r"url\(\s*([^)]*)\)", text))
+        assert text.count("<svg") == len(list((results_dir / name).glob("*.svg")))
+        ids = re.findall(r"""\bid=["']([^"']+)""", text)
+        assert len(ids) == len(set(ids)), "ids repeat across charts"
+
+
+def test_svg_is_made_safe_and_scalable() -> None:
+    raw = ('<?xml version="1.0"?>\n<!DOCTYPE svg>\n<svg width="600" height="400" '
+           'xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" '
+           'onload="init(evt)"><script xlink:href="/usr/share/gnuplot/js/gnuplot_svg.js"/>'
+           '<script type="text/javascript"><![CDATA[ alert(1) ]]></script>'
+           "<defs><path id='gpPt1' d='M0,0'/></defs><use xlink:href='#gpPt1'/>"
+           '<a xlink:href="https://example.org/"><text>x</text></a>'
+           '<image href="http://example.org/i.png"/><g clip-path="url(#clip1)"/></svg>')
+    out = html.inline_svg("rps", raw)
+    assert out.startswith("<svg") and "<?xml" not in out and "DOCTYPE" not in out
+    assert "script" not in out and "onload" not in out and "example.org" not in out
+    assert "id='rps-gpPt1'" in out and "xlink:href='#rps-gpPt1'" in out
+    assert "url(#rps-clip1)" in out
+    assert 'viewBox="0 0 600 400"' in out and 'class="chart"' in out
+    assert 'width="600"' not in out
+
+
+def test_probe_rendered_when_present_and_escaped(tmp_path: Path) -> None:
+    run = tmp_path / COMPLETE
+    shutil.copytree(FIXTURES / COMPLETE, run)
+    (run / "paced" ).mkdir()
+    (run / "paced" / "probe.json").write_text(json.dumps([
+        {"name": "slowloris", "outcome": "survived", "cpu_s": 0.12, "answers_after": True},
+        {"name": "<huge header>", "outcome": "refused", "extra": {"code": 431}}]))
+    m = json.loads((run / "manifest.json").read_text())
+    m["servers"]["paced"]["summary"] = "<script>alert('x')</script>"
+    (run / "manifest.json").write_text(json.dumps(m))
+    text = html.write_report(run).read_text()
+    part = section(text, "paced")
+    assert "<h3>Robustness probe</h3>" in part
+    for key in ("name", "outcome", "cpu_s", "answers_after", "extra"):
+        assert f"<th>{key}</th>" in part
+    assert "slowloris" in part and "&lt;huge header&gt;" in part and "431" in part
+    assert "<script>" not in text and "&lt;script&gt;" in text
+    assert "Robustness probe" not in section(text, "nginx")
+
+
+def test_index_lists_runs_newest_first_with_working_links(results_dir: Path,
+                                                           tmp_path: Path) -> None:
+    top = tmp_path / "results"
+    shutil.copytree(results_dir, top)
+    (top / "not-a-run").mkdir()
+    (top / "not-a-run" / "notes.txt").write_text("x")
+    bare = top / "20261124-000000-nginx"
+    shutil.copytree(FIXTURES / COMPLETE, bare)                 # a run without its report
+    m = json.loads((bare / "manifest.json").read_text())
+    m["started"] = "2026-11-24T00:00:00+0000"
+    (bare / "manifest.json").write_text(json.dumps(m))
+    index = html.write_index(top)
+    assert index == top / "index.html"
+    text = index.read_text()
+    rows = re.findall(r"<tr>(.*?)</tr>", text.split("<tbody>")[1], re.S)
+    assert len(rows) == 4 and "not-a-run" not in text
+    order = [re.search(r"\d{8}-\d{6}-[\w+]+", r).group(0) for r in rows]  # type: ignore[union-attr]
+    assert order == sorted(order, reverse=True)
+    assert "no report" in rows[0] and 'href="' not in rows[0]
+    links = re.findall(r'href="([^"]+)"', text)
+    assert len(links) == 3
+    for link in links:
+        assert not link.startswith(("/", "http")) and (top / unquote(unescape(link))).is_file()
+    assert "INCOMPLETE".lower() in rows[order.index(INCOMPLETE)].lower()
+    for r in rows:
+        assert "siege 4.0.7" in r and "close" in r and "loopback" in r
+
+
+def test_main_report_writes_both_and_prints_paths(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path / COMPLETE
+    shutil.copytree(FIXTURES / COMPLETE, run)
+    assert html.main_report(run) == 0
+    out = capsys.readouterr().out.split()
+    assert out == [str(run / "report.html"), str(tmp_path / "index.html")]
+    assert html.main_report(tmp_path / "nothing") == 2
+
+
+# --- in a real headless browser ---------------------------------------------------
+
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                  "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--hide-scrollbars",
+                  "--host-resolver-rules=MAP * ~NOTFOUND", "--window-size=1200,3000",
+                  "--enable-logging=stderr", "--v=0"]
+# Only in the test's copy of the page: writes each chart's and table's size
+# into the DOM, which --dump-dom then prints.
+MEASURE = """<script>
+const boxes = [...document.querySelectorAll('svg.chart, table')].map(el => {
+  const r = el.getBoundingClientRect();
+  return {tag: el.tagName.toLowerCase(), cls: el.getAttribute('class') || '',
+          w: r.width, h: r.height};
+});
+const out = document.createElement('pre');
+out.id = 'lab-sizes';
+out.textContent = JSON.stringify(boxes);
+document.body.appendChild(out);
+</script>"""
+
+
+def chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found:
+        return found
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        pytest.skip("chromium is not installed and this user cannot install it "
+                    "(as root: apt-get install chromium)")
+    got = subprocess.run(["apt-get", "install", "-y", "--no-install-recommends", "chromium"],
+                         capture_output=True, text=True, timeout=900)
+    found = shutil.which("chromium")
+    if got.returncode != 0 or not found:
+        pytest.skip(f"chromium could not be installed: {got.stderr.strip()[-300:]}")
+    return found
+
+
+def page_requests(netlog: Path) -> list[str]:
+    """URLs other than file: the page itself asked for (the browser's own
+    background requests carry no file:// isolation key)."""
+    data = json.loads(netlog.read_text())
+    start = data["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"]
+    return [ev["params"]["url"] for ev in data["events"]
+            if ev["type"] == start and "file://" in ev["params"].get("network_isolation_key", "")
+            and not ev["params"]["url"].startswith(("file:", "data:"))]
+
+
+def browse(browser: str, target: Path, work: Path, *extra: str
+           ) -> subprocess.CompletedProcess[str]:
+    profile = Path(tempfile.mkdtemp(prefix="profile-", dir=work))
+    return subprocess.run([browser, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *extra,
+                           target.as_uri()], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize("name", [FLAGGED, INCOMPLETE])
+def test_report_renders_in_headless_chromium(results_dir: Path, tmp_path: Path,
+                                             name: str) -> None:
+    browser = chromium()
+    text = page(results_dir, name)
+    copy = tmp_path / "report-measured.html"
+    copy.write_text(text.replace("</body>", MEASURE + "</body>"))
+    netlog = tmp_path / "net.json"
+    t0 = time.monotonic()
+    out = browse(browser, copy, tmp_path, "--dump-dom", f"--log-net-log={netlog}")
+    took = time.monotonic() - t0
+    assert out.returncode == 0, out.stderr[-2000:]
+    console = [line for line in out.stderr.splitlines()
+               if "CONSOLE" in line or "Uncaught" in line]
+    assert console == [], console
+    sizes = re.search(r'<pre id="lab-sizes">(.*?)</pre>', out.stdout, re.S)
+    assert sizes, "the page did not render (no sizes in the DOM)"
+    boxes = json.loads(unescape(sizes.group(1)))
+    charts = [b for b in boxes if b["tag"] == "svg"]
+    tables = [b for b in boxes if b["tag"] == "table"]
+    assert len(charts) == text.count('class="chart"') == len(
+        list((results_dir / name).glob("*.svg")))
+    assert len(tables) == text.count("<table")
+    assert all(b["w"] > 100 and b["h"] > 50 for b in charts), charts
+    assert all(b["w"] > 0 and b["h"] > 0 for b in tables), tables
+    assert all(b["w"] <= 1200 for b in charts), "a chart is wider than the window"
+    assert page_requests(netlog) == []
+    assert took < 60
+
+
+def test_screenshot_of_a_report(results_dir: Path, tmp_path: Path) -> None:
+    browser = chromium()
+    shot = tmp_path / "report.png"
+    out = browse(browser, results_dir / FLAGGED / "report.html", tmp_path,
+                 f"--screenshot={shot}")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
