@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One benchmark run, top-down:
-#   check → deps → build → for each repetition, each server in turn:
-#   start → verify → warm up → sweep → stop → plot → report
+#   check → deps → build → probe each server (a separate start) → for each
+#   repetition, each server in turn: start → verify → warm up → sweep → stop
+#   → plot → report (summary.md, report.html)
 # Settings come from the environment (`make help` lists them); `make bench`
 # calls this script. Exit: 0 done, 1 failure (partial results kept and marked
 # incomplete), 2 bad input or missing prerequisites, 130 interrupted.
@@ -49,8 +50,19 @@ run=$(lab new-run)                      # results/<run-id>/, never reused
 echo "run folder: $run" >&2
 
 status=0
+loaded=()
+for server in "${servers[@]}"; do       # robustness probe, on a separate start of each server
+  code=0
+  lab probe "$run" "$server" || code=$?
+  case $code in
+    0) loaded+=("$server") ;;
+    1) status=1 ;;                      # it stopped answering: not loaded (FORCE=1 loads it)
+    *) status=$code; loaded=(); break ;;
+  esac
+done
+
 for rep in $(seq 1 "$repeat"); do       # repetitions interleave the servers, so a
-  for server in "${servers[@]}"; do     # drift of the host hits every server alike
+  for server in "${loaded[@]}"; do      # drift of the host hits every server alike
     lab sweep "$run" "$server" "$rep" || { status=$?; break 2; }
   done
 done

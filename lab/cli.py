@@ -192,6 +192,22 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return fail(f"{where}: {message}\n  finished levels are kept in {run}", code)
 
 
+def cmd_probe(args: argparse.Namespace) -> int:
+    """The robustness probe on a separate start of the server; exit 1: not to be loaded."""
+    from lab import probe
+    params, servers = load_params()
+    run = Path(args.run)
+    try:
+        found, code = probe.main_step(params, servers[args.server], ROOT, cache_dir(), run)
+    except KeyboardInterrupt:
+        return fail("interrupted", 130)
+    if found is not None and code:
+        problems = results.read_manifest(run).get("problems", [])
+        results.update_manifest(run, problems=problems + [f"{found.verdict()}: not loaded "
+                                                          "(FORCE=1 loads it anyway)"])
+    return code
+
+
 def cmd_calibrate(_: argparse.Namespace) -> int:
     return calibrate.run(ROOT, cache_dir(), servers_found())
 
@@ -226,8 +242,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     run = Path(args.run)
     if not (run / results.MANIFEST).exists():
         return fail(f"{run} is not a run folder (no {results.MANIFEST})", 2)
+    from lab import html
     print(report.write(run))
-    return 0
+    return html.main_report(run)
 
 
 def cmd_rerun(args: argparse.Namespace) -> int:
@@ -262,6 +279,10 @@ def parser() -> argparse.ArgumentParser:
         sp.add_argument("servers", nargs="*")
         sp.set_defaults(fn=fn)
     sub.add_parser("new-run", help="make a run folder, print its path").set_defaults(fn=cmd_new_run)
+    sp = sub.add_parser("probe", help="robustness probe of one server (a separate start)")
+    sp.add_argument("run")
+    sp.add_argument("server")
+    sp.set_defaults(fn=cmd_probe)
     sp = sub.add_parser("sweep", help="verify, warm up and sweep one server, one repetition")
     sp.add_argument("run")
     sp.add_argument("server")

@@ -181,6 +181,15 @@ def warmups(m: dict[str, Any]) -> list[str]:
     return lines
 
 
+def probe_tables(run: Path) -> str:
+    from lab import probe
+    found = {p.parent.name: probe.load_report(p) for p in sorted(run.glob("*/probe.json"))}
+    if not found:
+        return ""
+    verdicts = [f"- {r.verdict()}" for r in found.values()]
+    return probe.table(found) + "\n\n" + "\n".join(verdicts)
+
+
 def write_levels_csv(run: Path, stats: dict[str, list[LevelStats]]) -> None:
     with (run / "levels.csv").open("w", newline="") as f:
         w = csv.writer(f)
@@ -215,6 +224,9 @@ def write(run: Path) -> str:
         sampler = max(s.sampler_cpu_pct.hi for levels in stats.values() for s in levels)
         lines += ["", f"The lab's own /proc sampler used at most {sampler:.2f}% of one core "
                       "per level."]
+    probed = probe_tables(run)
+    if probed:
+        lines += ["", "## Robustness probe (a separate start of each server)", "", probed]
     warm = warmups(m)
     if warm:
         lines += ["", "## Warm-up (WARMUP=auto)", "", *warm]

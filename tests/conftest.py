@@ -40,7 +40,8 @@ def free_port() -> int:
 def lab_env(tmp: Path, **settings: str) -> dict[str, str]:
     """The user's environment plus the settings; results go to tmp."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
-    env.update(RESULTS=str(tmp / "results"), LAB_SERVER_PATH=str(FAKES))
+    # PROBE=0: the robustness probe has tests of its own (test_probe, test_e2e)
+    env.update(RESULTS=str(tmp / "results"), LAB_SERVER_PATH=str(FAKES), PROBE="0")
     if "LAB_CACHE" in os.environ:
         env["LAB_CACHE"] = os.environ["LAB_CACHE"]
     env.update(settings)

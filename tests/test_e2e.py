@@ -17,7 +17,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 def test_every_server_end_to_end(tmp_path: Path) -> None:
     env = lab_env(tmp_path, SERVER="all", CONCURRENCY="1 4", DURATION="2s", WARMUP="1s",
-                  PORT=str(free_port()))
+                  PORT=str(free_port()), PROBE="1")
     del env["LAB_SERVER_PATH"]                       # the repository's servers only
     out = bench(env, timeout=3600)
     assert out.returncode == 0, out.stderr[-4000:]
