@@ -3,6 +3,7 @@ request split in pieces, abrupt closes, 404, HTTP/1.0, Connection: close,
 and 50 keep-alive connections served together by its single task."""
 from __future__ import annotations
 
+import os
 import socket
 import struct
 import subprocess
@@ -14,10 +15,9 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, free_port
-from lab import procs
-from lab.cli import cache_dir
-from lab.servers import discover, expand
-from lab.sweep import lab_env, placeholders
+from lab.launch import Knobs, ServerProcess
+from lab.paths import cache_dir
+from lab.servers import discover
 from lab.verify import BODY
 
 REQUEST = b"GET /api HTTP/1.1\r\nHost: localhost\r\n\r\n"
@@ -32,15 +32,15 @@ def port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     cache = cache_dir()
     p = free_port()
     log = tmp_path_factory.mktemp("ada-mini") / "server.log"
-    with log.open("wb") as f:
-        proc = procs.start(expand(server.run.argv, placeholders(ROOT, cache, p, 1)),
-                           server.run.dir, lab_env(ROOT, cache, "test-ada-mini", p, 1), f)
+    instance = ServerProcess(server, ROOT, cache, "test-ada-mini",
+                             Knobs(port=p, workers=1, backlog=512, bind="127.0.0.1"),
+                             (min(os.sched_getaffinity(0)),), log)
+    instance.start()
     try:
-        procs.wait_ready(p, proc, 30)
+        instance.ready()
         yield p
     finally:
-        procs.stop(proc)
-        procs.kill_group(proc.pid)
+        instance.stop()
 
 
 def connect(port: int) -> socket.socket:
