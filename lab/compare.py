@@ -439,20 +439,6 @@ def page(ids: tuple[str, str], ms: tuple[Manifest, Manifest], rows: list[Compari
 
 # ---- the command ---------------------------------------------------------------
 
-def new_folder(root: Path, ids: tuple[str, str]) -> Path:
-    """root/compare-<A>-vs-<B>[-N], never an existing folder."""
-    root.mkdir(parents=True, exist_ok=True)
-    base = f"compare-{ids[0]}-vs-{ids[1]}"
-    for n in range(1, 1000):
-        path = root / (base if n == 1 else f"{base}-{n}")
-        try:
-            path.mkdir()
-            return path
-        except FileExistsError:
-            continue
-    raise RuntimeError(f"no free folder name under {root}")
-
-
 def load(run: Path) -> tuple[Manifest, Stats] | str:
     """The run's manifest and level statistics, or why it is not a run."""
     if not (run / results.MANIFEST).is_file():
@@ -489,7 +475,7 @@ def main(a: Path, b: Path, force: bool, out_root: Path) -> int:
         return EXIT_REFUSED
     ids, ms = (run_id(a, ma), run_id(b, mb)), (ma, mb)
     rows = compare_stats(sa, sb)
-    out = new_folder(out_root, ids)
+    out = results.new_folder(out_root, f"compare-{ids[0]}-vs-{ids[1]}")
     text = markdown(ids, ms, rows, diffs, force)
     (out / "compare.md").write_text(text)
     results.write_json(out / "compare.json", as_json(ids, (a, b), ms, rows, diffs, force))

@@ -68,19 +68,23 @@ class Row:
 COLUMNS = list(Row.__dataclass_fields__)
 
 
-def new_run(results: Path, servers: tuple[str, ...]) -> Path:
-    """Make results/<date>-<time>-<servers>[-N]; never reuses a folder."""
-    results.mkdir(parents=True, exist_ok=True)
-    names = "+".join(servers) if len(servers) <= 4 else f"{len(servers)}-servers"
-    base = f"{time.strftime('%Y%m%d-%H%M%S')}-{names}"
+def new_folder(root: Path, base: str) -> Path:
+    """Make root/<base>[-N], never an existing folder (nothing is overwritten)."""
+    root.mkdir(parents=True, exist_ok=True)
     for n in range(1, 1000):
-        path = results / (base if n == 1 else f"{base}-{n}")
+        path = root / (base if n == 1 else f"{base}-{n}")
         try:
             path.mkdir()
             return path
         except FileExistsError:
             continue
-    raise RuntimeError(f"no free run folder name under {results}")
+    raise RuntimeError(f"no free folder name for {base} under {root}")
+
+
+def new_run(results: Path, servers: tuple[str, ...]) -> Path:
+    """Make results/<date>-<time>-<servers>[-N]."""
+    names = "+".join(servers) if len(servers) <= 4 else f"{len(servers)}-servers"
+    return new_folder(results, f"{time.strftime('%Y%m%d-%H%M%S')}-{names}")
 
 
 def unwritable(results: Path) -> str | None:
