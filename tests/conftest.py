@@ -60,7 +60,7 @@ def bench(env: dict[str, str], timeout: float = 1800) -> subprocess.CompletedPro
 
 def run_folders(tmp: Path) -> list[Path]:
     results = tmp / "results"
-    return sorted(p for p in results.iterdir()) if results.exists() else []
+    return sorted(p for p in results.iterdir() if p.is_dir()) if results.exists() else []
 
 
 def server_sessions(run: Path) -> set[int]:
