@@ -21,7 +21,7 @@ from lab.paths import cache_dir
 from lab.clients import Client, Options, axes, clients
 from lab.launch import Knobs, lab_env, placeholders
 from lab.params import SETTINGS, ConfigError, Params, format_cpus, from_env
-from lab.servers import ManifestError, Server, discover, expand, is_built
+from lab.servers import ManifestError, Server, discover, expand, is_built, lookup
 from lab.sweep import ServerSweep, SweepError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -98,7 +98,7 @@ def cmd_resolve(args: argparse.Namespace) -> int:
 
 def cmd_deps(args: argparse.Namespace) -> int:
     params, servers = load_params()
-    chosen = [servers[n] for n in (args.servers or params.servers)]
+    chosen = [lookup(servers, n) for n in (args.servers or params.servers)]
     return deps.ensure(deps.needed(chosen, params.client)) or \
         deps.ensure_client(params.client, cache_dir())
 
@@ -116,9 +116,11 @@ def cmd_build(args: argparse.Namespace) -> int:
     cache = cache_dir()
     logs = cache / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    for name in args.servers or params.servers:
-        s = servers[name]
-        knobs = Knobs(params.port, params.workers or s.workers_default, params.backlog,
+    builds = {(lookup(servers, n).folder, lookup(servers, n).artifact): lookup(servers, n)
+              for n in args.servers or params.servers}
+    for s in builds.values():                   # aws and aws@16 are one build
+        name = s.name.partition("@")[0]
+        knobs = Knobs(params.port, s.workers(params.workers), params.backlog,
                       params.bind)
         values = placeholders(ROOT, cache, knobs)
         env = lab_env(ROOT, cache, "build", knobs)
@@ -173,7 +175,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     params, servers = load_params()
     run = Path(args.run)
     client, _ = client_for(params, run)
-    sweep = ServerSweep(ROOT, cache_dir(), run, servers[args.server], params, client, args.rep)
+    sweep = ServerSweep(ROOT, cache_dir(), run, lookup(servers, args.server), params, client,
+                        args.rep)
     try:
         sweep.run_all()
         sweep.save(status="complete" if args.rep == params.repeat else "running",
@@ -198,7 +201,8 @@ def cmd_probe(args: argparse.Namespace) -> int:
     params, servers = load_params()
     run = Path(args.run)
     try:
-        found, code = probe.main_step(params, servers[args.server], ROOT, cache_dir(), run)
+        found, code = probe.main_step(params, lookup(servers, args.server), ROOT, cache_dir(),
+                                     run)
     except KeyboardInterrupt:
         return fail("interrupted", 130)
     if found is not None and code:

@@ -211,7 +211,12 @@ def from_env(env: Mapping[str, str], known_servers: list[str],
         raise ConfigError(f"SERVER is empty: choose from {', '.join(known_servers)} or 'all'")
     if names == ["all"]:
         names = list(known_servers)
-    unknown = [n for n in names if n not in known_servers]
+    for n in names:
+        count = n.partition("@")[2]
+        if "@" in n and not (re.fullmatch(r"[0-9]+", count) and 1 <= int(count) <= 10_000):
+            raise ConfigError(f"SERVER: {n}: after @ comes a worker count from 1 to 10000 "
+                              "(e.g. aws@16)")
+    unknown = [n for n in names if n.partition("@")[0] not in known_servers]
     if unknown:
         raise ConfigError(f"unknown server {', '.join(unknown)}; known: {', '.join(known_servers)}")
     if len(set(names)) != len(names):
@@ -239,6 +244,9 @@ def from_env(env: Mapping[str, str], known_servers: list[str],
             what = "CONCURRENCY" if levels else "RATE"
             raise ConfigError(f"AXIS={axis} sweeps {axis} at one load: give one {what} level "
                               f"(got {len(load)}), e.g. {what}=32")
+        if axis == "workers" and any("@" in n for n in names):
+            raise ConfigError("AXIS=workers sets every server's workers from VALUES; "
+                              "drop the @N from SERVER")
         if env.get(axis.upper(), "").strip():
             raise ConfigError(f"AXIS={axis} sets {axis.upper()} itself from VALUES; "
                               f"unset {axis.upper()}")

@@ -975,7 +975,7 @@ def main_step(params: Params, server: Server, root: Path, cache: Path, run_dir: 
     if not params.probe:
         print(f"[{server.name}] probe skipped (PROBE=0)", file=sys.stderr)
         return None, 0
-    knobs = Knobs(port=params.port, workers=params.workers or server.workers_default,
+    knobs = Knobs(port=params.port, workers=server.workers(params.workers),
                   backlog=params.backlog, bind=params.bind)
     print(f"[{server.name}] probe: {len(PROBES)} probes on a separate start "
           f"(CPU {','.join(map(str, params.server_cpus))})", file=sys.stderr, flush=True)

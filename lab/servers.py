@@ -6,8 +6,9 @@ knows nothing else about it (see servers/README.md for the format).
 from __future__ import annotations
 
 import os
+import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 MANIFEST = "server.toml"
@@ -44,6 +45,11 @@ class Server:
     artifact: str | None = None
     inputs: tuple[str, ...] = ()
     facts: Command | None = None
+    workers_fixed: int | None = None     # NAME@N in SERVER: this start's workers, whatever WORKERS says
+
+    def workers(self, asked: int | None) -> int:
+        """The worker count of a start: NAME@N, else WORKERS, else the manifest's default."""
+        return self.workers_fixed or asked or self.workers_default
 
     def describe(self) -> dict[str, object]:
         return {"name": self.name, "folder": str(self.folder), "language": self.language,
@@ -146,6 +152,24 @@ def discover(root: Path, extra: str = "") -> dict[str, Server]:
                                 f"{found[server.name].folder}")
         found[server.name] = server
     return found
+
+
+def split_spec(spec: str) -> tuple[str, int | None]:
+    """'aws@16' -> ('aws', 16); 'aws' -> ('aws', None). Bad counts raise ValueError."""
+    name, at, count = spec.partition("@")
+    if not at:
+        return name, None
+    if not re.fullmatch(r"[0-9]+", count) or not 1 <= int(count) <= 10_000:
+        raise ValueError(f"{spec}: after @ comes a worker count from 1 to 10000")
+    return name, int(count)
+
+
+def lookup(found: dict[str, Server], spec: str) -> Server:
+    """The server a SERVER word names: NAME, or NAME@N (that server with N workers,
+    under the name NAME@N in results)."""
+    name, workers = split_spec(spec)
+    server = found[name]
+    return server if workers is None else replace(server, name=spec, workers_fixed=workers)
 
 
 def expand(argv: tuple[str, ...], values: dict[str, str]) -> list[str]:

@@ -136,7 +136,7 @@ class ServerSweep:
     # ---- what is swept ------------------------------------------------------
     def knobs(self, value: int | None) -> Knobs:
         p = self.params
-        workers = p.workers or self.server.workers_default
+        workers = self.server.workers(p.workers)
         backlog = p.backlog
         if p.axis == "workers" and value is not None:
             workers = value

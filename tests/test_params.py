@@ -69,6 +69,11 @@ def test_all_means_every_known_server() -> None:
     ({"BACKLOG": "0"}, "BACKLOG='0'"),
     ({"BACKLOG": "70000"}, "from 1 to 65535"),
     ({"PROBE": "yes"}, "PROBE='yes': expected 0 or 1"),
+    ({"SERVER": "aws@0"}, "after @ comes a worker count"),
+    ({"SERVER": "aws@x"}, "after @ comes a worker count"),
+    ({"SERVER": "aws@²"}, "after @ comes a worker count"),
+    ({"SERVER": "nope@4"}, "unknown server nope@4"),
+    ({"SERVER": "aws@4", "AXIS": "workers", "VALUES": "1 2", "CONCURRENCY": "8"}, "drop the @N"),
     ({"FORCE": "2"}, "FORCE='2': expected 0 or 1"),
     ({"SERVER_CPUS": "7"}, "CPU 7 does not exist here (usable: 0,1)"),
     ({"CLIENT_CPUS": "1-0"}, "runs backwards"),
@@ -117,6 +122,7 @@ def test_new_settings_defaults_and_values() -> None:
     assert params(WARMUP="30s").warmup_s == 30 and not params(WARMUP="0").warmup_auto
     assert params(VERDICT_AT="8", CONCURRENCY="1 8").verdict_at == (8,)
     assert params(BIND="::1").bind == "::1"
+    assert params(SERVER="aws aws@16").servers == ("aws", "aws@16")
     assert "every interface" in params(BIND="0.0.0.0").warnings[0]
 
 

@@ -115,3 +115,16 @@ def test_build_is_needed_only_when_an_input_is_newer(tmp_path: Path) -> None:
     later = time.time() + 5
     os.utime(src / "main.c", (later, later))
     assert not is_built(s, {})                      # a source changed
+
+
+def test_name_at_n_is_that_server_with_n_workers() -> None:
+    from lab.servers import lookup, split_spec
+    found = discover(ROOT)
+    plain, more = lookup(found, "nginx"), lookup(found, "nginx@3")
+    assert plain is found["nginx"] and plain.workers(None) == plain.workers_default
+    assert plain.workers(5) == 5                       # WORKERS= applies to a plain name
+    assert more.name == "nginx@3" and more.folder == plain.folder
+    assert more.workers(None) == 3 and more.workers(5) == 3   # NAME@N wins over WORKERS=
+    assert split_spec("aws@16") == ("aws", 16) and split_spec("aws") == ("aws", None)
+    with pytest.raises(ValueError, match="worker count"):
+        split_spec("aws@0")
