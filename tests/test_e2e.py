@@ -31,7 +31,12 @@ def test_every_server_end_to_end(tmp_path: Path) -> None:
     grouped = dict(results.rows_by_server(run))
     for name, record in m["servers"].items():
         assert record["status"] == "complete", (name, record)
-        assert "keep-alive" in record["verified"] and "exact body" in record["verified"]
+        [start] = record["starts"]
+        assert "keep-alive" in start["verified"] and "exact body" in start["verified"]
+        # a default run: loopback only, backlog 512, as ss showed it after the start
+        assert start["listening"] == {"address": "127.0.0.1", "backlog": 512}, name
+        probed = json.loads((run / name / "probe.json").read_text())
+        assert probed["server"] == name and len(probed["results"]) == 11, name
         assert record["facts"] and "error" not in record["facts"], (name, record["facts"])
         rows = grouped[name]
         assert [r.concurrency for r in rows] == [1, 4]
@@ -48,6 +53,7 @@ def test_every_server_end_to_end(tmp_path: Path) -> None:
     for chart in ("rps", "rss", "latency"):
         assert (run / f"{chart}.png").read_bytes().startswith(PNG)
         assert b"<svg" in (run / f"{chart}.svg").read_bytes()[:2000]
+    assert (run / "report.html").read_text().count("<svg") >= 3
     summary = (run / "summary.md").read_text()
     assert all(f"| {name} |" in summary for name in known)
     assert leftovers(run) == []
