@@ -8,7 +8,7 @@ LAB := $(PYTHON) -m lab
 # Variables given on make's command line reach the scripts' environment as is
 # (GNU make exports them), so CONCURRENCY= (empty) is an error, not a default.
 
-.PHONY: help bench calibrate compare list build plots rerun report test lint clean distclean
+.PHONY: help bench calibrate compare list build plots rerun report reproduce test lint clean distclean
 
 help: ## this help
 	@echo "Polyglot REST server comparison lab"
@@ -19,6 +19,8 @@ help: ## this help
 	@$(PYTHON) -c 'from lab.params import SETTINGS; [print(f"  {k:<12} {v[1]} [default: {v[0] or chr(45)}]") for k, v in SETTINGS.items()]'
 	@echo "  LAB_CACHE    toolchains and build logs [default: .cache]"
 	@echo "  ADA_TOOLCHAIN native|rootfs|auto for the Ada servers [default: auto]"
+	@echo "  STUDY        make reproduce: a study id of docs/claims.toml (ada-vs-java, java-containers)"
+	@echo "  QUICK        make reproduce: 1 = a smoke version (3 levels, 1s, 1 rep; verdicts mean nothing)"
 
 bench: ## install what is missing, build, verify, sweep, plot (SERVER=...)
 	./run-benchmark.sh
@@ -48,6 +50,9 @@ compare: ## run B against run A: make compare A=results/<x> B=results/<y> [FORCE
 report: ## print the summary of a saved run: make report RUN=results/<run-id>
 	@test -n "$(RUN)" || { echo "error: give RUN=results/<run-id>" >&2; exit 2; }
 	@$(LAB) report $(RUN)
+
+reproduce: ## a published study, its client and a second one, claims judged: make reproduce STUDY=ada-vs-java [QUICK=1]
+	@$(LAB) reproduce "$(STUDY)"
 
 test: ## the test suite: units, faults, then every server built and swept
 	@$(PYTHON) tests/need_pytest.py    # installs python3-pytest as root, else the apt line, exit 2

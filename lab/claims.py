@@ -19,17 +19,22 @@ Verdicts, checked in this order:
   (non-overlapping ranges) in the published order; inconclusive otherwise.
 
 A ratio's range is the widest the repetitions allow: median a / median b,
-from a.lo / b.hi to a.hi / b.lo.
+from a.lo / b.hi to a.hi / b.lo. A claim found client-bound or with too few
+repetitions still carries what was measured (`measured` or `order`).
 """
 from __future__ import annotations
 
 import math
 import tomllib
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lab.metrics import MIN_REPS_FOR_VERDICT, LevelStats, Spread, peak
+from lab.servers import discover
+
+ROOT = Path(__file__).resolve().parents[1]
 
 KINDS = ("ratio", "value", "ordering")
 METRICS: dict[str, str] = {
@@ -202,8 +207,16 @@ class _Table:
         return [_Table(v, f"{self.where} [[{key}]] #{i + 1}") for i, v in enumerate(value)]
 
 
-def load(path: Path | str) -> list[Study]:
-    """Read and check docs/claims.toml; raises ClaimsError naming the problem."""
+def load(path: Path | str, lab_servers: Collection[str] | None = None,
+         only: str | None = None) -> list[Study]:
+    """Read and check docs/claims.toml; raises ClaimsError naming the problem.
+
+    Every server name must be a lab server (`lab_servers`; default: the names
+    lab.servers.discover finds under servers/), written plain or as NAME@N,
+    or a name listed under the study's [[study.unavailable]]. `only`: check
+    the names of that study alone (the one about to run; an unknown id is an
+    error listing the known ones); the shape of every study is checked
+    either way."""
     path = Path(path)
     try:
         with path.open("rb") as f:
@@ -224,7 +237,57 @@ def load(path: Path | str) -> list[Study]:
         if s.id in seen:
             raise top.fail(f"study id `{s.id}` appears twice")
         seen.add(s.id)
+    if only is not None and only not in seen:
+        raise top.fail(f"unknown study {only!r}; known: {', '.join(sorted(seen))}")
+    names = set(discover(ROOT)) if lab_servers is None else set(lab_servers)
+    for s in studies:
+        if only is None or s.id == only:
+            check_names(s, names, f"{path} study `{s.id}`")
     return studies
+
+
+def ids(path: Path | str) -> list[str]:
+    """The study ids of a claims file, for messages that list them (unchecked)."""
+    try:
+        with Path(path).open("rb") as f:
+            data = tomllib.load(f)
+    except FileNotFoundError:
+        raise ClaimsError(f"{path}: no such file") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ClaimsError(f"{path}: not valid TOML: {e}") from None
+    studies = data.get("study", [])
+    return [str(s["id"]) for s in studies if isinstance(s, dict) and "id" in s] \
+        if isinstance(studies, list) else []
+
+
+def study_names(study: Study) -> dict[str, str]:
+    """Every server name the study uses (without @N), with where it is used."""
+    setup = study.setup
+    used = {n: "[setup] servers" for n in setup.servers}
+    used |= {n: "[setup.workers]" for n in setup.workers if n not in used}
+    if setup.ceiling and setup.ceiling not in used:
+        used[setup.ceiling] = "[setup] ceiling"
+    for s in study.stands_for:
+        used.setdefault(s.lab, "[[stands_for]] lab")
+    for c in study.claims:
+        for n in (*map(base, c.servers), *c.requires):
+            used.setdefault(n, f"claim `{c.id}`")
+    return used
+
+
+def check_names(study: Study, lab_servers: set[str], where: str) -> None:
+    """Raise ClaimsError unless every name the study uses is a lab server or
+    listed as unavailable, and no unavailable name is a lab server."""
+    missing = {u.name for u in study.unavailable}
+    present = sorted(missing & lab_servers)
+    if present:
+        raise ClaimsError(f"{where}: listed under [[study.unavailable]] but found as a lab "
+                          f"server: {', '.join(present)}")
+    for name, use in study_names(study).items():
+        if name not in lab_servers and name not in missing:
+            raise ClaimsError(f"{where}: {use} names {name!r}, which is neither a lab server "
+                              f"({', '.join(sorted(lab_servers))}) nor listed under "
+                              "[[study.unavailable]]")
 
 
 def _study(t: _Table) -> Study:
@@ -423,20 +486,23 @@ def evaluate(claim: Claim, stats: dict[str, list[LevelStats]],
             points += used
     except _Missing as e:
         return result(INCONCLUSIVE, f"not measured: {e}")
+    # what was measured is shown even when it cannot be judged
+    shown: dict[str, Any] = {"order": tuple(figures)} if claim.kind == "ordering" else \
+        {"measured": figures[0][1] if claim.kind == "value"
+         else _divide(figures[0][1], figures[1][1])}
     if claim.metric in THROUGHPUT_METRICS:
         bound = sorted({f"{p.server} at {p.value}" for p in points if p.client_bound})
         if bound:
             what = "ordering" if claim.kind == "ordering" else claim.kind
             return result(INCONCLUSIVE, f"client-bound: the {what} measures the client "
-                                        f"({', '.join(bound)})")
+                                        f"({', '.join(bound)})", **shown)
     n = min(p.rate.n for p in points)
     if n < MIN_REPS_FOR_VERDICT:
         return result(INCONCLUSIVE, f"too few repetitions ({n}; {MIN_REPS_FOR_VERDICT} or "
-                                    "more show the spread)")
+                                    "more show the spread)", **shown)
     if claim.kind == "ordering":
         return _ordering(claim, tuple(figures))
-    measured = figures[0][1] if claim.kind == "value" else _divide(figures[0][1], figures[1][1])
-    return _interval(claim, measured)
+    return _interval(claim, shown["measured"])
 
 
 def _interval(claim: Claim, m: Spread) -> ClaimResult:
@@ -492,27 +558,41 @@ def _spread(s: Spread) -> str:
     return f"{_num(s.median)} [{_num(s.lo)}–{_num(s.hi)}]"
 
 
+def published_text(c: Claim) -> str:
+    """'1.07 (±15%); Author, venue, 2017', or the published order."""
+    if c.kind == "ordering":
+        value = " > ".join(c.servers)
+    else:
+        assert c.published is not None
+        value = f"{_num(c.published)} ({c.tolerance})"
+    return f"{value}; {c.source}, {c.date}"
+
+
+def measured_text(r: ClaimResult) -> str:
+    """'median [min–max]' (an ordering: each server's), or '—' when not measured."""
+    if r.order:
+        return "; ".join(f"{s} {_spread(x)}" for s, x in r.order)
+    if r.measured is not None:
+        return _spread(r.measured)
+    return "—"
+
+
+def label(c: Claim) -> str:
+    """'`id`: text (metric: servers)'."""
+    what = f"{c.metric}@{c.at}" if c.metric == "rps_at" else c.metric
+    return f"`{c.id}`: {c.text} ({what}: {', '.join(c.servers)})"
+
+
+def row(cells: list[str]) -> str:
+    """One Markdown table row; a | inside a cell stays in its cell."""
+    return "| " + " | ".join(_cell(x) for x in cells) + " |"
+
+
 def table(results: list[ClaimResult]) -> str:
     """A Markdown table: claim, published (value, source, date), measured
     (median [min–max]), verdict, reason."""
     lines = ["| claim | published | measured | verdict | reason |", "|---|---|---|---|---|"]
     for r in results:
-        c = r.claim
-        if c.kind == "ordering":
-            value = " > ".join(c.servers)
-        else:
-            assert c.published is not None
-            value = f"{_num(c.published)} ({c.tolerance})"
-        published = f"{value}; {c.source}, {c.date}"
-        if r.order:
-            measured = "; ".join(f"{s} {_spread(x)}" for s, x in r.order)
-        elif r.measured is not None:
-            measured = _spread(r.measured)
-        else:
-            measured = "—"
-        what = f"{c.metric}@{c.at}" if c.metric == "rps_at" else c.metric
-        label = f"`{c.id}`: {c.text} ({what}: {', '.join(c.servers)})"
-        lines.append("| " + " | ".join(_cell(x) for x in
-                                          (label, published, measured, r.verdict, r.reason))
-                     + " |")
+        lines.append(row([label(r.claim), published_text(r.claim), measured_text(r),
+                          r.verdict, r.reason]))
     return "\n".join(lines) + "\n"

@@ -268,6 +268,11 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     os.execve(str(ROOT / "run-benchmark.sh"), [str(ROOT / "run-benchmark.sh")], env)
 
 
+def cmd_reproduce(args: argparse.Namespace) -> int:
+    from lab import reproduce
+    return reproduce.main(args.study, os.environ)
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python3 -m lab", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -308,6 +313,9 @@ def parser() -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=text)
         sp.add_argument("run")
         sp.set_defaults(fn=fn)
+    sp = sub.add_parser("reproduce", help="a published study, with two clients; claims judged")
+    sp.add_argument("study", nargs="?", default="", help="a study id from docs/claims.toml")
+    sp.set_defaults(fn=cmd_reproduce)
     return p
 
 
