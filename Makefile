@@ -8,7 +8,7 @@ LAB := $(PYTHON) -m lab
 # Variables given on make's command line reach the scripts' environment as is
 # (GNU make exports them), so CONCURRENCY= (empty) is an error, not a default.
 
-.PHONY: help bench calibrate compare list build plots rerun report reproduce test lint clean distclean
+.PHONY: help bench calibrate compare workshop-check list build plots rerun report reproduce test lint clean distclean
 
 help: ## this help
 	@echo "Polyglot REST server comparison lab"
@@ -59,6 +59,9 @@ test: ## the test suite: units, faults, then every server built and swept
 	SERVER=all $(LAB) deps                      # every server's packages and siege
 	SERVER=nginx CLIENT=wrk $(LAB) deps         # wrk (vegeta: its tests build it where Go 1.22+ is)
 	$(PYTHON) -m pytest -q -p no:cacheprovider tests
+
+workshop-check: ## every exercise of docs/workshop.md, short (part of make test)
+	$(PYTHON) -m pytest -q -p no:cacheprovider tests/test_workshop.py
 
 lint: ## shellcheck every script, mypy --strict the lab's Python
 	shellcheck .ci/run $$(git ls-files '*.sh')
