@@ -1,4 +1,4 @@
-"""The robustness probe (lab/probe.py): its parts, two doubles built to fail
+"""The robustness probe (lab/probe/): its parts, two doubles built to fail
 and to pass it, then real servers with short bounds (each skipped, with the
 reason, when it is not built here)."""
 from __future__ import annotations
