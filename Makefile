@@ -13,7 +13,7 @@ LAB := $(PYTHON) -m lab
 help: ## this help
 	@echo "Polyglot REST server comparison lab"
 	@echo
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | expand -t12 | sed 's/^/  make /'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | awk -F'\t' '{printf "  make %-15s %s\n", $$1, $$2}'
 	@echo
 	@echo "Settings (make VAR=value or environment):"
 	@$(PYTHON) -c 'from lab.params import SETTINGS; [print(f"  {k:<12} {v[1]} [default: {v[0] or chr(45)}]") for k, v in SETTINGS.items()]'

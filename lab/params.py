@@ -18,7 +18,8 @@ KNOBS = ("workers", "backlog")               # what a server start is given
 
 # name: (default, meaning), shown by `make help` and recorded in the manifest
 SETTINGS: dict[str, tuple[str, str]] = {
-    "SERVER": ("aws", "server names, or 'all' (see `make list`)"),
+    "SERVER": ("aws", "server names (NAME@N: that server with N workers), or 'all' "
+                      "(see `make list`)"),
     "CONCURRENCY": (" ".join(map(str, PUBLISHED_LEVELS)), "concurrency levels swept "
                     "(closed-loop clients: siege, wrk)"),
     "RATE": ("1000 2000 5000 10000 20000", "offered rates swept, req/s "
