@@ -47,7 +47,7 @@ compare: ## run B against run A: make compare A=results/<x> B=results/<y> [FORCE
 	@test -n "$(A)" -a -n "$(B)" || { echo "error: give A=results/<x> B=results/<y>" >&2; exit 2; }
 	$(LAB) compare $(A) $(B)
 
-report: ## print the summary of a saved run: make report RUN=results/<run-id>
+report: ## summary.md and report.html of a saved run: make report RUN=results/<run-id>
 	@test -n "$(RUN)" || { echo "error: give RUN=results/<run-id>" >&2; exit 2; }
 	@$(LAB) report $(RUN)
 
