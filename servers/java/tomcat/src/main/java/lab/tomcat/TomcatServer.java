@@ -54,7 +54,12 @@ public final class TomcatServer {
 
         Tomcat tomcat = new Tomcat();
         // Tomcat wants a base/work directory; keep it out of the source tree.
-        File base = new File(System.getProperty("java.io.tmpdir"), "lab-tomcat-" + port);
+        // Tomcat needs a work folder: the lab's private one for this start
+        // (LAB_SCRATCH, removed at stop), else a per-port one in the temp dir.
+        String scratch = System.getenv("LAB_SCRATCH");
+        File base = scratch != null && !scratch.isBlank()
+                ? new File(scratch, "tomcat")
+                : new File(System.getProperty("java.io.tmpdir"), "lab-tomcat-" + port);
         tomcat.setBaseDir(base.getAbsolutePath());
         tomcat.getServer().setPort(-1);                     // no shutdown socket
 
