@@ -34,8 +34,14 @@ def placeholders(root: Path, cache: Path, knobs: Knobs) -> dict[str, str]:
             "root": str(root), "cache": str(cache)}
 
 
-def lab_env(root: Path, cache: Path, run_id: str, knobs: Knobs) -> dict[str, str]:
+def lab_env(root: Path, cache: Path, run_id: str, knobs: Knobs,
+            server: Server | None = None) -> dict[str, str]:
+    """The environment of a server's commands: the lab's, the manifest's `env`
+    (a variant's switch, e.g. JAXRS_CONTAINER), then the knobs, which a
+    manifest cannot override."""
     env = dict(os.environ)
+    if server is not None:
+        env.update(server.env)
     env.update(PORT=str(knobs.port), WORKERS=str(knobs.workers), BACKLOG=str(knobs.backlog),
                BIND=knobs.bind, LAB_ROOT=str(root), LAB_CACHE=str(cache),
                **{procs.MARKER: run_id})
@@ -49,7 +55,7 @@ class ServerProcess:
                  cpus: tuple[int, ...], log: Path) -> None:
         self.server, self.knobs, self.log = server, knobs, log
         self.values = placeholders(root, cache, knobs)
-        self.env = lab_env(root, cache, run_id, knobs)
+        self.env = lab_env(root, cache, run_id, knobs, server)
         self.argv = procs.pinned(expand(server.run.argv, self.values), cpus)
         self.proc: subprocess.Popen[bytes] | None = None
         self.scratch: Path | None = None

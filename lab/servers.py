@@ -1,7 +1,9 @@
 """Servers, discovered from their `server.toml` manifests.
 
 A server is one folder under servers/ with its code and a manifest; the lab
-knows nothing else about it (see servers/README.md for the format).
+knows nothing else about it (see servers/README.md for the format). A
+manifest may also declare variants, `[variants.<v>]`: each is a server of its
+own, named `<server>.<v>`, that inherits the manifest and overrides a few keys.
 """
 from __future__ import annotations
 
@@ -14,6 +16,13 @@ from pathlib import Path
 MANIFEST = "server.toml"
 SKIP_DIRS = {"target", "obj", "bin", "__pycache__", ".cache"}
 ROLES = ("server", "ceiling")
+# What a [variants.<v>] table may set; everything else is inherited.
+VARIANT_KEYS = {"summary", "framework", "version", "env", "run", "build", "workers"}
+VARIANT_TABLE_KEYS = {"run": {"command", "dir", "ready_timeout"},
+                      "build": {"command", "dir", "artifact", "inputs"},
+                      "workers": {"default", "meaning"}}
+# The lab sets these for every start; a manifest's env must not shadow them.
+LAB_VARIABLES = {"PORT", "WORKERS", "BIND", "BACKLOG", "LAB_ROOT", "LAB_CACHE", "LAB_SCRATCH"}
 
 
 class ManifestError(ValueError):
@@ -46,6 +55,9 @@ class Server:
     inputs: tuple[str, ...] = ()
     facts: Command | None = None
     workers_fixed: int | None = None     # NAME@N in SERVER: this start's workers, whatever WORKERS says
+    env: dict[str, str] = field(default_factory=dict)   # extra variables for run/build/facts
+    base: str | None = None              # a variant: the server it derives from ...
+    variant: str | None = None           # ... and its own part of the name (base.variant)
 
     def workers(self, asked: int | None) -> int:
         """The worker count of a start: NAME@N, else WORKERS, else the manifest's default."""
@@ -55,7 +67,10 @@ class Server:
         return {"name": self.name, "folder": str(self.folder), "language": self.language,
                 "framework": self.framework, "version": self.version, "role": self.role,
                 "summary": self.summary, "workers_default": self.workers_default,
-                "workers_meaning": self.workers_meaning, "run": list(self.run.argv)}
+                "workers_meaning": self.workers_meaning, "run": list(self.run.argv),
+                "env": dict(self.env),
+                "variant": (None if self.variant is None
+                            else {"base": self.base, "name": self.variant})}
 
 
 def _table(data: dict[str, object], key: str, path: Path, required: bool) -> dict[str, object]:
@@ -86,15 +101,95 @@ def _command(table: dict[str, object], folder: Path, path: Path, what: str) -> C
     return Command(tuple(argv), (folder / rel).resolve())
 
 
-def load(path: Path) -> Server:
+def _env(data: dict[str, object], path: Path, where: str) -> dict[str, str]:
+    """An `env` table: variable names to string values, none of the lab's own."""
+    table = _table(data, "env", path, required=False)
+    for k, v in table.items():
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k):
+            raise ManifestError(f"{path}: {where}env: '{k}' is not an environment variable name")
+        if k in LAB_VARIABLES:
+            raise ManifestError(f"{path}: {where}env: {k} is set by the lab for every start; "
+                                "a manifest cannot set it")
+        if not isinstance(v, str):
+            raise ManifestError(f"{path}: {where}env: {k} must be a string")
+    return {k: str(v) for k, v in table.items()}
+
+
+def _read(path: Path) -> dict[str, object]:
     try:
-        data = tomllib.loads(path.read_text())
+        return tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as e:
         raise ManifestError(f"{path}: not valid TOML: {e}") from e
+
+
+def load(path: Path) -> Server:
+    """The manifest's own server (its variants: load_all)."""
+    return _parse(_read(path), path)
+
+
+def load_all(path: Path) -> list[Server]:
+    """The manifest's server, then one server per [variants.<v>] table."""
+    data = _read(path)
+    base = _parse(data, path)
+    variants = _table(data, "variants", path, required=False)
+    return [base] + [_variant(data, base, vname, vdata, path)
+                     for vname, vdata in variants.items()]
+
+
+def _variant(data: dict[str, object], base: Server, vname: str, vdata: object,
+             path: Path) -> Server:
+    """Variant vname: the base manifest's data with the variant's keys laid over
+    it (tables key by key, so [variants.v.run] may change only the command),
+    parsed and checked like any manifest."""
+    where = f"[variants.{vname}]"
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", vname):
+        why = ("a dot would make the name ambiguous" if "." in vname else
+               "@ introduces a worker count in SERVER" if "@" in vname else
+               "use letters, digits, - and _")
+        raise ManifestError(f"{path}: variant name '{vname}' is not allowed: {why}")
+    if not isinstance(vdata, dict):
+        raise ManifestError(f"{path}: {where} must be a table")
+    unknown = sorted(set(vdata) - VARIANT_KEYS)
+    if unknown:
+        raise ManifestError(f"{path}: {where}: unknown key(s) {', '.join(unknown)}; a variant "
+                            f"may set {', '.join(sorted(VARIANT_KEYS))}")
+    merged = {k: v for k, v in data.items() if k != "variants"}
+    for key in ("summary", "framework", "version"):
+        if key in vdata:
+            merged[key] = vdata[key]
+    for key, allowed in VARIANT_TABLE_KEYS.items():
+        if key not in vdata:
+            continue
+        table = _table(vdata, key, path, required=False)
+        extra = sorted(set(table) - allowed)
+        if extra:
+            raise ManifestError(f"{path}: {where}.{key}: unknown key(s) {', '.join(extra)}; "
+                                f"allowed: {', '.join(sorted(allowed))}")
+        merged[key] = {**_table(data, key, path, required=False), **table}
+    if "build" in vdata:
+        # Sharing the base's artifact would let one build pass for the other
+        # (is_built compares only times), so a rebuilt variant names its own.
+        artifact = _table(vdata, "build", path, required=False).get("artifact")
+        if not isinstance(artifact, str) or artifact == base.artifact:
+            raise ManifestError(f"{path}: {where}.build must name its own artifact "
+                                f"(not the base's {base.artifact})")
+    merged["env"] = {**base.env, **_env(vdata, path, f"{where}.")}
+    try:
+        server = _parse(merged, path, name=f"{base.name}.{vname}")
+    except ManifestError as e:      # say which variant the inherited check failed in
+        raise ManifestError(f"{path}: {where}: {str(e).removeprefix(f'{path}: ')}") from None
+    return replace(server, base=base.name, variant=vname)
+
+
+def _parse(data: dict[str, object], path: Path, name: str | None = None) -> Server:
+    """One server from manifest data; name is given for a variant (else the folder's)."""
     folder = path.parent.resolve()
-    name = _str(data, "name", path)
-    if name != folder.name:
-        raise ManifestError(f"{path}: name '{name}' must equal its folder name '{folder.name}'")
+    own = _str(data, "name", path)
+    if own != folder.name:
+        raise ManifestError(f"{path}: name '{own}' must equal its folder name '{folder.name}'")
+    if "." in own or "@" in own:
+        raise ManifestError(f"{path}: name '{own}' may contain neither '.' (it separates a "
+                            "variant) nor '@' (it introduces a worker count)")
     role = _str(data, "role", path, "server")
     if role not in ROLES:
         raise ManifestError(f"{path}: role '{role}' must be one of {', '.join(ROLES)}")
@@ -124,7 +219,7 @@ def load(path: Path) -> Server:
     setup_t = _table(data, "setup", path, required=False)
     facts_t = _table(data, "facts", path, required=False)
     return Server(
-        name=name, folder=folder,
+        name=name or own, folder=folder,
         language=_str(data, "language", path), framework=_str(data, "framework", path),
         version=_str(data, "version", path), role=role,
         summary=str(data.get("summary", "")),
@@ -135,22 +230,24 @@ def load(path: Path) -> Server:
         build=build, artifact=artifact if isinstance(artifact, str) else None,
         inputs=tuple(inputs),
         facts=_command(facts_t, folder, path, "facts") if facts_t else None,
+        env=_env(data, path, ""),
     )
 
 
 def discover(root: Path, extra: str = "") -> dict[str, Server]:
     """Every server under root/servers (and the folders of `extra`, a
-    colon-separated LAB_SERVER_PATH), by name; duplicates are an error."""
+    colon-separated LAB_SERVER_PATH), variants included, by name; duplicates
+    are an error."""
     found: dict[str, Server] = {}
     tops = [root / "servers"] + [Path(p) for p in extra.split(":") if p]
     paths = [path for top in tops for path in sorted(top.rglob(MANIFEST))
              if not SKIP_DIRS & set(path.relative_to(top).parts)]
     for path in paths:
-        server = load(path)
-        if server.name in found:
-            raise ManifestError(f"{path}: server name '{server.name}' is also used by "
-                                f"{found[server.name].folder}")
-        found[server.name] = server
+        for server in load_all(path):
+            if server.name in found:
+                raise ManifestError(f"{path}: server name '{server.name}' is also used by "
+                                    f"{found[server.name].folder}")
+            found[server.name] = server
     return found
 
 

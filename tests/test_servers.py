@@ -61,11 +61,13 @@ def test_every_manifest_in_the_repository_loads(extra: str) -> None:
     servers = discover(ROOT, extra)
     assert "nginx" in servers and servers["nginx"].role == "ceiling"
     manifests = manifests_under(ROOT / "servers") + (manifests_under(FAKES) if extra else [])
-    assert sorted(s.folder / MANIFEST for s in servers.values()) == sorted(manifests)
-    names = [s.folder.name for s in servers.values()]
+    assert sorted({s.folder / MANIFEST for s in servers.values()}) == sorted(manifests)
+    bases = [s for s in servers.values() if s.variant is None]
+    names = [s.folder.name for s in bases]
     assert len(names) == len(set(names)) == len(manifests)
     for s in servers.values():
-        assert s.folder.name == s.name and s.workers_default >= 1
+        own = s.name if s.variant is None else f"{s.base}.{s.variant}"
+        assert s.name == own and s.folder.name == (s.base or s.name) and s.workers_default >= 1
         assert runnable(s.run), f"{s.name}: cannot run {s.run.argv[0]} from {s.run.dir}"
 
 

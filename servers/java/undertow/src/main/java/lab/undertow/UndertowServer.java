@@ -19,10 +19,14 @@ import org.xnio.Options;
  * Undertow core with one root HttpHandler that answers exactly "/api"
  * (PathHandler would also accept "/api/"); every other path gets an empty 404.
  *
- * WORKERS = Undertow worker threads (setWorkerThreads). The /api handler
- * dispatches from the IO thread to the worker pool, like the thread-pool
- * servers of the lab. IO (selector) threads are fixed at Undertow's own
- * default, max(2, available processors), set explicitly.
+ * UNDERTOW_ANSWER_ON chooses the threading model (the undertow.io variant):
+ * "worker" (default) dispatches /api from the IO thread to the worker pool,
+ * like the thread-pool servers of the lab, and WORKERS = Undertow worker
+ * threads (setWorkerThreads); "io" answers on the IO thread that parsed the
+ * request, which is Undertow's fast path for non-blocking handlers: the
+ * worker pool is still created with WORKERS threads but never used.
+ * IO (selector) threads are fixed at Undertow's own default,
+ * max(2, available processors), set explicitly.
  *
  * It listens on BIND:PORT (default 127.0.0.1:8080, never every interface
  * unless asked) with an accept backlog of BACKLOG (default 512), XNIO's
@@ -39,6 +43,12 @@ public final class UndertowServer {
     private static final String PATH = "/api";
 
     private static final class ApiHandler implements HttpHandler {
+        private final boolean dispatch;
+
+        ApiHandler(boolean dispatch) {
+            this.dispatch = dispatch;
+        }
+
         @Override
         public void handleRequest(HttpServerExchange exchange) {
             if (!PATH.equals(exchange.getRequestPath())) {
@@ -46,7 +56,7 @@ public final class UndertowServer {
                 exchange.endExchange();
                 return;
             }
-            if (exchange.isInIoThread()) {
+            if (dispatch && exchange.isInIoThread()) {
                 exchange.dispatch(this);
                 return;
             }
@@ -63,6 +73,7 @@ public final class UndertowServer {
         int port = intEnv("PORT", 8080, 65535);
         int workers = intEnv("WORKERS", 8, 10000);
         int backlog = intEnv("BACKLOG", 512, 65535);
+        boolean dispatch = "worker".equals(answerOnEnv());
         int ioThreads = Math.max(2, Runtime.getRuntime().availableProcessors());
 
         Undertow server = Undertow.builder()
@@ -70,14 +81,25 @@ public final class UndertowServer {
                 .setSocketOption(Options.BACKLOG, backlog)
                 .setIoThreads(ioThreads)
                 .setWorkerThreads(workers)
-                .setHandler(new ApiHandler())
+                .setHandler(new ApiHandler(dispatch))
                 .build();
         Runtime.getRuntime().addShutdownHook(new Thread(server::stop));
         server.start();
         System.out.println("undertow listening on " + hostPort(bind, port) + " (backlog " + backlog
                 + ") with " + workers
-                + " workers (" + ioThreads + " io threads)");
+                + " workers (" + ioThreads + " io threads), answering on "
+                + (dispatch ? "the worker pool" : "the io threads"));
         System.out.flush();
+    }
+
+    /** UNDERTOW_ANSWER_ON: "worker" (default) or "io", the thread that answers /api. */
+    private static String answerOnEnv() {
+        String v = System.getenv("UNDERTOW_ANSWER_ON");
+        String on = v == null || v.isBlank() ? "worker" : v.trim();
+        if (!on.equals("worker") && !on.equals("io")) {
+            throw new IllegalArgumentException("UNDERTOW_ANSWER_ON must be worker or io, got '" + v + "'");
+        }
+        return on;
     }
 
     /** A whole number from 1 to max in the environment variable name; fallback when unset. */
