@@ -123,7 +123,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         knobs = Knobs(params.port, s.workers(params.workers), params.backlog,
                       params.bind)
         values = placeholders(ROOT, cache, knobs)
-        env = lab_env(ROOT, cache, "build", knobs)
+        env = lab_env(ROOT, cache, "build", knobs, s)
         log = logs / f"build-{name}.log"
         for step, command in (("setup", s.setup), ("build", s.build)):
             if command is None or (step == "build" and is_built(s, values)):
