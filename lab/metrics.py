@@ -234,7 +234,8 @@ class Verdict:
     value: int
     a: str
     b: str
-    kind: str        # faster | no-clear-difference | not-comparable | inconclusive | missing
+    kind: str        # faster | faster-at-least | no-clear-difference | not-comparable |
+                     # inconclusive | missing
     percent: float | None
     text: str
 
@@ -245,32 +246,52 @@ def verdict(a: LevelStats, b: LevelStats) -> Verdict:
     def done(kind: str, text: str, pct: float | None = None) -> Verdict:
         return Verdict(a.value, a.server, b.server, kind, pct, text)
 
-    bound = [s.server for s in (a, b) if s.client_bound]
-    if bound:
-        return done("not-comparable", f"not comparable (client-bound: {', '.join(bound)})")
     n = min(a.rate.n, b.rate.n)
-    if n < MIN_REPS_FOR_VERDICT:
-        return done("inconclusive", f"inconclusive ({n} repetition{'s' * (n != 1)}; "
-                                    f"REPEAT={MIN_REPS_FOR_VERDICT} or more shows the spread)")
     if a.open_loop:
+        bound = [s.server for s in (a, b) if s.client_bound]
+        if bound:
+            return done("not-comparable", f"not comparable (client-bound: {', '.join(bound)})")
+        if n < MIN_REPS_FOR_VERDICT:
+            return done("inconclusive", too_few(n))
         if a.p99_ms is None or b.p99_ms is None:
             return done("inconclusive", "inconclusive (no latency percentiles)")
-        x, y, better = a.p99_ms, b.p99_ms, "lower p99 latency than"
+        x, y = a.p99_ms, b.p99_ms
         if x.overlaps(y):
             return done("no-clear-difference", "no clear difference (ranges overlap)")
         first, second = (a, b) if x.median < y.median else (b, a)
         fast, slow = min(x.median, y.median), max(x.median, y.median)
         pct = 100 * (slow / fast - 1) if fast > 0 else float("inf")
         return Verdict(a.value, first.server, second.server, "faster", pct,
-                       f"{first.server} has {better} {second.server} by {pct:.0f}% "
-                       "(min-max ranges do not overlap)")
+                       f"{first.server} has lower p99 latency than {second.server} by "
+                       f"{pct:.0f}% (min-max ranges do not overlap)")
+    # A client-bound figure is a lower bound of what the server can do: a
+    # ranking still holds when only the faster server was client-bound.
+    first, second = (a, b) if a.rate.median >= b.rate.median else (b, a)
+    if second.client_bound:
+        bound = [s.server for s in (a, b) if s.client_bound]
+        return done("not-comparable", f"not comparable (client-bound: {', '.join(bound)})")
+    if n < MIN_REPS_FOR_VERDICT:
+        return done("inconclusive", too_few(n))
     if a.rate.overlaps(b.rate):
+        if first.client_bound:
+            return done("not-comparable", f"not comparable (client-bound: {first.server}, "
+                                          "ranges overlap)")
         return done("no-clear-difference", "no clear difference (ranges overlap)")
-    first, second = (a, b) if a.rate.median > b.rate.median else (b, a)
-    pct = 100 * (first.rate.median / second.rate.median - 1) if second.rate.median else float("inf")
+    pct = 100 * (first.rate.median / second.rate.median - 1) if second.rate.median \
+        else float("inf")
+    if first.client_bound:
+        return Verdict(a.value, first.server, second.server, "faster-at-least", pct,
+                       f"{first.server} is faster than {second.server} by at least {pct:.0f}% "
+                       f"(ranges do not overlap; {first.server} was client-bound, so its "
+                       "figure is a lower bound)")
     return Verdict(a.value, first.server, second.server, "faster", pct,
                    f"{first.server} is faster than {second.server} by {pct:.0f}% "
                    "(min-max ranges do not overlap)")
+
+
+def too_few(n: int) -> str:
+    return (f"inconclusive ({n} repetition{'s' * (n != 1)}; "
+            f"REPEAT={MIN_REPS_FOR_VERDICT} or more shows the spread)")
 
 
 def verdict_values(stats: dict[str, list[LevelStats]], asked: tuple[int, ...]) -> list[int]:

@@ -130,11 +130,28 @@ def test_verdict_overlapping_ranges_is_no_clear_difference() -> None:
     assert v.kind == "no-clear-difference" and "ranges overlap" in v.text
 
 
-def test_verdict_client_bound_is_not_comparable() -> None:
+def test_verdict_with_the_slower_side_client_bound_is_not_comparable() -> None:
     [a] = stats(rows("aws", 8, [1000, 1010, 1020], "client-bound"))
     [b] = stats(rows("jersey", 8, [2000, 2010, 2020]))
     v = metrics.verdict(a, b)
     assert v.kind == "not-comparable" and v.text == "not comparable (client-bound: aws)"
+
+
+def test_verdict_with_only_the_faster_side_client_bound_is_a_lower_bound() -> None:
+    # the client held the faster server back: it is at least this much faster
+    [a] = stats(rows("aws", 8, [1000, 1010, 1020]))
+    [b] = stats(rows("undertow", 8, [2000, 2020, 2100], "client-bound"))
+    v = metrics.verdict(a, b)
+    assert v.kind == "faster-at-least" and (v.a, v.b) == ("undertow", "aws")
+    assert v.text.startswith("undertow is faster than aws by at least 100%")
+    assert "lower bound" in v.text
+
+
+def test_verdict_client_bound_and_overlapping_is_not_comparable() -> None:
+    [a] = stats(rows("aws", 8, [1000, 1500, 1900]))
+    [b] = stats(rows("undertow", 8, [1800, 2000, 2100], "client-bound"))
+    v = metrics.verdict(a, b)
+    assert v.kind == "not-comparable" and "undertow" in v.text
 
 
 def test_verdict_needs_three_repetitions() -> None:
