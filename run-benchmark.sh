@@ -67,7 +67,7 @@ for rep in $(seq 1 "$repeat"); do       # repetitions interleave the servers, so
   done
 done
 
-lab finish "$run" "$status"             # complete, or incomplete with the reason
+lab finish "$run" "$status" || status=1 # complete, or incomplete with the reason
 lab plot "$run" || status=$((status ? status : 1))
 lab report "$run"
 exit "$status"

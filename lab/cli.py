@@ -223,14 +223,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_finish(args: argparse.Namespace) -> int:
+    """Mark the run complete or incomplete; exit 1 when it is incomplete
+    although every step succeeded (a knob value a server could not serve)."""
     run = Path(args.run)
     data = results.read_manifest(run)
     done = all(s.get("status") == "complete" for s in data["servers"].values())
-    complete = args.status == 0 and done and len(data["servers"]) == len(data["params"]["servers"])
-    if not complete and not data.get("problems"):
-        results.update_manifest(run, problems=["not every server finished every repetition"])
+    complete = (args.status == 0 and done and not data.get("problems")
+                and len(data["servers"]) == len(data["params"]["servers"]))
+    problems = data.get("problems") or ([] if complete else
+                                        ["not every server finished every repetition"])
     results.update_manifest(run, status="complete" if complete else "incomplete",
-                            finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+                            problems=problems, finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    if not complete and args.status == 0:
+        print(f"error: {run.name} is incomplete: {'; '.join(problems)}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -27,6 +27,10 @@ class SweepError(RuntimeError):
     """The server could not be measured; the message says why."""
 
 
+class NotLoaded(SweepError):
+    """The start failed a check before any load (listener, contract)."""
+
+
 class ClientHung(SweepError):
     """The client ran far past its time limit and was stopped."""
 
@@ -153,7 +157,18 @@ class ServerSweep:
         self.out.mkdir(exist_ok=True)
         if self.params.axis in KNOBS:
             for value in self.params.values:
-                self.one_start(value, [self.params.load[0]])
+                try:
+                    self.one_start(value, [self.params.load[0]])
+                except NotLoaded as e:
+                    self.start_record["status"] = "not loaded"
+                    self.save()
+                    # One knob value a server cannot serve the contract at (AWS
+                    # with one task closes every connection) is a result: the
+                    # other values are still measured; the run is incomplete.
+                    what = f"{self.server.name} {fmt_value(self.params.axis, value)}"
+                    self.note(f"{fmt_value(self.params.axis, value)} not loaded: {e}")
+                    problems = results.read_manifest(self.run).get("problems", [])
+                    results.update_manifest(self.run, problems=problems + [f"{what}: {e}"])
         else:
             self.one_start(None, list(self.params.load))
 
@@ -188,11 +203,11 @@ class ServerSweep:
         try:
             listening = sp.check_listening()       # on BIND only, with BACKLOG, from ss
         except ListenError as e:
-            raise SweepError(f"{e}; not loaded") from None
+            raise NotLoaded(f"{e}; not loaded") from None
         try:
             passed = verify(sp.host, p.port)
         except VerifyError as e:
-            raise SweepError(f"{name} failed verification, not loaded: {e}") from e
+            raise NotLoaded(f"{name} failed verification, not loaded: {e}") from e
         idle = procfs.sample(sp.pid)
         self.start_record.update(status="verified", ready_s=round(took, 2), verified=passed,
                                  listening=listening,

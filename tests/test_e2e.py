@@ -47,7 +47,7 @@ def test_every_server_end_to_end(tmp_path: Path) -> None:
             assert r.server_cpu_s > 0 and r.client_cpu_s > 0, r
         dat = (run / name / "rps.dat").read_text().splitlines()
         assert len(dat) == 3 and len(dat[1].split()) == 2
-        assert (run / name / "server.log").exists()
+        assert (run / name / "server-rep1.log").exists()
         assert (run / name / "siege-rep1-c4.out").read_text().lstrip().startswith("{")
 
     for chart in ("rps", "rss", "latency"):

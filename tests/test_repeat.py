@@ -110,3 +110,18 @@ def test_calibrate_then_runs_state_their_share_of_the_client(tmp_path: Path) -> 
     assert m["calibration"]["made"] == data["made"]
     summary = (run / "summary.md").read_text()
     assert "of what siege drove against the ceiling here (c=2)" in summary
+
+
+def test_a_knob_value_the_server_cannot_serve_is_recorded_and_skipped(tmp_path: Path) -> None:
+    out = bench(lab_env(tmp_path, SERVER="closer", AXIS="workers", VALUES="1 2",
+                        CONCURRENCY="2", PORT=str(free_port()), **QUICK), timeout=300)
+    assert out.returncode == 1, out.stderr[-3000:]
+    run, m = only_run(tmp_path)
+    assert [(r.value, r.workers) for r in results.read_rows(run)] == [(2, 2)]
+    assert [s["status"] for s in m["servers"]["closer"]["starts"]] == ["not loaded", "complete"]
+    assert m["status"] == "incomplete"
+    [problem] = m["problems"]
+    assert problem.startswith("closer workers=1: closer failed verification, not loaded")
+    assert "keep the connection open" in problem
+    assert "workers=1 not loaded" in (run / "summary.md").read_text()
+    assert leftovers(run) == []

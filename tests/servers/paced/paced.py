@@ -13,7 +13,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 BODY = b'{"greeting":"Hello World!"}'
 args = argparse.ArgumentParser()
 args.add_argument("--warm", type=float, default=0.0)
-WARM_S = args.parse_args().warm
+args.add_argument("--close-below", type=int, default=0,
+                  help="with fewer WORKERS than this, close every connection (as AWS does "
+                       "with one task)")
+ARGS = args.parse_args()
+WARM_S = ARGS.warm
+CLOSE = int(os.environ.get("WORKERS", "1")) < ARGS.close_below
 FIRST: list[float] = []
 LOCK = threading.Lock()
 
@@ -45,6 +50,9 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(BODY)))
+        if CLOSE:
+            self.send_header("Connection", "close")
+            self.close_connection = True
         self.end_headers()
         self.wfile.write(BODY)
 
