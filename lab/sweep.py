@@ -21,6 +21,7 @@ from lab.servers import Server, expand
 from lab.verify import VerifyError, verify
 
 WARMUP_SLICE_S = metrics.WARMUP_SLICE_S
+WARMUP_WORKERS = 64            # an open-loop client's warm-up connections
 
 
 class SweepError(RuntimeError):
@@ -253,20 +254,28 @@ class ServerSweep:
     # ---- warm-up ------------------------------------------------------------
     def warm_up(self, sp: ServerProcess, top: int) -> dict[str, Any]:
         """Load at the top level, not recorded: a fixed time, or (auto) 2 s
-        slices until three agree within 5%, capped at WARMUP_MAX."""
+        slices until three agree within 5%, for at most WARMUP_MAX of wall time.
+
+        An open-loop client warms up closed-loop instead (as fast as it can
+        with WARMUP_WORKERS connections): an offered rate beyond the server's
+        capacity only builds a queue, which is no steady state to wait for."""
         p = self.params
-        load = self.load(top)
+        load = self.load(top) if p.load_axis == "concurrency" else Load(concurrency=WARMUP_WORKERS)
+        at = fmt_value(p.load_axis, top) if p.load_axis == "concurrency" else \
+            f"{WARMUP_WORKERS} connections, as fast as the client can"
         if not p.warmup_auto:
             if not p.warmup_s:
                 return {"mode": "none"}
             level, _ = self.level(sp, load, p.warmup_s, f"rep{self.rep}-warmup")
-            progress(f"{self.tag} warm-up {p.warmup_s}s at {fmt_value(p.load_axis, top)}: "
+            progress(f"{self.tag} warm-up {p.warmup_s}s at {at}: "
                      f"{level.rate_rps:,.0f} req/s (not recorded)")
             return {"mode": "fixed", "seconds": p.warmup_s, "rate_rps": round(level.rate_rps)}
         rates: list[float] = []
         t0 = time.monotonic()
-        # slices while the next one still fits under the cap
-        while not metrics.steady(rates) and (len(rates) + 1) * WARMUP_SLICE_S <= p.warmup_max_s:
+        # slices while the next one still fits under the cap, in wall time
+        # (a slice lasts longer than its nominal 2 s when the server lags)
+        while not metrics.steady(rates) and \
+                time.monotonic() - t0 + WARMUP_SLICE_S <= p.warmup_max_s:
             level, _ = self.level(sp, load, WARMUP_SLICE_S,
                                   f"rep{self.rep}-warmup{len(rates) + 1}")
             rates.append(round(level.rate_rps, 1))
@@ -274,12 +283,12 @@ class ServerSweep:
         took = time.monotonic() - t0
         shown = " ".join(f"{r / 1000:.1f}k" for r in rates[-6:])
         if ok:
-            progress(f"{self.tag} warm-up auto: steady after {took:.0f}s at "
-                     f"{fmt_value(p.load_axis, top)} (last slices {shown} req/s; not recorded)")
+            progress(f"{self.tag} warm-up auto: steady after {took:.0f}s at {at} "
+                     f"(last slices {shown} req/s; not recorded)")
         else:
             progress(f"{self.tag} warning: warm-up did not settle within WARMUP_MAX="
-                     f"{p.warmup_max_s}s at {fmt_value(p.load_axis, top)} (last slices {shown} "
-                     "req/s): every level of this start is flagged not-steady")
+                     f"{p.warmup_max_s}s at {at} (last slices {shown} req/s): every level "
+                     "of this start is flagged not-steady")
         return {"mode": "auto", "steady": ok, "seconds": round(took, 1),
                 "slices": len(rates), "slice_rates": rates, "cap_s": p.warmup_max_s}
 
