@@ -195,3 +195,11 @@ def test_capacity_uses_the_nearest_calibrated_level_of_the_same_mode() -> None:
     assert calibrate.capacity(cal, "wrk", False, 8) is None
     assert calibrate.capacity(None, "siege", False, 8) is None
     assert metrics.capacity_share(5820.0, 6000.0) == pytest.approx(0.97)
+
+
+def test_open_loop_verdicts_are_at_every_offered_rate() -> None:
+    by = {"a": stats(rows("a", 1000, [1000] * 3, p99=[1, 1, 1], offered=1000.0),
+                     rows("a", 4000, [3000] * 3, p99=[9, 9, 9], offered=4000.0)),
+          "b": stats(rows("b", 1000, [1000] * 3, p99=[2, 2, 2], offered=1000.0),
+                     rows("b", 4000, [4000] * 3, p99=[3, 3, 3], offered=4000.0))}
+    assert metrics.verdict_values(by, ()) == [1000, 4000]
