@@ -25,6 +25,7 @@ set logscale x 2
 set grid xtics ytics lt 1 lw 1 lc rgb "#d8d8d8"
 set key outside right top vertical Left reverse noautotitle
 set yrange [0:*]
+set offsets graph 0.04, graph 0.04, 0, 0   # room for the bars at both ends
 set multiplot layout 3,1 title "Sweeping " . xlabel . " (one server start per value; median, min-max bars)" font ",13"
 
 set ylabel "requests per second"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import shutil
 import socket
 import time
@@ -27,22 +26,6 @@ FAST = probe.Limits(deadline_s=1.5, verify_timeout_s=1.0, settle_s=0.6, recover_
                     normal_requests=3)
 CPUS = (0,)
 CACHE = Path(os.environ.get("LAB_CACHE") or ROOT / ".cache").resolve()
-
-
-@pytest.fixture
-def port() -> int:
-    """A free port below the kernel's ephemeral range: a port from bind(0)
-    can be taken by any client's outgoing connection (a load test running
-    beside us) between the check and the server's own bind."""
-    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    for candidate in random.sample(range(max(1024, low - 12000), low - 1), 200):
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", candidate))
-                return candidate
-            except OSError:
-                continue
-    return free_port()
 
 
 def knobs(port: int, server: Server) -> Knobs:
