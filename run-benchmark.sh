@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One benchmark run, top-down:
-#   check → deps → build → probe each server (a separate start) → for each
+#   check → deps → build → up (the topology) → probe each server (a separate start) → for each
 #   repetition, each server in turn: start → verify → warm up → sweep → stop
-#   → plot → report (summary.md, report.html)
+#   → plot → report (summary.md, report.html) → down (the topology, always)
 # Settings come from the environment (`make help` lists them); `make bench`
 # calls this script. Exit: 0 done, 1 failure (partial results kept and marked
 # incomplete), 2 bad input or missing prerequisites, 130 interrupted.
@@ -46,6 +46,8 @@ read -ra servers <<< "$(lab resolve)"
 repeat=$(lab resolve --repeat)
 lab deps "${servers[@]}"                # installs missing packages as root, else exit 2
 lab build "${servers[@]}"               # toolchains and builds, only what changed
+trap 'lab down' EXIT                    # the topology is undone whatever happens next
+lab up                                  # namespaces, links, ssh master, images (or nothing)
 run=$(lab new-run)                      # results/<run-id>/, never reused
 echo "run folder: $run" >&2
 

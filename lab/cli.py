@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from types import FrameType
 
-from lab import calibrate, deps, hostinfo, procs, report, results
+from lab import calibrate, deps, hostinfo, procs, report, results, runtimes
 from lab.paths import cache_dir
 from lab.clients import Client, Options, axes, clients
 from lab.launch import Knobs, lab_env, placeholders
@@ -67,7 +67,9 @@ def cmd_check(_: argparse.Namespace) -> int:
     problem = results.unwritable(ROOT / params.results)     # before deps or builds run
     if problem:
         raise ConfigError(f"RESULTS={params.results}: {problem}; choose a writable place")
-    procs.check_port_free(params.port, params.bind)
+    if params.topology == "local" and params.runtime == "process":
+        procs.check_port_free(params.port, params.bind)   # other topologies: in `lab up`
+    runtimes.module_for(params)                           # exit 2 if not available
     for w in params.warnings:
         print(f"warning: {w}", file=sys.stderr)
     print(f"plan: {plan(params)}", file=sys.stderr)
@@ -144,6 +146,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def cmd_new_run(_: argparse.Namespace) -> int:
     params, servers = load_params()
+    topo = runtimes.current(params)
     run = results.new_run(ROOT / params.results, params.servers)
     _client, conditions = client_for(params, run)
     settings = {k: os.environ.get(k, default) for k, (default, _) in SETTINGS.items()}
@@ -156,12 +159,15 @@ def cmd_new_run(_: argparse.Namespace) -> int:
         "settings": settings,
         "params": params.to_json(),
         "plan": plan(params),
-        "topology": "loopback (one host, server and client pinned to disjoint CPUs)",
+        "topology": topo.summary,
+        "topology_details": topo.describe(),
         "pinning": {"server_cpus": format_cpus(params.server_cpus),
                     "client_cpus": format_cpus(params.client_cpus)},
         "client": conditions,
         "calibration": calibrate.last(cache_dir()),
-        "host": hostinfo.host(),
+        "host": topo.server.facts(),
+        "client_hosts": [c.facts() for c in topo.clients
+                         if not c.same_host_as(topo.server)],
         "tools": hostinfo.tools(),
         "lab": hostinfo.lab_revision(ROOT),
         "servers": {},
@@ -193,6 +199,22 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     where = f"{args.server} (rep {args.rep})" if params.repeat > 1 else args.server
     results.update_manifest(run, problems=problems + [f"{where}: {message}"])
     return fail(f"{where}: {message}\n  finished levels are kept in {run}", code)
+
+
+def cmd_up(_: argparse.Namespace) -> int:
+    """Set up the topology for the run (namespaces, links, ssh master); exit 2 if it can't."""
+    params, _servers = load_params()
+    runtimes.up(params)
+    topo = runtimes.current(params)
+    print(f"topology: {topo.summary}", file=sys.stderr)
+    return 0
+
+
+def cmd_down(_: argparse.Namespace) -> int:
+    """Undo `lab up`, whatever state it reached."""
+    params, _servers = load_params()
+    runtimes.down(params)
+    return 0
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
@@ -293,6 +315,9 @@ def parser() -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=text)
         sp.add_argument("servers", nargs="*")
         sp.set_defaults(fn=fn)
+    sub.add_parser("up", help="set up the topology (namespaces, links, ssh master)"
+                   ).set_defaults(fn=cmd_up)
+    sub.add_parser("down", help="undo `up` (always safe to run)").set_defaults(fn=cmd_down)
     sub.add_parser("new-run", help="make a run folder, print its path").set_defaults(fn=cmd_new_run)
     sp = sub.add_parser("probe", help="robustness probe of one server (a separate start)")
     sp.add_argument("run")

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from lab import procs
+from lab.procfs import TreeSample
+from lab.runtimes import ServerHost, Started
+from lab.runtimes.local import LocalServerHost
 from lab.servers import Server, expand
 
 
@@ -52,18 +54,23 @@ class ServerProcess:
     """One start of a server: `start()`, `ready()`, `stop()` (always)."""
 
     def __init__(self, server: Server, root: Path, cache: Path, run_id: str, knobs: Knobs,
-                 cpus: tuple[int, ...], log: Path) -> None:
-        self.server, self.knobs, self.log = server, knobs, log
+                 cpus: tuple[int, ...], log: Path, where: ServerHost | None = None,
+                 connect: str | None = None) -> None:
+        self.server, self.knobs, self.log, self.cpus = server, knobs, log, cpus
+        self.where: ServerHost = where or LocalServerHost()
+        self.connect = connect
         self.values = placeholders(root, cache, knobs)
         self.env = lab_env(root, cache, run_id, knobs, server)
-        self.argv = procs.pinned(expand(server.run.argv, self.values), cpus)
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.command = expand(server.run.argv, self.values)
+        self.argv = procs.pinned(self.command, cpus)      # as recorded in the manifest
+        self.proc: Started | None = None
         self.scratch: Path | None = None
 
     @property
     def host(self) -> str:
-        """Where clients reach it: BIND, or loopback when BIND is every interface."""
-        return procs.connect_host(self.knobs.bind)
+        """Where clients reach it: the topology's address, else BIND (loopback
+        when BIND is every interface)."""
+        return self.connect or procs.connect_host(self.knobs.bind)
 
     @property
     def url(self) -> str:
@@ -76,21 +83,21 @@ class ServerProcess:
             raise RuntimeError("not started")
         return self.proc.pid
 
-    def start(self) -> subprocess.Popen[bytes]:
-        procs.check_port_free(self.knobs.port, self.knobs.bind)
+    def start(self) -> Started:
+        self.where.check_port_free(self.knobs.port, self.knobs.bind)
         # A private scratch folder (LAB_SCRATCH) for what a server writes at
         # run time (nginx's prefix); removed when the server is stopped.
         self.scratch = Path(tempfile.mkdtemp(prefix=f"lab-{self.server.name}."))
         self.env["LAB_SCRATCH"] = str(self.scratch)
-        with self.log.open("ab") as log:
-            self.proc = procs.start(self.argv, self.server.run.dir, self.env, log)
+        self.proc = self.where.start(self.command, self.server.run.dir, self.env, self.log,
+                                     self.cpus)
         return self.proc
 
     def ready(self) -> float:
         """Seconds until it accepts on its address; NotReady (with its log's tail) if never."""
         assert self.proc is not None
         try:
-            return procs.wait_ready(self.knobs.bind, self.knobs.port, self.proc,
+            return procs.wait_ready(self.host, self.knobs.port, self.proc,
                                     self.server.ready_timeout)
         except procs.NotReady as e:
             raise procs.NotReady(f"{e}\n--- last lines of {self.log}:\n"
@@ -103,7 +110,7 @@ class ServerProcess:
         "backlog"} for the manifest; ListenError says what differs."""
         port, bind, backlog = self.knobs.port, self.knobs.bind, self.knobs.backlog
         name = self.server.name
-        found = procs.listeners(port)
+        found = self.where.listeners(port)
         if not found:
             raise ListenError(f"{name}: nothing listens on port {port} (ss -ltn)")
         # Several sockets are normal: nginx's reuseport opens one per worker.
@@ -111,7 +118,7 @@ class ServerProcess:
         if elsewhere:
             raise ListenError(f"{name} listens on {_describe(elsewhere)}, not only on "
                               f"BIND={bind}: it must take its address from BIND")
-        cap = procs.somaxconn()
+        cap = self.where.somaxconn()
         want = backlog if cap is None else min(backlog, cap)
         capped = (f" (BACKLOG={backlog}, capped by net.core.somaxconn={cap})"
                   if want != backlog else "")
@@ -128,12 +135,16 @@ class ServerProcess:
         """Stop its whole process group; wait until its port is free again."""
         if self.proc is None:
             return None
-        code = procs.stop(self.proc)
-        procs.kill_group(self.proc.pid)
+        code = self.proc.stop()
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
-        procs.wait_port_released(self.knobs.port, self.knobs.bind)
+        self.where.wait_port_released(self.knobs.port, self.knobs.bind)
         return code
+
+    def sample(self) -> TreeSample | None:
+        """Its process tree now, wherever it runs."""
+        assert self.proc is not None
+        return self.where.sample(self.proc)
 
 
 def _describe(sockets: list[procs.Listener]) -> str:

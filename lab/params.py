@@ -8,7 +8,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import asdict, dataclass, field
 
 WARMUP_SLICE_S = 2                           # WARMUP=auto's slice (lab.metrics)
@@ -43,7 +43,8 @@ SETTINGS: dict[str, tuple[str, str]] = {
                        "server's peak level and the highest level)"),
     "WORKERS": ("", "server worker threads/tasks (empty: each server's default)"),
     "BACKLOG": ("512", "accept backlog every server is given (the published AWS setup)"),
-    "BIND": ("127.0.0.1", "address every server listens on"),
+    "BIND": ("127.0.0.1", "address every server listens on (a topology other than local "
+                          "sets it to the server host's address on the lab's link)"),
     "PORT": ("8080", "port the server listens on"),
     "SERVER_CPUS": ("", "CPUs for the server (empty: first half of this machine's)"),
     "CLIENT_CPUS": ("", "CPUs for the client (empty: the other half)"),
@@ -52,7 +53,23 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "FORCE": ("0", "1: load a server even when the probe left it unanswering"),
     "JAVA_OPTS": ("", "JVM options for Java servers (empty: JVM defaults, as published)"),
     "RESULTS": ("results", "where run folders are made"),
+    "TOPOLOGY": ("local", "where server and client run: local (one host, loopback) or netns "
+                          "(two emulated hosts: a network namespace each, joined by a veth "
+                          "pair; root); SERVER_HOST makes it ssh"),
+    "LINK": ("", "TOPOLOGY=netns: shape the link with tc to this rate, e.g. 1gbit "
+                 "(the published Gigabit Ethernet); empty: unshaped"),
+    "LINK_DELAY": ("", "TOPOLOGY=netns with LINK: one-way delay added by tc netem, "
+                       "e.g. 0.1ms"),
+    "SERVER_HOST": ("", "user@host: run the server there over OpenSSH (your ssh config and "
+                        "keys); empty: this host"),
+    "CLIENT_HOST": ("", "with SERVER_HOST: user@host of each client host, space-separated; "
+                        "several drive the server together (empty: the client runs here)"),
+    "RUNTIME": ("process", "how the server runs: process (directly) or docker (its "
+                           "compose.yaml service, built from the server's Dockerfile)"),
+    "MEM_LIMIT": ("", "RUNTIME=docker: the container's memory limit, e.g. 512m (empty: none)"),
 }
+TOPOLOGIES = ("local", "netns", "ssh")
+RUNTIMES = ("process", "docker")
 
 
 class ConfigError(ValueError):
@@ -87,6 +104,13 @@ class Params:
     force: bool
     java_opts: str
     results: str
+    topology: str = "local"         # local | netns | ssh (SERVER_HOST given)
+    link: str = ""                  # netns: tc rate (1gbit), empty: unshaped
+    link_delay: str = ""            # netns: tc netem delay (0.1ms)
+    server_host: str = ""           # ssh: user@host
+    client_hosts: tuple[str, ...] = ()   # ssh: user@host each; empty: here
+    runtime: str = "process"        # process | docker
+    mem_limit: str = ""             # docker: memory limit (512m)
     warnings: tuple[str, ...] = field(default=())
 
     def to_json(self) -> dict[str, object]:
@@ -194,6 +218,68 @@ def parse_bind(text: str) -> tuple[str, list[str]]:
     return str(addr), notes
 
 
+RATE_TEXT = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:bit|kbit|mbit|gbit|tbit|bps|kbps|mbps|gbps)")
+DELAY_TEXT = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:us|ms|s)")
+MEMORY_TEXT = re.compile(r"[0-9]+[kmg]?")
+HOST_TEXT = re.compile(r"(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9._:-]+|(?:[A-Za-z0-9._-]+@)?\[[0-9A-Fa-f:.]+\]")
+
+
+@dataclass(frozen=True)
+class Where:
+    topology: str
+    link: str
+    link_delay: str
+    server_host: str
+    client_hosts: tuple[str, ...]
+    runtime: str
+    mem_limit: str
+
+
+def parse_where(get: Callable[[str], str]) -> Where:
+    """TOPOLOGY, LINK, LINK_DELAY, SERVER_HOST, CLIENT_HOST, RUNTIME, MEM_LIMIT, checked together."""
+    topology = get("TOPOLOGY").strip()
+    server_host = get("SERVER_HOST").strip()
+    client_hosts = tuple(get("CLIENT_HOST").split())
+    runtime = get("RUNTIME").strip()
+    link, delay, mem = get("LINK").strip(), get("LINK_DELAY").strip(), get("MEM_LIMIT").strip()
+    if topology not in ("local", "netns"):
+        raise ConfigError(f"TOPOLOGY={topology!r}: expected local or netns "
+                          "(for real hosts give SERVER_HOST=user@host)")
+    for name, host in [("SERVER_HOST", server_host)] * bool(server_host) + \
+            [("CLIENT_HOST", h) for h in client_hosts]:
+        if not HOST_TEXT.fullmatch(host):
+            raise ConfigError(f"{name}={host!r}: expected user@host or host (an ssh destination)")
+    if len(set(client_hosts)) != len(client_hosts):
+        raise ConfigError(f"CLIENT_HOST lists a host twice: {' '.join(client_hosts)}")
+    if client_hosts and not server_host:
+        raise ConfigError("CLIENT_HOST needs SERVER_HOST: client hosts drive a server host")
+    if server_host:
+        if topology == "netns":
+            raise ConfigError("TOPOLOGY=netns and SERVER_HOST both say where the server runs: "
+                              "give one")
+        topology = "ssh"
+    if (link or delay) and topology != "netns":
+        raise ConfigError("LINK and LINK_DELAY shape the emulated link of TOPOLOGY=netns: "
+                          "add TOPOLOGY=netns or drop them")
+    if link and not RATE_TEXT.fullmatch(link):
+        raise ConfigError(f"LINK={link!r}: expected a tc rate such as 1gbit or 100mbit")
+    if delay and not DELAY_TEXT.fullmatch(delay):
+        raise ConfigError(f"LINK_DELAY={delay!r}: expected a delay such as 0.1ms or 50us")
+    if delay and not link:
+        raise ConfigError("LINK_DELAY needs LINK (the rate of the shaped link), e.g. LINK=1gbit")
+    if runtime not in RUNTIMES:
+        raise ConfigError(f"RUNTIME={runtime!r}: expected {' or '.join(RUNTIMES)}")
+    if runtime == "docker" and topology != "local":
+        raise ConfigError(f"RUNTIME=docker runs on this host's Docker engine (or DOCKER_HOST's); "
+                          f"it does not combine with TOPOLOGY={topology}")
+    if mem and runtime != "docker":
+        raise ConfigError("MEM_LIMIT is a container's memory limit: add RUNTIME=docker or drop it")
+    if mem and not MEMORY_TEXT.fullmatch(mem.lower()):
+        raise ConfigError(f"MEM_LIMIT={mem!r}: expected a size such as 512m or 2g")
+    return Where(topology=topology, link=link, link_delay=delay, server_host=server_host,
+                 client_hosts=client_hosts, runtime=runtime, mem_limit=mem.lower())
+
+
 def from_env(env: Mapping[str, str], known_servers: list[str],
              clients: Mapping[str, str] | Collection[str],
              available_cpus: set[int] | None = None) -> Params:
@@ -287,6 +373,7 @@ def from_env(env: Mapping[str, str], known_servers: list[str],
         raise ConfigError(f"VERDICT_AT: {' '.join(map(str, missing))} is not a swept value "
                           f"({' '.join(map(str, values))})")
     results = get("RESULTS").strip() or "results"
+    where = parse_where(get)
 
     return Params(
         servers=tuple(names),
@@ -316,5 +403,12 @@ def from_env(env: Mapping[str, str], known_servers: list[str],
         force=flag("FORCE", get("FORCE")),
         java_opts=get("JAVA_OPTS").strip(),
         results=results,
+        topology=where.topology,
+        link=where.link,
+        link_delay=where.link_delay,
+        server_host=where.server_host,
+        client_hosts=where.client_hosts,
+        runtime=where.runtime,
+        mem_limit=where.mem_limit,
         warnings=tuple(warnings),
     )

@@ -15,7 +15,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol
 
 MARKER = "LAB_RUN"
 
@@ -190,14 +190,22 @@ def connect_host(bind: str) -> str:
     return {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(bind, bind)
 
 
-def wait_ready(bind: str, port: int, proc: subprocess.Popen[bytes], timeout: float) -> float:
-    """Wait until something accepts on bind:port; returns the seconds it took."""
+class Polled(Protocol):
+    @property
+    def returncode(self) -> int | None: ...
+
+    def poll(self) -> int | None: ...
+
+
+def wait_ready(host: str, port: int, proc: Polled, timeout: float) -> float:
+    """Wait until something accepts on host:port (the address clients use);
+    returns the seconds it took."""
     start_t = time.monotonic()
     while time.monotonic() - start_t < timeout:
         if proc.poll() is not None:
             raise NotReady(f"exited with code {proc.returncode} before listening on {port}")
         try:
-            with socket.create_connection((connect_host(bind), port), timeout=0.5):
+            with socket.create_connection((host, port), timeout=0.5):
                 return time.monotonic() - start_t
         except OSError:
             time.sleep(0.1)

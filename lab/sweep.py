@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lab import metrics, procfs, procs, results
+from lab import metrics, procs, results, runtimes
 from lab.clients import Client, ClientError, Level, Load
 from lab.launch import Knobs, ListenError, ServerProcess
 from lab.params import KNOBS, Params
+from lab.runtimes import ClientHung, ServerDied, ServerHost, Topology
 from lab.servers import Server, expand
 from lab.verify import VerifyError, verify
 
@@ -28,64 +29,28 @@ class SweepError(RuntimeError):
     """The server could not be measured; the message says why."""
 
 
+class SweepHung(SweepError, ClientHung):
+    """The client hung twice at one level."""
+
+
 class NotLoaded(SweepError):
     """The start failed a check before any load (listener, contract)."""
 
 
-class ClientHung(SweepError):
-    """The client ran far past its time limit and was stopped."""
-
-
-@dataclass(frozen=True)
-class ClientRun:
-    stdout: str
-    stderr: str
-    exit_code: int | None
-    cpu_s: float
-    wall_s: float
-
-
 def server_facts(server: Server, values: dict[str, str], env: dict[str, str],
-                 cpus: tuple[int, ...]) -> dict[str, str]:
-    """key=value lines of the manifest's facts command, run pinned like the server."""
+                 cpus: tuple[int, ...], where: ServerHost) -> dict[str, str]:
+    """key=value lines of the manifest's facts command, run pinned like the server, where it runs."""
     if server.facts is None:
         return {}
-    argv = procs.pinned(expand(server.facts.argv, values), cpus)
     try:
-        out = subprocess.run(argv, cwd=server.facts.dir, env=env, capture_output=True,
-                             text=True, timeout=120)
-    except (OSError, subprocess.TimeoutExpired) as e:
+        code, stdout, stderr = where.run(expand(server.facts.argv, values), server.facts.dir,
+                                         env, cpus, timeout=120)
+    except (OSError, subprocess.SubprocessError) as e:
         return {"error": str(e)}
-    facts = dict(line.split("=", 1) for line in out.stdout.splitlines() if "=" in line)
-    if out.returncode != 0:
-        facts["error"] = out.stderr.strip()[-300:] or f"exit {out.returncode}"
+    facts = dict(line.split("=", 1) for line in stdout.splitlines() if "=" in line)
+    if code != 0:
+        facts["error"] = stderr.strip()[-300:] or f"exit {code}"
     return {k.strip(): v.strip() for k, v in facts.items()}
-
-
-def run_client(argv: list[str], env: dict[str, str], out: Path, timeout: float,
-               server: subprocess.Popen[bytes]) -> ClientRun:
-    """Run the client to its end; its CPU comes from wait4's rusage (children included)."""
-    err = out.with_suffix(".err")
-    with out.open("wb") as fo, err.open("wb") as fe:
-        proc = procs.start(argv, Path.cwd(), env, fe, stdout=fo)
-    t0 = time.monotonic()
-    try:
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                proc.returncode = os.waitstatus_to_exitcode(status)
-                break
-            if server.poll() is not None:
-                raise SweepError(f"the server exited with code {server.returncode} during the level")
-            if time.monotonic() - t0 > timeout:
-                raise ClientHung(f"the client did not finish within {timeout:.0f}s")
-            time.sleep(0.05)
-    finally:
-        if proc.returncode is None:
-            procs.stop(proc, grace=2)
-        procs.kill_group(proc.pid)
-    return ClientRun(out.read_text(errors="replace"), err.read_text(errors="replace"),
-                     proc.returncode, usage.ru_utime + usage.ru_stime, time.monotonic() - t0)
 
 
 def fmt_eta(seconds: float) -> str:
@@ -106,9 +71,11 @@ class ServerSweep:
     per value for a knob sweep."""
 
     def __init__(self, root: Path, cache: Path, run: Path, server: Server,
-                 params: Params, client: Client, rep: int = 1) -> None:
+                 params: Params, client: Client, rep: int = 1,
+                 topology: Topology | None = None) -> None:
         self.root, self.cache, self.run, self.server = root, cache, run, server
         self.params, self.client, self.rep = params, client, rep
+        self.topology = topology or runtimes.current(params)
         self.out = run / server.name
         self.tag = f"[{server.name}]" if params.repeat == 1 else \
             f"[{server.name} rep {rep}/{params.repeat}]"
@@ -147,7 +114,7 @@ class ServerSweep:
             workers = value
         if p.axis == "backlog" and value is not None:
             backlog = value
-        return Knobs(port=p.port, workers=workers, backlog=backlog, bind=p.bind)
+        return Knobs(port=p.port, workers=workers, backlog=backlog, bind=self.topology.bind)
 
     def load(self, level: int) -> Load:
         return Load(concurrency=level) if self.params.load_axis == "concurrency" \
@@ -178,12 +145,14 @@ class ServerSweep:
         knobs = self.knobs(knob_value)
         suffix = f"-rep{self.rep}" + (f"-{p.axis}{knob_value}" if knob_value is not None else "")
         sp = ServerProcess(self.server, self.root, self.cache, self.run.name, knobs,
-                           p.server_cpus, self.out / f"server{suffix}.log")
+                           p.server_cpus, self.out / f"server{suffix}.log",
+                           self.topology.server, self.topology.connect)
         self.start_record = {"id": suffix.lstrip("-"), "rep": self.rep, "knob": knob_value,
                              "workers": knobs.workers, "backlog": knobs.backlog,
                              "bind": knobs.bind, "status": "starting"}
         if "facts" not in self.record():
-            self.save(facts=server_facts(self.server, sp.values, sp.env, p.server_cpus),
+            self.save(facts=server_facts(self.server, sp.values, sp.env, p.server_cpus,
+                                         self.topology.server),
                       workers=knobs.workers)
         sp.start()
         self.start_record.update(pid=sp.pid, command=sp.argv)
@@ -209,7 +178,7 @@ class ServerSweep:
             passed = verify(sp.host, p.port)
         except VerifyError as e:
             raise NotLoaded(f"{name} failed verification, not loaded: {e}") from e
-        idle = procfs.sample(sp.pid)
+        idle = sp.sample()
         self.start_record.update(status="verified", ready_s=round(took, 2), verified=passed,
                                  listening=listening,
                                  rss_idle_kb=idle.rss_kb if idle else None)
@@ -297,25 +266,31 @@ class ServerSweep:
               ) -> tuple[Level, metrics.Measured]:
         """Run the client once at `load`, sampling the server and the host."""
         p = self.params
-        argv = procs.pinned(self.client.command(sp.url, load, duration), p.client_cpus)
-        cpus = tuple(sorted(set(p.server_cpus) | set(p.client_cpus)))
+        argv = self.client.command(sp.url, load, duration)
+        topo = self.topology
+        host = topo.clients[0]
         out = self.out / f"{self.client.name}-{tag}.out"
         assert sp.proc is not None
         for attempt in (1, 2):
-            busy0, steal0 = procfs.cpu_times(cpus)
+            busy0, steal0 = topo.cpu_times(p.server_cpus, p.client_cpus)
             try:
-                with procfs.Sampler(sp.pid) as sampler:
-                    ran = run_client(argv, sp.env, out, duration + p.client_grace_s, sp.proc)
+                with topo.server.sampler(sp.proc) as sampler:
+                    ran = host.run_client(argv, p.client_cpus, sp.env, out,
+                                          duration + p.client_grace_s, sp.alive)
                 break
+            except ServerDied:
+                assert sp.proc is not None
+                raise SweepError(f"the server exited with code {sp.proc.poll()} "
+                                 "during the level") from None
             except ClientHung as hung:
                 if attempt == 2:
-                    raise
+                    raise SweepHung(str(hung)) from None
                 # Siege sometimes overruns or hangs at the end of a timed run
                 # (JoeDog/siege#66, #178): keep its output, note it, retry once.
                 for suffix in (".out", ".err"):
                     out.with_suffix(suffix).rename(out.with_suffix(".hung" + suffix))
                 self.note(f"{tag}: {self.client.name} hung ({hung}); stopped and retried once")
-        busy1, steal1 = procfs.cpu_times(cpus)
+        busy1, steal1 = topo.cpu_times(p.server_cpus, p.client_cpus)
         if not sp.alive():
             raise SweepError(f"the server exited with code {sp.proc.returncode} during {tag}")
         try:
@@ -328,4 +303,4 @@ class ServerSweep:
             rss_peak_kb=sampler.rss_peak_kb, threads_end=last.threads if last else 0,
             threads_peak=sampler.threads_peak, client_cpu_s=ran.cpu_s, wall_s=ran.wall_s,
             host_busy_s=busy1 - busy0, host_steal_s=steal1 - steal0,
-            sampler_cpu_s=sampler.own_cpu_s, time_wait=procfs.time_wait_sockets())
+            sampler_cpu_s=sampler.own_cpu_s, time_wait=topo.time_wait())

@@ -40,7 +40,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
-from lab import procfs, procs
+from lab import procfs, procs, runtimes
+from lab.procfs import TreeSample
+from lab.runtimes import ServerHost, Topology
 from lab.launch import Knobs, ServerProcess
 from lab.params import Params
 from lab.servers import Server
@@ -61,14 +63,14 @@ SERVER_LOG = "probe-server.log"
 
 # ---------------------------------------------------------------- CPU and contract checks
 
-def wait_quiet(pid: int, bound_s: float, window_s: float, share: float) -> float | None:
+def wait_quiet(t: Target, bound_s: float, window_s: float, share: float) -> float | None:
     """Seconds until the tree used less than `share` of a core over one
     window (or is gone); None if it never did within bound_s."""
     t0 = time.monotonic()
-    prev = tree_cpu(pid)
+    prev = tree_cpu(t)
     while True:
         time.sleep(window_s)
-        cur = tree_cpu(pid)
+        cur = tree_cpu(t)
         elapsed = time.monotonic() - t0
         if cur is None or prev is None or (cur - prev) / window_s < share:
             return elapsed
@@ -77,14 +79,16 @@ def wait_quiet(pid: int, bound_s: float, window_s: float, share: float) -> float
         prev = cur
 
 
-def wait_cpus_quiet(cpus: tuple[int, ...], bound_s: float, share: float = 0.10) -> float | None:
-    """Seconds until these CPUs were less than `share` busy over 1 s (all of
-    them together); None if they never were within bound_s."""
+def wait_cpus_quiet(cpus: tuple[int, ...], bound_s: float, share: float = 0.10,
+                    where: ServerHost | None = None) -> float | None:
+    """Seconds until these CPUs (of the server's host) were less than `share`
+    busy over 1 s (all of them together); None if they never were within bound_s."""
+    times = where.cpu_times if where is not None else procfs.cpu_times
     t0 = time.monotonic()
-    prev, _ = procfs.cpu_times(cpus)
+    prev, _ = times(cpus)
     while True:
         time.sleep(1.0)
-        cur, _ = procfs.cpu_times(cpus)
+        cur, _ = times(cpus)
         elapsed = time.monotonic() - t0
         if (cur - prev) / len(cpus) < share:
             return elapsed
@@ -225,8 +229,7 @@ def load_report(path: Path) -> ProbeReport:
 
 def run_one(probe: Probe, t: Target) -> ProbeResult:
     """One probe: CPU before, the probe, settling, CPU after, the contract."""
-    pid = t.pid
-    before = tree_cpu(pid)
+    before = tree_cpu(t)
     t0 = time.monotonic()
     try:
         outcome, facts = probe.run(t)
@@ -234,8 +237,8 @@ def run_one(probe: Probe, t: Target) -> ProbeResult:
         # Our side failed (out of descriptors, say): say so, do not guess.
         outcome, facts = f"probe error: {type(e).__name__}: {e}", {}
     elapsed = time.monotonic() - t0
-    settled = wait_quiet(pid, t.limits.settle_s, window_s=0.3, share=0.10)
-    after = tree_cpu(pid)
+    settled = wait_quiet(t, t.limits.settle_s, window_s=0.3, share=0.10)
+    after = tree_cpu(t)
     if after is None:
         outcome += "; server process exited"
     ok, error = check(t)
@@ -253,7 +256,8 @@ def skipped(probe: Probe, since: str) -> ProbeResult:
 
 
 def run_probe(host: str, port: int, pid: int, workers: int, limits: Limits | None = None,
-              server: str = "") -> ProbeReport:
+              server: str = "", sample: Callable[[], TreeSample | None] | None = None
+              ) -> ProbeReport:
     """Probe a running server (pid: the root of its process tree, for CPU).
 
     Each probe is followed by a contract check. A server that failed it gets
@@ -261,7 +265,7 @@ def run_probe(host: str, port: int, pid: int, workers: int, limits: Limits | Non
     remaining probes are skipped. Then, bounded by `quiet_s`, we wait for the
     server's CPU to go quiet, and check the contract a last time."""
     lim = limits or Limits()
-    t = Target(host, port, pid, workers, lim)
+    t = Target(host, port, pid, workers, lim, sample)
     t0 = time.monotonic()
     results: list[ProbeResult] = []
     gave_up = ""
@@ -280,7 +284,7 @@ def run_probe(host: str, port: int, pid: int, workers: int, limits: Limits | Non
             recovered = round(waited, 2)
         result = run_one(probe, t)
         results.append(replace(result, recovered_s=recovered))
-    quiet = wait_quiet(pid, lim.quiet_s, window_s=1.0, share=0.05)
+    quiet = wait_quiet(t, lim.quiet_s, window_s=1.0, share=0.05)
     final_ok, final_error, _ = check_until(t, lim.recover_s)
     return ProbeReport(server=server, host=host, port=port, workers=workers, limits=lim,
                        results=tuple(results), final_ok=final_ok, final_error=final_error,
@@ -289,7 +293,8 @@ def run_probe(host: str, port: int, pid: int, workers: int, limits: Limits | Non
 
 
 def probe_server(server: Server, root: Path, cache: Path, run_dir: Path, knobs: Knobs,
-                 cpus: tuple[int, ...], limits: Limits | None = None) -> ProbeReport:
+                 cpus: tuple[int, ...], limits: Limits | None = None,
+                 topology: Topology | None = None) -> ProbeReport:
     """Start a separate instance of `server` (its log: <run_dir>/<server>/
     probe-server.log), probe it, stop it, then wait (bounded) until its CPUs
     are quiet so that nothing the probe left running leaks into the measured
@@ -297,14 +302,17 @@ def probe_server(server: Server, root: Path, cache: Path, run_dir: Path, knobs: 
     lim = limits or Limits()
     out = run_dir / server.name
     out.mkdir(parents=True, exist_ok=True)
-    instance = ServerProcess(server, root, cache, run_dir.name, knobs, cpus, out / SERVER_LOG)
-    host = procs.connect_host(knobs.bind)
+    where = topology.server if topology is not None else None
+    instance = ServerProcess(server, root, cache, run_dir.name, knobs, cpus, out / SERVER_LOG,
+                             where, topology.connect if topology is not None else None)
+    host = instance.host
     report = ProbeReport(server=server.name, host=host, port=knobs.port,
                          workers=knobs.workers, limits=lim)
     try:
         instance.start()
         instance.ready()
-        report = run_probe(host, knobs.port, instance.pid, knobs.workers, lim, server.name)
+        report = run_probe(host, knobs.port, instance.pid, knobs.workers, lim, server.name,
+                           instance.sample)
     except (procs.PortBusy, procs.NotReady) as e:
         report = replace(report, error=str(e))
     finally:
@@ -313,7 +321,8 @@ def probe_server(server: Server, root: Path, cache: Path, run_dir: Path, knobs: 
         except procs.PortBusy as e:
             # The port outlived the stop: the sweep that follows would fail on it.
             report = replace(report, error=report.error or f"after the stop: {e}")
-    report = replace(report, cpus_quiet_s=wait_cpus_quiet(cpus, lim.cpus_quiet_s))
+    report = replace(report, cpus_quiet_s=wait_cpus_quiet(cpus, lim.cpus_quiet_s,
+                                                          where=instance.where))
     save(report, out / REPORT)
     return report
 
@@ -340,11 +349,13 @@ def main_step(params: Params, server: Server, root: Path, cache: Path, run_dir: 
     if not params.probe:
         print(f"[{server.name}] probe skipped (PROBE=0)", file=sys.stderr)
         return None, 0
+    topology = runtimes.current(params)
     knobs = Knobs(port=params.port, workers=server.workers(params.workers),
-                  backlog=params.backlog, bind=params.bind)
+                  backlog=params.backlog, bind=topology.bind)
     print(f"[{server.name}] probe: {len(PROBES)} probes on a separate start "
           f"(CPU {','.join(map(str, params.server_cpus))})", file=sys.stderr, flush=True)
-    report = probe_server(server, root, cache, run_dir, knobs, params.server_cpus, limits)
+    report = probe_server(server, root, cache, run_dir, knobs, params.server_cpus, limits,
+                          topology)
     print(report.markdown(), file=sys.stderr)
     code = exit_code(report, params.force)
     if not report.still_answers:

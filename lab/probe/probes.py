@@ -17,8 +17,9 @@ from lab.probe.wire import (Conn, Facts, Target, describe, drive, exchange, how_
 ProbeFn = Callable[[Target], tuple[str, Facts]]
 
 
-def tree_cpu(pid: int) -> float | None:
-    s = procfs.sample(pid)
+def tree_cpu(t: Target) -> float | None:
+    """The server tree's CPU seconds so far; None when it is gone."""
+    s = t.sample() if t.sample is not None else procfs.sample(t.pid)
     return None if s is None else s.cpu_s
 
 
@@ -47,7 +48,7 @@ def probe_headers_1m(t: Target) -> tuple[str, Facts]:
     lim = t.limits
     lines = b"".join(b"X-Probe-%05d: " % i + b"h" * 47 + b"\r\n" for i in range(16384))
     payload = t.request(extra=lines)
-    cpu0 = tree_cpu(t.pid) or 0.0
+    cpu0 = tree_cpu(t) or 0.0
     conn = Conn(t.addr, payload)
     conn.allowance = 0                   # nothing until the first look at the queues
     stop_reason = ""
@@ -59,7 +60,7 @@ def probe_headers_1m(t: Target) -> tuple[str, Facts]:
         if not conn.connected or conn.end or conn.allowance is None or stop_reason \
                 or now - looked < 0.01:
             return
-        cpu = tree_cpu(t.pid)
+        cpu = tree_cpu(t)
         if cpu is not None and cpu - cpu0 >= lim.cpu_budget_s:
             stop_reason = f"stopped at the {lim.cpu_budget_s:g} s CPU budget"
             conn.allowance = 0

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from http import HTTPStatus
 
+from lab.procfs import TreeSample
 from lab.verify import BODY
 
 
@@ -49,6 +50,8 @@ class Target:
     pid: int                         # root of the server's process tree (for its CPU)
     workers: int
     limits: Limits
+    # its tree where it runs (another host's /proc); None: this host's /proc of pid
+    sample: Callable[[], TreeSample | None] | None = None
 
     @property
     def addr(self) -> tuple[str, int]:

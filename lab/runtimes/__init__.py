@@ -1,0 +1,232 @@
+"""Where the lab's processes run: the one seam between a sweep and its topology.
+
+A sweep, the verification, the probe and the reports never ask where a
+process runs. They ask a `ServerHost` to start the server pinned to its
+CPUs, sample its process tree, list what listens on a port and read its
+host's facts; they ask a `ClientHost` to run the load client to its end and
+say how much CPU it used. A `Topology` pairs one server host with one or
+more client hosts, and says which address the server binds and where the
+clients reach it.
+
+Topologies, one module each (chosen by TOPOLOGY, SERVER_HOST, RUNTIME):
+  local   one host, loopback (the default)          lab/runtimes/local.py
+"""
+from __future__ import annotations
+
+import importlib
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Protocol
+
+from lab import procs
+from lab.params import ConfigError, Params
+from lab.procfs import TreeSample
+
+
+@dataclass(frozen=True)
+class ClientRun:
+    """One client run: its output, exit code, CPU (user+sys, children included) and wall time."""
+    stdout: str
+    stderr: str
+    exit_code: int | None
+    cpu_s: float
+    wall_s: float
+    host: str = "local"
+
+
+class ClientHung(RuntimeError):
+    """The client ran far past its time limit and was stopped."""
+
+
+class ServerDied(RuntimeError):
+    """The server exited while a client was loading it."""
+
+
+class Started(Protocol):
+    """A process a host started: its id there, whether it still runs, how to stop it."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def poll(self) -> int | None: ...
+
+    def stop(self, grace: float = 10.0) -> int | None:
+        """Stop its whole tree (TERM, then KILL after `grace` s); its exit code."""
+
+
+class TreeSampler(Protocol):
+    """Samples a server's process tree during one client run (a context manager)."""
+    first: TreeSample | None
+    last: TreeSample | None
+    rss_peak_kb: int
+    threads_peak: int
+    own_cpu_s: float
+
+    @property
+    def cpu_s(self) -> float: ...
+
+    def __enter__(self) -> TreeSampler: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
+class ServerHost(ABC):
+    """Where a server runs."""
+    name = "server host"
+
+    @abstractmethod
+    def start(self, argv: list[str], cwd: Path, env: dict[str, str], log: Path,
+              cpus: tuple[int, ...]) -> Started:
+        """Start argv pinned to `cpus`, in a session of its own, stdout and stderr to `log`."""
+
+    @abstractmethod
+    def run(self, argv: list[str], cwd: Path, env: dict[str, str], cpus: tuple[int, ...],
+            timeout: float) -> tuple[int, str, str]:
+        """Run a short command there to its end (a manifest's facts): (exit code, out, err)."""
+
+    @abstractmethod
+    def sampler(self, proc: Started) -> TreeSampler:
+        """A sampler of `proc`'s tree for the length of one client run."""
+
+    @abstractmethod
+    def sample(self, proc: Started) -> TreeSample | None:
+        """`proc`'s tree now (RSS, threads, CPU); None when it is gone."""
+
+    @abstractmethod
+    def listeners(self, port: int) -> list[procs.Listener]:
+        """Every socket listening on `port` there (ss)."""
+
+    @abstractmethod
+    def somaxconn(self) -> int | None:
+        """net.core.somaxconn there (the cap of every listen backlog)."""
+
+    @abstractmethod
+    def check_port_free(self, port: int, bind: str) -> None:
+        """PortBusy if anything there listens on `port` (any address)."""
+
+    @abstractmethod
+    def cpu_times(self, cpus: tuple[int, ...]) -> tuple[float, float]:
+        """(busy, steal) seconds so far on these CPUs there."""
+
+    @abstractmethod
+    def time_wait_sockets(self) -> int:
+        """TCP sockets in TIME_WAIT there."""
+
+    @abstractmethod
+    def facts(self) -> dict[str, object]:
+        """The host's facts (lab.hostinfo.host() there)."""
+
+    def wait_port_released(self, port: int, bind: str, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.check_port_free(port, bind)
+                return
+            except procs.PortBusy:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+
+
+class ClientHost(ABC):
+    """Where a load client runs."""
+    name = "client host"
+
+    @abstractmethod
+    def run_client(self, argv: list[str], cpus: tuple[int, ...], env: dict[str, str],
+                   out: Path, timeout: float, server_alive: Callable[[], bool]) -> ClientRun:
+        """Run the client pinned to `cpus` to its end, stdout to `out` (stderr beside it,
+        .err); ClientHung past `timeout`, ServerDied when `server_alive()` turns false."""
+
+    @abstractmethod
+    def cpu_times(self, cpus: tuple[int, ...]) -> tuple[float, float]:
+        """(busy, steal) seconds so far on these CPUs there."""
+
+    @abstractmethod
+    def time_wait_sockets(self) -> int:
+        """TCP sockets in TIME_WAIT there."""
+
+    @abstractmethod
+    def facts(self) -> dict[str, object]:
+        """The host's facts."""
+
+    def same_host_as(self, server: ServerHost) -> bool:
+        """True when the client and the server share the machine's CPU counters."""
+        return False
+
+
+@dataclass
+class Topology:
+    """A server host, its client hosts, and the addresses between them."""
+    name: str                                   # local | netns | ssh | docker ...
+    server: ServerHost
+    clients: tuple[ClientHost, ...]
+    bind: str                                   # where the server listens
+    connect: str                                # where clients (and the lab) reach it
+    summary: str                                # one line; its first word is the kind
+    details: dict[str, Any] = field(default_factory=dict)   # what the manifest records
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "summary": self.summary, "server_host": self.server.name,
+                "client_hosts": [c.name for c in self.clients],
+                "bind": self.bind, "connect": self.connect, **self.details}
+
+    def cpu_times(self, server_cpus: tuple[int, ...], client_cpus: tuple[int, ...]
+                  ) -> tuple[float, float]:
+        """Busy and steal seconds over the CPUs the run uses, on every host it uses."""
+        if all(c.same_host_as(self.server) for c in self.clients):
+            return self.server.cpu_times(tuple(sorted(set(server_cpus) | set(client_cpus))))
+        busy, steal = self.server.cpu_times(server_cpus)
+        for c in self.clients:
+            b, s = c.cpu_times(client_cpus)
+            busy, steal = busy + b, steal + s
+        return busy, steal
+
+    def time_wait(self) -> int:
+        """TIME_WAIT sockets on every host of the run (once per host)."""
+        if all(c.same_host_as(self.server) for c in self.clients):
+            return self.server.time_wait_sockets()
+        return self.server.time_wait_sockets() + sum(c.time_wait_sockets()
+                                                     for c in self.clients)
+
+
+def module_for(params: Params) -> ModuleType:
+    """The topology's module: RUNTIME=docker's, else TOPOLOGY's (ssh when SERVER_HOST)."""
+    name = "docker" if params.runtime == "docker" else params.topology
+    try:
+        return importlib.import_module(f"lab.runtimes.{name}")
+    except ModuleNotFoundError as e:
+        if e.name != f"lab.runtimes.{name}":
+            raise
+        raise ConfigError(f"topology {name} is not available in this version of the lab") from None
+
+
+def up(params: Params) -> None:
+    """Set up what the topology needs for the whole run (`lab up`): namespaces,
+    links, an ssh master connection. Most need nothing."""
+    fn = getattr(module_for(params), "up", None)
+    if fn is not None:
+        fn(params)
+
+
+def down(params: Params) -> None:
+    """Undo `up`, whatever state it got to (`lab down`, also on failure and Ctrl-C)."""
+    fn = getattr(module_for(params), "down", None)
+    if fn is not None:
+        fn(params)
+
+
+def current(params: Params) -> Topology:
+    """The topology the settings choose. Each module has `topology(params)`;
+    one that sets up something lasting (namespaces, an ssh master) also has
+    `up(params)` and `down(params)`, which run-benchmark.sh calls around the
+    run (`lab up`, `lab down`)."""
+    topology: Topology = module_for(params).topology(params)
+    return topology
