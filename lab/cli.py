@@ -69,7 +69,7 @@ def cmd_check(_: argparse.Namespace) -> int:
         raise ConfigError(f"RESULTS={params.results}: {problem}; choose a writable place")
     if params.topology == "local" and params.runtime == "process":
         procs.check_port_free(params.port, params.bind)   # other topologies: in `lab up`
-    runtimes.module_for(params)                           # exit 2 if not available
+    runtimes.check(params)                                # exit 2 if not available here
     for w in params.warnings:
         print(f"warning: {w}", file=sys.stderr)
     print(f"plan: {plan(params)}", file=sys.stderr)
@@ -179,6 +179,7 @@ def cmd_new_run(_: argparse.Namespace) -> int:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     params, servers = load_params()
+    runtimes.join(params)                  # the lab's own connections leave from the clients' side
     run = Path(args.run)
     client, _ = client_for(params, run)
     sweep = ServerSweep(ROOT, cache_dir(), run, lookup(servers, args.server), params, client,
@@ -221,6 +222,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
     """The robustness probe on a separate start of the server; exit 1: not to be loaded."""
     from lab import probe
     params, servers = load_params()
+    runtimes.join(params)                  # the probe's connections leave from the clients' side
     run = Path(args.run)
     try:
         found, code = probe.main_step(params, lookup(servers, args.server), ROOT, cache_dir(),
