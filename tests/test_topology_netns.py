@@ -235,7 +235,7 @@ def test_without_root_check_exits_2_saying_so() -> None:
 
 @ROOT_ONLY
 def test_up_makes_two_hosts_joined_by_a_veth_and_down_removes_them(
-        netns_env: tuple[dict[str, str], int]) -> None:
+        netns_env: tuple[dict[str, str], int], monkeypatch: pytest.MonkeyPatch) -> None:
     env, port = netns_env
     n = ours(port)
     out = lab(env, "up", timeout=60)
@@ -271,6 +271,24 @@ def test_up_makes_two_hosts_joined_by_a_veth_and_down_removes_them(
     # nothing listens in this host's namespace on that address
     with pytest.raises(OSError):
         socket.create_connection((n.server_addr, target[1]), timeout=1).close()
+
+    # TIME_WAIT is counted in each namespace: here the server closes first
+    monkeypatch.setenv(netns.PREFIX_ENV, PREFIX)
+    topo = netns.topology(params(port))
+    listener = netns.inside(n.server_ns, lambda: socket.create_server((n.server_addr, 0)))
+    with listener:
+        client = netns.inside(n.client_ns,
+                              lambda: socket.create_connection(listener.getsockname(), 5))
+        accepted, _ = listener.accept()
+        accepted.close()                                # the server's side closes first
+        client.recv(1)
+        client.close()
+    deadline = time.monotonic() + 10
+    while topo.server.time_wait_sockets() < 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert topo.server.time_wait_sockets() == 1
+    assert topo.clients[0].time_wait_sockets() == 0
+    assert topo.time_wait() == 1
 
     # up again: the same names are made afresh (leftovers removed first)
     inode = ns_inode(n.server_ns)
@@ -310,6 +328,16 @@ def test_a_namespace_in_use_is_not_taken_and_down_stops_what_is_left(
             squatter.wait()
     assert_gone(port)
     assert processes_in(inode) == []
+
+
+@ROOT_ONLY
+def test_a_step_without_up_exits_2_saying_what_to_do(
+        netns_env: tuple[dict[str, str], int], tmp_path: Path) -> None:
+    env, port = netns_env
+    out = lab(env, "sweep", str(tmp_path / "no-run"), "nginx", timeout=60)
+    assert out.returncode == 2
+    assert f"network namespace {ours(port).client_ns} does not exist" in out.stderr
+    assert "lab up" in out.stderr
 
 
 @ROOT_ONLY
