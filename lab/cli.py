@@ -198,7 +198,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     sweep.save(status=status, error=message)
     problems = results.read_manifest(run).get("problems", [])
     where = f"{args.server} (rep {args.rep})" if params.repeat > 1 else args.server
-    results.update_manifest(run, problems=problems + [f"{where}: {message}"])
+    # incomplete now, not only in `lab finish`: a SIGTERM to the whole group
+    # ends run-benchmark.sh before it gets there
+    results.update_manifest(run, status="incomplete", problems=problems + [f"{where}: {message}"])
     return fail(f"{where}: {message}\n  finished levels are kept in {run}", code)
 
 
@@ -228,6 +230,9 @@ def cmd_probe(args: argparse.Namespace) -> int:
         found, code = probe.main_step(params, lookup(servers, args.server), ROOT, cache_dir(),
                                      run)
     except KeyboardInterrupt:
+        problems = results.read_manifest(run).get("problems", [])
+        results.update_manifest(run, status="incomplete",
+                                problems=problems + [f"probe of {args.server}: interrupted"])
         return fail("interrupted", 130)
     if found is not None and code:
         problems = results.read_manifest(run).get("problems", [])
