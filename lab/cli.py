@@ -76,8 +76,9 @@ def cmd_check(_: argparse.Namespace) -> int:
     return 0
 
 
-def plan(p: Params) -> str:
-    """One line: what the run will do."""
+def plan(p: Params, bind: str | None = None) -> str:
+    """One line: what the run will do; `bind`: the topology's server address
+    (before `lab up`, a topology other than local only names it)."""
     warm = (f"auto (cap {p.warmup_max_s}s)" if p.warmup_auto
             else f"{p.warmup_s}s" if p.warmup_s else "none")
     if p.axis in ("concurrency", "rate"):
@@ -86,9 +87,10 @@ def plan(p: Params) -> str:
         load = f"c={p.load[0]}" if p.load_axis == "concurrency" else f"rate={p.load[0]}/s"
         sweep = f"{p.axis} {' '.join(map(str, p.values))} at {load}"
     reps = f" x {p.repeat} repetitions (interleaved)" if p.repeat > 1 else ""
+    where = bind or (p.bind if p.topology == "local" else f"({p.topology} address)")
     return (f"{' '.join(p.servers)}{reps} | {sweep} | {p.duration_s}s each, warm-up {warm} | "
             f"{p.client} {'keep-alive' if p.keepalive else 'connection close'} | "
-            f"{p.bind}:{p.port} backlog {p.backlog} | server CPU {format_cpus(p.server_cpus)}, "
+            f"{where}:{p.port} backlog {p.backlog} | server CPU {format_cpus(p.server_cpus)}, "
             f"client CPU {format_cpus(p.client_cpus)}")
 
 
@@ -158,7 +160,7 @@ def cmd_new_run(_: argparse.Namespace) -> int:
                                               for k, v in settings.items() if v),
         "settings": settings,
         "params": params.to_json(),
-        "plan": plan(params),
+        "plan": plan(params, topo.bind),
         "topology": topo.summary,
         "topology_details": topo.describe(),
         "pinning": {"server_cpus": format_cpus(params.server_cpus),
