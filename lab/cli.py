@@ -69,15 +69,16 @@ def cmd_check(_: argparse.Namespace) -> int:
         raise ConfigError(f"RESULTS={params.results}: {problem}; choose a writable place")
     if params.topology == "local" and params.runtime == "process":
         procs.check_port_free(params.port, params.bind)   # other topologies: in `lab up`
-    runtimes.module_for(params)                           # exit 2 if not available
+    runtimes.check(params)                                # exit 2 if not available here
     for w in params.warnings:
         print(f"warning: {w}", file=sys.stderr)
     print(f"plan: {plan(params)}", file=sys.stderr)
     return 0
 
 
-def plan(p: Params) -> str:
-    """One line: what the run will do."""
+def plan(p: Params, bind: str | None = None) -> str:
+    """One line: what the run will do; `bind`: the topology's server address
+    (before `lab up`, a topology other than local only names it)."""
     warm = (f"auto (cap {p.warmup_max_s}s)" if p.warmup_auto
             else f"{p.warmup_s}s" if p.warmup_s else "none")
     if p.axis in ("concurrency", "rate"):
@@ -86,9 +87,10 @@ def plan(p: Params) -> str:
         load = f"c={p.load[0]}" if p.load_axis == "concurrency" else f"rate={p.load[0]}/s"
         sweep = f"{p.axis} {' '.join(map(str, p.values))} at {load}"
     reps = f" x {p.repeat} repetitions (interleaved)" if p.repeat > 1 else ""
+    where = bind or (p.bind if p.topology == "local" else f"({p.topology} address)")
     return (f"{' '.join(p.servers)}{reps} | {sweep} | {p.duration_s}s each, warm-up {warm} | "
             f"{p.client} {'keep-alive' if p.keepalive else 'connection close'} | "
-            f"{p.bind}:{p.port} backlog {p.backlog} | server CPU {format_cpus(p.server_cpus)}, "
+            f"{where}:{p.port} backlog {p.backlog} | server CPU {format_cpus(p.server_cpus)}, "
             f"client CPU {format_cpus(p.client_cpus)}")
 
 
@@ -158,7 +160,7 @@ def cmd_new_run(_: argparse.Namespace) -> int:
                                               for k, v in settings.items() if v),
         "settings": settings,
         "params": params.to_json(),
-        "plan": plan(params),
+        "plan": plan(params, topo.bind),
         "topology": topo.summary,
         "topology_details": topo.describe(),
         "pinning": {"server_cpus": format_cpus(params.server_cpus),
@@ -179,6 +181,7 @@ def cmd_new_run(_: argparse.Namespace) -> int:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     params, servers = load_params()
+    runtimes.join(params)                  # the lab's own connections leave from the clients' side
     run = Path(args.run)
     client, _ = client_for(params, run)
     sweep = ServerSweep(ROOT, cache_dir(), run, lookup(servers, args.server), params, client,
@@ -197,7 +200,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     sweep.save(status=status, error=message)
     problems = results.read_manifest(run).get("problems", [])
     where = f"{args.server} (rep {args.rep})" if params.repeat > 1 else args.server
-    results.update_manifest(run, problems=problems + [f"{where}: {message}"])
+    # incomplete now, not only in `lab finish`: a SIGTERM to the whole group
+    # ends run-benchmark.sh before it gets there
+    results.update_manifest(run, status="incomplete", problems=problems + [f"{where}: {message}"])
     return fail(f"{where}: {message}\n  finished levels are kept in {run}", code)
 
 
@@ -221,11 +226,15 @@ def cmd_probe(args: argparse.Namespace) -> int:
     """The robustness probe on a separate start of the server; exit 1: not to be loaded."""
     from lab import probe
     params, servers = load_params()
+    runtimes.join(params)                  # the probe's connections leave from the clients' side
     run = Path(args.run)
     try:
         found, code = probe.main_step(params, lookup(servers, args.server), ROOT, cache_dir(),
                                      run)
     except KeyboardInterrupt:
+        problems = results.read_manifest(run).get("problems", [])
+        results.update_manifest(run, status="incomplete",
+                                problems=problems + [f"probe of {args.server}: interrupted"])
         return fail("interrupted", 130)
     if found is not None and code:
         problems = results.read_manifest(run).get("problems", [])

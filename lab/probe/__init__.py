@@ -256,7 +256,8 @@ def skipped(probe: Probe, since: str) -> ProbeResult:
 
 
 def run_probe(host: str, port: int, pid: int, workers: int, limits: Limits | None = None,
-              server: str = "", sample: Callable[[], TreeSample | None] | None = None
+              server: str = "", sample: Callable[[], TreeSample | None] | None = None,
+              queue: Callable[[tuple[str, int], tuple[str, int]], int | None] | None = None
               ) -> ProbeReport:
     """Probe a running server (pid: the root of its process tree, for CPU).
 
@@ -265,7 +266,7 @@ def run_probe(host: str, port: int, pid: int, workers: int, limits: Limits | Non
     remaining probes are skipped. Then, bounded by `quiet_s`, we wait for the
     server's CPU to go quiet, and check the contract a last time."""
     lim = limits or Limits()
-    t = Target(host, port, pid, workers, lim, sample)
+    t = Target(host, port, pid, workers, lim, sample, queue)
     t0 = time.monotonic()
     results: list[ProbeResult] = []
     gave_up = ""
@@ -311,8 +312,11 @@ def probe_server(server: Server, root: Path, cache: Path, run_dir: Path, knobs: 
     try:
         instance.start()
         instance.ready()
+        where = instance.where
         report = run_probe(host, knobs.port, instance.pid, knobs.workers, lim, server.name,
-                           instance.sample)
+                           instance.sample,
+                           lambda ours, theirs: where.in_network(
+                               lambda: receive_queue(ours, theirs)))
     except (procs.PortBusy, procs.NotReady) as e:
         report = replace(report, error=str(e))
     finally:

@@ -65,7 +65,7 @@ def probe_headers_1m(t: Target) -> tuple[str, Facts]:
             stop_reason = f"stopped at the {lim.cpu_budget_s:g} s CPU budget"
             conn.allowance = 0
             return
-        pending = unread(conn, t.addr)
+        pending = unread(conn, t.addr, t.queue)
         if pending is None:
             # The kernel would not say at the first look: send unpaced, under
             # the deadline only. Later: the server's socket is gone.
@@ -78,7 +78,7 @@ def probe_headers_1m(t: Target) -> tuple[str, Facts]:
     with opened([conn]):
         drive([conn], time.monotonic() + lim.deadline_s, lambda: conn.finished, tick,
               step_s=0.01)
-        pending = unread(conn, t.addr) if conn.connected and not conn.end else None
+        pending = unread(conn, t.addr, t.queue) if conn.connected and not conn.end else None
     if pending is not None:
         read = max(read, conn.sent - pending)
     outcome = describe(conn, lim.deadline_s)

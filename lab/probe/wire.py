@@ -52,6 +52,8 @@ class Target:
     limits: Limits
     # its tree where it runs (another host's /proc); None: this host's /proc of pid
     sample: Callable[[], TreeSample | None] | None = None
+    # receive_queue asked where its sockets are (its network namespace); None: here
+    queue: Callable[[tuple[str, int], tuple[str, int]], int | None] | None = None
 
     @property
     def addr(self) -> tuple[str, int]:
@@ -373,11 +375,14 @@ def receive_queue(local: tuple[str, int], remote: tuple[str, int]) -> int | None
     return rqueue
 
 
-def unread(conn: Conn, server: tuple[str, int]) -> int | None:
+def unread(conn: Conn, server: tuple[str, int],
+           queue: Callable[[tuple[str, int], tuple[str, int]], int | None] | None = None
+           ) -> int | None:
     """What we sent on conn that the server has not read: our send queue plus
-    its receive queue. None once the server's socket is gone."""
+    its receive queue (`queue`: asked where the server's sockets are). None
+    once the server's socket is gone."""
     local = conn.sock.getsockname()[:2]
-    theirs = receive_queue(server, (local[0], local[1]))
+    theirs = (queue or receive_queue)(server, (local[0], local[1]))
     if theirs is None:
         return None
     try:

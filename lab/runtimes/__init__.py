@@ -10,6 +10,7 @@ clients reach it.
 
 Topologies, one module each (chosen by TOPOLOGY, SERVER_HOST, RUNTIME):
   local   one host, loopback (the default)          lab/runtimes/local.py
+  netns   two network namespaces, a veth pair       lab/runtimes/netns.py
 """
 from __future__ import annotations
 
@@ -20,12 +21,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from lab import procs
 from lab.params import ConfigError, Params
 from lab.procfs import TreeSample
 
+T = TypeVar("T")
 
 @dataclass(frozen=True)
 class ClientRun:
@@ -123,6 +125,11 @@ class ServerHost(ABC):
     def facts(self) -> dict[str, object]:
         """The host's facts (lab.hostinfo.host() there)."""
 
+    def in_network(self, fn: Callable[[], T]) -> T:
+        """fn() run where the server's sockets can be seen (the probe asks that
+        kernel what a socket has not read yet). Here: in this process as is."""
+        return fn()
+
     def wait_port_released(self, port: int, bind: str, timeout: float = 10.0) -> None:
         deadline = time.monotonic() + timeout
         while True:
@@ -206,6 +213,24 @@ def module_for(params: Params) -> ModuleType:
         if e.name != f"lab.runtimes.{name}":
             raise
         raise ConfigError(f"topology {name} is not available in this version of the lab") from None
+
+
+def check(params: Params) -> None:
+    """Refuse, with ConfigError (exit 2), what the topology cannot do here
+    (`lab check`, before anything is built or started): root, tools, kernel
+    support. Most need nothing beyond their module."""
+    fn = getattr(module_for(params), "check", None)
+    if fn is not None:
+        fn(params)
+
+
+def join(params: Params) -> None:
+    """Move this step to where the clients run, so that the lab's own
+    connections (readiness, verification, the probe) cross the same link as
+    the load (`lab probe`, `lab sweep`). Most topologies need nothing."""
+    fn = getattr(module_for(params), "join", None)
+    if fn is not None:
+        fn(params)
 
 
 def up(params: Params) -> None:
