@@ -151,6 +151,13 @@ def test_the_topology_binds_the_servers_address_only() -> None:
     assert topo.clients[0].same_host_as(topo.server)
 
 
+def test_the_plan_names_the_topologys_address_not_bind() -> None:
+    from lab.cli import plan
+    p = params(8080)
+    assert "(netns address):8080" in plan(p) and "127.0.0.1" not in plan(p)
+    assert f"{netns.topology(p).bind}:8080" in plan(p, netns.topology(p).bind)
+
+
 def test_link_settings_need_netns() -> None:
     with pytest.raises(ConfigError, match="TOPOLOGY=netns"):
         from_env({"LINK": "1gbit", "SERVER": "nginx"}, ["nginx"], ["siege"],

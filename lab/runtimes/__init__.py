@@ -29,6 +29,7 @@ from lab.procfs import TreeSample
 
 T = TypeVar("T")
 
+
 @dataclass(frozen=True)
 class ClientRun:
     """One client run: its output, exit code, CPU (user+sys, children included) and wall time."""
