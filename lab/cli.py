@@ -69,7 +69,7 @@ def cmd_check(_: argparse.Namespace) -> int:
         raise ConfigError(f"RESULTS={params.results}: {problem}; choose a writable place")
     if params.topology == "local" and params.runtime == "process":
         procs.check_port_free(params.port, params.bind)   # other topologies: in `lab up`
-    runtimes.module_for(params)                           # exit 2 if not available
+    runtimes.check(params)          # exit 2: topology not available, host unreachable or lacking
     for w in params.warnings:
         print(f"warning: {w}", file=sys.stderr)
     print(f"plan: {plan(params)}", file=sys.stderr)
@@ -188,7 +188,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         sweep.save(status="complete" if args.rep == params.repeat else "running",
                    reps_done=args.rep)
         return 0
-    except (SweepError, procs.PortBusy, procs.NotReady) as e:
+    except (SweepError, procs.PortBusy, procs.NotReady, runtimes.HostLost) as e:
         status, message, code = "failed", str(e), 1
     except KeyboardInterrupt:
         status, message, code = "interrupted", "interrupted (Ctrl-C or SIGTERM)", 130

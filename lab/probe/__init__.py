@@ -313,7 +313,7 @@ def probe_server(server: Server, root: Path, cache: Path, run_dir: Path, knobs: 
         instance.ready()
         report = run_probe(host, knobs.port, instance.pid, knobs.workers, lim, server.name,
                            instance.sample)
-    except (procs.PortBusy, procs.NotReady) as e:
+    except (procs.PortBusy, procs.NotReady, runtimes.HostLost) as e:
         report = replace(report, error=str(e))
     finally:
         try:

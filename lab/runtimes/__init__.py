@@ -10,6 +10,7 @@ clients reach it.
 
 Topologies, one module each (chosen by TOPOLOGY, SERVER_HOST, RUNTIME):
   local   one host, loopback (the default)          lab/runtimes/local.py
+  ssh     real hosts over OpenSSH (SERVER_HOST)      lab/runtimes/ssh.py
 """
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ class ClientRun:
     cpu_s: float
     wall_s: float
     host: str = "local"
+    started: float | None = None     # wall-clock time it started there (several client hosts)
 
 
 class ClientHung(RuntimeError):
@@ -44,6 +46,10 @@ class ClientHung(RuntimeError):
 
 class ServerDied(RuntimeError):
     """The server exited while a client was loading it."""
+
+
+class HostLost(RuntimeError):
+    """A host stopped answering the lab (its connection broke): the message says which."""
 
 
 class Started(Protocol):
@@ -189,6 +195,12 @@ class Topology:
             busy, steal = busy + b, steal + s
         return busy, steal
 
+    def lab_cpus(self, server_cpus: tuple[int, ...], client_cpus: tuple[int, ...]) -> int:
+        """How many CPUs cpu_times() counts over: the run's CPU allotment."""
+        if all(c.same_host_as(self.server) for c in self.clients):
+            return len(set(server_cpus) | set(client_cpus))
+        return len(server_cpus) + len(client_cpus) * len(self.clients)
+
     def time_wait(self) -> int:
         """TIME_WAIT sockets on every host of the run (once per host)."""
         if all(c.same_host_as(self.server) for c in self.clients):
@@ -206,6 +218,14 @@ def module_for(params: Params) -> ModuleType:
         if e.name != f"lab.runtimes.{name}":
             raise
         raise ConfigError(f"topology {name} is not available in this version of the lab") from None
+
+
+def check(params: Params) -> None:
+    """Check what the topology needs before anything is built (`lab check`):
+    hosts reachable, tools there. ConfigError (exit 2) says what is missing."""
+    fn = getattr(module_for(params), "check", None)
+    if fn is not None:
+        fn(params)
 
 
 def up(params: Params) -> None:
