@@ -86,9 +86,10 @@ def plan(p: Params) -> str:
         load = f"c={p.load[0]}" if p.load_axis == "concurrency" else f"rate={p.load[0]}/s"
         sweep = f"{p.axis} {' '.join(map(str, p.values))} at {load}"
     reps = f" x {p.repeat} repetitions (interleaved)" if p.repeat > 1 else ""
+    listen = f"{p.server_host}:{p.port}" if p.topology == "ssh" else f"{p.bind}:{p.port}"
     return (f"{' '.join(p.servers)}{reps} | {sweep} | {p.duration_s}s each, warm-up {warm} | "
             f"{p.client} {'keep-alive' if p.keepalive else 'connection close'} | "
-            f"{p.bind}:{p.port} backlog {p.backlog} | server CPU {format_cpus(p.server_cpus)}, "
+            f"{listen} backlog {p.backlog} | server CPU {format_cpus(p.server_cpus)}, "
             f"client CPU {format_cpus(p.client_cpus)}")
 
 

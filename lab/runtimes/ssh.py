@@ -165,8 +165,9 @@ def unreachable(what: str, link: Link, why: str) -> ConfigError:
 # ---------------------------------------------------------------- a running ssh session
 
 class Session:
-    """One ssh session running a command there: its stdout line by line as it
-    comes, the tail of its stderr; closing its stdin tells the agent to end."""
+    """One ssh session running the agent there: questions in, one JSON line
+    out per question; the tail of its stderr says what went wrong; closing
+    its stdin tells the agent to end (and stop what it still runs)."""
 
     def __init__(self, argv: list[str], what: str) -> None:
         self.what = what
@@ -204,12 +205,12 @@ class Session:
                                                     else "no answer")
         return HostLost(f"{self.what}: {why}")
 
-    def poll_json(self, timeout: float) -> dict[str, Any] | None:
-        """The next line, as JSON; None when none came within `timeout`."""
+    def json(self, timeout: float = ANSWER_TIMEOUT_S) -> dict[str, Any]:
+        """The next line, as JSON."""
         try:
             line = self.lines.get(timeout=timeout)
         except queue.Empty:
-            return None
+            raise HostLost(f"{self.what}: no answer within {timeout:.0f}s") from None
         if line is None:
             self.lines.put(None)                 # stays at its end
             raise self.lost()
@@ -219,12 +220,6 @@ class Session:
             raise HostLost(f"{self.what}: unexpected output {line.strip()[:200]!r}") from None
         if not isinstance(data, dict):
             raise HostLost(f"{self.what}: unexpected output {line.strip()[:200]!r}")
-        return data
-
-    def json(self, timeout: float = ANSWER_TIMEOUT_S) -> dict[str, Any]:
-        data = self.poll_json(timeout)
-        if data is None:
-            raise HostLost(f"{self.what}: no answer within {timeout:.0f}s")
         return data
 
     def end_input(self) -> None:
