@@ -69,7 +69,7 @@ def cmd_check(_: argparse.Namespace) -> int:
         raise ConfigError(f"RESULTS={params.results}: {problem}; choose a writable place")
     if params.topology == "local" and params.runtime == "process":
         procs.check_port_free(params.port, params.bind)   # other topologies: in `lab up`
-    runtimes.check(params)                                # exit 2 if not available here
+    runtimes.check(params)          # exit 2: not available here, host unreachable or lacking
     for w in params.warnings:
         print(f"warning: {w}", file=sys.stderr)
     print(f"plan: {plan(params)}", file=sys.stderr)
@@ -87,7 +87,8 @@ def plan(p: Params, bind: str | None = None) -> str:
         load = f"c={p.load[0]}" if p.load_axis == "concurrency" else f"rate={p.load[0]}/s"
         sweep = f"{p.axis} {' '.join(map(str, p.values))} at {load}"
     reps = f" x {p.repeat} repetitions (interleaved)" if p.repeat > 1 else ""
-    where = bind or (p.bind if p.topology == "local" else f"({p.topology} address)")
+    where = bind or (p.bind if p.topology == "local" else p.server_host if p.topology == "ssh"
+                     else f"({p.topology} address)")
     return (f"{' '.join(p.servers)}{reps} | {sweep} | {p.duration_s}s each, warm-up {warm} | "
             f"{p.client} {'keep-alive' if p.keepalive else 'connection close'} | "
             f"{where}:{p.port} backlog {p.backlog} | server CPU {format_cpus(p.server_cpus)}, "
@@ -191,7 +192,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         sweep.save(status="complete" if args.rep == params.repeat else "running",
                    reps_done=args.rep)
         return 0
-    except (SweepError, procs.PortBusy, procs.NotReady) as e:
+    except (SweepError, procs.PortBusy, procs.NotReady, runtimes.HostLost) as e:
         status, message, code = "failed", str(e), 1
     except KeyboardInterrupt:
         status, message, code = "interrupted", "interrupted (Ctrl-C or SIGTERM)", 130

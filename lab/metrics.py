@@ -57,6 +57,9 @@ class Measured:
     host_steal_s: float
     sampler_cpu_s: float
     time_wait: int
+    # several client hosts: each one's CPU, % of its own CLIENT_CPUS; the row's
+    # client CPU is the busiest host's, and client-bound applies per host
+    client_hosts_cpu_pct: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -99,7 +102,8 @@ def level_flags(level: Level, client_pct: float, other_pct: float, steal_pct: fl
 
 def make_row(where: Where, level: Level, m: Measured) -> Row:
     wall = max(m.wall_s, 1e-9)
-    client_pct = 100 * m.client_cpu_s / (where.client_cpus * wall)
+    client_pct = max(m.client_hosts_cpu_pct) if m.client_hosts_cpu_pct else \
+        100 * m.client_cpu_s / (where.client_cpus * wall)
     allotment = where.lab_cpus * wall
     other_pct = max(0.0, 100 * (m.host_busy_s - m.server_cpu_s - m.client_cpu_s) / allotment)
     steal_pct = 100 * m.host_steal_s / allotment
@@ -124,6 +128,39 @@ def make_row(where: Where, level: Level, m: Measured) -> Row:
         client_bound="client-bound" in flags, other_cpu_pct=round(other_pct, 1),
         steal_pct=round(steal_pct, 1), sampler_cpu_pct=round(100 * m.sampler_cpu_s / wall, 2),
         time_wait=m.time_wait, flags=" ".join(flags))
+
+
+def combine(levels: list[Level]) -> Level:
+    """One level measured by several client hosts at once, as one: counts,
+    rates, data and requests in flight are summed; the mean response time is
+    weighted by each host's responses; the longest response and each
+    percentile are the worst host's (a percentile of the whole cannot be had
+    from the parts: this one is an upper bound of it)."""
+    if len(levels) == 1:
+        return levels[0]
+    successful = sum(x.successful for x in levels)
+    failed = sum(x.failed for x in levels)
+    transactions = sum(x.transactions for x in levels)
+    weights = [x.transactions for x in levels] if transactions else [1] * len(levels)
+
+    def worst(values: list[float | None]) -> float | None:
+        known = [v for v in values if v is not None]
+        return max(known) if known else None
+    offered = [x.offered_rps for x in levels]
+    return Level(
+        transactions=transactions, successful=successful, failed=failed,
+        availability_pct=100 * successful / (successful + failed) if successful + failed
+        else 0.0,
+        elapsed_s=max(x.elapsed_s for x in levels),
+        rate_rps=sum(x.rate_rps for x in levels),
+        resp_ms=sum(x.resp_ms * w for x, w in zip(levels, weights)) / sum(weights),
+        in_flight=sum(x.in_flight for x in levels),
+        longest_ms=max(x.longest_ms for x in levels),
+        data_mb=sum(x.data_mb for x in levels),
+        p50_ms=worst([x.p50_ms for x in levels]),
+        p90_ms=worst([x.p90_ms for x in levels]),
+        p99_ms=worst([x.p99_ms for x in levels]),
+        offered_rps=None if None in offered else sum(v for v in offered if v is not None))
 
 
 def steady(rates: list[float], slices: int = STEADY_SLICES,

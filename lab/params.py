@@ -64,6 +64,11 @@ SETTINGS: dict[str, tuple[str, str]] = {
                         "keys); empty: this host"),
     "CLIENT_HOST": ("", "with SERVER_HOST: user@host of each client host, space-separated; "
                         "several drive the server together (empty: the client runs here)"),
+    "SSH_CONFIG": ("", "with SERVER_HOST: an ssh config file for every ssh the lab runs "
+                       "(ssh -F); empty: ssh's own (~/.ssh/config)"),
+    "REMOTE_DIR": ("", "with SERVER_HOST: the folder on each remote host the lab copies what "
+                       "it runs into (relative: to the remote home; empty: "
+                       "~/.cache/polyglot-lab/<this checkout>)"),
     "RUNTIME": ("process", "how the server runs: process (directly) or docker (its "
                            "compose.yaml service, built from the server's Dockerfile)"),
     "MEM_LIMIT": ("", "RUNTIME=docker: the container's memory limit, e.g. 512m (empty: none)"),
@@ -109,6 +114,8 @@ class Params:
     link_delay: str = ""            # netns: tc netem delay (0.1ms)
     server_host: str = ""           # ssh: user@host
     client_hosts: tuple[str, ...] = ()   # ssh: user@host each; empty: here
+    ssh_config: str = ""            # ssh: -F file (absolute), empty: ssh's own
+    remote_dir: str = ""            # ssh: folder on the remote hosts, empty: the default
     runtime: str = "process"        # process | docker
     mem_limit: str = ""             # docker: memory limit (512m)
     warnings: tuple[str, ...] = field(default=())
@@ -159,8 +166,9 @@ def parse_levels(text: str) -> tuple[int, ...]:
     return parse_list("CONCURRENCY", text, 1000)
 
 
-def parse_cpus(name: str, text: str, available: set[int]) -> tuple[int, ...]:
-    """A CPU list like '0', '0-1' or '0,2-3', checked against this machine."""
+def parse_cpus(name: str, text: str, available: set[int] | None) -> tuple[int, ...]:
+    """A CPU list like '0', '0-1' or '0,2-3', checked against this machine's
+    CPUs (`available`; None: another host's, checked there)."""
     cpus: set[int] = set()
     for part in text.replace(" ", "").split(","):
         m = re.fullmatch(r"([0-9]+)(?:-([0-9]+))?", part)
@@ -170,8 +178,10 @@ def parse_cpus(name: str, text: str, available: set[int]) -> tuple[int, ...]:
         if hi < lo:
             raise ConfigError(f"{name}={text!r}: range {part} runs backwards")
         cpus.update(range(lo, hi + 1))
-    missing = sorted(cpus - available)
-    if missing:
+    if cpus and max(cpus) >= 4096:
+        raise ConfigError(f"{name}={text!r}: CPU {max(cpus)} is beyond any machine's")
+    missing = sorted(cpus - available) if available is not None else []
+    if missing and available is not None:
         raise ConfigError(f"{name}={text!r}: CPU {','.join(map(str, missing))} does not exist "
                           f"here (usable: {format_cpus(available)})")
     return tuple(sorted(cpus))
@@ -233,6 +243,8 @@ class Where:
     client_hosts: tuple[str, ...]
     runtime: str
     mem_limit: str
+    ssh_config: str = ""
+    remote_dir: str = ""
 
 
 def parse_where(get: Callable[[str], str]) -> Where:
@@ -242,12 +254,13 @@ def parse_where(get: Callable[[str], str]) -> Where:
     client_hosts = tuple(get("CLIENT_HOST").split())
     runtime = get("RUNTIME").strip()
     link, delay, mem = get("LINK").strip(), get("LINK_DELAY").strip(), get("MEM_LIMIT").strip()
+    ssh_config, remote_dir = get("SSH_CONFIG").strip(), get("REMOTE_DIR").strip()
     if topology not in ("local", "netns"):
         raise ConfigError(f"TOPOLOGY={topology!r}: expected local or netns "
                           "(for real hosts give SERVER_HOST=user@host)")
     for name, host in [("SERVER_HOST", server_host)] * bool(server_host) + \
             [("CLIENT_HOST", h) for h in client_hosts]:
-        if not HOST_TEXT.fullmatch(host):
+        if not HOST_TEXT.fullmatch(host) or host.startswith("-"):
             raise ConfigError(f"{name}={host!r}: expected user@host or host (an ssh destination)")
     if len(set(client_hosts)) != len(client_hosts):
         raise ConfigError(f"CLIENT_HOST lists a host twice: {' '.join(client_hosts)}")
@@ -258,6 +271,20 @@ def parse_where(get: Callable[[str], str]) -> Where:
             raise ConfigError("TOPOLOGY=netns and SERVER_HOST both say where the server runs: "
                               "give one")
         topology = "ssh"
+    if (ssh_config or remote_dir) and not server_host:
+        raise ConfigError(f"{'SSH_CONFIG' if ssh_config else 'REMOTE_DIR'} is for real hosts "
+                          "over ssh: add SERVER_HOST=user@host or drop it")
+    if ssh_config:
+        config = os.path.abspath(os.path.expanduser(ssh_config))
+        if not os.path.isfile(config) or not os.access(config, os.R_OK):
+            raise ConfigError(f"SSH_CONFIG={ssh_config!r}: no readable file there "
+                              "(give the path of an ssh config file, or leave it empty)")
+        ssh_config = config
+    if remote_dir and (not re.fullmatch(r"[A-Za-z0-9._/~+-]+", remote_dir)
+                       or ".." in remote_dir.split("/") or remote_dir.strip("/~") == ""):
+        raise ConfigError(f"REMOTE_DIR={remote_dir!r}: expected a folder path of letters, "
+                          "digits and ._-+/ (relative paths are under the remote home), "
+                          "not the home or / itself")
     if (link or delay) and topology != "netns":
         raise ConfigError("LINK and LINK_DELAY shape the emulated link of TOPOLOGY=netns: "
                           "add TOPOLOGY=netns or drop them")
@@ -277,7 +304,8 @@ def parse_where(get: Callable[[str], str]) -> Where:
     if mem and not MEMORY_TEXT.fullmatch(mem.lower()):
         raise ConfigError(f"MEM_LIMIT={mem!r}: expected a size such as 512m or 2g")
     return Where(topology=topology, link=link, link_delay=delay, server_host=server_host,
-                 client_hosts=client_hosts, runtime=runtime, mem_limit=mem.lower())
+                 client_hosts=client_hosts, runtime=runtime, mem_limit=mem.lower(),
+                 ssh_config=ssh_config, remote_dir=remote_dir)
 
 
 def from_env(env: Mapping[str, str], known_servers: list[str],
@@ -355,10 +383,13 @@ def from_env(env: Mapping[str, str], known_servers: list[str],
     workers = positive_int("WORKERS", workers_text, 1, 10_000) if workers_text else None
     threads_text = get("CLIENT_THREADS").strip()
 
+    where = parse_where(get)
     server_default, client_default = default_split(available)
     scpus_text, ccpus_text = get("SERVER_CPUS").strip(), get("CLIENT_CPUS").strip()
-    server_cpus = parse_cpus("SERVER_CPUS", scpus_text, available) if scpus_text else server_default
-    client_cpus = parse_cpus("CLIENT_CPUS", ccpus_text, available) if ccpus_text else client_default
+    # Over ssh the CPUs are another host's: `lab check` asks each host for its own.
+    checked = None if where.topology == "ssh" else available
+    server_cpus = parse_cpus("SERVER_CPUS", scpus_text, checked) if scpus_text else server_default
+    client_cpus = parse_cpus("CLIENT_CPUS", ccpus_text, checked) if ccpus_text else client_default
     shared = set(server_cpus) & set(client_cpus)
     if shared:
         warnings.append(f"server and client share CPU {format_cpus(shared)}: they compete, "
@@ -373,7 +404,6 @@ def from_env(env: Mapping[str, str], known_servers: list[str],
         raise ConfigError(f"VERDICT_AT: {' '.join(map(str, missing))} is not a swept value "
                           f"({' '.join(map(str, values))})")
     results = get("RESULTS").strip() or "results"
-    where = parse_where(get)
 
     return Params(
         servers=tuple(names),
@@ -410,5 +440,7 @@ def from_env(env: Mapping[str, str], known_servers: list[str],
         client_hosts=where.client_hosts,
         runtime=where.runtime,
         mem_limit=where.mem_limit,
+        ssh_config=where.ssh_config,
+        remote_dir=where.remote_dir,
         warnings=tuple(warnings),
     )

@@ -5,9 +5,11 @@ When the swept axis is a server knob (AXIS=workers), each value is a start of
 its own, measured at the one load level given."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +19,7 @@ from lab import metrics, procs, results, runtimes
 from lab.clients import Client, ClientError, Level, Load
 from lab.launch import Knobs, ListenError, ServerProcess
 from lab.params import KNOBS, Params
-from lab.runtimes import ClientHung, ServerDied, ServerHost, Topology
+from lab.runtimes import ClientHost, ClientHung, ClientRun, ServerDied, ServerHost, Topology
 from lab.servers import Server, expand
 from lab.verify import VerifyError, verify
 
@@ -200,7 +202,7 @@ class ServerSweep:
                 concurrency=load.concurrency, offered_rps=float(load.rate) if load.rate else None,
                 workers=sp.knobs.workers, backlog=sp.knobs.backlog, duration_s=p.duration_s,
                 server_cpus=len(p.server_cpus), client_cpus=len(p.client_cpus),
-                lab_cpus=len(set(p.server_cpus) | set(p.client_cpus)),
+                lab_cpus=self.topology.lab_cpus(p.server_cpus, p.client_cpus),
                 not_steady=warm.get("steady") is False)
             row = metrics.make_row(where, level, m)
             results.append_row(self.run, row)
@@ -264,19 +266,23 @@ class ServerSweep:
     # ---- one client run -----------------------------------------------------
     def level(self, sp: ServerProcess, load: Load, duration: int, tag: str
               ) -> tuple[Level, metrics.Measured]:
-        """Run the client once at `load`, sampling the server and the host."""
+        """Run the client once at `load`, sampling the server and the host.
+        Several client hosts share the load and run at the same time
+        (run_clients); their figures are combined (metrics.combine)."""
         p = self.params
-        argv = self.client.command(sp.url, load, duration)
         topo = self.topology
-        host = topo.clients[0]
-        out = self.out / f"{self.client.name}-{tag}.out"
+        several = len(topo.clients) > 1
+        shares = [(host, share) for host, share in zip(topo.clients,
+                                                       split_load(load, len(topo.clients)))
+                  if share.concurrency or share.rate]
+        outs = [self.out / (f"{self.client.name}-{tag}.h{i}.out" if several
+                            else f"{self.client.name}-{tag}.out") for i in range(len(shares))]
         assert sp.proc is not None
         for attempt in (1, 2):
             busy0, steal0 = topo.cpu_times(p.server_cpus, p.client_cpus)
             try:
                 with topo.server.sampler(sp.proc) as sampler:
-                    ran = host.run_client(argv, p.client_cpus, sp.env, out,
-                                          duration + p.client_grace_s, sp.alive)
+                    runs = self.run_clients(sp, shares, duration, outs)
                 break
             except ServerDied:
                 assert sp.proc is not None
@@ -287,20 +293,110 @@ class ServerSweep:
                     raise SweepHung(str(hung)) from None
                 # Siege sometimes overruns or hangs at the end of a timed run
                 # (JoeDog/siege#66, #178): keep its output, note it, retry once.
-                for suffix in (".out", ".err"):
-                    out.with_suffix(suffix).rename(out.with_suffix(".hung" + suffix))
+                for out in outs:
+                    for suffix in (".out", ".err"):
+                        if out.with_suffix(suffix).exists():
+                            out.with_suffix(suffix).rename(out.with_suffix(".hung" + suffix))
                 self.note(f"{tag}: {self.client.name} hung ({hung}); stopped and retried once")
         busy1, steal1 = topo.cpu_times(p.server_cpus, p.client_cpus)
         if not sp.alive():
             raise SweepError(f"the server exited with code {sp.proc.returncode} during {tag}")
         try:
-            level = self.client.parse(ran.stdout, ran.stderr)
+            levels = [self.client.parse(ran.stdout, ran.stderr) for ran in runs]
         except ClientError as e:
             raise SweepError(f"{tag}: {e}") from e
+        hosts_pct = tuple(100 * ran.cpu_s / (len(p.client_cpus) * max(ran.wall_s, 1e-9))
+                          for ran in runs) if several else ()
+        if several:
+            self.record_hosts(tag, [share for _, share in shares], runs, levels, hosts_pct)
         last = sampler.last
-        return level, metrics.Measured(
+        return metrics.combine(levels), metrics.Measured(
             server_cpu_s=sampler.cpu_s, rss_end_kb=last.rss_kb if last else 0,
             rss_peak_kb=sampler.rss_peak_kb, threads_end=last.threads if last else 0,
-            threads_peak=sampler.threads_peak, client_cpu_s=ran.cpu_s, wall_s=ran.wall_s,
+            threads_peak=sampler.threads_peak, client_cpu_s=sum(ran.cpu_s for ran in runs),
+            wall_s=max(ran.wall_s for ran in runs),
             host_busy_s=busy1 - busy0, host_steal_s=steal1 - steal0,
-            sampler_cpu_s=sampler.own_cpu_s, time_wait=topo.time_wait())
+            sampler_cpu_s=sampler.own_cpu_s, time_wait=topo.time_wait(),
+            client_hosts_cpu_pct=hosts_pct)
+
+    def run_clients(self, sp: ServerProcess, shares: list[tuple[ClientHost, Load]],
+                    duration: int, outs: list[Path]) -> list[ClientRun]:
+        """Each client host's run of its share, to their end. One host: run
+        here and now. Several: one thread each, released together; Ctrl-C or
+        one host's failure stops the others."""
+        p = self.params
+        limit = duration + p.client_grace_s
+        if len(shares) == 1:
+            [(host, share)] = shares
+            return [host.run_client(self.client.command(sp.url, share, duration), p.client_cpus,
+                                    sp.env, outs[0], limit, sp.alive)]
+        stop = threading.Event()
+        barrier = threading.Barrier(len(shares))
+        got: list[ClientRun | BaseException | None] = [None] * len(shares)
+
+        def alive() -> bool:
+            return not stop.is_set() and sp.alive()
+
+        def one(i: int, host: ClientHost, share: Load) -> None:
+            try:
+                argv = self.client.command(sp.url, share, duration)
+                barrier.wait(timeout=60)
+                got[i] = host.run_client(argv, p.client_cpus, sp.env, outs[i], limit, alive)
+            except BaseException as e:          # handed to the main thread below
+                got[i] = e
+                stop.set()
+                barrier.abort()
+
+        threads = [threading.Thread(target=one, args=(i, host, share), daemon=True)
+                   for i, (host, share) in enumerate(shares)]
+        for t in threads:
+            t.start()
+        try:
+            for t in threads:
+                t.join()
+        except BaseException:                   # Ctrl-C: every host stops its client
+            stop.set()
+            barrier.abort()
+            for t in threads:
+                t.join()
+            raise
+        errors = [e for e in got if isinstance(e, BaseException)]
+        # the first cause, not the other hosts' "server died" that stopping them raised
+        first = next((e for e in errors if not isinstance(e, (ServerDied,
+                                                               threading.BrokenBarrierError))),
+                     errors[0] if errors else None)
+        if first is not None:
+            raise first
+        return [ran for ran in got if isinstance(ran, ClientRun)]
+
+    def record_hosts(self, tag: str, shares: list[Load], runs: list[ClientRun],
+                     levels: list[Level], cpu_pct: tuple[float, ...]) -> None:
+        """Each client host's part of one level, a line in <server>/client-hosts.jsonl."""
+        started = [r.started for r in runs if r.started is not None]
+        spread = max(started) - min(started) if len(started) == len(runs) else None
+        line = {"start": self.start_record.get("id"), "tag": tag,
+                "start_spread_s": None if spread is None else round(spread, 3),
+                "percentiles": "the worst host's",
+                "hosts": [{"host": ran.host, "concurrency": share.concurrency,
+                           "rate": share.rate, "rate_rps": round(lv.rate_rps, 2),
+                           "successful": lv.successful, "failed": lv.failed,
+                           "resp_ms": round(lv.resp_ms, 4), "p99_ms": lv.p99_ms,
+                           "client_cpu_s": round(ran.cpu_s, 3),
+                           "client_cpu_pct": round(pct, 1), "wall_s": round(ran.wall_s, 3),
+                           "client_bound": pct >= metrics.CLIENT_BOUND_PCT}
+                          for share, ran, lv, pct in zip(shares, runs, levels, cpu_pct)]}
+        with (self.out / "client-hosts.jsonl").open("a") as f:
+            f.write(json.dumps(line) + "\n")
+        if spread is not None and spread > 1.0:
+            self.note(f"{tag}: the client hosts started {spread:.1f}s apart (more than 1 s): "
+                      "their loads overlapped only in part")
+
+
+def split_load(load: Load, hosts: int) -> list[Load]:
+    """A level's load shared among `hosts` client hosts as evenly as whole
+    numbers go (the first hosts get one more); a host given nothing sits the
+    level out. The level keeps its meaning: the total in flight or offered."""
+    def part(total: int, i: int) -> int:
+        return total // hosts + (1 if i < total % hosts else 0)
+    return [Load(concurrency=part(load.concurrency, i), rate=part(load.rate, i))
+            for i in range(hosts)]

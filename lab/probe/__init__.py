@@ -317,7 +317,7 @@ def probe_server(server: Server, root: Path, cache: Path, run_dir: Path, knobs: 
                            instance.sample,
                            lambda ours, theirs: where.in_network(
                                lambda: receive_queue(ours, theirs)))
-    except (procs.PortBusy, procs.NotReady) as e:
+    except (procs.PortBusy, procs.NotReady, runtimes.HostLost) as e:
         report = replace(report, error=str(e))
     finally:
         try:

@@ -11,6 +11,7 @@ clients reach it.
 Topologies, one module each (chosen by TOPOLOGY, SERVER_HOST, RUNTIME):
   local   one host, loopback (the default)          lab/runtimes/local.py
   netns   two network namespaces, a veth pair       lab/runtimes/netns.py
+  ssh     real hosts over OpenSSH (SERVER_HOST)      lab/runtimes/ssh.py
 """
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ class ClientRun:
     cpu_s: float
     wall_s: float
     host: str = "local"
+    started: float | None = None     # wall-clock time it started there (several client hosts)
 
 
 class ClientHung(RuntimeError):
@@ -47,6 +49,10 @@ class ClientHung(RuntimeError):
 
 class ServerDied(RuntimeError):
     """The server exited while a client was loading it."""
+
+
+class HostLost(RuntimeError):
+    """A host stopped answering the lab (its connection broke): the message says which."""
 
 
 class Started(Protocol):
@@ -197,6 +203,12 @@ class Topology:
             busy, steal = busy + b, steal + s
         return busy, steal
 
+    def lab_cpus(self, server_cpus: tuple[int, ...], client_cpus: tuple[int, ...]) -> int:
+        """How many CPUs cpu_times() counts over: the run's CPU allotment."""
+        if all(c.same_host_as(self.server) for c in self.clients):
+            return len(set(server_cpus) | set(client_cpus))
+        return len(server_cpus) + len(client_cpus) * len(self.clients)
+
     def time_wait(self) -> int:
         """TIME_WAIT sockets on every host of the run (once per host)."""
         if all(c.same_host_as(self.server) for c in self.clients):
@@ -219,7 +231,7 @@ def module_for(params: Params) -> ModuleType:
 def check(params: Params) -> None:
     """Refuse, with ConfigError (exit 2), what the topology cannot do here
     (`lab check`, before anything is built or started): root, tools, kernel
-    support. Most need nothing beyond their module."""
+    support, hosts reachable. Most need nothing beyond their module."""
     fn = getattr(module_for(params), "check", None)
     if fn is not None:
         fn(params)

@@ -1,0 +1,351 @@
+"""TOPOLOGY ssh (SERVER_HOST, CLIENT_HOST), first its pieces, then for real:
+emulated hosts (tests/sshhost.py: network namespaces, each with its own
+OpenSSH server and a key made for the test) act as the server host and as
+client hosts, and the lab runs against them as a user would, through
+run-benchmark.sh. After every run, success, failure or Ctrl-C, nothing the
+lab started may be left on any host: the hosts share this machine's process
+table, so conftest.leftovers() sees their processes too, and each namespace
+is searched for anything besides its sshd."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, bench, free_port, lab, lab_env, leftovers, run_folders
+from lab import metrics, results
+from lab.clients import Level, Load
+from lab.params import ConfigError, from_env
+from lab.runtimes import ssh
+from lab.sweep import split_load
+from sshhost import Lan
+
+KNOWN = ["nginx", "aws", "jersey"]
+CLIENTS = {"siege": "concurrency", "wrk": "concurrency", "vegeta": "rate"}
+
+
+# ---------------------------------------------------------------- pieces, no ssh
+
+def params(**env: str):
+    return from_env(env, KNOWN, CLIENTS, {0, 1})
+
+
+@pytest.mark.parametrize("env, fragment", [
+    ({"SSH_CONFIG": "/nonexistent/config", "SERVER_HOST": "root@x"},
+     "SSH_CONFIG='/nonexistent/config': no readable file there"),
+    ({"SSH_CONFIG": __file__}, "SSH_CONFIG is for real hosts over ssh"),
+    ({"REMOTE_DIR": "lab"}, "REMOTE_DIR is for real hosts over ssh"),
+    ({"REMOTE_DIR": "../up", "SERVER_HOST": "x"}, "REMOTE_DIR='../up'"),
+    ({"REMOTE_DIR": "~", "SERVER_HOST": "x"}, "not the home or / itself"),
+    ({"REMOTE_DIR": "a b", "SERVER_HOST": "x"}, "REMOTE_DIR='a b'"),
+    ({"SERVER_HOST": "-oProxyCommand"}, "expected user@host or host"),
+    ({"SERVER_HOST": "x", "SERVER_CPUS": "5000"}, "beyond any machine's"),
+])
+def test_ssh_settings_are_checked(env: dict[str, str], fragment: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        params(**env)
+    assert fragment in str(err.value)
+
+
+def test_cpus_of_another_host_are_not_checked_against_this_one() -> None:
+    p = params(SERVER_HOST="root@big", SERVER_CPUS="0-7", CLIENT_CPUS="3",
+               SSH_CONFIG=__file__, REMOTE_DIR="~/labs/x")
+    assert p.topology == "ssh" and p.server_cpus == tuple(range(8)) and p.client_cpus == (3,)
+    assert p.ssh_config == str(Path(__file__).resolve()) and p.remote_dir == "~/labs/x"
+    with pytest.raises(ConfigError, match="CPU 7 does not exist here"):
+        params(SERVER_CPUS="7")                        # the local topology still checks
+
+
+def test_a_level_is_shared_among_client_hosts() -> None:
+    assert split_load(Load(concurrency=8), 2) == [Load(concurrency=4), Load(concurrency=4)]
+    assert split_load(Load(concurrency=5), 3) == [Load(concurrency=2), Load(concurrency=2),
+                                                  Load(concurrency=1)]
+    assert split_load(Load(concurrency=1), 2) == [Load(concurrency=1), Load(concurrency=0)]
+    assert split_load(Load(rate=1001), 2) == [Load(rate=501), Load(rate=500)]
+    assert split_load(Load(concurrency=7), 1) == [Load(concurrency=7)]
+
+
+def level(rate: float, n: int, failed: int, resp: float, p99: float | None) -> Level:
+    return Level(transactions=n + failed, successful=n, failed=failed,
+                 availability_pct=100.0 * n / (n + failed), elapsed_s=2.0, rate_rps=rate,
+                 resp_ms=resp, in_flight=rate * resp / 1000, longest_ms=resp * 10,
+                 data_mb=n / 1000, p50_ms=resp, p90_ms=resp, p99_ms=p99)
+
+
+def test_several_hosts_levels_combine() -> None:
+    a, b = level(1000, 2000, 0, 1.0, 3.0), level(3000, 5998, 2, 2.0, 9.0)
+    both = metrics.combine([a, b])
+    assert both.rate_rps == 4000 and both.successful == 7998 and both.failed == 2
+    assert both.transactions == 8000
+    assert both.resp_ms == pytest.approx((1.0 * 2000 + 2.0 * 6000) / 8000)
+    assert both.p99_ms == 9.0 and both.longest_ms == 20.0      # the worst host's
+    assert both.in_flight == pytest.approx(a.in_flight + b.in_flight)
+    assert both.availability_pct == pytest.approx(100 * 7998 / 8000)
+    assert metrics.combine([a]) is a
+    assert metrics.combine([a, level(10, 20, 0, 1.0, None)]).p99_ms == 3.0
+
+
+def test_client_bound_applies_per_host() -> None:
+    where = metrics.Where(server="s", rep=1, axis="concurrency", value=8, concurrency=8,
+                          offered_rps=None, workers=1, backlog=1, duration_s=2, server_cpus=1,
+                          client_cpus=1, lab_cpus=3)
+    m = dict(server_cpu_s=1.0, rss_end_kb=1, rss_peak_kb=1, threads_end=1, threads_peak=1,
+             wall_s=2.0, host_busy_s=0.0, host_steal_s=0.0, sampler_cpu_s=0.0, time_wait=0)
+    # 1.9 CPU seconds over two hosts of one CPU each: 95% of one host's, not of two
+    row = metrics.make_row(where, level(100, 200, 0, 1.0, 2.0),
+                           metrics.Measured(client_cpu_s=1.9, client_hosts_cpu_pct=(95.0, 0.0),
+                                            **m))
+    assert row.client_bound and row.client_cpu_pct == 95.0 and row.client_cpu_s == 1.9
+    row = metrics.make_row(where, level(100, 200, 0, 1.0, 2.0),
+                           metrics.Measured(client_cpu_s=1.6, client_hosts_cpu_pct=(80.0, 80.0),
+                                            **m))
+    assert not row.client_bound and row.client_cpu_pct == 80.0
+
+
+def test_paths_and_environment_as_the_remote_host_sees_them(tmp_path: Path) -> None:
+    remote = ssh.Remote(dest="u@h", base="/home/u/lab", python="python3", boot_id="b",
+                        netns="n", cpus=(0,), uid=1000, hostname="h")
+    mapped = ssh.path_map(remote)
+    cache = ssh.paths.cache_dir()
+    assert mapped(str(ROOT / "servers/java/jersey")) == "/home/u/lab/root/servers/java/jersey"
+    assert mapped(str(cache / "ada-bullseye")) == "/home/u/lab/cache/ada-bullseye"
+    assert mapped(str(ROOT) + "2/x") == str(ROOT) + "2/x"          # not a path under ROOT
+    assert mapped(f"--x={ROOT}/a b {ROOT}") == "--x=/home/u/lab/root/a b /home/u/lab/root"
+    env = dict(os.environ, PORT="8080", LAB_ROOT=str(ROOT), LAB_RUN="r1", LAB_SCRATCH="/tmp/s",
+               UNDERTOW_ANSWER_ON="io", JAVA_OPTS="-Xmx64m")
+    got = ssh.remote_env(env, mapped)
+    assert got["LAB_ROOT"] == "/home/u/lab/root" and got["LAB_RUN"] == "r1"
+    assert got["PORT"] == "8080" and got["JAVA_OPTS"] == "-Xmx64m"
+    assert got["UNDERTOW_ANSWER_ON"] == "io"
+    assert "LAB_SCRATCH" not in got and "PATH" not in got and "HOME" not in got
+
+
+def test_control_sockets_fit_the_path_limit() -> None:
+    p = params(SERVER_HOST="someone@" + "h" * 60, SSH_CONFIG=__file__)
+    link = ssh.Link.to(p.server_host, p)
+    assert len(link.control) + len(".XXXXXXXXXXXXXXXX") < 100   # ssh adds a suffix at bind
+
+
+# ---------------------------------------------------------------- for real, emulated hosts
+
+@pytest.fixture(scope="module")
+def lan(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lan]:
+    if os.geteuid() != 0:
+        pytest.skip("emulated ssh hosts need root (ip netns)")
+    folder = tmp_path_factory.mktemp("sshhosts")
+    with Lan(folder, f"t{os.getpid() % 10000}", count=3) as hosts:
+        yield hosts
+
+
+def ssh_env(tmp: Path, lan: Lan, **settings: str) -> dict[str, str]:
+    return lab_env(tmp, **{"SSH_CONFIG": str(lan.config), "SERVER_HOST": lan.dest(0),
+                           "PORT": str(free_port()), **settings})
+
+
+def manifest(run: Path) -> dict:
+    return json.loads((run / "manifest.json").read_text())
+
+
+def nothing_left(run: Path, lan: Lan, params_env: dict[str, str]) -> None:
+    """No process of the run here or on any host, no master connection open."""
+    assert leftovers(run) == []
+    assert lan.leftovers() == []                                
+    sockets = Path("/tmp") / f"labssh-{os.geteuid()}"
+    p = from_env(params_env, ["nginx", "aws", "jersey", "paced"], CLIENTS)
+    for dest in ssh.Plan.of(p).dests:
+        assert not Path(ssh.Link.to(dest, p).control).exists(), dest
+
+
+def test_unreachable_or_unfit_hosts_stop_the_run_before_anything_is_built(
+        tmp_path: Path, lan: Lan) -> None:
+    closed = lan.dest(0, "-closed")                              
+    out = bench(ssh_env(tmp_path, lan, SERVER="nginx", SERVER_HOST=closed), timeout=120)
+    assert out.returncode == 2, out.stderr
+    assert f"SERVER_HOST={closed}: ssh cannot reach it" in out.stderr
+    assert "Connection refused" in out.stderr
+
+    bare = lan.dest(1, "-bare")                                  
+    out = bench(ssh_env(tmp_path, lan, SERVER="nginx", CLIENT="wrk", CLIENT_HOST=bare),
+                timeout=120)
+    assert out.returncode == 2, out.stderr
+    assert f"CLIENT_HOST={bare} lacks python3, taskset, rsync, wrk" in out.stderr
+
+    out = bench(ssh_env(tmp_path, lan, SERVER="nginx", SERVER_CPUS="7"), timeout=120)
+    assert out.returncode == 2, out.stderr
+    assert f"SERVER_HOST={lan.dest(0)} has no CPU 7 for SERVER_CPUS" in out.stderr
+    assert run_folders(tmp_path) == []
+    assert "] build" not in out.stderr and "] setup" not in out.stderr
+
+
+def test_aws_and_jersey_on_the_server_host(tmp_path: Path, lan: Lan) -> None:
+    """The Ada server from its shipped Debian 11 root and a Java server from
+    its shipped jar, probed, verified and swept there; the client here."""
+    env = ssh_env(tmp_path, lan, SERVER="aws jersey", CONCURRENCY="1 4", DURATION="2s",
+                  WARMUP="0", PROBE="1")
+    out = bench(env, timeout=1800)
+    assert out.returncode == 0, out.stderr[-4000:]
+    [run] = run_folders(tmp_path)
+    m = manifest(run)
+    address = lan.hosts[0].address                               
+    assert m["status"] == "complete"
+    assert m["topology"].startswith(f"ssh: server on {lan.dest(0)} ({address})")
+    assert m["topology_details"]["bind"] == address and m["settings"]["SSH_CONFIG"]
+    assert m["host"]["ssh"] == lan.dest(0) and m["host"]["cores"] >= 1
+    assert m["client_hosts"] and m["client_hosts"][0]["hostname"]        # here, local
+    for name in ("aws", "jersey"):
+        rec = m["servers"][name]
+        [start] = rec["starts"]
+        assert start["listening"] == {"address": address, "backlog": 512}, name
+        assert rec["facts"] and "error" not in rec["facts"], rec["facts"]
+        log = (run / name / "server-rep1.log").read_text()
+        assert f"lab-remote: pid {start['pid']} on {lan.dest(0)}" in log
+        probed = json.loads((run / name / "probe.json").read_text())
+        assert probed["host"] == address and len(probed["results"]) == 11
+    assert m["servers"]["aws"]["facts"]["toolchain"] == "rootfs"
+    assert m["servers"]["aws"]["facts"]["rootfs_path"] == \
+        m["topology_details"]["remote_folders"][lan.dest(0)] + "/cache/ada-bullseye"
+    rows = results.read_rows(run)
+    assert [(r.server, r.concurrency) for r in rows] == [("aws", 1), ("aws", 4),
+                                                         ("jersey", 1), ("jersey", 4)]
+    for r in rows:
+        assert r.rate_rps > 0 and r.failed == 0 and r.rss_end_kb > 0 and r.threads_end >= 1
+        assert r.server_cpu_s > 0 and r.client_cpu_s > 0
+    nothing_left(run, lan, env)
+
+
+def test_two_client_hosts_drive_one_server_together(tmp_path: Path, lan: Lan) -> None:
+    hosts = f"{lan.dest(1)} {lan.dest(2)}"                        
+    env = ssh_env(tmp_path, lan, SERVER="nginx", CLIENT="wrk", CLIENT_HOST=hosts,
+                  CONCURRENCY="1 4", DURATION="2s", WARMUP="0")
+    out = bench(env, timeout=600)
+    assert out.returncode == 0, out.stderr[-4000:]
+    [run] = run_folders(tmp_path)
+    m = manifest(run)
+    assert m["status"] == "complete" and "load_split" in m["topology_details"]
+    assert m["topology_details"]["client_hosts"] == hosts.split()
+    rows = {r.concurrency: r for r in results.read_rows(run)}
+    lines = [json.loads(x) for x in (run / "nginx" / "client-hosts.jsonl").read_text()
+             .splitlines()]
+    by_tag = {x["tag"]: x for x in lines}
+    one, four = by_tag["rep1-c1"], by_tag["rep1-c4"]
+    assert [h["concurrency"] for h in one["hosts"]] == [1]                # the other sat out
+    assert [(h["host"], h["concurrency"]) for h in four["hosts"]] == \
+        [(d, 2) for d in hosts.split()]
+    assert four["start_spread_s"] is not None and four["start_spread_s"] < 1.0
+    assert rows[4].rate_rps == pytest.approx(sum(h["rate_rps"] for h in four["hosts"]),
+                                             abs=0.1)
+    assert rows[4].successful == sum(h["successful"] for h in four["hosts"])
+    assert rows[4].client_cpu_pct == pytest.approx(max(h["client_cpu_pct"]
+                                                       for h in four["hosts"]), abs=0.1)
+    for i in range(2):
+        text = (run / "nginx" / f"wrk-rep1-c4.h{i}.out").read_text()
+        assert "wrk-report " in text
+    nothing_left(run, lan, env)
+
+
+def start_bench(env: dict[str, str], tmp: Path) -> tuple[subprocess.Popen[str], Path]:
+    proc = subprocess.Popen([str(ROOT / "run-benchmark.sh")], cwd=ROOT, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        runs = run_folders(tmp)
+        if runs and results.read_rows(runs[0]):
+            return proc, runs[0]
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    raise AssertionError("no level finished in time")
+
+
+SLOW = {"SERVER": "nginx", "CONCURRENCY": "1 2 3 4 5 6 7 8", "DURATION": "2s", "WARMUP": "0"}
+
+
+def test_ctrl_c_stops_everything_on_every_host(tmp_path: Path, lan: Lan) -> None:
+    env = ssh_env(tmp_path, lan, CLIENT="wrk", CLIENT_HOST=lan.dest(1), **SLOW)
+    proc, run = start_bench(env, tmp_path)
+    time.sleep(0.7)                                  # into the next level's client run
+    os.killpg(proc.pid, signal.SIGINT)               # what a terminal's Ctrl-C does
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    m = manifest(run)
+    assert m["status"] == "incomplete" and m["servers"]["nginx"]["status"] == "interrupted"
+    assert results.read_rows(run)
+    nothing_left(run, lan, env)
+
+
+def test_server_crash_on_the_server_host(tmp_path: Path, lan: Lan) -> None:
+    env = ssh_env(tmp_path, lan, **SLOW)
+    proc, run = start_bench(env, tmp_path)
+    pid = manifest(run)["servers"]["nginx"]["starts"][-1]["pid"]
+    os.kill(pid, signal.SIGKILL)          # the namespace host shares this process table
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err
+    assert "the server exited" in err and "finished levels are kept" in err
+    m = manifest(run)
+    assert m["status"] == "incomplete" and m["servers"]["nginx"]["status"] == "failed"
+    assert 1 <= len(results.read_rows(run)) < 8
+    nothing_left(run, lan, env)
+
+
+def test_down_stops_a_server_whose_step_was_killed(tmp_path: Path, lan: Lan) -> None:
+    """A sweep step killed outright (SIGKILL: no cleanup of its own) leaves its
+    server running there; `lab down` finds it in its notes and stops it."""
+    env = ssh_env(tmp_path, lan, **SLOW)
+    assert lab(env, "check").returncode == 0
+    up = lab(env, "up")
+    assert up.returncode == 0, up.stderr
+    try:
+        run = Path(lab(env, "new-run").stdout.strip())
+        step = subprocess.Popen([sys.executable, "-m", "lab", "sweep", str(run), "nginx"],
+                                cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        while not results.read_rows(run):
+            assert time.monotonic() < deadline and step.poll() is None
+            time.sleep(0.2)
+        step.kill()
+        step.wait()
+        assert leftovers(run), "the server should outlive its killed step"
+    finally:
+        down = lab(env, "down")
+    assert down.returncode == 0, down.stderr
+    assert "stopped what a step left running" in down.stderr
+    deadline = time.monotonic() + 10
+    while leftovers(run) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    nothing_left(run, lan, env)
+
+
+def test_the_emulated_hosts_by_hand(tmp_path: Path) -> None:
+    """`python3 -m tests.sshhost up|down`, as the docs tell a user."""
+    if os.geteuid() != 0:
+        pytest.skip("emulated ssh hosts need root (ip netns)")
+    tag = f"c{os.getpid() % 10000}"
+    folder = tmp_path / "hosts"
+    up = subprocess.run([sys.executable, "-m", "tests.sshhost", "up", "--hosts", "1",
+                         "--tag", tag, "--dir", str(folder)], cwd=ROOT, capture_output=True,
+                        text=True, timeout=120)
+    try:
+        assert up.returncode == 0, up.stderr
+        settings = dict(line.split("=", 1) for line in up.stdout.splitlines())
+        assert settings["SERVER_HOST"] == f"root@sshh{tag}-a"
+        hello = subprocess.run(["ssh", "-F", settings["SSH_CONFIG"], settings["SERVER_HOST"],
+                                "cat /proc/self/net/dev | grep -c sshh; hostname"],
+                               capture_output=True, text=True, timeout=60)
+        assert hello.returncode == 0, hello.stderr
+        assert hello.stdout.split()[0] == "1"        # one interface of the lab's: its own
+    finally:
+        down = subprocess.run([sys.executable, "-m", "tests.sshhost", "down", "--tag", tag,
+                               "--dir", str(folder)], cwd=ROOT, capture_output=True, text=True,
+                              timeout=120)
+    assert down.returncode == 0, down.stderr
+    namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert f"sshh{tag}" not in namespaces
