@@ -57,6 +57,8 @@ class Measured:
     host_steal_s: float
     sampler_cpu_s: float
     time_wait: int
+    cgroup_mem_kb: int | None = None       # RUNTIME=docker: the container's cgroup memory
+    cgroup_mem_peak_kb: int | None = None
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,8 @@ def make_row(where: Where, level: Level, m: Measured) -> Row:
         client_cpu_s=round(m.client_cpu_s, 3), client_cpu_pct=round(client_pct, 1),
         client_bound="client-bound" in flags, other_cpu_pct=round(other_pct, 1),
         steal_pct=round(steal_pct, 1), sampler_cpu_pct=round(100 * m.sampler_cpu_s / wall, 2),
-        time_wait=m.time_wait, flags=" ".join(flags))
+        time_wait=m.time_wait, flags=" ".join(flags),
+        cgroup_mem_kb=m.cgroup_mem_kb, cgroup_mem_peak_kb=m.cgroup_mem_peak_kb)
 
 
 def steady(rates: list[float], slices: int = STEADY_SLICES,
@@ -178,6 +181,7 @@ class LevelStats:
     failed: int
     open_loop: bool
     flags: dict[str, int] = field(default_factory=dict)   # flag: repetitions flagged
+    cgroup_mem_kb: Spread | None = None   # RUNTIME=docker: the container's cgroup memory
 
     @property
     def noisy(self) -> bool:
@@ -220,7 +224,9 @@ def level_stats(rows: list[Row]) -> list[LevelStats]:
             sampler_cpu_pct=spread([r.sampler_cpu_pct for r in group]),
             failed=sum(r.failed for r in group),
             open_loop=group[0].offered_rps is not None,
-            flags=flags))
+            flags=flags,
+            cgroup_mem_kb=pct([None if r.cgroup_mem_kb is None else float(r.cgroup_mem_kb)
+                               for r in group])))
     return out
 
 

@@ -10,6 +10,12 @@ clients reach it.
 
 Topologies, one module each (chosen by TOPOLOGY, SERVER_HOST, RUNTIME):
   local   one host, loopback (the default)          lab/runtimes/local.py
+  docker  each server in a compose.yaml container   lab/runtimes/docker.py
+
+Besides `topology(params)`, a module may have `check(params)` (lab check:
+ConfigError before anything is built), `deps(params)` (lab deps: packages,
+0 or 2), `needs_build(params, server)` (lab build: whether the server's own
+build is needed), `up(params)` and `down(params)`.
 """
 from __future__ import annotations
 
@@ -25,6 +31,7 @@ from typing import Any, Protocol
 from lab import procs
 from lab.params import ConfigError, Params
 from lab.procfs import TreeSample
+from lab.servers import Server
 
 
 @dataclass(frozen=True)
@@ -44,6 +51,10 @@ class ClientHung(RuntimeError):
 
 class ServerDied(RuntimeError):
     """The server exited while a client was loading it."""
+
+
+class SetupError(RuntimeError):
+    """`lab up` could not set the topology up (exit 1; the message says why)."""
 
 
 class Started(Protocol):
@@ -122,6 +133,15 @@ class ServerHost(ABC):
     @abstractmethod
     def facts(self) -> dict[str, object]:
         """The host's facts (lab.hostinfo.host() there)."""
+
+    def wait_ready(self, proc: Started, host: str, port: int, timeout: float) -> float:
+        """Seconds until `proc` accepts connections on host:port (NotReady if never)."""
+        return procs.wait_ready(host, port, proc, timeout)
+
+    def start_details(self, proc: Started) -> dict[str, object]:
+        """What a start's record keeps besides its PID and command (a container's id,
+        image, limits); keys given here replace the record's own."""
+        return {}
 
     def wait_port_released(self, port: int, bind: str, timeout: float = 10.0) -> None:
         deadline = time.monotonic() + timeout
@@ -206,6 +226,27 @@ def module_for(params: Params) -> ModuleType:
         if e.name != f"lab.runtimes.{name}":
             raise
         raise ConfigError(f"topology {name} is not available in this version of the lab") from None
+
+
+def check(params: Params) -> None:
+    """The topology's own checks of the settings (`lab check`): ConfigError, exit 2,
+    before anything is installed, built or started."""
+    fn = getattr(module_for(params), "check", None)
+    if fn is not None:
+        fn(params)
+
+
+def deps(params: Params) -> int:
+    """What the topology needs installed (`lab deps`): 0, or 2 with the steps."""
+    fn = getattr(module_for(params), "deps", None)
+    return int(fn(params)) if fn is not None else 0
+
+
+def needs_build(params: Params, server: Server) -> bool:
+    """Whether `lab build` runs the server's own setup and build (RUNTIME=docker:
+    only where its image takes the artifact)."""
+    fn = getattr(module_for(params), "needs_build", None)
+    return bool(fn(params, server)) if fn is not None else True
 
 
 def up(params: Params) -> None:
