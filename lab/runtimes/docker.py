@@ -122,9 +122,19 @@ def is_root() -> bool:
 # ---------------------------------------------------------------- the engine and Compose
 
 def remote_engine() -> str | None:
-    """DOCKER_HOST when it names an engine elsewhere (ssh://, tcp://); None: this host's."""
+    """Where the engine is when it is elsewhere (DOCKER_HOST=ssh://..., tcp://..., or
+    the current docker context's endpoint); None: this host's socket."""
     host = os.environ.get("DOCKER_HOST", "").strip()
-    return host if host and not host.startswith("unix://") else None
+    if host:
+        return None if host.startswith("unix://") else f"DOCKER_HOST={host}"
+    if shutil.which("docker") is None:
+        return None
+    out = run(["docker", "context", "inspect", "--format", "{{.Endpoints.docker.Host}}"],
+              timeout=30)
+    endpoint = out.stdout.strip()
+    if out.returncode == 0 and endpoint and not endpoint.startswith("unix://"):
+        return f"the docker context's endpoint {endpoint}"
+    return None
 
 
 def engine_version() -> str | None:
@@ -195,7 +205,7 @@ def ensure_engine() -> dict[str, Any]:
     if version:
         return {"engine": version, "engine_started_by_lab": False}
     if remote_engine():
-        raise SetupError(f"the Docker engine at DOCKER_HOST={remote_engine()} does not answer "
+        raise SetupError(f"the Docker engine at {remote_engine()} does not answer "
                          "(docker version)")
     if not is_root():
         raise SetupError(manual_steps(["no Docker engine answers"]))
@@ -364,10 +374,11 @@ def check(params: Params) -> None:
     remote = remote_engine()
     if remote:
         raise ConfigError(
-            f"DOCKER_HOST={remote}: a remote engine runs the containers on another host, where "
-            "this lab cannot read their /proc and cgroup, and where 127.0.0.1 is not this "
-            "host's. Measure there instead (clone the lab on that host and run make bench "
-            "RUNTIME=docker), or unset DOCKER_HOST; docs/topology-docker.md says more")
+            f"RUNTIME=docker with {remote}: that engine runs the containers on another host, "
+            "where this lab cannot read their processes and cgroup, and where 127.0.0.1 is "
+            "not this host's. Run the lab on that host (make bench RUNTIME=docker there), or "
+            "unset DOCKER_HOST; docs/topology-docker.md says how to load a remote engine's "
+            "container by hand")
     version = engine_version()
     if not is_root():
         # The listening sockets are read inside the container's network namespace
