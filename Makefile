@@ -8,7 +8,7 @@ LAB := $(PYTHON) -m lab
 # Variables given on make's command line reach the scripts' environment as is
 # (GNU make exports them), so CONCURRENCY= (empty) is an error, not a default.
 
-.PHONY: help bench calibrate compare workshop-check list build plots rerun report reproduce test lint clean distclean
+.PHONY: help bench calibrate compare workshop-check list build images plots rerun report reproduce test lint clean distclean
 
 help: ## this help
 	@echo "Polyglot REST server comparison lab"
@@ -33,6 +33,9 @@ list: ## servers found from their manifests, built or not
 
 build: ## set up toolchains and build SERVER (only what changed)
 	$(LAB) build $$($(LAB) resolve)
+
+images: ## RUNTIME=docker: make debian:bullseye and debian:bookworm locally (debootstrap + docker import) unless present
+	$(LAB) images
 
 plots: ## redraw the charts of a saved run: make plots RUN=results/<run-id>
 	@test -n "$(RUN)" || { echo "error: give RUN=results/<run-id>" >&2; exit 2; }

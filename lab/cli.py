@@ -105,7 +105,7 @@ def cmd_deps(args: argparse.Namespace) -> int:
     params, servers = load_params()
     chosen = [lookup(servers, n) for n in (args.servers or params.servers)]
     return deps.ensure(deps.needed(chosen, params.client)) or \
-        deps.ensure_client(params.client, cache_dir())
+        deps.ensure_client(params.client, cache_dir()) or runtimes.deps(params)
 
 
 def run_logged(argv: list[str], cwd: Path, env: dict[str, str], log: Path) -> int:
@@ -125,6 +125,10 @@ def cmd_build(args: argparse.Namespace) -> int:
               for n in args.servers or params.servers}
     for s in builds.values():                   # aws and aws@16 are one build
         name = s.name.partition("@")[0]
+        if not runtimes.needs_build(params, s):
+            print(f"[{name}] build: in its image (RUNTIME={params.runtime}, `lab up`)",
+                  file=sys.stderr)
+            continue
         knobs = Knobs(params.port, s.workers(params.workers), params.backlog,
                       params.bind)
         values = placeholders(ROOT, cache, knobs)
@@ -210,7 +214,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_up(_: argparse.Namespace) -> int:
     """Set up the topology for the run (namespaces, links, ssh master); exit 2 if it can't."""
     params, _servers = load_params()
-    runtimes.up(params)
+    try:
+        runtimes.up(params)
+    except runtimes.SetupError as e:
+        return fail(str(e), 1)
     topo = runtimes.current(params)
     print(f"topology: {topo.summary}", file=sys.stderr)
     return 0
@@ -221,6 +228,15 @@ def cmd_down(_: argparse.Namespace) -> int:
     params, _servers = load_params()
     runtimes.down(params)
     return 0
+
+
+def cmd_images(_: argparse.Namespace) -> int:
+    """RUNTIME=docker's base images, made locally where they cannot be pulled."""
+    from lab.runtimes import docker
+    try:
+        return docker.images_step()
+    except runtimes.SetupError as e:
+        return fail(str(e), 1)
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
@@ -328,6 +344,9 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("up", help="set up the topology (namespaces, links, ssh master)"
                    ).set_defaults(fn=cmd_up)
     sub.add_parser("down", help="undo `up` (always safe to run)").set_defaults(fn=cmd_down)
+    sub.add_parser("images", help="RUNTIME=docker: make debian:bullseye and debian:bookworm "
+                   "locally (debootstrap, docker import) unless they exist"
+                   ).set_defaults(fn=cmd_images)
     sub.add_parser("new-run", help="make a run folder, print its path").set_defaults(fn=cmd_new_run)
     sp = sub.add_parser("probe", help="robustness probe of one server (a separate start)")
     sp.add_argument("run")

@@ -233,8 +233,12 @@ def peak_table(m: dict[str, Any], name: str, levels: list[LevelStats]) -> str:
         if pct is not None:
             rows.append([f"{label} ms at peak", spread_html(pct, fmt=".2f")])
     rows += [["RSS at the end MB (last level)", spread_html(last.rss_end_kb, 1024, ".1f")],
-             ["RSS peak MB", e(f"{max(s.rss_peak_kb for s in levels) / 1024:.1f}")],
-             ["server CPU µs per request at peak", spread_html(top.cpu_us_per_req)],
+             ["RSS peak MB", e(f"{max(s.rss_peak_kb for s in levels) / 1024:.1f}")]]
+    if last.cgroup_mem_kb is not None:      # RUNTIME=docker
+        rows += [["container cgroup memory at the end MB (last level; usage less inactive "
+                  "page cache, as docker stats shows it)",
+                  spread_html(last.cgroup_mem_kb, 1024, ".1f")]]
+    rows += [["server CPU µs per request at peak", spread_html(top.cpu_us_per_req)],
              ["failed requests (all levels)", e(sum(s.failed for s in levels))
               + failures_flag(levels)]]
     return table(["figure", "value"], [[e(a), b] for a, b in rows], numeric={1},

@@ -97,8 +97,8 @@ class ServerProcess:
         """Seconds until it accepts on its address; NotReady (with its log's tail) if never."""
         assert self.proc is not None
         try:
-            return procs.wait_ready(self.host, self.knobs.port, self.proc,
-                                    self.server.ready_timeout)
+            return self.where.wait_ready(self.proc, self.host, self.knobs.port,
+                                         self.server.ready_timeout)
         except procs.NotReady as e:
             raise procs.NotReady(f"{e}\n--- last lines of {self.log}:\n"
                                  f"{procs.tail(self.log)}") from None

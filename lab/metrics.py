@@ -60,6 +60,8 @@ class Measured:
     # several client hosts: each one's CPU, % of its own CLIENT_CPUS; the row's
     # client CPU is the busiest host's, and client-bound applies per host
     client_hosts_cpu_pct: tuple[float, ...] = ()
+    cgroup_mem_kb: int | None = None       # RUNTIME=docker: the container's cgroup memory
+    cgroup_mem_peak_kb: int | None = None
 
 
 @dataclass(frozen=True)
@@ -127,7 +129,8 @@ def make_row(where: Where, level: Level, m: Measured) -> Row:
         client_cpu_s=round(m.client_cpu_s, 3), client_cpu_pct=round(client_pct, 1),
         client_bound="client-bound" in flags, other_cpu_pct=round(other_pct, 1),
         steal_pct=round(steal_pct, 1), sampler_cpu_pct=round(100 * m.sampler_cpu_s / wall, 2),
-        time_wait=m.time_wait, flags=" ".join(flags))
+        time_wait=m.time_wait, flags=" ".join(flags),
+        cgroup_mem_kb=m.cgroup_mem_kb, cgroup_mem_peak_kb=m.cgroup_mem_peak_kb)
 
 
 def combine(levels: list[Level]) -> Level:
@@ -215,6 +218,7 @@ class LevelStats:
     failed: int
     open_loop: bool
     flags: dict[str, int] = field(default_factory=dict)   # flag: repetitions flagged
+    cgroup_mem_kb: Spread | None = None   # RUNTIME=docker: the container's cgroup memory
 
     @property
     def noisy(self) -> bool:
@@ -257,7 +261,9 @@ def level_stats(rows: list[Row]) -> list[LevelStats]:
             sampler_cpu_pct=spread([r.sampler_cpu_pct for r in group]),
             failed=sum(r.failed for r in group),
             open_loop=group[0].offered_rps is not None,
-            flags=flags))
+            flags=flags,
+            cgroup_mem_kb=pct([None if r.cgroup_mem_kb is None else float(r.cgroup_mem_kb)
+                               for r in group])))
     return out
 
 

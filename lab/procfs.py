@@ -68,6 +68,8 @@ class TreeSample:
     cpu_s: float
     threads: int
     rss_kb: int
+    # a container's memory as its cgroup counts it (RUNTIME=docker), None elsewhere
+    cgroup_mem_kb: int | None = None
 
 
 def summed(procs: list[Stat]) -> TreeSample | None:

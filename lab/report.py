@@ -60,6 +60,10 @@ def server_table(m: dict[str, Any], stats: dict[str, list[LevelStats]]) -> list[
     lines = [f"| server | framework | peak req/s (at {axis}) | mean ms at peak | p99 ms at peak | "
              "RSS end MB | RSS peak MB | CPU µs/req at peak | client-bound levels | failed |",
              "|---|---|---|---|---|---|---|---|---|---|"]
+    cgroup = any(s.cgroup_mem_kb for levels in stats.values() for s in levels)
+    if cgroup:       # RUNTIME=docker: the container's cgroup figure beside the RSS
+        lines = [lines[0].replace("RSS end MB |", "RSS end MB | cgroup memory end MB |"),
+                 lines[1] + "---|"]
     for name, levels in stats.items():
         rec = m["servers"].get(name, {})
         top = metrics.peak(levels)
@@ -67,11 +71,20 @@ def server_table(m: dict[str, Any], stats: dict[str, list[LevelStats]]) -> list[
         bound = sum(1 for s in levels if s.client_bound)
         framework = f"{rec.get('framework', '?')} {rec.get('version', '')}".strip()
         p99 = rng(top.p99_ms, fmt=".2f") if top.p99_ms else "–"
+        mem = rng(last.rss_end_kb, 1024, '.1f')
+        if cgroup:
+            mem += " | " + (rng(last.cgroup_mem_kb, 1024, '.1f') if last.cgroup_mem_kb else "–")
         lines.append(
             f"| {name} | {framework} | {rng(top.rate)} ({top.value}) | "
-            f"{rng(top.resp_ms, fmt='.2f')} | {p99} | {rng(last.rss_end_kb, 1024, '.1f')} | "
+            f"{rng(top.resp_ms, fmt='.2f')} | {p99} | {mem} | "
             f"{top.rss_peak_kb / 1024:.1f} | {rng(top.cpu_us_per_req)} | "
             f"{bound}/{len(levels)} | {sum(s.failed for s in levels)} |")
+    if cgroup:
+        lines += ["", "RSS: the server's processes' resident memory (/proc, shared library "
+                  "pages counted in full). cgroup memory: what the container's cgroup is "
+                  "charged, less inactive page cache (as `docker stats` shows it; "
+                  "MEM_LIMIT limits this one): page cache the container read or wrote and "
+                  "kernel memory included, pages first charged elsewhere not."]
     return lines
 
 
@@ -191,17 +204,19 @@ def probe_tables(run: Path) -> str:
 
 
 def write_levels_csv(run: Path, stats: dict[str, list[LevelStats]]) -> None:
+    cgroup = any(s.cgroup_mem_kb for levels in stats.values() for s in levels)
     with (run / "levels.csv").open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["server", "value", "reps", "rate_median", "rate_min", "rate_max",
                     "resp_ms_median", "p99_ms_median", "rss_end_kb_median", "cpu_us_per_req_median",
-                    "client_cpu_pct_median", "flags"])
+                    "client_cpu_pct_median", "flags"] + ["cgroup_mem_kb_median"] * cgroup)
         for name, levels in stats.items():
             for s in levels:
                 w.writerow([name, s.value, s.rate.n, s.rate.median, s.rate.lo, s.rate.hi,
                             s.resp_ms.median, s.p99_ms.median if s.p99_ms else "",
                             s.rss_end_kb.median, s.cpu_us_per_req.median,
-                            s.client_cpu_pct.median, " ".join(s.all_flags())])
+                            s.client_cpu_pct.median, " ".join(s.all_flags())]
+                           + [s.cgroup_mem_kb.median if s.cgroup_mem_kb else ""] * cgroup)
 
 
 def write(run: Path) -> str:

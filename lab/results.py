@@ -60,6 +60,11 @@ class Row:
     sampler_cpu_pct: float        # the lab's own /proc sampler, % of one core
     time_wait: int                # TCP sockets in TIME_WAIT after the level
     flags: str                    # space-separated: client-bound failures host-busy ...
+    # RUNTIME=docker: the container's memory as its cgroup counts it (usage less
+    # inactive page cache, as `docker stats` shows it) at the end and peak; absent
+    # (None, and no column in older runs) for a server run as a process
+    cgroup_mem_kb: int | None = None
+    cgroup_mem_peak_kb: int | None = None
 
     def has(self, flag: str) -> bool:
         return flag in self.flags.split()
@@ -157,7 +162,11 @@ def _convert(kind: object, text: str) -> Any:
     return text
 
 
+OPTIONAL = {f.name for f in fields(Row) if f.default is None}   # columns newer than old runs
+
+
 def from_record(record: dict[str, str]) -> Row:
+    record = {**{c: "" for c in OPTIONAL}, **record}
     missing = [c for c in COLUMNS if c not in record]
     if missing:
         raise ValueError(f"results.csv lacks columns {', '.join(missing)}: made by an older lab?")

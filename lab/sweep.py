@@ -157,7 +157,9 @@ class ServerSweep:
                                          self.topology.server),
                       workers=knobs.workers)
         sp.start()
-        self.start_record.update(pid=sp.pid, command=sp.argv)
+        assert sp.proc is not None
+        self.start_record.update({"pid": sp.pid, "command": sp.argv,
+                                  **self.topology.server.start_details(sp.proc)})
         self.save(status="running")
         try:
             self.measure(sp, knob_value, levels)
@@ -184,6 +186,8 @@ class ServerSweep:
         self.start_record.update(status="verified", ready_s=round(took, 2), verified=passed,
                                  listening=listening,
                                  rss_idle_kb=idle.rss_kb if idle else None)
+        if idle is not None and idle.cgroup_mem_kb is not None:
+            self.start_record["cgroup_mem_idle_kb"] = idle.cgroup_mem_kb
         self.save()
         what = f" {fmt_value(p.axis, knob_value)}," if knob_value is not None else ""
         progress(f"{self.tag}{what} ready in {took:.1f}s, verified: {', '.join(passed)}")
@@ -214,10 +218,12 @@ class ServerSweep:
                                  "answering")
             eta = (time.monotonic() - started) / i * (len(levels) - i)
             p99 = f" p99 {row.p99_ms:.2f} ms" if row.p99_ms is not None else ""
+            cgroup = (f" (cgroup {row.cgroup_mem_kb / 1024:.1f} MB)"
+                      if row.cgroup_mem_kb is not None else "")
             note = f"  {row.flags}" if row.flags else ""
             progress(f"{self.tag} {fmt_value(p.axis, value)} ({i}/{len(levels)}) "
                      f"{p.duration_s}s  {row.rate_rps:,.0f} req/s  {row.resp_ms:.2f} ms{p99}  "
-                     f"rss {row.rss_end_kb / 1024:.1f} MB  cpu server {row.server_cpu_pct:.0f}% "
+                     f"rss {row.rss_end_kb / 1024:.1f} MB{cgroup}  cpu server {row.server_cpu_pct:.0f}% "
                      f"client {row.client_cpu_pct:.0f}%  ETA {fmt_eta(eta)}{note}")
         self.start_record["status"] = "complete"
         self.save()
@@ -317,7 +323,9 @@ class ServerSweep:
             wall_s=max(ran.wall_s for ran in runs),
             host_busy_s=busy1 - busy0, host_steal_s=steal1 - steal0,
             sampler_cpu_s=sampler.own_cpu_s, time_wait=topo.time_wait(),
-            client_hosts_cpu_pct=hosts_pct)
+            client_hosts_cpu_pct=hosts_pct,
+            cgroup_mem_kb=last.cgroup_mem_kb if last else None,
+            cgroup_mem_peak_kb=getattr(sampler, "cgroup_mem_peak_kb", None))
 
     def run_clients(self, sp: ServerProcess, shares: list[tuple[ClientHost, Load]],
                     duration: int, outs: list[Path]) -> list[ClientRun]:

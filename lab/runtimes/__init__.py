@@ -12,6 +12,12 @@ Topologies, one module each (chosen by TOPOLOGY, SERVER_HOST, RUNTIME):
   local   one host, loopback (the default)          lab/runtimes/local.py
   netns   two network namespaces, a veth pair       lab/runtimes/netns.py
   ssh     real hosts over OpenSSH (SERVER_HOST)      lab/runtimes/ssh.py
+  docker  each server in a compose.yaml container   lab/runtimes/docker.py
+
+Besides `topology(params)`, a module may have `check(params)` (lab check:
+ConfigError before anything is built), `deps(params)` (lab deps: packages,
+0 or 2), `needs_build(params, server)` (lab build: whether the server's own
+build is needed), `up(params)` and `down(params)`.
 """
 from __future__ import annotations
 
@@ -27,6 +33,7 @@ from typing import Any, Protocol, TypeVar
 from lab import procs
 from lab.params import ConfigError, Params
 from lab.procfs import TreeSample
+from lab.servers import Server
 
 T = TypeVar("T")
 
@@ -53,6 +60,9 @@ class ServerDied(RuntimeError):
 
 class HostLost(RuntimeError):
     """A host stopped answering the lab (its connection broke): the message says which."""
+
+class SetupError(RuntimeError):
+    """`lab up` could not set the topology up (exit 1; the message says why)."""
 
 
 class Started(Protocol):
@@ -136,6 +146,15 @@ class ServerHost(ABC):
         """fn() run where the server's sockets can be seen (the probe asks that
         kernel what a socket has not read yet). Here: in this process as is."""
         return fn()
+
+    def wait_ready(self, proc: Started, host: str, port: int, timeout: float) -> float:
+        """Seconds until `proc` accepts connections on host:port (NotReady if never)."""
+        return procs.wait_ready(host, port, proc, timeout)
+
+    def start_details(self, proc: Started) -> dict[str, object]:
+        """What a start's record keeps besides its PID and command (a container's id,
+        image, limits); keys given here replace the record's own."""
+        return {}
 
     def wait_port_released(self, port: int, bind: str, timeout: float = 10.0) -> None:
         deadline = time.monotonic() + timeout
@@ -244,6 +263,19 @@ def join(params: Params) -> None:
     fn = getattr(module_for(params), "join", None)
     if fn is not None:
         fn(params)
+
+
+def deps(params: Params) -> int:
+    """What the topology needs installed (`lab deps`): 0, or 2 with the steps."""
+    fn = getattr(module_for(params), "deps", None)
+    return int(fn(params)) if fn is not None else 0
+
+
+def needs_build(params: Params, server: Server) -> bool:
+    """Whether `lab build` runs the server's own setup and build (RUNTIME=docker:
+    only where its image takes the artifact)."""
+    fn = getattr(module_for(params), "needs_build", None)
+    return bool(fn(params, server)) if fn is not None else True
 
 
 def up(params: Params) -> None:
