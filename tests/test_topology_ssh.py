@@ -230,6 +230,7 @@ def test_two_client_hosts_drive_one_server_together(tmp_path: Path, lan: Lan) ->
     m = manifest(run)
     assert m["status"] == "complete" and "load_split" in m["topology_details"]
     assert m["topology_details"]["client_hosts"] == hosts.split()
+    assert [h["ssh"] for h in m["client_hosts"]] == hosts.split()     # each host's facts
     rows = {r.concurrency: r for r in results.read_rows(run)}
     lines = [json.loads(x) for x in (run / "nginx" / "client-hosts.jsonl").read_text()
              .splitlines()]
