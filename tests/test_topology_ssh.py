@@ -133,6 +133,58 @@ def test_control_sockets_fit_the_path_limit() -> None:
     assert len(link.control) + len(".XXXXXXXXXXXXXXXX") < 100   # ssh adds a suffix at bind
 
 
+def marked(run: str) -> list[int]:
+    needle = f"LAB_RUN={run}".encode() + b"\0"
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if needle in Path(f"/proc/{pid}/environ").read_bytes():
+                found.append(int(pid))
+        except OSError:
+            continue
+    return found
+
+
+def test_the_agent_runs_samples_and_stops_here(tmp_path: Path) -> None:
+    """The agent's protocol, run here without ssh: a client's output and
+    rusage, a sampler, a session stopped, and clients stopped at end of file."""
+    run = f"agent-test-{os.getpid()}"
+    agent = ssh.Session([sys.executable, str(ROOT / ssh.AGENT), "serve"], "agent")
+    try:
+        def ask(*request: object) -> dict:
+            agent.send(json.dumps(list(request)))
+            return agent.json(timeout=30)
+        watched = ask("watch", os.getpid(), 0.05)
+        assert watched["first"]["rss_kb"] > 0 and watched["first"]["threads"] >= 1
+        n = ask("client_start", ["sh", "-c", "echo out; echo err >&2; exit 3"], "0",
+                {"LAB_RUN": run}, str(tmp_path), str(tmp_path / "c"), "one")["client"]
+        done = ask("client_wait", n, 10)
+        assert done["done"] and done["exit_code"] == 3
+        assert (done["stdout"], done["stderr"]) == ("out\n", "err\n")
+        assert done["cpu_s"] >= 0 and done["wall_s"] > 0
+        ended = ask("unwatch", watched["watch"])
+        assert ended["last"]["rss_kb"] > 0 and ended["own_cpu_s"] >= 0
+
+        # a server's session: TERM, then KILL for what ignores it, marked ones too
+        server = subprocess.Popen(["sh", "-c", "trap '' TERM; sleep 60 & sleep 60"],
+                                  env=dict(os.environ, LAB_RUN=run), start_new_session=True)
+        time.sleep(0.3)
+        assert ask("alive", server.pid)["alive"]
+        stopped = ask("stop", server.pid, 0.5, run)
+        server.wait(timeout=10)
+        assert server.pid in stopped["killed"] and stopped["left"] == []
+        assert not ask("alive", server.pid)["alive"]
+
+        n = ask("client_start", ["sleep", "60"], "0", {"LAB_RUN": run}, str(tmp_path),
+                str(tmp_path / "c"), "two")["client"]
+        assert not ask("client_wait", n, 0.1)["done"]
+        assert marked(run)
+    finally:
+        agent.close(wait=15)                 # end of file: the agent stops its clients
+    assert agent.popen.returncode == 0
+    assert marked(run) == []
+
+
 # ---------------------------------------------------------------- for real, emulated hosts
 
 @pytest.fixture(scope="module")
@@ -230,6 +282,7 @@ def test_two_client_hosts_drive_one_server_together(tmp_path: Path, lan: Lan) ->
     m = manifest(run)
     assert m["status"] == "complete" and "load_split" in m["topology_details"]
     assert m["topology_details"]["client_hosts"] == hosts.split()
+    assert [h["ssh"] for h in m["client_hosts"]] == hosts.split()     # each host's facts
     rows = {r.concurrency: r for r in results.read_rows(run)}
     lines = [json.loads(x) for x in (run / "nginx" / "client-hosts.jsonl").read_text()
              .splitlines()]

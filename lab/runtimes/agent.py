@@ -23,6 +23,7 @@ only; it imports lab.procfs and lab.hostinfo from the shipped copy.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -175,6 +176,7 @@ def somaxconn() -> Optional[int]:
         return None
 
 
+NUMBERS = itertools.count(1)        # a sampler's or a client's number, never reused
 WATCHES: Dict[int, procfs.Sampler] = {}
 
 
@@ -182,7 +184,7 @@ def watch(pid: int, interval: float) -> Dict[str, Any]:
     """Start sampling a tree in a thread; its first sample now."""
     sampler = procfs.Sampler(pid, interval)
     sampler.__enter__()
-    number = max(WATCHES, default=0) + 1
+    number = next(NUMBERS)
     WATCHES[number] = sampler
     return {"watch": number, "first": sample_json(sampler.first)}
 
@@ -313,7 +315,7 @@ CLIENTS: Dict[int, Client] = {}
 
 def client_start(argv: List[str], cpus: str, env: Dict[str, str], cwd: str, folder: str,
                  name: str) -> Dict[str, Any]:
-    number = max(CLIENTS, default=0) + 1
+    number = next(NUMBERS)
     CLIENTS[number] = Client(argv, cpus, env, cwd, folder, name)
     return {"client": number, "started": CLIENTS[number].started}
 

@@ -624,7 +624,12 @@ class SshClientHost(Host, ClientHost):
                          float(result["wall_s"]), self.name, started=float(result["started"]))
 
     def same_host_as(self, server: ServerHost) -> bool:
-        return isinstance(server, Host) and server.remote.boot_id == self.remote.boot_id
+        """The same host: same machine (boot id) and same network stack. Hosts
+        that only share a machine (namespaces) are told apart here, and their
+        CPU counters merged by SshTopology."""
+        return isinstance(server, Host) and \
+            (server.remote.boot_id, server.remote.netns) == (self.remote.boot_id,
+                                                             self.remote.netns)
 
 
 # ---------------------------------------------------------------- the topology
