@@ -22,6 +22,7 @@ build is needed), `up(params)` and `down(params)`.
 from __future__ import annotations
 
 import importlib
+import inspect
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -247,11 +248,18 @@ def module_for(params: Params) -> ModuleType:
         raise ConfigError(f"topology {name} is not available in this version of the lab") from None
 
 
+def hook(params: Params, name: str) -> Callable[..., Any] | None:
+    """The topology module's function `name`, if it defines one (a module it
+    imports under that name, such as lab.deps, is not a hook)."""
+    fn = getattr(module_for(params), name, None)
+    return fn if inspect.isfunction(fn) else None
+
+
 def check(params: Params) -> None:
     """Refuse, with ConfigError (exit 2), what the topology cannot do here
     (`lab check`, before anything is built or started): root, tools, kernel
     support, hosts reachable. Most need nothing beyond their module."""
-    fn = getattr(module_for(params), "check", None)
+    fn = hook(params, "check")
     if fn is not None:
         fn(params)
 
@@ -260,35 +268,35 @@ def join(params: Params) -> None:
     """Move this step to where the clients run, so that the lab's own
     connections (readiness, verification, the probe) cross the same link as
     the load (`lab probe`, `lab sweep`). Most topologies need nothing."""
-    fn = getattr(module_for(params), "join", None)
+    fn = hook(params, "join")
     if fn is not None:
         fn(params)
 
 
 def deps(params: Params) -> int:
     """What the topology needs installed (`lab deps`): 0, or 2 with the steps."""
-    fn = getattr(module_for(params), "deps", None)
+    fn = hook(params, "packages")
     return int(fn(params)) if fn is not None else 0
 
 
 def needs_build(params: Params, server: Server) -> bool:
     """Whether `lab build` runs the server's own setup and build (RUNTIME=docker:
     only where its image takes the artifact)."""
-    fn = getattr(module_for(params), "needs_build", None)
+    fn = hook(params, "needs_build")
     return bool(fn(params, server)) if fn is not None else True
 
 
 def up(params: Params) -> None:
     """Set up what the topology needs for the whole run (`lab up`): namespaces,
     links, an ssh master connection. Most need nothing."""
-    fn = getattr(module_for(params), "up", None)
+    fn = hook(params, "up")
     if fn is not None:
         fn(params)
 
 
 def down(params: Params) -> None:
     """Undo `up`, whatever state it got to (`lab down`, also on failure and Ctrl-C)."""
-    fn = getattr(module_for(params), "down", None)
+    fn = hook(params, "down")
     if fn is not None:
         fn(params)
 

@@ -413,7 +413,7 @@ def check_published(port: int) -> None:
                              "it (docker rm -f NAME) or choose another with PORT=")
 
 
-def deps(params: Params) -> int:
+def packages(params: Params) -> int:
     """`lab deps`: Debian's docker.io (dockerd), docker-compose, debootstrap, nsenter."""
     want = {"nsenter": "util-linux"}
     engine = engine_version()

@@ -34,6 +34,9 @@ class LocalProcess:
     def poll(self) -> int | None:
         return self.popen.poll()
 
+    def wait(self, timeout: float | None = None) -> int:
+        return self.popen.wait(timeout)
+
     def stop(self, grace: float = 10.0) -> int | None:
         code = procs.stop(self.popen, grace)
         procs.kill_group(self.popen.pid)
