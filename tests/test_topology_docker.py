@@ -23,7 +23,7 @@ import pytest
 from conftest import ROOT, bench, free_port, lab, lab_env, leftovers, run_folders
 from lab import results
 from lab.params import from_env
-from lab.runtimes import compose, docker
+from lab.runtimes import cgroups, compose, docker
 from lab.servers import discover
 
 PREFIX = "dockertest"                     # compose projects of these tests: dockertest-<port>
@@ -146,7 +146,7 @@ def test_cgroup_memory_reads_v1_and_v2(tmp_path: Path) -> None:
     (v1 / "memory.kmem.usage_in_bytes").write_text(f"{10 << 20}\n")
     (v1 / "memory.stat").write_text(f"cache 1\nrss 2\ntotal_cache {120 << 20}\n"
                                     f"total_rss {170 << 20}\ntotal_inactive_file {100 << 20}\n")
-    cg = docker.CgroupMemory(1, v1)
+    cg = cgroups.CgroupMemory(1, v1)
     assert cg.working_set_kb() == 200 << 10 and cg.limit() is None
     f = cg.figures()
     assert f is not None and f["usage_kb"] == 300 << 10 and f["anon_kb"] == 170 << 10
@@ -157,16 +157,16 @@ def test_cgroup_memory_reads_v1_and_v2(tmp_path: Path) -> None:
     (v2 / "memory.max").write_text(f"{256 << 20}\n")
     (v2 / "memory.stat").write_text(f"anon {30 << 20}\nfile {15 << 20}\n"
                                     f"inactive_file {5 << 20}\nkernel {4 << 20}\n")
-    cg2 = docker.CgroupMemory(2, v2)
+    cg2 = cgroups.CgroupMemory(2, v2)
     assert cg2.working_set_kb() == 45 << 10 and cg2.limit() == 256 << 20
     (v2 / "memory.current").unlink()                   # the container is gone
     assert cg2.working_set_kb() is None and cg2.figures() is None
 
 
 def test_this_process_has_a_memory_cgroup_the_lab_can_read() -> None:
-    cg = docker.cgroup_memory(os.getpid())
+    cg = cgroups.cgroup_memory(os.getpid())
     assert cg is not None, "no memory cgroup found from /proc/self/cgroup and the mounts"
-    assert cg.version == (1 if docker.cgroup_version() == "v1" else 2)
+    assert cg.version == (1 if cgroups.cgroup_version() == "v1" else 2)
     usage = cg.usage()
     assert usage is not None and usage > 0
 

@@ -1,8 +1,8 @@
 """RUNTIME=docker: each server runs in a container of its compose.yaml service.
 
 Top-down, per run (the steps of run-benchmark.sh):
-  check  every chosen server has a service; without root the engine, Compose
-         and the base images must already be there (else exit 2 with the steps)
+  check  every chosen server has a service, the port is free; not root: exit 2
+         with the steps (the container's sockets are read with nsenter)
   deps   as root: Debian's docker.io and docker-compose, debootstrap
   build  the lab's own build only where the image takes its artifact (the
          Java jars); the Ada images build themselves (gprbuild in the image)
@@ -45,19 +45,19 @@ from lab.params import ConfigError, Params, format_cpus
 from lab.paths import ROOT, cache_dir
 from lab.procfs import TreeSample
 from lab.runtimes import SetupError, Started, Topology, TreeSampler, compose
+from lab.runtimes.cgroups import cgroup_memory, cgroup_version
 from lab.runtimes.local import LocalClientHost, LocalServerHost
 from lab.servers import Server, discover, lookup
 
 PREFIX_VARIABLE = "LAB_DOCKER_PREFIX"   # compose projects are <prefix>-<port>
 DEFAULT_PREFIX = "restlab"
-RUN_LABEL = "restlab.run"
 PROJECT_LABEL = "com.docker.compose.project"
 # The lab's own engine, when it has to start one. The userland proxy is off:
 # with it, every connection to a published port is relayed by a docker-proxy
 # process (unpinned, its CPU on nobody's account); without it the kernel
 # forwards 127.0.0.1:PORT to the container (iptables DNAT).
 DOCKERD_ARGS = ("--userland-proxy=false",)
-MIRROR = os.environ.get("DEBIAN_MIRROR", "http://deb.debian.org/debian")
+MIRROR = os.environ.get("DEBIAN_MIRROR", "http://deb.debian.org/debian")   # for debootstrap
 BASES = {"debian:bullseye": "bullseye", "debian:bookworm": "bookworm"}
 # The archives a base made here installs from: the packages the process
 # runtime runs, so that the two runtimes differ in the container only. Debian
@@ -533,120 +533,6 @@ def images_step() -> int:
         print(f"{name}: {how}")
     say(f"engine {state['engine']}")
     return 0
-
-
-# ---------------------------------------------------------------- cgroups
-
-def cgroup_version() -> str:
-    mounts = Path("/proc/self/mountinfo").read_text()
-    v1 = any(" - cgroup " in line and re.search(r"[ ,]memory(,|$)", line.split(" - ")[1])
-             for line in mounts.splitlines() if " - " in line)
-    return "v1" if v1 else "v2"
-
-
-def _mounts() -> tuple[dict[str, tuple[str, str]], tuple[str, str] | None]:
-    """v1 hierarchies by controller: (mount point, root); the v2 mount (point, root)."""
-    v1: dict[str, tuple[str, str]] = {}
-    v2 = None
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        left, _, right = line.partition(" - ")
-        fields, extra = left.split(), right.split()
-        if len(fields) < 5 or len(extra) < 3:
-            continue
-        root, point = fields[3], fields[4]
-        if extra[0] == "cgroup2" and v2 is None:
-            v2 = (point, root)
-        elif extra[0] == "cgroup":
-            for opt in extra[2].split(","):
-                v1.setdefault(opt, (point, root))
-    return v1, v2
-
-
-@dataclass(frozen=True)
-class CgroupMemory:
-    """A container's memory cgroup: v1 (memory.usage_in_bytes, memory.stat) or v2
-    (memory.current, memory.stat)."""
-    version: int
-    path: Path
-
-    def _read(self, name: str) -> str | None:
-        try:
-            return (self.path / name).read_text()
-        except OSError:
-            return None
-
-    def stat(self) -> dict[str, int]:
-        text = self._read("memory.stat") or ""
-        return {k: int(v) for k, v in (line.split() for line in text.splitlines()
-                                       if len(line.split()) == 2)}
-
-    def usage(self) -> int | None:
-        text = self._read("memory.usage_in_bytes" if self.version == 1 else "memory.current")
-        return int(text) if text and text.strip().isdigit() else None
-
-    def limit(self) -> int | None:
-        text = (self._read("memory.limit_in_bytes" if self.version == 1 else "memory.max")
-                or "").strip()
-        if not text.isdigit() or int(text) >= 1 << 62:     # "max", or v1's page-rounded huge
-            return None
-        return int(text)
-
-    def figures(self) -> dict[str, int] | None:
-        """usage, and its parts, in kB; None when the cgroup is gone."""
-        usage = self.usage()
-        if usage is None:
-            return None
-        st = self.stat()
-        if self.version == 1:
-            anon, file = st.get("total_rss", st.get("rss", 0)), st.get("total_cache",
-                                                                      st.get("cache", 0))
-            inactive = st.get("total_inactive_file", st.get("inactive_file", 0))
-            kernel = int((self._read("memory.kmem.usage_in_bytes") or "0").strip() or 0)
-            sock = int((self._read("memory.kmem.tcp.usage_in_bytes") or "0").strip() or 0)
-        else:
-            anon, file = st.get("anon", 0), st.get("file", 0)
-            inactive, kernel, sock = st.get("inactive_file", 0), st.get("kernel", 0), \
-                st.get("sock", 0)
-        return {"usage_kb": usage // 1024, "anon_kb": anon // 1024, "file_kb": file // 1024,
-                "inactive_file_kb": inactive // 1024, "kernel_kb": kernel // 1024,
-                "sock_kb": sock // 1024,
-                "working_set_kb": max(0, usage - inactive) // 1024}
-
-    def working_set_kb(self) -> int | None:
-        """usage less inactive page cache, in kB: the figure `docker stats` shows."""
-        usage = self.usage()
-        if usage is None:
-            return None
-        st = self.stat()
-        inactive = st.get("total_inactive_file", st.get("inactive_file", 0)) \
-            if self.version == 1 else st.get("inactive_file", 0)
-        return max(0, usage - inactive) // 1024
-
-
-def cgroup_memory(pid: int) -> CgroupMemory | None:
-    """The memory cgroup of process `pid`, from this host's /proc and mounts."""
-    try:
-        lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
-    except OSError:
-        return None
-    v1, v2 = _mounts()
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if "memory" in controllers.split(",") and "memory" in v1:
-            point, root = v1["memory"]
-            rel = os.path.relpath(path, root) if root != "/" else path.lstrip("/")
-            where = Path(point) / rel
-            if (where / "memory.usage_in_bytes").exists():
-                return CgroupMemory(1, where)
-    for line in lines:
-        hid, controllers, path = line.split(":", 2)
-        if hid == "0" and controllers == "" and v2 is not None:
-            point, root = v2
-            rel = os.path.relpath(path, root) if root != "/" else path.lstrip("/")
-            where = Path(point) / rel
-            if (where / "memory.current").exists():
-                return CgroupMemory(2, where)
-    return None
 
 
 # ---------------------------------------------------------------- one container
