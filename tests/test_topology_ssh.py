@@ -247,7 +247,7 @@ def test_aws_and_jersey_on_the_server_host(tmp_path: Path, lan: Lan) -> None:
     m = manifest(run)
     address = lan.hosts[0].address                               
     assert m["status"] == "complete"
-    assert m["topology"].startswith(f"ssh: server on {lan.dest(0)} ({address})")
+    assert m["topology"] == f"ssh (server on {lan.dest(0)} at {address}; client here)"
     assert m["topology_details"]["bind"] == address and m["settings"]["SSH_CONFIG"]
     assert m["host"]["ssh"] == lan.dest(0) and m["host"]["cores"] >= 1
     assert m["client_hosts"] and m["client_hosts"][0]["hostname"]        # here, local

@@ -801,8 +801,8 @@ def topology(params: Params) -> Topology:
     return SshTopology(
         name="ssh", server=server, clients=clients, bind=state["bind"],
         connect=state["connect"],
-        summary=(f"ssh: server on {params.server_host} ({state['connect']}), "
-                 f"client{'s' * several} {'on ' if params.client_hosts else ''}{where}"),
+        summary=(f"ssh (server on {params.server_host} at {state['connect']}; "
+                 f"client{'s' * several} {'on ' if params.client_hosts else ''}{where})"),
         details={"ssh_config": params.ssh_config or "(ssh's own)",
                  "bind_from": state["bind_from"],
                  "remote_folders": {d: h.base for d, h in hosts.items()},
