@@ -148,17 +148,28 @@ class Sampler:
         return self.last.cpu_s - self.first.cpu_s
 
 
-def time_wait_sockets() -> int:
-    """TCP sockets in TIME_WAIT on this host (IPv4 and IPv6)."""
+def tcp_sockets(state: str = "06", net: str = "/proc/net", port: int | None = None) -> int:
+    """TCP sockets (IPv4 and IPv6) in `state` (hex, as /proc/net/tcp shows it:
+    06 is TIME_WAIT) in the network namespace whose /proc net folder is `net`
+    (/proc/PID/net: PID's namespace), optionally only those on local `port`."""
     count = 0
-    for path in ("/proc/net/tcp", "/proc/net/tcp6"):
+    for name in ("tcp", "tcp6"):
         try:
-            with open(path) as f:
+            with open(f"{net}/{name}") as f:
                 next(f)
-                count += sum(1 for line in f if line.split()[3] == "06")
-        except FileNotFoundError:
+                for line in f:
+                    parts = line.split()
+                    if parts[3] == state and (port is None or
+                                              int(parts[1].rsplit(":", 1)[1], 16) == port):
+                        count += 1
+        except (OSError, StopIteration):
             pass
     return count
+
+
+def time_wait_sockets() -> int:
+    """TCP sockets in TIME_WAIT on this host (IPv4 and IPv6)."""
+    return tcp_sockets()
 
 
 def cpu_times(cpus: tuple[int, ...]) -> tuple[float, float]:

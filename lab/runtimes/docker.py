@@ -660,21 +660,8 @@ class ContainerSampler(procfs.Sampler):
 
 
 def _net_sockets(pid: int, state: str, port: int | None = None) -> int:
-    """Sockets in a TCP state (hex, as /proc/net/tcp shows it) in the network
-    namespace of `pid`, optionally only those on local `port`."""
-    count = 0
-    for name in ("tcp", "tcp6"):
-        try:
-            with open(f"/proc/{pid}/net/{name}") as f:
-                next(f)
-                for line in f:
-                    parts = line.split()
-                    if parts[3] == state and (port is None or
-                                              int(parts[1].rsplit(":", 1)[1], 16) == port):
-                        count += 1
-        except (OSError, StopIteration):
-            pass
-    return count
+    """Sockets in a TCP state in the network namespace of `pid`."""
+    return procfs.tcp_sockets(state, f"/proc/{pid}/net", port)
 
 
 class DockerServerHost(LocalServerHost):

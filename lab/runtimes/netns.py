@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from lab import hostinfo, procs
+from lab import hostinfo, procfs, procs
 from lab.params import ConfigError, Params
 from lab.paths import cache_dir
 from lab.runtimes import ServerHost, Topology
@@ -210,15 +210,7 @@ def exec_in(namespace: str) -> tuple[str, ...]:
 
 def time_wait_here() -> int:
     """TCP sockets in TIME_WAIT in the calling thread's namespace (IPv4 and IPv6)."""
-    count = 0
-    for path in ("/proc/thread-self/net/tcp", "/proc/thread-self/net/tcp6"):
-        try:
-            with open(path) as f:
-                next(f)
-                count += sum(1 for line in f if line.split()[3] == "06")
-        except FileNotFoundError:
-            pass
-    return count
+    return procfs.tcp_sockets(net="/proc/thread-self/net")
 
 
 def sysctls_here() -> dict[str, str | None]:
