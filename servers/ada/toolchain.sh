@@ -28,7 +28,11 @@ STAMPS=$LAB_CACHE/ada-build            # per-server build stamps
 LOG=$LAB_CACHE/ada-toolchain.log       # long debootstrap/apt output goes here
 SUITE=bullseye
 MIRROR=${ADA_MIRROR:-http://deb.debian.org/debian}
-PACKAGES=(gnat gprbuild libaws20-dev)
+# What the root holds: the compiler and AWS; make, gcc and GNATcoll for the
+# servers built from pinned sources (ASF's libraries, Simple Components' C
+# part); valgrind for `make cost`. Adding a package here installs it into an
+# existing root at the next `ensure` (the ready stamp lists what it holds).
+PACKAGES=(gnat gprbuild libaws20-dev make gcc libgnatcoll19-dev valgrind)
 
 say() { printf 'ada-toolchain: %s\n' "$*" >&2; }
 die() { say "error: $*"; exit 1; }
@@ -93,14 +97,36 @@ rerun with ADA_TOOLCHAIN=native, or as root run:
   debootstrap --variant=minbase $SUITE '$ROOT' $MIRROR
   chroot '$ROOT' apt-get update
   chroot '$ROOT' env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${PACKAGES[*]}
-  touch '$READY'
+  printf 'package=%s\\n' ${PACKAGES[*]} > '$READY'
 EOF
     exit 2
 }
 
+# The ready stamp: when the root was made and one package=NAME line for each
+# package it holds, so that a longer PACKAGES list is installed incrementally.
+write_ready() {
+    { date -u +%Y-%m-%dT%H:%M:%SZ; printf 'package=%s\n' "${PACKAGES[@]}"; } > "$READY.tmp"
+    mv "$READY.tmp" "$READY"
+}
+
 ensure_rootfs() {
     if [[ -f $READY ]]; then
-        say "rootfs ready: $ROOT (cached)"
+        local missing=() p
+        for p in "${PACKAGES[@]}"; do
+            grep -qx "package=$p" "$READY" || missing+=("$p")
+        done
+        if [[ ${#missing[@]} -eq 0 ]]; then
+            say "rootfs ready: $ROOT (cached)"
+            return 0
+        fi
+        [[ $(id -u) -eq 0 ]] || print_manual_steps
+        say "apt-get install ${missing[*]} in the cached root"
+        { chroot "$ROOT" apt-get update \
+          && chroot "$ROOT" env DEBIAN_FRONTEND=noninteractive \
+                 apt-get install -y --no-install-recommends "${missing[@]}" \
+          && chroot "$ROOT" apt-get clean; } >>"$LOG" 2>&1 \
+            || die "apt-get in the root failed, see $LOG"
+        write_ready
         return 0
     fi
     [[ $(id -u) -eq 0 ]] || print_manual_steps
@@ -125,7 +151,7 @@ ensure_rootfs() {
              apt-get install -y --no-install-recommends "${PACKAGES[@]}" \
       && chroot "$ROOT" apt-get clean; } >>"$LOG" 2>&1 \
         || die "apt-get in the root failed, see $LOG"
-    date -u +%Y-%m-%dT%H:%M:%SZ > "$READY"
+    write_ready
     say "rootfs ready in $((SECONDS - t0)) s: $ROOT"
 }
 
