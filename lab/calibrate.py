@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from lab import hostinfo, results
+from lab import hostinfo, record, results
 from lab.clients import Options, axes, clients
 from lab.metrics import nearest
 from lab.params import ConfigError, Params, format_cpus, from_env, parse_list
@@ -27,12 +27,17 @@ FILE = "calibration.json"
 DEFAULTS = {"CONCURRENCY": "1 8 64", "DURATION": "5s", "WARMUP": "2s"}
 
 
-def last(cache: Path) -> dict[str, Any] | None:
-    """The last calibration saved on this machine, or None."""
+def last(cache: Path) -> record.Calibration | None:
+    """The last calibration saved on this machine, or None (an unreadable one
+    is named on stderr and not used)."""
+    path = cache / FILE
+    if not path.exists():
+        return None
     try:
-        data: dict[str, Any] = json.loads((cache / FILE).read_text())
-        return data
-    except (OSError, ValueError):
+        return record.read_calibration(path)
+    except record.RecordError as e:
+        print(f"warning: calibration not used: {e}; run `make calibrate` again",
+              file=sys.stderr)
         return None
 
 
@@ -86,9 +91,12 @@ def run(root: Path, cache: Path, servers: dict[str, Server]) -> int:
             sub.mkdir()
             client = clients()[name]()
             conditions = client.prepare(sub, Options(keepalive, p.client_threads))
-            results.write_json(sub / results.MANIFEST, {"run_id": sub.name, "servers": {},
-                                                        "params": p.to_json(),
-                                                        "client": conditions})
+            record.write_manifest(sub, record.Manifest(
+                run_id=sub.name,
+                params=record.RunParams.parse(record.obj(p.to_json(), sub / record.MANIFEST,
+                                                         "params")),
+                client=record.ClientInfo.parse(record.obj(conditions, sub / record.MANIFEST,
+                                                          "client"))))
             print(f"[calibrate] {name}, connection {mode}, against {ceiling.name}",
                   file=sys.stderr, flush=True)
             try:
@@ -98,7 +106,7 @@ def run(root: Path, cache: Path, servers: dict[str, Server]) -> int:
                 return 1
             levels = {str(r.value): {"rate_rps": r.rate_rps, "client_cpu_pct": r.client_cpu_pct,
                                      "client_bound": r.client_bound, "failed": r.failed}
-                      for r in results.read_rows(sub)}
+                      for r in record.read_rows(sub)}
             out["clients"].setdefault(name, {"version": conditions.get("version", "")})[mode] = levels
     results.write_json(cache / FILE, out)
     print(table(out))

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from types import FrameType
 
-from lab import calibrate, deps, hostinfo, procs, report, results, runtimes
+from lab import calibrate, deps, hostinfo, procs, record, report, results, runtimes
 from lab.paths import cache_dir
 from lab.clients import Client, Options, axes, clients
 from lab.launch import Knobs, lab_env, placeholders
@@ -157,29 +157,27 @@ def cmd_new_run(_: argparse.Namespace) -> int:
     run = results.new_run(ROOT / params.results, params.servers)
     _client, conditions = client_for(params, run)
     settings = {k: os.environ.get(k, default) for k, (default, _) in SETTINGS.items()}
-    results.write_json(run / results.MANIFEST, {
-        "run_id": run.name,
-        "status": "running",
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "reproduce": "make bench " + " ".join(f"{k}={shlex.quote(v)}"
-                                              for k, v in settings.items() if v),
-        "settings": settings,
-        "params": params.to_json(),
-        "plan": plan(params, topo.bind),
-        "topology": topo.summary,
-        "topology_details": topo.describe(),
-        "pinning": {"server_cpus": format_cpus(params.server_cpus),
-                    "client_cpus": format_cpus(params.client_cpus)},
-        "client": conditions,
-        "calibration": calibrate.last(cache_dir()),
-        "host": topo.server.facts(),
-        "client_hosts": [c.facts() for c in topo.clients
-                         if not c.same_host_as(topo.server)],
-        "tools": hostinfo.tools(),
-        "lab": hostinfo.lab_revision(ROOT),
-        "servers": {},
-        "problems": [],
-    })
+    record.write_manifest(run, record.Manifest(
+        run_id=run.name,
+        status="running",
+        started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        reproduce="make bench " + " ".join(f"{k}={shlex.quote(v)}"
+                                           for k, v in settings.items() if v),
+        settings=settings,
+        params=record.RunParams.parse(record.obj(params.to_json(), run / record.MANIFEST,
+                                                 "params")),
+        plan=plan(params, topo.bind),
+        topology=topo.summary,
+        topology_details=topo.describe(),
+        pinning=record.Pinning(server_cpus=format_cpus(params.server_cpus),
+                               client_cpus=format_cpus(params.client_cpus)),
+        client=record.ClientInfo.parse(record.obj(conditions, run / record.MANIFEST, "client")),
+        calibration=calibrate.last(cache_dir()),
+        host=topo.server.facts(),
+        client_hosts=[c.facts() for c in topo.clients if not c.same_host_as(topo.server)],
+        tools=dict(hostinfo.tools()),
+        lab=hostinfo.lab_revision(ROOT),
+    ))
     print(run)
     return 0
 
@@ -203,11 +201,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if sweep.start_record:
         sweep.start_record["status"] = status
     sweep.save(status=status, error=message)
-    problems = results.read_manifest(run).get("problems", [])
     where = f"{args.server} (rep {args.rep})" if params.repeat > 1 else args.server
     # incomplete now, not only in `lab finish`: a SIGTERM to the whole group
     # ends run-benchmark.sh before it gets there
-    results.update_manifest(run, status="incomplete", problems=problems + [f"{where}: {message}"])
+    record.add_problem(run, f"{where}: {message}", status="incomplete")
     return fail(f"{where}: {message}\n  finished levels are kept in {run}", code)
 
 
@@ -249,14 +246,10 @@ def cmd_probe(args: argparse.Namespace) -> int:
         found, code = probe.main_step(params, lookup(servers, args.server), ROOT, cache_dir(),
                                      run)
     except KeyboardInterrupt:
-        problems = results.read_manifest(run).get("problems", [])
-        results.update_manifest(run, status="incomplete",
-                                problems=problems + [f"probe of {args.server}: interrupted"])
+        record.add_problem(run, f"probe of {args.server}: interrupted", status="incomplete")
         return fail("interrupted", 130)
     if found is not None and code:
-        problems = results.read_manifest(run).get("problems", [])
-        results.update_manifest(run, problems=problems + [f"{found.verdict()}: not loaded "
-                                                          "(FORCE=1 loads it anyway)"])
+        record.add_problem(run, f"{found.verdict()}: not loaded (FORCE=1 loads it anyway)")
     return code
 
 
@@ -274,14 +267,17 @@ def cmd_finish(args: argparse.Namespace) -> int:
     """Mark the run complete or incomplete; exit 1 when it is incomplete
     although every step succeeded (a knob value a server could not serve)."""
     run = Path(args.run)
-    data = results.read_manifest(run)
-    done = all(s.get("status") == "complete" for s in data["servers"].values())
-    complete = (args.status == 0 and done and not data.get("problems")
-                and len(data["servers"]) == len(data["params"]["servers"]))
-    problems = data.get("problems") or ([] if complete else
-                                        ["not every server finished every repetition"])
-    results.update_manifest(run, status="complete" if complete else "incomplete",
-                            problems=problems, finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+
+    def finish(m: record.Manifest) -> tuple[bool, list[str]]:
+        done = all(s.status == "complete" for s in m.servers.values())
+        complete = (args.status == 0 and done and not m.problems
+                    and len(m.servers) == len(m.params.servers))
+        m.problems = m.problems or ([] if complete else
+                                    ["not every server finished every repetition"])
+        m.status = "complete" if complete else "incomplete"
+        m.finished = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        return complete, m.problems
+    complete, problems = record.update(run, finish)
     if not complete and args.status == 0:
         print(f"error: {run.name} is incomplete: {'; '.join(problems)}", file=sys.stderr)
         return 1
@@ -390,7 +386,7 @@ def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     try:
         return int(args.fn(args))
-    except (ConfigError, ManifestError, procs.PortBusy) as e:
+    except (ConfigError, ManifestError, procs.PortBusy, record.RecordError) as e:
         return fail(str(e), 2)
     except KeyboardInterrupt:
         return fail("interrupted", 130)
