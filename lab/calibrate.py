@@ -18,7 +18,6 @@ from typing import Any
 
 from lab import hostinfo, record, results
 from lab.clients import Options, axes, clients
-from lab.metrics import nearest
 from lab.params import ConfigError, Params, format_cpus, from_env, parse_list
 from lab.servers import Server
 from lab.sweep import ServerSweep, SweepError
@@ -131,16 +130,3 @@ def table(cal: dict[str, Any]) -> str:
                              f"{x['rate_rps']:,.0f} req/s (client CPU {x['client_cpu_pct']:.0f}%)")
             lines.append(f"| {name} {modes.get('version', '')} | {mode} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
-
-
-def capacity(cal: dict[str, Any] | None, client: str, keepalive: bool,
-             concurrency: int) -> tuple[float, int] | None:
-    """(req/s, calibrated level) the client drove against the ceiling nearest
-    to `concurrency`, in this connection mode; None without calibration."""
-    if not cal or not concurrency:
-        return None
-    levels = cal.get("clients", {}).get(client, {}).get("keep-alive" if keepalive else "close")
-    if not levels:
-        return None
-    c = nearest([int(k) for k in levels], concurrency)
-    return float(levels[str(c)]["rate_rps"]), c

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from types import FrameType
 
@@ -287,34 +288,57 @@ def cmd_finish(args: argparse.Namespace) -> int:
 def cmd_plot(args: argparse.Namespace) -> int:
     from lab import plot
     run = Path(args.run)
-    if not (run / results.MANIFEST).exists():
-        return fail(f"{run} is not a run folder (no {results.MANIFEST})", 2)
+    record.load(run)                    # a folder that is not a readable run: exit 2
     return plot.draw(run)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    run = Path(args.run)
-    if not (run / results.MANIFEST).exists():
-        return fail(f"{run} is not a run folder (no {results.MANIFEST})", 2)
     from lab import html
+    run = Path(args.run)
+    record.load(run)                    # a folder that is not a readable run: exit 2
     print(report.write(run))
     return html.main_report(run)
 
 
+def rerun_settings(recorded: dict[str, str], environ: Mapping[str, str],
+                   given: Collection[str]) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
+    """The settings of a rerun: the recorded ones, except those the user gave
+    (`given`, on make's command line or in the environment), which win.
+    Returns them and what was overridden: name: (recorded, given)."""
+    settings = {k: str(v) for k, v in recorded.items() if k in SETTINGS}
+    overridden = {}
+    for k in SETTINGS:
+        if k in given and k in environ:
+            if settings.get(k, "") != environ[k]:
+                overridden[k] = (settings.get(k, ""), environ[k])
+            settings[k] = environ[k]
+    return settings, overridden
+
+
 def cmd_rerun(args: argparse.Namespace) -> int:
-    """Run the benchmark again with the settings a run's manifest recorded."""
+    """Run the benchmark again with the settings a run's manifest recorded;
+    settings given now (LAB_GIVEN from make, else the environment) override them."""
     run = Path(args.run)
-    if not (run / results.MANIFEST).exists():
-        return fail(f"{run} is not a run folder (no {results.MANIFEST})", 2)
-    m = results.read_manifest(run)
-    recorded = m.get("lab", {}).get("commit")
+    m = record.read_manifest(run)
+    if not m.settings:
+        raise record.RecordError(run / record.MANIFEST, "records no `settings`: it cannot "
+                                 "be rerun (made by a lab before settings were recorded?)")
+    recorded = m.lab.get("commit")
     now = hostinfo.lab_revision(ROOT)
     if recorded and recorded != now["commit"]:
         print(f"warning: {run.name} was made by lab {recorded}; this is {now['commit']}",
               file=sys.stderr)
-    settings = {k: str(v) for k, v in m["settings"].items() if k in SETTINGS}
-    print(f"rerun of {run.name}: {m['reproduce']}", file=sys.stderr, flush=True)
+    given = os.environ.get("LAB_GIVEN")
+    names = given.split() if given is not None else \
+        [k for k in SETTINGS if k in os.environ]
+    settings, overridden = rerun_settings(m.settings, os.environ, names)
+    print(f"rerun of {run.name}: {m.reproduce}", file=sys.stderr)
+    for k, (old, new) in overridden.items():
+        print(f"rerun: {k}={new!r} given now overrides the recorded {k}={old!r}",
+              file=sys.stderr)
+    sys.stderr.flush()
     env = {**os.environ, **settings}
+    env.pop("LAB_GIVEN", None)
     os.execve(str(ROOT / "run-benchmark.sh"), [str(ROOT / "run-benchmark.sh")], env)
 
 

@@ -78,6 +78,7 @@ def write_json(path: Path, data: Any) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(json.dumps(data, indent=2, default=str) + "\n")
+        os.chmod(tmp, 0o644)                 # as a plain write would (mkstemp makes 0600)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -718,6 +719,27 @@ def group(rows: list[Row]) -> dict[str, list[Row]]:
 
 def rows_by_server(run: Path) -> Iterator[tuple[str, list[Row]]]:
     yield from group(read_rows(run)).items()
+
+
+# --------------------------------------------------------------------------- probes
+
+PROBE = "probe.json"
+
+
+def probe_files(run: Path) -> dict[str, dict[str, Any] | str]:
+    """Each server's <server>/probe.json (the robustness probe): its object,
+    or why it cannot be read. A bad one is shown as such, never fatal."""
+    out: dict[str, dict[str, Any] | str] = {}
+    for path in sorted(run.glob(f"*/{PROBE}")):
+        try:
+            data = read_json(path)
+        except RecordError as e:
+            out[path.parent.name] = e.problem
+            continue
+        out[path.parent.name] = data if isinstance(data, dict) else \
+            {"results": data} if isinstance(data, list) else \
+            f"should be an object, found {_kind(data)}"
+    return out
 
 
 # --------------------------------------------------------------------------- a run

@@ -15,13 +15,25 @@ from lab import record
 from lab.record import (COLUMNS, CSV, MANIFEST, Row, append_row, from_record,  # noqa: F401
                         read_rows, rows_by_server)
 
-__all__ = ["COLUMNS", "CSV", "MANIFEST", "Row", "append_row", "from_record", "read_rows",
-           "rows_by_server", "new_folder", "new_run", "unwritable", "write_json"]
+__all__ = ["COLUMNS", "CSV", "MANIFEST", "MARK", "Row", "append_row", "from_record", "mark",
+           "read_rows", "rows_by_server", "new_folder", "new_run", "unwritable", "write_json"]
+
+
+MARK = ".lab-results"      # a RESULTS folder the lab made (or made a run in) holds this file
+
+
+def mark(root: Path) -> None:
+    """Mark `root` as a results folder of the lab's: its index.html is the lab's to write."""
+    path = root / MARK
+    if not path.exists():
+        path.write_text("The lab's results folder: the lab writes index.html here.\n")
 
 
 def new_folder(root: Path, base: str) -> Path:
-    """Make root/<base>[-N], never an existing folder (nothing is overwritten)."""
+    """Make root/<base>[-N], never an existing folder (nothing is overwritten),
+    and mark root as the lab's results folder."""
     root.mkdir(parents=True, exist_ok=True)
+    mark(root)
     for n in range(1, 1000):
         path = root / (base if n == 1 else f"{base}-{n}")
         try:
