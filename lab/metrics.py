@@ -275,6 +275,26 @@ def peak(stats: list[LevelStats]) -> LevelStats:
     return max(stats, key=lambda s: s.rate.median)
 
 
+def calibration_refusal(row: Row) -> str | None:
+    """Why a calibration level may not be saved as the client's capacity
+    (None: it may). It measures the client only when the client was the
+    limit (client-bound) on a quiet host: else it measured the host, the
+    network or the ceiling, and every later share of it would be wrong."""
+    if row.has("host-busy"):
+        return (f"other processes took {row.other_cpu_pct:.0f}% of the lab's CPUs "
+                f"(over {HOST_BUSY_PCT:.0f}%): it measured the host; calibrate on a quiet host")
+    if row.has("steal"):
+        return (f"the hypervisor took {row.steal_pct:.0f}% of the CPU time (steal): "
+                "calibrate on a quiet host")
+    if row.failed:
+        return f"{row.failed} requests failed: the ceiling did not keep up"
+    if not row.client_bound:
+        return (f"the client used {row.client_cpu_pct:.0f}% of its CPUs (under "
+                f"{CLIENT_BOUND_PCT:.0f}%): it was not the limit, so the figure is not its "
+                "capacity")
+    return None
+
+
 # --------------------------------------------------------------------------- the verdict gate
 
 @dataclass(frozen=True)

@@ -177,3 +177,26 @@ def test_above_the_calibrated_capacity_the_calibration_does_not_hold(tmp_path: P
         assert "the calibration does not hold here: run `make calibrate` on a quiet host" \
             in c.text
     assert any("does not hold" in w for w in a.warnings)
+
+
+# ---- calibration: a level is saved only where the client was the limit ------------
+
+def cal_row(client_pct: float, other_pct: float = 0.0, steal: float = 0.0,
+            failed: int = 0) -> Row:
+    host = (client_pct / 100 * 1.0 + 0.5 + other_pct / 100 * 2.0)
+    m = dataclasses.replace(MEASURED, client_cpu_s=client_pct / 100, host_busy_s=host,
+                            host_steal_s=steal / 100 * 2.0)
+    return metrics.make_row(WHERE, dataclasses.replace(LEVEL, failed=failed), m)
+
+
+def test_a_calibration_level_is_refused_unless_the_client_was_the_limit() -> None:
+    assert metrics.calibration_refusal(cal_row(95)) is None
+    # the case: wrk at 43% CPU on a loaded host measured the host
+    busy = metrics.calibration_refusal(cal_row(43, other_pct=40))
+    assert busy is not None and "measured the host" in busy
+    idle = metrics.calibration_refusal(cal_row(43))
+    assert idle is not None and "was not the limit" in idle and "43%" in idle
+    steal = metrics.calibration_refusal(cal_row(95, steal=20))
+    assert steal is not None and "steal" in steal
+    failed = metrics.calibration_refusal(cal_row(95, failed=3))
+    assert failed is not None and "3 requests failed" in failed
