@@ -80,7 +80,3 @@ def write_json(path: Path, data: Any) -> None:
     """Atomically, with a temporary file of this writer's own."""
     record.write_json(path, data)
 
-
-def read_manifest(run: Path) -> dict[str, Any]:
-    """The manifest, checked by lab.record, as plain JSON (for readers not yet typed)."""
-    return record.read_manifest(run).to_json()
