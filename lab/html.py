@@ -401,8 +401,8 @@ def calibration_html(m: Manifest, a: Analysis) -> str:
         parts.append(f'<p class="warnbox">Not used for this run: {e(a.calibration_note)}.</p>')
     elif a.capacity:
         parts.append("<ul>" + "".join(
-            f"<li>{e(x.text)}{flag_html('calibration') if x.kind == 'does-not-hold' else ''}"
-            "</li>" for x in a.capacity) + "</ul>")
+            f'<li class="warnbox">{e(x.text)}</li>' if x.kind == "does-not-hold" else
+            f"<li>{e(x.text)}</li>" for x in a.capacity) + "</ul>")
     else:
         parts.append('<p class="muted">No level of this run has a calibrated counterpart.</p>')
     levels = sorted({c for got in cal.clients.values() for lv in got.modes.values()
