@@ -150,6 +150,7 @@ _HREF = re.compile(r"""\s+((?:xlink:)?href)\s*=\s*(["'])(.*?)\2""", re.S | re.I)
 _ID = re.compile(r"""\bid\s*=\s*(["'])(.*?)\1""")
 _URL = re.compile(r"url\(\s*#([^)\s]+)\s*\)")
 _ROOT = re.compile(r"<svg\b[^>]*>", re.S)
+_XMLNS = re.compile(r"""\s+xmlns(?::\w+)?\s*=\s*(?:"[^"]*"|'[^']*')""")
 
 
 def _local_href(name: str, match: re.Match[str]) -> str:
@@ -173,8 +174,11 @@ def _root_tag(name: str, tag: str) -> str:
 
 def inline_svg(name: str, text: str) -> str:
     """A gnuplot SVG made fit to sit inside the page: nothing it could fetch
-    or run, ids unique to the chart, scaling to the page width."""
+    or run, no namespace declarations (the HTML parser puts inline svg and
+    xlink: attributes in their namespaces itself), ids unique to the chart,
+    scaling to the page width."""
     text = _PROLOG.sub("", text)
+    text = _XMLNS.sub("", text)          # HTML knows svg and xlink: no namespace URL is named
     text = _SCRIPT.sub("", text)
     text = _HANDLER.sub("", text)
     text = _HREF.sub(lambda mt: _local_href(name, mt), text)
