@@ -317,3 +317,19 @@ def test_case7_compare_folders_are_in_the_index_and_a_failed_compare_leaves_none
     done = lab("compare", str(a), str(other), env={"RESULTS": str(top)})
     assert done.returncode == 2 and "nothing to compare" in done.stderr
     assert sorted(p.name for p in top.iterdir()) == before
+
+
+def test_the_summary_draws_the_probe_table_from_probe_json(tmp_path: Path) -> None:
+    from test_probe import fake_report           # a ProbeReport as the probe makes it
+    from lab import probe
+    run = copy_run(tmp_path / "r")
+    for name, ok in (("nginx", True), ("paced", False)):
+        (run / name).mkdir(exist_ok=True)
+        probe.save(fake_report(name, ok), run / name / "probe.json")
+    done = lab("report", str(run))
+    assert done.returncode == 0, done.stderr
+    summary = (run / "summary.md").read_text()
+    table = probe.table({"nginx": fake_report("nginx", True),
+                         "paced": fake_report("paced", False)})
+    assert table in summary                       # the same table the probe prints
+    assert "- paced: stopped answering after garbage" in summary
