@@ -29,6 +29,7 @@ from lab.display import DASH, figure, rng, spread_text
 from lab.display import axis_label as axis_name
 from lab.metrics import LevelStats, Spread
 from lab.record import Manifest, RecordError, ServerRecord
+from lab.report import rerun_line
 
 REPORT = "report.html"
 INDEX = "index.html"
@@ -459,7 +460,8 @@ def conditions_html(m: Manifest) -> str:
            ("calibrated capacity", "on record (see above)" if m.calibration else
             "none on record"),
            ("lab commit", f"{lab.get('commit', '?')}{' (dirty)' if lab.get('dirty') else ''}"),
-           ("started", m.started), ("finished", m.finished), ("plan", m.plan)]
+           ("started", m.started), ("finished", m.finished), ("plan", m.plan),
+           ("rerun", rerun_line(m))]
     tools = sorted(m.tools.items())
     settings = list(m.settings.items())
     return ("<h2>Conditions</h2><h3>Host</h3>"

@@ -129,11 +129,27 @@ def write_levels_csv(run: Path, stats: dict[str, list[LevelStats]]) -> None:
                            + [s.cgroup_mem_kb.median if s.cgroup_mem_kb else ""] * cgroup)
 
 
+def rerun_line(m: Manifest) -> str:
+    """'Rerun of <run>; PORT given now (18085), not as recorded (8080).'"""
+    rerun = m.extra.get("rerun")
+    if not isinstance(rerun, dict):
+        return ""
+    found = rerun.get("overridden")
+    over: dict[str, Any] = found if isinstance(found, dict) else {}
+    said = "; ".join(f"{k} given now ({v.get('given')!r}), not as recorded ({v.get('recorded')!r})"
+                     for k, v in over.items() if isinstance(v, dict))
+    return f"Rerun of {rerun.get('of', '?')}" + (f"; {said}." if said else
+                                                  " with its recorded settings.")
+
+
 def summary(rec: RunRecord, a: Analysis) -> str:
     m = rec.manifest
     lines = [f"# Run {m.run_id} ({m.status})", "", f"Conditions: {analysis.conditions(m)}.", ""]
     if m.plan:
         lines += [f"Plan: {m.plan}.", ""]
+    rerun = rerun_line(m)
+    if rerun:
+        lines += [rerun, ""]
     stats = a.stats
     if stats:
         lines += server_table(m, stats) + ["", "## Levels", ""] + level_table(m, stats)
