@@ -7,13 +7,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from lab.display import md_cell as cell
+
 REASON = re.compile(r"^([1-5][0-9][0-9]) [A-Z][A-Za-z -]*[A-Za-z]")
 Report = dict[str, Any]            # one server's probe.json
-
-
-def cell(text: str) -> str:
-    """Text safe inside a Markdown table cell."""
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def settled_text(value: float | None, bound: float) -> str:

@@ -40,7 +40,8 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 from lab import probetable, procfs, procs, runtimes
-from lab.probetable import cell, settled_text
+from lab.display import md_cell as cell
+from lab.probetable import settled_text
 from lab.procfs import TreeSample
 from lab.runtimes import ServerHost, Topology
 from lab.launch import Knobs, ServerProcess
