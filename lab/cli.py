@@ -302,15 +302,21 @@ def cmd_plot(args: argparse.Namespace) -> int:
     from lab import plot
     run = Path(args.run)
     record.load(run)                    # a folder that is not a readable run: exit 2
-    return plot.draw(run)
+    try:
+        return plot.draw(run)
+    except OSError as e:
+        return fail(f"cannot write the charts into {run}: {e.strerror or e}", 1)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from lab import html
     run = Path(args.run)
     record.load(run)                    # a folder that is not a readable run: exit 2
-    print(report.write(run))
-    return html.main_report(run)
+    try:
+        print(report.write(run))
+        return html.main_report(run)
+    except OSError as e:
+        return fail(f"cannot write the report into {run}: {e.strerror or e}", 1)
 
 
 def rerun_settings(recorded: dict[str, str], environ: Mapping[str, str],

@@ -659,7 +659,12 @@ def main_report(run: Path) -> int:
     except RecordError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    index = write_index(run.resolve().parent)
+    try:
+        index = write_index(run.resolve().parent)
+    except OSError as err:
+        print(f"note: no index written in {run.resolve().parent}: {err.strerror or err}",
+              file=sys.stderr)
+        return 0
     if index is not None:
         print(index)
     return 0
