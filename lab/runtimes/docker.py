@@ -436,7 +436,7 @@ def needs_build(params: Params, server: Server) -> bool:
     svc = table.get(service_of(server))
     if svc is None or svc.dockerfile is None or not svc.dockerfile.exists():
         return True
-    return server.artifact in svc.dockerfile.read_text()
+    return server.artifact in svc.dockerfile_text()
 
 
 def up(params: Params) -> None:
