@@ -42,7 +42,7 @@ def servers_found() -> dict[str, Server]:
 
 def load_params() -> tuple[Params, dict[str, Server]]:
     servers = servers_found()
-    params = from_env(os.environ, list(servers), axes())
+    params = from_env(os.environ, list(servers), axes(), topologies=runtimes.selectable())
     return params, servers
 
 

@@ -247,7 +247,8 @@ class Where:
     remote_dir: str = ""
 
 
-def parse_where(get: Callable[[str], str]) -> Where:
+def parse_where(get: Callable[[str], str],
+                topologies: Collection[str] = ("local", "netns")) -> Where:
     """TOPOLOGY, LINK, LINK_DELAY, SERVER_HOST, CLIENT_HOST, RUNTIME, MEM_LIMIT, checked together."""
     topology = get("TOPOLOGY").strip()
     server_host = get("SERVER_HOST").strip()
@@ -255,8 +256,8 @@ def parse_where(get: Callable[[str], str]) -> Where:
     runtime = get("RUNTIME").strip()
     link, delay, mem = get("LINK").strip(), get("LINK_DELAY").strip(), get("MEM_LIMIT").strip()
     ssh_config, remote_dir = get("SSH_CONFIG").strip(), get("REMOTE_DIR").strip()
-    if topology not in ("local", "netns"):
-        raise ConfigError(f"TOPOLOGY={topology!r}: expected local or netns "
+    if topology not in topologies:
+        raise ConfigError(f"TOPOLOGY={topology!r}: expected {' or '.join(topologies)} "
                           "(for real hosts give SERVER_HOST=user@host)")
     for name, host in [("SERVER_HOST", server_host)] * bool(server_host) + \
             [("CLIENT_HOST", h) for h in client_hosts]:
@@ -310,9 +311,11 @@ def parse_where(get: Callable[[str], str]) -> Where:
 
 def from_env(env: Mapping[str, str], known_servers: list[str],
              clients: Mapping[str, str] | Collection[str],
-             available_cpus: set[int] | None = None) -> Params:
+             available_cpus: set[int] | None = None,
+             topologies: Collection[str] = ("local", "netns")) -> Params:
     """`clients` maps each client's name to the axis it varies (concurrency or
-    rate); a plain list means closed-loop clients."""
+    rate); a plain list means closed-loop clients. `topologies`: the names
+    TOPOLOGY accepts (lab.runtimes.selectable())."""
     def get(name: str) -> str:
         value = env.get(name)
         return SETTINGS[name][0] if value is None else value
@@ -383,7 +386,7 @@ def from_env(env: Mapping[str, str], known_servers: list[str],
     workers = positive_int("WORKERS", workers_text, 1, 10_000) if workers_text else None
     threads_text = get("CLIENT_THREADS").strip()
 
-    where = parse_where(get)
+    where = parse_where(get, topologies)
     server_default, client_default = default_split(available)
     scpus_text, ccpus_text = get("SERVER_CPUS").strip(), get("CLIENT_CPUS").strip()
     # Over ssh the CPUs are another host's: `lab check` asks each host for its own.

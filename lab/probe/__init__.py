@@ -43,7 +43,7 @@ from lab import probetable, procfs, procs, runtimes
 from lab.display import md_cell as cell
 from lab.probetable import settled_text
 from lab.procfs import TreeSample
-from lab.runtimes import ServerHost, Topology
+from lab.runtimes import Placement, ServerHost
 from lab.launch import Knobs, ServerProcess
 from lab.params import Params
 from lab.servers import Server
@@ -287,7 +287,7 @@ def run_probe(host: str, port: int, pid: int, workers: int, limits: Limits | Non
 
 def probe_server(server: Server, root: Path, cache: Path, run_dir: Path, knobs: Knobs,
                  cpus: tuple[int, ...], limits: Limits | None = None,
-                 topology: Topology | None = None) -> ProbeReport:
+                 topology: Placement | None = None) -> ProbeReport:
     """Start a separate instance of `server` (its log: <run_dir>/<server>/
     probe-server.log), probe it, stop it, then wait (bounded) until its CPUs
     are quiet so that nothing the probe left running leaks into the measured
@@ -409,5 +409,3 @@ def main(argv: list[str]) -> int:
               f"{run / name / REPORT})", file=sys.stderr, flush=True)
     print(table(reports))
     return 0 if all(r.still_answers for r in reports.values()) else 1
-
-
