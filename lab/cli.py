@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from lab import calibrate, deps, hostinfo, procs, report, results, runtimes
 from lab.paths import cache_dir
@@ -154,7 +155,11 @@ def cmd_build(args: argparse.Namespace) -> int:
 def cmd_new_run(_: argparse.Namespace) -> int:
     params, servers = load_params()
     topo = runtimes.current(params)
+    for gone in results.mark_gone_runs(ROOT / params.results):
+        print(f"note: {gone.name} was left running by a lab that is gone: marked interrupted",
+              file=sys.stderr)
     run = results.new_run(ROOT / params.results, params.servers)
+    (run / results.LOCK).touch()            # run-benchmark.sh holds it while the run lives
     _client, conditions = client_for(params, run)
     settings = {k: os.environ.get(k, default) for k, (default, _) in SETTINGS.items()}
     results.write_json(run / results.MANIFEST, {
@@ -270,21 +275,101 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return compare.main(Path(args.a), Path(args.b), os.environ.get("FORCE") == "1", params_root)
 
 
+def not_measured(data: dict[str, Any]) -> list[str]:
+    """Each server and repetition the run did not measure to its end, with why."""
+    missing = []
+    repeat = int(data["params"].get("repeat", 1))
+    for name in data["params"]["servers"]:
+        rec = data["servers"].get(name)
+        if rec is None:
+            missing.append(f"{name}: not measured (never started)")
+            continue
+        for rep in range(1, repeat + 1):
+            starts = [st for st in rec.get("starts", []) if st.get("rep", 1) == rep]
+            bad = [st for st in starts if st.get("status") not in ("complete", "not loaded")]
+            if starts and not bad:
+                continue
+            where = f"{name} rep {rep}" if repeat > 1 else name
+            why = (bad[0].get("status", "?") if bad else "not started")
+            died = bad[0].get("died_at") if bad else None
+            if died:
+                why += f" at {died}"
+            code = bad[0].get("exit_code") if bad else None
+            if bad and code is not None and bad[0].get("status") == "failed":
+                why += f", {exit_text(int(code))}"
+            missing.append(f"{where}: not measured ({why})")
+    return missing
+
+
+def exit_text(code: int) -> str:
+    """'exit code 3', or 'killed by SIGKILL' for a negative code (subprocess's way)."""
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
 def cmd_finish(args: argparse.Namespace) -> int:
-    """Mark the run complete or incomplete; exit 1 when it is incomplete
-    although every step succeeded (a knob value a server could not serve)."""
+    """Mark the run complete, incomplete (something failed; the problems say
+    what, and which server and repetition was not measured) or interrupted
+    (status 130: a signal stopped it); exit 1 when it is incomplete although
+    every step succeeded (a knob value a server could not serve)."""
     run = Path(args.run)
     data = results.read_manifest(run)
-    done = all(s.get("status") == "complete" for s in data["servers"].values())
-    complete = (args.status == 0 and done and not data.get("problems")
-                and len(data["servers"]) == len(data["params"]["servers"]))
-    problems = data.get("problems") or ([] if complete else
-                                        ["not every server finished every repetition"])
-    results.update_manifest(run, status="complete" if complete else "incomplete",
-                            problems=problems, finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+    for rec in data["servers"].values():       # a step killed mid-start left these
+        cut = [st for st in rec.get("starts", [])
+               if st.get("status") in ("starting", "verified", "measuring")]
+        for st in cut:
+            st["status"] = "interrupted"
+        if cut and rec.get("status") in ("starting", "running"):
+            rec["status"] = "interrupted"
+    missing = not_measured(data)
+    complete = args.status == 0 and not missing and not data.get("problems")
+    problems = list(data.get("problems") or [])
+    problems += [m for m in missing if m not in problems]
+    if not complete and not problems:
+        problems = ["not every server finished every repetition"]
+    status = "complete" if complete else "interrupted" if args.status == 130 else "incomplete"
+    results.update_manifest(run, status=status, problems=problems, servers=data["servers"],
+                            finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     if not complete and args.status == 0:
         print(f"error: {run.name} is incomplete: {'; '.join(problems)}", file=sys.stderr)
         return 1
+    return 0
+
+
+def cmd_guard(_args: argparse.Namespace) -> int:
+    """run-benchmark.sh's guard (started first, in a session of its own): reads
+    the script's pipe ("run PATH", "done"); at its end without "done", the
+    script and all its steps are gone (SIGKILL, the OOM killer): undo the
+    topology (lab down) and mark the run interrupted."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)      # it ends with the script's pipe, not before
+    try:
+        os.setsid()                              # out of the script's group: a kill -9 -PGID
+    except OSError:                              # of it does not reach the guard
+        pass
+    run: Path | None = None
+    finished = False
+    for line in sys.stdin:
+        word, _, rest = line.strip().partition(" ")
+        if word == "run":
+            run = Path(rest)
+        elif word == "done":
+            finished = True
+    if finished:
+        return 0
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_DFL)
+    try:
+        params, _servers = load_params()
+        runtimes.down(params)
+    except Exception as e:                       # noqa: BLE001  (nobody to tell but the log)
+        print(f"lab guard: lab down failed: {e}", file=sys.stderr)
+    if run is not None:
+        results.mark_gone(run)
     return 0
 
 
@@ -301,6 +386,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if not (run / results.MANIFEST).exists():
         return fail(f"{run} is not a run folder (no {results.MANIFEST})", 2)
     from lab import html
+    results.mark_gone_runs(run.resolve().parent)    # this run's index says it too
     print(report.write(run))
     return html.main_report(run)
 
@@ -344,6 +430,8 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("up", help="set up the topology (namespaces, links, ssh master)"
                    ).set_defaults(fn=cmd_up)
     sub.add_parser("down", help="undo `up` (always safe to run)").set_defaults(fn=cmd_down)
+    sub.add_parser("guard", help="run-benchmark.sh's guard: lab down and the run marked "
+                   "interrupted when the script and its steps vanish").set_defaults(fn=cmd_guard)
     sub.add_parser("images", help="RUNTIME=docker: make debian:bullseye and debian:bookworm "
                    "locally (debootstrap, docker import) unless they exist"
                    ).set_defaults(fn=cmd_images)
@@ -379,14 +467,24 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def on_term(signum: int, frame: FrameType | None) -> None:
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def on_stop(signum: int, frame: FrameType | None) -> None:
+    """The first INT, TERM or HUP interrupts the step (KeyboardInterrupt: it
+    stops its server and client and saves what it has); repeats are ignored,
+    so that the cleanup is not cut short (a Ctrl-C reaches the step both from
+    the terminal and through run-benchmark.sh)."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
     raise KeyboardInterrupt
 
 
 def main(argv: list[str]) -> int:
     if sys.version_info < (3, 11):
         return fail("the lab needs Python 3.11 or newer (tomllib)", 2)
-    signal.signal(signal.SIGTERM, on_term)
+    for sig in STOP_SIGNALS:         # INT too: a background step starts with it ignored
+        signal.signal(sig, on_stop)
     args = parser().parse_args(argv)
     try:
         return int(args.fn(args))

@@ -2,22 +2,28 @@
 
 Each one gets a session (process group) of its own, so that stopping it
 stops everything it forked, and the environment marker LAB_RUN so that a
-test can find anything the lab left behind.
+test can find anything the lab left behind. Each group is also given to the
+step's keeper (lab/keeper.py), which kills it if the step vanishes before
+stopping it (SIGKILL, the OOM killer).
 """
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import re
 import signal
 import socket
 import subprocess
+import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol
 
 MARKER = "LAB_RUN"
+KEEPER_VARIABLE = "LAB_KEEPER"            # lab/keeper.py's TOKEN_VARIABLE
 
 
 class PortBusy(RuntimeError):
@@ -32,12 +38,76 @@ def pinned(argv: list[str], cpus: tuple[int, ...]) -> list[str]:
     return ["taskset", "-c", ",".join(map(str, cpus)), *argv]
 
 
+class Keeper:
+    """This step's keeper (lab/keeper.py): started on first use, told about
+    every process group the step starts and stops, and, through the end of
+    its pipe, when the step is gone. One per process; threads share it."""
+
+    _lock = threading.Lock()
+    _proc: subprocess.Popen[bytes] | None = None
+    _owner = 0
+
+    @classmethod
+    def token(cls) -> str:
+        """The LAB_KEEPER value of this step's processes: its pid and start time."""
+        return f"{os.getpid()}.{started_at(os.getpid())}"
+
+    @classmethod
+    def _send(cls, line: str) -> None:
+        with cls._lock:
+            if cls._proc is None or cls._owner != os.getpid():   # not a forked copy's
+                script = Path(__file__).with_name("keeper.py")
+                cls._proc = subprocess.Popen(
+                    [sys.executable, "-S", str(script), cls.token()], stdin=subprocess.PIPE,
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                    start_new_session=True, cwd="/")
+                cls._owner = os.getpid()
+            assert cls._proc.stdin is not None
+            try:
+                cls._proc.stdin.write(line.encode() + b"\n")
+                cls._proc.stdin.flush()
+            except OSError:
+                pass                       # the keeper was killed: nothing to tell
+
+    @classmethod
+    def watch(cls, pgid: int) -> None:
+        cls._send(f"group {pgid}")
+
+    @classmethod
+    def release(cls, pgid: int) -> None:
+        if cls._proc is not None:
+            cls._send(f"free {pgid}")
+
+    @classmethod
+    def undo(cls, argv: list[str]) -> None:
+        """Run argv if the step vanishes (a container to remove)."""
+        cls._send(f"undo {json.dumps(argv)}")
+
+    @classmethod
+    def done(cls, argv: list[str]) -> None:
+        if cls._proc is not None:
+            cls._send(f"done {json.dumps(argv)}")
+
+
+def started_at(pid: int) -> int | None:
+    """The process's start time (clock ticks after boot); None when it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat[stat.rindex(")") + 2:].split()[19])
+
+
 def start(argv: list[str], cwd: Path, env: dict[str, str], log: IO[bytes] | int,
           stdout: IO[bytes] | int | None = None) -> subprocess.Popen[bytes]:
-    """Start argv in a new session; stdout to `stdout` (or the log), stderr to the log."""
-    return subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+    """Start argv in a new session, watched by the step's keeper; stdout to
+    `stdout` (or the log), stderr to the log."""
+    env = {**env, KEEPER_VARIABLE: Keeper.token()}
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                             stdout=log if stdout is None else stdout, stderr=log,
                             start_new_session=True)
+    Keeper.watch(proc.pid)
+    return proc
 
 
 def stop(proc: subprocess.Popen[bytes], grace: float = 10.0) -> int | None:
@@ -60,6 +130,7 @@ def kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+    Keeper.release(pgid)
 
 
 def shown(found: list["Listener"]) -> str:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -190,7 +191,11 @@ def run_benchmark(run: RunPlan, env: Mapping[str, str]) -> RunDone:
     """./run-benchmark.sh with the run's settings; its stderr is passed on and
     read for the run folder it names."""
     folder: Path | None = None
-    with subprocess.Popen([str(ROOT / "run-benchmark.sh")], cwd=ROOT, env=child_env(env, run),
+    # A SIGTERM when this process dies, however (util-linux setpriv, where it
+    # is): the script then stops its step and finishes the run, as on `kill`.
+    wrap = ["setpriv", "--pdeathsig", "TERM"] if shutil.which("setpriv") else []
+    with subprocess.Popen([*wrap, str(ROOT / "run-benchmark.sh")], cwd=ROOT,
+                          env=child_env(env, run),
                           stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                           errors="replace") as child:
         assert child.stderr is not None

@@ -3,6 +3,7 @@ and the data files the charts read. A run folder is never overwritten."""
 from __future__ import annotations
 
 import csv
+import fcntl
 import json
 import os
 import shutil
@@ -188,3 +189,58 @@ def rows_by_server(run: Path) -> Iterator[tuple[str, list[Row]]]:
         groups.setdefault(r.server, []).append(r)
     for name, rows in groups.items():
         yield name, sorted(rows, key=lambda r: (r.value, r.rep))
+
+
+# ---------------------------------------------------------------- a run whose lab is gone
+
+LOCK = "lock"      # run-benchmark.sh holds an flock on it while it or one of its steps lives
+
+
+def lab_gone(run: Path) -> bool:
+    """True when the run's lab took its lock once and nothing holds it any more:
+    the script and every step of it ended. A lock file never written to
+    (the few ms between `lab new-run` and the script's flock), or none (a run
+    made by steps called one by one), says nothing: False."""
+    path = run / LOCK
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        if os.fstat(fd).st_size == 0:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False                # held: the lab still runs
+        return True
+    finally:
+        os.close(fd)                    # (releases the probe's own lock)
+
+
+def mark_gone(run: Path) -> bool:
+    """Mark a run "interrupted" when its manifest says running and its lab is
+    gone (SIGKILL, the OOM killer, a reboot); True when it did."""
+    try:
+        data = read_manifest(run)
+    except (OSError, ValueError):
+        return False
+    if data.get("status") != "running" or not lab_gone(run):
+        return False
+    servers = data.get("servers", {})
+    for rec in servers.values():
+        if rec.get("status") not in ("complete", "failed", "not loaded"):
+            rec["status"] = "interrupted"
+    problems = list(data.get("problems", []))
+    problems.append("interrupted: the lab's processes ended without finishing the run "
+                    "(killed, or the machine stopped); found by a later lab step")
+    update_manifest(run, status="interrupted", servers=servers, problems=problems)
+    return True
+
+
+def mark_gone_runs(results: Path) -> list[Path]:
+    """mark_gone for every run folder under `results`; the ones marked."""
+    if not results.is_dir():
+        return []
+    return [run for run in sorted(results.iterdir())
+            if (run / LOCK).exists() and mark_gone(run)]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -62,6 +63,13 @@ def fmt_eta(seconds: float) -> str:
 
 def fmt_value(axis: str, value: int) -> str:
     return {"concurrency": f"c={value}", "rate": f"rate={value}/s"}.get(axis, f"{axis}={value}")
+
+
+def signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def progress(line: str) -> None:
@@ -291,9 +299,7 @@ class ServerSweep:
                     runs = self.run_clients(sp, shares, duration, outs)
                 break
             except ServerDied:
-                assert sp.proc is not None
-                raise SweepError(f"the server exited with code {sp.proc.poll()} "
-                                 "during the level") from None
+                raise self.died(sp, load, tag) from None
             except ClientHung as hung:
                 if attempt == 2:
                     raise SweepHung(str(hung)) from None
@@ -306,7 +312,7 @@ class ServerSweep:
                 self.note(f"{tag}: {self.client.name} hung ({hung}); stopped and retried once")
         busy1, steal1 = topo.cpu_times(p.server_cpus, p.client_cpus)
         if not sp.alive():
-            raise SweepError(f"the server exited with code {sp.proc.returncode} during {tag}")
+            raise self.died(sp, load, tag)
         try:
             levels = [self.client.parse(ran.stdout, ran.stderr) for ran in runs]
         except ClientError as e:
@@ -326,6 +332,19 @@ class ServerSweep:
             client_hosts_cpu_pct=hosts_pct,
             cgroup_mem_kb=last.cgroup_mem_kb if last else None,
             cgroup_mem_peak_kb=getattr(sampler, "cgroup_mem_peak_kb", None))
+
+    def died(self, sp: ServerProcess, load: Load, tag: str) -> SweepError:
+        """The server exited during a client run: the level (or warm-up) and its
+        exit status go into the start's record and the message."""
+        assert sp.proc is not None
+        code = sp.proc.poll()
+        at = (f"the warm-up at {fmt_value(self.params.load_axis, load.concurrency or load.rate)}"
+              if "warmup" in tag else fmt_value(self.params.load_axis,
+                                                load.concurrency or load.rate))
+        how = ("status unknown" if code is None else
+               f"killed by {signal_name(-code)}" if code < 0 else f"exit code {code}")
+        self.start_record.update(died_at=at, exit_code=code)
+        return SweepError(f"the server exited during {at} ({tag}): {how}")
 
     def run_clients(self, sp: ServerProcess, shares: list[tuple[ClientHost, Load]],
                     duration: int, outs: list[Path]) -> list[ClientRun]:

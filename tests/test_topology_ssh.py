@@ -329,7 +329,7 @@ def test_ctrl_c_stops_everything_on_every_host(tmp_path: Path, lan: Lan) -> None
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     m = manifest(run)
-    assert m["status"] == "incomplete" and m["servers"]["nginx"]["status"] == "interrupted"
+    assert m["status"] == "interrupted" and m["servers"]["nginx"]["status"] == "interrupted"
     assert results.read_rows(run)
     nothing_left(run, lan, env)
 
