@@ -21,8 +21,10 @@ from lab import calibrate, deps, hostinfo, procs, report, results, runtimes
 from lab.paths import cache_dir
 from lab.clients import Client, Options, axes, clients
 from lab.launch import Knobs, lab_env, placeholders
-from lab.params import SETTINGS, ConfigError, Params, format_cpus, from_env
-from lab.servers import ManifestError, Server, discover, expand, is_built, lookup
+from lab.params import (SETTINGS, ConfigError, Params, Traits, check_lab_settings,
+                        command_line_variables, cpu_ranges, format_cpus, from_env, help_text,
+                        markdown_table, misspelt, run_settings)
+from lab.servers import ManifestError, Server, expand, found_here, is_built, lookup
 from lab.sweep import ServerSweep, SweepError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,13 +38,30 @@ def fail(message: str, code: int) -> int:
 
 
 def servers_found() -> dict[str, Server]:
-    return discover(ROOT, os.environ.get("LAB_SERVER_PATH", ""))
+    return found_here(ROOT)
+
+
+def traits(servers: dict[str, Server]) -> dict[str, Traits]:
+    return {name: Traits(s.language, s.has_workers) for name, s in servers.items()}
 
 
 def load_params() -> tuple[Params, dict[str, Server]]:
+    """The run's settings, checked (ConfigError: exit 2). A variable given on
+    make's command line that is close to a setting's name is refused."""
+    wrong = misspelt(command_line_variables(os.environ.get("MAKEFLAGS", "")))
+    if wrong:
+        raise ConfigError("; ".join(wrong))
+    check_lab_settings(os.environ)
     servers = servers_found()
-    params = from_env(os.environ, list(servers), axes())
+    params = from_env(os.environ, list(servers), axes(), traits=traits(servers))
     return params, servers
+
+
+def recorded_settings(params: Params) -> dict[str, str]:
+    """The run's settings as its manifest and reproduce line keep them: those
+    of a run (not where the lab keeps things), without the other loop's load."""
+    skip = {"concurrency": {"RATE"}, "rate": {"CONCURRENCY"}}[params.load_axis]
+    return {k: os.environ.get(k, SETTINGS[k].default) for k in run_settings() if k not in skip}
 
 
 def client_for(params: Params, run: Path) -> tuple[Client, dict[str, str]]:
@@ -68,8 +87,12 @@ def cmd_check(_: argparse.Namespace) -> int:
     problem = results.unwritable(ROOT / params.results)     # before deps or builds run
     if problem:
         raise ConfigError(f"RESULTS={params.results}: {problem}; choose a writable place")
+    if params.topology == "local":
+        procs.check_local_address("BIND", params.bind)      # an address of this host
     if params.topology == "local" and params.runtime == "process":
         procs.check_port_free(params.port, params.bind)   # other topologies: in `lab up`
+    for near in misspelt([k for k in os.environ if k not in SETTINGS]):
+        print(f"warning: in the environment: {near}", file=sys.stderr)
     runtimes.check(params)          # exit 2: not available here, host unreachable or lacking
     for w in params.warnings:
         print(f"warning: {w}", file=sys.stderr)
@@ -90,10 +113,18 @@ def plan(p: Params, bind: str | None = None) -> str:
     reps = f" x {p.repeat} repetitions (interleaved)" if p.repeat > 1 else ""
     where = bind or (p.bind if p.topology == "local" else p.server_host if p.topology == "ssh"
                      else f"({p.topology} address)")
+    if ":" in where and not where.startswith("(") and "@" not in where:
+        where = f"[{where}]"                     # an IPv6 address, as in a URL
     return (f"{' '.join(p.servers)}{reps} | {sweep} | {p.duration_s}s each, warm-up {warm} | "
             f"{p.client} {'keep-alive' if p.keepalive else 'connection close'} | "
-            f"{where}:{p.port} backlog {p.backlog} | server CPU {format_cpus(p.server_cpus)}, "
-            f"client CPU {format_cpus(p.client_cpus)}")
+            f"{where}:{p.port} backlog {p.backlog} | server CPU {cpu_ranges(p.server_cpus)}, "
+            f"client CPU {cpu_ranges(p.client_cpus)}")
+
+
+def cmd_settings(args: argparse.Namespace) -> int:
+    """The settings registry as `make help` shows it, or docs/settings.md's table."""
+    print(markdown_table() if args.markdown else help_text())
+    return 0
 
 
 def cmd_resolve(args: argparse.Namespace) -> int:
@@ -161,7 +192,7 @@ def cmd_new_run(_: argparse.Namespace) -> int:
     run = results.new_run(ROOT / params.results, params.servers)
     (run / results.LOCK).touch()            # run-benchmark.sh holds it while the run lives
     _client, conditions = client_for(params, run)
-    settings = {k: os.environ.get(k, default) for k, (default, _) in SETTINGS.items()}
+    settings = recorded_settings(params)
     results.write_json(run / results.MANIFEST, {
         "run_id": run.name,
         "status": "running",
@@ -402,7 +433,12 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     if recorded and recorded != now["commit"]:
         print(f"warning: {run.name} was made by lab {recorded}; this is {now['commit']}",
               file=sys.stderr)
-    settings = {k: str(v) for k, v in m["settings"].items() if k in SETTINGS}
+    settings = {k: str(v) for k, v in m["settings"].items()
+                if k in SETTINGS and SETTINGS[k].scope == "run"}
+    if m["params"].get("load_axis") == "concurrency":       # older runs recorded RATE too
+        settings.pop("RATE", None)
+    elif m["params"].get("load_axis") == "rate":
+        settings.pop("CONCURRENCY", None)
     print(f"rerun of {run.name}: {m['reproduce']}", file=sys.stderr, flush=True)
     env = {**os.environ, **settings}
     os.execve(str(ROOT / "run-benchmark.sh"), [str(ROOT / "run-benchmark.sh")], env)
@@ -419,6 +455,9 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="step", required=True)
     sub.add_parser("list", help="servers found from their manifests").set_defaults(fn=cmd_list)
     sub.add_parser("check", help="validate the settings (exit 2 when bad)").set_defaults(fn=cmd_check)
+    sp = sub.add_parser("settings", help="every setting the lab reads (make help)")
+    sp.add_argument("--markdown", action="store_true", help="docs/settings.md's table")
+    sp.set_defaults(fn=cmd_settings)
     sp = sub.add_parser("resolve", help="print the servers SERVER names (or REPEAT)")
     sp.add_argument("--repeat", action="store_true", help="print the number of repetitions")
     sp.set_defaults(fn=cmd_resolve)

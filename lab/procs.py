@@ -8,6 +8,7 @@ stopping it (SIGKILL, the OOM killer).
 """
 from __future__ import annotations
 
+import errno
 import ipaddress
 import json
 import os
@@ -167,6 +168,34 @@ def check_port_free(port: int, bind: str = "127.0.0.1") -> None:
             s.bind((bind, port))
         except OSError as e:
             raise PortBusy(busy_message(port, [])) from e
+
+
+def check_local_address(name: str, address: str) -> None:
+    """ConfigError unless `address` is one of this host's (or every address):
+    a server could never listen on it."""
+    from lab.params import ConfigError
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((address, 0))
+        except OSError as e:
+            if e.errno not in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT):
+                raise
+            mine = host_addresses()
+            raise ConfigError(f"{name}={address} is not an address of this host, so no server "
+                              f"can listen on it (this host's: {', '.join(mine) or 'unknown'})"
+                              ) from None
+
+
+def host_addresses() -> list[str]:
+    """This host's IP addresses (`ip -o addr`), best effort."""
+    try:
+        out = subprocess.run(["ip", "-o", "addr", "show"], capture_output=True, text=True,
+                             timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [line.split()[3].split("/")[0] for line in out.splitlines()
+            if len(line.split()) > 3 and line.split()[2] in ("inet", "inet6")]
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from typing import Any
 from lab import claims, report, results
 from lab.claims import ClaimResult, ClaimsError, Study
 from lab.metrics import LevelStats
-from lab.params import SETTINGS
+from lab.params import ConfigError, flag, run_settings
 from lab.servers import ManifestError, discover
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -133,11 +133,14 @@ def user_settings(env: Mapping[str, str]) -> dict[str, str]:
             f"{', '.join(owned)} {'is' if len(owned) == 1 else 'are'} set by the study "
             f"(docs/claims.toml); unset {'it' if len(owned) == 1 else 'them'} for "
             "`make reproduce`, or use `make bench` for another setup")
-    return {k: env[k] for k in SETTINGS if k in env and k not in STUDY_OWNED}
+    return {k: env[k] for k in run_settings() if k in env and k not in STUDY_OWNED}
 
 
 def make_plan(study: Study, env: Mapping[str, str]) -> Plan:
-    quick = env.get("QUICK", "0").strip() not in ("", "0")
+    try:
+        quick = flag("QUICK", env.get("QUICK", "").strip() or "0")
+    except ConfigError as e:
+        raise ReproduceError(str(e)) from None
     given = user_settings(env)
     base = study_settings(study, quick)
     first = study.setup.client

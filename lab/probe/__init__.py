@@ -430,7 +430,7 @@ def main(argv: list[str]) -> int:
     import os
     import tempfile
 
-    from lab.servers import discover
+    from lab.servers import found_here
 
     root, cache = ROOT, cache_dir()
     ap = argparse.ArgumentParser(prog="python3 -m lab.probe", description=main.__doc__)
@@ -439,7 +439,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--cpus", default="0", help="CPU list for the servers, e.g. 0 or 0,1")
     ap.add_argument("--run", type=Path, default=None, help="folder for probe.json and logs")
     args = ap.parse_args(argv)
-    known = discover(root, os.environ.get("LAB_SERVER_PATH", ""))
+    known = found_here(root)
     names = list(known) if args.servers == ["all"] else args.servers
     unknown = [n for n in names if n not in known]
     if unknown:
