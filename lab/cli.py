@@ -72,9 +72,11 @@ def client_for(params: Params, run: Path) -> tuple[Client, dict[str, str]]:
 
 def cmd_list(_: argparse.Namespace) -> int:
     servers = servers_found()
-    values = placeholders(ROOT, cache_dir(), Knobs(0, 0, 0, ""))
+    values = placeholders(ROOT, cache_dir(), Knobs(0, None, 0, ""))
     table = [("server", "language", "framework", "version", "workers", "built", "role")]
-    table += [(s.name, s.language, s.framework, s.version, str(s.workers_default),
+    table += [(s.name, s.language, s.framework, s.version,
+               "none" if not s.has_workers else
+               "as shipped" if s.workers_default is None else str(s.workers_default),
                "yes" if is_built(s, values) else "no", s.role) for s in servers.values()]
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     for row in table:

@@ -44,7 +44,7 @@ class Server:
     version: str
     role: str
     summary: str
-    workers_default: int
+    workers_default: int | None        # None: as shipped (the lab passes no WORKERS)
     workers_meaning: str
     run: Command
     ready_timeout: float
@@ -60,8 +60,9 @@ class Server:
     base: str | None = None              # a variant: the server it derives from ...
     variant: str | None = None           # ... and its own part of the name (base.variant)
 
-    def workers(self, asked: int | None) -> int:
-        """The worker count of a start: NAME@N, else WORKERS, else the manifest's default."""
+    def workers(self, asked: int | None) -> int | None:
+        """The worker count a start is given: NAME@N, else WORKERS, else the
+        manifest's default; None: none, the library's own default (as shipped)."""
         return self.workers_fixed or asked or self.workers_default
 
     def describe(self) -> dict[str, object]:
@@ -198,8 +199,10 @@ def _parse(data: dict[str, object], path: Path, name: str | None = None) -> Serv
     run = _table(data, "run", path, required=True)
     workers = _table(data, "workers", path, required=True)
     default = workers.get("default")
-    if not isinstance(default, int) or isinstance(default, bool) or default < 1:
-        raise ManifestError(f"{path}: [workers] default must be a positive integer")
+    if default is not None and (not isinstance(default, int) or isinstance(default, bool)
+                                or default < 1):
+        raise ManifestError(f"{path}: [workers] default must be a positive integer (or "
+                            "absent: the library's own default, as shipped)")
     fixed = workers.get("fixed", False)
     if not isinstance(fixed, bool):
         raise ManifestError(f"{path}: [workers] fixed must be true or false")

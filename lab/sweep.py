@@ -158,7 +158,8 @@ class ServerSweep:
                            p.server_cpus, self.out / f"server{suffix}.log",
                            self.topology.server, self.topology.connect)
         self.start_record = {"id": suffix.lstrip("-"), "rep": self.rep, "knob": knob_value,
-                             "workers": knobs.workers, "backlog": knobs.backlog,
+                             "workers": knobs.workers,          # None: as shipped
+                             "backlog": knobs.backlog,
                              "bind": knobs.bind, "status": "starting"}
         if "facts" not in self.record():
             self.save(facts=server_facts(self.server, sp.values, sp.env, p.server_cpus,
@@ -191,9 +192,13 @@ class ServerSweep:
         except VerifyError as e:
             raise NotLoaded(f"{name} failed verification, not loaded: {e}") from e
         idle = sp.sample()
+        said = sp.ran_with()                # the pool sizes it reports, as shipped or given
         self.start_record.update(status="verified", ready_s=round(took, 2), verified=passed,
-                                 listening=listening,
+                                 listening=listening, ran_with=said,
+                                 threads_idle=idle.threads if idle else None,
                                  rss_idle_kb=idle.rss_kb if idle else None)
+        workers = sp.knobs.workers if sp.knobs.workers is not None else \
+            int(str(said["workers"])) if said else 0     # 0: as shipped, count not reported
         if idle is not None and idle.cgroup_mem_kb is not None:
             self.start_record["cgroup_mem_idle_kb"] = idle.cgroup_mem_kb
         self.save()
@@ -212,7 +217,7 @@ class ServerSweep:
             where = metrics.Where(
                 server=name, rep=self.rep, axis=p.axis, value=value,
                 concurrency=load.concurrency, offered_rps=float(load.rate) if load.rate else None,
-                workers=sp.knobs.workers, backlog=sp.knobs.backlog, duration_s=p.duration_s,
+                workers=workers, backlog=sp.knobs.backlog, duration_s=p.duration_s,
                 server_cpus=len(p.server_cpus), client_cpus=len(p.client_cpus),
                 lab_cpus=self.topology.lab_cpus(p.server_cpus, p.client_cpus),
                 not_steady=warm.get("steady") is False)

@@ -198,3 +198,29 @@ def test_rerun_repeats_a_run_from_its_manifest(tmp_path: Path, port: int) -> Non
     assert len(new) == 1
     assert manifest(new[0])["params"] == manifest(run)["params"]
     assert manifest(new[0])["client"]["connection"] == "keep-alive"
+
+
+def test_workers_as_shipped_are_recorded_per_server(tmp_path: Path, port: int) -> None:
+    """No WORKERS: a server without a manifest default is given none and uses
+    its own (3 here), which the lab records from what it prints; NAME@N still
+    sets one server, WORKERS=N every server."""
+    out = bench(lab_env(tmp_path, SERVER="shipped shipped@2 paced", PORT=str(port),
+                        CONCURRENCY="1", DURATION="1s", WARMUP="0"), timeout=300)
+    assert out.returncode == 0, out.stderr
+    [run] = run_folders(tmp_path)
+    starts = {n: s["starts"][0] for n, s in manifest(run)["servers"].items()}
+    assert starts["shipped"]["workers"] is None                 # nothing given ...
+    assert starts["shipped"]["ran_with"] == {"workers": 3, "detail": "its own default"}
+    assert starts["shipped@2"]["workers"] == 2
+    assert starts["shipped@2"]["ran_with"] == {"workers": 2, "detail": "from WORKERS"}
+    assert starts["paced"]["workers"] == 1 and starts["paced"]["ran_with"] is None
+    assert all(starts[n]["threads_idle"] >= 1 for n in starts)
+    workers = {r.split(",")[0]: r.split(",")[6] for r in rows(run)}
+    assert workers == {"shipped": "3", "shipped@2": "2", "paced": "1"}
+
+    again = bench(lab_env(tmp_path, SERVER="shipped shipped@2", PORT=str(port), WORKERS="5",
+                          CONCURRENCY="1", DURATION="1s", WARMUP="0"), timeout=300)
+    assert again.returncode == 0, again.stderr
+    run2 = [r for r in run_folders(tmp_path) if r != run][0]
+    starts = {n: s["starts"][0] for n, s in manifest(run2)["servers"].items()}
+    assert starts["shipped"]["ran_with"]["workers"] == 5 and starts["shipped@2"]["workers"] == 2

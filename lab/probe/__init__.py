@@ -308,12 +308,15 @@ def probe_server(server: Server, root: Path, cache: Path, run_dir: Path, knobs: 
                              where, topology.connect if topology is not None else None)
     host = instance.host
     report = ProbeReport(server=server.name, host=host, port=knobs.port,
-                         workers=knobs.workers, limits=lim)
+                         workers=knobs.workers or 0, limits=lim)
     try:
         instance.start()
         instance.ready()
         where = instance.where
-        report = run_probe(host, knobs.port, instance.pid, knobs.workers, lim, server.name,
+        # as shipped: the pool the server says it has; unknown: the most the probe holds
+        said = instance.ran_with()
+        workers = knobs.workers or (int(str(said["workers"])) if said else lim.slow_max)
+        report = run_probe(host, knobs.port, instance.pid, workers, lim, server.name,
                            instance.sample,
                            lambda ours, theirs: where.in_network(
                                lambda: receive_queue(ours, theirs)))

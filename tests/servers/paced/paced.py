@@ -21,6 +21,9 @@ args.add_argument("--close-below", type=int, default=0,
                   help="with fewer WORKERS than this, close every connection (as AWS does "
                        "with one task)")
 args.add_argument("--die-at", type=int, default=0)
+args.add_argument("--shipped", type=int, default=0,
+                  help="its own default worker count when WORKERS is unset (as shipped); "
+                       "it prints what it runs with, as the lab's servers do")
 ARGS = args.parse_args()
 WARM_S = ARGS.warm
 CLOSE = int(os.environ.get("WORKERS", "1")) < ARGS.close_below
@@ -75,4 +78,8 @@ class Server(ThreadingHTTPServer):
 
 server = Server((os.environ.get("BIND", "127.0.0.1"), int(os.environ["PORT"])), Handler)
 print(f"paced listening on {server.server_address}, warm-up {WARM_S}s", flush=True)
+if ARGS.shipped:
+    given = os.environ.get("WORKERS", "")
+    print(f"lab-workers: {given or ARGS.shipped} ("
+          f"{'from WORKERS' if given else 'its own default'})", flush=True)
 server.serve_forever()

@@ -71,24 +71,29 @@ public final class UndertowServer {
         Logger.getLogger("").setLevel(Level.WARNING);   // no INFO chatter (XNIO banner) from JUL
         InetAddress bind = bindEnv();
         int port = intEnv("PORT", 8080, 65535);
-        int workers = intEnv("WORKERS", 8, 10000);
+        int workers = intEnv("WORKERS", 0, 10000);   // 0: unset, the library's default (as shipped)
         int backlog = intEnv("BACKLOG", 512, 65535);
         boolean dispatch = "worker".equals(answerOnEnv());
         int ioThreads = Math.max(2, Runtime.getRuntime().availableProcessors());
+        // Undertow's own default, as its builder computes it: 8 per IO thread
+        int ranWorkers = workers > 0 ? workers : ioThreads * 8;
 
         Undertow server = Undertow.builder()
                 .addHttpListener(port, bind.getHostAddress())
                 .setSocketOption(Options.BACKLOG, backlog)
                 .setIoThreads(ioThreads)
-                .setWorkerThreads(workers)
+                .setWorkerThreads(ranWorkers)
                 .setHandler(new ApiHandler(dispatch))
                 .build();
         Runtime.getRuntime().addShutdownHook(new Thread(server::stop));
         server.start();
         System.out.println("undertow listening on " + hostPort(bind, port) + " (backlog " + backlog
-                + ") with " + workers
+                + ") with " + ranWorkers
                 + " workers (" + ioThreads + " io threads), answering on "
                 + (dispatch ? "the worker pool" : "the io threads"));
+        System.out.println("lab-workers: " + ranWorkers + " (XNIO task pool"
+                + (workers > 0 ? ", from WORKERS" : ", Undertow's default: 8 per IO thread")
+                + "; " + ioThreads + " IO threads)");
         System.out.flush();
     }
 
