@@ -11,7 +11,7 @@ clients reach it.
 Topologies, one module each (chosen by TOPOLOGY, SERVER_HOST, RUNTIME):
   local   one host, loopback (the default)          lab/runtimes/local.py
   netns   two network namespaces, a veth pair       lab/runtimes/netns.py
-  ssh     real hosts over OpenSSH (SERVER_HOST)      lab/runtimes/ssh.py
+  ssh     real hosts over OpenSSH (SERVER_HOST)      lab/runtimes/ssh*.py
   docker  each server in a compose.yaml container   lab/runtimes/docker.py
 
 Besides `topology(params)`, a module may have `check(params)` (lab check:
