@@ -13,11 +13,12 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from lab import calibrate, deps, hostinfo, procs, report, results, runtimes
+from lab import calibrate, deps, hostinfo, procs, record, report, results, runtimes
 from lab.paths import cache_dir
 from lab.clients import Client, Options, axes, clients
 from lab.launch import Knobs, lab_env, placeholders
@@ -195,29 +196,27 @@ def cmd_new_run(_: argparse.Namespace) -> int:
     (run / results.LOCK).touch()            # run-benchmark.sh holds it while the run lives
     _client, conditions = client_for(params, run)
     settings = recorded_settings(params)
-    results.write_json(run / results.MANIFEST, {
-        "run_id": run.name,
-        "status": "running",
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "reproduce": "make bench " + " ".join(f"{k}={shlex.quote(v)}"
-                                              for k, v in settings.items() if v),
-        "settings": settings,
-        "params": params.to_json(),
-        "plan": plan(params, topo.bind),
-        "topology": topo.summary,
-        "topology_details": topo.describe(),
-        "pinning": {"server_cpus": format_cpus(params.server_cpus),
-                    "client_cpus": format_cpus(params.client_cpus)},
-        "client": conditions,
-        "calibration": calibrate.last(cache_dir()),
-        "host": topo.server.facts(),
-        "client_hosts": [c.facts() for c in topo.clients
-                         if not c.same_host_as(topo.server)],
-        "tools": hostinfo.tools(),
-        "lab": hostinfo.lab_revision(ROOT),
-        "servers": {},
-        "problems": [],
-    })
+    record.write_manifest(run, record.Manifest(
+        run_id=run.name,
+        status="running",
+        started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        reproduce="make bench " + " ".join(f"{k}={shlex.quote(v)}"
+                                           for k, v in settings.items() if v),
+        settings=settings,
+        params=record.RunParams.parse(record.obj(params.to_json(), run / record.MANIFEST,
+                                                 "params")),
+        plan=plan(params, topo.bind),
+        topology=topo.summary,
+        topology_details=topo.describe(),
+        pinning=record.Pinning(server_cpus=format_cpus(params.server_cpus),
+                               client_cpus=format_cpus(params.client_cpus)),
+        client=record.ClientInfo.parse(record.obj(conditions, run / record.MANIFEST, "client")),
+        calibration=calibrate.last(cache_dir()),
+        host=topo.server.facts(),
+        client_hosts=[c.facts() for c in topo.clients if not c.same_host_as(topo.server)],
+        tools=dict(hostinfo.tools()),
+        lab=hostinfo.lab_revision(ROOT),
+    ))
     print(run)
     return 0
 
@@ -241,11 +240,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if sweep.start_record:
         sweep.start_record["status"] = status
     sweep.save(status=status, error=message)
-    problems = results.read_manifest(run).get("problems", [])
     where = f"{args.server} (rep {args.rep})" if params.repeat > 1 else args.server
     # incomplete now, not only in `lab finish`: a SIGTERM to the whole group
     # ends run-benchmark.sh before it gets there
-    results.update_manifest(run, status="incomplete", problems=problems + [f"{where}: {message}"])
+    record.add_problem(run, f"{where}: {message}", status="incomplete")
     return fail(f"{where}: {message}\n  finished levels are kept in {run}", code)
 
 
@@ -287,14 +285,10 @@ def cmd_probe(args: argparse.Namespace) -> int:
         found, code = probe.main_step(params, lookup(servers, args.server), ROOT, cache_dir(),
                                      run)
     except KeyboardInterrupt:
-        problems = results.read_manifest(run).get("problems", [])
-        results.update_manifest(run, status="incomplete",
-                                problems=problems + [f"probe of {args.server}: interrupted"])
+        record.add_problem(run, f"probe of {args.server}: interrupted", status="incomplete")
         return fail("interrupted", 130)
     if found is not None and code:
-        problems = results.read_manifest(run).get("problems", [])
-        results.update_manifest(run, problems=problems + [f"{found.verdict()}: not loaded "
-                                                          "(FORCE=1 loads it anyway)"])
+        record.add_problem(run, f"{found.verdict()}: not loaded (FORCE=1 loads it anyway)")
     return code
 
 
@@ -308,27 +302,27 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return compare.main(Path(args.a), Path(args.b), os.environ.get("FORCE") == "1", params_root)
 
 
-def not_measured(data: dict[str, Any]) -> list[str]:
+def not_measured(m: record.Manifest) -> list[str]:
     """Each server and repetition the run did not measure to its end, with why."""
     missing = []
-    repeat = int(data["params"].get("repeat", 1))
-    for name in data["params"]["servers"]:
-        rec = data["servers"].get(name)
+    repeat = m.params.repeat
+    for name in m.params.servers:
+        rec = m.servers.get(name)
         if rec is None:
             missing.append(f"{name}: not measured (never started)")
             continue
         for rep in range(1, repeat + 1):
-            starts = [st for st in rec.get("starts", []) if st.get("rep", 1) == rep]
-            bad = [st for st in starts if st.get("status") not in ("complete", "not loaded")]
+            starts = [st for st in rec.starts if (st.rep or 1) == rep]
+            bad = [st for st in starts if st.status not in ("complete", "not loaded")]
             if starts and not bad:
                 continue
             where = f"{name} rep {rep}" if repeat > 1 else name
-            why = (bad[0].get("status", "?") if bad else "not started")
-            died = bad[0].get("died_at") if bad else None
+            why = bad[0].status or "?" if bad else "not started"
+            died = bad[0].extra.get("died_at") if bad else None
             if died:
                 why += f" at {died}"
-            code = bad[0].get("exit_code") if bad else None
-            if bad and code is not None and bad[0].get("status") == "failed":
+            code = bad[0].extra.get("exit_code") if bad else None
+            if bad and code is not None and bad[0].status == "failed":
                 why += f", {exit_text(int(code))}"
             missing.append(f"{where}: not measured ({why})")
     return missing
@@ -350,23 +344,24 @@ def cmd_finish(args: argparse.Namespace) -> int:
     (status 130: a signal stopped it); exit 1 when it is incomplete although
     every step succeeded (a knob value a server could not serve)."""
     run = Path(args.run)
-    data = results.read_manifest(run)
-    for rec in data["servers"].values():       # a step killed mid-start left these
-        cut = [st for st in rec.get("starts", [])
-               if st.get("status") in ("starting", "verified", "measuring")]
-        for st in cut:
-            st["status"] = "interrupted"
-        if cut and rec.get("status") in ("starting", "running"):
-            rec["status"] = "interrupted"
-    missing = not_measured(data)
-    complete = args.status == 0 and not missing and not data.get("problems")
-    problems = list(data.get("problems") or [])
-    problems += [m for m in missing if m not in problems]
-    if not complete and not problems:
-        problems = ["not every server finished every repetition"]
-    status = "complete" if complete else "interrupted" if args.status == 130 else "incomplete"
-    results.update_manifest(run, status=status, problems=problems, servers=data["servers"],
-                            finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+
+    def finish(m: record.Manifest) -> tuple[bool, list[str]]:
+        for rec in m.servers.values():         # a step killed mid-start left these
+            cut = [st for st in rec.starts if st.status in ("starting", "verified", "measuring")]
+            for st in cut:
+                st.status = "interrupted"
+            if cut and rec.status in ("starting", "running"):
+                rec.status = "interrupted"
+        missing = not_measured(m)
+        complete = args.status == 0 and not missing and not m.problems
+        m.problems += [p for p in missing if p not in m.problems]
+        if not complete and not m.problems:
+            m.problems = ["not every server finished every repetition"]
+        m.status = ("complete" if complete else "interrupted" if args.status == 130
+                    else "incomplete")
+        m.finished = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        return complete, m.problems
+    complete, problems = record.update(run, finish)
     if not complete and args.status == 0:
         print(f"error: {run.name} is incomplete: {'; '.join(problems)}", file=sys.stderr)
         return 1
@@ -409,40 +404,62 @@ def cmd_guard(_args: argparse.Namespace) -> int:
 def cmd_plot(args: argparse.Namespace) -> int:
     from lab import plot
     run = Path(args.run)
-    if not (run / results.MANIFEST).exists():
-        return fail(f"{run} is not a run folder (no {results.MANIFEST})", 2)
+    record.load(run)                    # a folder that is not a readable run: exit 2
     return plot.draw(run)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    run = Path(args.run)
-    if not (run / results.MANIFEST).exists():
-        return fail(f"{run} is not a run folder (no {results.MANIFEST})", 2)
     from lab import html
+    run = Path(args.run)
+    record.load(run)                    # a folder that is not a readable run: exit 2
     results.mark_gone_runs(run.resolve().parent)    # this run's index says it too
     print(report.write(run))
     return html.main_report(run)
 
 
+def rerun_settings(recorded: dict[str, str], environ: Mapping[str, str],
+                   given: Collection[str]) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
+    """The settings of a rerun: the recorded ones, except those the user gave
+    (`given`, on make's command line or in the environment), which win.
+    Returns them and what was overridden: name: (recorded, given)."""
+    settings = {k: str(v) for k, v in recorded.items() if k in run_settings()}
+    overridden = {}
+    for k in run_settings():
+        if k in given and k in environ:
+            if settings.get(k, "") != environ[k]:
+                overridden[k] = (settings.get(k, ""), environ[k])
+            settings[k] = environ[k]
+    return settings, overridden
+
+
 def cmd_rerun(args: argparse.Namespace) -> int:
-    """Run the benchmark again with the settings a run's manifest recorded."""
+    """Run the benchmark again with the settings a run's manifest recorded;
+    settings given now (LAB_GIVEN from make, else the environment) override them."""
     run = Path(args.run)
-    if not (run / results.MANIFEST).exists():
-        return fail(f"{run} is not a run folder (no {results.MANIFEST})", 2)
-    m = results.read_manifest(run)
-    recorded = m.get("lab", {}).get("commit")
+    m = record.read_manifest(run)
+    if not m.settings:
+        raise record.RecordError(run / record.MANIFEST, "records no `settings`: it cannot "
+                                 "be rerun (made by a lab before settings were recorded?)")
+    recorded = m.lab.get("commit")
     now = hostinfo.lab_revision(ROOT)
     if recorded and recorded != now["commit"]:
         print(f"warning: {run.name} was made by lab {recorded}; this is {now['commit']}",
               file=sys.stderr)
-    settings = {k: str(v) for k, v in m["settings"].items()
-                if k in SETTINGS and SETTINGS[k].scope == "run"}
-    if m["params"].get("load_axis") == "concurrency":       # older runs recorded RATE too
-        settings.pop("RATE", None)
-    elif m["params"].get("load_axis") == "rate":
-        settings.pop("CONCURRENCY", None)
-    print(f"rerun of {run.name}: {m['reproduce']}", file=sys.stderr, flush=True)
+    given = os.environ.get("LAB_GIVEN")
+    names = given.split() if given is not None else \
+        [k for k in run_settings() if k in os.environ]
+    recorded_now = dict(m.settings)
+    load_axis = m.params.extra.get("load_axis")
+    recorded_now.pop({"concurrency": "RATE", "rate": "CONCURRENCY"}.get(str(load_axis), ""),
+                     None)                         # older runs recorded the other loop's too
+    settings, overridden = rerun_settings(recorded_now, os.environ, names)
+    print(f"rerun of {run.name}: {m.reproduce}", file=sys.stderr)
+    for k, (old, new) in overridden.items():
+        print(f"rerun: {k}={new!r} given now overrides the recorded {k}={old!r}",
+              file=sys.stderr)
+    sys.stderr.flush()
     env = {**os.environ, **settings}
+    env.pop("LAB_GIVEN", None)
     os.execve(str(ROOT / "run-benchmark.sh"), [str(ROOT / "run-benchmark.sh")], env)
 
 
@@ -529,7 +546,7 @@ def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     try:
         return int(args.fn(args))
-    except (ConfigError, ManifestError, procs.PortBusy) as e:
+    except (ConfigError, ManifestError, procs.PortBusy, record.RecordError) as e:
         return fail(str(e), 2)
     except KeyboardInterrupt:
         return fail("interrupted", 130)

@@ -194,7 +194,9 @@ def fake_run(tmp_path: Path) -> Path:
     run = tmp_path / "results" / "20260101-000000-nginx"
     run.mkdir(parents=True)
     (run / "manifest.json").write_text(json.dumps({
-        "run_id": run.name, "status": "running", "params": {"servers": ["nginx"]},
+        "run_id": run.name, "status": "running",
+        "params": {"servers": ["nginx"], "axis": "concurrency", "duration_s": 1},
+        "client": {"tool": "siege", "connection": "close"},
         "servers": {"nginx": {"status": "running", "starts": []}}, "problems": []}))
     (run / "lock").write_text("held by run-benchmark.sh\n")
     return run

@@ -174,7 +174,8 @@ def test_make_help_lists_every_setting(tmp_path: Path) -> None:
 def test_every_variable_the_lab_reads_is_declared() -> None:
     """Environment reads in lab/ name only registered settings, the lab's own
     plumbing (LAB_RUN, LAB_KEEPER ...) or other tools' variables."""
-    plumbing = {"LAB_RUN", "LAB_KEEPER", "LAB_ROOT", "LAB_SCRATCH", "MAKEFLAGS", "DOCKER_HOST",
+    plumbing = {"LAB_RUN", "LAB_KEEPER", "LAB_ROOT", "LAB_SCRATCH", "LAB_GIVEN", "MAKEFLAGS",
+                "DOCKER_HOST",
                 "HOME", "PATH", "SSH_AUTH_SOCK", "USER", "TMPDIR"}
     read = set()
     for path in (ROOT / "lab").rglob("*.py"):
