@@ -205,7 +205,7 @@ def test_workers_as_shipped_are_recorded_per_server(tmp_path: Path, port: int) -
     its own (3 here), which the lab records from what it prints; NAME@N still
     sets one server, WORKERS=N every server."""
     out = bench(lab_env(tmp_path, SERVER="shipped shipped@2 paced", PORT=str(port),
-                        CONCURRENCY="1", DURATION="1s", WARMUP="0"), timeout=300)
+                        CONCURRENCY="1", DURATION="2s", WARMUP="0"), timeout=300)
     assert out.returncode == 0, out.stderr
     [run] = run_folders(tmp_path)
     starts = {n: s["starts"][0] for n, s in manifest(run)["servers"].items()}
@@ -219,7 +219,7 @@ def test_workers_as_shipped_are_recorded_per_server(tmp_path: Path, port: int) -
     assert workers == {"shipped": "3", "shipped@2": "2", "paced": "1"}
 
     again = bench(lab_env(tmp_path, SERVER="shipped shipped@2", PORT=str(port), WORKERS="5",
-                          CONCURRENCY="1", DURATION="1s", WARMUP="0"), timeout=300)
+                          CONCURRENCY="1", DURATION="2s", WARMUP="0"), timeout=300)
     assert again.returncode == 0, again.stderr
     run2 = [r for r in run_folders(tmp_path) if r != run][0]
     starts = {n: s["starts"][0] for n, s in manifest(run2)["servers"].items()}
