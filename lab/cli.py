@@ -144,11 +144,18 @@ def cmd_deps(args: argparse.Namespace) -> int:
 
 
 def run_logged(argv: list[str], cwd: Path, env: dict[str, str], log: Path) -> int:
+    """A setup or build command to its end, output to the log; watched by the
+    step's keeper (a killed `lab build` leaves no compiler running)."""
     with log.open("ab") as f:
         f.write(f"\n$ {shlex.join(argv)}  (in {cwd})\n".encode())
         f.flush()
-        return subprocess.run(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                              stdout=f, stderr=f).returncode
+        proc = procs.start(argv, cwd, env, f)
+    try:
+        return proc.wait()
+    finally:
+        if proc.returncode is None:         # interrupted: stop it and what it forked
+            procs.stop(proc, grace=5)
+        procs.kill_group(proc.pid)
 
 
 def cmd_build(args: argparse.Namespace) -> int:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, free_port, lab, lab_env, leftovers, run_folders
+from conftest import ROOT, bench, free_port, lab, lab_env, leftovers, run_folders
 from lab import procs
 from lab.runtimes import netns
 
@@ -243,3 +243,23 @@ def test_the_keeper_kills_what_a_vanished_step_started(tmp_path: Path) -> None:
     step.kill()
     step.wait()
     wait_for(lambda: ours() == [], 10)
+
+
+def test_the_next_run_marks_a_run_whose_lab_is_gone(tmp_path: Path) -> None:
+    """A run left "running" by a lab that vanished is marked interrupted when
+    the next run starts; the new run records only the settings it uses (no
+    RATE with siege, in its settings or its reproduce line)."""
+    gone = fake_run(tmp_path)
+    out = bench(lab_env(tmp_path, SERVER="paced", PORT=str(free_port()), CONCURRENCY="1",
+                        DURATION="2s", WARMUP="0", RATE="5000"), timeout=300)
+    assert out.returncode == 2 and "drop RATE" in out.stderr     # RATE with siege: refused
+    out = bench(lab_env(tmp_path, SERVER="paced", PORT=str(free_port()), CONCURRENCY="1",
+                        DURATION="2s", WARMUP="0"), timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert f"note: {gone.name} was left running by a lab that is gone" in out.stderr
+    assert manifest(gone)["status"] == "interrupted"
+    [new] = [r for r in run_folders(tmp_path) if r != gone]
+    m = manifest(new)
+    assert m["status"] == "complete"
+    assert "RATE" not in m["settings"] and "RATE=" not in m["reproduce"]
+    assert "CONCURRENCY=1" in m["reproduce"]
