@@ -54,7 +54,8 @@ def load_params() -> tuple[Params, dict[str, Server]]:
         raise ConfigError("; ".join(wrong))
     check_lab_settings(os.environ)
     servers = servers_found()
-    params = from_env(os.environ, list(servers), axes(), traits=traits(servers))
+    params = from_env(os.environ, list(servers), axes(), traits=traits(servers),
+                      topologies=runtimes.selectable())
     return params, servers
 
 

@@ -400,7 +400,8 @@ class Where:
     remote_dir: str = ""
 
 
-def parse_where(get: Callable[[str], str]) -> Where:
+def parse_where(get: Callable[[str], str],
+                topologies: Collection[str] = ("local", "netns")) -> Where:
     """TOPOLOGY, LINK, LINK_DELAY, SERVER_HOST, CLIENT_HOST, RUNTIME, MEM_LIMIT, checked together."""
     topology = get("TOPOLOGY").strip()
     server_host = get("SERVER_HOST").strip()
@@ -408,8 +409,8 @@ def parse_where(get: Callable[[str], str]) -> Where:
     runtime = get("RUNTIME").strip()
     link, delay, mem = get("LINK").strip(), get("LINK_DELAY").strip(), get("MEM_LIMIT").strip()
     ssh_config, remote_dir = get("SSH_CONFIG").strip(), get("REMOTE_DIR").strip()
-    if topology not in ("local", "netns"):
-        raise ConfigError(f"TOPOLOGY={topology!r}: expected local or netns "
+    if topology not in topologies:
+        raise ConfigError(f"TOPOLOGY={topology!r}: expected {' or '.join(topologies)} "
                           "(for real hosts give SERVER_HOST=user@host)")
     for name, host in [("SERVER_HOST", server_host)] * bool(server_host) + \
             [("CLIENT_HOST", h) for h in client_hosts]:
@@ -643,12 +644,14 @@ def inapplicable(given: Callable[[str], bool], client: str, client_axis: str,
 def from_env(env: Mapping[str, str], known_servers: list[str],
              clients: Mapping[str, str] | Collection[str],
              available_cpus: set[int] | None = None,
-             traits: Mapping[str, Traits] | None = None) -> Params:
+             traits: Mapping[str, Traits] | None = None,
+             topologies: Collection[str] = ("local", "netns")) -> Params:
     """The run's Params from the environment, each setting checked by a small
     function of its own; then the settings given that this run would not use.
     `clients` maps each client's name to the axis it varies (concurrency or
     rate); a plain list means closed-loop clients. `traits`: each known
-    server's language and whether it has workers (None: not checked)."""
+    server's language and whether it has workers (None: not checked);
+    `topologies`: the names TOPOLOGY accepts (lab.runtimes.selectable())."""
     def get(name: str) -> str:
         value = env.get(name)
         return SETTINGS[name].default if value is None else value
@@ -662,7 +665,7 @@ def from_env(env: Mapping[str, str], known_servers: list[str],
 
     servers = check_servers(get("SERVER"), known_servers)
     client, client_axis = check_client(get("CLIENT"), axes)
-    where = parse_where(get)
+    where = parse_where(get, topologies)
     refused, warned = inapplicable(given, client, client_axis, where, servers, known)
     if refused:
         raise ConfigError("; ".join(refused))

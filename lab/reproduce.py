@@ -32,13 +32,13 @@ from typing import Any
 
 from lab import analysis, claims, record, results
 from lab.claims import ClaimResult, ClaimsError, Study
+from lab.clients import clients
 from lab.metrics import LevelStats
 from lab.params import ConfigError, flag, run_settings
 from lab.servers import ManifestError, discover
 
 ROOT = Path(__file__).resolve().parents[1]
 CLAIMS = ROOT / "docs" / "claims.toml"
-SECOND_CLIENT = {"siege": "wrk", "wrk": "siege"}
 # Settings the study decides; a user's value would make it another experiment.
 STUDY_OWNED = ("SERVER", "CLIENT", "KEEPALIVE", "AXIS", "VALUES", "WORKERS")
 QUICK = {"DURATION": "1s", "REPEAT": "1", "WARMUP": "0", "PROBE": "0"}
@@ -144,7 +144,8 @@ def make_plan(study: Study, env: Mapping[str, str]) -> Plan:
     given = user_settings(env)
     base = study_settings(study, quick)
     first = study.setup.client
-    second = SECOND_CLIENT.get(first)
+    found = clients()
+    second = found[first].cross_check if first in found else ""   # a client's own pairing
     published = study.setup.published_client
     role = "published client" if first in published.lower() else \
         f"study's client (published: {published.split(' (')[0] or first})"

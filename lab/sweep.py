@@ -21,7 +21,7 @@ from lab.clients import Client, ClientError, Level, Load
 from lab.launch import Knobs, ListenError, ServerProcess
 from lab.params import KNOBS, Params
 from lab.record import Row
-from lab.runtimes import ClientHost, ClientHung, ClientRun, ServerDied, ServerHost, Topology
+from lab.runtimes import ClientHost, ClientHung, ClientRun, Placement, ServerDied, ServerHost
 from lab.servers import Server, expand
 from lab.verify import VerifyError, verify
 
@@ -85,7 +85,7 @@ class ServerSweep:
 
     def __init__(self, root: Path, cache: Path, run: Path, server: Server,
                  params: Params, client: Client, rep: int = 1,
-                 topology: Topology | None = None) -> None:
+                 topology: Placement | None = None) -> None:
         self.root, self.cache, self.run, self.server = root, cache, run, server
         self.params, self.client, self.rep = params, client, rep
         self.topology = topology or runtimes.current(params)

@@ -42,7 +42,7 @@ from pathlib import Path
 
 from lab import procfs, procs, runtimes
 from lab.procfs import TreeSample
-from lab.runtimes import ServerHost, Topology
+from lab.runtimes import Placement, ServerHost
 from lab.launch import Knobs, ServerProcess
 from lab.params import Params
 from lab.servers import Server
@@ -295,7 +295,7 @@ def run_probe(host: str, port: int, pid: int, workers: int, limits: Limits | Non
 
 def probe_server(server: Server, root: Path, cache: Path, run_dir: Path, knobs: Knobs,
                  cpus: tuple[int, ...], limits: Limits | None = None,
-                 topology: Topology | None = None) -> ProbeReport:
+                 topology: Placement | None = None) -> ProbeReport:
     """Start a separate instance of `server` (its log: <run_dir>/<server>/
     probe-server.log), probe it, stop it, then wait (bounded) until its CPUs
     are quiet so that nothing the probe left running leaks into the measured
@@ -461,5 +461,3 @@ def main(argv: list[str]) -> int:
               f"{run / name / REPORT})", file=sys.stderr, flush=True)
     print(table(reports))
     return 0 if all(r.still_answers for r in reports.values()) else 1
-
-

@@ -44,7 +44,7 @@ from lab import procfs, procs
 from lab.params import ConfigError, Params, default, format_cpus
 from lab.paths import ROOT, cache_dir
 from lab.procfs import TreeSample
-from lab.runtimes import SetupError, Started, Topology, TreeSampler, compose
+from lab.runtimes import Placement, SetupError, Started, Topology, TreeSampler, compose
 from lab.runtimes.cgroups import cgroup_memory, cgroup_version
 from lab.runtimes.local import LocalClientHost, LocalServerHost
 from lab.servers import Server, found_here, lookup
@@ -437,7 +437,7 @@ def needs_build(params: Params, server: Server) -> bool:
     svc = table.get(service_of(server))
     if svc is None or svc.dockerfile is None or not svc.dockerfile.exists():
         return True
-    return server.artifact in svc.dockerfile.read_text()
+    return server.artifact in svc.dockerfile_text()
 
 
 def up(params: Params) -> None:
@@ -849,7 +849,7 @@ def compose_env(env: dict[str, str], params: Params | None,
 
 # ---------------------------------------------------------------- the topology
 
-def topology(params: Params) -> Topology:
+def topology(params: Params) -> Placement:
     try:
         state: dict[str, Any] = json.loads(state_file(params.port).read_text())
     except (OSError, ValueError):
@@ -882,5 +882,32 @@ def topology(params: Params) -> Topology:
                              "and kernel memory charged to the container included"},
         "base_images": state.get("base_images"), "images": state.get("images"),
     }
-    return Topology(name="docker", server=host, clients=(LocalClientHost(),), bind="0.0.0.0",
-                    connect=procs.connect_host(params.bind), summary=summary, details=details)
+    return Placement(name="docker", server=host, clients=(LocalClientHost(),), bind="0.0.0.0",
+                     connect=procs.connect_host(params.bind), summary=summary, details=details)
+
+
+class Docker(Topology):
+    name = "docker"
+    chosen_by = "RUNTIME"
+    summary = "each server in its compose.yaml container, built from its Dockerfile"
+
+    def place(self, params: Params) -> Placement:
+        return topology(params)
+
+    def check(self, params: Params) -> None:
+        check(params)
+
+    def deps(self, params: Params) -> int:
+        return packages(params)
+
+    def needs_build(self, params: Params, server: Server) -> bool:
+        return needs_build(params, server)
+
+    def up(self, params: Params) -> None:
+        up(params)
+
+    def down(self, params: Params) -> None:
+        down(params)
+
+
+TOPOLOGY = Docker()

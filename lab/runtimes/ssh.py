@@ -49,7 +49,7 @@ from typing import Any
 
 from lab import deps, paths, procs
 from lab.params import ConfigError, Params
-from lab.runtimes import ClientHost, HostLost, Topology
+from lab.runtimes import ClientHost, HostLost, Placement, Topology
 from lab.runtimes.local import LocalClientHost
 from lab.runtimes.ssh_remote import Host, Registry, SshClientHost, SshServerHost
 from lab.runtimes.ssh_session import AGENT, Link, Remote, key, last_line, unreachable
@@ -74,7 +74,7 @@ def local_identity() -> tuple[str, str]:
 
 
 @dataclass
-class SshTopology(Topology):
+class SshPlacement(Placement):
     """Hosts on one machine (same boot id) share CPU counters; on one network
     stack (and namespace), TIME_WAIT sockets: each is counted once."""
     identity: dict[int, tuple[str, str]] = field(default_factory=dict)   # id(host): (boot, netns)
@@ -176,7 +176,7 @@ SPLIT = ("each level's concurrency or rate is shared among the client hosts (the
          "(<server>/client-hosts.jsonl)")
 
 
-def topology(params: Params) -> Topology:
+def topology(params: Params) -> Placement:
     plan = Plan.of(params)
     state = load_state(plan)
     hosts = {d: remote_of(h) for d, h in state["hosts"].items()}
@@ -191,7 +191,7 @@ def topology(params: Params) -> Topology:
                            else local_identity())
     where = "here" if not params.client_hosts else " ".join(params.client_hosts)
     several = len(params.client_hosts) > 1
-    return SshTopology(
+    return SshPlacement(
         name="ssh", server=server, clients=clients, bind=state["bind"],
         connect=state["connect"],
         summary=(f"ssh (server on {params.server_host} at {state['connect']}; "
@@ -420,3 +420,24 @@ def stop_local_ssh(pid: int) -> None:
             os.kill(pid, signal.SIGTERM)
         except ProcessLookupError:
             pass
+
+
+class Ssh(Topology):
+    name = "ssh"
+    chosen_by = "SERVER_HOST"
+    summary = "the server on a real host over OpenSSH, clients here or on CLIENT_HOST"
+
+    def place(self, params: Params) -> Placement:
+        return topology(params)
+
+    def check(self, params: Params) -> None:
+        check(params)
+
+    def up(self, params: Params) -> None:
+        up(params)
+
+    def down(self, params: Params) -> None:
+        down(params)
+
+
+TOPOLOGY = Ssh()

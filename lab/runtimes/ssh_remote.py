@@ -349,7 +349,7 @@ class SshClientHost(Host, ClientHost):
     def same_host_as(self, server: ServerHost) -> bool:
         """The same host: same machine (boot id) and same network stack. Hosts
         that only share a machine (namespaces) are told apart here, and their
-        CPU counters merged by SshTopology."""
+        CPU counters merged by SshPlacement."""
         return isinstance(server, Host) and \
             (server.remote.boot_id, server.remote.netns) == (self.remote.boot_id,
                                                              self.remote.netns)

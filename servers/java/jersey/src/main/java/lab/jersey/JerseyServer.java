@@ -1,13 +1,13 @@
 package lab.jersey;
 
 import java.io.File;
-import java.net.Inet6Address;
 import java.net.InetAddress;
-import java.net.UnknownHostException;
 import java.net.URI;
 import java.util.concurrent.CountDownLatch;
 import java.util.logging.Level;
 import java.util.logging.Logger;
+
+import lab.env.LabEnv;
 
 import io.undertow.Undertow;
 import io.undertow.servlet.Servlets;
@@ -68,11 +68,11 @@ public final class JerseyServer {
 
     public static void main(String[] args) throws Exception {
         Logger.getLogger("").setLevel(Level.WARNING);   // no INFO chatter from JUL
-        InetAddress bind = bindEnv();
-        int port = intEnv("PORT", 8080, 65535);
-        int workers = intEnv("WORKERS", 0, 10000);   // 0: unset, the container's default (as shipped)
-        int backlog = intEnv("BACKLOG", 512, 65535);
-        String container = containerEnv();
+        InetAddress bind = LabEnv.bind();
+        int port = LabEnv.port();
+        int workers = LabEnv.workers().orElse(0);   // 0: unset, the library's default (as shipped)
+        int backlog = LabEnv.backlog();
+        String container = LabEnv.choice("JAXRS_CONTAINER", "grizzly", "grizzly", "jetty", "tomcat", "undertow");
 
         ResourceConfig config = new ResourceConfig(ApiResource.class)
                 .property(ServerProperties.WADL_FEATURE_DISABLE, true);
@@ -92,7 +92,7 @@ public final class JerseyServer {
             }
             stopped.countDown();
         }));
-        System.out.println("jersey on " + container + " listening on " + hostPort(bind, port)
+        System.out.println("jersey on " + container + " listening on " + LabEnv.hostPort(bind, port)
                 + " (backlog " + backlog + ")");
         System.out.flush();
         stopped.await();
@@ -101,7 +101,7 @@ public final class JerseyServer {
     private static Running grizzly(ResourceConfig config, InetAddress bind, int port,
                                    int workers, int backlog) throws Exception {
         HttpServer server = GrizzlyHttpServerFactory.createHttpServer(
-                URI.create("http://" + hostPort(bind, port) + "/"), config, false);
+                URI.create("http://" + LabEnv.hostPort(bind, port) + "/"), config, false);
         for (NetworkListener listener : server.getListeners()) {
             listener.getTransport().setServerConnectionBackLog(backlog);
             if (workers > 0) {
@@ -211,60 +211,5 @@ public final class JerseyServer {
             server.stop();
             deployment.stop();
         };
-    }
-
-    /** JAXRS_CONTAINER: which container runs the application; grizzly when unset. */
-    private static String containerEnv() {
-        String v = System.getenv("JAXRS_CONTAINER");
-        String name = v == null || v.isBlank() ? "grizzly" : v.trim();
-        return switch (name) {
-            case "grizzly", "jetty", "tomcat", "undertow" -> name;
-            default -> throw new IllegalArgumentException(
-                    "JAXRS_CONTAINER must be grizzly, jetty, tomcat or undertow, got '" + v + "'");
-        };
-    }
-
-    /** A whole number from 1 to max in the environment variable name; fallback when unset. */
-    private static int intEnv(String name, int fallback, int max) {
-        String v = System.getenv(name);
-        if (v == null || v.isBlank()) {
-            return fallback;
-        }
-        try {
-            int n = Integer.parseInt(v.trim());
-            if (n >= 1 && n <= max) {
-                return n;
-            }
-        } catch (NumberFormatException e) {
-            // reported below, like a value out of range
-        }
-        throw new IllegalArgumentException(name + " must be a whole number from 1 to " + max
-                + ", got '" + v + "'");
-    }
-
-    /**
-     * BIND, the address to listen on: 127.0.0.1 when unset. Only an IP literal
-     * is taken, a dotted quad or (with a colon) IPv6, which getByName parses
-     * without a lookup: a host name could resolve to addresses the lab does
-     * not expect.
-     */
-    private static InetAddress bindEnv() {
-        String v = System.getenv("BIND");
-        String ip = v == null || v.isBlank() ? "127.0.0.1" : v.trim();
-        String octet = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
-        if (ip.contains(":") || ip.matches(octet + "(\\." + octet + "){3}")) {
-            try {
-                return InetAddress.getByName(ip);
-            } catch (UnknownHostException e) {
-                // reported below
-            }
-        }
-        throw new IllegalArgumentException("BIND must be an IP address such as 127.0.0.1 or ::1, got '"
-                + v + "'");
-    }
-
-    private static String hostPort(InetAddress address, int port) {
-        String host = address.getHostAddress();
-        return (address instanceof Inet6Address ? "[" + host + "]" : host) + ":" + port;
     }
 }
