@@ -35,7 +35,7 @@ from lab.claims import ClaimResult, ClaimsError, Study
 from lab.clients import clients
 from lab.metrics import LevelStats
 from lab.params import ConfigError, flag, run_settings
-from lab.servers import ManifestError, discover
+from lab.servers import ManifestError, found_here
 
 ROOT = Path(__file__).resolve().parents[1]
 CLAIMS = ROOT / "docs" / "claims.toml"
@@ -388,7 +388,7 @@ def plan_json(plan: Plan) -> dict[str, Any]:
 # --------------------------------------------------------------------------- main
 
 def lab_servers(env: Mapping[str, str]) -> set[str]:
-    return set(discover(ROOT, env.get("LAB_SERVER_PATH", "")))
+    return set(found_here(ROOT))            # LAB_SERVER_PATH as lab.paths reads it
 
 
 def prepare(name: str, env: Mapping[str, str]) -> Plan:
