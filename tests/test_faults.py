@@ -105,8 +105,8 @@ def test_a_crash_takes_out_one_server_not_the_run(tmp_path: Path, port: int) -> 
     for rep in (1, 2):
         assert (f"crasher rep {rep}: not measured (failed at c=2, killed by SIGKILL)"
                 in m["problems"])
-    summary = (run / "summary.md").read_text()
-    assert "crasher rep 1: not measured" in summary
+    assert "crasher rep 1: not measured" in (run / "summary.md").read_text()
+    assert "crasher rep 2: not measured (failed at c=2" in (run / "report.html").read_text()
     assert leftovers(run) == []
 
 
