@@ -7,6 +7,7 @@ incomplete), 2 bad input or missing prerequisites (nothing started),
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import signal
@@ -224,9 +225,21 @@ def cmd_new_run(_: argparse.Namespace) -> int:
         client_hosts=[c.facts() for c in topo.clients if not c.same_host_as(topo.server)],
         tools=dict(hostinfo.tools()),
         lab=hostinfo.lab_revision(ROOT),
+        extra=rerun_of(os.environ.get("LAB_RERUN")),
     ))
     print(run)
     return 0
+
+
+def rerun_of(text: str | None) -> dict[str, object]:
+    """`lab rerun`'s note for the new run's manifest: which run, what was overridden."""
+    if not text:
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return {}
+    return {"rerun": data} if isinstance(data, dict) else {}
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -466,7 +479,10 @@ def cmd_rerun(args: argparse.Namespace) -> int:
         print(f"rerun: {k}={new!r} given now overrides the recorded {k}={old!r}",
               file=sys.stderr)
     sys.stderr.flush()
-    env = {**os.environ, **settings}
+    env = {**os.environ, **settings,
+           "LAB_RERUN": json.dumps({"of": m.run_id, "folder": str(run),
+                                    "overridden": {k: {"recorded": old, "given": new}
+                                                   for k, (old, new) in overridden.items()}})}
     env.pop("LAB_GIVEN", None)
     os.execve(str(ROOT / "run-benchmark.sh"), [str(ROOT / "run-benchmark.sh")], env)
 

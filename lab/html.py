@@ -29,6 +29,7 @@ from lab.display import DASH, figure, rng, spread_text
 from lab.display import axis_label as axis_name
 from lab.metrics import LevelStats, Spread
 from lab.record import Manifest, RecordError, ServerRecord
+from lab.report import rerun_line
 
 REPORT = "report.html"
 INDEX = "index.html"
@@ -150,6 +151,7 @@ _HREF = re.compile(r"""\s+((?:xlink:)?href)\s*=\s*(["'])(.*?)\2""", re.S | re.I)
 _ID = re.compile(r"""\bid\s*=\s*(["'])(.*?)\1""")
 _URL = re.compile(r"url\(\s*#([^)\s]+)\s*\)")
 _ROOT = re.compile(r"<svg\b[^>]*>", re.S)
+_XMLNS = re.compile(r"""\s+xmlns(?::\w+)?\s*=\s*(?:"[^"]*"|'[^']*')""")
 
 
 def _local_href(name: str, match: re.Match[str]) -> str:
@@ -173,8 +175,11 @@ def _root_tag(name: str, tag: str) -> str:
 
 def inline_svg(name: str, text: str) -> str:
     """A gnuplot SVG made fit to sit inside the page: nothing it could fetch
-    or run, ids unique to the chart, scaling to the page width."""
+    or run, no namespace declarations (the HTML parser puts inline svg and
+    xlink: attributes in their namespaces itself), ids unique to the chart,
+    scaling to the page width."""
     text = _PROLOG.sub("", text)
+    text = _XMLNS.sub("", text)          # HTML knows svg and xlink: no namespace URL is named
     text = _SCRIPT.sub("", text)
     text = _HANDLER.sub("", text)
     text = _HREF.sub(lambda mt: _local_href(name, mt), text)
@@ -401,8 +406,8 @@ def calibration_html(m: Manifest, a: Analysis) -> str:
         parts.append(f'<p class="warnbox">Not used for this run: {e(a.calibration_note)}.</p>')
     elif a.capacity:
         parts.append("<ul>" + "".join(
-            f"<li>{e(x.text)}{flag_html('calibration') if x.kind == 'does-not-hold' else ''}"
-            "</li>" for x in a.capacity) + "</ul>")
+            f'<li class="warnbox">{e(x.text)}</li>' if x.kind == "does-not-hold" else
+            f"<li>{e(x.text)}</li>" for x in a.capacity) + "</ul>")
     else:
         parts.append('<p class="muted">No level of this run has a calibrated counterpart.</p>')
     levels = sorted({c for got in cal.clients.values() for lv in got.modes.values()
@@ -455,7 +460,8 @@ def conditions_html(m: Manifest) -> str:
            ("calibrated capacity", "on record (see above)" if m.calibration else
             "none on record"),
            ("lab commit", f"{lab.get('commit', '?')}{' (dirty)' if lab.get('dirty') else ''}"),
-           ("started", m.started), ("finished", m.finished), ("plan", m.plan)]
+           ("started", m.started), ("finished", m.finished), ("plan", m.plan),
+           ("rerun", rerun_line(m))]
     tools = sorted(m.tools.items())
     settings = list(m.settings.items())
     return ("<h2>Conditions</h2><h3>Host</h3>"

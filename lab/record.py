@@ -737,7 +737,7 @@ def probe_files(run: Path) -> dict[str, dict[str, Any] | str]:
             out[path.parent.name] = e.problem
             continue
         out[path.parent.name] = data if isinstance(data, dict) else \
-            {"results": data} if isinstance(data, list) else \
+            {"rows": data} if isinstance(data, list) else \
             f"should be an object, found {_kind(data)}"
     return out
 

@@ -10,7 +10,7 @@ import csv
 from pathlib import Path
 from typing import Any
 
-from lab import analysis, metrics, record
+from lab import analysis, metrics, probetable, record
 from lab.analysis import Analysis
 from lab.display import DASH, axis_label, rng, spread_text
 from lab.metrics import LevelStats
@@ -91,22 +91,26 @@ def warmups(m: Manifest) -> list[str]:
     return lines
 
 
-def probe_lines(probes: dict[str, dict[str, Any] | str]) -> list[str]:
-    """Each server's robustness probe (<server>/probe.json), one line each."""
-    out = []
+def probe_section(probes: dict[str, dict[str, Any] | str]) -> list[str]:
+    """The robustness probe's table (lab.probetable, from each <server>/probe.json)
+    and one verdict line per server."""
+    if not probes:
+        return []
+    good = {n: p for n, p in probes.items() if isinstance(p, dict) and "results" in p}
+    lines = [probetable.table(good)] if good else []
     for name, p in probes.items():
         if isinstance(p, str):
-            out.append(f"- {name}: probe.json unreadable ({p})")
+            lines.append(f"- {name}: probe.json unreadable ({p})")
             continue
         said = p.get("verdict")
-        if not isinstance(said, str):
+        if not isinstance(said, str):       # probe.json of an older lab
             after = p.get("stopped_after")
             where = f" after {after}" if isinstance(after, str) and after else ""
             said = (f"{name}: probe failed: {p['error']}" if p.get("error") else
-                    f"{name}: still answers" if p.get("still_answers") else
+                    f"{name}: still answers" if probetable.still_answers(p) else
                     f"{name}: stopped answering{where}: {p.get('final_error', '')}")
-        out.append(f"- {said}")
-    return out
+        lines.append(f"- {said}")
+    return lines
 
 
 def write_levels_csv(run: Path, stats: dict[str, list[LevelStats]]) -> None:
@@ -125,11 +129,27 @@ def write_levels_csv(run: Path, stats: dict[str, list[LevelStats]]) -> None:
                            + [s.cgroup_mem_kb.median if s.cgroup_mem_kb else ""] * cgroup)
 
 
+def rerun_line(m: Manifest) -> str:
+    """'Rerun of <run>; PORT given now (18085), not as recorded (8080).'"""
+    rerun = m.extra.get("rerun")
+    if not isinstance(rerun, dict):
+        return ""
+    found = rerun.get("overridden")
+    over: dict[str, Any] = found if isinstance(found, dict) else {}
+    said = "; ".join(f"{k} given now ({v.get('given')!r}), not as recorded ({v.get('recorded')!r})"
+                     for k, v in over.items() if isinstance(v, dict))
+    return f"Rerun of {rerun.get('of', '?')}" + (f"; {said}." if said else
+                                                  " with its recorded settings.")
+
+
 def summary(rec: RunRecord, a: Analysis) -> str:
     m = rec.manifest
     lines = [f"# Run {m.run_id} ({m.status})", "", f"Conditions: {analysis.conditions(m)}.", ""]
     if m.plan:
         lines += [f"Plan: {m.plan}.", ""]
+    rerun = rerun_line(m)
+    if rerun:
+        lines += [rerun, ""]
     stats = a.stats
     if stats:
         lines += server_table(m, stats) + ["", "## Levels", ""] + level_table(m, stats)
@@ -141,7 +161,7 @@ def summary(rec: RunRecord, a: Analysis) -> str:
         sampler = max(s.sampler_cpu_pct.hi for levels in stats.values() for s in levels)
         lines += ["", f"The lab's own /proc sampler used at most {sampler:.2f}% of one core "
                       "per level."]
-    probed = probe_lines(record.probe_files(rec.folder))
+    probed = probe_section(record.probe_files(rec.folder))
     if probed:
         lines += ["", "## Robustness probe (a separate start of each server)", "", *probed]
     warm = warmups(m)

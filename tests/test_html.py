@@ -195,6 +195,7 @@ def test_svg_is_made_safe_and_scalable() -> None:
     out = html.inline_svg("rps", raw)
     assert out.startswith("<svg") and "<?xml" not in out and "DOCTYPE" not in out
     assert "script" not in out and "onload" not in out and "example.org" not in out
+    assert "xmlns" not in out and "http://" not in out
     assert "id='rps-gpPt1'" in out and "xlink:href='#rps-gpPt1'" in out
     assert "url(#rps-clip1)" in out
     assert 'viewBox="0 0 600 400"' in out and 'class="chart"' in out
@@ -352,3 +353,54 @@ def test_screenshot_of_a_report(results_dir: Path, tmp_path: Path) -> None:
                  f"--screenshot={shot}")
     assert out.returncode == 0, out.stderr[-2000:]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
+
+
+# --- the compare page: the same builder, the same hardened inliner -----------------
+
+@pytest.fixture(scope="module")
+def compare_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from lab import compare
+    top = tmp_path_factory.mktemp("compare")
+    a, b = top / "a", top / "b"
+    shutil.copytree(FIXTURES / COMPLETE, a)
+    shutil.copytree(FIXTURES / COMPLETE, b)
+    assert compare.main(a, b, False, top) == 0
+    [folder] = [p for p in top.iterdir() if p.name.startswith("compare-")]
+    return folder / "compare.html"
+
+
+def test_compare_page_is_built_by_html_with_a_hardened_chart(compare_page: Path,
+                                                             tmp_path: Path) -> None:
+    text = compare_page.read_text()
+    assert f"<style>{html.CSS}</style>" in text                 # the one page builder
+    assert text.count('<svg class="chart"') == 1 and "<?xml" not in text
+    hostile = tmp_path / "compare.svg"
+    hostile.write_text('<svg width="10" height="10" onload="alert(1)"><script>alert(2)</script>'
+                       '<a href="https://example.org/"><text>x</text></a></svg>')
+    page_ = html.compare_page(html.ComparePage(
+        ids=("a", "b"), conditions=("x", "y"), warnings=[], head=["h"], rows=[["1"]],
+        numeric=set(), other_head=["h"], other_rows=[], note="", chart=hostile,
+        chart_problem=None, differences=[]))
+    assert "alert" not in page_ and "onload" not in page_ and "example.org" not in page_
+
+
+def test_compare_page_renders_in_headless_chromium(compare_page: Path, tmp_path: Path) -> None:
+    browser = chromium()
+    text = compare_page.read_text()
+    copy = tmp_path / "compare-measured.html"
+    copy.write_text(text.replace("</body>", MEASURE + "</body>"))
+    netlog = tmp_path / "net.json"
+    out = browse(browser, copy, tmp_path, "--dump-dom", f"--log-net-log={netlog}")
+    assert out.returncode == 0, out.stderr[-2000:]
+    console = [line for line in out.stderr.splitlines()
+               if "CONSOLE" in line or "Uncaught" in line]
+    assert console == [], console
+    sizes = re.search(r'<pre id="lab-sizes">(.*?)</pre>', out.stdout, re.S)
+    assert sizes, "the page did not render (no sizes in the DOM)"
+    boxes = json.loads(unescape(sizes.group(1)))
+    charts = [b for b in boxes if b["tag"] == "svg"]
+    tables = [b for b in boxes if b["tag"] == "table"]
+    assert len(charts) == 1 and len(tables) == text.count("<table") >= 2
+    assert all(b["w"] > 100 and b["h"] > 50 for b in charts), charts
+    assert all(b["w"] <= 1200 for b in charts), "the chart is wider than the window"
+    assert page_requests(netlog) == []

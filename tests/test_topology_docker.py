@@ -206,15 +206,18 @@ def test_old_results_without_the_cgroup_columns_still_read(tmp_path: Path) -> No
 
 def test_the_summary_names_both_memory_figures_only_when_there_is_a_cgroup(
         tmp_path: Path) -> None:
-    from lab import report
+    from lab import analysis, record, report
     for run, cgroup in ((tmp_path / "process", None), (tmp_path / "docker", 20480)):
         run.mkdir()
         results.append_row(run, a_row("aws", 1, cgroup))
         [row] = results.read_rows(run)
         assert row.cgroup_mem_kb == cgroup                     # typed back, None when empty
-        m = {"servers": {"aws": {"framework": "AWS", "version": "20.2"}},
-             "params": {"axis": "concurrency"}}
-        table = "\n".join(report.server_table(m, report.stats_of(run)))
+        m = record.Manifest("r", record.RunParams(["aws"], "concurrency", 1),
+                            record.ClientInfo("wrk"),
+                            servers={"aws": record.ServerRecord("aws", framework="AWS",
+                                                                version="20.2")})
+        record.write_manifest(run, m)
+        table = "\n".join(report.server_table(m, analysis.of(run)[1].stats))
         if cgroup is None:
             assert "cgroup" not in table
         else:

@@ -33,14 +33,15 @@ separate instance, probe it, stop it, wait for its CPUs to go quiet),
 from __future__ import annotations
 
 import json
-import re
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
-from lab import procfs, procs, runtimes
+from lab import probetable, procfs, procs, runtimes
+from lab.display import md_cell as cell
+from lab.probetable import settled_text
 from lab.procfs import TreeSample
 from lab.runtimes import Placement, ServerHost
 from lab.launch import Knobs, ServerProcess
@@ -206,15 +207,6 @@ class ProbeReport:
         return "\n".join(rows) + "\n\n" + "  \n".join(notes) + "\n"
 
 
-def cell(text: str) -> str:
-    """Text safe inside a Markdown table cell."""
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def settled_text(value: float | None, bound: float) -> str:
-    return f"{value:.1f} s" if value is not None else f"never (> {bound:g} s)"
-
-
 def load_report(path: Path) -> ProbeReport:
     """A probe.json read back (for the run summary)."""
     data = json.loads(path.read_text())
@@ -376,51 +368,10 @@ def main_step(params: Params, server: Server, root: Path, cache: Path, run_dir: 
 # ---------------------------------------------------------------- the summary table
 
 # "400 Bad Request" -> "400": the wide table keeps status codes only.
-REASON = re.compile(r"^([1-5][0-9][0-9]) [A-Z][A-Za-z -]*[A-Za-z]")
-
-
-def table_cell(r: ProbeResult, settle_bound: float) -> str:
-    if not r.ran:
-        return "not run"
-    outcome = REASON.sub(r"\1", r.outcome)
-    text = f"{cell(outcome)} · {r.cpu_s:.2f} s"
-    if r.settled_s is None:
-        text += f" · busy > {settle_bound:g} s"
-    if not r.answers_after:
-        text += " · **✗**"
-    return text
-
-
 def table(reports: dict[str, ProbeReport]) -> str:
-    """One Markdown table: a row per probe, a column per server (short names
-    make narrow columns; the probes' descriptions need the width)."""
-    names = list(reports)
-    lines = ["| probe | " + " | ".join(names) + " |",
-             "|---|" + "---|" * len(names)]
-    for i, probe in enumerate(PROBES):
-        cells = []
-        for name in names:
-            rep = reports[name]
-            r = rep.results[i] if i < len(rep.results) else None
-            cells.append("-" if r is None else table_cell(r, rep.limits.settle_s))
-        lines.append(f"| {probe.title} | " + " | ".join(cells) + " |")
-
-    def row(title: str, fn: Callable[[ProbeReport], str]) -> None:
-        lines.append(f"| {title} | " + " | ".join(fn(reports[n]) for n in names) + " |")
-
-    row("WORKERS (slow clients: WORKERS + 3)", lambda r: str(r.workers))
-    row("**still answers**", lambda r: "yes" if r.still_answers else
-        f"**no**{': ' + cell(r.error) if r.error else ''}")
-    row("stopped answering after", lambda r: r.stopped_after or "-")
-    row("CPU quiet after last probe", lambda r: settled_text(r.quiet_s, r.limits.quiet_s))
-    row("server CPU, all probes", lambda r: f"{r.cpu_s:.2f} s")
-    row("probe time", lambda r: f"{r.elapsed_s:.0f} s")
-    settle = max((r.limits.settle_s for r in reports.values()), default=Limits().settle_s)
-    legend = (f"Each cell: what the server did · server CPU seconds spent on that probe "
-              f"(until its CPU went quiet, at most {settle:g} s after it); *busy*: its CPU "
-              f"was still busy then; **✗**: it failed the contract check (lab/verify.py) "
-              f"right after that probe; *not run*: skipped, the server had stopped answering.")
-    return "\n".join(lines) + "\n\n" + legend + "\n"
+    """One Markdown table: a row per probe, a column per server (lab.probetable,
+    which a run's summary uses on the saved probe.json files)."""
+    return probetable.table({name: r.to_json() for name, r in reports.items()})
 
 
 # ---------------------------------------------------------------- by hand
