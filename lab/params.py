@@ -10,7 +10,7 @@ import ipaddress
 import os
 import re
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 WARMUP_SLICE_S = 2                           # WARMUP=auto's slice (lab.metrics)
@@ -96,8 +96,14 @@ def check_prefix(name: str, longest: int) -> Callable[[str], object]:
     return check
 
 
-CLOSED_LOOP = "closed-loop clients (CLIENT=siege, wrk)"
-OPEN_LOOP = "open-loop clients (CLIENT=vegeta)"
+CLOSED_LOOP = "closed-loop clients"      # shown with their names (shown(), loop())
+OPEN_LOOP = "open-loop clients"
+
+
+def loop(axis: str, axes: Mapping[str, str]) -> str:
+    """'closed-loop clients (CLIENT=siege, wrk)': the clients that vary `axis`."""
+    names = ", ".join(sorted(c for c, a in axes.items() if a == axis))
+    return f"{CLOSED_LOOP if axis == 'concurrency' else OPEN_LOOP} (CLIENT={names})"
 SSH = "SERVER_HOST (ssh)"
 
 REGISTRY: tuple[Setting, ...] = (
@@ -212,6 +218,17 @@ REGISTRY: tuple[Setting, ...] = (
        scope="reproduce", check=check_flag("QUICK")),
 )
 SETTINGS: dict[str, Setting] = {s.name: s for s in REGISTRY}
+# Variables the lab sets for its own processes and reads back: not settings.
+PLUMBING: dict[str, str] = {
+    "LAB_RUN": "the run id, in every server's and client's environment (leftovers are found by it)",
+    "LAB_KEEPER": "the step's token, in what it starts (lab/keeper.py kills what carries it)",
+    "LAB_ROOT": "the checkout, for a server's commands",
+    "LAB_SCRATCH": "a start's private folder, removed when it stops",
+    "LAB_GIVEN": "make rerun: the settings given on make's command line",
+    "LAB_RERUN": "make rerun: the run a new run repeats",
+}
+# Other tools' variables the lab reads as they are.
+FOREIGN = ("MAKEFLAGS", "DOCKER_HOST", "HOME", "PATH", "SSH_AUTH_SOCK", "USER", "TMPDIR")
 # The Makefile's own variables (RUN=, A=, B= name a run folder; PYTHON the interpreter).
 MAKE_VARIABLES = ("RUN", "A", "B", "PYTHON")
 
@@ -596,7 +613,7 @@ def check_verdict_at(text: str, values: tuple[int, ...]) -> tuple[int, ...]:
     return verdict_at
 
 
-def inapplicable(given: Callable[[str], bool], client: str, client_axis: str,
+def inapplicable(given: Callable[[str], bool], client: str, axes: Mapping[str, str],
                  where: Where, servers: tuple[str, ...], traits: Mapping[str, Traits]
                  ) -> tuple[list[str], list[str]]:
     """Settings given (non-empty) that this run would not use: (refused, warned).
@@ -606,12 +623,13 @@ def inapplicable(given: Callable[[str], bool], client: str, client_axis: str,
     would repeat it). Warned: a server setting that some of the chosen
     servers do not have, since the others use it."""
     refused, warned = [], []
+    client_axis = axes[client]
     if given("RATE") and client_axis != "rate":
-        refused.append(f"RATE is the offered rate of {OPEN_LOOP}; {client} is closed-loop "
-                       "and sets its load with CONCURRENCY: drop RATE")
+        refused.append(f"RATE is the offered rate of {loop('rate', axes)}; {client} is "
+                       "closed-loop and sets its load with CONCURRENCY: drop RATE")
     if given("CONCURRENCY") and client_axis != "concurrency":
-        refused.append(f"CONCURRENCY is the load of {CLOSED_LOOP}; {client} is open-loop "
-                       "and sets its load with RATE: drop CONCURRENCY")
+        refused.append(f"CONCURRENCY is the load of {loop('concurrency', axes)}; {client} is "
+                       "open-loop and sets its load with RATE: drop CONCURRENCY")
     if given("CLIENT_THREADS") and client == "siege":
         refused.append("CLIENT_THREADS: siege has no threads setting (one process, a thread "
                        "per user): drop it")
@@ -666,7 +684,7 @@ def from_env(env: Mapping[str, str], known_servers: list[str],
     servers = check_servers(get("SERVER"), known_servers)
     client, client_axis = check_client(get("CLIENT"), axes)
     where = parse_where(get, topologies)
-    refused, warned = inapplicable(given, client, client_axis, where, servers, known)
+    refused, warned = inapplicable(given, client, axes, where, servers, known)
     if refused:
         raise ConfigError("; ".join(refused))
     sweep = check_sweep(get, given, client, client_axis, servers, known)
@@ -742,7 +760,7 @@ def misspelt(names: Collection[str]) -> list[str]:
     known = list(SETTINGS) + list(MAKE_VARIABLES)
     found = []
     for name in names:
-        if name in known or not re.fullmatch(r"[A-Z][A-Z0-9_]*", name):
+        if name in known or name in PLUMBING or name in FOREIGN or not re.fullmatch(r"[A-Z][A-Z0-9_]*", name):
             continue
         close = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
         if close:
@@ -764,6 +782,22 @@ def cpu_ranges(cpus: set[int] | tuple[int, ...] | list[int]) -> str:
     return ",".join(out)
 
 
+def shown(st: Setting) -> Setting:
+    """A setting as `make help` and docs/settings.md show it: CLIENT's choices
+    are the clients found (each Client's help line), TOPOLOGY's the topologies
+    found (lab.runtimes.selectable()): adding one adds it here."""
+    if st.name == "CLIENT":
+        from lab.clients import described
+        return replace(st, kind="client name", meaning=f"load client, one of: {described()}")
+    if st.name in ("CONCURRENCY", "RATE"):
+        from lab.clients import axes
+        return replace(st, applies=loop(st.name.lower(), axes()))
+    if st.name == "TOPOLOGY":
+        from lab.runtimes import selectable
+        return replace(st, kind=" or ".join(selectable()))
+    return st
+
+
 def help_text() -> str:
     """The settings part of `make help`."""
     width = max(len(st.name) for st in REGISTRY)
@@ -772,7 +806,7 @@ def help_text() -> str:
                          ("lab", "Where the lab keeps and finds things:"),
                          ("calibrate", "make calibrate:"), ("reproduce", "make reproduce:")):
         lines += ["", title]
-        for st in REGISTRY:
+        for st in map(shown, REGISTRY):
             if st.scope == scope:
                 where = "" if st.applies == "every run" else f"for {st.applies}; "
                 lines.append(f"  {st.name:<{width}} {st.meaning} [{where}default: "
@@ -785,7 +819,7 @@ def markdown_table() -> str:
     def cell(text: str) -> str:
         return text.replace("|", "\\|")
     rows = ["| Setting | Default | Type | Applies to | Meaning |", "|---|---|---|---|---|"]
-    for st in REGISTRY:
+    for st in map(shown, REGISTRY):
         rows.append(f"| `{st.name}` | {('`' + cell(st.default) + '`') if st.default else '-'} "
                     f"| {cell(st.kind)} | {cell(st.applies)} | {cell(st.meaning)} |")
     return "\n".join(rows)

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, bench, lab, lab_env, run_folders
-from lab.params import (REGISTRY, SETTINGS, ConfigError, Traits, command_line_variables,
+from lab.params import (FOREIGN, PLUMBING, REGISTRY, SETTINGS, ConfigError, Traits,
+                        command_line_variables,
                         cpu_ranges, from_env, markdown_table, misspelt)
 
 KNOWN = ["aws", "ada-mini", "grizzly", "nginx"]
@@ -173,10 +174,8 @@ def test_make_help_lists_every_setting(tmp_path: Path) -> None:
 
 def test_every_variable_the_lab_reads_is_declared() -> None:
     """Environment reads in lab/ name only registered settings, the lab's own
-    plumbing (LAB_RUN, LAB_KEEPER ...) or other tools' variables."""
-    plumbing = {"LAB_RUN", "LAB_KEEPER", "LAB_ROOT", "LAB_SCRATCH", "LAB_GIVEN", "MAKEFLAGS",
-                "DOCKER_HOST",
-                "HOME", "PATH", "SSH_AUTH_SOCK", "USER", "TMPDIR"}
+    plumbing (params.PLUMBING) or other tools' variables (params.FOREIGN)."""
+    plumbing = set(PLUMBING) | set(FOREIGN)
     read = set()
     for path in (ROOT / "lab").rglob("*.py"):
         text = path.read_text()
