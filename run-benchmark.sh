@@ -6,7 +6,11 @@
 #   → plot → report (summary.md, report.html) → down (the topology, always)
 # Settings come from the environment (`make help` lists them); `make bench`
 # calls this script. Exit: 0 done, 1 failure (partial results kept and marked
-# incomplete), 2 bad input or missing prerequisites, 130 interrupted.
+# incomplete; a server that failed does not stop the others), 2 bad input or
+# missing prerequisites, 130 interrupted (the run marked interrupted).
+# Nothing outlives the run: each step's keeper (lab/keeper.py) kills what the
+# step started if it vanishes; the guard below undoes the topology and marks
+# the run if this script and its steps all vanish (SIGKILL, the OOM killer).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 
@@ -16,8 +20,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")"
 # exit 130. A Ctrl-C reaches the step directly too; the lab ignores a repeat.
 step=""
 stopping=""
+signals=0
 on_signal() {
   stopping=$1
+  signals=$((signals + 1))
   if [[ -n $step ]]; then kill -s "$1" "$step" 2>/dev/null || true; fi
 }
 trap 'on_signal INT' INT
@@ -25,14 +31,18 @@ trap 'on_signal TERM' TERM
 trap 'on_signal HUP' HUP
 
 lab() {
+  # once stopping, only the steps that close the run still run
+  if [[ -n $stopping ]]; then
+    case $1 in finish | plot | report | down) ;; *) return 130 ;; esac
+  fi
   python3 -m lab "$@" &
   step=$!
-  local code
+  local code before
   while :; do
-    local before=$stopping
+    before=$signals
     code=0
     wait "$step" || code=$?
-    [[ $stopping != "$before" ]] || break # a signal ended the wait, not the step:
+    (( signals != before )) || break      # a signal ended the wait, not the step:
   done                                    # wait again for the step's own end
   step=""
   if (( code == 127 )) && [[ -n $stopping ]]; then code=130; fi
