@@ -409,7 +409,7 @@ def test_ctrl_c_mid_sweep_removes_the_container(tmp_path: Path) -> None:
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 130, err
     m = json.loads((run / "manifest.json").read_text())
-    assert m["status"] == "incomplete" and m["servers"]["aws"]["status"] == "interrupted"
+    assert m["status"] == "interrupted" and m["servers"]["aws"]["status"] == "interrupted"
     assert project_leftovers(port) == [] and leftovers(run) == []
 
 

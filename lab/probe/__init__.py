@@ -300,12 +300,15 @@ def probe_server(server: Server, root: Path, cache: Path, run_dir: Path, knobs: 
                              where, topology.connect if topology is not None else None)
     host = instance.host
     report = ProbeReport(server=server.name, host=host, port=knobs.port,
-                         workers=knobs.workers, limits=lim)
+                         workers=knobs.workers or 0, limits=lim)
     try:
         instance.start()
         instance.ready()
         where = instance.where
-        report = run_probe(host, knobs.port, instance.pid, knobs.workers, lim, server.name,
+        # as shipped: the pool the server says it has; unknown: the most the probe holds
+        said = instance.ran_with()
+        workers = knobs.workers or (int(str(said["workers"])) if said else lim.slow_max)
+        report = run_probe(host, knobs.port, instance.pid, workers, lim, server.name,
                            instance.sample,
                            lambda ours, theirs: where.in_network(
                                lambda: receive_queue(ours, theirs)))
@@ -381,7 +384,7 @@ def main(argv: list[str]) -> int:
     import os
     import tempfile
 
-    from lab.servers import discover
+    from lab.servers import found_here
 
     root, cache = ROOT, cache_dir()
     ap = argparse.ArgumentParser(prog="python3 -m lab.probe", description=main.__doc__)
@@ -390,7 +393,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--cpus", default="0", help="CPU list for the servers, e.g. 0 or 0,1")
     ap.add_argument("--run", type=Path, default=None, help="folder for probe.json and logs")
     args = ap.parse_args(argv)
-    known = discover(root, os.environ.get("LAB_SERVER_PATH", ""))
+    known = found_here(root)
     names = list(known) if args.servers == ["all"] else args.servers
     unknown = [n for n in names if n not in known]
     if unknown:

@@ -41,13 +41,13 @@ from typing import Any
 
 from lab import deps as lab_deps
 from lab import procfs, procs
-from lab.params import ConfigError, Params, format_cpus
+from lab.params import ConfigError, Params, default, format_cpus
 from lab.paths import ROOT, cache_dir
 from lab.procfs import TreeSample
 from lab.runtimes import Placement, SetupError, Started, Topology, TreeSampler, compose
 from lab.runtimes.cgroups import cgroup_memory, cgroup_version
 from lab.runtimes.local import LocalClientHost, LocalServerHost
-from lab.servers import Server, discover, lookup
+from lab.servers import Server, found_here, lookup
 
 PREFIX_VARIABLE = "LAB_DOCKER_PREFIX"   # compose projects are <prefix>-<port>
 DEFAULT_PREFIX = "restlab"
@@ -57,7 +57,7 @@ PROJECT_LABEL = "com.docker.compose.project"
 # process (unpinned, its CPU on nobody's account); without it the kernel
 # forwards 127.0.0.1:PORT to the container (iptables DNAT).
 DOCKERD_ARGS = ("--userland-proxy=false",)
-MIRROR = os.environ.get("DEBIAN_MIRROR", "http://deb.debian.org/debian")   # for debootstrap
+MIRROR = os.environ.get("DEBIAN_MIRROR") or default("DEBIAN_MIRROR")   # for debootstrap
 BASES = {"debian:bullseye": "bullseye", "debian:bookworm": "bookworm"}
 # The archives a base made here installs from: the packages the process
 # runtime runs, so that the two runtimes differ in the container only. Debian
@@ -67,7 +67,8 @@ BASES = {"debian:bullseye": "bullseye", "debian:bookworm": "bookworm"}
 # where an online build gets libaws 20.2-2+deb11u1; the facts record which.
 SOURCES = {"bullseye": ("bullseye",),
            "bookworm": ("bookworm", "bookworm-updates", "bookworm-security")}
-SECURITY_MIRROR = os.environ.get("DEBIAN_SECURITY_MIRROR", "http://deb.debian.org/debian-security")
+SECURITY_MIRROR = (os.environ.get("DEBIAN_SECURITY_MIRROR")
+                   or default("DEBIAN_SECURITY_MIRROR"))
 MIN_MEMORY = 6 * 1024 * 1024            # Docker refuses a smaller limit
 
 
@@ -231,7 +232,7 @@ def service_of(server: Server) -> str:
 
 
 def chosen(params: Params) -> list[Server]:
-    found = discover(ROOT, os.environ.get("LAB_SERVER_PATH", ""))
+    found = found_here(ROOT)
     return [lookup(found, n) for n in params.servers]
 
 
@@ -614,6 +615,7 @@ class Container:
         if self.returncode is None and state:
             self.returncode = int(state.get("ExitCode", -1))
         run(["docker", "rm", "-f", "-v", self.id], timeout=60)
+        procs.Keeper.done(["docker", "rm", "-f", "-v", self.id])
         procs.stop(self.follower, grace=2)
         procs.kill_group(self.follower.pid)
         if self.host.current is self:
@@ -703,6 +705,8 @@ class DockerServerHost(LocalServerHost):
         ident = run(self.compose_cmd(service, "ps", "-q", service), timeout=60,
                     env=cenv).stdout.strip()
         info = inspect(ident) if ident else {}
+        if ident:                            # removed by the step's keeper if the step vanishes
+            procs.Keeper.undo(["docker", "rm", "-f", "-v", ident])
         if code != 0 or not info:
             if ident:
                 run(["docker", "rm", "-f", "-v", ident], timeout=60)

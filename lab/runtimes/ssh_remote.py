@@ -95,11 +95,19 @@ class RemoteProcess:
                  run: str) -> None:
         self.host, self.popen, self._pid, self.run = host, popen, pid, run
         self.code: int | None = None
+        self.since: int | None = None
         self.checked = time.monotonic()
 
     @property
     def pid(self) -> int:
         return self._pid
+
+    def undo_argv(self, since: int | None) -> list[str]:
+        """The ssh command that stops its session there (the agent's `stop`,
+        which checks the session leader is still the process the lab started)."""
+        self.since = since
+        return self.host.link.ssh(shlex.join([
+            "python3", self.host.remote.agent, "stop", str(self._pid), str(since), self.run]))
 
     @property
     def returncode(self) -> int | None:
@@ -132,6 +140,9 @@ class RemoteProcess:
             raise HostLost(f"{self.host.name}: processes {left['left']} of the run outlived "
                            "SIGKILL")
         self.host.registry.stopped(self.host.name, self.pid)
+        if self.since is not None:
+            procs.Keeper.done(self.undo_argv(self.since))
+        procs.kill_group(self.popen.pid)
         self.code = self.popen.returncode if self.code is None else self.code
         if self.code == 255:        # ssh's code for a command a signal ended: ours
             self.code = -(signal.SIGKILL if self.pid in left.get("killed", []) else
@@ -215,7 +226,12 @@ class SshServerHost(Host, ServerHost):
                 pid = int(m.group(1))
                 since = self.ask("alive", pid)["since"]
                 self.registry.started(self.name, pid, since, run, popen.pid)
-                return RemoteProcess(self, popen, pid, run)
+                proc = RemoteProcess(self, popen, pid, run)
+                # if this step vanishes (SIGKILL, OOM), its keeper stops the session there
+                if since is not None:
+                    procs.Keeper.undo(proc.undo_argv(since))
+                procs.Keeper.watch(popen.pid)
+                return proc
             if popen.poll() is not None or time.monotonic() > deadline:
                 if popen.poll() is None:
                     popen.kill()

@@ -15,7 +15,7 @@ from pathlib import Path
 from lab import paths, procs
 from lab.params import ConfigError, Params
 from lab.runtimes.ssh_session import Link, Remote, key, last_line
-from lab.servers import LAB_VARIABLES, Server, artifact_path, discover, lookup
+from lab.servers import LAB_VARIABLES, Server, artifact_path, found_here, lookup
 
 ROOT = paths.ROOT
 SHIPPED = ("lab", "servers", "client")      # what of the checkout goes to the server host
@@ -43,7 +43,7 @@ class PathMap:
 
 def extra_server_dirs() -> list[Path]:
     """LAB_SERVER_PATH folders (test doubles, a user's own servers)."""
-    return [Path(p).resolve() for p in os.environ.get("LAB_SERVER_PATH", "").split(":") if p]
+    return paths.server_path()
 
 
 def path_map(remote: Remote) -> PathMap:
@@ -73,7 +73,7 @@ def env_words(env: dict[str, str]) -> str:
 
 
 def chosen_servers(params: Params) -> list[Server]:
-    found = discover(ROOT, os.environ.get("LAB_SERVER_PATH", ""))
+    found = found_here(ROOT)
     return [lookup(found, n) for n in params.servers]
 
 

@@ -53,14 +53,16 @@ public final class GrizzlyServer {
         Logger.getLogger("").setLevel(Level.WARNING);   // no INFO chatter from JUL
         InetAddress bind = LabEnv.bind();
         int port = LabEnv.port();
-        int workers = LabEnv.workers().orElse(8);
+        int workers = LabEnv.workers().orElse(0);   // 0: unset, the library's default (as shipped)
         int backlog = LabEnv.backlog();
 
         HttpServer server = new HttpServer();
         NetworkListener listener = new NetworkListener("api", bind.getHostAddress(), port);
         listener.getTransport().setServerConnectionBackLog(backlog);
         ThreadPoolConfig pool = listener.getTransport().getWorkerThreadPoolConfig();
-        pool.setCorePoolSize(workers).setMaxPoolSize(workers);
+        if (workers > 0) {
+            pool.setCorePoolSize(workers).setMaxPoolSize(workers);
+        }
         listener.getKeepAlive().setMaxRequestsCount(-1);   // unlimited requests per connection
         server.addListener(listener);
         // Registered at the root: Grizzly's mapper gives a lone handler every
@@ -73,8 +75,14 @@ public final class GrizzlyServer {
             stopped.countDown();
         }));
         server.start();
+        ThreadPoolConfig ran = listener.getTransport().getWorkerThreadPoolConfig();
         System.out.println("grizzly listening on " + LabEnv.hostPort(bind, port) + " (backlog " + backlog
-                + ") with " + workers + " workers");
+                + ")");
+        // what it runs with, read back from Grizzly (the lab records this line)
+        System.out.println("lab-workers: " + ran.getMaxPoolSize() + " (worker pool core "
+                + ran.getCorePoolSize() + ", max " + ran.getMaxPoolSize()
+                + (workers > 0 ? ", from WORKERS" : ", Grizzly's default") + "; selector threads "
+                + listener.getTransport().getSelectorRunnersCount() + ")");
         System.out.flush();
         stopped.await();
     }

@@ -23,6 +23,7 @@ import org.eclipse.jetty.server.ServerConnector;
 import org.eclipse.jetty.util.thread.QueuedThreadPool;
 import org.glassfish.grizzly.http.server.HttpServer;
 import org.glassfish.grizzly.http.server.NetworkListener;
+import org.glassfish.grizzly.threadpool.ThreadPoolConfig;
 import org.glassfish.jersey.grizzly2.httpserver.GrizzlyHttpServerFactory;
 import org.glassfish.jersey.jetty.JettyHttpContainer;
 import org.glassfish.jersey.server.ContainerFactory;
@@ -69,7 +70,7 @@ public final class JerseyServer {
         Logger.getLogger("").setLevel(Level.WARNING);   // no INFO chatter from JUL
         InetAddress bind = LabEnv.bind();
         int port = LabEnv.port();
-        int workers = LabEnv.workers().orElse(8);
+        int workers = LabEnv.workers().orElse(0);   // 0: unset, the library's default (as shipped)
         int backlog = LabEnv.backlog();
         String container = LabEnv.choice("JAXRS_CONTAINER", "grizzly", "grizzly", "jetty", "tomcat", "undertow");
 
@@ -92,7 +93,7 @@ public final class JerseyServer {
             stopped.countDown();
         }));
         System.out.println("jersey on " + container + " listening on " + LabEnv.hostPort(bind, port)
-                + " (backlog " + backlog + ") with " + workers + " workers");
+                + " (backlog " + backlog + ")");
         System.out.flush();
         stopped.await();
     }
@@ -103,20 +104,31 @@ public final class JerseyServer {
                 URI.create("http://" + LabEnv.hostPort(bind, port) + "/"), config, false);
         for (NetworkListener listener : server.getListeners()) {
             listener.getTransport().setServerConnectionBackLog(backlog);
-            listener.getTransport().getWorkerThreadPoolConfig()
-                    .setCorePoolSize(workers).setMaxPoolSize(workers);
+            if (workers > 0) {
+                listener.getTransport().getWorkerThreadPoolConfig()
+                        .setCorePoolSize(workers).setMaxPoolSize(workers);
+            }
             listener.getKeepAlive().setMaxRequestsCount(-1);   // unlimited requests per connection
         }
         server.start();
+        for (NetworkListener listener : server.getListeners()) {
+            ThreadPoolConfig ran = listener.getTransport().getWorkerThreadPoolConfig();
+            System.out.println("lab-workers: " + ran.getMaxPoolSize() + " (Grizzly worker pool core "
+                    + ran.getCorePoolSize() + ", max " + ran.getMaxPoolSize()
+                    + (workers > 0 ? ", from WORKERS" : ", Grizzly's default") + "; selector threads "
+                    + listener.getTransport().getSelectorRunnersCount() + ")");
+        }
         return server::shutdownNow;
     }
 
     private static Running jetty(ResourceConfig config, InetAddress bind, int port,
                                  int workers, int backlog) throws Exception {
-        int acceptors = 1;
-        int selectors = Math.max(1, Runtime.getRuntime().availableProcessors() / 2);
+        int acceptors = workers > 0 ? 1 : -1;               // -1: Jetty's own (as shipped)
+        int selectors = workers > 0 ? Math.max(1, Runtime.getRuntime().availableProcessors() / 2)
+                : -1;
         int poolSize = workers + acceptors + selectors;
-        QueuedThreadPool pool = new QueuedThreadPool(poolSize, poolSize);
+        QueuedThreadPool pool = workers > 0 ? new QueuedThreadPool(poolSize, poolSize)
+                : new QueuedThreadPool();
         pool.setName("jetty");
         Server server = new Server(pool);
         ServerConnector connector = new ServerConnector(server, acceptors, selectors,
@@ -131,6 +143,12 @@ public final class JerseyServer {
         config.register(ContentLengthInterceptor.class);
         server.setHandler(ContainerFactory.createContainer(JettyHttpContainer.class, config));
         server.start();
+        int ranAcceptors = connector.getAcceptors();
+        int ranSelectors = connector.getSelectorManager().getSelectorCount();
+        System.out.println("lab-workers: " + (pool.getMaxThreads() - ranAcceptors - ranSelectors)
+                + " (request threads; QueuedThreadPool min " + pool.getMinThreads() + ", max "
+                + pool.getMaxThreads() + (workers > 0 ? ", from WORKERS" : ", Jetty's default")
+                + "; " + ranAcceptors + " acceptor, " + ranSelectors + " selectors)");
         return server::stop;
     }
 
@@ -147,14 +165,20 @@ public final class JerseyServer {
         connector.setThrowOnFailure(true);                  // a failed bind must fail start()
         connector.setProperty("address", bind.getHostAddress());
         connector.setProperty("acceptCount", Integer.toString(backlog));
-        connector.setProperty("maxThreads", Integer.toString(workers));
-        connector.setProperty("minSpareThreads", Integer.toString(workers));
+        if (workers > 0) {                                  // unset: Tomcat's own (as shipped)
+            connector.setProperty("maxThreads", Integer.toString(workers));
+            connector.setProperty("minSpareThreads", Integer.toString(workers));
+        }
         connector.setProperty("maxKeepAliveRequests", "-1");  // unlimited requests per connection
 
         Context ctx = tomcat.addContext("", null);
         Tomcat.addServlet(ctx, "jersey", new ServletContainer(config));
         ctx.addServletMappingDecoded("/*", "jersey");
         tomcat.start();
+        System.out.println("lab-workers: " + connector.getProperty("maxThreads")
+                + " (connector maxThreads " + connector.getProperty("maxThreads")
+                + ", minSpareThreads " + connector.getProperty("minSpareThreads")
+                + (workers > 0 ? ", from WORKERS" : ", Tomcat's default") + ")");
         return tomcat::stop;
     }
 
@@ -170,14 +194,19 @@ public final class JerseyServer {
                                 .addMapping("/*")
                                 .setLoadOnStartup(1)));
         deployment.deploy();
+        int ioThreads = Math.max(2, Runtime.getRuntime().availableProcessors());
+        int ranWorkers = workers > 0 ? workers : ioThreads * 8;   // Undertow's own default
         Undertow server = Undertow.builder()
                 .addHttpListener(port, bind.getHostAddress())
                 .setSocketOption(Options.BACKLOG, backlog)
-                .setIoThreads(Math.max(2, Runtime.getRuntime().availableProcessors()))
-                .setWorkerThreads(workers)
+                .setIoThreads(ioThreads)
+                .setWorkerThreads(ranWorkers)
                 .setHandler(deployment.start())
                 .build();
         server.start();
+        System.out.println("lab-workers: " + ranWorkers + " (XNIO task pool"
+                + (workers > 0 ? ", from WORKERS" : ", Undertow's default: 8 per IO thread")
+                + "; " + ioThreads + " IO threads)");
         return () -> {
             server.stop();
             deployment.stop();

@@ -60,13 +60,17 @@ public final class JettyServer {
     public static void main(String[] args) throws Exception {
         InetAddress bind = LabEnv.bind();
         int port = LabEnv.port();
-        int workers = LabEnv.workers().orElse(8);
+        int workers = LabEnv.workers().orElse(0);   // 0: unset, the library's default (as shipped)
         int backlog = LabEnv.backlog();
-        int acceptors = 1;
-        int selectors = Math.max(1, Runtime.getRuntime().availableProcessors() / 2);
+        // WORKERS given: a pool of exactly WORKERS request threads plus 1 acceptor
+        // and the selectors; unset: Jetty's own defaults (as shipped)
+        int acceptors = workers > 0 ? 1 : -1;
+        int selectors = workers > 0 ? Math.max(1, Runtime.getRuntime().availableProcessors() / 2)
+                : -1;
         int poolSize = workers + acceptors + selectors;
 
-        QueuedThreadPool pool = new QueuedThreadPool(poolSize, poolSize);
+        QueuedThreadPool pool = workers > 0 ? new QueuedThreadPool(poolSize, poolSize)
+                : new QueuedThreadPool();
         pool.setName("jetty");
         Server server = new Server(pool);
         ServerConnector connector = new ServerConnector(server, acceptors, selectors,
@@ -78,9 +82,15 @@ public final class JettyServer {
         server.setHandler(new ApiHandler());
         server.setStopAtShutdown(true);
         server.start();
+        int ranAcceptors = connector.getAcceptors();
+        int ranSelectors = connector.getSelectorManager().getSelectorCount();
         System.out.println("jetty listening on " + LabEnv.hostPort(bind, port) + " (backlog " + backlog
-                + ") with " + workers + " workers ("
-                + acceptors + " acceptor, " + selectors + " selectors, pool " + poolSize + ")");
+                + ")");
+        // what it runs with, read back from Jetty (the lab records this line)
+        System.out.println("lab-workers: " + (pool.getMaxThreads() - ranAcceptors - ranSelectors)
+                + " (request threads; QueuedThreadPool min " + pool.getMinThreads() + ", max "
+                + pool.getMaxThreads() + (workers > 0 ? ", from WORKERS" : ", Jetty's default")
+                + "; " + ranAcceptors + " acceptor, " + ranSelectors + " selectors)");
         System.out.flush();
         server.join();
     }

@@ -49,7 +49,7 @@ public final class TomcatServer {
         Logger.getLogger("").setLevel(Level.WARNING);   // no INFO chatter from JULI
         InetAddress bind = LabEnv.bind();
         int port = LabEnv.port();
-        int workers = LabEnv.workers().orElse(8);
+        int workers = LabEnv.workers().orElse(0);   // 0: unset, the library's default (as shipped)
         int backlog = LabEnv.backlog();
 
         Tomcat tomcat = new Tomcat();
@@ -68,8 +68,10 @@ public final class TomcatServer {
         connector.setThrowOnFailure(true);                  // a failed bind must fail start()
         connector.setProperty("address", bind.getHostAddress());
         connector.setProperty("acceptCount", Integer.toString(backlog));
-        connector.setProperty("maxThreads", Integer.toString(workers));
-        connector.setProperty("minSpareThreads", Integer.toString(workers));
+        if (workers > 0) {                                  // unset: Tomcat's own (as shipped)
+            connector.setProperty("maxThreads", Integer.toString(workers));
+            connector.setProperty("minSpareThreads", Integer.toString(workers));
+        }
         connector.setProperty("maxKeepAliveRequests", "-1");  // unlimited requests per connection
 
         Context ctx = tomcat.addContext("", null);
@@ -78,7 +80,12 @@ public final class TomcatServer {
 
         tomcat.start();
         System.out.println("tomcat listening on " + LabEnv.hostPort(bind, port) + " (backlog " + backlog
-                + ") with " + workers + " workers");
+                + ")");
+        // what it runs with, read back from the connector (the lab records this line)
+        System.out.println("lab-workers: " + connector.getProperty("maxThreads")
+                + " (connector maxThreads " + connector.getProperty("maxThreads")
+                + ", minSpareThreads " + connector.getProperty("minSpareThreads")
+                + (workers > 0 ? ", from WORKERS" : ", Tomcat's default") + ")");
         System.out.flush();
         tomcat.getServer().await();
     }

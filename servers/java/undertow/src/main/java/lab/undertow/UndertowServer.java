@@ -71,24 +71,29 @@ public final class UndertowServer {
         Logger.getLogger("").setLevel(Level.WARNING);   // no INFO chatter (XNIO banner) from JUL
         InetAddress bind = LabEnv.bind();
         int port = LabEnv.port();
-        int workers = LabEnv.workers().orElse(8);
+        int workers = LabEnv.workers().orElse(0);   // 0: unset, the library's default (as shipped)
         int backlog = LabEnv.backlog();
         boolean dispatch = "worker".equals(LabEnv.choice("UNDERTOW_ANSWER_ON", "worker", "worker", "io"));
         int ioThreads = Math.max(2, Runtime.getRuntime().availableProcessors());
+        // Undertow's own default, as its builder computes it: 8 per IO thread
+        int ranWorkers = workers > 0 ? workers : ioThreads * 8;
 
         Undertow server = Undertow.builder()
                 .addHttpListener(port, bind.getHostAddress())
                 .setSocketOption(Options.BACKLOG, backlog)
                 .setIoThreads(ioThreads)
-                .setWorkerThreads(workers)
+                .setWorkerThreads(ranWorkers)
                 .setHandler(new ApiHandler(dispatch))
                 .build();
         Runtime.getRuntime().addShutdownHook(new Thread(server::stop));
         server.start();
         System.out.println("undertow listening on " + LabEnv.hostPort(bind, port) + " (backlog " + backlog
-                + ") with " + workers
+                + ") with " + ranWorkers
                 + " workers (" + ioThreads + " io threads), answering on "
                 + (dispatch ? "the worker pool" : "the io threads"));
+        System.out.println("lab-workers: " + ranWorkers + " (XNIO task pool"
+                + (workers > 0 ? ", from WORKERS" : ", Undertow's default: 8 per IO thread")
+                + "; " + ioThreads + " IO threads)");
         System.out.flush();
     }
 }
