@@ -11,7 +11,6 @@ import statistics
 from dataclasses import dataclass, field
 from itertools import combinations
 
-from lab import params
 from lab.clients import Level
 from lab.record import Row
 
@@ -21,8 +20,8 @@ STEAL_PCT = 10.0               # CPU time the hypervisor took
 NOISY_SPREAD = 1.10            # max/min of a level's repetitions
 LITTLES_LOW, LITTLES_HIGH = 0.8, 1.2   # in-flight / concurrency (closed loop)
 SATURATED_SHORTFALL = 0.05     # achieved rate below offered rate by more than this
-WARMUP_SLICE_S = params.WARMUP_SLICE_S   # warm-up auto: load in slices of 2 s ...
-STEADY_SLICES = 3              # ... until this many consecutive slices ...
+STEADY_SLICES = 3              # warm-up auto: slices (lab.params.WARMUP_SLICE_S) until
+                               # this many consecutive slices ...
 STEADY_TOLERANCE = 1.05        # ... within 5% of each other (max/min)
 MIN_REPS_FOR_VERDICT = 3       # fewer repetitions show no spread worth ranking on
 CAPACITY_LIMITED = 0.90        # a server at 90%+ of the client's calibrated capacity

@@ -10,11 +10,11 @@ from pathlib import Path
 from lab import analysis
 from lab.analysis import Analysis
 from lab.display import gp_quote, problem, xlabel
-from lab.params import KNOBS
 from lab.record import RunRecord
 
 PLOTS = Path(__file__).resolve().parents[1] / "plots"
 MB = 1024
+LOAD_AXES = ("concurrency", "rate")   # any other axis is a server knob
 COLUMNS = ("value rate rate_lo rate_hi resp_ms resp_lo resp_hi rss_end_MB rss_peak_MB "
            "client_bound cpu_us_per_req cpu_lo cpu_hi failed disturbed noisy p50_ms p90_ms "
            "p99_ms")
@@ -66,7 +66,7 @@ def export(rec: RunRecord, a: Analysis) -> tuple[list[str], str, bool]:
 
 def charts(axis: str, percentiles: bool) -> list[str]:
     """Which charts this run gets: a knob sweep has its own three-panel chart."""
-    if axis in KNOBS:
+    if axis not in LOAD_AXES:           # a server knob (workers, backlog): a start per value
         return ["knob", "rss"]
     return ["rps", "rss", "latency"] + (["percentiles"] if percentiles else [])
 

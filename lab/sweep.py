@@ -19,13 +19,12 @@ from typing import Any
 from lab import metrics, procs, record, runtimes
 from lab.clients import Client, ClientError, Level, Load
 from lab.launch import Knobs, ListenError, ServerProcess
-from lab.params import KNOBS, Params
+from lab.params import KNOBS, WARMUP_SLICE_S, Params
 from lab.record import Row
 from lab.runtimes import ClientHost, ClientHung, ClientRun, Placement, ServerDied, ServerHost
 from lab.servers import Server, expand
 from lab.verify import VerifyError, verify
 
-WARMUP_SLICE_S = metrics.WARMUP_SLICE_S
 WARMUP_WORKERS = 64            # an open-loop client's warm-up connections
 
 
