@@ -10,6 +10,7 @@ import os
 import re
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 WARMUP_SLICE_S = 2                           # WARMUP=auto's slice (lab.metrics)
 PUBLISHED_LEVELS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 35, 40, 45, 50)
@@ -72,6 +73,9 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "RUNTIME": ("process", "how the server runs: process (directly) or docker (its "
                            "compose.yaml service, built from the server's Dockerfile)"),
     "MEM_LIMIT": ("", "RUNTIME=docker: the container's memory limit, e.g. 512m (empty: none)"),
+    "ADA_SOURCES": ("", "folder holding the pinned archives of servers/ada/sources.toml "
+                        "(relative: to the repository root); empty: download them once "
+                        "into the cache"),
 }
 TOPOLOGIES = ("local", "netns", "ssh")
 RUNTIMES = ("process", "docker")
@@ -404,6 +408,10 @@ def from_env(env: Mapping[str, str], known_servers: list[str],
         raise ConfigError(f"VERDICT_AT: {' '.join(map(str, missing))} is not a swept value "
                           f"({' '.join(map(str, values))})")
     results = get("RESULTS").strip() or "results"
+    ada_sources = get("ADA_SOURCES").strip()
+    if ada_sources and not (Path(__file__).resolve().parents[1] / ada_sources).is_dir():
+        raise ConfigError(f"ADA_SOURCES={ada_sources!r}: no such folder (relative paths are "
+                          "relative to the repository root)")
 
     return Params(
         servers=tuple(names),

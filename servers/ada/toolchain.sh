@@ -6,6 +6,12 @@
 #   toolchain.sh exec NAME ARGS  exec the built server (the PID stays the server's)
 #   toolchain.sh facts NAME      key=value lines for the run manifest
 #   toolchain.sh mode            print the resolved mode (native|rootfs)
+#   toolchain.sh sources NAME    check and unpack the pinned sources NAME needs
+#
+# A server whose .gpr has a line "-- lab-libraries: LIB..." is built against
+# libraries from pinned upstream sources (servers/ada/sources.toml, checked by
+# lab/sources.py; exit 2 if an archive is missing or fails its check). They
+# are built once per cache into the root (rootfs mode only): see build_library.
 #
 # ADA_TOOLCHAIN selects the mode:
 #   native  gprbuild on PATH and an "aws" GNAT project it can find (Alire, distro)
@@ -59,11 +65,21 @@ native_available() {
     return 1
 }
 
+# The mode; $1 (optional) is a server folder: one built against libraries
+# from pinned sources is built in the root, so auto means rootfs for it.
 resolve_mode() {
     case ${ADA_TOOLCHAIN:-auto} in
-        native) echo native ;;
+        native) if [[ -n ${1:-} && -n $(libraries_of "$1") ]]; then
+                    say "error: $(basename "$1") builds libraries from pinned sources, only in the root: use ADA_TOOLCHAIN=rootfs or auto"
+                    exit 2
+                fi
+                echo native ;;
         rootfs) echo rootfs ;;
-        auto)   if native_available; then echo native; else echo rootfs; fi ;;
+        auto)   if [[ -z ${1:-} || -z $(libraries_of "$1") ]] && native_available; then
+                    echo native
+                else
+                    echo rootfs
+                fi ;;
         *)      die "ADA_TOOLCHAIN must be native, rootfs or auto (got '${ADA_TOOLCHAIN}')" ;;
     esac
 }
@@ -162,10 +178,12 @@ ensure_native() {
 
 # Forget build stamps made by another mode, or whose binary disappeared.
 prune_stamps() {
-    local mode=$1 s smode sbin
+    local s smode sbin sname mode
     [[ -d $STAMPS ]] || return 0
     for s in "$STAMPS"/*.built; do
         [[ -f $s ]] || continue
+        sname=$(basename "$s" .built)
+        if [[ -d $HERE/$sname ]]; then mode=$(resolve_mode "$HERE/$sname"); else mode=$(resolve_mode); fi
         smode=$(sed -n 's/^mode=//p' "$s")
         sbin=$(sed -n 's/^host_binary=//p' "$s")
         if [[ $smode != "$mode" || ! -x $sbin ]]; then
@@ -190,6 +208,18 @@ gpr_of() {
     basename "${gprs[0]}"
 }
 
+# The libraries built from pinned sources: "-- lab-libraries: LIB..." in the .gpr.
+libraries_of() {
+    local gprs=("$1"/*.gpr)
+    [[ -f ${gprs[0]} ]] || return 0
+    sed -n 's/^-- *lab-libraries: *//p' "${gprs[0]}" | head -1
+}
+
+# Extra gprbuild switches: "-- lab-gprflags: ..." in the .gpr.
+gprflags_of() {
+    sed -n 's/^-- *lab-gprflags: *//p' "$1/$(gpr_of "$1")" | head -1
+}
+
 # The executable name: the line "-- lab-executable: NAME" in the .gpr.
 exe_of() {
     local dir=$1 exe
@@ -199,20 +229,112 @@ exe_of() {
 }
 
 cmd_ensure() {
-    local mode
-    mode=$(resolve_mode)
+    local mode dir=""
+    if [[ -n ${1:-} ]]; then dir=$(server_dir "$1"); fi
+    mode=$(resolve_mode "$dir")
     if [[ $mode == native ]]; then ensure_native; else ensure_rootfs; fi
-    prune_stamps "$mode"
+    prune_stamps
+    if [[ -n $dir && -n $(libraries_of "$dir") ]]; then cmd_sources "$1"; fi
+}
+
+# ---------------------------------------------------------------- pinned sources
+SRC=/lab/src             # verified, unpacked archives (inside the root)
+LIBBUILD=/lab/libbuild   # a copy of each, patched, where it is built
+PREFIX=/lab/prefix       # what `make install-static` installs (ASF's libraries)
+
+# Check every archive NAME needs (exit 2 naming one that is missing or fails
+# its check), then unpack them into the root. Nothing is built here.
+cmd_sources() {
+    local dir libs
+    dir=$(server_dir "${1:?usage: toolchain.sh sources NAME}")
+    libs=$(libraries_of "$dir")
+    [[ -n $libs ]] || return 0
+    [[ -f $READY ]] || die "rootfs not ready; run: toolchain.sh ensure"
+    # shellcheck disable=SC2086  # a list of library names
+    (cd "$LAB_ROOT" && python3 -m lab.sources fetch $libs --into "$ROOT$SRC" >/dev/null) || {
+        local code=$?
+        say "error: the sources of $(basename "$dir") are not usable (see above)"
+        exit "$code"
+    }
+}
+
+# The folder a library was unpacked to (inside the root): REPO-COMMIT.
+source_folder() {
+    (cd "$LAB_ROOT" && python3 -c 'import sys; from lab.sources import load
+print(load()[sys.argv[1]].folder)' "$1")
+}
+
+# Patches of server folder $1 for library $2: "-- lab-patch: LIB FILE" lines.
+patches_of() {
+    sed -n "s/^-- *lab-patch: *$2  *\([A-Za-z0-9._-]*\).*/\1/p" "$1/$(gpr_of "$1")"
+}
+
+# Build library $2 for server folder $1 in the root, once: a stamp records
+# the source folder and the patches' digest. The build tree is a fresh copy
+# of the verified source with the server's patches applied (on the host).
+build_library() {
+    local dir=$1 lib=$2 folder patches="" p key stamp tree t0=$SECONDS
+    folder=$(source_folder "$lib")
+    for p in $(patches_of "$dir" "$lib"); do
+        patches+="$p:$(sha256sum < "$dir/$p" | cut -c1-16) "
+    done
+    key="$folder ${patches% }"
+    stamp=$ROOT$LIBBUILD/.built-$lib
+    if [[ -f $stamp && $(cat "$stamp") == "$key" ]]; then
+        return 0
+    fi
+    tree=$ROOT$LIBBUILD/$lib
+    say "building library $lib ($folder${patches:+, patched: ${patches% }})"
+    rm -rf "$tree" "$stamp"
+    mkdir -p "$ROOT$LIBBUILD"
+    cp -a "$ROOT$SRC/$folder" "$tree"
+    for p in $(patches_of "$dir" "$lib"); do
+        patch -s -d "$tree" -p1 < "$dir/$p" || die "patch $p does not apply to $folder"
+    done
+    local setup="make setup BUILD=distrib PREFIX=$PREFIX HAVE_ALIRE=no"
+    local make_lib="$setup && make static GPRFLAGS='-p -q -j2' && make install-static"
+    local script
+    case $lib in
+        ada-util)
+            # AWS 20 needs UTIL_AWS_IMPL=2 (install-static does not pass GPRFLAGS);
+            # GNAT 10 lacks To_Ada_Time_64, hence UTIL_TIME_64=no.
+            script="$setup UTIL_OS=linux64 UTIL_TIME_64=no HAVE_XML_ADA=yes HAVE_AWS=yes \
+                    HAVE_CURL=no HAVE_LZMA=no && make static GPRFLAGS='-p -q -j2' \
+                    && make install-static" ;;
+        ada-el|ada-security)
+            script=$make_lib ;;
+        ada-servlet)
+            script="$setup HAVE_EWS=no HAVE_AWS=yes && make static GPRFLAGS='-p -q -j2' \
+                    && make install-static" ;;
+        ews)
+            script="make lib-static-stamp" ;;
+        simple-components)
+            script="true" ;;   # source projects: compiled with the server
+        *)  die "no build recipe for library $lib" ;;
+    esac
+    chroot "$ROOT" /usr/bin/env UTIL_AWS_IMPL=2 ADA_PROJECT_PATH="$PREFIX/share/gpr"         /bin/sh -c "cd $LIBBUILD/$lib && $script" >>"$LOG" 2>&1         || die "build of library $lib failed, see $LOG"
+    printf '%s\n' "$key" > "$stamp"
+    say "built library $lib in $((SECONDS - t0)) s"
 }
 
 cmd_build() {
     local name=${1:?usage: toolchain.sh build NAME} dir mode gpr exe hostbin
     dir=$(server_dir "$name")
-    mode=$(resolve_mode)
+    mode=$(resolve_mode "$dir")
     gpr=$(gpr_of "$dir")
     exe=$(exe_of "$dir")
     if [[ $mode == rootfs ]]; then
         [[ -f $READY ]] || die "rootfs not ready; run: toolchain.sh ensure"
+        local libs lib path="" flags
+        libs=$(libraries_of "$dir")
+        if [[ -n $libs ]]; then
+            cmd_sources "$name"
+            for lib in $libs; do
+                build_library "$dir" "$lib"
+                path+="$LIBBUILD/$lib:"
+            done
+        fi
+        flags=$(gprflags_of "$dir")
         local dest=$ROOT/lab/$name
         say "copying $name sources into the root"
         mkdir -p "$dest"
@@ -221,7 +343,8 @@ cmd_build() {
         (cd "$dir" && find . -mindepth 1 -maxdepth 1 ! -name obj ! -name bin \
              -exec cp -a {} "$dest/" \;)
         say "gprbuild -P $gpr (chroot, gnat of $SUITE)"
-        chroot "$ROOT" /bin/sh -c "cd /lab/$name && exec gprbuild -p -q -j2 -P $gpr" \
+        chroot "$ROOT" /usr/bin/env ADA_PROJECT_PATH="$PREFIX/share/gpr:$path" \
+            /bin/sh -c "cd /lab/$name && exec gprbuild -p -q -j2 $flags -P $gpr" \
             || die "build of $name failed"
         hostbin=$dest/bin/$exe
     else
@@ -241,7 +364,7 @@ cmd_exec() {
     local name=${1:?usage: toolchain.sh exec NAME [ARGS]} dir mode exe
     shift
     dir=$(server_dir "$name")
-    mode=$(resolve_mode)
+    mode=$(resolve_mode "$dir")
     exe=$(exe_of "$dir")
     if [[ $mode == rootfs ]]; then
         [[ -x $ROOT/lab/$name/bin/$exe ]] || die "not built: run toolchain.sh build $name"
@@ -261,7 +384,7 @@ in_toolchain() {
 cmd_facts() {
     local name=${1:?usage: toolchain.sh facts NAME} dir
     dir=$(server_dir "$name")
-    MODE=$(resolve_mode)
+    MODE=$(resolve_mode "$dir")
     echo "toolchain=$MODE"
     if [[ $MODE == rootfs ]]; then
         [[ -f $READY ]] || die "rootfs not ready; run: toolchain.sh ensure"
@@ -299,6 +422,18 @@ cmd_facts() {
         fi
         echo "aws_version_constant=${const:-unknown}"
     fi
+    local libs
+    libs=$(libraries_of "$dir")
+    if [[ -n $libs ]]; then
+        # shellcheck disable=SC2086  # a list of library names
+        (cd "$LAB_ROOT" && python3 -m lab.sources facts $libs)
+        local lib p
+        for lib in $libs; do
+            for p in $(patches_of "$dir" "$lib"); do
+                echo "${lib//-/_}_patch=$p sha256:$(sha256sum < "$dir/$p" | cut -d' ' -f1)"
+            done
+        done
+    fi
     if [[ -f $STAMPS/$name.built ]]; then
         sed -n 's/^built=/built_at=/p' "$STAMPS/$name.built"
     fi
@@ -309,11 +444,12 @@ main() {
     [[ $# -gt 0 ]] && shift
     case $cmd in
         ensure) cmd_ensure "$@" ;;
+        sources) cmd_sources "$@" ;;
         build)  cmd_build "$@" ;;
         exec)   cmd_exec "$@" ;;
         facts)  cmd_facts "$@" ;;
         mode)   resolve_mode ;;
-        *)      sed -n '2,8s/^# \{0,1\}//p' "$0" >&2; exit 64 ;;
+        *)      sed -n '2,9s/^# \{0,1\}//p' "$0" >&2; exit 64 ;;
     esac
 }
 
