@@ -232,9 +232,17 @@ cmd_ensure() {
     local mode dir=""
     if [[ -n ${1:-} ]]; then dir=$(server_dir "$1"); fi
     mode=$(resolve_mode "$dir")
+    local libs=""
+    if [[ -n $dir ]]; then libs=$(libraries_of "$dir"); fi
+    if [[ -n $libs ]]; then
+        # The archives first: a missing or wrong one stops here (exit 2),
+        # before the root is made or anything is built.
+        # shellcheck disable=SC2086  # a list of library names
+        (cd "$LAB_ROOT" && python3 -m lab.sources check $libs) || exit $?
+    fi
     if [[ $mode == native ]]; then ensure_native; else ensure_rootfs; fi
     prune_stamps
-    if [[ -n $dir && -n $(libraries_of "$dir") ]]; then cmd_sources "$1"; fi
+    if [[ -n $libs ]]; then cmd_sources "$1"; fi
 }
 
 # ---------------------------------------------------------------- pinned sources
