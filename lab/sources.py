@@ -1,6 +1,8 @@
 """Pinned upstream sources of the Ada servers' libraries (servers/ada/sources.toml).
 
-    python3 -m lab.sources fetch NAME... --into DIR   check, then unpack each into DIR
+    python3 -m lab.sources fetch NAME... --into DIR [--stage DIR2]
+                                                      check, then unpack each into DIR
+                                                      (and copy it to DIR2/NAME.tar.gz)
     python3 -m lab.sources check [NAME...]            check only
     python3 -m lab.sources facts NAME...              key=value lines for a run manifest
 
@@ -209,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     f = sub.add_parser("fetch")
     f.add_argument("names", nargs="+")
     f.add_argument("--into", required=True, type=Path)
+    f.add_argument("--stage", type=Path, help="also copy each checked archive here as "
+                   "NAME.tar.gz (a Docker build context takes them from there)")
     c = sub.add_parser("check")
     c.add_argument("names", nargs="*")
     fa = sub.add_parser("facts")
@@ -229,6 +233,11 @@ def main(argv: list[str] | None = None) -> int:
             args.into.mkdir(parents=True, exist_ok=True)
             for s, path in archives:
                 print(unpack(s, path, args.into))
+                if args.stage is not None:
+                    args.stage.mkdir(parents=True, exist_ok=True)
+                    staged = args.stage / f"{s.name}.tar.gz"
+                    if not staged.is_file() or staged.stat().st_size != path.stat().st_size:
+                        shutil.copy2(path, staged)      # keeps the archive's mtime
     except SourceError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -259,11 +259,22 @@ cmd_sources() {
     [[ -n $libs ]] || return 0
     [[ -f $READY ]] || die "rootfs not ready; run: toolchain.sh ensure"
     # shellcheck disable=SC2086  # a list of library names
-    (cd "$LAB_ROOT" && python3 -m lab.sources fetch $libs --into "$ROOT$SRC" >/dev/null) || {
+    # Also staged in the server folder (lab-sources/, git-ignored) with the
+    # build recipe: the Dockerfile's build stage takes them from there.
+    (cd "$LAB_ROOT" && python3 -m lab.sources fetch $libs --into "$ROOT$SRC" \
+         --stage "$dir/lab-sources" >/dev/null) || {
         local code=$?
         say "error: the sources of $(basename "$dir") are not usable (see above)"
         exit "$code"
     }
+    cp -p "$HERE/build-library.sh" "$dir/lab-sources/build-library.sh"
+    # shellcheck disable=SC2086  # a list of library names
+    (cd "$LAB_ROOT" && python3 -m lab.sources facts $libs) > "$dir/lab-sources/facts.txt.tmp"
+    if cmp -s "$dir/lab-sources/facts.txt.tmp" "$dir/lab-sources/facts.txt"; then
+        rm "$dir/lab-sources/facts.txt.tmp"      # unchanged: keep its time (a build input)
+    else
+        mv "$dir/lab-sources/facts.txt.tmp" "$dir/lab-sources/facts.txt"
+    fi
 }
 
 # The folder a library was unpacked to (inside the root): REPO-COMMIT.
@@ -278,7 +289,7 @@ patches_of() {
 }
 
 # Build library $2 for server folder $1 in the root, once: a stamp records
-# the source folder and the patches' digest. The build tree is a fresh copy
+# what it was built from (see key). The build tree is a fresh copy
 # of the verified source with the server's patches applied (on the host).
 build_library() {
     local dir=$1 lib=$2 folder patches="" p key stamp tree t0=$SECONDS
@@ -286,7 +297,10 @@ build_library() {
     for p in $(patches_of "$dir" "$lib"); do
         patches+="$p:$(sha256sum < "$dir/$p" | cut -c1-16) "
     done
-    key="$folder ${patches% }"
+    # What the build depends on: the source, the patches, the recipe, and the
+    # libraries built before it for this server (LIBS_BEFORE).
+    key="$folder ${patches% } recipe:$(sha256sum < "$HERE/build-library.sh" | cut -c1-16)"
+    key+=" after:${LIBS_BEFORE:-none}"
     stamp=$ROOT$LIBBUILD/.built-$lib
     if [[ -f $stamp && $(cat "$stamp") == "$key" ]]; then
         return 0
@@ -299,28 +313,9 @@ build_library() {
     for p in $(patches_of "$dir" "$lib"); do
         patch -s -d "$tree" -p1 < "$dir/$p" || die "patch $p does not apply to $folder"
     done
-    local setup="make setup BUILD=distrib PREFIX=$PREFIX HAVE_ALIRE=no"
-    local make_lib="$setup && make static GPRFLAGS='-p -q -j2' && make install-static"
-    local script
-    case $lib in
-        ada-util)
-            # AWS 20 needs UTIL_AWS_IMPL=2 (install-static does not pass GPRFLAGS);
-            # GNAT 10 lacks To_Ada_Time_64, hence UTIL_TIME_64=no.
-            script="$setup UTIL_OS=linux64 UTIL_TIME_64=no HAVE_XML_ADA=yes HAVE_AWS=yes \
-                    HAVE_CURL=no HAVE_LZMA=no && make static GPRFLAGS='-p -q -j2' \
-                    && make install-static" ;;
-        ada-el|ada-security)
-            script=$make_lib ;;
-        ada-servlet)
-            script="$setup HAVE_EWS=no HAVE_AWS=yes && make static GPRFLAGS='-p -q -j2' \
-                    && make install-static" ;;
-        ews)
-            script="make lib-static-stamp" ;;
-        simple-components)
-            script="true" ;;   # source projects: compiled with the server
-        *)  die "no build recipe for library $lib" ;;
-    esac
-    chroot "$ROOT" /usr/bin/env UTIL_AWS_IMPL=2 ADA_PROJECT_PATH="$PREFIX/share/gpr"         /bin/sh -c "cd $LIBBUILD/$lib && $script" >>"$LOG" 2>&1         || die "build of library $lib failed, see $LOG"
+    cp "$HERE/build-library.sh" "$ROOT/lab/build-library.sh"
+    chroot "$ROOT" /bin/sh /lab/build-library.sh "$lib" "$LIBBUILD/$lib" "$PREFIX" >>"$LOG" 2>&1 \
+        || die "build of library $lib failed, see $LOG"
     printf '%s\n' "$key" > "$stamp"
     say "built library $lib in $((SECONDS - t0)) s"
 }
@@ -337,8 +332,10 @@ cmd_build() {
         libs=$(libraries_of "$dir")
         if [[ -n $libs ]]; then
             cmd_sources "$name"
+            LIBS_BEFORE=""
             for lib in $libs; do
                 build_library "$dir" "$lib"
+                LIBS_BEFORE+="$(sha256sum < "$ROOT$LIBBUILD/.built-$lib" | cut -c1-16),"
                 path+="$LIBBUILD/$lib:"
             done
         fi
@@ -348,7 +345,7 @@ cmd_build() {
         mkdir -p "$dest"
         # Fresh sources every time, but keep obj/ for incremental builds.
         find "$dest" -mindepth 1 -maxdepth 1 ! -name obj ! -name bin -exec rm -rf {} +
-        (cd "$dir" && find . -mindepth 1 -maxdepth 1 ! -name obj ! -name bin \
+        (cd "$dir" && find . -mindepth 1 -maxdepth 1 ! -name obj ! -name bin ! -name lab-sources \
              -exec cp -a {} "$dest/" \;)
         say "gprbuild -P $gpr (chroot, gnat of $SUITE)"
         chroot "$ROOT" /usr/bin/env ADA_PROJECT_PATH="$PREFIX/share/gpr:$path" \
