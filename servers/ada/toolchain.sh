@@ -404,7 +404,7 @@ cmd_facts() {
         # shellcheck disable=SC2016
         echo "gprbuild_package=$(chroot "$ROOT" dpkg-query -W -f='${Package} ${Version}' gprbuild 2>/dev/null || true)"
     fi
-    if grep -qi '^with "aws"' "$dir/$(gpr_of "$dir")"; then
+    if grep -qiE '^with "(aws|servletada_aws)"' "$dir/$(gpr_of "$dir")"; then
         # AWS.Version, the library's own constant (aws.ads). Debian's 20.2
         # package still says "20.0" there, and so does its Server: header.
         local ads const pkg=""
