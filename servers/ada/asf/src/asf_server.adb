@@ -28,42 +28,45 @@ procedure ASF_Server is
    App : aliased Servlet.Core.Servlet_Registry;
    WS  : Servlet.Server.Web.AWS_Container;
 
-   Bind    : constant String := Env_Address ("BIND", "127.0.0.1");
-   Port    : constant Positive := Env_Positive ("PORT", 8080, 65_535);
-   Backlog : constant Positive := Env_Positive ("BACKLOG", 512, 65_535);
-   Workers : Natural := 0;   --  0: AWS's default
-
-   procedure Setup (Config : in out AWS.Config.Object) is
-   begin
-      AWS.Config.Set.Server_Name (Config, "lab-asf");
-      AWS.Config.Set.Server_Host (Config, Bind);
-      AWS.Config.Set.Server_Port (Config, Port);
-      if Workers > 0 then
-         AWS.Config.Set.Max_Connection (Config, Workers);
-      end if;
-      Workers := AWS.Config.Max_Connection (Config);
-      AWS.Config.Set.Accept_Queue_Size (Config, Backlog);
-      AWS.Config.Set.Reuse_Address (Config, True);
-   end Setup;
-
 begin
-   if Env ("WORKERS") /= "" then
-      Workers := Env_Positive ("WORKERS", 5, 10_000);
-   end if;
-   WS.Configure (Setup'Access);
+   --  The settings are read inside the block, so that an invalid one reaches
+   --  the handler below (a message, exit 1), not the runtime's.
+   declare
+      Bind    : constant String := Env_Address ("BIND", "127.0.0.1");
+      Port    : constant Positive := Env_Positive ("PORT", 8080, 65_535);
+      Backlog : constant Positive := Env_Positive ("BACKLOG", 512, 65_535);
+      Workers : Natural :=   --  0: AWS's default
+        (if Env ("WORKERS") = "" then 0
+         else Env_Positive ("WORKERS", 5, 10_000));
 
-   App.Add_Servlet (Name => "api", Server => Api'Unchecked_Access);
-   App.Add_Mapping (Name => "api", Pattern => "/*");
-   Servlet.Rest.Register (App, Greeting_API.API_Greeting.Definition);
-   WS.Register_Application ("", App'Unchecked_Access);
-   WS.Start;
+      procedure Setup (Config : in out AWS.Config.Object) is
+      begin
+         AWS.Config.Set.Server_Name (Config, "lab-asf");
+         AWS.Config.Set.Server_Host (Config, Bind);
+         AWS.Config.Set.Server_Port (Config, Port);
+         if Workers > 0 then
+            AWS.Config.Set.Max_Connection (Config, Workers);
+         end if;
+         Workers := AWS.Config.Max_Connection (Config);
+         AWS.Config.Set.Accept_Queue_Size (Config, Backlog);
+         AWS.Config.Set.Reuse_Address (Config, True);
+      end Setup;
+   begin
+      WS.Configure (Setup'Access);
 
-   Ada.Text_IO.Put_Line
-     ("asf_server: Ada Servlet REST on AWS listening on "
-      & (if GNAT.Sockets.Is_IPv6_Address (Bind) then "[" & Bind & "]" else Bind)
-      & ":" & Image (Port) & " (backlog " & Image (Backlog) & ") with "
-      & Image (Workers) & " tasks");
-   Ada.Text_IO.Flush;
+      App.Add_Servlet (Name => "api", Server => Api'Unchecked_Access);
+      App.Add_Mapping (Name => "api", Pattern => "/*");
+      Servlet.Rest.Register (App, Greeting_API.API_Greeting.Definition);
+      WS.Register_Application ("", App'Unchecked_Access);
+      WS.Start;
+
+      Ada.Text_IO.Put_Line
+        ("asf_server: Ada Servlet REST on AWS listening on "
+         & (if GNAT.Sockets.Is_IPv6_Address (Bind) then "[" & Bind & "]" else Bind)
+         & ":" & Image (Port) & " (backlog " & Image (Backlog) & ") with "
+         & Image (Workers) & " tasks");
+      Ada.Text_IO.Flush;
+   end;
 
    --  Serve until the process is terminated (SIGTERM's default action).
    loop
