@@ -7,6 +7,8 @@ PYTHON ?= python3
 LAB := $(PYTHON) -m lab
 # Variables given on make's command line reach the scripts' environment as is
 # (GNU make exports them), so CONCURRENCY= (empty) is an error, not a default.
+# The names given on the command line (rerun: they override the recorded ones):
+GIVEN := $(strip $(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v))))
 
 .PHONY: help bench calibrate compare workshop-check list build images plots rerun report reproduce test lint clean distclean
 
@@ -15,12 +17,7 @@ help: ## this help
 	@echo
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | awk -F'\t' '{printf "  make %-15s %s\n", $$1, $$2}'
 	@echo
-	@echo "Settings (make VAR=value or environment):"
-	@$(PYTHON) -c 'from lab.params import SETTINGS; [print(f"  {k:<12} {v[1]} [default: {v[0] or chr(45)}]") for k, v in SETTINGS.items()]'
-	@echo "  LAB_CACHE    toolchains and build logs [default: .cache]"
-	@echo "  ADA_TOOLCHAIN native|rootfs|auto for the Ada servers [default: auto]"
-	@echo "  STUDY        make reproduce: a study id of docs/claims.toml (ada-vs-java, java-containers)"
-	@echo "  QUICK        make reproduce: 1 = a smoke version (3 levels, 1s, 1 rep; verdicts mean nothing)"
+	@$(LAB) settings                # generated from lab/params.py (docs/settings.md too)
 
 bench: ## install what is missing, build, verify, sweep, plot (SERVER=...)
 	./run-benchmark.sh
@@ -32,27 +29,30 @@ list: ## servers found from their manifests, built or not
 	@$(LAB) list
 
 build: ## set up toolchains and build SERVER (only what changed)
-	$(LAB) build $$($(LAB) resolve)
+	$(LAB) build
 
 images: ## RUNTIME=docker: make debian:bullseye and debian:bookworm locally (debootstrap + docker import) unless present
 	$(LAB) images
 
+# RUN, A and B reach the recipes through the environment ("$$RUN"), never
+# pasted into the shell line: a path with spaces works and a `;` in it is
+# part of the path, not a command.
 plots: ## redraw the charts of a saved run: make plots RUN=results/<run-id>
-	@test -n "$(RUN)" || { echo "error: give RUN=results/<run-id>" >&2; exit 2; }
-	$(LAB) plot $(RUN)
-	@$(LAB) report $(RUN) >/dev/null
+	@test -n "$${RUN-}" || { echo "error: give RUN=results/<run-id>" >&2; exit 2; }
+	$(LAB) plot "$$RUN"
+	@$(LAB) report "$$RUN" >/dev/null
 
-rerun: ## run again with a saved run's settings: make rerun RUN=results/<run-id>
-	@test -n "$(RUN)" || { echo "error: give RUN=results/<run-id>" >&2; exit 2; }
-	$(LAB) rerun $(RUN)
+rerun: ## run again with a saved run's settings; settings given here win: make rerun RUN=results/<run-id> [PORT=...]
+	@test -n "$${RUN-}" || { echo "error: give RUN=results/<run-id>" >&2; exit 2; }
+	LAB_GIVEN="$(GIVEN)" $(LAB) rerun "$$RUN"
 
 compare: ## run B against run A: make compare A=results/<x> B=results/<y> [FORCE=1]
-	@test -n "$(A)" -a -n "$(B)" || { echo "error: give A=results/<x> B=results/<y>" >&2; exit 2; }
-	$(LAB) compare $(A) $(B)
+	@test -n "$${A-}" -a -n "$${B-}" || { echo "error: give A=results/<x> B=results/<y>" >&2; exit 2; }
+	$(LAB) compare "$$A" "$$B"
 
 report: ## summary.md and report.html of a saved run: make report RUN=results/<run-id>
-	@test -n "$(RUN)" || { echo "error: give RUN=results/<run-id>" >&2; exit 2; }
-	@$(LAB) report $(RUN)
+	@test -n "$${RUN-}" || { echo "error: give RUN=results/<run-id>" >&2; exit 2; }
+	@$(LAB) report "$$RUN"
 
 reproduce: ## a published study, its client and a second one, claims judged: make reproduce STUDY=ada-vs-java [QUICK=1]
 	@$(LAB) reproduce "$(STUDY)"
