@@ -23,7 +23,7 @@ from lab import calibrate, deps, hostinfo, procs, record, report, results, runti
 from lab.paths import cache_dir
 from lab.clients import Client, Options, axes, clients
 from lab.launch import Knobs, lab_env, placeholders
-from lab.params import (SETTINGS, ConfigError, Params, Traits, check_lab_settings,
+from lab.params import (SETTINGS, ConfigError, Found, Params, Traits, check_lab_settings,
                         command_line_variables, cpu_ranges, format_cpus, from_env, help_text,
                         markdown_table, misspelt, run_settings)
 from lab.servers import ManifestError, Server, expand, found_here, is_built, lookup
@@ -128,7 +128,9 @@ def plan(p: Params, bind: str | None = None) -> str:
 
 def cmd_settings(args: argparse.Namespace) -> int:
     """The settings registry as `make help` shows it, or docs/settings.md's table."""
-    print(markdown_table() if args.markdown else help_text())
+    from lab.clients import described
+    found = Found(described(), axes(), runtimes.selectable())
+    print(markdown_table(found) if args.markdown else help_text(found))
     return 0
 
 
