@@ -23,7 +23,7 @@ from lab import calibrate, deps, hostinfo, procs, record, report, results, runti
 from lab.paths import cache_dir
 from lab.clients import Client, Options, axes, clients
 from lab.launch import Knobs, lab_env, placeholders
-from lab.params import (SETTINGS, ConfigError, Params, Traits, check_lab_settings,
+from lab.params import (SETTINGS, ConfigError, Found, Params, Traits, check_lab_settings,
                         command_line_variables, cpu_ranges, format_cpus, from_env, help_text,
                         markdown_table, misspelt, run_settings)
 from lab.servers import ManifestError, Server, expand, found_here, is_built, lookup
@@ -128,7 +128,9 @@ def plan(p: Params, bind: str | None = None) -> str:
 
 def cmd_settings(args: argparse.Namespace) -> int:
     """The settings registry as `make help` shows it, or docs/settings.md's table."""
-    print(markdown_table() if args.markdown else help_text())
+    from lab.clients import described
+    found = Found(described(), axes(), runtimes.selectable())
+    print(markdown_table(found) if args.markdown else help_text(found))
     return 0
 
 
@@ -167,18 +169,20 @@ def cmd_build(args: argparse.Namespace) -> int:
     logs.mkdir(parents=True, exist_ok=True)
     builds = {(lookup(servers, n).folder, lookup(servers, n).artifact): lookup(servers, n)
               for n in args.servers or params.servers}
-    for s in builds.values():                   # aws and aws@16 are one build
+    # every server's setup (toolchains; pinned sources checked, exit 2) before any build
+    for step, s in [(step, s) for step in ("setup", "build") for s in builds.values()]:
         name = s.name.partition("@")[0]
         if not runtimes.needs_build(params, s):
-            print(f"[{name}] build: in its image (RUNTIME={params.runtime}, `lab up`)",
-                  file=sys.stderr)
+            if step == "build":
+                print(f"[{name}] build: in its image (RUNTIME={params.runtime}, `lab up`)",
+                      file=sys.stderr)
             continue
         knobs = Knobs(params.port, s.workers(params.workers), params.backlog,
                       params.bind)
         values = placeholders(ROOT, cache, knobs)
         env = lab_env(ROOT, cache, "build", knobs, s)
         log = logs / f"build-{name}.log"
-        for step, command in (("setup", s.setup), ("build", s.build)):
+        for command in [s.setup if step == "setup" else s.build]:
             if command is None or (step == "build" and is_built(s, values)):
                 continue
             t0 = time.monotonic()
@@ -189,6 +193,8 @@ def cmd_build(args: argparse.Namespace) -> int:
                 return fail(f"{name}: {step} failed with exit code {code} (log: {log})",
                             2 if code == 2 else 1)
             print(f"[{name}] {step} done in {time.monotonic() - t0:.1f}s", file=sys.stderr)
+        if step == "setup":
+            continue
         if not is_built(s, values):
             return fail(f"{name}: the build did not produce {s.artifact}", 1)
         print(f"[{name}] built: up to date", file=sys.stderr)

@@ -75,6 +75,14 @@ def check_server_path(value: str) -> object:
     return value
 
 
+def check_ada_sources(value: str) -> object:
+    """ADA_SOURCES: a folder (relative: to the repository root), or empty."""
+    if value.strip() and not (Path(__file__).resolve().parents[1] / value.strip()).is_dir():
+        raise ConfigError(f"ADA_SOURCES={value!r}: no such folder (relative paths are "
+                          "relative to the repository root)")
+    return value.strip()
+
+
 def check_url(name: str) -> Callable[[str], object]:
     def check(value: str) -> object:
         if not re.fullmatch(r"https?://[^\s]+", value.strip()):
@@ -193,6 +201,10 @@ REGISTRY: tuple[Setting, ...] = (
        "how the Ada servers are built: native (this host's gprbuild), rootfs (a Debian 11 "
        "root in LAB_CACHE) or auto", "Ada servers", scope="lab",
        check=check_choice("ADA_TOOLCHAIN", ("native", "rootfs", "auto"))),
+    _s("ADA_SOURCES", "", "folder",
+       "folder holding the pinned archives of servers/ada/sources.toml (relative: to the "
+       "repository root); empty: download them once into LAB_CACHE", "asf, ews, "
+       "simple-components", scope="lab", check=check_ada_sources),
     _s("DEBIAN_MIRROR", "http://deb.debian.org/debian", "URL",
        "the Debian mirror debootstrap uses for RUNTIME=docker's base images", "RUNTIME=docker",
        scope="lab", check=check_url("DEBIAN_MIRROR")),
@@ -782,23 +794,33 @@ def cpu_ranges(cpus: set[int] | tuple[int, ...] | list[int]) -> str:
     return ",".join(out)
 
 
-def shown(st: Setting) -> Setting:
+@dataclass(frozen=True)
+class Found:
+    """What the lab found besides the registry, for `make help` and
+    docs/settings.md: each client's help line (lab.clients.described()), the
+    axis each client varies, the names TOPOLOGY accepts. Given by the caller:
+    params imports neither the clients nor the topologies."""
+    clients: str
+    axes: Mapping[str, str]
+    topologies: tuple[str, ...]
+
+
+def shown(st: Setting, found: Found | None) -> Setting:
     """A setting as `make help` and docs/settings.md show it: CLIENT's choices
-    are the clients found (each Client's help line), TOPOLOGY's the topologies
-    found (lab.runtimes.selectable()): adding one adds it here."""
+    are the clients found, CONCURRENCY's and RATE's clients those of their
+    loop, TOPOLOGY's the topologies found: adding one adds it here."""
+    if found is None:
+        return st
     if st.name == "CLIENT":
-        from lab.clients import described
-        return replace(st, kind="client name", meaning=f"load client, one of: {described()}")
+        return replace(st, meaning=f"load client, one of: {found.clients}")
     if st.name in ("CONCURRENCY", "RATE"):
-        from lab.clients import axes
-        return replace(st, applies=loop(st.name.lower(), axes()))
+        return replace(st, applies=loop(st.name.lower(), found.axes))
     if st.name == "TOPOLOGY":
-        from lab.runtimes import selectable
-        return replace(st, kind=" or ".join(selectable()))
+        return replace(st, kind=" or ".join(found.topologies))
     return st
 
 
-def help_text() -> str:
+def help_text(found: Found | None = None) -> str:
     """The settings part of `make help`."""
     width = max(len(st.name) for st in REGISTRY)
     lines = []
@@ -806,7 +828,7 @@ def help_text() -> str:
                          ("lab", "Where the lab keeps and finds things:"),
                          ("calibrate", "make calibrate:"), ("reproduce", "make reproduce:")):
         lines += ["", title]
-        for st in map(shown, REGISTRY):
+        for st in (shown(x, found) for x in REGISTRY):
             if st.scope == scope:
                 where = "" if st.applies == "every run" else f"for {st.applies}; "
                 lines.append(f"  {st.name:<{width}} {st.meaning} [{where}default: "
@@ -814,12 +836,12 @@ def help_text() -> str:
     return "\n".join(lines[1:])
 
 
-def markdown_table() -> str:
+def markdown_table(found: Found | None = None) -> str:
     """docs/settings.md's table, between its marker comments."""
     def cell(text: str) -> str:
         return text.replace("|", "\\|")
     rows = ["| Setting | Default | Type | Applies to | Meaning |", "|---|---|---|---|---|"]
-    for st in map(shown, REGISTRY):
+    for st in (shown(x, found) for x in REGISTRY):
         rows.append(f"| `{st.name}` | {('`' + cell(st.default) + '`') if st.default else '-'} "
                     f"| {cell(st.kind)} | {cell(st.applies)} | {cell(st.meaning)} |")
     return "\n".join(rows)

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, bench, lab, lab_env, run_folders
-from lab.params import (FOREIGN, PLUMBING, REGISTRY, SETTINGS, ConfigError, Traits,
+from lab.runtimes import selectable
+from lab.clients import axes, described
+from lab.params import (FOREIGN, PLUMBING, REGISTRY, SETTINGS, ConfigError, Found, Traits,
                         command_line_variables,
                         cpu_ranges, from_env, markdown_table, misspelt)
 
@@ -160,7 +162,8 @@ def test_docs_settings_table_is_the_registry() -> None:
     text = (ROOT / "docs" / "settings.md").read_text()
     m = re.search(r"<!-- settings:begin -->\n(.*?)\n<!-- settings:end -->", text, re.S)
     assert m, "docs/settings.md lacks its settings:begin/end markers"
-    assert m.group(1) == markdown_table(), \
+    found = Found(described(), axes(), selectable())
+    assert m.group(1) == markdown_table(found), \
         "docs/settings.md is stale: python3 -m lab settings --markdown gives the table"
 
 
