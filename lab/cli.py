@@ -169,18 +169,20 @@ def cmd_build(args: argparse.Namespace) -> int:
     logs.mkdir(parents=True, exist_ok=True)
     builds = {(lookup(servers, n).folder, lookup(servers, n).artifact): lookup(servers, n)
               for n in args.servers or params.servers}
-    for s in builds.values():                   # aws and aws@16 are one build
+    # every server's setup (toolchains; pinned sources checked, exit 2) before any build
+    for step, s in [(step, s) for step in ("setup", "build") for s in builds.values()]:
         name = s.name.partition("@")[0]
         if not runtimes.needs_build(params, s):
-            print(f"[{name}] build: in its image (RUNTIME={params.runtime}, `lab up`)",
-                  file=sys.stderr)
+            if step == "build":
+                print(f"[{name}] build: in its image (RUNTIME={params.runtime}, `lab up`)",
+                      file=sys.stderr)
             continue
         knobs = Knobs(params.port, s.workers(params.workers), params.backlog,
                       params.bind)
         values = placeholders(ROOT, cache, knobs)
         env = lab_env(ROOT, cache, "build", knobs, s)
         log = logs / f"build-{name}.log"
-        for step, command in (("setup", s.setup), ("build", s.build)):
+        for command in [s.setup if step == "setup" else s.build]:
             if command is None or (step == "build" and is_built(s, values)):
                 continue
             t0 = time.monotonic()
@@ -191,6 +193,8 @@ def cmd_build(args: argparse.Namespace) -> int:
                 return fail(f"{name}: {step} failed with exit code {code} (log: {log})",
                             2 if code == 2 else 1)
             print(f"[{name}] {step} done in {time.monotonic() - t0:.1f}s", file=sys.stderr)
+        if step == "setup":
+            continue
         if not is_built(s, values):
             return fail(f"{name}: the build did not produce {s.artifact}", 1)
         print(f"[{name}] built: up to date", file=sys.stderr)
@@ -428,7 +432,10 @@ def cmd_plot(args: argparse.Namespace) -> int:
     from lab import plot
     run = Path(args.run)
     record.load(run)                    # a folder that is not a readable run: exit 2
-    return plot.draw(run)
+    try:
+        return plot.draw(run)
+    except OSError as e:
+        return fail(f"cannot write the charts into {run}: {e.strerror or e}", 1)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -436,8 +443,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     run = Path(args.run)
     record.load(run)                    # a folder that is not a readable run: exit 2
     results.mark_gone_runs(run.resolve().parent)    # this run's index says it too
-    print(report.write(run))
-    return html.main_report(run)
+    try:
+        print(report.write(run))
+        return html.main_report(run)
+    except OSError as e:
+        return fail(f"cannot write the report into {run}: {e.strerror or e}", 1)
 
 
 def rerun_settings(recorded: dict[str, str], environ: Mapping[str, str],

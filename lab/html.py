@@ -12,11 +12,9 @@ The compare page (`make compare`) is built here too, from the same pieces."""
 from __future__ import annotations
 
 import json
-import os
 import re
-from collections.abc import Sequence
 import sys
-import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
@@ -499,18 +497,7 @@ def render(run: Path) -> str:
     return page(f"Run {m.run_id} ({m.status})", "".join(body))
 
 
-def write_atomic(out: Path, text: str) -> Path:
-    """out written whole or not at all: a temporary file of this writer's own, renamed."""
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return out
+write_atomic = record.write_atomic
 
 
 def write_report(run: Path) -> Path:
@@ -659,7 +646,12 @@ def main_report(run: Path) -> int:
     except RecordError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    index = write_index(run.resolve().parent)
+    try:
+        index = write_index(run.resolve().parent)
+    except OSError as err:
+        print(f"note: no index written in {run.resolve().parent}: {err.strerror or err}",
+              file=sys.stderr)
+        return 0
     if index is not None:
         print(index)
     return 0

@@ -77,6 +77,14 @@ def check_server_path(value: str) -> object:
     return value
 
 
+def check_ada_sources(value: str) -> object:
+    """ADA_SOURCES: a folder (relative: to the repository root), or empty."""
+    if value.strip() and not (Path(__file__).resolve().parents[1] / value.strip()).is_dir():
+        raise ConfigError(f"ADA_SOURCES={value!r}: no such folder (relative paths are "
+                          "relative to the repository root)")
+    return value.strip()
+
+
 def check_url(name: str) -> Callable[[str], object]:
     def check(value: str) -> object:
         if not re.fullmatch(r"https?://[^\s]+", value.strip()):
@@ -195,6 +203,10 @@ REGISTRY: tuple[Setting, ...] = (
        "how the Ada servers are built: native (this host's gprbuild), rootfs (a Debian 11 "
        "root in LAB_CACHE) or auto", "Ada servers", scope="lab",
        check=check_choice("ADA_TOOLCHAIN", ("native", "rootfs", "auto"))),
+    _s("ADA_SOURCES", "", "folder",
+       "folder holding the pinned archives of servers/ada/sources.toml (relative: to the "
+       "repository root); empty: download them once into LAB_CACHE", "asf, ews, "
+       "simple-components", scope="lab", check=check_ada_sources),
     _s("DEBIAN_MIRROR", "http://deb.debian.org/debian", "URL",
        "the Debian mirror debootstrap uses for RUNTIME=docker's base images", "RUNTIME=docker",
        scope="lab", check=check_url("DEBIAN_MIRROR")),

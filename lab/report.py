@@ -7,6 +7,7 @@ from the run's Analysis (lab.analysis), computed from its record."""
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 from typing import Any
 
@@ -115,18 +116,19 @@ def probe_section(probes: dict[str, dict[str, Any] | str]) -> list[str]:
 
 def write_levels_csv(run: Path, stats: dict[str, list[LevelStats]]) -> None:
     cgroup = any(s.cgroup_mem_kb for levels in stats.values() for s in levels)
-    with (run / "levels.csv").open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["server", "value", "reps", "rate_median", "rate_min", "rate_max",
-                    "resp_ms_median", "p99_ms_median", "rss_end_kb_median", "cpu_us_per_req_median",
-                    "client_cpu_pct_median", "flags"] + ["cgroup_mem_kb_median"] * cgroup)
-        for name, levels in stats.items():
-            for s in levels:
-                w.writerow([name, s.value, s.rate.n, s.rate.median, s.rate.lo, s.rate.hi,
-                            s.resp_ms.median, s.p99_ms.median if s.p99_ms else "",
-                            s.rss_end_kb.median, s.cpu_us_per_req.median,
-                            s.client_cpu_pct.median, " ".join(s.all_flags())]
-                           + [s.cgroup_mem_kb.median if s.cgroup_mem_kb else ""] * cgroup)
+    f = io.StringIO(newline="")
+    w = csv.writer(f)
+    w.writerow(["server", "value", "reps", "rate_median", "rate_min", "rate_max",
+                "resp_ms_median", "p99_ms_median", "rss_end_kb_median", "cpu_us_per_req_median",
+                "client_cpu_pct_median", "flags"] + ["cgroup_mem_kb_median"] * cgroup)
+    for name, levels in stats.items():
+        for s in levels:
+            w.writerow([name, s.value, s.rate.n, s.rate.median, s.rate.lo, s.rate.hi,
+                        s.resp_ms.median, s.p99_ms.median if s.p99_ms else "",
+                        s.rss_end_kb.median, s.cpu_us_per_req.median,
+                        s.client_cpu_pct.median, " ".join(s.all_flags())]
+                       + [s.cgroup_mem_kb.median if s.cgroup_mem_kb else ""] * cgroup)
+    record.write_atomic(run / "levels.csv", f.getvalue())
 
 
 def rerun_line(m: Manifest) -> str:
@@ -177,7 +179,7 @@ def write(run: Path) -> str:
     """summary.md, levels.csv and results.json of a run; returns the summary."""
     rec, a = analysis.of(run)
     text = summary(rec, a)
-    (run / "summary.md").write_text(text)
+    record.write_atomic(run / "summary.md", text)
     write_levels_csv(run, a.stats)
     record.write_json(run / analysis.RESULTS_JSON, analysis.to_json(rec, a))
     return text

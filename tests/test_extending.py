@@ -91,3 +91,15 @@ def test_without_the_folder_neither_is_known(tmp_path: Path) -> None:
     env["CLIENT"] = "siege"
     out = lab(env, "check")
     assert out.returncode == 2 and "TOPOLOGY='twin': expected local or netns" in out.stderr
+
+
+def test_every_client_found_is_complete_and_pairs_with_a_known_client() -> None:
+    from lab.clients import clients
+    found = clients()
+    assert set(found) >= {"siege", "wrk", "vegeta"}
+    for name, cls in found.items():
+        assert cls.name == name and cls.help and isinstance(cls.packages, dict)
+        partner = cls.cross_check
+        assert partner == "" or (partner in found and found[partner].axis == cls.axis), name
+    assert (found["siege"].cross_check, found["wrk"].cross_check) == ("wrk", "siege")
+    assert found["siege"].packages == {"siege": "siege"} and found["vegeta"].packages == {}

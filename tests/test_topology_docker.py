@@ -127,7 +127,12 @@ def test_dockerfiles_start_from_the_issue_bases_and_ship_their_facts() -> None:
                      if s.name == name), "client")
         assert bases == (["debian:bullseye"] if lang == "Ada" else ["debian:bookworm"]), name
         if lang == "Ada":
-            assert "libaws20-dev" in text or "ada-mini" in name
+            pinned = "-- lab-libraries:" in (svc.dockerfile.parent.joinpath(
+                next(p.name for p in svc.dockerfile.parent.glob("*.gpr")))).read_text()
+            assert "libaws20-dev" in text or name in ("ada-mini", "ews", "simple-components")
+            if pinned:     # sources from the lab's checked archives only, no download
+                assert "COPY lab-sources/ " in text, name
+                assert not any(w in text for w in ("curl ", "wget ", "git clone", "ADD http"))
             assert "gprbuild" in text and "AS build" in text      # multi-stage: small image
         if lang == "Java":
             assert "openjdk-17-jre-headless" in text

@@ -248,7 +248,7 @@ class Topology(Protocol):
     `place`; every other step has a default that does nothing."""
     name: ClassVar[str]          # its name in the manifest; TOPOLOGY=<name> when chosen so
     chosen_by: ClassVar[str]     # TOPOLOGY, SERVER_HOST (ssh) or RUNTIME (docker)
-    summary: ClassVar[str]       # one line for `make help` and the docs
+    summary: ClassVar[str]       # one line describing it (for the settings' help and docs)
 
     def place(self, params: Params) -> Placement:
         """The run's hosts and addresses (every step that runs servers or clients)."""
