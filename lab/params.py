@@ -68,9 +68,11 @@ def check_cache(value: str) -> object:
 
 
 def check_server_path(value: str) -> object:
-    missing = [p for p in value.split(":") if p and not Path(p).is_dir()]
-    if missing:
-        raise ConfigError(f"LAB_SERVER_PATH: {', '.join(missing)} is not a folder "
+    """Colon-separated folders; one that does not exist (yet) adds nothing, as
+    in PATH, but a file there is a mistake."""
+    files = [p for p in value.split(":") if p and os.path.exists(p) and not Path(p).is_dir()]
+    if files:
+        raise ConfigError(f"LAB_SERVER_PATH: {', '.join(files)} is not a folder "
                           "(colon-separated folders holding server.toml manifests)")
     return value
 
