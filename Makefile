@@ -8,7 +8,7 @@ LAB := $(PYTHON) -m lab
 # Variables given on make's command line reach the scripts' environment as is
 # (GNU make exports them), so CONCURRENCY= (empty) is an error, not a default.
 
-.PHONY: help bench calibrate compare workshop-check list build images plots rerun report reproduce test lint clean distclean
+.PHONY: help bench calibrate compare workshop-check cost list build images plots rerun report reproduce test lint clean distclean
 
 help: ## this help
 	@echo "Polyglot REST server comparison lab"
@@ -27,6 +27,11 @@ bench: ## install what is missing, build, verify, sweep, plot (SERVER=...)
 
 calibrate: ## what each installed client drives against nginx here (CLIENTS=, CONCURRENCY=1 8 64, DURATION=5s)
 	$(LAB) calibrate
+
+cost: ## instructions per request under cachegrind, a separate start each (COST_LEVELS, COST_REQUESTS, REPEAT=3)
+	@servers=$$($(LAB) cost --check) && if [ -n "$$servers" ]; then \
+	  $(LAB) deps $$servers && $(LAB) build $$servers; fi
+	$(LAB) cost
 
 list: ## servers found from their manifests, built or not
 	@$(LAB) list

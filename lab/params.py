@@ -71,6 +71,11 @@ SETTINGS: dict[str, tuple[str, str]] = {
                        "~/.cache/polyglot-lab/<this checkout>)"),
     "RUNTIME": ("process", "how the server runs: process (directly) or docker (its "
                            "compose.yaml service, built from the server's Dockerfile)"),
+    "COST_LEVELS": ("1 8", "make cost: the concurrencies at which instructions per request "
+                           "are counted (cachegrind, h2load keep-alive)"),
+    "COST_REQUESTS": ("2000 6000", "make cost: two exact request counts, one start each; "
+                                   "(Ir at the larger - Ir at the smaller) / their difference "
+                                   "= instructions per request"),
     "MEM_LIMIT": ("", "RUNTIME=docker: the container's memory limit, e.g. 512m (empty: none)"),
 }
 TOPOLOGIES = ("local", "netns", "ssh")

@@ -11,7 +11,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from lab import calibrate, metrics, results
+from lab import calibrate, costview, metrics, results
 from lab.metrics import LevelStats, Spread
 
 AXIS_LABEL = {"concurrency": "c", "rate": "offered req/s", "workers": "workers",
@@ -21,8 +21,9 @@ AXIS_LABEL = {"concurrency": "c", "rate": "offered req/s", "workers": "workers",
 def conditions(m: dict[str, Any]) -> str:
     c, h, p = m["client"], m["host"], m["params"]
     threads = f", {c['threads']} threads" if c.get("threads") else ""
+    duration = "" if m.get("kind") == "cost" else f"{p['duration_s']}s/level, "
     return (f"{c['tool']} {c['version']}{threads}, connection {c['connection']}, "
-            f"{p['duration_s']}s/level, {p.get('repeat', 1)} rep, server CPU "
+            f"{duration}{p.get('repeat', 1)} rep, server CPU "
             f"{m['pinning']['server_cpus']}, client CPU {m['pinning']['client_cpus']}, "
             f"{m['topology'].split(' ')[0]}, {h['cpu_model']}, {h['cores']} cores")
 
@@ -172,7 +173,7 @@ def warnings(m: dict[str, Any], stats: dict[str, list[LevelStats]]) -> list[str]
     if reps < metrics.MIN_REPS_FOR_VERDICT and len(stats) > 1:
         out.append(f"One run per level ranks nothing on a noisy host: use "
                    f"REPEAT={metrics.MIN_REPS_FOR_VERDICT} or more for verdicts.")
-    if not m.get("calibration"):
+    if not m.get("calibration") and m.get("kind") != "cost":
         out.append("No calibration on record: run `make calibrate` once to see each "
                    "server's rate as a share of what the client can drive here.")
     return out
@@ -239,6 +240,9 @@ def write(run: Path) -> str:
         sampler = max(s.sampler_cpu_pct.hi for levels in stats.values() for s in levels)
         lines += ["", f"The lab's own /proc sampler used at most {sampler:.2f}% of one core "
                       "per level."]
+    cost = costview.markdown(run)
+    if cost:
+        lines += ["", cost]
     probed = probe_tables(run)
     if probed:
         lines += ["", "## Robustness probe (a separate start of each server)", "", probed]
