@@ -8,7 +8,7 @@ LAB := $(PYTHON) -m lab
 # Variables given on make's command line reach the scripts' environment as is
 # (GNU make exports them), so CONCURRENCY= (empty) is an error, not a default.
 
-.PHONY: help bench calibrate compare workshop-check cost list build images plots rerun report reproduce test lint clean distclean
+.PHONY: help bench calibrate compare workshop-check cost profile list build images plots rerun report reproduce test lint clean distclean
 
 help: ## this help
 	@echo "Polyglot REST server comparison lab"
@@ -32,6 +32,10 @@ cost: ## instructions per request under cachegrind, a separate start each (COST_
 	@servers=$$($(LAB) cost --check) && if [ -n "$$servers" ]; then \
 	  $(LAB) deps $$servers && $(LAB) build $$servers; fi
 	$(LAB) cost
+
+profile: ## CPU profiles and flame graphs of a run's servers at one of its levels: make profile RUN=results/<run-id> PROFILE_AT=8 [DURATION=10s]
+	@test -n "$(RUN)" || { echo "error: give RUN=results/<run-id> PROFILE_AT=<one of its levels>" >&2; exit 2; }
+	$(LAB) profile $(RUN)
 
 list: ## servers found from their manifests, built or not
 	@$(LAB) list

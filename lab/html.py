@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from lab import costview, metrics, report, results
+from lab import costview, metrics, profileview, report, results
 from lab.metrics import LevelStats, Spread
 
 REPORT = "report.html"
@@ -470,7 +470,7 @@ def render(run: Path) -> str:
             overview(m, stats) if stats else "",
             "<h2>Flags</h2>", legend(flags_seen(stats, m)),
             charts_section(run)]
-    body.append(costview.html(run))
+    body += [costview.html(run), profileview.html(run)]
     body += [server_section(run, m, n, stats.get(n, [])) for n in names]
     body += [verdicts_html(run, m), calibration_html(m, stats), warnings_html(m, stats),
              conditions_html(m)]

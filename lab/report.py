@@ -11,7 +11,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from lab import calibrate, costview, metrics, results
+from lab import calibrate, costview, metrics, profileview, results
 from lab.metrics import LevelStats, Spread
 
 AXIS_LABEL = {"concurrency": "c", "rate": "offered req/s", "workers": "workers",
@@ -240,9 +240,9 @@ def write(run: Path) -> str:
         sampler = max(s.sampler_cpu_pct.hi for levels in stats.values() for s in levels)
         lines += ["", f"The lab's own /proc sampler used at most {sampler:.2f}% of one core "
                       "per level."]
-    cost = costview.markdown(run)
-    if cost:
-        lines += ["", cost]
+    for part in (costview.markdown(run), profileview.markdown(run)):
+        if part:
+            lines += ["", part]
     probed = probe_tables(run)
     if probed:
         lines += ["", "## Robustness probe (a separate start of each server)", "", probed]
