@@ -37,6 +37,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -56,6 +57,7 @@ DEFAULT_REPEAT = 3
 NATIVE_REQUESTS = 20_000           # a plain start: enough CPU for /proc's 10 ms ticks
 READY_UNDER_VALGRIND_S = 180.0     # valgrind starts a server 5-50 times slower
 SUMMARY = re.compile(r"^summary:\s+(\d+)", re.M)
+ENDED = re.compile(r"^==(\d+)== I\s+refs:", re.M)
 USING = re.compile(r"Using (Valgrind-\S+)")
 H2LOAD_DONE = re.compile(r"requests: (\d+) total, \d+ started, \d+ done, (\d+) succeeded, "
                          r"(\d+) failed")
@@ -149,12 +151,15 @@ def counted_start(server: Server, params: Params, run: Path, level: int, request
                   out: Path) -> dict[str, Any]:
     """One start under cachegrind: `requests` at `level`, then stopped. Its Ir."""
     out.mkdir(parents=True, exist_ok=True)
-    os.chmod(out, 0o777)     # nginx's worker writes its file as another user (nobody)
+    # nginx's worker writes its file as another user (nobody), who may not reach
+    # the run folder: the files go to a folder of their own under /tmp first.
+    scratch = Path(tempfile.mkdtemp(prefix=f"lab-cost-{server.name}."))
+    os.chmod(scratch, 0o777)
     slow = replace(server, ready_timeout=max(server.ready_timeout, READY_UNDER_VALGRIND_S))
     knobs = Knobs(params.port, server.workers(params.workers), params.backlog, params.bind)
     log = out / "server.log"
     instance = ServerProcess(slow, ROOT, cache_dir(), run.name, knobs, params.server_cpus, log)
-    instance.env.update(LAB_WRAPPER=VALGRIND, LAB_WRAP_OUT=str(out))
+    instance.env.update(LAB_WRAPPER=VALGRIND, LAB_WRAP_OUT=str(scratch))
     t0 = time.monotonic()
     try:
         instance.start()
@@ -164,11 +169,21 @@ def counted_start(server: Server, params: Params, run: Path, level: int, request
         raise CostError(str(e)) from None
     finally:
         instance.stop()
+        for f in scratch.iterdir():
+            shutil.move(f, out / f.name)
+        shutil.rmtree(scratch, ignore_errors=True)
     total, files = instructions(out)
     if files == 0:
         raise CostError(f"{server.name}: no cachegrind file in {out}: its run command does "
                         "not put LAB_WRAPPER before its executable (servers/README.md)")
     text = log.read_text(errors="replace")
+    # Every process valgrind saw end prints "==PID== I   refs: N": each must have
+    # left its file, or the sum would silently miss it.
+    ended = set(ENDED.findall(text))
+    missing = sorted(ended - {f.name.rpartition(".")[2] for f in out.glob("cachegrind.out.*")})
+    if missing:
+        raise CostError(f"{server.name}: process {', '.join(missing)} ended without leaving "
+                        f"its cachegrind file (see {log})")
     version = USING.search(text)
     return {"requests": requests, "level": level, "instructions": total, "processes": files,
             "seconds": round(time.monotonic() - t0, 2),

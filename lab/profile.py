@@ -168,7 +168,7 @@ def record_jvm(instance: ServerProcess, seconds: int, out: Path) -> dict[str, An
     jcmd = shutil.which("jcmd")
     if jcmd is None:
         raise ProfileError("jcmd not found (it comes with the JDK)")
-    folded = out / FOLDED
+    folded = (out / FOLDED).resolve()        # the JVM runs in its own folder
     start_args = f"start,event=cpu,interval={ASPROF_INTERVAL_NS}"
 
     def agent(args: str) -> None:
