@@ -7,6 +7,8 @@ PYTHON ?= python3
 LAB := $(PYTHON) -m lab
 # Variables given on make's command line reach the scripts' environment as is
 # (GNU make exports them), so CONCURRENCY= (empty) is an error, not a default.
+# The names given on the command line (rerun: they override the recorded ones):
+GIVEN := $(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v)))
 
 .PHONY: help bench calibrate compare workshop-check cost profile list build images plots rerun report reproduce test lint clean distclean
 
@@ -46,22 +48,25 @@ build: ## set up toolchains and build SERVER (only what changed)
 images: ## RUNTIME=docker: make debian:bullseye and debian:bookworm locally (debootstrap + docker import) unless present
 	$(LAB) images
 
+# RUN, A and B reach the recipes through the environment ("$$RUN"), never
+# pasted into the shell line: a path with spaces works and a `;` in it is
+# part of the path, not a command.
 plots: ## redraw the charts of a saved run: make plots RUN=results/<run-id>
-	@test -n "$(RUN)" || { echo "error: give RUN=results/<run-id>" >&2; exit 2; }
-	$(LAB) plot $(RUN)
-	@$(LAB) report $(RUN) >/dev/null
+	@test -n "$${RUN-}" || { echo "error: give RUN=results/<run-id>" >&2; exit 2; }
+	$(LAB) plot "$$RUN"
+	@$(LAB) report "$$RUN" >/dev/null
 
-rerun: ## run again with a saved run's settings: make rerun RUN=results/<run-id>
-	@test -n "$(RUN)" || { echo "error: give RUN=results/<run-id>" >&2; exit 2; }
-	$(LAB) rerun $(RUN)
+rerun: ## run again with a saved run's settings; settings given here win: make rerun RUN=results/<run-id> [PORT=...]
+	@test -n "$${RUN-}" || { echo "error: give RUN=results/<run-id>" >&2; exit 2; }
+	LAB_GIVEN="$(GIVEN)" $(LAB) rerun "$$RUN"
 
 compare: ## run B against run A: make compare A=results/<x> B=results/<y> [FORCE=1]
-	@test -n "$(A)" -a -n "$(B)" || { echo "error: give A=results/<x> B=results/<y>" >&2; exit 2; }
-	$(LAB) compare $(A) $(B)
+	@test -n "$${A-}" -a -n "$${B-}" || { echo "error: give A=results/<x> B=results/<y>" >&2; exit 2; }
+	$(LAB) compare "$$A" "$$B"
 
 report: ## summary.md and report.html of a saved run: make report RUN=results/<run-id>
-	@test -n "$(RUN)" || { echo "error: give RUN=results/<run-id>" >&2; exit 2; }
-	@$(LAB) report $(RUN)
+	@test -n "$${RUN-}" || { echo "error: give RUN=results/<run-id>" >&2; exit 2; }
+	@$(LAB) report "$$RUN"
 
 reproduce: ## a published study, its client and a second one, claims judged: make reproduce STUDY=ada-vs-java [QUICK=1]
 	@$(LAB) reproduce "$(STUDY)"

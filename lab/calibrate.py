@@ -8,7 +8,6 @@ server's rate as a share of what its client drove against the ceiling here.
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -16,9 +15,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from lab import hostinfo, results
+from lab import hostinfo, record, results, runtimes
 from lab.clients import Options, axes, clients
-from lab.metrics import nearest
+from lab.metrics import calibration_refusal
 from lab.params import ConfigError, Params, format_cpus, from_env, parse_list
 from lab.servers import Server
 from lab.sweep import ServerSweep, SweepError
@@ -27,12 +26,17 @@ FILE = "calibration.json"
 DEFAULTS = {"CONCURRENCY": "1 8 64", "DURATION": "5s", "WARMUP": "2s"}
 
 
-def last(cache: Path) -> dict[str, Any] | None:
-    """The last calibration saved on this machine, or None."""
+def last(cache: Path) -> record.Calibration | None:
+    """The last calibration saved on this machine, or None (an unreadable one
+    is named on stderr and not used)."""
+    path = cache / FILE
+    if not path.exists():
+        return None
     try:
-        data: dict[str, Any] = json.loads((cache / FILE).read_text())
-        return data
-    except (OSError, ValueError):
+        return record.read_calibration(path)
+    except record.RecordError as e:
+        print(f"warning: calibration not used: {e}; run `make calibrate` again",
+              file=sys.stderr)
         return None
 
 
@@ -75,6 +79,8 @@ def run(root: Path, cache: Path, servers: dict[str, Server]) -> int:
         "ceiling": ceiling.name, "duration_s": params.duration_s, "levels": list(params.levels),
         "pinning": {"server_cpus": format_cpus(params.server_cpus),
                     "client_cpus": format_cpus(params.client_cpus)},
+        "topology": runtimes.current(params).summary,
+        "client_threads": params.client_threads,
         "host": {k: v for k, v in hostinfo.host().items()
                  if k in ("hostname", "cpu_model", "cores", "kernel")},
         "clients": {}}
@@ -86,9 +92,12 @@ def run(root: Path, cache: Path, servers: dict[str, Server]) -> int:
             sub.mkdir()
             client = clients()[name]()
             conditions = client.prepare(sub, Options(keepalive, p.client_threads))
-            results.write_json(sub / results.MANIFEST, {"run_id": sub.name, "servers": {},
-                                                        "params": p.to_json(),
-                                                        "client": conditions})
+            record.write_manifest(sub, record.Manifest(
+                run_id=sub.name,
+                params=record.RunParams.parse(record.obj(p.to_json(), sub / record.MANIFEST,
+                                                         "params")),
+                client=record.ClientInfo.parse(record.obj(conditions, sub / record.MANIFEST,
+                                                          "client"))))
             print(f"[calibrate] {name}, connection {mode}, against {ceiling.name}",
                   file=sys.stderr, flush=True)
             try:
@@ -96,43 +105,57 @@ def run(root: Path, cache: Path, servers: dict[str, Server]) -> int:
             except SweepError as e:
                 print(f"error: calibration of {name} ({mode}) failed: {e}", file=sys.stderr)
                 return 1
-            levels = {str(r.value): {"rate_rps": r.rate_rps, "client_cpu_pct": r.client_cpu_pct,
-                                     "client_bound": r.client_bound, "failed": r.failed}
-                      for r in results.read_rows(sub)}
-            out["clients"].setdefault(name, {"version": conditions.get("version", "")})[mode] = levels
-    results.write_json(cache / FILE, out)
-    print(table(out))
-    print(f"saved to {cache / FILE}; every run now records it", file=sys.stderr)
+            got = out["clients"].setdefault(name, {"version": conditions.get("version", ""),
+                                                   "refused": {}})
+            got[mode], got["refused"][mode] = levels_of(record.read_rows(sub))
+            for level, why in got["refused"][mode].items():
+                print(f"[calibrate] {name} ({mode}) c={level} not saved: {why}",
+                      file=sys.stderr)
+    cal = record.Calibration.parse(record.obj(out, cache / FILE, ""))
+    print(table(cal))
+    if not any(levels for c in cal.clients.values() for levels in c.modes.values()):
+        print(f"error: no level was saved (each is listed above with why); "
+              f"{cache / FILE} is left as it was", file=sys.stderr)
+        return 1
+    record.write_json(cache / FILE, cal.to_json())
+    print(f"saved to {cache / FILE}; every run whose conditions match (client, connection, "
+          "pinning, topology) now uses it", file=sys.stderr)
     return 0
 
 
-def table(cal: dict[str, Any]) -> str:
-    """Markdown: each client's req/s against the ceiling, per mode and level."""
-    levels = cal["levels"]
-    lines = [f"Client capacity against {cal['ceiling']} ({cal['duration_s']}s per level, "
-             f"server CPU {cal['pinning']['server_cpus']}, client CPU "
-             f"{cal['pinning']['client_cpus']}, {cal['host']['cpu_model']}):", "",
+def levels_of(rows: list[record.Row]) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """The levels to save (figures with host-busy and steal) and those refused, with why."""
+    saved, refused = {}, {}
+    for r in rows:
+        why = calibration_refusal(r)
+        if why is not None:
+            refused[str(r.value)] = why
+            continue
+        saved[str(r.value)] = {"rate_rps": r.rate_rps, "client_cpu_pct": r.client_cpu_pct,
+                               "client_bound": r.client_bound, "failed": r.failed,
+                               "server_cpu_pct": r.server_cpu_pct,
+                               "host_busy_pct": r.other_cpu_pct, "steal_pct": r.steal_pct}
+    return saved, refused
+
+
+def table(cal: record.Calibration) -> str:
+    """Markdown: each client's req/s against the ceiling, per mode and level;
+    a level not saved says why."""
+    levels = cal.levels
+    lines = [f"Client capacity against {cal.ceiling} ({cal.duration_s}s per level, "
+             f"server CPU {cal.pinning.server_cpus}, client CPU {cal.pinning.client_cpus}, "
+             f"{cal.topology.split(' ')[0] or '?'}, {cal.host.get('cpu_model', '?')}):", "",
              "| client | connection | " + " | ".join(f"c={c}" for c in levels) + " |",
              "|---|---|" + "---|" * len(levels)]
-    for name, modes in cal["clients"].items():
-        for mode in ("close", "keep-alive"):
+    for name, got in cal.clients.items():
+        for mode in record.MODES:
             cells = []
+            have, refused = got.modes.get(mode, {}), got.refused.get(mode, {})
             for c in levels:
-                x = modes.get(mode, {}).get(str(c))
-                cells.append("–" if x is None else
-                             f"{x['rate_rps']:,.0f} req/s (client CPU {x['client_cpu_pct']:.0f}%)")
-            lines.append(f"| {name} {modes.get('version', '')} | {mode} | " + " | ".join(cells) + " |")
+                x = have.get(c)
+                cells.append(f"{x.rate_rps:,.0f} req/s (client CPU {x.client_cpu_pct:.0f}%, "
+                             f"host busy {x.host_busy_pct or 0:.0f}%, steal "
+                             f"{x.steal_pct or 0:.0f}%)" if x is not None else
+                             f"– (not saved: {refused[c]})" if c in refused else "–")
+            lines.append(f"| {name} {got.version} | {mode} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
-
-
-def capacity(cal: dict[str, Any] | None, client: str, keepalive: bool,
-             concurrency: int) -> tuple[float, int] | None:
-    """(req/s, calibrated level) the client drove against the ceiling nearest
-    to `concurrency`, in this connection mode; None without calibration."""
-    if not cal or not concurrency:
-        return None
-    levels = cal.get("clients", {}).get(client, {}).get("keep-alive" if keepalive else "close")
-    if not levels:
-        return None
-    c = nearest([int(k) for k in levels], concurrency)
-    return float(levels[str(c)]["rate_rps"]), c

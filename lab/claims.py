@@ -7,16 +7,18 @@ one claim against per-server level statistics (lab.metrics.LevelStats);
 Verdicts, checked in this order:
 
 - inconclusive when a required component is unavailable, when a server or a
-  level the claim needs was not measured, when a throughput point it uses is
-  client-bound (the figure measures the client), or when a point has fewer
-  than metrics.MIN_REPS_FOR_VERDICT repetitions;
+  level the claim needs was not measured; then the lab's one verdict gate
+  (lab.metrics.judge, the same as a run's verdicts and `make compare`):
+  a throughput point that is client-bound measures the client, fewer than
+  metrics.MIN_REPS_FOR_VERDICT repetitions show no spread;
 - ratio/value claims: reproduced when the whole measured range (min-max over
   repetitions) lies inside the accepted interval around the published value;
   not reproduced when it lies wholly outside; inconclusive (noise) when it
   straddles a boundary of the interval;
-- ordering claims: not reproduced when some adjacent pair is separated in the
-  opposite order; reproduced when every adjacent pair is separated
-  (non-overlapping ranges) in the published order; inconclusive otherwise.
+- ordering claims: each adjacent pair through the gate: not reproduced when
+  some pair is separated in the opposite order; reproduced when every pair is
+  separated (non-overlapping ranges) in the published order, a client-bound
+  figure counting as a lower bound as everywhere; inconclusive otherwise.
 
 A ratio's range is the widest the repetitions allow: median a / median b,
 from a.lo / b.hi to a.hi / b.lo. A claim found client-bound or with too few
@@ -31,7 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lab.metrics import MIN_REPS_FOR_VERDICT, LevelStats, Spread, peak
+from lab.metrics import (MIN_REPS_FOR_VERDICT, RANKED, LevelStats, Sample, Spread, judge_spreads,
+                         peak, unjudgeable)
 from lab.servers import discover
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -490,18 +493,17 @@ def evaluate(claim: Claim, stats: dict[str, list[LevelStats]],
     shown: dict[str, Any] = {"order": tuple(figures)} if claim.kind == "ordering" else \
         {"measured": figures[0][1] if claim.kind == "value"
          else _divide(figures[0][1], figures[1][1])}
-    if claim.metric in THROUGHPUT_METRICS:
-        bound = sorted({f"{p.server} at {p.value}" for p in points if p.client_bound})
-        if bound:
-            what = "ordering" if claim.kind == "ordering" else claim.kind
-            return result(INCONCLUSIVE, f"client-bound: the {what} measures the client "
-                                        f"({', '.join(bound)})", **shown)
-    n = min(p.rate.n for p in points)
-    if n < MIN_REPS_FOR_VERDICT:
-        return result(INCONCLUSIVE, f"too few repetitions ({n}; {MIN_REPS_FOR_VERDICT} or "
-                                    "more show the spread)", **shown)
+    throughput = claim.metric in THROUGHPUT_METRICS
     if claim.kind == "ordering":
-        return _ordering(claim, tuple(figures))
+        return _ordering(claim, tuple(figures), {p.server for p in points
+                                                 if throughput and p.client_bound})
+    # a ratio or a value needs every figure exact: the gates of lab.metrics.judge
+    # before any ranking (client-bound, too few repetitions)
+    samples = [Sample(f"{p.server} at {p.value}", p.rate.values,
+                      throughput and p.client_bound) for p in points]
+    gate = unjudgeable(list({s.label: s for s in samples}.values()))
+    if gate is not None:
+        return result(INCONCLUSIVE, gate.text, **shown)
     return _interval(claim, shown["measured"])
 
 
@@ -519,18 +521,26 @@ def _interval(claim: Claim, m: Spread) -> ClaimResult:
                        f"noise: range {shown} straddles the edge of {window}", m)
 
 
-def _ordering(claim: Claim, figures: tuple[tuple[str, Spread], ...]) -> ClaimResult:
-    reversed_, overlap = [], []
+def _ordering(claim: Claim, figures: tuple[tuple[str, Spread], ...],
+              bound: set[str]) -> ClaimResult:
+    """Each adjacent pair through the one verdict gate (lab.metrics.judge):
+    separated in the published order, or the opposite, or neither."""
+    reversed_, overlap, unjudged = [], [], []
     for (a, x), (b, y) in zip(figures, figures[1:]):
-        if x.lo > y.hi:
-            continue
-        if y.lo > x.hi:
-            reversed_.append(f"{b} above {a}")
-        else:
+        j = judge_spreads((a, x, a in bound), (b, y, b in bound), better="is above")
+        if j.kind in RANKED:
+            if j.winner != a:
+                reversed_.append(f"{b} above {a}")
+        elif j.kind == "no-clear-difference":
             overlap.append(f"{a} and {b}")
+        else:
+            unjudged.append(j.text)
     if reversed_:
         return ClaimResult(claim, NOT_REPRODUCED, "separated in the opposite order: "
                            + ", ".join(reversed_), order=figures)
+    if unjudged:
+        return ClaimResult(claim, INCONCLUSIVE, "; ".join(dict.fromkeys(unjudged)),
+                           order=figures)
     if overlap:
         return ClaimResult(claim, INCONCLUSIVE, "ranges overlap: " + ", ".join(overlap),
                            order=figures)

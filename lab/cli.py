@@ -13,10 +13,11 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from types import FrameType
 
-from lab import calibrate, deps, hostinfo, procs, report, results, runtimes
+from lab import calibrate, deps, hostinfo, procs, record, report, results, runtimes
 from lab.paths import cache_dir
 from lab.clients import Client, Options, axes, clients
 from lab.launch import Knobs, lab_env, placeholders
@@ -157,29 +158,27 @@ def cmd_new_run(_: argparse.Namespace) -> int:
     run = results.new_run(ROOT / params.results, params.servers)
     _client, conditions = client_for(params, run)
     settings = {k: os.environ.get(k, default) for k, (default, _) in SETTINGS.items()}
-    results.write_json(run / results.MANIFEST, {
-        "run_id": run.name,
-        "status": "running",
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "reproduce": "make bench " + " ".join(f"{k}={shlex.quote(v)}"
-                                              for k, v in settings.items() if v),
-        "settings": settings,
-        "params": params.to_json(),
-        "plan": plan(params, topo.bind),
-        "topology": topo.summary,
-        "topology_details": topo.describe(),
-        "pinning": {"server_cpus": format_cpus(params.server_cpus),
-                    "client_cpus": format_cpus(params.client_cpus)},
-        "client": conditions,
-        "calibration": calibrate.last(cache_dir()),
-        "host": topo.server.facts(),
-        "client_hosts": [c.facts() for c in topo.clients
-                         if not c.same_host_as(topo.server)],
-        "tools": hostinfo.tools(),
-        "lab": hostinfo.lab_revision(ROOT),
-        "servers": {},
-        "problems": [],
-    })
+    record.write_manifest(run, record.Manifest(
+        run_id=run.name,
+        status="running",
+        started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        reproduce="make bench " + " ".join(f"{k}={shlex.quote(v)}"
+                                           for k, v in settings.items() if v),
+        settings=settings,
+        params=record.RunParams.parse(record.obj(params.to_json(), run / record.MANIFEST,
+                                                 "params")),
+        plan=plan(params, topo.bind),
+        topology=topo.summary,
+        topology_details=topo.describe(),
+        pinning=record.Pinning(server_cpus=format_cpus(params.server_cpus),
+                               client_cpus=format_cpus(params.client_cpus)),
+        client=record.ClientInfo.parse(record.obj(conditions, run / record.MANIFEST, "client")),
+        calibration=calibrate.last(cache_dir()),
+        host=topo.server.facts(),
+        client_hosts=[c.facts() for c in topo.clients if not c.same_host_as(topo.server)],
+        tools=dict(hostinfo.tools()),
+        lab=hostinfo.lab_revision(ROOT),
+    ))
     print(run)
     return 0
 
@@ -203,11 +202,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if sweep.start_record:
         sweep.start_record["status"] = status
     sweep.save(status=status, error=message)
-    problems = results.read_manifest(run).get("problems", [])
     where = f"{args.server} (rep {args.rep})" if params.repeat > 1 else args.server
     # incomplete now, not only in `lab finish`: a SIGTERM to the whole group
     # ends run-benchmark.sh before it gets there
-    results.update_manifest(run, status="incomplete", problems=problems + [f"{where}: {message}"])
+    record.add_problem(run, f"{where}: {message}", status="incomplete")
     return fail(f"{where}: {message}\n  finished levels are kept in {run}", code)
 
 
@@ -249,14 +247,10 @@ def cmd_probe(args: argparse.Namespace) -> int:
         found, code = probe.main_step(params, lookup(servers, args.server), ROOT, cache_dir(),
                                      run)
     except KeyboardInterrupt:
-        problems = results.read_manifest(run).get("problems", [])
-        results.update_manifest(run, status="incomplete",
-                                problems=problems + [f"probe of {args.server}: interrupted"])
+        record.add_problem(run, f"probe of {args.server}: interrupted", status="incomplete")
         return fail("interrupted", 130)
     if found is not None and code:
-        problems = results.read_manifest(run).get("problems", [])
-        results.update_manifest(run, problems=problems + [f"{found.verdict()}: not loaded "
-                                                          "(FORCE=1 loads it anyway)"])
+        record.add_problem(run, f"{found.verdict()}: not loaded (FORCE=1 loads it anyway)")
     return code
 
 
@@ -274,14 +268,17 @@ def cmd_finish(args: argparse.Namespace) -> int:
     """Mark the run complete or incomplete; exit 1 when it is incomplete
     although every step succeeded (a knob value a server could not serve)."""
     run = Path(args.run)
-    data = results.read_manifest(run)
-    done = all(s.get("status") == "complete" for s in data["servers"].values())
-    complete = (args.status == 0 and done and not data.get("problems")
-                and len(data["servers"]) == len(data["params"]["servers"]))
-    problems = data.get("problems") or ([] if complete else
-                                        ["not every server finished every repetition"])
-    results.update_manifest(run, status="complete" if complete else "incomplete",
-                            problems=problems, finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+
+    def finish(m: record.Manifest) -> tuple[bool, list[str]]:
+        done = all(s.status == "complete" for s in m.servers.values())
+        complete = (args.status == 0 and done and not m.problems
+                    and len(m.servers) == len(m.params.servers))
+        m.problems = m.problems or ([] if complete else
+                                    ["not every server finished every repetition"])
+        m.status = "complete" if complete else "incomplete"
+        m.finished = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        return complete, m.problems
+    complete, problems = record.update(run, finish)
     if not complete and args.status == 0:
         print(f"error: {run.name} is incomplete: {'; '.join(problems)}", file=sys.stderr)
         return 1
@@ -291,34 +288,57 @@ def cmd_finish(args: argparse.Namespace) -> int:
 def cmd_plot(args: argparse.Namespace) -> int:
     from lab import plot
     run = Path(args.run)
-    if not (run / results.MANIFEST).exists():
-        return fail(f"{run} is not a run folder (no {results.MANIFEST})", 2)
+    record.load(run)                    # a folder that is not a readable run: exit 2
     return plot.draw(run)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    run = Path(args.run)
-    if not (run / results.MANIFEST).exists():
-        return fail(f"{run} is not a run folder (no {results.MANIFEST})", 2)
     from lab import html
+    run = Path(args.run)
+    record.load(run)                    # a folder that is not a readable run: exit 2
     print(report.write(run))
     return html.main_report(run)
 
 
+def rerun_settings(recorded: dict[str, str], environ: Mapping[str, str],
+                   given: Collection[str]) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
+    """The settings of a rerun: the recorded ones, except those the user gave
+    (`given`, on make's command line or in the environment), which win.
+    Returns them and what was overridden: name: (recorded, given)."""
+    settings = {k: str(v) for k, v in recorded.items() if k in SETTINGS}
+    overridden = {}
+    for k in SETTINGS:
+        if k in given and k in environ:
+            if settings.get(k, "") != environ[k]:
+                overridden[k] = (settings.get(k, ""), environ[k])
+            settings[k] = environ[k]
+    return settings, overridden
+
+
 def cmd_rerun(args: argparse.Namespace) -> int:
-    """Run the benchmark again with the settings a run's manifest recorded."""
+    """Run the benchmark again with the settings a run's manifest recorded;
+    settings given now (LAB_GIVEN from make, else the environment) override them."""
     run = Path(args.run)
-    if not (run / results.MANIFEST).exists():
-        return fail(f"{run} is not a run folder (no {results.MANIFEST})", 2)
-    m = results.read_manifest(run)
-    recorded = m.get("lab", {}).get("commit")
+    m = record.read_manifest(run)
+    if not m.settings:
+        raise record.RecordError(run / record.MANIFEST, "records no `settings`: it cannot "
+                                 "be rerun (made by a lab before settings were recorded?)")
+    recorded = m.lab.get("commit")
     now = hostinfo.lab_revision(ROOT)
     if recorded and recorded != now["commit"]:
         print(f"warning: {run.name} was made by lab {recorded}; this is {now['commit']}",
               file=sys.stderr)
-    settings = {k: str(v) for k, v in m["settings"].items() if k in SETTINGS}
-    print(f"rerun of {run.name}: {m['reproduce']}", file=sys.stderr, flush=True)
+    given = os.environ.get("LAB_GIVEN")
+    names = given.split() if given is not None else \
+        [k for k in SETTINGS if k in os.environ]
+    settings, overridden = rerun_settings(m.settings, os.environ, names)
+    print(f"rerun of {run.name}: {m.reproduce}", file=sys.stderr)
+    for k, (old, new) in overridden.items():
+        print(f"rerun: {k}={new!r} given now overrides the recorded {k}={old!r}",
+              file=sys.stderr)
+    sys.stderr.flush()
     env = {**os.environ, **settings}
+    env.pop("LAB_GIVEN", None)
     os.execve(str(ROOT / "run-benchmark.sh"), [str(ROOT / "run-benchmark.sh")], env)
 
 
@@ -412,7 +432,7 @@ def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     try:
         return int(args.fn(args))
-    except (ConfigError, ManifestError, procs.PortBusy) as e:
+    except (ConfigError, ManifestError, procs.PortBusy, record.RecordError) as e:
         return fail(str(e), 2)
     except KeyboardInterrupt:
         return fail("interrupted", 130)

@@ -12,26 +12,25 @@ compare.png/.svg (plots/compare.gp) and compare.html, and prints the table.
 """
 from __future__ import annotations
 
-import html
 import os
-import re
+import shutil
 import subprocess
 import sys
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from lab import report, results
+from lab import analysis, html, metrics, record, results
+from lab.display import axis_label as axis_name
+from lab.display import gp_quote, ratio as times, rng, xlabel
 from lab.metrics import MIN_REPS_FOR_VERDICT, LevelStats, Spread
 
 PLOTS = Path(__file__).resolve().parents[1] / "plots"
 EXIT_REFUSED = 2
-XLABEL = {"concurrency": "concurrency (simultaneous clients)",
-          "rate": "offered rate (requests/s, open loop)",
-          "workers": "server workers (threads/tasks)", "backlog": "accept backlog"}
 
 Stats = dict[str, list[LevelStats]]
-Manifest = dict[str, Any]
+Manifest = dict[str, Any]          # a run's manifest as JSON (record.Manifest.to_json)
 
 
 # ---- conditions ---------------------------------------------------------------
@@ -185,42 +184,24 @@ def ratios(a: LevelStats, b: LevelStats) -> dict[str, float | None]:
             "cpu_us_per_req": ratio(a.cpu_us_per_req.median, b.cpu_us_per_req.median)}
 
 
-def pct_text(pct: float) -> str:
-    return f"{abs(pct):.1f}%" if abs(pct) < 10 else f"{abs(pct):.0f}%"
-
-
 def judge(a: LevelStats, b: LevelStats) -> tuple[str, str, float | None]:
-    """(kind, text, signed percent) for one server at one level, by req/s."""
-    bound = [side for side, s in (("A", a), ("B", b)) if s.client_bound]
-    if bound:
-        return "not-comparable", f"not comparable (client-bound in {' and '.join(bound)})", None
-    n = min(a.rate.n, b.rate.n)
-    if n < MIN_REPS_FOR_VERDICT:
-        return ("inconclusive", f"inconclusive (fewer than {MIN_REPS_FOR_VERDICT} "
-                f"repetitions: {n})", None)
-    if a.open_loop:
-        return judge_latency(a, b)
-    if a.rate.overlaps(b.rate):
-        return "no-change", "no change (ranges overlap)", None
-    if a.rate.median == 0:
-        return "faster", "faster in B (A served nothing)", None
-    pct = 100 * (b.rate.median / a.rate.median - 1)
-    kind = "faster" if pct > 0 else "slower"
-    return kind, f"{kind} in B by {pct_text(pct)}", pct
-
-
-def judge_latency(a: LevelStats, b: LevelStats) -> tuple[str, str, float | None]:
-    """Open loop: both runs served the offered rate, so speed is p99 latency
-    (lower is faster); B is X% faster when A's p99 is X% above B's."""
-    if a.p99_ms is None or b.p99_ms is None:
+    """(kind, text, signed percent) for one server at one level, A against B,
+    through the one verdict gate (lab.metrics.judge): by requests/s, or in
+    open loop by p99 latency. kind: faster or slower (B against A; with
+    -at-least when the better side was client-bound), else the gate's kind."""
+    sa, sb, higher, phrase = metrics.samples(a, b)
+    j = metrics.judge(metrics.Sample("A", sa.values, sa.client_bound),
+                      metrics.Sample("B", sb.values, sb.client_bound),
+                      higher_is_better=higher, better=phrase)
+    if j.kind == "missing":
         return "inconclusive", "inconclusive (open loop without latency percentiles)", None
-    if a.p99_ms.overlaps(b.p99_ms):
-        return "no-change", "no change (p99 ranges overlap)", None
-    if b.p99_ms.median == 0:
-        return "faster", "faster in B (p99 latency 0)", None
-    pct = 100 * (a.p99_ms.median / b.p99_ms.median - 1)
-    kind = "faster" if pct > 0 else "slower"
-    return kind, f"{kind} in B by {pct_text(pct)} (p99 latency)", pct
+    if j.kind not in metrics.RANKED:
+        return j.kind, j.text, None
+    x, y = (a.rate.median, b.rate.median) if higher else \
+        (b.p99_ms.median if b.p99_ms else 0.0, a.p99_ms.median if a.p99_ms else 0.0)
+    pct = 100 * (y / x - 1) if x else None
+    kind = "faster" if j.winner == "B" else "slower"
+    return kind + ("-at-least" if j.kind == "better-at-least" else ""), j.text, pct
 
 
 def compare_level(a: LevelStats, b: LevelStats) -> Comparison:
@@ -264,22 +245,8 @@ def compare_stats(sa: Stats, sb: Stats) -> list[Comparison]:
 
 # ---- text ---------------------------------------------------------------------
 
-def rng(s: Spread | None) -> str:
-    """'median [min–max]' in req/s."""
-    if s is None:
-        return "–"
-    if s.n == 1:
-        return f"{s.median:,.0f}"
-    return f"{s.median:,.0f} [{s.lo:,.0f}–{s.hi:,.0f}]"
-
-
-def times(x: float | None) -> str:
-    return "–" if x is None else f"{x:.3f}"
-
-
 def axis_label(m: Manifest) -> str:
-    axis = str(dig(m, "params.axis") or "level")
-    return report.AXIS_LABEL.get(axis, axis)
+    return axis_name(str(dig(m, "params.axis") or "level"))
 
 
 def table(rows: list[Comparison], level: str) -> list[str]:
@@ -300,14 +267,17 @@ def other_ratios(rows: list[Comparison], level: str) -> list[str]:
 
 
 def conditions(m: Manifest) -> str:
-    try:
-        return report.conditions(m)
-    except (KeyError, TypeError, AttributeError):
-        return f"{shown(dig(m, 'client.tool'))}, {shown(dig(m, 'host.cores'))} cores"
+    return analysis.conditions(record.parse_manifest(m, Path(record.MANIFEST)))
 
 
 def run_id(run: Path, m: Manifest) -> str:
     return str(m.get("run_id") or run.name)
+
+
+NOTE = (f"Verdicts: by median requests/s (open loop: by p99 latency), through the lab's one "
+        f"verdict gate: \"faster\"/\"slower\" only when the min–max ranges of the repetitions "
+        f"do not overlap, with at least {MIN_REPS_FOR_VERDICT} repetitions on each side; a "
+        "client-bound figure is a lower bound.")
 
 
 def markdown(ids: tuple[str, str], ms: tuple[Manifest, Manifest], rows: list[Comparison],
@@ -324,10 +294,7 @@ def markdown(ids: tuple[str, str], ms: tuple[Manifest, Manifest], rows: list[Com
     lines += ["", "## Differences in conditions", ""]
     soft = [d for d in diffs if not d.matters]
     lines += [f"- {d.text()}" for d in hard + soft] or ["- none recorded"]
-    lines += ["", f"Verdicts: by median requests/s (open loop: by p99 latency); "
-                  f"\"faster\"/\"slower\" only when the "
-                  f"min–max ranges of the repetitions do not overlap; at least "
-                  f"{MIN_REPS_FOR_VERDICT} repetitions on each side.", ""]
+    lines += ["", NOTE, ""]
     return "\n".join(lines)
 
 
@@ -335,7 +302,8 @@ def as_json(ids: tuple[str, str], runs: tuple[Path, Path], ms: tuple[Manifest, M
             rows: list[Comparison], diffs: list[Difference], forced: bool) -> dict[str, Any]:
     side = [{"run_id": ids[i], "path": str(runs[i]), "conditions": conditions(ms[i])}
             for i in (0, 1)]
-    return {"a": side[0], "b": side[1], "axis": dig(ms[0], "params.axis"),
+    return {"made": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "a": side[0], "b": side[1], "axis": dig(ms[0], "params.axis"),
             "forced": forced,
             "warnings": [d.text() for d in diffs if d.matters],
             "differences": [asdict(d) for d in diffs],
@@ -359,10 +327,6 @@ def export(out: Path, stats: Stats, side: str, servers: list[str]) -> None:
         (data / f"{side}-{name}.dat").write_text("\n".join(lines) + "\n")
 
 
-def gp_quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def chart(out: Path, stats: tuple[Stats, Stats], ids: tuple[str, str],
           ms: tuple[Manifest, Manifest]) -> str | None:
     """compare.png and compare.svg; None, or why they could not be drawn."""
@@ -372,12 +336,14 @@ def chart(out: Path, stats: tuple[Stats, Stats], ids: tuple[str, str],
     export(out, stats[0], "a", servers)
     export(out, stats[1], "b", servers)
     axis = str(dig(ms[0], "params.axis") or "")
+    ticks = " ".join(str(v) for v in sorted({s.value for st in stats for n in servers
+                                             for s in st[n]}))
     for fmt in ("png", "svg"):
         setup = (f"dir={gp_quote(str(out))}; servers={gp_quote(' '.join(servers))}; "
                  f"label_a={gp_quote(ids[0])}; label_b={gp_quote(ids[1])}; "
                  f"cond_a={gp_quote(f'A: {conditions(ms[0])}')}; "
                  f"cond_b={gp_quote(f'B: {conditions(ms[1])}')}; "
-                 f"xlabel={gp_quote(XLABEL.get(axis, axis))}; fmt='{fmt}'")
+                 f"xlabel={gp_quote(xlabel(axis))}; xticks={gp_quote(ticks)}; fmt='{fmt}'")
         try:
             done = subprocess.run(["gnuplot", "-e", setup, str(PLOTS / "compare.gp")],
                                   capture_output=True, text=True, timeout=60)
@@ -388,70 +354,45 @@ def chart(out: Path, stats: tuple[Stats, Stats], ids: tuple[str, str],
     return None
 
 
-# ---- HTML ---------------------------------------------------------------------
+# ---- HTML (built by lab.html) -------------------------------------------------------
 
-CSS = """body{font:14px/1.4 sans-serif;margin:2em;max-width:1100px;color:#222}
-table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:3px 8px}
-th{background:#f2f2f2}td.num{text-align:right}.faster{color:#1a7f37}.slower{color:#b42318}
-.warn{background:#fff4e5;border-left:4px solid #f79009;padding:4px 8px}
-svg{max-width:100%;height:auto}"""
-
-
-def inline_svg(path: Path) -> str:
-    """The chart's SVG without its XML prologue and namespace declarations
-    (HTML parses inline SVG without them), so the page names no URL."""
-    if not path.exists():
-        return ""
-    text = path.read_text()
-    text = text[text.find("<svg"):]
-    return re.sub(r'\s+xmlns(:\w+)?="[^"]*"', "", text)
-
-
-def html_rows(rows: list[Comparison]) -> list[str]:
-    e = html.escape
-    return [f'<tr><td>{e(c.server)}</td><td class="num">{c.value}</td>'
-            f'<td class="num">{e(rng(c.a))}</td><td class="num">{e(rng(c.b))}</td>'
-            f'<td class="num">{e(times(c.ratios.get("rate")))}</td>'
-            f'<td class="{e(c.kind)}">{e(c.text)}</td></tr>' for c in rows]
+KIND_CLASS = {"faster": "better", "faster-at-least": "better", "slower": "worse",
+              "slower-at-least": "worse"}
 
 
 def page(ids: tuple[str, str], ms: tuple[Manifest, Manifest], rows: list[Comparison],
-         diffs: list[Difference], forced: bool, svg: str) -> str:
-    e = html.escape
+         diffs: list[Difference], forced: bool, chart_path: Path | None,
+         chart_problem: str | None) -> str:
+    e = html.e
     level = axis_label(ms[0])
-    warn = [f'<p class="warn">FORCE=1: {e(d.text())}</p>' for d in diffs if d.matters and forced]
-    diff_items = [f"<li>{e(d.text())}</li>" for d in diffs] or ["<li>none recorded</li>"]
-    parts = [
-        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>{e(f'Compare {ids[0]} vs {ids[1]}')}</title>", f"<style>{CSS}</style>",
-        "</head><body>", f"<h1>{e(ids[0])} (A) vs {e(ids[1])} (B)</h1>",
-        f"<p>A: {e(conditions(ms[0]))}<br>B: {e(conditions(ms[1]))}</p>", *warn,
-        f"<table><tr><th>server</th><th>{e(level)}</th><th>A req/s median [min–max]</th>"
-        "<th>B req/s median [min–max]</th><th>B/A</th><th>verdict</th></tr>",
-        *html_rows(rows), "</table>",
-        "<p>faster/slower only when the min–max ranges of the repetitions do not overlap, "
-        f"with at least {MIN_REPS_FOR_VERDICT} repetitions on each side.</p>",
-        svg or "<p>(no chart)</p>",
-        "<h2>Differences in conditions</h2>", "<ul>", *diff_items, "</ul>",
-        "</body></html>", ""]
-    return "\n".join(parts)
+    cells = [[e(c.server), e(c.value), e(rng(c.a)), e(rng(c.b)), e(times(c.ratios.get("rate"))),
+              f'<span class="{KIND_CLASS.get(c.kind, "")}">{e(c.text)}</span>'] for c in rows]
+    others = [[f"{e(c.server)} at {e(level)}={e(c.value)}",
+               e(times(c.ratios.get("p99_ms"))), e(times(c.ratios.get("rss_end_kb"))),
+               e(times(c.ratios.get("cpu_us_per_req")))] for c in rows if c.kind != "missing"]
+    return html.compare_page(html.ComparePage(
+        ids=ids, conditions=(conditions(ms[0]), conditions(ms[1])),
+        warnings=[f"FORCE=1: {d.text()} — the figures may not be comparable."
+                  for d in diffs if d.matters and forced],
+        head=["server", level, "A req/s median [min–max]", "B req/s median [min–max]", "B/A",
+              "verdict"],
+        rows=cells, numeric={1, 2, 3, 4},
+        other_head=["server and level", "p99 ms B/A", "RSS end B/A", "CPU µs/req B/A"],
+        other_rows=others, note=NOTE, chart=chart_path, chart_problem=chart_problem,
+        differences=[d.text() for d in diffs]))
 
 
 # ---- the command ---------------------------------------------------------------
 
 def load(run: Path) -> tuple[Manifest, Stats] | str:
-    """The run's manifest and level statistics, or why it is not a run."""
-    if not (run / results.MANIFEST).is_file():
-        hint = " (it is a comparison, not a run)" if (run / "compare.json").exists() else ""
-        return f"{run} is not a run folder: no {results.MANIFEST}{hint}"
+    """The run's manifest and level statistics, or why it cannot be compared."""
     try:
-        m = results.read_manifest(run)
-        stats = report.stats_of(run)
-    except (OSError, ValueError) as e:
-        return f"{run}: cannot read the run ({e})"
-    if not stats:
-        return f"{run} has no measured levels ({results.CSV} is missing or empty)"
-    return m, stats
+        rec, a = analysis.of(run)
+    except record.RecordError as e:
+        return str(e)
+    if not a.stats:
+        return f"{run} has no measured levels ({record.CSV} is missing or empty)"
+    return rec.manifest.to_json(), a.stats
 
 
 def refusal(diffs: list[Difference]) -> str:
@@ -475,15 +416,28 @@ def main(a: Path, b: Path, force: bool, out_root: Path) -> int:
         return EXIT_REFUSED
     ids, ms = (run_id(a, ma), run_id(b, mb)), (ma, mb)
     rows = compare_stats(sa, sb)
+    if not any(c.kind != "missing" for c in rows):
+        print(f"error: {ids[0]} and {ids[1]} have no server measured at the same level in "
+              "both: nothing to compare (no folder made)", file=sys.stderr)
+        return EXIT_REFUSED
     out = results.new_folder(out_root, f"compare-{ids[0]}-vs-{ids[1]}")
-    text = markdown(ids, ms, rows, diffs, force)
-    (out / "compare.md").write_text(text)
-    results.write_json(out / "compare.json", as_json(ids, (a, b), ms, rows, diffs, force))
-    problem = chart(out, (sa, sb), ids, ms)
-    (out / "compare.html").write_text(page(ids, ms, rows, diffs, force,
-                                           inline_svg(out / "compare.svg")))
+    try:
+        text = markdown(ids, ms, rows, diffs, force)
+        (out / "compare.md").write_text(text)
+        problem = chart(out, (sa, sb), ids, ms)
+        svg = out / "compare.svg"
+        html.write_atomic(out / "compare.html", page(ids, ms, rows, diffs, force,
+                                                     svg if svg.is_file() else None, problem))
+        # compare.json last: the index lists a folder with it as a finished comparison
+        record.write_json(out / "compare.json", as_json(ids, (a, b), ms, rows, diffs, force))
+    except BaseException:
+        shutil.rmtree(out, ignore_errors=True)     # a failed comparison leaves no folder
+        raise
     print(text)
     print(f"comparison: {out}", file=sys.stderr)
+    index = html.write_index(out_root)
+    if index is not None:
+        print(f"index: {index}", file=sys.stderr)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 1

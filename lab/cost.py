@@ -43,8 +43,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from lab import deps, hostinfo, procfs, procs, report, results
-from lab.costview import COST_FILE, JIT_LANGUAGES, JIT_REASON
+from lab import deps, hostinfo, procfs, procs, record, report, results
+from lab.costview import JIT_LANGUAGES, JIT_REASON
+from lab.record import COST as COST_FILE
 from lab.launch import Knobs, ServerProcess
 from lab.params import SETTINGS, ConfigError, Params, format_cpus, from_env, parse_list
 from lab.paths import ROOT, cache_dir
@@ -228,22 +229,25 @@ def write_manifest(run: Path, params: Params, levels: tuple[int, ...], counts: t
                  "SERVER_CPUS", "CLIENT_CPUS", "PORT")}
     settings["REPEAT"] = str(repeat)
     h2load = subprocess.run(["h2load", "--version"], capture_output=True, text=True).stdout
-    results.write_json(run / results.MANIFEST, {
-        "run_id": run.name, "kind": "cost", "status": "running",
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "reproduce": "make cost " + " ".join(f"{k}='{v}'" for k, v in settings.items() if v),
-        "settings": settings, "params": {**params.to_json(), "repeat": repeat},
-        "plan": (f"{' '.join(params.servers)}: cachegrind counts at c={' '.join(map(str, levels))}"
-                 f" with {counts[0]} and {counts[1]} requests, {repeat} repetitions"),
-        "topology": "loopback (one host, server and client pinned to disjoint CPUs)",
-        "pinning": {"server_cpus": format_cpus(params.server_cpus),
-                    "client_cpus": format_cpus(params.client_cpus)},
-        "client": {"tool": "h2load", "version": h2load.strip().split("/")[-1],
-                   "connection": "keep-alive", "threads": 1},
-        "host": hostinfo.host(), "tools": hostinfo.tools(), "lab": hostinfo.lab_revision(ROOT),
-        "servers": {s.name: {"framework": s.framework, "version": s.version, "role": s.role,
-                             "language": s.language, "status": "pending"} for s in servers},
-        "problems": []})
+    path = run / record.MANIFEST
+    record.write_manifest(run, record.Manifest(
+        run_id=run.name, status="running", started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        reproduce="make cost " + " ".join(f"{k}='{v}'" for k, v in settings.items() if v),
+        settings=settings,
+        params=record.RunParams.parse(record.obj({**params.to_json(), "repeat": repeat},
+                                                 path, "params")),
+        plan=(f"{' '.join(params.servers)}: cachegrind counts at "
+              f"c={' '.join(map(str, levels))} with {counts[0]} and {counts[1]} requests, "
+              f"{repeat} repetitions"),
+        topology="loopback (one host, server and client pinned to disjoint CPUs)",
+        pinning=record.Pinning(server_cpus=format_cpus(params.server_cpus),
+                               client_cpus=format_cpus(params.client_cpus)),
+        client=record.ClientInfo(tool="h2load", version=h2load.strip().split("/")[-1],
+                                 connection="keep-alive", threads="1"),
+        host=hostinfo.host(), tools=dict(hostinfo.tools()), lab=hostinfo.lab_revision(ROOT),
+        servers={s.name: record.ServerRecord.new({**s.describe(), "status": "pending"})
+                 for s in servers},
+        extra={"kind": "cost"}))
 
 
 def measure(run: Path, params: Params, servers: list[Server], levels: tuple[int, ...],
@@ -255,7 +259,7 @@ def measure(run: Path, params: Params, servers: list[Server], levels: tuple[int,
     for s in servers:
         data["servers"][s.name] = ({"applicable": True, "reps": []} if native(s) else
                                    {"applicable": False, "reason": JIT_REASON})
-    results.write_json(run / COST_FILE, data)
+    record.write_json(run / COST_FILE, data)
     failed: dict[str, str] = {}
     for rep in range(1, repeat + 1):
         for s in servers:
@@ -282,14 +286,17 @@ def measure(run: Path, params: Params, servers: list[Server], levels: tuple[int,
                 failed[s.name] = str(e)
                 entry["error"] = str(e)
                 print(f"[{s.name}] cost failed: {e}", file=sys.stderr, flush=True)
-            results.write_json(run / COST_FILE, data)
-    m = results.read_manifest(run)
-    for s in servers:
-        m["servers"][s.name]["status"] = "failed" if s.name in failed else "complete"
-    results.update_manifest(run, servers=m["servers"],
-                            status="incomplete" if failed else "complete",
-                            problems=[f"{n}: {e}" for n, e in failed.items()],
-                            finished=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+            record.write_json(run / COST_FILE, data)
+    def change(m: record.Manifest) -> None:
+        for s in servers:
+            m.server(s.name).status = "failed" if s.name in failed else "complete"
+            m.servers[s.name] = m.server(s.name)
+            if s.name in failed:
+                m.servers[s.name].error = failed[s.name]
+        m.status = "incomplete" if failed else "complete"
+        m.problems += [f"{n}: {e}" for n, e in failed.items()]
+        m.finished = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    record.update(run, change)
     return 1 if failed else 0
 
 
@@ -316,7 +323,7 @@ def main(argv: list[str]) -> int:
     try:
         code = measure(run, params, servers, levels, counts, repeat)
     except KeyboardInterrupt:
-        results.update_manifest(run, status="incomplete", problems=["interrupted"])
+        record.add_problem(run, "interrupted", status="incomplete")
         code = 130
     print(report.write(run))
     from lab import html

@@ -1,6 +1,7 @@
-"""Reading a run's cost.json (written by `make cost`, lab.cost): instructions
-per request with their spread, verdicts between servers, and the Markdown
-and HTML sections of the run's summary and report.
+"""Instructions per request (make cost, written by lab.cost into the run
+record's cost.json) as a figure of the analysis: its spread over
+repetitions, verdicts through the lab's one verdict gate (metrics.judge,
+lower is better), and its sections of summary.md and report.html.
 
 The figure is user space only (valgrind sees the server's own instructions,
 not the kernel's TCP and syscall work); each row shows it beside the CPU
@@ -8,26 +9,24 @@ not the kernel's TCP and syscall work); each row shows it beside the CPU
 kernel, as /proc accounts them."""
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from html import escape
 from itertools import combinations
-from pathlib import Path
-from typing import Any
 
 from lab import metrics
+from lab.display import DASH, rng
 from lab.metrics import Spread
+from lab.record import Costs
 
-COST_FILE = "cost.json"
 JIT_LANGUAGES = frozenset({"Java", "Kotlin", "Scala", "Groovy", "Clojure"})
 JIT_REASON = ("not applicable (JIT): a JVM compiles its hot code while it runs, and under "
               "valgrind the JIT compiler's own work, the interpreter's and the compiled "
               "code's are one count that depends on when compilation happened, not on what "
-              "a request costs; see the CPU profile (make profile) instead")
+              "a request costs; see its CPU profile (make profile) instead")
 KERNEL_NOTE = ("Instructions are counted in user space only: the kernel's work for the "
                "server (TCP, syscalls) is not in this figure. The CPU µs/request beside it "
                "come from a plain start (no valgrind) and /proc, which splits user and "
                "kernel time; they move with the host's load, the instruction count does not.")
+BETTER = "needs fewer instructions per request than"
 
 
 @dataclass(frozen=True)
@@ -35,9 +34,9 @@ class LevelCost:
     server: str
     level: int
     per_request: Spread            # instructions per request over repetitions
-    user_us: Spread | None         # plain start: CPU µs per request in user space
-    sys_us: Spread | None          # ... in the kernel
-    rate_rps: Spread | None        # ... requests/s (noisy)
+    user_us: Spread | None = None  # plain start: CPU µs per request in user space
+    sys_us: Spread | None = None   # ... in the kernel
+    rate_rps: Spread | None = None  # ... requests/s (noisy)
 
 
 @dataclass(frozen=True)
@@ -50,61 +49,58 @@ class ServerCost:
     levels: tuple[LevelCost, ...]
 
 
-def load(run: Path) -> dict[str, Any] | None:
-    path = run / COST_FILE
-    if not path.is_file():
-        return None
-    data: dict[str, Any] = json.loads(path.read_text())
-    return data
-
-
-def _spread(values: list[float]) -> Spread | None:
-    return metrics.spread(values) if values else None
-
-
-def costs(data: dict[str, Any]) -> list[ServerCost]:
-    out = []
-    for name, entry in data.get("servers", {}).items():
-        reps = entry.get("reps") or []
-        levels = []
-        for level in sorted({r["level"] for r in reps}):
-            mine = [r for r in reps if r["level"] == level]
-            levels.append(LevelCost(
-                server=name, level=level,
-                per_request=metrics.spread([float(r["per_request"]) for r in mine]),
-                user_us=_spread([r["native"]["user_us_per_req"] for r in mine if r.get("native")]),
-                sys_us=_spread([r["native"]["sys_us_per_req"] for r in mine if r.get("native")]),
-                rate_rps=_spread([r["native"]["rate_rps"] for r in mine if r.get("native")])))
-        out.append(ServerCost(name, bool(entry.get("applicable")), entry.get("reason", ""),
-                              entry.get("error", ""), entry.get("valgrind", ""), tuple(levels)))
-    return out
-
-
 @dataclass(frozen=True)
 class CostVerdict:
     level: int
-    a: str
+    a: str                # the one with fewer instructions when kind is better
     b: str
-    kind: str          # fewer | no-clear-difference | inconclusive
-    percent: float | None
+    kind: str             # metrics.Judgement's kind
+    percent: float | None  # how many % fewer (kind better)
     text: str
 
 
+@dataclass(frozen=True)
+class CostAnalysis:
+    condition: str
+    servers: list[ServerCost]
+    verdicts: list[CostVerdict]
+
+
+def _spread(values: list[float | None]) -> Spread | None:
+    known = [v for v in values if v is not None]
+    return metrics.spread(known) if known else None
+
+
+def server_costs(costs: Costs) -> list[ServerCost]:
+    out = []
+    for name, entry in costs.servers.items():
+        levels = []
+        for level in sorted({r.level for r in entry.reps}):
+            mine = [r for r in entry.reps if r.level == level]
+            levels.append(LevelCost(
+                server=name, level=level,
+                per_request=metrics.spread([r.per_request for r in mine]),
+                user_us=_spread([r.user_us for r in mine]),
+                sys_us=_spread([r.sys_us for r in mine]),
+                rate_rps=_spread([r.rate_rps for r in mine])))
+        out.append(ServerCost(name, entry.applicable, entry.reason, entry.error, entry.valgrind,
+                              tuple(levels)))
+    return out
+
+
 def verdict(a: LevelCost, b: LevelCost) -> CostVerdict:
-    """Fewer instructions per request is better: the same rule as the
-    throughput verdict (enough repetitions, min-max ranges apart)."""
-    n = min(a.per_request.n, b.per_request.n)
-    if n < metrics.MIN_REPS_FOR_VERDICT:
-        return CostVerdict(a.level, a.server, b.server, "inconclusive", None, metrics.too_few(n))
-    if a.per_request.overlaps(b.per_request):
-        return CostVerdict(a.level, a.server, b.server, "no-clear-difference", None,
-                           "no clear difference (ranges overlap)")
-    low, high = (a, b) if a.per_request.median < b.per_request.median else (b, a)
-    pct = 100 * (1 - low.per_request.median / high.per_request.median)
-    spread_pct = 100 * max(low.per_request.ratio, high.per_request.ratio) - 100
-    return CostVerdict(a.level, low.server, high.server, "fewer", pct,
-                       f"{low.server} needs {pct:.1f}% fewer instructions per request than "
-                       f"{high.server} (spread {spread_pct:.2f}%)")
+    """The lab's verdict gate on instructions per request (lower is better)."""
+    j = metrics.judge(metrics.Sample(a.server, a.per_request.values),
+                      metrics.Sample(b.server, b.per_request.values),
+                      higher_is_better=False, better=BETTER)
+    if j.winner is None or j.loser is None or j.kind not in metrics.RANKED:
+        return CostVerdict(a.level, a.server, b.server, j.kind, None, j.text)
+    low, high = (a, b) if j.winner == a.server else (b, a)
+    fewer = 100 * (1 - low.per_request.median / high.per_request.median)
+    spread = 100 * (max(low.per_request.ratio, high.per_request.ratio) - 1)
+    return CostVerdict(a.level, low.server, high.server, j.kind, fewer,
+                       f"{low.server} needs {fewer:.1f}% fewer instructions per request than "
+                       f"{high.server} (spread {spread:.2f}%; min-max ranges do not overlap)")
 
 
 def verdicts(found: list[ServerCost]) -> list[CostVerdict]:
@@ -119,31 +115,18 @@ def verdicts(found: list[ServerCost]) -> list[CostVerdict]:
     return out
 
 
-def rng(s: Spread | None, fmt: str = ",.0f") -> str:
-    if s is None:
-        return "-"
-    if s.n == 1:
-        return format(s.median, fmt)
-    return f"{format(s.median, fmt)} [{format(s.lo, fmt)}–{format(s.hi, fmt)}]"
+def analyse(costs: Costs) -> CostAnalysis:
+    found = server_costs(costs)
+    versions = sorted({s.valgrind for s in found if s.valgrind})
+    condition = (f"{costs.tool}, {', '.join(versions) or 'valgrind'}; h2load --h1 -n "
+                 f"{' and -n '.join(map(str, costs.requests))} at "
+                 f"c={' and '.join(map(str, costs.levels))}, {costs.repeat} repetitions; "
+                 f"wrapper: {costs.wrapper}")
+    return CostAnalysis(condition, found, verdicts(found))
 
 
-def spread_pct(s: Spread) -> str:
-    return f"{100 * (s.ratio - 1):.2f}%"
-
-
-def rows(found: list[ServerCost]) -> list[list[str]]:
-    """Plain-text cells: server, c, instructions/request, spread, user µs, kernel µs, req/s."""
-    out = []
-    for s in found:
-        if not s.applicable:
-            out.append([s.server, "-", s.reason, "", "", "", ""])
-        elif s.error and not s.levels:
-            out.append([s.server, "-", f"failed: {s.error}", "", "", "", ""])
-        for x in s.levels:
-            out.append([s.server, str(x.level), rng(x.per_request, ",.1f"),
-                        spread_pct(x.per_request), rng(x.user_us, ".1f"), rng(x.sys_us, ".1f"),
-                        rng(x.rate_rps)])
-    return out
+def pct(s: Spread) -> str:
+    return f"{100 * (s.ratio - 1):.2f}%" if s.n > 1 else DASH
 
 
 HEAD = ["server", "c", "instructions/request (user space)", "spread (max/min)",
@@ -151,48 +134,30 @@ HEAD = ["server", "c", "instructions/request (user space)", "spread (max/min)",
         "req/s (plain start, noisy)"]
 
 
-def conditions(data: dict[str, Any], found: list[ServerCost]) -> str:
-    versions = sorted({s.valgrind for s in found if s.valgrind})
-    return (f"{data.get('tool', 'cachegrind')}, {', '.join(versions) or 'valgrind'}; "
-            f"h2load --h1 -n {' and -n '.join(map(str, data.get('requests', [])))} at "
-            f"c={' and '.join(map(str, data.get('levels', [])))}, "
-            f"{data.get('repeat', '?')} repetitions; wrapper: `{data.get('wrapper', '')}`")
+def rows(found: list[ServerCost]) -> list[list[str]]:
+    """Plain-text cells of HEAD's columns."""
+    out = []
+    for s in found:
+        if not s.applicable:
+            out.append([s.server, DASH, s.reason, "", "", "", ""])
+        elif s.error and not s.levels:
+            out.append([s.server, DASH, f"failed: {s.error}", "", "", "", ""])
+        for x in s.levels:
+            out.append([s.server, str(x.level), rng(x.per_request, fmt=",.1f"),
+                        pct(x.per_request), rng(x.user_us, fmt=".1f"),
+                        rng(x.sys_us, fmt=".1f"), rng(x.rate_rps)])
+    return out
 
 
-def markdown(run: Path) -> str:
-    data = load(run)
-    if data is None:
-        return ""
-    found = costs(data)
+def markdown(c: CostAnalysis) -> list[str]:
     lines = ["## Instructions per request (cachegrind)", "", KERNEL_NOTE, "",
-             f"Conditions: {conditions(data, found)}.", "",
+             f"Conditions: {c.condition}.", "",
              "| " + " | ".join(HEAD) + " |", "|---|---:|---:|---:|---:|---:|---:|"]
-    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows(found)]
-    vs = verdicts(found)
-    if vs:
+    lines += ["| " + " | ".join(x.replace("|", "\\|") for x in r) + " |" for r in rows(c.servers)]
+    if c.verdicts:
         lines += ["", "### Verdicts on instructions per request", ""]
-        lines += [f"- c={v.level}: {v.a} vs {v.b}: {v.text}" for v in vs]
-    errors = [f"- {s.server}: {s.error}" for s in found if s.error]
+        lines += [f"- c={v.level}: {v.a} vs {v.b}: {v.text}" for v in c.verdicts]
+    errors = [f"- {s.server}: {s.error}" for s in c.servers if s.error]
     if errors:
         lines += ["", "Failed:", *errors]
-    return "\n".join(lines) + "\n"
-
-
-def html(run: Path) -> str:
-    """The report's section (escaped text, tables only, no script)."""
-    data = load(run)
-    if data is None:
-        return ""
-    from lab.html import table
-    found = costs(data)
-    e = escape
-    body = [f"<h2 id=\"cost\">Instructions per request (cachegrind)</h2><p>{e(KERNEL_NOTE)}</p>",
-            f'<p class="muted">{e(conditions(data, found))}</p>',
-            table(HEAD, [[e(c) for c in r] for r in rows(found)], numeric={1, 2, 3, 4, 5, 6},
-                  cls="cost")]
-    vs = verdicts(found)
-    if vs:
-        body.append(table(["c", "fewer", "more", "kind", "verdict"],
-                          [[e(str(v.level)), e(v.a), e(v.b), e(v.kind), e(v.text)] for v in vs],
-                          numeric={0}, cls="cost-verdicts"))
-    return "".join(body)
+    return lines

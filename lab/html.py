@@ -5,21 +5,30 @@ The page needs nothing from outside: the charts are the run's own SVG files,
 inlined (their XML prologs, scripts, event handlers and links to anything
 but the page itself removed, their ids made unique per chart), the styling
 is inline CSS, and there is no JavaScript. Every figure, name and setting is
-escaped with html.escape. The figures come from lab.report and lab.metrics,
-so the page says what summary.md says, with each flag next to the figure it
-concerns and its one-sentence meaning (lab.metrics.FLAGS)."""
+escaped with html.escape. The figures come from the run's Analysis
+(lab.analysis), so the page says what summary.md says, with each flag next
+to the figure it concerns and its one-sentence meaning (lab.metrics.FLAGS).
+The compare page (`make compare`) is built here too, from the same pieces."""
 from __future__ import annotations
 
 import json
+import os
 import re
+from collections.abc import Sequence
 import sys
+import tempfile
+from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from lab import costview, metrics, profileview, report, results
+from lab import analysis, costview, metrics, profileview, record, results
+from lab.analysis import Analysis
+from lab.display import DASH, figure, rng, spread_text
+from lab.display import axis_label as axis_name
 from lab.metrics import LevelStats, Spread
+from lab.record import Manifest, RecordError, ServerRecord
 
 REPORT = "report.html"
 INDEX = "index.html"
@@ -61,7 +70,8 @@ svg.chart{display:block;width:100%;height:auto;border:1px solid #e3e6ea}
 pre{background:#f5f6f8;border:1px solid #d8dde3;padding:8px;overflow-x:auto;
  white-space:pre-wrap;word-break:break-all;user-select:all}
 .muted{color:#5a6270}.facts{margin:.2em 0 .5em}code{background:#f1f3f6;padding:0 3px}
-ul.warn li{margin:.2em 0}
+ul.warn li{margin:.2em 0}.better{color:#1a7f37}.worse{color:#b42318}
+.warnbox{background:#fff4e5;border-left:4px solid #f79009;padding:4px 8px}
 """
 
 
@@ -85,7 +95,7 @@ def table(head: list[str], rows: list[list[str]], numeric: set[int] | None = Non
     return f"<table{klass}><thead><tr>{ths}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def kv_table(pairs: list[tuple[str, object]], cls: str = "") -> str:
+def kv_table(pairs: Sequence[tuple[str, object]], cls: str = "") -> str:
     """Two columns, name and value, without a header row."""
     rows = "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in pairs)
     return f'<table class="kv {e(cls)}"><tbody>{rows}</tbody></table>'
@@ -117,9 +127,9 @@ def flags_for(s: LevelStats, figure: str) -> str:
     return "".join(out)
 
 
-def flags_seen(stats: dict[str, list[LevelStats]], m: dict[str, Any]) -> list[str]:
+def flags_seen(stats: dict[str, list[LevelStats]], m: Manifest) -> list[str]:
     seen = {f for levels in stats.values() for s in levels for f in s.all_flags()}
-    if m.get("status") != "complete":
+    if m.status != "complete":
         seen.add(INCOMPLETE)
     return [f for f in MEANINGS if f in seen] + sorted(seen - set(MEANINGS))
 
@@ -180,14 +190,20 @@ def chart_files(run: Path) -> list[Path]:
     return [found[c] for c in order]
 
 
-def charts_section(run: Path) -> str:
-    figures = []
-    for path in chart_files(run):
-        name = re.sub(r"[^A-Za-z0-9_-]", "-", path.stem)
+def chart_figure(path: Path, title: str) -> str:
+    """One SVG chart file as a <figure>, inlined with inline_svg."""
+    name = re.sub(r"[^A-Za-z0-9_-]", "-", path.stem)
+    try:
         svg = inline_svg(name, path.read_text(errors="replace"))
-        title = CHART_TITLES.get(path.stem, path.stem)
-        figures.append(f'<figure id="chart-{e(name)}"><figcaption>{e(title)} '
-                       f'<span class="muted">({e(path.name)})</span></figcaption>{svg}</figure>')
+    except OSError as err:
+        return f'<p class="muted">{e(path.name)} unreadable: {e(err.strerror or err)}</p>'
+    return (f'<figure id="chart-{e(name)}"><figcaption>{e(title)} '
+            f'<span class="muted">({e(path.name)})</span></figcaption>{svg}</figure>')
+
+
+def charts_section(run: Path) -> str:
+    figures = [chart_figure(path, CHART_TITLES.get(path.stem, path.stem))
+               for path in chart_files(run)]
     if not figures:
         return '<h2>Charts</h2><p class="muted">No charts in this run folder.</p>'
     return "<h2>Charts</h2>" + "".join(figures)
@@ -195,23 +211,22 @@ def charts_section(run: Path) -> str:
 
 # --- figures per server ---------------------------------------------------------
 
-def axis_label(m: dict[str, Any]) -> str:
-    axis = str(m["params"]["axis"])
-    return report.AXIS_LABEL.get(axis, axis)
+def axis_label(m: Manifest) -> str:
+    return axis_name(m.params.axis)
 
 
 def spread_html(s: Spread | None, scale: float = 1.0, fmt: str = ",.0f") -> str:
-    return "–" if s is None else e(report.rng(s, scale, fmt))
+    return e(rng(s, scale, fmt))
 
 
-def server_facts(name: str, rec: dict[str, Any]) -> str:
-    bits = [("language", rec.get("language")), ("framework", rec.get("framework")),
-            ("version", rec.get("version")), ("role", rec.get("role")),
-            ("workers", rec.get("workers")), ("repetitions done", rec.get("reps_done")),
-            ("status", rec.get("status"))]
-    bits += [(k, v) for k, v in (rec.get("facts") or {}).items()]
+def server_facts(name: str, rec: ServerRecord) -> str:
+    bits: list[tuple[str, object]] = [
+        ("language", rec.language), ("framework", rec.framework), ("version", rec.version),
+        ("role", rec.role), ("workers", rec.workers), ("repetitions done", rec.reps_done),
+        ("status", rec.status)]
+    bits += [(k, v) for k, v in (rec.facts or {}).items()]
     text = "; ".join(f"{k}: <b>{e(v)}</b>" for k, v in bits if v not in (None, ""))
-    summary = f' <span class="muted">({e(rec["summary"])})</span>' if rec.get("summary") else ""
+    summary = f' <span class="muted">({e(rec.summary)})</span>' if rec.summary else ""
     return f'<p class="facts">{text}{summary}</p>'
 
 
@@ -222,7 +237,7 @@ def failures_flag(levels: list[LevelStats]) -> str:
     return flag_html("failures", label=f"failures at {flagged} of {len(levels)} levels")
 
 
-def peak_table(m: dict[str, Any], name: str, levels: list[LevelStats]) -> str:
+def peak_table(m: Manifest, name: str, levels: list[LevelStats]) -> str:
     top, last = metrics.peak(levels), levels[-1]
     rows = [["peak req/s (median [min–max])",
              f"{spread_html(top.rate)} at {e(axis_label(m))}={e(top.value)}"
@@ -233,7 +248,7 @@ def peak_table(m: dict[str, Any], name: str, levels: list[LevelStats]) -> str:
         if pct is not None:
             rows.append([f"{label} ms at peak", spread_html(pct, fmt=".2f")])
     rows += [["RSS at the end MB (last level)", spread_html(last.rss_end_kb, 1024, ".1f")],
-             ["RSS peak MB", e(f"{max(s.rss_peak_kb for s in levels) / 1024:.1f}")]]
+             ["RSS peak MB", e(figure(max(s.rss_peak_kb for s in levels), ".1f", 1024))]]
     if last.cgroup_mem_kb is not None:      # RUNTIME=docker
         rows += [["container cgroup memory at the end MB (last level; usage less inactive "
                   "page cache, as docker stats shows it)",
@@ -248,8 +263,7 @@ def peak_table(m: dict[str, Any], name: str, levels: list[LevelStats]) -> str:
 def level_rows(levels: list[LevelStats], pcts: list[str]) -> list[list[str]]:
     out = []
     for s in levels:
-        spread = f"{s.rate.ratio - 1:.0%}" if s.rate.n > 1 else "–"
-        row = [e(s.value), spread_html(s.rate) + flags_for(s, "rate"), e(spread),
+        row = [e(s.value), spread_html(s.rate) + flags_for(s, "rate"), e(spread_text(s.rate)),
                spread_html(s.resp_ms, fmt=".2f") + flags_for(s, "latency")]
         row += [spread_html(getattr(s, f"{p}_ms"), fmt=".2f") for p in pcts]
         row += [spread_html(s.rss_end_kb, 1024, ".1f"), spread_html(s.cpu_us_per_req),
@@ -259,7 +273,7 @@ def level_rows(levels: list[LevelStats], pcts: list[str]) -> list[list[str]]:
     return out
 
 
-def level_table(m: dict[str, Any], levels: list[LevelStats]) -> str:
+def level_table(m: Manifest, levels: list[LevelStats]) -> str:
     pcts = [p for p in ("p50", "p90", "p99") if any(getattr(s, f"{p}_ms") for s in levels)]
     head = [axis_label(m), "req/s median [min–max]", "spread", "mean ms",
             *[f"{p} ms" for p in pcts], "RSS end MB", "CPU µs/req", "client CPU %", "failed"]
@@ -267,20 +281,22 @@ def level_table(m: dict[str, Any], levels: list[LevelStats]) -> str:
                  cls="levels")
 
 
-def warmup_html(rec: dict[str, Any]) -> str:
+def warmup_html(rec: ServerRecord) -> str:
     rows = []
-    modes = {(s.get("warmup") or {}).get("mode", "none") for s in rec.get("starts", [])}
+    modes = {s.warmup.mode if s.warmup else "none" for s in rec.starts}
     if modes <= {"none"}:
         return '<p class="muted">Warm-up: none.</p>'
-    for start in rec.get("starts", []):
-        w = start.get("warmup")
+    for start in rec.starts:
+        w = start.warmup
         if not w:
             continue
-        steady = {True: "yes", False: "no (hit the cap)"}.get(w.get("steady"), "–")
-        flag = flag_html("not-steady") if w.get("steady") is False else ""
-        rows.append([e(start.get("id", "")), e(w.get("mode", "")), e(steady) + flag,
-                     e(w.get("seconds", "–")), e(w.get("slices", "–")),
-                     e(", ".join(f"{x:,.0f}" for x in w.get("slice_rates", [])) or "–")])
+        steady = {True: "yes", False: "no (hit the cap)"}.get(w.steady, DASH) \
+            if w.steady is not None else DASH
+        flag = flag_html("not-steady") if w.steady is False else ""
+        rows.append([e(start.id), e(w.mode), e(steady) + flag,
+                     e(DASH if w.seconds is None else w.seconds),
+                     e(DASH if w.slices is None else w.slices),
+                     e(", ".join(figure(x) for x in w.slice_rates) or DASH)])
     if not rows:
         return ""
     return "<h3>Warm-up</h3>" + table(["start", "mode", "steady", "seconds", "slices",
@@ -291,29 +307,23 @@ def warmup_html(rec: dict[str, Any]) -> str:
 def _json_cell(value: object) -> str:
     if isinstance(value, (dict, list)):
         return e(json.dumps(value, default=str))
-    return e("–" if value is None else value)
+    return e(DASH if value is None else value)
 
 
-def probe_html(run: Path, name: str) -> str:
-    """<run>/<server>/probe.json, whatever its exact shape: a list of results,
-    a dict holding such a list, or a plain dict."""
-    path = run / name / "probe.json"
-    if not path.is_file():
+def probe_html(probe: dict[str, Any] | str | None) -> str:
+    """A server's probe.json, whatever its exact shape: a list of results, a
+    dict holding such a list, or a plain dict; a str: why it is unreadable."""
+    if probe is None:
         return ""
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as err:
-        return f'<h3>Robustness probe</h3><p class="muted">probe.json unreadable: {e(err)}</p>'
-    if isinstance(data, dict):
-        inner = next((v for v in data.values() if isinstance(v, list)
-                      and all(isinstance(x, dict) for x in v)), None)
-        rest = [(k, v) for k, v in data.items() if v is not inner]
-        head = kv_table([(k, json.dumps(v, default=str) if isinstance(v, (dict, list)) else v)
-                         for k, v in rest]) if rest else ""
-        data = inner if inner is not None else []
-    else:
-        head = ""
-    items = [x for x in data if isinstance(x, dict)] if isinstance(data, list) else []
+    if isinstance(probe, str):
+        return f'<h3>Robustness probe</h3><p class="muted">probe.json unreadable: {e(probe)}</p>'
+    data: Any = probe
+    inner = next((v for v in data.values() if isinstance(v, list)
+                  and all(isinstance(x, dict) for x in v)), None)
+    rest = [(k, v) for k, v in data.items() if v is not inner]
+    head = kv_table([(k, json.dumps(v, default=str) if isinstance(v, (dict, list)) else v)
+                     for k, v in rest]) if rest else ""
+    items = [x for x in (inner or []) if isinstance(x, dict)]
     keys: list[str] = []
     for item in items:
         keys += [k for k in item if k not in keys]
@@ -322,18 +332,18 @@ def probe_html(run: Path, name: str) -> str:
     return "<h3>Robustness probe</h3>" + head + body
 
 
-def overview(m: dict[str, Any], stats: dict[str, list[LevelStats]]) -> str:
+def overview(m: Manifest, stats: dict[str, list[LevelStats]]) -> str:
     """One line per server: its peak and what it cost."""
     rows = []
     for name, levels in stats.items():
-        rec = m["servers"].get(name, {})
+        rec = m.server(name)
         top, last = metrics.peak(levels), levels[-1]
-        status = rec.get("status", "?")
-        rows.append([f'<a href="#server-{e(name)}">{e(name)}</a>', e(rec.get("role", "")),
-                     e(f"{rec.get('framework', '?')} {rec.get('version', '')}".strip()),
+        status = rec.status or "?"
+        rows.append([f'<a href="#server-{e(name)}">{e(name)}</a>', e(rec.role),
+                     e(f"{rec.framework or '?'} {rec.version}".strip()),
                      f"{spread_html(top.rate)} ({e(top.value)})",
                      spread_html(last.rss_end_kb, 1024, ".1f"),
-                     e(f"{max(s.rss_peak_kb for s in levels) / 1024:.1f}"),
+                     e(figure(max(s.rss_peak_kb for s in levels), ".1f", 1024)),
                      spread_html(top.cpu_us_per_req), spread_html(top.p99_ms, fmt=".2f"),
                      e(sum(s.failed for s in levels)) + failures_flag(levels),
                      e(status) if status == "complete" else badge(INCOMPLETE, str(status))])
@@ -342,107 +352,112 @@ def overview(m: dict[str, Any], stats: dict[str, list[LevelStats]]) -> str:
     return "<h2>Servers</h2>" + table(head, rows, numeric=set(range(3, 9)), cls="overview")
 
 
-def server_section(run: Path, m: dict[str, Any], name: str, levels: list[LevelStats]) -> str:
-    rec = m["servers"].get(name, {})
-    badge = flag_html(INCOMPLETE) if rec.get("status") not in (None, "complete") else ""
-    parts = [f'<section class="server" id="server-{e(name)}"><h2>{e(name)}{badge}</h2>',
+def server_section(m: Manifest, name: str, levels: list[LevelStats],
+                   probe: dict[str, Any] | str | None) -> str:
+    rec = m.server(name)
+    mark = flag_html(INCOMPLETE) if rec.status not in ("", "complete") else ""
+    parts = [f'<section class="server" id="server-{e(name)}"><h2>{e(name)}{mark}</h2>',
              server_facts(name, rec)]
     if levels:
         parts += [peak_table(m, name, levels), "<h3>Levels</h3>", level_table(m, levels)]
     else:
         parts.append('<p class="muted">No level measured.</p>')
-    if rec.get("error"):
-        parts.append(f"<p><b>Stopped:</b> {e(rec['error'])}</p>")
-    notes = rec.get("notes") or []
-    if notes:
-        parts.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in notes) + "</ul>")
-    parts += [warmup_html(rec), probe_html(run, name), "</section>"]
+    if rec.error:
+        parts.append(f"<p><b>Stopped:</b> {e(rec.error)}</p>")
+    if rec.notes:
+        parts.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in rec.notes) + "</ul>")
+    parts += [warmup_html(rec), probe_html(probe), "</section>"]
     return "".join(parts)
 
 
 # --- run-wide sections -----------------------------------------------------------
 
-def status_html(m: dict[str, Any]) -> str:
-    status = str(m.get("status", "unknown"))
+def status_html(m: Manifest) -> str:
+    status = m.status or "unknown"
     if status == "complete":
         return '<div class="status complete">Status: complete</div>'
-    problems = m.get("problems") or ["not every server finished every repetition"]
+    problems = m.problems or ["not every server finished every repetition"]
     items = "".join(f"<li>{e(p)}</li>" for p in problems)
     return (f'<div class="status incomplete" id="incomplete">Status: {e(status.upper())} '
             f"run: figures are missing.<ul>{items}</ul></div>")
 
 
-def verdicts_html(run: Path, m: dict[str, Any]) -> str:
-    found: list[dict[str, Any]] = []
-    path = run / "results.json"
-    if path.is_file():
-        found = json.loads(path.read_text()).get("verdicts") or []
-    if not found:
+def verdicts_html(m: Manifest, a: Analysis) -> str:
+    if not a.verdicts:
         return ('<h2>Verdicts</h2><p class="muted">No verdicts: fewer than two '
                 "measured servers besides the ceiling.</p>")
-    rows = [[e(v.get("value")), e(v.get("a")), e(v.get("b")), e(v.get("kind")),
-             e(v.get("text"))] for v in found]
-    return "<h2>Verdicts</h2>" + table([axis_label(m), "a", "b", "kind", "verdict"], rows,
-                                       numeric={0}, cls="verdicts")
+    rows = [[e(v.value), e(v.a), e(v.b), e(v.kind), e(v.text)] for v in a.verdicts]
+    return (f"<h2>Verdicts</h2><p class=\"muted\">By {e(a.basis)}.</p>"
+            + table([axis_label(m), "a", "b", "kind", "verdict"], rows, numeric={0},
+                    cls="verdicts"))
 
 
-def calibration_html(m: dict[str, Any], stats: dict[str, list[LevelStats]]) -> str:
-    cal = m.get("calibration")
-    if not cal:
+def calibration_html(m: Manifest, a: Analysis) -> str:
+    cal = m.calibration
+    if cal is None:
         return ""
-    shares = [x for n, levels in stats.items() if levels
-              and (x := report.capacity_note(m, n, metrics.peak(levels)))]
     parts = ["<h2>Against the client's calibrated capacity</h2>"]
-    parts += ["<ul>" + "".join(f"<li>{e(x)}</li>" for x in shares) + "</ul>"] if shares else \
-        ['<p class="muted">No level of this run has a calibrated counterpart.</p>']
-    levels = [str(c) for c in cal.get("levels", [])]
+    if a.calibration_note:
+        parts.append(f'<p class="warnbox">Not used for this run: {e(a.calibration_note)}.</p>')
+    elif a.capacity:
+        parts.append("<ul>" + "".join(
+            f"<li>{e(x.text)}{flag_html('calibration') if x.kind == 'does-not-hold' else ''}"
+            "</li>" for x in a.capacity) + "</ul>")
+    else:
+        parts.append('<p class="muted">No level of this run has a calibrated counterpart.</p>')
+    levels = sorted({c for got in cal.clients.values() for lv in got.modes.values()
+                     for c in lv} | set(cal.levels))
     rows = []
-    for client, modes in (cal.get("clients") or {}).items():
-        for mode in ("close", "keep-alive"):
-            got = modes.get(mode) or {}
-            rows.append([e(f"{client} {modes.get('version', '')}".strip()), e(mode)] + [
-                "–" if got.get(c) is None else
-                e(f"{got[c]['rate_rps']:,.0f} (client CPU {got[c]['client_cpu_pct']:.0f}%)")
+    for client, got in cal.clients.items():
+        for mode in record.MODES:
+            have = got.modes.get(mode) or {}
+            refused = got.refused.get(mode) or {}
+            rows.append([e(f"{client} {got.version}".strip()), e(mode)] + [
+                e(f"{have[c].rate_rps:,.0f} (client CPU {have[c].client_cpu_pct:.0f}%)")
+                if c in have else
+                e(f"{DASH} (not saved: {refused[c]})") if c in refused else DASH
                 for c in levels])
     if rows:
-        parts.append(f"<p>Calibrated against {e(cal.get('ceiling', '?'))}, "
-                     f"{e(cal.get('duration_s', '?'))}s per level (req/s):</p>")
+        where = f", {cal.topology.split(' ')[0]}" if cal.topology else ""
+        parts.append(f"<p>Calibrated against {e(cal.ceiling or '?')}, "
+                     f"{e(cal.duration_s)}s per level, server CPU "
+                     f"{e(cal.pinning.server_cpus)}, client CPU {e(cal.pinning.client_cpus)}"
+                     f"{e(where)} (req/s):</p>")
         parts.append(table(["client", "connection", *[f"c={c}" for c in levels]], rows,
                            numeric=set(range(2, 2 + len(levels))), cls="calibration"))
     return "".join(parts)
 
 
-def warnings_html(m: dict[str, Any], stats: dict[str, list[LevelStats]]) -> str:
-    notes = report.warnings(m, stats)
+def warnings_html(notes: list[str]) -> str:
     if not notes:
         return ""
     return '<h2>Warnings</h2><ul class="warn">' + "".join(f"<li>{e(w)}</li>" for w in notes) \
         + "</ul>"
 
 
-def conditions_html(m: dict[str, Any]) -> str:
-    h, c, p = m.get("host", {}), m.get("client", {}), m.get("params", {})
-    cal = m.get("calibration")
-    threads = c.get("threads") or p.get("client_threads")
+def conditions_html(m: Manifest) -> str:
+    h, c, p = m.host, m.client, m.params
+    threads = c.threads or p.extra.get("client_threads")
     host = [("CPU model", h.get("cpu_model")), ("cores", h.get("cores")),
-            ("usable CPUs", " ".join(map(str, h.get("usable_cpus", [])))),
+            ("usable CPUs", " ".join(map(str, h.get("usable_cpus") or []))),
             ("memory GB", h.get("memory_gb")), ("OS", h.get("os")),
             ("kernel", h.get("kernel")), ("hostname", h.get("hostname")),
-            ("load average at start", " ".join(f"{x:.2f}" for x in
-                                                h.get("load_average_at_start", [])))]
-    host += [(f"sysctl {k}", v) for k, v in (h.get("sysctl") or {}).items()]
-    lab = m.get("lab", {})
-    run = [("topology", m.get("topology")),
-           ("server CPUs", m.get("pinning", {}).get("server_cpus")),
-           ("client CPUs", m.get("pinning", {}).get("client_cpus")),
-           ("client", f"{c.get('tool', '?')} {c.get('version', '')}".strip()),
-           ("connection", c.get("connection")), ("client threads", threads),
-           ("calibrated capacity", "on record (see above)" if cal else "none on record"),
+            ("load average at start", " ".join(
+                f"{x:.2f}" if isinstance(x, (int, float)) else str(x)
+                for x in h.get("load_average_at_start") or []))]
+    sysctl = h.get("sysctl")
+    host += [(f"sysctl {k}", v) for k, v in (sysctl.items() if isinstance(sysctl, dict) else [])]
+    lab = m.lab
+    run = [("topology", m.topology),
+           ("server CPUs", m.pinning.server_cpus), ("client CPUs", m.pinning.client_cpus),
+           ("client", f"{c.tool} {c.version}".strip()),
+           ("connection", c.connection), ("client threads", threads),
+           ("calibrated capacity", "on record (see above)" if m.calibration else
+            "none on record"),
            ("lab commit", f"{lab.get('commit', '?')}{' (dirty)' if lab.get('dirty') else ''}"),
-           ("started", m.get("started")), ("finished", m.get("finished")),
-           ("plan", m.get("plan"))]
-    tools = sorted((m.get("tools") or {}).items())
-    settings = list((m.get("settings") or {}).items())
+           ("started", m.started), ("finished", m.finished), ("plan", m.plan)]
+    tools = sorted(m.tools.items())
+    settings = list(m.settings.items())
     return ("<h2>Conditions</h2><h3>Host</h3>"
             + kv_table([(k, v) for k, v in host if v not in (None, "")], "conditions")
             + "<h3>Run</h3>" + kv_table([(k, v) for k, v in run if v not in (None, "")],
@@ -451,94 +466,231 @@ def conditions_html(m: dict[str, Any]) -> str:
             + "<h3>Settings</h3>" + kv_table([(k, v if v != "" else "(empty)")
                                               for k, v in settings], "settings")
             + "<h3>Reproduce</h3>"
-            + f'<pre id="reproduce"><code>{e(m.get("reproduce", ""))}</code></pre>')
+            + f'<pre id="reproduce"><code>{e(m.reproduce)}</code></pre>')
 
 
 def page(title: str, body: str) -> str:
+    """The one page builder: a run's report, the index, a comparison."""
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>{e(title)}</title><style>{CSS}</style></head>"
             f"<body>{body}</body></html>\n")
 
 
+def costs_html(c: costview.CostAnalysis | None) -> str:
+    """make cost's figure: instructions per request, beside the plain start's CPU."""
+    if c is None:
+        return ""
+    body = ['<h2 id="cost">Instructions per request (cachegrind)</h2>',
+            f"<p>{e(costview.KERNEL_NOTE)}</p>", f'<p class="muted">{e(c.condition)}</p>',
+            table(costview.HEAD, [[e(x) for x in r] for r in costview.rows(c.servers)],
+                  numeric={1, 2, 3, 4, 5, 6}, cls="cost")]
+    if c.verdicts:
+        body.append(table(["c", "a", "b", "kind", "verdict"],
+                          [[e(v.level), e(v.a), e(v.b), e(v.kind), e(v.text)]
+                           for v in c.verdicts], numeric={0}, cls="cost-verdicts"))
+    return "".join(body)
+
+
+def profiles_html(found: dict[str, profileview.ProfileSummary | str]) -> str:
+    """make profile's figure: top functions, the user/kernel split, a link to
+    each flame graph (a separate SVG file: this page stays script-free)."""
+    if not found:
+        return ""
+    parts = [f'<h2 id="profiles">{e(profileview.TITLE)}</h2>']
+    for name, got in found.items():
+        if isinstance(got, str):
+            parts.append(f"<h3>{e(name)}</h3><p>Profile unreadable: {e(got)}</p>")
+            continue
+        link = got.info.flamegraph
+        parts.append(f"<h3>{e(name)}</h3><p>{e(profileview.described(got.info, got.summary))}"
+                     + (f' <a href="{e(quote(link))}">Flame graph of {e(name)}</a>' if link
+                        else "") + "</p>")
+        parts.append(table(profileview.HEAD,
+                           [[f"<code>{e(a)}</code>", e(x), f"<code>{e(b)}</code>", e(y)]
+                            for a, x, b, y in profileview.top_rows(got.summary)],
+                           numeric={1, 3}, cls="profile"))
+    return "".join(parts)
+
+
 def render(run: Path) -> str:
-    m = results.read_manifest(run)
-    stats = report.stats_of(run)
-    names = list(m.get("servers", {})) + [n for n in stats if n not in m.get("servers", {})]
-    body = [f"<h1>Run {e(m.get('run_id', run.name))}</h1>", status_html(m),
-            f'<p class="muted">{e(report.conditions(m))}</p>',
+    rec, a = analysis.of(run)
+    m, stats = rec.manifest, a.stats
+    probes = record.probe_files(run)
+    names = list(m.servers) + [n for n in stats if n not in m.servers]
+    body = [f"<h1>Run {e(m.run_id)}</h1>", status_html(m),
+            f'<p class="muted">{e(analysis.conditions(m))}</p>',
             overview(m, stats) if stats else "",
             "<h2>Flags</h2>", legend(flags_seen(stats, m)),
             charts_section(run)]
-    body += [costview.html(run), profileview.html(run)]
-    body += [server_section(run, m, n, stats.get(n, [])) for n in names]
-    body += [verdicts_html(run, m), calibration_html(m, stats), warnings_html(m, stats),
+    body += [costs_html(a.costs), profiles_html(a.profiles)]
+    body += [server_section(m, n, stats.get(n, []), probes.get(n)) for n in names]
+    body += [verdicts_html(m, a), calibration_html(m, a), warnings_html(a.warnings),
              conditions_html(m)]
-    return page(f"Run {m.get('run_id', run.name)} ({m.get('status', '?')})", "".join(body))
+    return page(f"Run {m.run_id} ({m.status})", "".join(body))
+
+
+def write_atomic(out: Path, text: str) -> Path:
+    """out written whole or not at all: a temporary file of this writer's own, renamed."""
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return out
 
 
 def write_report(run: Path) -> Path:
     """report.html in the run folder; returns its path."""
-    out = run / REPORT
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(render(run), encoding="utf-8")
-    tmp.replace(out)
-    return out
+    return write_atomic(run / REPORT, render(run))
+
+
+# --- a comparison --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ComparePage:
+    """What `make compare` shows; cells are HTML already (built with e())."""
+    ids: tuple[str, str]
+    conditions: tuple[str, str]
+    warnings: list[str]
+    head: list[str]
+    rows: list[list[str]]
+    numeric: set[int]
+    other_head: list[str]
+    other_rows: list[list[str]]
+    note: str
+    chart: Path | None
+    chart_problem: str | None
+    differences: list[str]
+
+
+def compare_page(c: ComparePage) -> str:
+    title = f"Compare {c.ids[0]} vs {c.ids[1]}"
+    chart = chart_figure(c.chart, "B against A") if c.chart and c.chart.is_file() else \
+        f'<p class="muted">No chart: {e(c.chart_problem or "not drawn")}.</p>'
+    body = [f"<h1>{e(c.ids[0])} (A) vs {e(c.ids[1])} (B)</h1>",
+            f'<p class="muted">A: {e(c.conditions[0])}<br>B: {e(c.conditions[1])}</p>',
+            *[f'<p class="warnbox">{e(w)}</p>' for w in c.warnings],
+            "<h2>Requests per second</h2>",
+            table(c.head, c.rows, numeric=c.numeric, cls="compare"),
+            f'<p class="muted">{e(c.note)}</p>', "<h2>Chart</h2>", chart,
+            "<h2>Other ratios (B/A of medians)</h2>",
+            table(c.other_head, c.other_rows, numeric=set(range(1, len(c.other_head))),
+                  cls="ratios"),
+            "<h2>Differences in conditions</h2>",
+            "<ul>" + "".join(f"<li>{e(d)}</li>" for d in c.differences or ["none recorded"])
+            + "</ul>"]
+    return page(title, "".join(body))
 
 
 # --- index of runs ---------------------------------------------------------------
 
+INDEX_SIGNATURE = '<meta name="generator" content="lab index">'
+
+
 def run_entry(folder: Path) -> dict[str, Any] | None:
-    """What the index shows of one run folder; None when it is not a run."""
+    """What the index shows of one folder: a run, a comparison, or an
+    unreadable run with its reason; None when it is none of these."""
+    base: dict[str, Any] = {"folder": folder.name, "started": "", "kind": "run",
+                            "broken": "", "report": False}
+    if (folder / "compare.json").is_file() and not (folder / record.MANIFEST).exists():
+        try:
+            data = record.read_json(folder / "compare.json")
+            if not isinstance(data, dict):
+                raise RecordError(folder / "compare.json", "should be an object")
+            a, b = data.get("a") or {}, data.get("b") or {}
+            return {**base, "kind": "compare", "started": str(data.get("made", "")),
+                    "servers": f"{a.get('run_id', '?')} (A) vs {b.get('run_id', '?')} (B)",
+                    "report": (folder / "compare.html").is_file()}
+        except (RecordError, AttributeError) as err:
+            return {**base, "kind": "compare", "broken": str(err)}
+    if not (folder / record.MANIFEST).exists():
+        return None
     try:
-        m = results.read_manifest(folder)
-    except (OSError, ValueError):
-        return None if not (folder / results.MANIFEST).exists() else {
-            "folder": folder.name, "started": "", "broken": True}
-    c, p = m.get("client", {}), m.get("params", {})
-    return {"folder": folder.name, "started": str(m.get("started", "")),
-            "servers": " ".join(p.get("servers") or m.get("servers", {})),
-            "client": f"{c.get('tool', '?')} {c.get('version', '')}".strip(),
-            "connection": c.get("connection", ""), "repeat": p.get("repeat", 1),
-            "topology": str(m.get("topology", "")).split(" ")[0],
-            "status": m.get("status", "?"), "report": (folder / REPORT).is_file(),
-            "broken": False}
+        m = record.read_manifest(folder)
+    except RecordError as err:
+        return {**base, "broken": f"{err.path.name}: {err.problem}"}
+    return {**base, "started": m.started,
+            "servers": " ".join(m.params.servers or list(m.servers)),
+            "client": f"{m.client.tool} {m.client.version}".strip(),
+            "connection": m.client.connection, "repeat": m.params.repeat,
+            "topology": m.topology.split(" ")[0],
+            "status": m.status, "report": (folder / REPORT).is_file()}
 
 
 def index_row(r: dict[str, Any]) -> list[str]:
     name = e(r["folder"])
     if r["broken"]:
-        return [e(r["started"]), name] + [""] * 5 + ['<span class="flag bad">unreadable '
-                                                     "manifest</span>"]
-    link = (f'<a href="{e(quote(r["folder"], safe="+"))}/{REPORT}">{name}</a>' if r["report"]
-            else f'{name} <span class="flag bad">no report</span>')
+        return [e(r["started"]), name, e(r["kind"])] + [""] * 5 + [
+            '<span class="flag bad">unreadable</span> ' + e(r["broken"])]
+    page_name = "compare.html" if r["kind"] == "compare" else REPORT
+    link = (f'<a href="{e(quote(r["folder"], safe="+"))}/{page_name}">{name}</a>'
+            if r["report"] else f'{name} <span class="flag bad">no report</span>')
+    if r["kind"] == "compare":
+        return [e(r["started"].replace("T", " ")), link, "comparison", e(r["servers"]),
+                "", "", "", "", ""]
     status = e(r["status"]) if r["status"] == "complete" else \
         f'<span class="flag bad">{e(r["status"])}</span>'
-    return [e(r["started"].replace("T", " ")), link, e(r["servers"]), e(r["client"]),
+    return [e(r["started"].replace("T", " ")), link, "run", e(r["servers"]), e(r["client"]),
             e(r["connection"]), e(r["repeat"]), e(r["topology"]), status]
 
 
-def write_index(results_dir: Path) -> Path:
-    """results_dir/index.html: every run folder, newest first."""
-    entries = [x for d in results_dir.iterdir() if d.is_dir() and (x := run_entry(d))]
+def ours(results_dir: Path) -> str | None:
+    """Why the index may not be written into results_dir (None: it may): the
+    folder must carry the lab's mark, and an index.html there must be the lab's."""
+    if not (results_dir / results.MARK).is_file():
+        return (f"{results_dir} is not a results folder the lab made (no {results.MARK}): "
+                "no index written there")
+    index = results_dir / INDEX
+    if index.is_symlink() or (index.exists() and not index.is_file()):
+        return f"{index} is not a plain file: left alone"
+    if index.is_file():
+        try:
+            with index.open("rb") as f:
+                head = f.read(4096).decode("utf-8", "replace")
+        except OSError as err:
+            return f"{index} cannot be read ({err.strerror or err}): left alone"
+        if INDEX_SIGNATURE not in head:
+            return f"{index} was not written by the lab: left alone"
+    return None
+
+
+def write_index(results_dir: Path) -> Path | None:
+    """results_dir/index.html: every run and comparison, newest first; None
+    (with the reason on stderr) when the folder or its index.html is not the lab's."""
+    why = ours(results_dir)
+    if why:
+        print(f"note: {why}", file=sys.stderr)
+        return None
+    entries = [x for d in sorted(results_dir.iterdir())
+               if d.is_dir() and not d.name.startswith(".") and (x := run_entry(d))]
     entries.sort(key=lambda r: (r["started"], r["folder"]), reverse=True)
     rows = [index_row(r) for r in entries]
+    runs = sum(1 for r in entries if r["kind"] == "run")
     body = (f"<h1>Runs in {e(results_dir.name)}</h1>"
-            f'<p class="muted">{len(rows)} run{"s" * (len(rows) != 1)}, newest first.</p>'
-            + table(["started", "run", "servers", "client", "connection", "repetitions",
-                     "topology", "status"], rows, numeric={5}, cls="runs"))
-    out = results_dir / INDEX
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(page(f"Runs in {results_dir.name}", body), encoding="utf-8")
-    tmp.replace(out)
-    return out
+            f'<p class="muted">{runs} run{"s" * (runs != 1)}, '
+            f"{len(entries) - runs} comparison{'s' * (len(entries) - runs != 1)}, "
+            "newest first.</p>"
+            + table(["started", "folder", "kind", "servers", "client", "connection",
+                     "repetitions", "topology", "status"], rows, numeric={6}, cls="runs"))
+    text = page(f"Runs in {results_dir.name}", body).replace(
+        "<head>", f"<head>{INDEX_SIGNATURE}", 1)
+    return write_atomic(results_dir / INDEX, text)
 
 
 def main_report(run: Path) -> int:
-    """Write the run's report.html and its results folder's index.html."""
-    if not (run / results.MANIFEST).is_file():
-        print(f"error: {run} is not a run folder (no {results.MANIFEST})", file=sys.stderr)
+    """Write the run's report.html and its results folder's index.html (when
+    that folder is the lab's); 2 when the run cannot be read."""
+    try:
+        print(write_report(run))
+    except RecordError as err:
+        print(f"error: {err}", file=sys.stderr)
         return 2
-    print(write_report(run))
-    print(write_index(run.resolve().parent))
+    index = write_index(run.resolve().parent)
+    if index is not None:
+        print(index)
     return 0

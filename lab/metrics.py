@@ -13,7 +13,7 @@ from itertools import combinations
 
 from lab import params
 from lab.clients import Level
-from lab.results import Row
+from lab.record import Row
 
 CLIENT_BOUND_PCT = 90.0        # client CPU, % of its CPUs: it measured itself
 HOST_BUSY_PCT = 10.0           # CPU of other processes on the lab's CPUs
@@ -177,11 +177,13 @@ def steady(rates: list[float], slices: int = STEADY_SLICES,
 
 @dataclass(frozen=True)
 class Spread:
-    """Median with min and max over repetitions."""
+    """Median with min and max over repetitions (and the values themselves,
+    when known: a ratio of two spreads has none)."""
     median: float
     lo: float
     hi: float
     n: int
+    values: tuple[float, ...] = ()
 
     @property
     def ratio(self) -> float:
@@ -197,7 +199,8 @@ class Spread:
 def spread(values: list[float]) -> Spread:
     if not values:
         raise ValueError("no values")
-    return Spread(statistics.median(values), min(values), max(values), len(values))
+    return Spread(statistics.median(values), min(values), max(values), len(values),
+                  tuple(values))
 
 
 @dataclass(frozen=True)
@@ -272,69 +275,169 @@ def peak(stats: list[LevelStats]) -> LevelStats:
     return max(stats, key=lambda s: s.rate.median)
 
 
+def calibration_refusal(row: Row) -> str | None:
+    """Why a calibration level may not be saved as the client's capacity
+    (None: it may). It measures the client only when the client was the
+    limit (client-bound) on a quiet host: else it measured the host, the
+    network or the ceiling, and every later share of it would be wrong."""
+    if row.has("host-busy"):
+        return (f"other processes took {row.other_cpu_pct:.0f}% of the lab's CPUs "
+                f"(over {HOST_BUSY_PCT:.0f}%): it measured the host; calibrate on a quiet host")
+    if row.has("steal"):
+        return (f"the hypervisor took {row.steal_pct:.0f}% of the CPU time (steal): "
+                "calibrate on a quiet host")
+    if row.failed:
+        return f"{row.failed} requests failed: the ceiling did not keep up"
+    if not row.client_bound:
+        return (f"the client used {row.client_cpu_pct:.0f}% of its CPUs (under "
+                f"{CLIENT_BOUND_PCT:.0f}%): it was not the limit, so the figure is not its "
+                "capacity")
+    return None
+
+
+# --------------------------------------------------------------------------- the verdict gate
+
 @dataclass(frozen=True)
-class Verdict:
-    value: int
-    a: str
-    b: str
-    kind: str        # faster | faster-at-least | no-clear-difference | not-comparable |
-                     # inconclusive | missing
-    percent: float | None
+class Sample:
+    """One side of a comparison: a figure over repetitions (one value per
+    repetition), and whether the client, not the server, was the limit."""
+    label: str
+    values: tuple[float, ...]
+    client_bound: bool = False
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """What the gate says of two samples."""
+    kind: str            # better | better-at-least | no-clear-difference | not-comparable |
+                         # inconclusive | missing
+    winner: str | None   # better and better-at-least: the better side's label
+    loser: str | None
+    percent: float | None   # how much better the winner is (lower is better: how much
+                            # higher the loser's figure is)
     text: str
 
 
-def verdict(a: LevelStats, b: LevelStats) -> Verdict:
-    """Compare two servers at one level, by requests/s (closed loop) or by
-    p99 latency at the same offered rate (open loop, lower is better)."""
-    def done(kind: str, text: str, pct: float | None = None) -> Verdict:
-        return Verdict(a.value, a.server, b.server, kind, pct, text)
-
-    n = min(a.rate.n, b.rate.n)
-    if a.open_loop:
-        bound = [s.server for s in (a, b) if s.client_bound]
-        if bound:
-            return done("not-comparable", f"not comparable (client-bound: {', '.join(bound)})")
-        if n < MIN_REPS_FOR_VERDICT:
-            return done("inconclusive", too_few(n))
-        if a.p99_ms is None or b.p99_ms is None:
-            return done("inconclusive", "inconclusive (no latency percentiles)")
-        x, y = a.p99_ms, b.p99_ms
-        if x.overlaps(y):
-            return done("no-clear-difference", "no clear difference (ranges overlap)")
-        first, second = (a, b) if x.median < y.median else (b, a)
-        fast, slow = min(x.median, y.median), max(x.median, y.median)
-        pct = 100 * (slow / fast - 1) if fast > 0 else float("inf")
-        return Verdict(a.value, first.server, second.server, "faster", pct,
-                       f"{first.server} has lower p99 latency than {second.server} by "
-                       f"{pct:.0f}% (min-max ranges do not overlap)")
-    # A client-bound figure is a lower bound of what the server can do: a
-    # ranking still holds when only the faster server was client-bound.
-    first, second = (a, b) if a.rate.median >= b.rate.median else (b, a)
-    if second.client_bound:
-        bound = [s.server for s in (a, b) if s.client_bound]
-        return done("not-comparable", f"not comparable (client-bound: {', '.join(bound)})")
-    if n < MIN_REPS_FOR_VERDICT:
-        return done("inconclusive", too_few(n))
-    if a.rate.overlaps(b.rate):
-        if first.client_bound:
-            return done("not-comparable", f"not comparable (client-bound: {first.server}, "
-                                          "ranges overlap)")
-        return done("no-clear-difference", "no clear difference (ranges overlap)")
-    pct = 100 * (first.rate.median / second.rate.median - 1) if second.rate.median \
-        else float("inf")
-    if first.client_bound:
-        return Verdict(a.value, first.server, second.server, "faster-at-least", pct,
-                       f"{first.server} is faster than {second.server} by at least {pct:.0f}% "
-                       f"(ranges do not overlap; {first.server} was client-bound, so its "
-                       "figure is a lower bound)")
-    return Verdict(a.value, first.server, second.server, "faster", pct,
-                   f"{first.server} is faster than {second.server} by {pct:.0f}% "
-                   "(min-max ranges do not overlap)")
+RANKED = ("better", "better-at-least")
 
 
 def too_few(n: int) -> str:
     return (f"inconclusive ({n} repetition{'s' * (n != 1)}; "
             f"REPEAT={MIN_REPS_FOR_VERDICT} or more shows the spread)")
+
+
+def bound_text(labels: list[str], extra: str = "") -> str:
+    return f"not comparable (client-bound: {', '.join(labels)}{extra})"
+
+
+def unjudgeable(samples: list[Sample], min_reps: int = MIN_REPS_FOR_VERDICT
+                ) -> Judgement | None:
+    """The gates before any ranking, for figures that must all be exact (a
+    ratio, an interval): a client-bound figure, too few repetitions, a figure
+    not measured. None when they all pass."""
+    def no(kind: str, text: str) -> Judgement:
+        return Judgement(kind, None, None, None, text)
+    empty = [s.label for s in samples if not s.values]
+    if empty:
+        return no("missing", f"not measured ({', '.join(empty)})")
+    bound = [s.label for s in samples if s.client_bound]
+    if bound:
+        return no("not-comparable", bound_text(bound))
+    n = min(len(s.values) for s in samples)
+    if n < min_reps:
+        return no("inconclusive", too_few(n))
+    return None
+
+
+def judge(a: Sample, b: Sample, *, higher_is_better: bool = True,
+          better: str = "is faster than", min_reps: int = MIN_REPS_FOR_VERDICT) -> Judgement:
+    """The one verdict gate: is one sample better than the other, given the
+    spread of repetitions? Used by a run's verdicts, `make compare` and the
+    claims (and any other figure: `higher_is_better=False` for a cost or a
+    latency; `better` is the phrase between the labels).
+
+    In this order: a side without values is missing; a client-bound figure
+    is a bound, not a measurement: when higher is better it is a lower bound
+    of the server's, so a ranking still holds when only the better side was
+    client-bound (better-at-least), and otherwise the pair is not comparable;
+    fewer than `min_reps` repetitions on either side are inconclusive;
+    overlapping min-max ranges are no clear difference; else the better side
+    wins by the ratio of the medians."""
+    empty = [s.label for s in (a, b) if not s.values]
+    if empty:
+        return Judgement("missing", None, None, None, f"not measured ({', '.join(empty)})")
+    return judge_spreads((a.label, spread(list(a.values)), a.client_bound),
+                         (b.label, spread(list(b.values)), b.client_bound),
+                         higher_is_better=higher_is_better, better=better, min_reps=min_reps)
+
+
+Side = tuple[str, Spread, bool]      # label, figure over repetitions, client-bound
+
+
+def judge_spreads(a: Side, b: Side, *, higher_is_better: bool = True,
+                  better: str = "is faster than",
+                  min_reps: int = MIN_REPS_FOR_VERDICT) -> Judgement:
+    """`judge` on figures already summed up as spreads (a ratio of two
+    figures has a range but no values of its own)."""
+    def no(kind: str, text: str) -> Judgement:
+        return Judgement(kind, None, None, None, text)
+    (la, x, ba), (lb, y, bb) = a, b
+    a_first = x.median >= y.median if higher_is_better else x.median <= y.median
+    (first, fs, fbound), (second, ss, sbound) = (a, b) if a_first else (b, a)
+    bound = [label for label, _, is_bound in (a, b) if is_bound]
+    if bound and (sbound or not higher_is_better):
+        return no("not-comparable", bound_text(bound))
+    n = min(x.n, y.n)
+    if n < min_reps:
+        return no("inconclusive", too_few(n))
+    if x.overlaps(y):
+        if fbound:
+            return no("not-comparable", bound_text([first], ", ranges overlap"))
+        return no("no-clear-difference", "no clear difference (ranges overlap)")
+    hi, lo = (fs.median, ss.median) if higher_is_better else (ss.median, fs.median)
+    pct = 100 * (hi / lo - 1) if lo > 0 else float("inf")
+    if fbound:
+        return Judgement("better-at-least", first, second, pct,
+                         f"{first} {better} {second} by at least {pct:.0f}% "
+                         f"(ranges do not overlap; {first} was client-bound, so its "
+                         "figure is a lower bound)")
+    return Judgement("better", first, second, pct,
+                     f"{first} {better} {second} by {pct:.0f}% "
+                     "(min-max ranges do not overlap)")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    value: int
+    a: str
+    b: str           # a is the faster one when kind is faster or faster-at-least
+    kind: str        # a Judgement's kind, better read as faster
+    percent: float | None
+    text: str
+
+
+def samples(a: LevelStats, b: LevelStats) -> tuple[Sample, Sample, bool, str]:
+    """Two servers' figures at one level, for the gate: requests/s (closed
+    loop), or p99 latency at the same offered rate (open loop, lower is better)."""
+    if a.open_loop:
+        def p99(s: LevelStats) -> tuple[float, ...]:
+            return s.p99_ms.values if s.p99_ms is not None else ()
+        return (Sample(a.server, p99(a), a.client_bound), Sample(b.server, p99(b), b.client_bound),
+                False, "has lower p99 latency than")
+    return (Sample(a.server, a.rate.values, a.client_bound),
+            Sample(b.server, b.rate.values, b.client_bound), True, "is faster than")
+
+
+def verdict(a: LevelStats, b: LevelStats) -> Verdict:
+    """Two servers at one level, through the gate."""
+    sa, sb, higher, phrase = samples(a, b)
+    j = judge(sa, sb, higher_is_better=higher, better=phrase)
+    if j.kind == "missing":
+        j = Judgement("inconclusive", None, None, None, "inconclusive (no latency percentiles)")
+    if j.winner is not None and j.loser is not None:     # a run's verdicts are about speed
+        return Verdict(a.value, j.winner, j.loser, j.kind.replace("better", "faster"),
+                       j.percent, j.text)
+    return Verdict(a.value, a.server, b.server, j.kind, j.percent, j.text)
 
 
 def verdict_values(stats: dict[str, list[LevelStats]], asked: tuple[int, ...]) -> list[int]:
@@ -364,12 +467,3 @@ def verdicts(stats: dict[str, list[LevelStats]], at: list[int]) -> list[Verdict]
             else:
                 out.append(verdict(sa, sb))
     return out
-
-
-def nearest(levels: list[int], value: int) -> int:
-    """The calibrated level closest to `value` on a log scale."""
-    return min(levels, key=lambda c: abs((c / value) - 1) if c >= value else abs(value / c - 1))
-
-
-def capacity_share(rate: float, capacity: float) -> float:
-    return rate / capacity if capacity > 0 else float("inf")

@@ -3,38 +3,38 @@ max over repetitions), then one gnuplot script per chart (plots/*.gp), each
 drawn as PNG and SVG."""
 from __future__ import annotations
 
-import math
 import subprocess
 import sys
 from pathlib import Path
 
-from lab import report, results
+from lab import analysis
+from lab.analysis import Analysis
+from lab.display import gp_quote, problem, xlabel
 from lab.params import KNOBS
+from lab.record import RunRecord
 
 PLOTS = Path(__file__).resolve().parents[1] / "plots"
 MB = 1024
-XLABEL = {"concurrency": "concurrency (simultaneous clients)",
-          "rate": "offered rate (requests/s, open loop)",
-          "workers": "server workers (threads/tasks)", "backlog": "accept backlog"}
 COLUMNS = ("value rate rate_lo rate_hi resp_ms resp_lo resp_hi rss_end_MB rss_peak_MB "
            "client_bound cpu_us_per_req cpu_lo cpu_hi failed disturbed noisy p50_ms p90_ms "
            "p99_ms")
 
 
 def num(x: float | None) -> str:
-    return "NaN" if x is None or math.isnan(x) else f"{x:g}"
+    """A figure for gnuplot; NaN (a gap in the curve) when missing or impossible."""
+    return "NaN" if x is None or problem(x) else f"{x:g}"
 
 
-def export(run: Path) -> tuple[list[str], str, bool]:
+def export(rec: RunRecord, a: Analysis) -> tuple[list[str], str, bool]:
     """Write data/<server>.dat, data/rss.dat and the published two-column
     <server>/rps.dat (medians); returns the measured servers, the ceiling, and
     whether any level has latency percentiles."""
-    m = results.read_manifest(run)
+    run, m = rec.folder, rec.manifest
     data = run / "data"
     data.mkdir(exist_ok=True)
     measured, ceiling, rss_lines, percentiles = [], "", [], False
-    for name, levels in report.stats_of(run).items():
-        role = m["servers"].get(name, {}).get("role", "server")
+    for name, levels in a.stats.items():
+        role = m.role(name)
         lines = ["# " + COLUMNS]
         for s in levels:
             flags = s.all_flags()
@@ -64,10 +64,6 @@ def export(run: Path) -> tuple[list[str], str, bool]:
     return measured, ceiling, percentiles
 
 
-def gp_quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def charts(axis: str, percentiles: bool) -> list[str]:
     """Which charts this run gets: a knob sweep has its own three-panel chart."""
     if axis in KNOBS:
@@ -75,20 +71,28 @@ def charts(axis: str, percentiles: bool) -> list[str]:
     return ["rps", "rss", "latency"] + (["percentiles"] if percentiles else [])
 
 
+def ticks(a: Analysis) -> str:
+    """The swept values, as the x axis's tics: whole numbers only."""
+    return " ".join(str(v) for v in sorted({s.value for levels in a.stats.values()
+                                            for s in levels}))
+
+
 def draw(run: Path) -> int:
-    measured, ceiling, percentiles = export(run)
+    rec, a = analysis.of(run)
+    measured, ceiling, percentiles = export(rec, a)
     if not measured and not ceiling:
         print(f"error: {run} has no measured levels to plot", file=sys.stderr)
         return 1
-    m = results.read_manifest(run)
-    axis = m["params"]["axis"]
-    cond = report.conditions(m) + ("" if m.get("status") == "complete" else " - INCOMPLETE RUN")
+    m = rec.manifest
+    axis = m.params.axis
+    cond = analysis.conditions(m) + ("" if m.status == "complete" else " - INCOMPLETE RUN")
     drawn = charts(axis, percentiles)
     for chart in drawn:
         for fmt in ("png", "svg"):
             setup = (f"run={gp_quote(str(run))}; servers={gp_quote(' '.join(measured))}; "
                      f"ceiling={gp_quote(ceiling)}; conditions={gp_quote(cond)}; "
-                     f"xlabel={gp_quote(XLABEL.get(axis, axis))}; fmt='{fmt}'")
+                     f"xlabel={gp_quote(xlabel(axis))}; xticks={gp_quote(ticks(a))}; "
+                     f"fmt='{fmt}'")
             out = subprocess.run(["gnuplot", "-e", setup, str(PLOTS / f"{chart}.gp")],
                                  capture_output=True, text=True)
             if out.returncode != 0:

@@ -33,13 +33,14 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from lab import deps, procfs, procs, report, results
+from lab import deps, procfs, procs, record, report
 from lab.clients import ClientError, Load, Options, clients
 from lab.costview import JIT_LANGUAGES
 from lab.launch import Knobs, ServerProcess
 from lab.params import ConfigError, parse_duration, positive_int
 from lab.paths import ROOT, cache_dir
-from lab.profileview import FOLDED, PROFILE_DIR, PROFILE_JSON, write_flamegraph
+from lab.profileview import write_flamegraph
+from lab.record import FOLDED, PROFILE_DIR, PROFILE_JSON
 from lab.servers import Server, discover, is_built, lookup
 from lab.launch import placeholders
 
@@ -83,9 +84,11 @@ def perf_version() -> str:
 
 def check(env: dict[str, str], run: Path) -> tuple[dict[str, Any], list[Server], int, int]:
     """The run, its servers, the level and the duration; ConfigError (exit 2) when bad."""
-    if not (run / results.MANIFEST).is_file():
-        raise ConfigError(f"RUN={run}: not a run folder (no {results.MANIFEST})")
-    m = results.read_manifest(run)
+    try:
+        man = record.read_manifest(run)
+    except record.RecordError as e:
+        raise ConfigError(f"RUN={run}: not a run folder ({e.problem})") from None
+    m = man.to_json()
     p = m.get("params") or {}
     if m.get("kind") == "cost" or p.get("axis") not in ("concurrency", "rate"):
         raise ConfigError(f"RUN={run}: make profile needs a make bench run swept over "
@@ -215,7 +218,7 @@ def profile_server(m: dict[str, Any], server: Server, run: Path, at: int, second
     finally:
         instance.stop()
     info["flamegraph"] = write_flamegraph(out, f"{server.name} at {p['load_axis']} {at}")
-    results.write_json(out / PROFILE_JSON, info)
+    record.write_json(out / PROFILE_JSON, info)
     return info
 
 
@@ -250,8 +253,8 @@ def main(argv: list[str]) -> int:
         except (ProfileError, ClientError, procs.PortBusy) as e:
             failed.append(f"profile of {s.name}: {e}")
             print(f"[{s.name}] profile failed: {e}", file=sys.stderr, flush=True)
-    if failed:
-        results.update_manifest(run, problems=list(m.get("problems") or []) + failed)
+    for problem in failed:
+        record.add_problem(run, problem)
     report.write(run)
     from lab import html
     html.main_report(run)

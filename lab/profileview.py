@@ -9,28 +9,16 @@ Python, so the SVG is drawn here: one rectangle per frame, its width its
 share of the samples, children above their parent."""
 from __future__ import annotations
 
-import json
 import zlib
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
-from typing import Any
 
-PROFILE_DIR = "profile"
-FOLDED = "profile.folded"
-PROFILE_JSON = "profile.json"
+from lab.record import FOLDED, Profile, read_folded
+
 FLAMEGRAPH = "flamegraph.svg"
 KERNEL = "_[k]"
 TOP = 12
-
-
-def read_folded(path: Path) -> list[tuple[list[str], int]]:
-    stacks = []
-    for line in path.read_text(errors="replace").splitlines():
-        stack, _, count = line.rpartition(" ")
-        if stack and count.isdigit():
-            stacks.append((stack.split(";"), int(count)))
-    return stacks
 
 
 @dataclass(frozen=True)
@@ -143,62 +131,51 @@ def write_flamegraph(folder: Path, title: str) -> str:
     return FLAMEGRAPH
 
 
-# ---------------------------------------------------------------- the report's part
+# ---------------------------------------------------------------- the analysis and summary
 
-def profiles(run: Path) -> dict[str, tuple[dict[str, Any], Summary]]:
-    out = {}
-    for info_path in sorted(run.glob(f"*/{PROFILE_DIR}/{PROFILE_JSON}")):
-        folded = info_path.parent / FOLDED
-        if folded.is_file():
-            info = json.loads(info_path.read_text())
-            out[info_path.parent.parent.name] = (
-                info, summarize(read_folded(folded), bool(info.get("thread_root"))))
-    return out
+@dataclass(frozen=True)
+class ProfileSummary:
+    info: Profile
+    summary: Summary
 
 
-def _rate(info: dict[str, Any]) -> str:
-    r = info.get("rate_during_profile")
-    return "unknown" if r is None else f"{r:,.0f} req/s"
+def analyse(profiles: dict[str, Profile | str]) -> dict[str, ProfileSummary | str]:
+    return {name: p if isinstance(p, str) else
+            ProfileSummary(p, summarize(p.stacks, p.thread_root)) for name, p in profiles.items()}
 
 
-def markdown(run: Path) -> str:
-    found = profiles(run)
+def rate(p: Profile) -> str:
+    return "unknown" if p.rate_rps is None else f"{p.rate_rps:,.0f} req/s"
+
+
+def described(p: Profile, s: Summary) -> str:
+    return (f"{p.profiler}: {p.settings}; {p.seconds}s at {p.axis} {p.level} ({p.client}), "
+            f"rate while profiled {rate(p)}. {s.samples} samples: "
+            f"{100 - s.kernel_pct:.0f}% in user space, {s.kernel_pct:.0f}% in the kernel.")
+
+
+def top_rows(s: Summary) -> list[list[str]]:
+    """function (self), %, function (on the stack), %."""
+    n = max(s.samples, 1)
+    return [[a, f"{100 * na / n:.1f}", b, f"{100 * nb / n:.1f}"]
+            for (a, na), (b, nb) in zip(s.top_self, s.top_total)]
+
+
+HEAD = ["function (self)", "% of samples", "function (on the stack)", "% of samples"]
+TITLE = "Where the time goes (CPU profiles, a separate start each)"
+
+
+def markdown(found: dict[str, ProfileSummary | str]) -> list[str]:
     if not found:
-        return ""
-    lines = ["## Where the time goes (CPU profiles, a separate start each)", ""]
-    for name, (info, s) in found.items():
-        lines += [f"### {name}", "",
-                  f"{info['profiler']}: `{info['settings']}`; {info['seconds']}s at "
-                  f"{info['axis']} {info['level']} ({info['client']}), rate while profiled "
-                  f"{_rate(info)}. {s.samples} samples: {100 - s.kernel_pct:.0f}% in user "
-                  f"space, {s.kernel_pct:.0f}% in the kernel. Flame graph: "
-                  f"[{name}/{PROFILE_DIR}/{FLAMEGRAPH}]({name}/{PROFILE_DIR}/{FLAMEGRAPH})", "",
-                  "| function (self) | % | function (on the stack) | % |", "|---|---:|---|---:|"]
-        for (a, na), (b, nb) in zip(s.top_self, s.top_total):
-            lines.append(f"| `{a}` | {100 * na / s.samples:.1f} | `{b}` | "
-                         f"{100 * nb / s.samples:.1f} |")
+        return []
+    lines = [f"## {TITLE}", ""]
+    for name, got in found.items():
+        if isinstance(got, str):
+            lines += [f"### {name}", "", f"Profile unreadable: {got}", ""]
+            continue
+        lines += [f"### {name}", "", described(got.info, got.summary) +
+                  f" Flame graph: [{got.info.flamegraph}]({got.info.flamegraph})", "",
+                  "| " + " | ".join(HEAD) + " |", "|---|---:|---|---:|"]
+        lines += [f"| `{a}` | {x} | `{b}` | {y} |" for a, x, b, y in top_rows(got.summary)]
         lines.append("")
-    return "\n".join(lines)
-
-
-def html(run: Path) -> str:
-    found = profiles(run)
-    if not found:
-        return ""
-    from lab.html import e, table
-    parts = ['<h2 id="profiles">Where the time goes (CPU profiles, a separate start each)</h2>']
-    for name, (info, s) in found.items():
-        link = f"{name}/{PROFILE_DIR}/{FLAMEGRAPH}"
-        parts.append(
-            f"<h3>{e(name)}</h3><p>{e(info['profiler'])}: <code>{e(info['settings'])}</code>; "
-            f"{e(info['seconds'])}s at {e(info['axis'])} {e(info['level'])} "
-            f"({e(info['client'])}), rate while profiled {e(_rate(info))}. "
-            f"{s.samples} samples: <b>{100 - s.kernel_pct:.0f}% user space, "
-            f"{s.kernel_pct:.0f}% kernel</b>. "
-            f'<a href="{e(link)}">Flame graph of {e(name)}</a></p>')
-        rows = [[f"<code>{e(a)}</code>", e(f"{100 * na / s.samples:.1f}"),
-                 f"<code>{e(b)}</code>", e(f"{100 * nb / s.samples:.1f}")]
-                for (a, na), (b, nb) in zip(s.top_self, s.top_total)]
-        parts.append(table(["function (self)", "% of samples", "function (on the stack)",
-                            "% of samples"], rows, numeric={1, 3}, cls="profile"))
-    return "".join(parts)
+    return lines

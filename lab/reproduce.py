@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from lab import claims, report, results
+from lab import analysis, claims, record, results
 from lab.claims import ClaimResult, ClaimsError, Study
 from lab.metrics import LevelStats
 from lab.params import SETTINGS
@@ -218,11 +218,20 @@ class Judged:
     conditions: str
 
 
+def run_stats(folder: Path) -> dict[str, list[LevelStats]]:
+    """A run's level statistics, from its analysis (RecordError when unreadable)."""
+    return analysis.of(folder)[1].stats
+
+
 def stats_by_name(plan: Plan, folder: Path | None) -> dict[str, list[LevelStats]]:
     """The run's level statistics under the names the claims use (aws, not aws@8)."""
     if folder is None or not (folder / results.CSV).exists():
         return {}
-    by_spec = report.stats_of(folder)
+    try:
+        by_spec = run_stats(folder)
+    except record.RecordError as e:
+        print(f"warning: {e}", file=sys.stderr)
+        return {}
     return {name: by_spec[spec] for name, spec in plan.specs.items() if spec in by_spec}
 
 
@@ -243,8 +252,8 @@ def judge(plan: Plan, done: RunDone, available: set[str]) -> Judged:
     cond = "no run folder"
     if done.folder is not None and (done.folder / results.MANIFEST).exists():
         try:
-            cond = report.conditions(results.read_manifest(done.folder))
-        except (KeyError, TypeError, ValueError) as e:
+            cond = analysis.conditions(record.read_manifest(done.folder))
+        except record.RecordError as e:
             cond = f"manifest unreadable ({e})"
     return Judged(done, tuple(out), cond)
 

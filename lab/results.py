@@ -1,81 +1,39 @@
-"""A run folder: manifest.json, results.csv, raw client output, server logs,
-and the data files the charts read. A run folder is never overwritten."""
+"""The results folder: new run folders (never overwritten), whether one can
+be made, atomic JSON files. What a run folder holds (manifest.json,
+results.csv) is lab.record's; its row API is named here too for callers of
+the landed tree."""
 from __future__ import annotations
 
-import csv
-import json
 import os
 import shutil
 import tempfile
 import time
-from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-MANIFEST = "manifest.json"
-CSV = "results.csv"
+from lab import record
+from lab.record import (COLUMNS, CSV, MANIFEST, Row, append_row, from_record,  # noqa: F401
+                        read_rows, rows_by_server)
 
-
-@dataclass
-class Row:
-    """One level of one server start: every figure the lab keeps.
-
-    Written to results.csv and read back typed (`read_rows`): empty cells are
-    None, booleans are bools.
-    """
-    server: str
-    rep: int                      # repetition (a fresh server start each)
-    axis: str                     # concurrency, rate, workers or backlog
-    value: int                    # the swept value of that axis
-    concurrency: int              # closed-loop clients kept busy (0: open loop)
-    offered_rps: float | None     # open loop: rate asked for
-    workers: int
-    backlog: int
-    duration_s: int
-    transactions: int
-    successful: int
-    failed: int
-    availability_pct: float
-    elapsed_s: float
-    rate_rps: float
-    resp_ms: float
-    p50_ms: float | None
-    p90_ms: float | None
-    p99_ms: float | None
-    longest_ms: float
-    in_flight: float
-    littles_ratio: float | None   # in-flight / concurrency (Little's law), closed loop only
-    rss_end_kb: int
-    rss_peak_kb: int
-    threads_end: int
-    threads_peak: int
-    server_cpu_s: float
-    server_cpu_us_per_req: float
-    server_cpu_pct: float         # of the server's CPU allotment over the level
-    client_cpu_s: float
-    client_cpu_pct: float         # of the client's CPU allotment over the level
-    client_bound: bool
-    other_cpu_pct: float          # CPU used on the lab's CPUs by anything else
-    steal_pct: float              # time the hypervisor took from the lab's CPUs
-    sampler_cpu_pct: float        # the lab's own /proc sampler, % of one core
-    time_wait: int                # TCP sockets in TIME_WAIT after the level
-    flags: str                    # space-separated: client-bound failures host-busy ...
-    # RUNTIME=docker: the container's memory as its cgroup counts it (usage less
-    # inactive page cache, as `docker stats` shows it) at the end and peak; absent
-    # (None, and no column in older runs) for a server run as a process
-    cgroup_mem_kb: int | None = None
-    cgroup_mem_peak_kb: int | None = None
-
-    def has(self, flag: str) -> bool:
-        return flag in self.flags.split()
+__all__ = ["COLUMNS", "CSV", "MANIFEST", "MARK", "Row", "append_row", "from_record", "mark",
+           "read_rows", "rows_by_server", "new_folder", "new_run", "unwritable", "write_json"]
 
 
-COLUMNS = list(Row.__dataclass_fields__)
+MARK = ".lab-results"      # a RESULTS folder the lab made (or made a run in) holds this file
+
+
+def mark(root: Path) -> None:
+    """Mark `root` as a results folder of the lab's: its index.html is the lab's to write."""
+    path = root / MARK
+    if not path.exists():
+        path.write_text("The lab's results folder: the lab writes index.html here.\n")
 
 
 def new_folder(root: Path, base: str) -> Path:
-    """Make root/<base>[-N], never an existing folder (nothing is overwritten)."""
+    """Make root/<base>[-N], never an existing folder (nothing is overwritten),
+    and mark root as the lab's results folder."""
     root.mkdir(parents=True, exist_ok=True)
+    mark(root)
     for n in range(1, 1000):
         path = root / (base if n == 1 else f"{base}-{n}")
         try:
@@ -119,72 +77,6 @@ def unwritable(results: Path) -> str | None:
 
 
 def write_json(path: Path, data: Any) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
-    os.replace(tmp, path)
+    """Atomically, with a temporary file of this writer's own."""
+    record.write_json(path, data)
 
-
-def read_manifest(run: Path) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((run / MANIFEST).read_text())
-    return data
-
-
-def update_manifest(run: Path, **changes: Any) -> dict[str, Any]:
-    data = read_manifest(run)
-    data.update(changes)
-    write_json(run / MANIFEST, data)
-    return data
-
-
-def append_row(run: Path, row: Row) -> None:
-    path = run / CSV
-    new = not path.exists()
-    with path.open("a", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS)
-        if new:
-            w.writeheader()
-        w.writerow({k: "" if v is None else v for k, v in asdict(row).items()})
-
-
-def _convert(kind: object, text: str) -> Any:
-    """A CSV cell back to its field's type ('' is None for optional fields)."""
-    spec = str(kind)
-    if text == "" and "None" in spec:
-        return None
-    if spec.startswith("bool"):
-        if text not in ("True", "False"):
-            raise ValueError(f"not a boolean: {text!r}")
-        return text == "True"
-    if spec.startswith("int"):
-        return int(text)
-    if spec.startswith("float"):
-        return float(text)
-    return text
-
-
-OPTIONAL = {f.name for f in fields(Row) if f.default is None}   # columns newer than old runs
-
-
-def from_record(record: dict[str, str]) -> Row:
-    record = {**{c: "" for c in OPTIONAL}, **record}
-    missing = [c for c in COLUMNS if c not in record]
-    if missing:
-        raise ValueError(f"results.csv lacks columns {', '.join(missing)}: made by an older lab?")
-    return Row(**{f.name: _convert(f.type, record[f.name]) for f in fields(Row)})
-
-
-def read_rows(run: Path) -> list[Row]:
-    path = run / CSV
-    if not path.exists():
-        return []
-    with path.open(newline="") as f:
-        return [from_record(r) for r in csv.DictReader(f)]
-
-
-def rows_by_server(run: Path) -> Iterator[tuple[str, list[Row]]]:
-    """Rows grouped by server, in run order; within a server by value, then rep."""
-    groups: dict[str, list[Row]] = {}
-    for r in read_rows(run):
-        groups.setdefault(r.server, []).append(r)
-    for name, rows in groups.items():
-        yield name, sorted(rows, key=lambda r: (r.value, r.rep))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lab import metrics, procs, results, runtimes
+from lab import metrics, procs, record, runtimes
 from lab.clients import Client, ClientError, Level, Load
 from lab.launch import Knobs, ListenError, ServerProcess
 from lab.params import KNOBS, Params
@@ -84,28 +84,18 @@ class ServerSweep:
         self.start_record: dict[str, Any] = {}
 
     # ---- the manifest's record of this server -----------------------------
-    def record(self) -> dict[str, Any]:
-        servers: dict[str, Any] = results.read_manifest(self.run).get("servers", {})
-        rec: dict[str, Any] = servers.get(self.server.name) or {
-            **self.server.describe(), "status": "starting", "starts": [], "notes": []}
-        return rec
+    def record(self) -> record.ServerRecord:
+        return record.read_manifest(self.run).servers.get(self.server.name) or \
+            record.ServerRecord.new(self.server.describe())
 
-    def save(self, **changes: Any) -> None:
+    def save(self, note: str | None = None, **changes: Any) -> None:
         """Update this server's record (and the current start's, under 'starts')."""
-        data = results.read_manifest(self.run)
-        servers = data.get("servers", {})
-        rec = servers.get(self.server.name) or {
-            **self.server.describe(), "status": "starting", "starts": [], "notes": []}
-        rec.update(changes)
-        if self.start_record:
-            starts = [s for s in rec["starts"] if s.get("id") != self.start_record["id"]]
-            rec["starts"] = starts + [self.start_record]
-        servers[self.server.name] = rec
-        results.update_manifest(self.run, servers=servers)
+        record.update_server(self.run, self.server.describe(), self.start_record or None,
+                             note, **changes)
 
     def note(self, text: str) -> None:
         progress(f"{self.tag} warning: {text}")
-        self.save(notes=self.record().get("notes", []) + [text])
+        self.save(note=text)
 
     # ---- what is swept ------------------------------------------------------
     def knobs(self, value: int | None) -> Knobs:
@@ -137,8 +127,7 @@ class ServerSweep:
                     # other values are still measured; the run is incomplete.
                     what = f"{self.server.name} {fmt_value(self.params.axis, value)}"
                     self.note(f"{fmt_value(self.params.axis, value)} not loaded: {e}")
-                    problems = results.read_manifest(self.run).get("problems", [])
-                    results.update_manifest(self.run, problems=problems + [f"{what}: {e}"])
+                    record.add_problem(self.run, f"{what}: {e}")
         else:
             self.one_start(None, list(self.params.load))
 
@@ -152,7 +141,7 @@ class ServerSweep:
         self.start_record = {"id": suffix.lstrip("-"), "rep": self.rep, "knob": knob_value,
                              "workers": knobs.workers, "backlog": knobs.backlog,
                              "bind": knobs.bind, "status": "starting"}
-        if "facts" not in self.record():
+        if self.record().facts is None:
             self.save(facts=server_facts(self.server, sp.values, sp.env, p.server_cpus,
                                          self.topology.server),
                       workers=knobs.workers)
@@ -209,7 +198,7 @@ class ServerSweep:
                 lab_cpus=self.topology.lab_cpus(p.server_cpus, p.client_cpus),
                 not_steady=warm.get("steady") is False)
             row = metrics.make_row(where, level, m)
-            results.append_row(self.run, row)
+            record.append_row(self.run, row)
             self.start_record["levels_done"] = i
             self.save()
             if level.successful == 0:

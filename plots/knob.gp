@@ -23,6 +23,8 @@ color(i) = word(colors, (i - 1) % words(colors) + 1)
 set label 1 conditions at screen 0.5, 0.015 center font ",8"
 set logscale x 2
 set grid xtics ytics lt 1 lw 1 lc rgb "#d8d8d8"
+# the swept values as the x tics (whole numbers, never 0.5): xticks='1 8 64'
+if (exists("xticks") && words(xticks) > 0) { set xtics (); do for [w in xticks] { set xtics add (w w+0) } }
 set key outside right top vertical Left reverse noautotitle
 set yrange [0:*]
 set offsets graph 0.04, graph 0.04, 0, 0   # room for the bars at both ends

@@ -27,6 +27,8 @@ set ylabel "latency (ms, log scale)"
 set logscale y
 set xrange [0:*]
 set grid xtics ytics mytics lt 1 lw 1 lc rgb "#d8d8d8"
+# the swept values as the x tics (whole numbers, never 0.5): xticks='1 8 64'
+if (exists("xticks") && words(xticks) > 0) { set xtics (); do for [w in xticks] { set xtics add (w w+0) } }
 set key outside right top vertical Left reverse noautotitle
 
 plot for [i=1:words(all)] dat(word(all, i)) using 1:19 \

@@ -10,16 +10,16 @@ from pathlib import Path
 import pytest
 
 from conftest import bench, free_port, lab, lab_env, leftovers, run_folders
-from lab import costview, profileview
+from lab import costview, profileview, record
 from lab.metrics import spread
 
 # Small counts: the test stays short, and the figure is a difference of two
 # exact counts, so it does not need many requests to be exact.
-SMALL = {"COST_LEVELS": "1", "COST_REQUESTS": "300 900", "REPEAT": "1"}
+SMALL = {"COST_LEVELS": "1", "COST_REQUESTS": "1000 3000", "REPEAT": "1"}
 
 
 def cost_of(run: Path) -> dict[str, float]:
-    data = json.loads((run / costview.COST_FILE).read_text())
+    data = json.loads((run / record.COST).read_text())
     return {name: entry["reps"][0]["per_request"] for name, entry in data["servers"].items()
             if entry.get("applicable")}
 
@@ -45,7 +45,7 @@ def test_a_jvm_gets_not_applicable_with_the_reason(tmp_path: Path) -> None:
     out = lab(env, "cost")
     assert out.returncode == 0, out.stderr
     [run] = run_folders(tmp_path)
-    entry = json.loads((run / costview.COST_FILE).read_text())["servers"]["undertow"]
+    entry = json.loads((run / record.COST).read_text())["servers"]["undertow"]
     assert entry["applicable"] is False and "JIT" in entry["reason"]
     assert not (run / "undertow").exists()          # nothing was started
     assert "not applicable (JIT)" in (run / "summary.md").read_text()
@@ -79,9 +79,9 @@ def test_profile_names_native_functions_and_the_jvm_handler_class(tmp_path: Path
     assert bad.returncode == 2 and "no such level" in bad.stderr
     out = lab(dict(env, PROFILE_AT="2", DURATION="2s"), "profile", str(run), timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
-    native = (run / "ada-mini" / "profile" / profileview.FOLDED).read_text()
+    native = (run / "ada-mini" / "profile" / record.FOLDED).read_text()
     assert "mini_server__" in native                 # ada-mini's own Ada package
-    jvm = (run / "undertow" / "profile" / profileview.FOLDED).read_text()
+    jvm = (run / "undertow" / "profile" / record.FOLDED).read_text()
     assert "lab/undertow/UndertowServer" in jvm      # the handler's class
     html = (run / "report.html").read_text()
     for server in ("ada-mini", "undertow"):
@@ -115,8 +115,8 @@ def level(name: str, values: list[float]) -> costview.LevelCost:
 
 def test_cost_verdict_lower_is_better_and_needs_separate_ranges() -> None:
     v = costview.verdict(level("aws", [200.0, 201.0, 202.0]), level("ews", [100.0, 100.5, 101.0]))
-    assert (v.kind, v.a, v.b) == ("fewer", "ews", "aws")
-    assert "ews needs 50.0% fewer instructions per request than aws" in v.text
+    assert (v.kind, v.a, v.b) == ("better", "ews", "aws")
+    assert "ews needs 50.0% fewer instructions per request than aws (spread 1.00%" in v.text
     assert costview.verdict(level("a", [100.0, 110.0, 120.0]),
                             level("b", [115.0, 125.0, 130.0])).kind == "no-clear-difference"
     assert costview.verdict(level("a", [1.0]), level("b", [2.0])).kind == "inconclusive"

@@ -17,7 +17,7 @@ from urllib.parse import unquote
 import pytest
 
 from conftest import ROOT
-from lab import html, metrics, report
+from lab import analysis, display, html, metrics, results
 
 FIXTURES = ROOT / "tests" / "fixtures" / "runs"
 COMPLETE = "20261123-033407-nginx+paced"
@@ -37,11 +37,16 @@ NO_REAL_DATA = {
 def results_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The fixture runs copied to a fresh results folder, each with its report."""
     top = tmp_path_factory.mktemp("results")
+    results.mark(top)
     for name in RUNS:
         shutil.copytree(FIXTURES / name, top / name)
         html.write_report(top / name)
     html.write_index(top)
     return top
+
+
+def stats_of(run: Path) -> dict[str, list[metrics.LevelStats]]:
+    return analysis.of(run)[1].stats
 
 
 def page(results_dir: Path, name: str) -> str:
@@ -67,16 +72,16 @@ def flagged_cell(text: str, figure: str, flag: str) -> bool:
 def figure_of(s: metrics.LevelStats, flag: str) -> str:
     concerns = html.FLAG_FIGURE.get(flag, "rate")
     if concerns == "latency":
-        return escape(report.rng(s.resp_ms, fmt=".2f"))
+        return escape(display.rng(s.resp_ms, fmt=".2f"))
     if concerns == "failed":
         return str(s.failed)
-    return escape(report.rng(s.rate))
+    return escape(display.rng(s.rate))
 
 
 def test_every_flag_in_the_data_sits_next_to_its_figure(results_dir: Path) -> None:
     for name in RUNS:
         text = page(results_dir, name)
-        for server, levels in report.stats_of(results_dir / name).items():
+        for server, levels in stats_of(results_dir / name).items():
             part = section(text, server)
             for s in levels:
                 for flag in s.all_flags():
@@ -99,14 +104,14 @@ def test_each_flag_occurs_in_a_saved_run_with_its_meaning(results_dir: Path, fla
 def test_report_figures_per_server(results_dir: Path) -> None:
     text = page(results_dir, COMPLETE)
     m = json.loads((results_dir / COMPLETE / "manifest.json").read_text())
-    for server, levels in report.stats_of(results_dir / COMPLETE).items():
+    for server, levels in stats_of(results_dir / COMPLETE).items():
         part = section(text, server)
         top = metrics.peak(levels)
-        assert f"{escape(report.rng(top.rate))} at c={top.value}" in part
+        assert f"{escape(display.rng(top.rate))} at c={top.value}" in part
         for s in levels:
-            assert escape(report.rng(s.rate)) in part
-            assert escape(report.rng(s.cpu_us_per_req)) in part
-        assert escape(report.rng(levels[-1].rss_end_kb, 1024, ".1f")) in part
+            assert escape(display.rng(s.rate)) in part
+            assert escape(display.rng(s.cpu_us_per_req)) in part
+        assert escape(display.rng(levels[-1].rss_end_kb, 1024, ".1f")) in part
         rec = m["servers"][server]
         assert f"framework: <b>{escape(rec['framework'])}</b>" in part
         assert f"version: <b>{escape(rec['version'])}</b>" in part
@@ -128,7 +133,7 @@ def test_incomplete_run_says_so_first(results_dir: Path) -> None:
 
 def test_verdicts_calibration_warmup_and_warnings(results_dir: Path) -> None:
     flagged = page(results_dir, FLAGGED)
-    verdicts = json.loads((results_dir / FLAGGED / "results.json").read_text())["verdicts"]
+    verdicts = [v.__dict__ for v in analysis.of(results_dir / FLAGGED)[1].verdicts]
     assert verdicts
     table = flagged[flagged.index('<table class="verdicts">'):]
     table = table[:table.index("</table>")]
@@ -138,12 +143,12 @@ def test_verdicts_calibration_warmup_and_warnings(results_dir: Path) -> None:
     warm = section(flagged, "warming")
     assert "<h3>Warm-up</h3>" in warm and ">auto<" in warm and "no (hit the cap)" in warm
     complete = page(results_dir, COMPLETE)
-    m = json.loads((results_dir / COMPLETE / "manifest.json").read_text())
-    assert m["calibration"]
-    for server, levels in report.stats_of(results_dir / COMPLETE).items():
-        note = report.capacity_note(m, server, metrics.peak(levels))
-        assert note and escape(note) in complete
-    for w in report.warnings(m, report.stats_of(results_dir / COMPLETE)):
+    rec, a = analysis.of(results_dir / COMPLETE)
+    assert rec.manifest.calibration
+    # made by the landed tree, the calibration records no topology: not used, and why
+    assert not a.calibration_used and "does not record its topology" in a.calibration_note
+    assert "Not used for this run: " + escape(a.calibration_note) in complete
+    for w in a.warnings:
         assert escape(w) in complete
     assert "<h2>Against the client" not in page(results_dir, INCOMPLETE)
 
@@ -220,6 +225,7 @@ def test_index_lists_runs_newest_first_with_working_links(results_dir: Path,
                                                            tmp_path: Path) -> None:
     top = tmp_path / "results"
     shutil.copytree(results_dir, top)
+    (top / "index.html").unlink()
     (top / "not-a-run").mkdir()
     (top / "not-a-run" / "notes.txt").write_text("x")
     bare = top / "20261124-000000-nginx"
@@ -248,6 +254,7 @@ def test_main_report_writes_both_and_prints_paths(tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     run = tmp_path / COMPLETE
     shutil.copytree(FIXTURES / COMPLETE, run)
+    results.mark(tmp_path)
     assert html.main_report(run) == 0
     out = capsys.readouterr().out.split()
     assert out == [str(run / "report.html"), str(tmp_path / "index.html")]
@@ -345,3 +352,54 @@ def test_screenshot_of_a_report(results_dir: Path, tmp_path: Path) -> None:
                  f"--screenshot={shot}")
     assert out.returncode == 0, out.stderr[-2000:]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
+
+
+# --- the compare page: the same builder, the same hardened inliner -----------------
+
+@pytest.fixture(scope="module")
+def compare_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from lab import compare
+    top = tmp_path_factory.mktemp("compare")
+    a, b = top / "a", top / "b"
+    shutil.copytree(FIXTURES / COMPLETE, a)
+    shutil.copytree(FIXTURES / COMPLETE, b)
+    assert compare.main(a, b, False, top) == 0
+    [folder] = [p for p in top.iterdir() if p.name.startswith("compare-")]
+    return folder / "compare.html"
+
+
+def test_compare_page_is_built_by_html_with_a_hardened_chart(compare_page: Path,
+                                                             tmp_path: Path) -> None:
+    text = compare_page.read_text()
+    assert f"<style>{html.CSS}</style>" in text                 # the one page builder
+    assert text.count('<svg class="chart"') == 1 and "<?xml" not in text
+    hostile = tmp_path / "compare.svg"
+    hostile.write_text('<svg width="10" height="10" onload="alert(1)"><script>alert(2)</script>'
+                       '<a href="https://example.org/"><text>x</text></a></svg>')
+    page_ = html.compare_page(html.ComparePage(
+        ids=("a", "b"), conditions=("x", "y"), warnings=[], head=["h"], rows=[["1"]],
+        numeric=set(), other_head=["h"], other_rows=[], note="", chart=hostile,
+        chart_problem=None, differences=[]))
+    assert "alert" not in page_ and "onload" not in page_ and "example.org" not in page_
+
+
+def test_compare_page_renders_in_headless_chromium(compare_page: Path, tmp_path: Path) -> None:
+    browser = chromium()
+    text = compare_page.read_text()
+    copy = tmp_path / "compare-measured.html"
+    copy.write_text(text.replace("</body>", MEASURE + "</body>"))
+    netlog = tmp_path / "net.json"
+    out = browse(browser, copy, tmp_path, "--dump-dom", f"--log-net-log={netlog}")
+    assert out.returncode == 0, out.stderr[-2000:]
+    console = [line for line in out.stderr.splitlines()
+               if "CONSOLE" in line or "Uncaught" in line]
+    assert console == [], console
+    sizes = re.search(r'<pre id="lab-sizes">(.*?)</pre>', out.stdout, re.S)
+    assert sizes, "the page did not render (no sizes in the DOM)"
+    boxes = json.loads(unescape(sizes.group(1)))
+    charts = [b for b in boxes if b["tag"] == "svg"]
+    tables = [b for b in boxes if b["tag"] == "table"]
+    assert len(charts) == 1 and len(tables) == text.count("<table") >= 2
+    assert all(b["w"] > 100 and b["h"] > 50 for b in charts), charts
+    assert all(b["w"] <= 1200 for b in charts), "the chart is wider than the window"
+    assert page_requests(netlog) == []

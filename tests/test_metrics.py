@@ -4,10 +4,11 @@ repetitions, open loop), verdict levels, calibration lookup."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
-from lab import calibrate, metrics
+from lab import analysis, metrics, record
 from lab.clients import Level
 from lab.results import Row
 
@@ -184,17 +185,27 @@ def test_verdicts_say_when_a_server_lacks_the_level() -> None:
     assert v.kind == "missing" and "(b)" in v.text
 
 
+def calibration(**modes: dict[str, float]) -> record.Calibration:
+    """A calibration of siege with these req/s per level, per mode."""
+    def level(rate: float) -> dict[str, object]:
+        return {"rate_rps": rate, "client_cpu_pct": 95.0, "client_bound": True, "failed": 0}
+    data = {"made": "now", "ceiling": "nginx", "duration_s": 5, "levels": [1, 8, 64],
+            "pinning": {"server_cpus": "0", "client_cpus": "1"}, "host": {},
+            "topology": "loopback (one host)",
+            "clients": {"siege": {"version": "4", **{
+                m.replace("_", "-"): {k: level(v) for k, v in levels.items()}
+                for m, levels in modes.items()}}}}
+    return record.Calibration.parse(record.obj(data, Path("calibration.json"), ""))
+
+
 def test_capacity_uses_the_nearest_calibrated_level_of_the_same_mode() -> None:
-    cal = {"clients": {"siege": {"close": {"1": {"rate_rps": 3000.0}, "8": {"rate_rps": 6000.0},
-                                           "64": {"rate_rps": 6500.0}},
-                                 "keep-alive": {"8": {"rate_rps": 15000.0}}}}}
-    assert calibrate.capacity(cal, "siege", False, 8) == (6000.0, 8)
-    assert calibrate.capacity(cal, "siege", False, 10) == (6000.0, 8)
-    assert calibrate.capacity(cal, "siege", False, 50) == (6500.0, 64)
-    assert calibrate.capacity(cal, "siege", True, 50) == (15000.0, 8)
-    assert calibrate.capacity(cal, "wrk", False, 8) is None
-    assert calibrate.capacity(None, "siege", False, 8) is None
-    assert metrics.capacity_share(5820.0, 6000.0) == pytest.approx(0.97)
+    cal = calibration(close={"1": 3000.0, "8": 6000.0, "64": 6500.0},
+                      keep_alive={"8": 15000.0})
+    assert analysis.capacity(cal, "siege", False, 8) == (6000.0, 8)
+    assert analysis.capacity(cal, "siege", False, 10) == (6000.0, 8)
+    assert analysis.capacity(cal, "siege", False, 50) == (6500.0, 64)
+    assert analysis.capacity(cal, "siege", True, 50) == (15000.0, 8)
+    assert analysis.capacity(cal, "wrk", False, 8) is None
 
 
 def test_open_loop_verdicts_are_at_every_offered_rate() -> None:

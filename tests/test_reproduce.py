@@ -168,7 +168,7 @@ def test_claims_table_has_a_row_per_claim_and_a_verdict_per_client(
     for f in by_folder:
         f.mkdir()
         (f / "results.csv").write_text("")
-    monkeypatch.setattr(reproduce.report, "stats_of", lambda run: by_folder[run])
+    monkeypatch.setattr(reproduce, "run_stats", lambda run: by_folder[run])
     judged = [reproduce.judge(plan, reproduce.RunDone(run, 0, tmp_path / run.client), LAB)
               for run in plan.runs]
     text = reproduce.render(plan, tmp_path, judged)
@@ -176,7 +176,7 @@ def test_claims_table_has_a_row_per_claim_and_a_verdict_per_client(
     assert len(rows) == len(plan.study.claims) == 5
     siege = {r.claim.id: r for r in judged[0].results}
     wrk = {r.claim.id: r for r in judged[1].results}
-    assert siege["aws-over-grizzly-rps"].reason.startswith("client-bound")
+    assert siege["aws-over-grizzly-rps"].reason.startswith("not comparable (client-bound")
     assert wrk["aws-over-grizzly-rps"].verdict == claims.REPRODUCED
     assert wrk["asf-over-aws-rps"].reason.startswith("component unavailable (ASF not packaged)")
     assert "stand-in: ada-mini for EWS" in wrk["single-task-flat"].reason

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FAKES, ROOT, free_port, leftovers
-from lab import results
+from lab import record, results
 from lab.clients import Level, Load, Options
 from lab.params import from_env
 from lab.servers import discover
@@ -38,11 +38,12 @@ def test_overrunning_client_is_stopped_retried_once_then_reported(tmp_path: Path
                        "WARMUP": "0", "CLIENT_GRACE": "1s", "PORT": str(free_port())},
                       list(servers), ["siege"])
     run = results.new_run(tmp_path, params.servers)
-    results.write_json(run / results.MANIFEST, {"servers": {}})
+    record.write_manifest(run, record.Manifest(run.name, record.RunParams(
+        ["nginx"], "concurrency", 1), record.ClientInfo("overrun")))
     sweep = ServerSweep(ROOT, tmp_path / "cache", run, servers["nginx"], params, Overrunning())
     with pytest.raises(ClientHung, match="did not finish within 2s"):
         sweep.run_all()
-    [note] = sweep.record()["notes"]
+    [note] = sweep.record().notes
     assert note.startswith("rep1-c1: overrun hung") and note.endswith("retried once")
     assert (run / "nginx" / "overrun-rep1-c1.hung.out").exists()
     assert (run / "nginx" / "overrun-rep1-c1.out").exists()     # the second attempt

@@ -170,7 +170,7 @@ class ProbeReport:
     def to_json(self) -> dict[str, object]:
         data = asdict(self)
         data.update(still_answers=self.still_answers, stopped_after=self.stopped_after,
-                    cpu_s=round(self.cpu_s, 3))
+                    cpu_s=round(self.cpu_s, 3), verdict=self.verdict())
         return data
 
     def verdict(self) -> str:
@@ -220,7 +220,7 @@ def load_report(path: Path) -> ProbeReport:
     data = json.loads(path.read_text())
     limits = Limits(**data["limits"])
     results = tuple(ProbeResult(**r) for r in data["results"])
-    keep = {f.name for f in fields(ProbeReport)} - {"limits", "results"}
+    keep = {f.name for f in fields(ProbeReport)} - {"limits", "results"}   # not the verdict
     return ProbeReport(limits=limits, results=results,
                        **{k: v for k, v in data.items() if k in keep})
 

@@ -1,0 +1,319 @@
+"""The run record read back as a new user would, through the front door:
+runs of older labs open, corrupt or foreign folders give a message and exit 2
+(never a traceback), the index is written only where it is the lab's, and
+atomically; the Makefile passes RUN, A and B as data; rerun lets settings
+given now win; missing or impossible figures show as "–"; a failed compare
+leaves nothing behind. The eight cases of the issue that asked for the
+typed record, each reproduced."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import FAKES, ROOT
+from lab import analysis, display, html, record, results
+
+FIXTURES = ROOT / "tests" / "fixtures" / "runs"
+OLD = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
+LANDED = "20261124-071349-sturdy+paced-landed"     # written by the tree before lab/record.py
+COMPLETE = "20261123-033407-nginx+paced"
+
+
+def lab(*args: str, env: dict[str, str] | None = None,
+        cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    full = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
+    full.update(LAB_SERVER_PATH=str(FAKES), **(env or {}))
+    return subprocess.run([sys.executable, "-m", "lab", *args], cwd=cwd, env=full,
+                          capture_output=True, text=True, timeout=120)
+
+
+def make(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    full = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
+    full.update(LAB_SERVER_PATH=str(FAKES), **(env or {}))
+    return subprocess.run(["make", "--no-print-directory", "-C", str(ROOT), *args], env=full,
+                          capture_output=True, text=True, timeout=120)
+
+
+def copy_run(dest: Path, name: str = COMPLETE) -> Path:
+    shutil.copytree(FIXTURES / name, dest)
+    return dest
+
+
+def lab_results(tmp: Path) -> Path:
+    """A results folder as the lab makes it (marked as its own)."""
+    top = tmp / "results"
+    top.mkdir()
+    results.mark(top)
+    return top
+
+
+# ---- runs written by older labs ------------------------------------------------------
+
+@pytest.mark.parametrize("name", OLD)
+def test_runs_of_older_labs_open_and_render(name: str, tmp_path: Path) -> None:
+    run = copy_run(tmp_path / name, name)
+    rec, a = analysis.of(run)
+    assert rec.rows and a.stats and rec.manifest.client.tool
+    assert "schema" not in json.loads((FIXTURES / name / "manifest.json").read_text())
+    done = lab("report", str(run))
+    assert done.returncode == 0, done.stderr
+    assert (run / "report.html").is_file() and (run / "summary.md").is_file()
+
+
+def test_a_manifest_survives_a_read_modify_write(tmp_path: Path) -> None:
+    run = copy_run(tmp_path / LANDED, LANDED)
+    before = json.loads((run / "manifest.json").read_text())
+    record.update(run, lambda m: None)
+    after = json.loads((run / "manifest.json").read_text())
+    assert after.pop("schema") == record.SCHEMA
+    for key in before:                       # nothing lost, however typed
+        assert key in after, key
+    assert after["servers"]["sturdy"]["starts"][0]["pid"] == \
+        before["servers"]["sturdy"]["starts"][0]["pid"]
+
+
+def test_a_newer_schema_is_refused_with_what_to_do(tmp_path: Path) -> None:
+    run = copy_run(tmp_path / "r")
+    m = json.loads((run / "manifest.json").read_text())
+    (run / "manifest.json").write_text(json.dumps({**m, "schema": record.SCHEMA + 1}))
+    with pytest.raises(record.RecordError, match="newer lab"):
+        record.load(run)
+
+
+# ---- case 1: report and plots never overwrite a page the lab did not write -----------
+
+def test_case1_report_leaves_a_users_index_alone(tmp_path: Path) -> None:
+    mine = tmp_path / "v"
+    mine.mkdir()
+    (mine / "index.html").write_text("mine\n")
+    run = copy_run(mine / "r")
+    done = make("report", f"RUN={run}")
+    assert done.returncode == 0, done.stderr
+    assert (mine / "index.html").read_text() == "mine\n"
+    assert (run / "report.html").is_file()
+    assert "not a results folder the lab made" in done.stderr
+
+
+def test_case1_even_in_the_labs_own_folder_a_foreign_index_stays(tmp_path: Path) -> None:
+    top = lab_results(tmp_path)
+    (top / "index.html").write_text("<html>the user's notes</html>\n")
+    run = copy_run(top / "r")
+    assert lab("report", str(run)).returncode == 0
+    assert (top / "index.html").read_text() == "<html>the user's notes</html>\n"
+    (top / "index.html").unlink()
+    assert lab("report", str(run)).returncode == 0
+    assert html.INDEX_SIGNATURE in (top / "index.html").read_text()
+
+
+# ---- case 2: one malformed folder breaks nothing else -------------------------------
+
+@pytest.mark.parametrize("content,reason", [
+    ("[1, 2, 3]", "should be an object, found a list"),
+    ('"a string"', "should be an object, found text"),
+    ("", "is empty"),
+    ('{"run_id": "x"', "not valid JSON"),
+])
+def test_case2_a_malformed_sibling_is_listed_with_its_reason(tmp_path: Path, content: str,
+                                                             reason: str) -> None:
+    top = lab_results(tmp_path)
+    run = copy_run(top / "good")
+    (top / "bad").mkdir()
+    (top / "bad" / "manifest.json").write_text(content)
+    done = lab("report", str(run))
+    assert done.returncode == 0, done.stderr
+    index = (top / "index.html").read_text()
+    row = next(r for r in index.split("<tr>") if ">bad<" in r)
+    assert "unreadable" in row and html.e(reason) in row
+    assert 'href="good/report.html"' in index
+
+
+# ---- case 3: concurrent report steps -------------------------------------------------
+
+def test_case3_parallel_report_steps_all_succeed(tmp_path: Path) -> None:
+    top = lab_results(tmp_path)
+    runs = [copy_run(top / f"r{i}") for i in range(4)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
+    procs = [subprocess.Popen([sys.executable, "-m", "lab", "report", str(runs[i % 4])],
+                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True) for i in range(16)]
+    errors = [(p.wait(timeout=300), p.stderr.read() if p.stderr else "") for p in procs]
+    for p in procs:
+        if p.stderr:
+            p.stderr.close()
+    assert all(code == 0 for code, _ in errors), [e for c, e in errors if c]
+    assert html.INDEX_SIGNATURE in (top / "index.html").read_text()
+    assert not list(top.glob("*.tmp")) and not list(top.glob(".*.tmp"))
+
+
+# ---- case 4: the Makefile passes RUN, A and B as data -------------------------------
+
+def test_case4_a_path_with_a_space_works_for_report_and_plots(tmp_path: Path) -> None:
+    top = tmp_path / "my results"
+    top.mkdir()
+    run = copy_run(top / "a run")
+    for target in ("report", "plots"):
+        done = make(target, f"RUN={run}")
+        assert done.returncode == 0, (target, done.stderr)
+    assert (run / "report.html").is_file() and (run / "rps.svg").is_file()
+
+
+def test_case4_a_semicolon_in_run_is_not_a_command(tmp_path: Path) -> None:
+    witness = tmp_path / "ran"
+    for target in ("report", "plots", "rerun"):
+        done = make(target, f"RUN=/nonexistent; touch {witness}")
+        assert done.returncode == 2, (target, done.stderr)
+        assert "no such run folder" in done.stderr
+    done = make("compare", f"A=/x; touch {witness}", f"B=/y; touch {witness}")
+    assert done.returncode == 2
+    assert not witness.exists()
+
+
+# ---- case 5: corrupt folders: a message naming the file, exit 2 ----------------------
+
+def corrupt(run: Path, how: str) -> str:
+    """Break a run folder; returns the file the message must name."""
+    m, csv = run / "manifest.json", run / "results.csv"
+    if how == "truncated csv":
+        text = csv.read_text()
+        csv.write_text(text[:len(text) // 2])
+        return "results.csv"
+    if how == "csv is a folder":
+        csv.unlink()
+        csv.mkdir()
+        return "results.csv"
+    if how == "empty manifest":
+        m.write_text("")
+    elif how == "truncated manifest":
+        m.write_text(m.read_text()[:200])
+    elif how == "binary manifest":
+        m.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe\x00garbage")
+    elif how == "manifest is a list":
+        m.write_text("[1, 2, 3]")
+    elif how == "foreign folder":
+        m.write_text(json.dumps({"name": "my-project", "version": "1.0"}))
+    elif how == "no manifest":
+        m.unlink()
+    return "manifest.json"
+
+
+HOW = ["truncated csv", "csv is a folder", "empty manifest", "truncated manifest",
+       "binary manifest", "manifest is a list", "foreign folder", "no manifest"]
+
+
+@pytest.mark.parametrize("how", HOW)
+def test_case5_a_corrupt_run_gives_a_message_not_a_traceback(tmp_path: Path, how: str) -> None:
+    good = copy_run(tmp_path / "good")
+    bad = copy_run(tmp_path / "bad")
+    name = corrupt(bad, how)
+    steps = [("report", str(bad)), ("plot", str(bad)), ("compare", str(good), str(bad))]
+    if name == "manifest.json":           # rerun reads the manifest alone
+        steps.append(("rerun", str(bad)))
+    for args in steps:
+        done = lab(*args, env={"RESULTS": str(tmp_path / "out")})
+        assert done.returncode == 2, (args, done.stderr)
+        assert "Traceback" not in done.stderr, (args, done.stderr)
+        assert re.search(rf"error: .*{re.escape(str(bad))}.*{name}|error: .*{name}", done.stderr), \
+            (args, done.stderr)
+    assert not (tmp_path / "out").exists() or not [
+        p for p in (tmp_path / "out").iterdir() if p.is_dir()]
+
+
+def test_case5_a_manifest_without_settings_cannot_be_rerun(tmp_path: Path) -> None:
+    run = copy_run(tmp_path / "r")
+    m = json.loads((run / "manifest.json").read_text())
+    del m["settings"]
+    (run / "manifest.json").write_text(json.dumps(m))
+    done = lab("rerun", str(run))
+    assert done.returncode == 2 and "records no `settings`" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+# ---- case 6: rerun: settings given now win, and it says so ---------------------------
+
+def test_case6_rerun_uses_the_port_given_on_the_command_line(tmp_path: Path) -> None:
+    run = copy_run(tmp_path / "r")
+    with socket.socket() as busy:               # the port given is taken: `lab check` says so
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = make("rerun", f"RUN={run}", f"PORT={port}",
+                    env={"RESULTS": str(tmp_path / "out")})
+    assert done.returncode == 2, done.stderr
+    assert f"rerun: PORT='{port}' given now overrides the recorded PORT='28383'" in done.stderr
+    assert f"{port}" in done.stderr.split("overrides", 1)[1]     # the check used it
+
+
+def test_case6_rerun_settings_recorded_unless_given() -> None:
+    from lab.cli import rerun_settings
+    recorded = {"PORT": "8080", "SERVER": "aws", "DURATION": "5s"}
+    settings, over = rerun_settings(recorded, {"PORT": "9090", "DURATION": "5s"},
+                                    ["PORT", "DURATION", "RUN"])
+    assert settings["PORT"] == "9090" and settings["SERVER"] == "aws"
+    assert over == {"PORT": ("8080", "9090")}          # DURATION given but the same
+    settings, over = rerun_settings(recorded, {"PORT": "9090"}, [])
+    assert settings["PORT"] == "8080" and not over      # in the environment, not given
+
+
+# ---- case 7: display, ticks, compare folders in the index, a failed compare ----------
+
+def test_case7_nan_and_negative_figures_show_as_a_dash_with_the_reason(tmp_path: Path) -> None:
+    run = copy_run(tmp_path / "r")
+    lines = (run / "results.csv").read_text().splitlines()
+    head = lines[0].split(",")
+    rate = head.index("rate_rps")
+    rows = [line.split(",") for line in lines[1:]]
+    for r in rows:
+        if r[0] == "paced":
+            r[rate] = "nan" if r[head.index("value")] == "1" else "-6280"
+    (run / "results.csv").write_text("\n".join([lines[0], *map(",".join, rows)]) + "\n")
+    done = lab("report", str(run))
+    assert done.returncode == 0, done.stderr
+    text = (run / "summary.md").read_text() + (run / "report.html").read_text()
+    assert "nan" not in text.lower().replace("nanosecond", "") and "-6,280" not in text
+    assert "– (not a number in the record)" in text
+    assert "– (negative in the record (-6280): impossible)" in text
+    assert display.rng(None) == "–" and display.figure(math.nan).startswith("– (")
+
+
+def test_case7_concurrency_ticks_are_whole_numbers(tmp_path: Path) -> None:
+    run = copy_run(tmp_path / "r")
+    done = lab("plot", str(run))
+    assert done.returncode == 0, done.stderr
+    for chart in ("rps", "latency"):
+        svg = (run / f"{chart}.svg").read_text()
+        labels = re.findall(r"<text[^>]*>\s*([0-9.]+)\s*</text>", svg)
+        values = {float(x) for x in labels}
+        assert {1.0, 4.0} <= values, labels
+        assert not any("." in x for x in labels if float(x) < 10), labels   # no 0.5, 1.5
+
+
+def test_case7_compare_folders_are_in_the_index_and_a_failed_compare_leaves_none(
+        tmp_path: Path) -> None:
+    top = lab_results(tmp_path)
+    a, b = copy_run(top / "a"), copy_run(top / "b")
+    done = lab("compare", str(a), str(b), env={"RESULTS": str(top)})
+    assert done.returncode == 0, done.stderr
+    [folder] = [p for p in top.iterdir() if p.name.startswith("compare-")]
+    index = (top / "index.html").read_text()
+    assert f'href="{folder.name}/compare.html"' in index and "comparison" in index
+    page = (folder / "compare.html").read_text()
+    assert "<script" not in page.lower() and " onload" not in page.lower()
+    other = copy_run(top / "other")
+    m = json.loads((other / "manifest.json").read_text())
+    csv = (other / "results.csv").read_text().replace("paced,", "elsewhere,") \
+        .replace("nginx,", "elsewhere2,")
+    (other / "results.csv").write_text(csv)
+    (other / "manifest.json").write_text(json.dumps(m))
+    before = sorted(p.name for p in top.iterdir())
+    done = lab("compare", str(a), str(other), env={"RESULTS": str(top)})
+    assert done.returncode == 2 and "nothing to compare" in done.stderr
+    assert sorted(p.name for p in top.iterdir()) == before
