@@ -47,7 +47,8 @@ from lab import deps, hostinfo, procfs, procs, record, report, results
 from lab.costview import JIT_LANGUAGES, JIT_REASON
 from lab.record import COST as COST_FILE
 from lab.launch import Knobs, ServerProcess
-from lab.params import SETTINGS, ConfigError, Params, format_cpus, from_env, parse_list
+from lab.params import (SETTINGS, ConfigError, Params, format_cpus, from_env, parse_list,
+                        positive_int)
 from lab.paths import ROOT, cache_dir
 from lab.servers import Server, discover, lookup
 
@@ -86,6 +87,11 @@ def cost_settings(env: dict[str, str]) -> tuple[tuple[int, ...], tuple[int, int]
     return levels, (small, large), DEFAULT_REPEAT
 
 
+def headers(env: dict[str, str]) -> int:
+    """HEADERS: extra request headers, 0 to 10000; ConfigError when bad."""
+    return positive_int("HEADERS", env.get("HEADERS") or SETTINGS["HEADERS"][0], 0, 10_000)
+
+
 def native(server: Server) -> bool:
     return server.language not in JIT_LANGUAGES
 
@@ -103,6 +109,7 @@ def check(env: dict[str, str]) -> tuple[Params, list[Server], tuple[int, ...], t
         raise ConfigError(f"AXIS={params.axis}: make cost counts at COST_LEVELS; unset AXIS")
     levels, counts, repeat = cost_settings(env)
     repeat = repeat if env.get("REPEAT") is None else params.repeat
+    headers(env)
     problem = results.unwritable(ROOT / params.results)
     if problem:
         raise ConfigError(f"RESULTS={params.results}: {problem}")
@@ -112,11 +119,16 @@ def check(env: dict[str, str]) -> tuple[Params, list[Server], tuple[int, ...], t
 
 # ---------------------------------------------------------------- one start
 
+def header_args(count: int) -> list[str]:
+    """HEADERS=N: N extra headers of 32 bytes each (h2load -H)."""
+    return [a for i in range(count) for a in ("-H", f"X-Lab-Pad-{i:05d}: {'x' * 16}")]
+
+
 def drive(url: str, requests: int, level: int, cpus: tuple[int, ...],
-          timeout: float) -> str:
+          timeout: float, headers: int = 0) -> str:
     """h2load with an exact request count over keep-alive HTTP/1.1; its report."""
     argv = procs.pinned(["h2load", "--h1", "-n", str(requests), "-c", str(level), "-t", "1",
-                         url], cpus)
+                         *header_args(headers), url], cpus)
     try:
         out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -149,7 +161,7 @@ def timeout_for(requests: int) -> float:
 
 
 def counted_start(server: Server, params: Params, run: Path, level: int, requests: int,
-                  out: Path) -> dict[str, Any]:
+                  out: Path, pads: int = 0) -> dict[str, Any]:
     """One start under cachegrind: `requests` at `level`, then stopped. Its Ir."""
     out.mkdir(parents=True, exist_ok=True)
     # nginx's worker writes its file as another user (nobody), who may not reach
@@ -165,7 +177,7 @@ def counted_start(server: Server, params: Params, run: Path, level: int, request
     try:
         instance.start()
         instance.ready()
-        drive(instance.url, requests, level, params.client_cpus, timeout_for(requests))
+        drive(instance.url, requests, level, params.client_cpus, timeout_for(requests), pads)
     except procs.NotReady as e:
         raise CostError(str(e)) from None
     finally:
@@ -192,7 +204,7 @@ def counted_start(server: Server, params: Params, run: Path, level: int, request
 
 
 def native_start(server: Server, params: Params, run: Path, level: int, requests: int,
-                 out: Path) -> dict[str, Any]:
+                 out: Path, pads: int = 0) -> dict[str, Any]:
     """One plain start: the server tree's CPU per request (user, kernel) from
     /proc around an exact-count h2load run, and the rate (noisy)."""
     out.mkdir(parents=True, exist_ok=True)
@@ -202,10 +214,11 @@ def native_start(server: Server, params: Params, run: Path, level: int, requests
     try:
         instance.start()
         instance.ready()
-        drive(instance.url, min(requests, 1000), level, params.client_cpus, 60)   # warm-up
+        drive(instance.url, min(requests, 1000), level, params.client_cpus, 60,
+              pads)                                                      # warm-up
         before = procfs.user_sys(instance.pid)
         t0 = time.monotonic()
-        drive(instance.url, requests, level, params.client_cpus, timeout_for(requests))
+        drive(instance.url, requests, level, params.client_cpus, timeout_for(requests), pads)
         wall = time.monotonic() - t0
         after = procfs.user_sys(instance.pid)
     except procs.NotReady as e:
@@ -225,7 +238,8 @@ def native_start(server: Server, params: Params, run: Path, level: int, requests
 def write_manifest(run: Path, params: Params, levels: tuple[int, ...], counts: tuple[int, int],
                    repeat: int, servers: list[Server]) -> None:
     settings = {k: os.environ.get(k, SETTINGS[k][0]) for k in
-                ("SERVER", "COST_LEVELS", "COST_REQUESTS", "REPEAT", "WORKERS", "BACKLOG",
+                ("SERVER", "COST_LEVELS", "COST_REQUESTS", "HEADERS", "REPEAT", "WORKERS",
+                 "BACKLOG",
                  "SERVER_CPUS", "CLIENT_CPUS", "PORT")}
     settings["REPEAT"] = str(repeat)
     h2load = subprocess.run(["h2load", "--version"], capture_output=True, text=True).stdout
@@ -238,7 +252,7 @@ def write_manifest(run: Path, params: Params, levels: tuple[int, ...], counts: t
                                                  path, "params")),
         plan=(f"{' '.join(params.servers)}: cachegrind counts at "
               f"c={' '.join(map(str, levels))} with {counts[0]} and {counts[1]} requests, "
-              f"{repeat} repetitions"),
+              f"{repeat} repetitions, {headers(os.environ.copy())} extra request headers"),
         topology="loopback (one host, server and client pinned to disjoint CPUs)",
         pinning=record.Pinning(server_cpus=format_cpus(params.server_cpus),
                                client_cpus=format_cpus(params.client_cpus)),
@@ -251,11 +265,11 @@ def write_manifest(run: Path, params: Params, levels: tuple[int, ...], counts: t
 
 
 def measure(run: Path, params: Params, servers: list[Server], levels: tuple[int, ...],
-            counts: tuple[int, int], repeat: int) -> int:
+            counts: tuple[int, int], repeat: int, pads: int = 0) -> int:
     data: dict[str, Any] = {
         "tool": f"valgrind --tool=cachegrind (Ir: instructions executed in user space)",
         "wrapper": VALGRIND, "levels": list(levels), "requests": list(counts),
-        "repeat": repeat, "servers": {}}
+        "repeat": repeat, "headers": pads, "servers": {}}
     for s in servers:
         data["servers"][s.name] = ({"applicable": True, "reps": []} if native(s) else
                                    {"applicable": False, "reason": JIT_REASON})
@@ -269,12 +283,12 @@ def measure(run: Path, params: Params, servers: list[Server], levels: tuple[int,
             try:
                 for level in levels:
                     base = run / s.name / "cost" / f"rep{rep}-c{level}"
-                    starts = [counted_start(s, params, run, level, n, base / f"n{n}")
+                    starts = [counted_start(s, params, run, level, n, base / f"n{n}", pads)
                               for n in counts]
                     ir = (starts[1]["instructions"] - starts[0]["instructions"]) / \
                         (counts[1] - counts[0])
                     plain = native_start(s, params, run, level,
-                                         max(counts[1], NATIVE_REQUESTS), base / "native")
+                                         max(counts[1], NATIVE_REQUESTS), base / "native", pads)
                     entry["reps"].append({"rep": rep, "level": level, "starts": starts,
                                           "per_request": round(ir, 2), "native": plain})
                     entry["valgrind"] = starts[0]["valgrind"]
@@ -321,7 +335,7 @@ def main(argv: list[str]) -> int:
     print(f"run folder: {run}", file=sys.stderr, flush=True)
     write_manifest(run, params, levels, counts, repeat, servers)
     try:
-        code = measure(run, params, servers, levels, counts, repeat)
+        code = measure(run, params, servers, levels, counts, repeat, headers(env))
     except KeyboardInterrupt:
         record.add_problem(run, "interrupted", status="incomplete")
         code = 130

@@ -76,6 +76,8 @@ SETTINGS: dict[str, tuple[str, str]] = {
     "COST_REQUESTS": ("2000 6000", "make cost: two exact request counts, one start each; "
                                    "(Ir at the larger - Ir at the smaller) / their difference "
                                    "= instructions per request"),
+    "HEADERS": ("0", "make cost and make profile: extra request headers (X-Lab-Pad-N, 32 "
+                     "bytes each) on every request, to see what header handling costs"),
     "PROFILE_AT": ("", "make profile: the level of RUN at which each server is profiled "
                         "(perf or async-profiler, a separate start, for DURATION)"),
     "MEM_LIMIT": ("", "RUNTIME=docker: the container's memory limit, e.g. 512m (empty: none)"),

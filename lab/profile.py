@@ -28,12 +28,13 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import zipfile
 from pathlib import Path
 from typing import Any
 
-from lab import deps, procfs, procs, record, report
+from lab import cost, deps, procfs, procs, record, report
 from lab.clients import ClientError, Load, Options, clients
 from lab.costview import JIT_LANGUAGES
 from lab.launch import Knobs, ServerProcess
@@ -102,6 +103,9 @@ def check(env: dict[str, str], run: Path) -> tuple[dict[str, Any], list[Server],
         raise ConfigError(f"PROFILE_AT={at}: the run has no such level (its levels: "
                           f"{' '.join(map(str, p.get('values', [])))})")
     duration = parse_duration("DURATION", env.get("DURATION", "10s"))
+    if cost.headers(env) and p.get("load_axis") != "concurrency":
+        raise ConfigError("HEADERS drives h2load at the level's concurrency: profile a run "
+                          "swept over concurrency")
     known = discover(ROOT, env.get("LAB_SERVER_PATH", ""))
     missing = [n for n in p["servers"] if n.partition("@")[0] not in known]
     if missing:
@@ -142,6 +146,38 @@ class LoadRun:
                                      self.err.read_text(errors="replace")).rate_rps
         except ClientError:
             return None
+
+
+class HeaderLoad:
+    """HEADERS=N: h2load (keep-alive, N extra headers per request) at the
+    level's concurrency, in exact-count rounds until stopped: the run's
+    clients cannot add headers."""
+
+    ROUND = 2000
+
+    def __init__(self, url: str, at: int, cpus: tuple[int, ...], pads: int) -> None:
+        self.url, self.at, self.cpus, self.pads = url, at, cpus, pads
+        self.done, self.error = 0, ""
+        self.stopping = threading.Event()
+        self.t0 = time.monotonic()
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+        self.thread.start()
+
+    def loop(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                cost.drive(self.url, self.ROUND, self.at, self.cpus, 300, self.pads)
+            except cost.CostError as e:
+                self.error = str(e)
+                return
+            self.done += self.ROUND
+
+    def finish(self) -> float | None:
+        self.stopping.set()
+        self.thread.join(timeout=330)
+        if self.error:
+            raise ProfileError(f"h2load with {self.pads} headers: {self.error}")
+        return self.done / (time.monotonic() - self.t0) if self.done else None
 
 
 def record_native(instance: ServerProcess, seconds: int, out: Path) -> dict[str, Any]:
@@ -192,7 +228,7 @@ def record_jvm(instance: ServerProcess, seconds: int, out: Path) -> dict[str, An
 
 
 def profile_server(m: dict[str, Any], server: Server, run: Path, at: int, seconds: int,
-                   port: int) -> dict[str, Any]:
+                   port: int, pads: int = 0) -> dict[str, Any]:
     p = m["params"]
     out = run / server.name / PROFILE_DIR
     out.mkdir(parents=True, exist_ok=True)
@@ -201,14 +237,23 @@ def profile_server(m: dict[str, Any], server: Server, run: Path, at: int, second
     instance = ServerProcess(server, ROOT, cache_dir(), run.name, knobs,
                              tuple(p["server_cpus"]), out / "server.log")
     info: dict[str, Any] = {"server": server.name, "level": at, "seconds": seconds,
+                            "headers": pads,
                             "axis": p["load_axis"], "client": p["client"],
                             "keepalive": p["keepalive"]}
     try:
         instance.start()
         instance.ready()
         warm = WARMUP_JVM_S if jvm else WARMUP_NATIVE_S
-        LoadRun(m, instance.url, at, warm, out).finish()
-        load = LoadRun(m, instance.url, at, seconds + 2, out)
+        load: LoadRun | HeaderLoad
+        if pads:
+            warming = HeaderLoad(instance.url, at, tuple(p["client_cpus"]), pads)
+            time.sleep(warm)
+            warming.finish()
+            load = HeaderLoad(instance.url, at, tuple(p["client_cpus"]), pads)
+            info.update(client=f"h2load --h1, {pads} extra headers (HEADERS)", keepalive=True)
+        else:
+            LoadRun(m, instance.url, at, warm, out).finish()
+            load = LoadRun(m, instance.url, at, seconds + 2, out)
         time.sleep(1)
         info.update(record_jvm(instance, seconds, out) if jvm else
                     record_native(instance, seconds, out))
@@ -238,16 +283,19 @@ def main(argv: list[str]) -> int:
         return 0
     want = {"perf": "linux-perf"} if any(s.language not in JIT_LANGUAGES for s in servers) \
         else {}
+    port = int(env.get("PORT") or m["params"]["port"])
+    pads = cost.headers(env)
+    if pads:
+        want["h2load"] = "nghttp2-client"
     code = deps.ensure(want)
     if code:
         return code
-    port = int(env.get("PORT") or m["params"]["port"])
     failed = []
     for s in servers:
         print(f"[{s.name}] profile at {m['params']['load_axis']} {at} for {seconds}s "
               "(a separate start)", file=sys.stderr, flush=True)
         try:
-            info = profile_server(m, s, run, at, seconds, port)
+            info = profile_server(m, s, run, at, seconds, port, pads)
             print(f"[{s.name}] {info['profiler']}; flame graph: "
                   f"{run / s.name / PROFILE_DIR / info['flamegraph']}", file=sys.stderr)
         except (ProfileError, ClientError, procs.PortBusy) as e:

@@ -782,6 +782,7 @@ class Costs:
     requests: list[int]
     repeat: int
     servers: dict[str, CostServer]
+    headers: int = 0                   # extra request headers (HEADERS)
 
 
 def _num(o: _Obj, key: str) -> float | None:
@@ -813,7 +814,8 @@ def read_costs(run: Path) -> Costs | None:
                                    reason=x.text("reason"), error=x.text("error"),
                                    valgrind=x.text("valgrind"), reps=reps)
     return Costs(tool=o.text("tool"), wrapper=o.text("wrapper"), levels=o.ints("levels"),
-                 requests=o.ints("requests"), repeat=o.integer("repeat", 1), servers=servers)
+                 requests=o.ints("requests"), repeat=o.integer("repeat", 1), servers=servers,
+                 headers=o.integer("headers", 0))
 
 
 @dataclass
