@@ -233,6 +233,39 @@ def native_start(server: Server, params: Params, run: Path, level: int, requests
             "rate_rps": round(requests / wall, 1)}
 
 
+FUNCTION_LINE = re.compile(r"^\s*(-?[\d,]+)\s+\(\s*-?[\d.]+%\)\s+(\S.*)$")
+TOP_FUNCTIONS = 15
+
+
+def function_view(small: Path, large: Path, extra: int) -> list[list[Any]]:
+    """Where the extra requests' instructions went, per function: cachegrind's
+    own tools (cg_merge each start's processes, cg_diff the two starts,
+    cg_annotate the difference), divided by the extra requests."""
+    merged = []
+    for folder in (small, large):
+        out = folder / "merged.cg"
+        files = [str(f) for f in sorted(folder.glob("cachegrind.out.*"))]
+        got = subprocess.run(["cg_merge", "-o", str(out), *files], capture_output=True,
+                             text=True, timeout=300)
+        if got.returncode != 0:
+            return []
+        merged.append(str(out))
+    diff = subprocess.run(["cg_diff", *merged], capture_output=True, text=True, timeout=300)
+    if diff.returncode != 0:
+        return []
+    (large / "diff.cg").write_text(diff.stdout)
+    ann = subprocess.run(["cg_annotate", "--auto=no", str(large / "diff.cg")],
+                         capture_output=True, text=True, timeout=300)
+    rows = []
+    for line in ann.stdout.splitlines():
+        m = FUNCTION_LINE.match(line)
+        if m and "PROGRAM TOTALS" not in m.group(2):
+            where, _, fn = m.group(2).rpartition(":")
+            name = fn if fn != "???" else f"??? ({where})" if where != "???" else "??? (no symbol)"
+            rows.append([name, round(int(m.group(1).replace(",", "")) / extra, 1)])
+    return rows[:TOP_FUNCTIONS]
+
+
 # ---------------------------------------------------------------- the run
 
 def write_manifest(run: Path, params: Params, levels: tuple[int, ...], counts: tuple[int, int],
@@ -292,6 +325,10 @@ def measure(run: Path, params: Params, servers: list[Server], levels: tuple[int,
                     entry["reps"].append({"rep": rep, "level": level, "starts": starts,
                                           "per_request": round(ir, 2), "native": plain})
                     entry["valgrind"] = starts[0]["valgrind"]
+                    if rep == 1:
+                        entry.setdefault("functions", {})[str(level)] = function_view(
+                            base / f"n{counts[0]}", base / f"n{counts[1]}",
+                            counts[1] - counts[0])
                     print(f"[{s.name}] rep {rep} c={level}: {ir:,.1f} instructions/request "
                           f"(user space); plain start: {plain['user_us_per_req']:.1f} µs user "
                           f"+ {plain['sys_us_per_req']:.1f} µs kernel per request",

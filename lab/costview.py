@@ -26,6 +26,9 @@ KERNEL_NOTE = ("Instructions are counted in user space only: the kernel's work f
                "server (TCP, syscalls) is not in this figure. The CPU µs/request beside it "
                "come from a plain start (no valgrind) and /proc, which splits user and "
                "kernel time; they move with the host's load, the instruction count does not.")
+FUNCTIONS_NOTE = ("cachegrind's function view of the extra requests: cg_merge of each "
+                  "start's processes, cg_diff of the two starts, cg_annotate, divided by the "
+                  "extra requests (first repetition); ??? is code without a symbol.")
 BETTER = "needs fewer instructions per request than"
 
 
@@ -47,6 +50,7 @@ class ServerCost:
     error: str
     valgrind: str
     levels: tuple[LevelCost, ...]
+    functions: dict[int, list[tuple[str, float]]]
 
 
 @dataclass(frozen=True)
@@ -84,7 +88,7 @@ def server_costs(costs: Costs) -> list[ServerCost]:
                 sys_us=_spread([r.sys_us for r in mine]),
                 rate_rps=_spread([r.rate_rps for r in mine])))
         out.append(ServerCost(name, entry.applicable, entry.reason, entry.error, entry.valgrind,
-                              tuple(levels)))
+                              tuple(levels), entry.functions))
     return out
 
 
@@ -157,6 +161,11 @@ def markdown(c: CostAnalysis) -> list[str]:
     if c.verdicts:
         lines += ["", "### Verdicts on instructions per request", ""]
         lines += [f"- c={v.level}: {v.a} vs {v.b}: {v.text}" for v in c.verdicts]
+    for s in c.servers:
+        for level, found in sorted(s.functions.items())[:1]:
+            lines += ["", f"### {s.server}: instructions per request by function (c={level})", "",
+                      FUNCTIONS_NOTE, "", "| function | instructions/request |", "|---|---:|"]
+            lines += [f"| `{name}` | {ir:,.1f} |" for name, ir in found]
     errors = [f"- {s.server}: {s.error}" for s in c.servers if s.error]
     if errors:
         lines += ["", "Failed:", *errors]

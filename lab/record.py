@@ -771,6 +771,8 @@ class CostServer:
     error: str = ""                    # failed: why
     valgrind: str = ""
     reps: list[CostRep] = field(default_factory=list)
+    # level: (function, instructions per request) by cg_diff of the two starts
+    functions: dict[int, list[tuple[str, float]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -810,9 +812,16 @@ def read_costs(run: Path) -> Costs | None:
                                 per_request=per, user_us=_num(native, "user_us_per_req"),
                                 sys_us=_num(native, "sys_us_per_req"),
                                 rate_rps=_num(native, "rate_rps")))
+        functions: dict[int, list[tuple[str, float]]] = {}
+        for level, found in x.raw_obj("functions").items():
+            if not (isinstance(found, list) and str(level).isdigit() and all(
+                    isinstance(f, list) and len(f) == 2 and isinstance(f[1], (int, float))
+                    for f in found)):
+                raise x.fail("functions", "an object of levels: [[function, number], ...]")
+            functions[int(level)] = [(str(f[0]), float(f[1])) for f in found]
         servers[name] = CostServer(name=name, applicable=x.flag("applicable"),
                                    reason=x.text("reason"), error=x.text("error"),
-                                   valgrind=x.text("valgrind"), reps=reps)
+                                   valgrind=x.text("valgrind"), reps=reps, functions=functions)
     return Costs(tool=o.text("tool"), wrapper=o.text("wrapper"), levels=o.ints("levels"),
                  requests=o.ints("requests"), repeat=o.integer("repeat", 1), servers=servers,
                  headers=o.integer("headers", 0))

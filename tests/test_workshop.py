@@ -98,7 +98,9 @@ def test_each_exercise_runs_short(tmp_path: Path, ex: Exercise) -> None:
         words = resolve(command, made)
         if words[1] in ("bench", "reproduce"):
             words += SHORT
-        words += {"cost": SHORT_COST, "profile": SHORT_PROFILE}.get(words[1], [])
+        given = {w.partition("=")[0] for w in words if "=" in w}
+        words += [w for w in {"cost": SHORT_COST, "profile": SHORT_PROFILE}.get(words[1], [])
+                  if w.partition("=")[0] not in given]
         out = subprocess.run(words, cwd=ROOT, env=env, capture_output=True, text=True,
                              timeout=900)
         assert out.returncode == 0, f"{command}\n{out.stderr[-3000:]}"
