@@ -485,6 +485,10 @@ def costs_html(c: costview.CostAnalysis | None) -> str:
             f"<p>{e(costview.KERNEL_NOTE)}</p>", f'<p class="muted">{e(c.condition)}</p>',
             table(costview.HEAD, [[e(x) for x in r] for r in costview.rows(c.servers)],
                   numeric={1, 2, 3, 4, 5, 6}, cls="cost")]
+    if c.verdicts:
+        body.append(table(["c", "a", "b", "kind", "verdict"],
+                          [[e(v.level), e(v.a), e(v.b), e(v.kind), e(v.text)]
+                           for v in c.verdicts], numeric={0}, cls="cost-verdicts"))
     for s in c.servers:
         for level, found in sorted(s.functions.items())[:1]:
             body.append(f"<h3>{e(s.server)}: instructions per request by function "
@@ -492,10 +496,6 @@ def costs_html(c: costview.CostAnalysis | None) -> str:
             body.append(table(["function", "instructions/request"],
                               [[f"<code>{e(n)}</code>", e(f"{ir:,.1f}")] for n, ir in found],
                               numeric={1}, cls="cost-functions"))
-    if c.verdicts:
-        body.append(table(["c", "a", "b", "kind", "verdict"],
-                          [[e(v.level), e(v.a), e(v.b), e(v.kind), e(v.text)]
-                           for v in c.verdicts], numeric={0}, cls="cost-verdicts"))
     return "".join(body)
 
 

@@ -65,6 +65,11 @@ def test_two_cost_runs_agree_within_half_a_percent(tmp_path: Path) -> None:
         assert abs(first[name] / second[name] - 1) < 0.005, (name, first, second)
     for run in run_folders(tmp_path):
         assert leftovers(run) == []
+        # cachegrind's function view of the extra requests names each server's own code
+        functions = {name: [f for f, _ in entry["functions"]["1"]] for name, entry in
+                     json.loads((run / record.COST).read_text())["servers"].items()}
+        assert any(f.startswith("ngx_") for f in functions["nginx"]), functions
+        assert any(f.startswith("mini_server__") for f in functions["ada-mini"]), functions
         assert "kernel work" in (run / "summary.md").read_text() or \
             "kernel's work" in (run / "summary.md").read_text()
 
@@ -120,3 +125,13 @@ def test_cost_verdict_lower_is_better_and_needs_separate_ranges() -> None:
     assert costview.verdict(level("a", [100.0, 110.0, 120.0]),
                             level("b", [115.0, 125.0, 130.0])).kind == "no-clear-difference"
     assert costview.verdict(level("a", [1.0]), level("b", [2.0])).kind == "inconclusive"
+
+
+def test_reproduce_counts_instructions_only_for_claims_between_ada_servers() -> None:
+    from lab import reproduce
+    from lab.servers import discover
+    plan = reproduce.prepare("ada-vs-java", {})
+    picked = reproduce.ada_claims(plan, discover(reproduce.ROOT))
+    assert picked and all(c.metric == "peak_rps" for c in picked)
+    ids = {c.id for c in picked}
+    assert "asf-over-aws-rps" in ids and "aws-over-grizzly-rps" not in ids
