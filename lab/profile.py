@@ -262,7 +262,10 @@ def profile_server(m: dict[str, Any], server: Server, run: Path, at: int, second
         raise ProfileError(str(e)) from None
     finally:
         instance.stop()
-    info["flamegraph"] = write_flamegraph(out, f"{server.name} at {p['load_axis']} {at}")
+    with_headers = f", {pads} extra request headers" if pads else ""
+    info["flamegraph"] = write_flamegraph(
+        out, f"{server.name} at {p['load_axis']} {at}{with_headers} ({info['profiler']})",
+        bool(info.get("thread_root")))
     record.write_json(out / PROFILE_JSON, info)
     return info
 

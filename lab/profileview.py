@@ -125,9 +125,14 @@ def svg(stacks: list[tuple[list[str], int]], title: str, width: int = 1200,
             f"{body}</svg>\n")
 
 
-def write_flamegraph(folder: Path, title: str) -> str:
-    """folder/flamegraph.svg from folder/profile.folded; returns the file's name."""
-    (folder / FLAMEGRAPH).write_text(svg(read_folded(folder / FOLDED), title))
+def write_flamegraph(folder: Path, title: str, thread_root: bool = False) -> str:
+    """folder/flamegraph.svg from folder/profile.folded; returns the file's name.
+    thread_root: each stack starts with its thread's name, dropped here so that
+    the threads' (AWS's tasks') identical stacks merge."""
+    stacks = read_folded(folder / FOLDED)
+    if thread_root:
+        stacks = [(frames[1:] if len(frames) > 1 else frames, n) for frames, n in stacks]
+    (folder / FLAMEGRAPH).write_text(svg(stacks, title))
     return FLAMEGRAPH
 
 
