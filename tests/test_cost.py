@@ -5,6 +5,7 @@ profiles name the servers' own code."""
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
 import pytest
@@ -19,9 +20,10 @@ SMALL = {"COST_LEVELS": "1", "COST_REQUESTS": "1000 3000", "REPEAT": "1"}
 
 
 def cost_of(run: Path) -> dict[str, float]:
+    """Each server's median over its repetitions (the figure the report ranks on)."""
     data = json.loads((run / record.COST).read_text())
-    return {name: entry["reps"][0]["per_request"] for name, entry in data["servers"].items()
-            if entry.get("applicable")}
+    return {name: statistics.median(r["per_request"] for r in entry["reps"])
+            for name, entry in data["servers"].items() if entry.get("applicable")}
 
 
 @pytest.mark.parametrize("settings, message", [
@@ -53,7 +55,10 @@ def test_a_jvm_gets_not_applicable_with_the_reason(tmp_path: Path) -> None:
 
 
 def test_two_cost_runs_agree_within_half_a_percent(tmp_path: Path) -> None:
-    env = lab_env(tmp_path, PORT=str(free_port()), SERVER="nginx ada-mini", **SMALL)
+    # three repetitions: ada-mini's select loop takes a few more instructions
+    # in some starts (4,724 or ~4,750 a request); the median is what is compared
+    env = lab_env(tmp_path, PORT=str(free_port()), SERVER="nginx ada-mini",
+                  **{**SMALL, "REPEAT": "3"})
     built = lab(env, "build", "ada-mini", timeout=3000)
     assert built.returncode == 0, built.stderr[-2000:]
     for _ in range(2):
