@@ -8,7 +8,7 @@ LAB := $(PYTHON) -m lab
 # Variables given on make's command line reach the scripts' environment as is
 # (GNU make exports them), so CONCURRENCY= (empty) is an error, not a default.
 # The names given on the command line (rerun: they override the recorded ones):
-GIVEN := $(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v)))
+GIVEN := $(strip $(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v))))
 
 .PHONY: help bench calibrate compare workshop-check cost profile list build images plots rerun report reproduce test lint clean distclean
 
@@ -17,12 +17,7 @@ help: ## this help
 	@echo
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | awk -F'\t' '{printf "  make %-15s %s\n", $$1, $$2}'
 	@echo
-	@echo "Settings (make VAR=value or environment):"
-	@$(PYTHON) -c 'from lab.params import SETTINGS; [print(f"  {k:<12} {v[1]} [default: {v[0] or chr(45)}]") for k, v in SETTINGS.items()]'
-	@echo "  LAB_CACHE    toolchains and build logs [default: .cache]"
-	@echo "  ADA_TOOLCHAIN native|rootfs|auto for the Ada servers [default: auto]"
-	@echo "  STUDY        make reproduce: a study id of docs/claims.toml (ada-vs-java, java-containers)"
-	@echo "  QUICK        make reproduce: 1 = a smoke version (3 levels, 1s, 1 rep; verdicts mean nothing)"
+	@$(LAB) settings                # generated from lab/params.py (docs/settings.md too)
 
 bench: ## install what is missing, build, verify, sweep, plot (SERVER=...)
 	./run-benchmark.sh
@@ -43,7 +38,7 @@ list: ## servers found from their manifests, built or not
 	@$(LAB) list
 
 build: ## set up toolchains and build SERVER (only what changed)
-	$(LAB) build $$($(LAB) resolve)
+	$(LAB) build
 
 images: ## RUNTIME=docker: make debian:bullseye and debian:bookworm locally (debootstrap + docker import) unless present
 	$(LAB) images

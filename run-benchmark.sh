@@ -1,15 +1,53 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2317  # on_signal and down are called by trap
 # One benchmark run, top-down:
 #   check → deps → build → up (the topology) → probe each server (a separate start) → for each
 #   repetition, each server in turn: start → verify → warm up → sweep → stop
 #   → plot → report (summary.md, report.html) → down (the topology, always)
 # Settings come from the environment (`make help` lists them); `make bench`
 # calls this script. Exit: 0 done, 1 failure (partial results kept and marked
-# incomplete), 2 bad input or missing prerequisites, 130 interrupted.
+# incomplete; a server that failed does not stop the others), 2 bad input or
+# missing prerequisites, 130 interrupted (the run marked interrupted).
+# Nothing outlives the run: each step's keeper (lab/keeper.py) kills what the
+# step started if it vanishes; the guard below undoes the topology and marks
+# the run if this script and its steps all vanish (SIGKILL, the OOM killer).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 
-lab() { python3 -m lab "$@"; }
+# Each step runs in the background and is waited for: a signal to this script
+# alone (kill PID) is passed on to the step that runs, which stops its server
+# and saves what it measured; the run then ends (finish, report, down) with
+# exit 130. A Ctrl-C reaches the step directly too; the lab ignores a repeat.
+step=""
+stopping=""
+signals=0
+on_signal() {
+  stopping=$1
+  signals=$((signals + 1))
+  if [[ -n $step ]]; then kill -s "$1" "$step" 2>/dev/null || true; fi
+}
+trap 'on_signal INT' INT
+trap 'on_signal TERM' TERM
+trap 'on_signal HUP' HUP
+
+lab() {
+  # once stopping, only the steps that close the run still run
+  if [[ -n $stopping ]]; then
+    case $1 in finish | plot | report | down) ;; *) return 130 ;; esac
+  fi
+  python3 -m lab "$@" &
+  step=$!
+  local code before
+  while :; do
+    before=$signals
+    code=0
+    wait "$step" || code=$?
+    (( signals != before )) || break      # a signal ended the wait, not the step:
+  done                                    # wait again for the step's own end
+  step=""
+  if (( code == 127 )) && [[ -n $stopping ]]; then code=130; fi
+  return "$code"
+}
 
 usage() {
   cat <<'EOF'
@@ -46,16 +84,34 @@ read -ra servers <<< "$(lab resolve)"
 repeat=$(lab resolve --repeat)
 lab deps "${servers[@]}"                # installs missing packages as root, else exit 2
 lab build "${servers[@]}"               # toolchains and builds, only what changed
-trap 'lab down' EXIT                    # the topology is undone whatever happens next
+# The guard outlives this script: if it and every step are gone without
+# saying "done" (SIGKILL, the OOM killer), it undoes the topology (lab down)
+# and marks the run interrupted. It reads the pipe this script and its steps
+# hold; the servers never inherit it.
+exec {guard}> >(exec python3 -m lab guard)
+tell_guard() { ( trap '' PIPE; echo "$*" >&"$guard" ) 2>/dev/null || true; }
+down() { lab down; tell_guard "done"; }
+trap down EXIT                          # the topology is undone whatever happens next
 lab up                                  # namespaces, links, ssh master, images (or nothing)
 run=$(lab new-run)                      # results/<run-id>/, never reused
+tell_guard "run $run"
+# Held while this script or a step of it lives: `lab new-run` and `lab report`
+# tell a run whose lab is gone (marked interrupted) from one still going.
+exec {lock}>>"$run/lock"
+flock -n "$lock"
+echo "held by run-benchmark.sh" >&"$lock"
 echo "run folder: $run" >&2
+
+interrupted() {                         # a signal, or a step killed by one
+  [[ -n $stopping ]] || (( $1 == 130 || $1 > 128 ))
+}
 
 status=0
 loaded=()
 for server in "${servers[@]}"; do       # robustness probe, on a separate start of each server
   code=0
   lab probe "$run" "$server" || code=$?
+  if interrupted "$code"; then status=130; loaded=(); break; fi
   case $code in
     0) loaded+=("$server") ;;
     1) status=1 ;;                      # it stopped answering: not loaded (FORCE=1 loads it)
@@ -65,11 +121,18 @@ done
 
 for rep in $(seq 1 "$repeat"); do       # repetitions interleave the servers, so a
   for server in "${loaded[@]}"; do      # drift of the host hits every server alike
-    lab sweep "$run" "$server" "$rep" || { status=$?; break 2; }
+    code=0
+    lab sweep "$run" "$server" "$rep" || code=$?
+    if interrupted "$code"; then status=130; break 2; fi
+    case $code in
+      0) ;;
+      1) status=1 ;;                    # this server failed (recorded); the others go on
+      *) status=$code; break 2 ;;
+    esac
   done
 done
 
-lab finish "$run" "$status" || status=1 # complete, or incomplete with the reason
+lab finish "$run" "$status" || status=1 # complete, incomplete or interrupted, with the reasons
 lab plot "$run" || status=$((status ? status : 1))
-lab report "$run"
+lab report "$run" || status=$((status ? status : 1))
 exit "$status"

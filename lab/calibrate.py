@@ -18,7 +18,7 @@ from typing import Any
 from lab import hostinfo, record, results, runtimes
 from lab.clients import Options, axes, clients
 from lab.metrics import calibration_refusal
-from lab.params import ConfigError, Params, format_cpus, from_env, parse_list
+from lab.params import ConfigError, Params, format_cpus, from_env, parse_list, positive_int
 from lab.servers import Server
 from lab.sweep import ServerSweep, SweepError
 
@@ -61,8 +61,11 @@ def settings(env: dict[str, str], servers: dict[str, Server]) -> tuple[Params, l
     merged.update(SERVER=ceiling, CLIENT="siege", REPEAT="1", PROBE="0", AXIS="",
                   PORT=env.get("PORT", "8080"), BIND=env.get("BIND", "127.0.0.1"),
                   SERVER_CPUS=env.get("SERVER_CPUS", ""), CLIENT_CPUS=env.get("CLIENT_CPUS", ""),
-                  CLIENT_THREADS=env.get("CLIENT_THREADS", ""))
+                  CLIENT_THREADS="")          # siege has none: given below, to the others
     params = from_env(merged, list(servers), axes())
+    threads = env.get("CLIENT_THREADS", "").strip()
+    if threads:
+        params = replace(params, client_threads=positive_int("CLIENT_THREADS", threads, 1, 1024))
     levels = parse_list("CONCURRENCY", merged["CONCURRENCY"], 1000)
     # Every client is calibrated in closed loop, vegeta too (rate 0: as fast
     # as its workers can): capacity is a concurrency's worth of requests/s.

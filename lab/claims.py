@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lab.display import md_cell
 from lab.metrics import (MIN_REPS_FOR_VERDICT, RANKED, LevelStats, Sample, Spread, judge_spreads,
                          peak, unjudgeable)
 from lab.servers import discover
@@ -560,10 +561,6 @@ def _num(x: float) -> str:
     return f"{x:.3g}"
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def _spread(s: Spread) -> str:
     return f"{_num(s.median)} [{_num(s.lo)}–{_num(s.hi)}]"
 
@@ -595,7 +592,7 @@ def label(c: Claim) -> str:
 
 def row(cells: list[str]) -> str:
     """One Markdown table row; a | inside a cell stays in its cell."""
-    return "| " + " | ".join(_cell(x) for x in cells) + " |"
+    return "| " + " | ".join(md_cell(x) for x in cells) + " |"
 
 
 def table(results: list[ClaimResult]) -> str:

@@ -7,6 +7,7 @@ incomplete), 2 bad input or missing prerequisites (nothing started),
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import signal
@@ -16,13 +17,16 @@ import time
 from collections.abc import Collection, Mapping
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from lab import calibrate, deps, hostinfo, procs, record, report, results, runtimes
 from lab.paths import cache_dir
 from lab.clients import Client, Options, axes, clients
 from lab.launch import Knobs, lab_env, placeholders
-from lab.params import SETTINGS, ConfigError, Params, format_cpus, from_env
-from lab.servers import ManifestError, Server, discover, expand, is_built, lookup
+from lab.params import (SETTINGS, ConfigError, Found, Params, Traits, check_lab_settings,
+                        command_line_variables, cpu_ranges, format_cpus, from_env, help_text,
+                        markdown_table, misspelt, run_settings)
+from lab.servers import ManifestError, Server, expand, found_here, is_built, lookup
 from lab.sweep import ServerSweep, SweepError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,13 +40,31 @@ def fail(message: str, code: int) -> int:
 
 
 def servers_found() -> dict[str, Server]:
-    return discover(ROOT, os.environ.get("LAB_SERVER_PATH", ""))
+    return found_here(ROOT)
+
+
+def traits(servers: dict[str, Server]) -> dict[str, Traits]:
+    return {name: Traits(s.language, s.has_workers) for name, s in servers.items()}
 
 
 def load_params() -> tuple[Params, dict[str, Server]]:
+    """The run's settings, checked (ConfigError: exit 2). A variable given on
+    make's command line that is close to a setting's name is refused."""
+    wrong = misspelt(command_line_variables(os.environ.get("MAKEFLAGS", "")))
+    if wrong:
+        raise ConfigError("; ".join(wrong))
+    check_lab_settings(os.environ)
     servers = servers_found()
-    params = from_env(os.environ, list(servers), axes())
+    params = from_env(os.environ, list(servers), axes(), traits=traits(servers),
+                      topologies=runtimes.selectable())
     return params, servers
+
+
+def recorded_settings(params: Params) -> dict[str, str]:
+    """The run's settings as its manifest and reproduce line keep them: those
+    of a run (not where the lab keeps things), without the other loop's load."""
+    skip = {"concurrency": {"RATE"}, "rate": {"CONCURRENCY"}}[params.load_axis]
+    return {k: os.environ.get(k, SETTINGS[k].default) for k in run_settings() if k not in skip}
 
 
 def client_for(params: Params, run: Path) -> tuple[Client, dict[str, str]]:
@@ -53,9 +75,11 @@ def client_for(params: Params, run: Path) -> tuple[Client, dict[str, str]]:
 
 def cmd_list(_: argparse.Namespace) -> int:
     servers = servers_found()
-    values = placeholders(ROOT, cache_dir(), Knobs(0, 0, 0, ""))
+    values = placeholders(ROOT, cache_dir(), Knobs(0, None, 0, ""))
     table = [("server", "language", "framework", "version", "workers", "built", "role")]
-    table += [(s.name, s.language, s.framework, s.version, str(s.workers_default),
+    table += [(s.name, s.language, s.framework, s.version,
+               "none" if not s.has_workers else
+               "as shipped" if s.workers_default is None else str(s.workers_default),
                "yes" if is_built(s, values) else "no", s.role) for s in servers.values()]
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     for row in table:
@@ -68,8 +92,12 @@ def cmd_check(_: argparse.Namespace) -> int:
     problem = results.unwritable(ROOT / params.results)     # before deps or builds run
     if problem:
         raise ConfigError(f"RESULTS={params.results}: {problem}; choose a writable place")
+    if params.topology == "local":
+        procs.check_local_address("BIND", params.bind)      # an address of this host
     if params.topology == "local" and params.runtime == "process":
         procs.check_port_free(params.port, params.bind)   # other topologies: in `lab up`
+    for near in misspelt([k for k in os.environ if k not in SETTINGS]):
+        print(f"warning: in the environment: {near}", file=sys.stderr)
     runtimes.check(params)          # exit 2: not available here, host unreachable or lacking
     for w in params.warnings:
         print(f"warning: {w}", file=sys.stderr)
@@ -90,10 +118,20 @@ def plan(p: Params, bind: str | None = None) -> str:
     reps = f" x {p.repeat} repetitions (interleaved)" if p.repeat > 1 else ""
     where = bind or (p.bind if p.topology == "local" else p.server_host if p.topology == "ssh"
                      else f"({p.topology} address)")
+    if ":" in where and not where.startswith("(") and "@" not in where:
+        where = f"[{where}]"                     # an IPv6 address, as in a URL
     return (f"{' '.join(p.servers)}{reps} | {sweep} | {p.duration_s}s each, warm-up {warm} | "
             f"{p.client} {'keep-alive' if p.keepalive else 'connection close'} | "
-            f"{where}:{p.port} backlog {p.backlog} | server CPU {format_cpus(p.server_cpus)}, "
-            f"client CPU {format_cpus(p.client_cpus)}")
+            f"{where}:{p.port} backlog {p.backlog} | server CPU {cpu_ranges(p.server_cpus)}, "
+            f"client CPU {cpu_ranges(p.client_cpus)}")
+
+
+def cmd_settings(args: argparse.Namespace) -> int:
+    """The settings registry as `make help` shows it, or docs/settings.md's table."""
+    from lab.clients import described
+    found = Found(described(), axes(), runtimes.selectable())
+    print(markdown_table(found) if args.markdown else help_text(found))
+    return 0
 
 
 def cmd_resolve(args: argparse.Namespace) -> int:
@@ -110,11 +148,18 @@ def cmd_deps(args: argparse.Namespace) -> int:
 
 
 def run_logged(argv: list[str], cwd: Path, env: dict[str, str], log: Path) -> int:
+    """A setup or build command to its end, output to the log; watched by the
+    step's keeper (a killed `lab build` leaves no compiler running)."""
     with log.open("ab") as f:
         f.write(f"\n$ {shlex.join(argv)}  (in {cwd})\n".encode())
         f.flush()
-        return subprocess.run(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                              stdout=f, stderr=f).returncode
+        proc = procs.start(argv, cwd, env, f)
+    try:
+        return proc.wait()
+    finally:
+        if proc.returncode is None:         # interrupted: stop it and what it forked
+            procs.stop(proc, grace=5)
+        procs.kill_group(proc.pid)
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -124,18 +169,20 @@ def cmd_build(args: argparse.Namespace) -> int:
     logs.mkdir(parents=True, exist_ok=True)
     builds = {(lookup(servers, n).folder, lookup(servers, n).artifact): lookup(servers, n)
               for n in args.servers or params.servers}
-    for s in builds.values():                   # aws and aws@16 are one build
+    # every server's setup (toolchains; pinned sources checked, exit 2) before any build
+    for step, s in [(step, s) for step in ("setup", "build") for s in builds.values()]:
         name = s.name.partition("@")[0]
         if not runtimes.needs_build(params, s):
-            print(f"[{name}] build: in its image (RUNTIME={params.runtime}, `lab up`)",
-                  file=sys.stderr)
+            if step == "build":
+                print(f"[{name}] build: in its image (RUNTIME={params.runtime}, `lab up`)",
+                      file=sys.stderr)
             continue
         knobs = Knobs(params.port, s.workers(params.workers), params.backlog,
                       params.bind)
         values = placeholders(ROOT, cache, knobs)
         env = lab_env(ROOT, cache, "build", knobs, s)
         log = logs / f"build-{name}.log"
-        for step, command in (("setup", s.setup), ("build", s.build)):
+        for command in [s.setup if step == "setup" else s.build]:
             if command is None or (step == "build" and is_built(s, values)):
                 continue
             t0 = time.monotonic()
@@ -146,6 +193,8 @@ def cmd_build(args: argparse.Namespace) -> int:
                 return fail(f"{name}: {step} failed with exit code {code} (log: {log})",
                             2 if code == 2 else 1)
             print(f"[{name}] {step} done in {time.monotonic() - t0:.1f}s", file=sys.stderr)
+        if step == "setup":
+            continue
         if not is_built(s, values):
             return fail(f"{name}: the build did not produce {s.artifact}", 1)
         print(f"[{name}] built: up to date", file=sys.stderr)
@@ -155,9 +204,13 @@ def cmd_build(args: argparse.Namespace) -> int:
 def cmd_new_run(_: argparse.Namespace) -> int:
     params, servers = load_params()
     topo = runtimes.current(params)
+    for gone in results.mark_gone_runs(ROOT / params.results):
+        print(f"note: {gone.name} was left running by a lab that is gone: marked interrupted",
+              file=sys.stderr)
     run = results.new_run(ROOT / params.results, params.servers)
+    (run / results.LOCK).touch()            # run-benchmark.sh holds it while the run lives
     _client, conditions = client_for(params, run)
-    settings = {k: os.environ.get(k, default) for k, (default, _) in SETTINGS.items()}
+    settings = recorded_settings(params)
     record.write_manifest(run, record.Manifest(
         run_id=run.name,
         status="running",
@@ -178,9 +231,21 @@ def cmd_new_run(_: argparse.Namespace) -> int:
         client_hosts=[c.facts() for c in topo.clients if not c.same_host_as(topo.server)],
         tools=dict(hostinfo.tools()),
         lab=hostinfo.lab_revision(ROOT),
+        extra=rerun_of(os.environ.get("LAB_RERUN")),
     ))
     print(run)
     return 0
+
+
+def rerun_of(text: str | None) -> dict[str, object]:
+    """`lab rerun`'s note for the new run's manifest: which run, what was overridden."""
+    if not text:
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return {}
+    return {"rerun": data} if isinstance(data, dict) else {}
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -264,18 +329,63 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return compare.main(Path(args.a), Path(args.b), os.environ.get("FORCE") == "1", params_root)
 
 
+def not_measured(m: record.Manifest) -> list[str]:
+    """Each server and repetition the run did not measure to its end, with why."""
+    missing = []
+    repeat = m.params.repeat
+    for name in m.params.servers:
+        rec = m.servers.get(name)
+        if rec is None:
+            missing.append(f"{name}: not measured (never started)")
+            continue
+        for rep in range(1, repeat + 1):
+            starts = [st for st in rec.starts if (st.rep or 1) == rep]
+            bad = [st for st in starts if st.status not in ("complete", "not loaded")]
+            if starts and not bad:
+                continue
+            where = f"{name} rep {rep}" if repeat > 1 else name
+            why = bad[0].status or "?" if bad else "not started"
+            died = bad[0].extra.get("died_at") if bad else None
+            if died:
+                why += f" at {died}"
+            code = bad[0].extra.get("exit_code") if bad else None
+            if bad and code is not None and bad[0].status == "failed":
+                why += f", {exit_text(int(code))}"
+            missing.append(f"{where}: not measured ({why})")
+    return missing
+
+
+def exit_text(code: int) -> str:
+    """'exit code 3', or 'killed by SIGKILL' for a negative code (subprocess's way)."""
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
 def cmd_finish(args: argparse.Namespace) -> int:
-    """Mark the run complete or incomplete; exit 1 when it is incomplete
-    although every step succeeded (a knob value a server could not serve)."""
+    """Mark the run complete, incomplete (something failed; the problems say
+    what, and which server and repetition was not measured) or interrupted
+    (status 130: a signal stopped it); exit 1 when it is incomplete although
+    every step succeeded (a knob value a server could not serve)."""
     run = Path(args.run)
 
     def finish(m: record.Manifest) -> tuple[bool, list[str]]:
-        done = all(s.status == "complete" for s in m.servers.values())
-        complete = (args.status == 0 and done and not m.problems
-                    and len(m.servers) == len(m.params.servers))
-        m.problems = m.problems or ([] if complete else
-                                    ["not every server finished every repetition"])
-        m.status = "complete" if complete else "incomplete"
+        for rec in m.servers.values():         # a step killed mid-start left these
+            cut = [st for st in rec.starts if st.status in ("starting", "verified", "measuring")]
+            for st in cut:
+                st.status = "interrupted"
+            if cut and rec.status in ("starting", "running"):
+                rec.status = "interrupted"
+        missing = not_measured(m)
+        complete = args.status == 0 and not missing and not m.problems
+        m.problems += [p for p in missing if p not in m.problems]
+        if not complete and not m.problems:
+            m.problems = ["not every server finished every repetition"]
+        m.status = ("complete" if complete else "interrupted" if args.status == 130
+                    else "incomplete")
         m.finished = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         return complete, m.problems
     complete, problems = record.update(run, finish)
@@ -285,19 +395,59 @@ def cmd_finish(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_guard(_args: argparse.Namespace) -> int:
+    """run-benchmark.sh's guard (started first, in a session of its own): reads
+    the script's pipe ("run PATH", "done"); at its end without "done", the
+    script and all its steps are gone (SIGKILL, the OOM killer): undo the
+    topology (lab down) and mark the run interrupted."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)      # it ends with the script's pipe, not before
+    try:
+        os.setsid()                              # out of the script's group: a kill -9 -PGID
+    except OSError:                              # of it does not reach the guard
+        pass
+    run: Path | None = None
+    finished = False
+    for line in sys.stdin:
+        word, _, rest = line.strip().partition(" ")
+        if word == "run":
+            run = Path(rest)
+        elif word == "done":
+            finished = True
+    if finished:
+        return 0
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_DFL)
+    try:
+        params, _servers = load_params()
+        runtimes.down(params)
+    except Exception as e:                       # noqa: BLE001  (nobody to tell but the log)
+        print(f"lab guard: lab down failed: {e}", file=sys.stderr)
+    if run is not None:
+        results.mark_gone(run)
+    return 0
+
+
 def cmd_plot(args: argparse.Namespace) -> int:
     from lab import plot
     run = Path(args.run)
     record.load(run)                    # a folder that is not a readable run: exit 2
-    return plot.draw(run)
+    try:
+        return plot.draw(run)
+    except OSError as e:
+        return fail(f"cannot write the charts into {run}: {e.strerror or e}", 1)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from lab import html
     run = Path(args.run)
     record.load(run)                    # a folder that is not a readable run: exit 2
-    print(report.write(run))
-    return html.main_report(run)
+    results.mark_gone_runs(run.resolve().parent)    # this run's index says it too
+    try:
+        print(report.write(run))
+        return html.main_report(run)
+    except OSError as e:
+        return fail(f"cannot write the report into {run}: {e.strerror or e}", 1)
 
 
 def rerun_settings(recorded: dict[str, str], environ: Mapping[str, str],
@@ -305,9 +455,9 @@ def rerun_settings(recorded: dict[str, str], environ: Mapping[str, str],
     """The settings of a rerun: the recorded ones, except those the user gave
     (`given`, on make's command line or in the environment), which win.
     Returns them and what was overridden: name: (recorded, given)."""
-    settings = {k: str(v) for k, v in recorded.items() if k in SETTINGS}
+    settings = {k: str(v) for k, v in recorded.items() if k in run_settings()}
     overridden = {}
-    for k in SETTINGS:
+    for k in run_settings():
         if k in given and k in environ:
             if settings.get(k, "") != environ[k]:
                 overridden[k] = (settings.get(k, ""), environ[k])
@@ -330,14 +480,21 @@ def cmd_rerun(args: argparse.Namespace) -> int:
               file=sys.stderr)
     given = os.environ.get("LAB_GIVEN")
     names = given.split() if given is not None else \
-        [k for k in SETTINGS if k in os.environ]
-    settings, overridden = rerun_settings(m.settings, os.environ, names)
+        [k for k in run_settings() if k in os.environ]
+    recorded_now = dict(m.settings)
+    load_axis = m.params.extra.get("load_axis")
+    recorded_now.pop({"concurrency": "RATE", "rate": "CONCURRENCY"}.get(str(load_axis), ""),
+                     None)                         # older runs recorded the other loop's too
+    settings, overridden = rerun_settings(recorded_now, os.environ, names)
     print(f"rerun of {run.name}: {m.reproduce}", file=sys.stderr)
     for k, (old, new) in overridden.items():
         print(f"rerun: {k}={new!r} given now overrides the recorded {k}={old!r}",
               file=sys.stderr)
     sys.stderr.flush()
-    env = {**os.environ, **settings}
+    env = {**os.environ, **settings,
+           "LAB_RERUN": json.dumps({"of": m.run_id, "folder": str(run),
+                                    "overridden": {k: {"recorded": old, "given": new}
+                                                   for k, (old, new) in overridden.items()}})}
     env.pop("LAB_GIVEN", None)
     os.execve(str(ROOT / "run-benchmark.sh"), [str(ROOT / "run-benchmark.sh")], env)
 
@@ -365,6 +522,9 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="step", required=True)
     sub.add_parser("list", help="servers found from their manifests").set_defaults(fn=cmd_list)
     sub.add_parser("check", help="validate the settings (exit 2 when bad)").set_defaults(fn=cmd_check)
+    sp = sub.add_parser("settings", help="every setting the lab reads (make help)")
+    sp.add_argument("--markdown", action="store_true", help="docs/settings.md's table")
+    sp.set_defaults(fn=cmd_settings)
     sp = sub.add_parser("resolve", help="print the servers SERVER names (or REPEAT)")
     sp.add_argument("--repeat", action="store_true", help="print the number of repetitions")
     sp.set_defaults(fn=cmd_resolve)
@@ -376,6 +536,8 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("up", help="set up the topology (namespaces, links, ssh master)"
                    ).set_defaults(fn=cmd_up)
     sub.add_parser("down", help="undo `up` (always safe to run)").set_defaults(fn=cmd_down)
+    sub.add_parser("guard", help="run-benchmark.sh's guard: lab down and the run marked "
+                   "interrupted when the script and its steps vanish").set_defaults(fn=cmd_guard)
     sub.add_parser("images", help="RUNTIME=docker: make debian:bullseye and debian:bookworm "
                    "locally (debootstrap, docker import) unless they exist"
                    ).set_defaults(fn=cmd_images)
@@ -421,14 +583,24 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def on_term(signum: int, frame: FrameType | None) -> None:
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def on_stop(signum: int, frame: FrameType | None) -> None:
+    """The first INT, TERM or HUP interrupts the step (KeyboardInterrupt: it
+    stops its server and client and saves what it has); repeats are ignored,
+    so that the cleanup is not cut short (a Ctrl-C reaches the step both from
+    the terminal and through run-benchmark.sh)."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
     raise KeyboardInterrupt
 
 
 def main(argv: list[str]) -> int:
     if sys.version_info < (3, 11):
         return fail("the lab needs Python 3.11 or newer (tomllib)", 2)
-    signal.signal(signal.SIGTERM, on_term)
+    for sig in STOP_SIGNALS:         # INT too: a background step starts with it ignored
+        signal.signal(sig, on_stop)
     args = parser().parse_args(argv)
     try:
         return int(args.fn(args))

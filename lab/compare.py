@@ -435,7 +435,11 @@ def main(a: Path, b: Path, force: bool, out_root: Path) -> int:
         raise
     print(text)
     print(f"comparison: {out}", file=sys.stderr)
-    index = html.write_index(out_root)
+    try:
+        index = html.write_index(out_root)
+    except OSError as e:
+        index = None
+        print(f"note: no index written in {out_root}: {e.strerror or e}", file=sys.stderr)
     if index is not None:
         print(f"index: {index}", file=sys.stderr)
     if problem:

@@ -75,7 +75,7 @@ def cost_settings(env: dict[str, str]) -> tuple[tuple[int, ...], tuple[int, int]
     """COST_LEVELS, COST_REQUESTS and the repetitions; ConfigError when bad."""
     def get(name: str) -> str:
         value = env.get(name)
-        return SETTINGS[name][0] if value is None else value
+        return SETTINGS[name].default if value is None else value
     levels = parse_list("COST_LEVELS", get("COST_LEVELS"), 256)
     counts = parse_list("COST_REQUESTS", get("COST_REQUESTS"), 10_000_000)
     if len(counts) != 2:
@@ -90,7 +90,7 @@ def cost_settings(env: dict[str, str]) -> tuple[tuple[int, ...], tuple[int, int]
 
 def headers(env: dict[str, str]) -> int:
     """HEADERS: extra request headers, 0 to 10000; ConfigError when bad."""
-    return positive_int("HEADERS", env.get("HEADERS") or SETTINGS["HEADERS"][0], 0, 10_000)
+    return positive_int("HEADERS", env.get("HEADERS") or SETTINGS["HEADERS"].default, 0, 10_000)
 
 
 def native(server: Server) -> bool:
@@ -276,7 +276,7 @@ def function_view(small: Path, large: Path, extra: int) -> list[list[Any]]:
 
 def write_manifest(run: Path, params: Params, levels: tuple[int, ...], counts: tuple[int, int],
                    repeat: int, servers: list[Server]) -> None:
-    settings = {k: os.environ.get(k, SETTINGS[k][0]) for k in
+    settings = {k: os.environ.get(k, SETTINGS[k].default) for k in
                 ("SERVER", "COST_LEVELS", "COST_REQUESTS", "HEADERS", "REPEAT", "WORKERS",
                  "BACKLOG",
                  "SERVER_CPUS", "CLIENT_CPUS", "PORT")}

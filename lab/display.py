@@ -66,6 +66,11 @@ def ratio(x: float | None) -> str:
     return DASH if x is None or problem(x) else f"{x:.3f}"
 
 
+def md_cell(text: str) -> str:
+    """Text safe inside a Markdown table cell (a | stays in its cell)."""
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
 def gp_quote(text: str) -> str:
     """A gnuplot string literal (single quotes: nothing inside is expanded)."""
     return "'" + text.replace("'", "''") + "'"

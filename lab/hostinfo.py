@@ -8,19 +8,13 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from lab import paths
 
 SYSCTLS = ("net.ipv4.tcp_tw_reuse", "net.ipv4.ip_local_port_range",
            "net.core.somaxconn", "net.ipv4.tcp_max_syn_backlog")
 
-# tool: (command, regex picking the version out of its output)
+# tool: (command, regex picking the version out of its output); each load
+# client probes its own version (lab/clients/), and tools() adds those
 TOOLS: dict[str, tuple[list[str], str]] = {
-    "siege": (["siege", "--version"], r"SIEGE\s+(\S+)"),
-    # wrk -v prints "wrk debian/4.1.0-3+b2 [epoll] ..." and exits 1
-    "wrk": (["wrk", "-v"], r"wrk\s+(\S+)\s+\["),
-    # the lab's own build (lab/deps.py) stamps the module version into -version
-    "vegeta": ([str(paths.go_bin(paths.cache_dir()) / "vegeta"), "-version"],
-               r"Version:\s*(v\S+)"),
     "gnuplot": (["gnuplot", "--version"], r"gnuplot\s+(\S+\s+patchlevel\s+\S+)"),
     "nginx": (["nginx", "-v"], r"nginx/(\S+)"),
     "java": (["java", "-version"], r'version "([^"]+)"'),
@@ -30,11 +24,9 @@ TOOLS: dict[str, tuple[list[str], str]] = {
 }
 
 
-def tool_version(name: str, program: str | None = None) -> str | None:
-    """The tool's version; `program` runs another copy of it (a path)."""
-    argv, pattern = TOOLS[name]
-    if program is not None:
-        argv = [program, *argv[1:]]
+def probe_version(argv: list[str], pattern: str) -> str | None:
+    """The version `pattern`'s first group picks out of argv's output; None
+    when argv[0] is not there, "unknown" when it says no version."""
     if shutil.which(argv[0]) is None:
         return None
     try:
@@ -43,6 +35,11 @@ def tool_version(name: str, program: str | None = None) -> str | None:
         return "unknown"
     m = re.search(pattern, out.stdout + out.stderr)
     return m.group(1) if m else "unknown"
+
+
+def tool_version(name: str) -> str | None:
+    """The version of one of TOOLS."""
+    return probe_version(*TOOLS[name])
 
 
 def cpu_model() -> str:
@@ -91,7 +88,13 @@ def host() -> dict[str, object]:
 
 
 def tools() -> dict[str, str | None]:
-    return {name: tool_version(name) for name in TOOLS}
+    """TOOLS' versions and each load client's ("not installed": None)."""
+    from lab.clients import clients
+    found: dict[str, str | None] = {name: tool_version(name) for name in TOOLS}
+    for name, cls in clients().items():
+        version = cls().version()
+        found[name] = None if version == "not installed" else version
+    return dict(sorted(found.items()))
 
 
 def lab_revision(root: Path) -> dict[str, object]:

@@ -12,11 +12,9 @@ The compare page (`make compare`) is built here too, from the same pieces."""
 from __future__ import annotations
 
 import json
-import os
 import re
-from collections.abc import Sequence
 import sys
-import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
@@ -29,6 +27,7 @@ from lab.display import DASH, figure, rng, spread_text
 from lab.display import axis_label as axis_name
 from lab.metrics import LevelStats, Spread
 from lab.record import Manifest, RecordError, ServerRecord
+from lab.report import rerun_line
 
 REPORT = "report.html"
 INDEX = "index.html"
@@ -150,6 +149,7 @@ _HREF = re.compile(r"""\s+((?:xlink:)?href)\s*=\s*(["'])(.*?)\2""", re.S | re.I)
 _ID = re.compile(r"""\bid\s*=\s*(["'])(.*?)\1""")
 _URL = re.compile(r"url\(\s*#([^)\s]+)\s*\)")
 _ROOT = re.compile(r"<svg\b[^>]*>", re.S)
+_XMLNS = re.compile(r"""\s+xmlns(?::\w+)?\s*=\s*(?:"[^"]*"|'[^']*')""")
 
 
 def _local_href(name: str, match: re.Match[str]) -> str:
@@ -173,8 +173,11 @@ def _root_tag(name: str, tag: str) -> str:
 
 def inline_svg(name: str, text: str) -> str:
     """A gnuplot SVG made fit to sit inside the page: nothing it could fetch
-    or run, ids unique to the chart, scaling to the page width."""
+    or run, no namespace declarations (the HTML parser puts inline svg and
+    xlink: attributes in their namespaces itself), ids unique to the chart,
+    scaling to the page width."""
     text = _PROLOG.sub("", text)
+    text = _XMLNS.sub("", text)          # HTML knows svg and xlink: no namespace URL is named
     text = _SCRIPT.sub("", text)
     text = _HANDLER.sub("", text)
     text = _HREF.sub(lambda mt: _local_href(name, mt), text)
@@ -401,8 +404,8 @@ def calibration_html(m: Manifest, a: Analysis) -> str:
         parts.append(f'<p class="warnbox">Not used for this run: {e(a.calibration_note)}.</p>')
     elif a.capacity:
         parts.append("<ul>" + "".join(
-            f"<li>{e(x.text)}{flag_html('calibration') if x.kind == 'does-not-hold' else ''}"
-            "</li>" for x in a.capacity) + "</ul>")
+            f'<li class="warnbox">{e(x.text)}</li>' if x.kind == "does-not-hold" else
+            f"<li>{e(x.text)}</li>" for x in a.capacity) + "</ul>")
     else:
         parts.append('<p class="muted">No level of this run has a calibrated counterpart.</p>')
     levels = sorted({c for got in cal.clients.values() for lv in got.modes.values()
@@ -455,7 +458,8 @@ def conditions_html(m: Manifest) -> str:
            ("calibrated capacity", "on record (see above)" if m.calibration else
             "none on record"),
            ("lab commit", f"{lab.get('commit', '?')}{' (dirty)' if lab.get('dirty') else ''}"),
-           ("started", m.started), ("finished", m.finished), ("plan", m.plan)]
+           ("started", m.started), ("finished", m.finished), ("plan", m.plan),
+           ("rerun", rerun_line(m))]
     tools = sorted(m.tools.items())
     settings = list(m.settings.items())
     return ("<h2>Conditions</h2><h3>Host</h3>"
@@ -537,18 +541,7 @@ def render(run: Path) -> str:
     return page(f"Run {m.run_id} ({m.status})", "".join(body))
 
 
-def write_atomic(out: Path, text: str) -> Path:
-    """out written whole or not at all: a temporary file of this writer's own, renamed."""
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return out
+write_atomic = record.write_atomic
 
 
 def write_report(run: Path) -> Path:
@@ -697,7 +690,12 @@ def main_report(run: Path) -> int:
     except RecordError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    index = write_index(run.resolve().parent)
+    try:
+        index = write_index(run.resolve().parent)
+    except OSError as err:
+        print(f"note: no index written in {run.resolve().parent}: {err.strerror or err}",
+              file=sys.stderr)
+        return 0
     if index is not None:
         print(index)
     return 0

@@ -4,6 +4,7 @@ its CPUs, in a session of its own, then waited for on its address."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -22,16 +23,18 @@ class ListenError(RuntimeError):
 
 @dataclass(frozen=True)
 class Knobs:
-    """What every server start is given (PORT, WORKERS, BACKLOG, BIND)."""
+    """What every server start is given (PORT, WORKERS, BACKLOG, BIND);
+    workers None: no WORKERS, the server's library sizes its pools itself."""
     port: int
-    workers: int
+    workers: int | None
     backlog: int
     bind: str
 
 
 def placeholders(root: Path, cache: Path, knobs: Knobs) -> dict[str, str]:
     """Tokens a manifest's commands may use: {port} {workers} {backlog} {bind} {root} {cache}."""
-    return {"port": str(knobs.port), "workers": str(knobs.workers),
+    return {"port": str(knobs.port),
+            "workers": "" if knobs.workers is None else str(knobs.workers),
             "backlog": str(knobs.backlog), "bind": knobs.bind,
             "root": str(root), "cache": str(cache)}
 
@@ -44,10 +47,31 @@ def lab_env(root: Path, cache: Path, run_id: str, knobs: Knobs,
     env = dict(os.environ)
     if server is not None:
         env.update(server.env)
-    env.update(PORT=str(knobs.port), WORKERS=str(knobs.workers), BACKLOG=str(knobs.backlog),
+    env.update(PORT=str(knobs.port), BACKLOG=str(knobs.backlog),
                BIND=knobs.bind, LAB_ROOT=str(root), LAB_CACHE=str(cache),
                **{procs.MARKER: run_id})
+    env.pop("WORKERS", None)                    # the user's own: given below, or not at all
+    if knobs.workers is not None:
+        env["WORKERS"] = str(knobs.workers)
     return env
+
+
+RAN_WITH = re.compile(r"^lab-workers: ([0-9]+)(?: \((.*)\))?\s*$", re.M)
+
+
+def ran_with(log: Path, offset: int = 0) -> dict[str, object] | None:
+    """What a server says it runs with, in its log: a line
+    `lab-workers: N (pool sizes, threads, in its own words)`; None if none."""
+    try:
+        with log.open("rb") as f:
+            f.seek(offset)
+            text = f.read(1 << 20).decode(errors="replace")
+    except OSError:
+        return None
+    m = RAN_WITH.search(text)
+    if m is None:
+        return None
+    return {"workers": int(m.group(1)), "detail": m.group(2) or ""}
 
 
 class ServerProcess:
@@ -65,6 +89,7 @@ class ServerProcess:
         self.argv = procs.pinned(self.command, cpus)      # as recorded in the manifest
         self.proc: Started | None = None
         self.scratch: Path | None = None
+        self.log_offset = 0
 
     @property
     def host(self) -> str:
@@ -87,6 +112,7 @@ class ServerProcess:
         self.where.check_port_free(self.knobs.port, self.knobs.bind)
         # A private scratch folder (LAB_SCRATCH) for what a server writes at
         # run time (nginx's prefix); removed when the server is stopped.
+        self.log_offset = self.log.stat().st_size if self.log.exists() else 0
         self.scratch = Path(tempfile.mkdtemp(prefix=f"lab-{self.server.name}."))
         self.env["LAB_SCRATCH"] = str(self.scratch)
         self.proc = self.where.start(self.command, self.server.run.dir, self.env, self.log,
@@ -102,6 +128,10 @@ class ServerProcess:
         except procs.NotReady as e:
             raise procs.NotReady(f"{e}\n--- last lines of {self.log}:\n"
                                  f"{procs.tail(self.log)}") from None
+
+    def ran_with(self) -> dict[str, object] | None:
+        """What this start says it runs with (its `lab-workers:` line), after ready()."""
+        return ran_with(self.log, self.log_offset)
 
     def check_listening(self) -> dict[str, object]:
         """Check, from `ss`, every socket listening on this start's port (after

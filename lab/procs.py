@@ -2,22 +2,29 @@
 
 Each one gets a session (process group) of its own, so that stopping it
 stops everything it forked, and the environment marker LAB_RUN so that a
-test can find anything the lab left behind.
+test can find anything the lab left behind. Each group is also given to the
+step's keeper (lab/keeper.py), which kills it if the step vanishes before
+stopping it (SIGKILL, the OOM killer).
 """
 from __future__ import annotations
 
+import errno
 import ipaddress
+import json
 import os
 import re
 import signal
 import socket
 import subprocess
+import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol
 
 MARKER = "LAB_RUN"
+KEEPER_VARIABLE = "LAB_KEEPER"            # lab/keeper.py's TOKEN_VARIABLE
 
 
 class PortBusy(RuntimeError):
@@ -32,12 +39,76 @@ def pinned(argv: list[str], cpus: tuple[int, ...]) -> list[str]:
     return ["taskset", "-c", ",".join(map(str, cpus)), *argv]
 
 
+class Keeper:
+    """This step's keeper (lab/keeper.py): started on first use, told about
+    every process group the step starts and stops, and, through the end of
+    its pipe, when the step is gone. One per process; threads share it."""
+
+    _lock = threading.Lock()
+    _proc: subprocess.Popen[bytes] | None = None
+    _owner = 0
+
+    @classmethod
+    def token(cls) -> str:
+        """The LAB_KEEPER value of this step's processes: its pid and start time."""
+        return f"{os.getpid()}.{started_at(os.getpid())}"
+
+    @classmethod
+    def _send(cls, line: str) -> None:
+        with cls._lock:
+            if cls._proc is None or cls._owner != os.getpid():   # not a forked copy's
+                script = Path(__file__).with_name("keeper.py")
+                cls._proc = subprocess.Popen(
+                    [sys.executable, "-S", str(script), cls.token()], stdin=subprocess.PIPE,
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                    start_new_session=True, cwd="/")
+                cls._owner = os.getpid()
+            assert cls._proc.stdin is not None
+            try:
+                cls._proc.stdin.write(line.encode() + b"\n")
+                cls._proc.stdin.flush()
+            except OSError:
+                pass                       # the keeper was killed: nothing to tell
+
+    @classmethod
+    def watch(cls, pgid: int) -> None:
+        cls._send(f"group {pgid}")
+
+    @classmethod
+    def release(cls, pgid: int) -> None:
+        if cls._proc is not None:
+            cls._send(f"free {pgid}")
+
+    @classmethod
+    def undo(cls, argv: list[str]) -> None:
+        """Run argv if the step vanishes (a container to remove)."""
+        cls._send(f"undo {json.dumps(argv)}")
+
+    @classmethod
+    def done(cls, argv: list[str]) -> None:
+        if cls._proc is not None:
+            cls._send(f"done {json.dumps(argv)}")
+
+
+def started_at(pid: int) -> int | None:
+    """The process's start time (clock ticks after boot); None when it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat[stat.rindex(")") + 2:].split()[19])
+
+
 def start(argv: list[str], cwd: Path, env: dict[str, str], log: IO[bytes] | int,
           stdout: IO[bytes] | int | None = None) -> subprocess.Popen[bytes]:
-    """Start argv in a new session; stdout to `stdout` (or the log), stderr to the log."""
-    return subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+    """Start argv in a new session, watched by the step's keeper; stdout to
+    `stdout` (or the log), stderr to the log."""
+    env = {**env, KEEPER_VARIABLE: Keeper.token()}
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                             stdout=log if stdout is None else stdout, stderr=log,
                             start_new_session=True)
+    Keeper.watch(proc.pid)
+    return proc
 
 
 def stop(proc: subprocess.Popen[bytes], grace: float = 10.0) -> int | None:
@@ -60,6 +131,7 @@ def kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+    Keeper.release(pgid)
 
 
 def shown(found: list["Listener"]) -> str:
@@ -96,6 +168,34 @@ def check_port_free(port: int, bind: str = "127.0.0.1") -> None:
             s.bind((bind, port))
         except OSError as e:
             raise PortBusy(busy_message(port, [])) from e
+
+
+def check_local_address(name: str, address: str) -> None:
+    """ConfigError unless `address` is one of this host's (or every address):
+    a server could never listen on it."""
+    from lab.params import ConfigError
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((address, 0))
+        except OSError as e:
+            if e.errno not in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT):
+                raise
+            mine = host_addresses()
+            raise ConfigError(f"{name}={address} is not an address of this host, so no server "
+                              f"can listen on it (this host's: {', '.join(mine) or 'unknown'})"
+                              ) from None
+
+
+def host_addresses() -> list[str]:
+    """This host's IP addresses (`ip -o addr`), best effort."""
+    try:
+        out = subprocess.run(["ip", "-o", "addr", "show"], capture_output=True, text=True,
+                             timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [line.split()[3].split("/")[0] for line in out.splitlines()
+            if len(line.split()) > 3 and line.split()[2] in ("inet", "inet6")]
 
 
 @dataclass(frozen=True)

@@ -273,7 +273,7 @@ def profile_server(m: dict[str, Any], server: Server, run: Path, at: int, second
 def main(argv: list[str]) -> int:
     """`python3 -m lab profile RUN [--check]`."""
     env = dict(os.environ)
-    run = Path(argv[0]) if argv else Path(env.get("RUN", ""))
+    run = Path(argv[0]) if argv else Path()
     try:
         m, servers, at, seconds = check(env, run)
     except ConfigError as e:

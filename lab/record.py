@@ -72,17 +72,24 @@ def read_json(path: Path) -> Any:
                                 f"{e.msg}): truncated or corrupt") from None
 
 
-def write_json(path: Path, data: Any) -> None:
-    """Write atomically: a temporary file of this writer's own, then a rename."""
+def write_atomic(path: Path, text: str) -> Path:
+    """`path` written whole or not at all: a temporary file of this writer's
+    own (concurrent writers never share one), then a rename."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(json.dumps(data, indent=2, default=str) + "\n")
+            f.write(text)
         os.chmod(tmp, 0o644)                 # as a plain write would (mkstemp makes 0600)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return path
+
+
+def write_json(path: Path, data: Any) -> None:
+    """JSON, written atomically."""
+    write_atomic(path, json.dumps(data, indent=2, default=str) + "\n")
 
 
 class _Obj:
@@ -737,7 +744,7 @@ def probe_files(run: Path) -> dict[str, dict[str, Any] | str]:
             out[path.parent.name] = e.problem
             continue
         out[path.parent.name] = data if isinstance(data, dict) else \
-            {"results": data} if isinstance(data, list) else \
+            {"rows": data} if isinstance(data, list) else \
             f"should be an object, found {_kind(data)}"
     return out
 

@@ -7,10 +7,11 @@ from the run's Analysis (lab.analysis), computed from its record."""
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 from typing import Any
 
-from lab import analysis, costview, metrics, profileview, record
+from lab import analysis, costview, metrics, probetable, profileview, record
 from lab.analysis import Analysis
 from lab.display import DASH, axis_label, rng, spread_text
 from lab.metrics import LevelStats
@@ -91,38 +92,56 @@ def warmups(m: Manifest) -> list[str]:
     return lines
 
 
-def probe_lines(probes: dict[str, dict[str, Any] | str]) -> list[str]:
-    """Each server's robustness probe (<server>/probe.json), one line each."""
-    out = []
+def probe_section(probes: dict[str, dict[str, Any] | str]) -> list[str]:
+    """The robustness probe's table (lab.probetable, from each <server>/probe.json)
+    and one verdict line per server."""
+    if not probes:
+        return []
+    good = {n: p for n, p in probes.items() if isinstance(p, dict) and "results" in p}
+    lines = [probetable.table(good)] if good else []
     for name, p in probes.items():
         if isinstance(p, str):
-            out.append(f"- {name}: probe.json unreadable ({p})")
+            lines.append(f"- {name}: probe.json unreadable ({p})")
             continue
         said = p.get("verdict")
-        if not isinstance(said, str):
+        if not isinstance(said, str):       # probe.json of an older lab
             after = p.get("stopped_after")
             where = f" after {after}" if isinstance(after, str) and after else ""
             said = (f"{name}: probe failed: {p['error']}" if p.get("error") else
-                    f"{name}: still answers" if p.get("still_answers") else
+                    f"{name}: still answers" if probetable.still_answers(p) else
                     f"{name}: stopped answering{where}: {p.get('final_error', '')}")
-        out.append(f"- {said}")
-    return out
+        lines.append(f"- {said}")
+    return lines
 
 
 def write_levels_csv(run: Path, stats: dict[str, list[LevelStats]]) -> None:
     cgroup = any(s.cgroup_mem_kb for levels in stats.values() for s in levels)
-    with (run / "levels.csv").open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["server", "value", "reps", "rate_median", "rate_min", "rate_max",
-                    "resp_ms_median", "p99_ms_median", "rss_end_kb_median", "cpu_us_per_req_median",
-                    "client_cpu_pct_median", "flags"] + ["cgroup_mem_kb_median"] * cgroup)
-        for name, levels in stats.items():
-            for s in levels:
-                w.writerow([name, s.value, s.rate.n, s.rate.median, s.rate.lo, s.rate.hi,
-                            s.resp_ms.median, s.p99_ms.median if s.p99_ms else "",
-                            s.rss_end_kb.median, s.cpu_us_per_req.median,
-                            s.client_cpu_pct.median, " ".join(s.all_flags())]
-                           + [s.cgroup_mem_kb.median if s.cgroup_mem_kb else ""] * cgroup)
+    f = io.StringIO(newline="")
+    w = csv.writer(f)
+    w.writerow(["server", "value", "reps", "rate_median", "rate_min", "rate_max",
+                "resp_ms_median", "p99_ms_median", "rss_end_kb_median", "cpu_us_per_req_median",
+                "client_cpu_pct_median", "flags"] + ["cgroup_mem_kb_median"] * cgroup)
+    for name, levels in stats.items():
+        for s in levels:
+            w.writerow([name, s.value, s.rate.n, s.rate.median, s.rate.lo, s.rate.hi,
+                        s.resp_ms.median, s.p99_ms.median if s.p99_ms else "",
+                        s.rss_end_kb.median, s.cpu_us_per_req.median,
+                        s.client_cpu_pct.median, " ".join(s.all_flags())]
+                       + [s.cgroup_mem_kb.median if s.cgroup_mem_kb else ""] * cgroup)
+    record.write_atomic(run / "levels.csv", f.getvalue())
+
+
+def rerun_line(m: Manifest) -> str:
+    """'Rerun of <run>; PORT given now (18085), not as recorded (8080).'"""
+    rerun = m.extra.get("rerun")
+    if not isinstance(rerun, dict):
+        return ""
+    found = rerun.get("overridden")
+    over: dict[str, Any] = found if isinstance(found, dict) else {}
+    said = "; ".join(f"{k} given now ({v.get('given')!r}), not as recorded ({v.get('recorded')!r})"
+                     for k, v in over.items() if isinstance(v, dict))
+    return f"Rerun of {rerun.get('of', '?')}" + (f"; {said}." if said else
+                                                  " with its recorded settings.")
 
 
 def summary(rec: RunRecord, a: Analysis) -> str:
@@ -130,6 +149,9 @@ def summary(rec: RunRecord, a: Analysis) -> str:
     lines = [f"# Run {m.run_id} ({m.status})", "", f"Conditions: {analysis.conditions(m)}.", ""]
     if m.plan:
         lines += [f"Plan: {m.plan}.", ""]
+    rerun = rerun_line(m)
+    if rerun:
+        lines += [rerun, ""]
     stats = a.stats
     if stats:
         lines += server_table(m, stats) + ["", "## Levels", ""] + level_table(m, stats)
@@ -145,7 +167,7 @@ def summary(rec: RunRecord, a: Analysis) -> str:
         lines += [""] + costview.markdown(a.costs)
     if a.profiles:
         lines += [""] + profileview.markdown(a.profiles)
-    probed = probe_lines(record.probe_files(rec.folder))
+    probed = probe_section(record.probe_files(rec.folder))
     if probed:
         lines += ["", "## Robustness probe (a separate start of each server)", "", *probed]
     warm = warmups(m)
@@ -161,7 +183,7 @@ def write(run: Path) -> str:
     """summary.md, levels.csv and results.json of a run; returns the summary."""
     rec, a = analysis.of(run)
     text = summary(rec, a)
-    (run / "summary.md").write_text(text)
+    record.write_atomic(run / "summary.md", text)
     write_levels_csv(run, a.stats)
     record.write_json(run / analysis.RESULTS_JSON, analysis.to_json(rec, a))
     return text

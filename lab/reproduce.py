@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -31,13 +32,13 @@ from typing import Any
 
 from lab import analysis, claims, costview, record, results
 from lab.claims import ClaimResult, ClaimsError, Study
+from lab.clients import clients
 from lab.metrics import LevelStats
-from lab.params import SETTINGS
-from lab.servers import ManifestError, Server, discover
+from lab.params import ConfigError, flag, run_settings
+from lab.servers import ManifestError, Server, discover, found_here
 
 ROOT = Path(__file__).resolve().parents[1]
 CLAIMS = ROOT / "docs" / "claims.toml"
-SECOND_CLIENT = {"siege": "wrk", "wrk": "siege"}
 # Settings the study decides; a user's value would make it another experiment.
 STUDY_OWNED = ("SERVER", "CLIENT", "KEEPALIVE", "AXIS", "VALUES", "WORKERS")
 QUICK = {"DURATION": "1s", "REPEAT": "1", "WARMUP": "0", "PROBE": "0"}
@@ -132,15 +133,19 @@ def user_settings(env: Mapping[str, str]) -> dict[str, str]:
             f"{', '.join(owned)} {'is' if len(owned) == 1 else 'are'} set by the study "
             f"(docs/claims.toml); unset {'it' if len(owned) == 1 else 'them'} for "
             "`make reproduce`, or use `make bench` for another setup")
-    return {k: env[k] for k in SETTINGS if k in env and k not in STUDY_OWNED}
+    return {k: env[k] for k in run_settings() if k in env and k not in STUDY_OWNED}
 
 
 def make_plan(study: Study, env: Mapping[str, str]) -> Plan:
-    quick = env.get("QUICK", "0").strip() not in ("", "0")
+    try:
+        quick = flag("QUICK", env.get("QUICK", "").strip() or "0")
+    except ConfigError as e:
+        raise ReproduceError(str(e)) from None
     given = user_settings(env)
     base = study_settings(study, quick)
     first = study.setup.client
-    second = SECOND_CLIENT.get(first)
+    found = clients()
+    second = found[first].cross_check if first in found else ""   # a client's own pairing
     published = study.setup.published_client
     role = "published client" if first in published.lower() else \
         f"study's client (published: {published.split(' (')[0] or first})"
@@ -190,7 +195,11 @@ def run_benchmark(run: RunPlan, env: Mapping[str, str]) -> RunDone:
     """./run-benchmark.sh with the run's settings; its stderr is passed on and
     read for the run folder it names."""
     folder: Path | None = None
-    with subprocess.Popen([str(ROOT / "run-benchmark.sh")], cwd=ROOT, env=child_env(env, run),
+    # A SIGTERM when this process dies, however (util-linux setpriv, where it
+    # is): the script then stops its step and finishes the run, as on `kill`.
+    wrap = ["setpriv", "--pdeathsig", "TERM"] if shutil.which("setpriv") else []
+    with subprocess.Popen([*wrap, str(ROOT / "run-benchmark.sh")], cwd=ROOT,
+                          env=child_env(env, run),
                           stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                           errors="replace") as child:
         assert child.stderr is not None
@@ -437,7 +446,7 @@ def instruction_ratios(plan: Plan, env: Mapping[str, str]) -> list[str]:
 
 
 def lab_servers(env: Mapping[str, str]) -> set[str]:
-    return set(discover(ROOT, env.get("LAB_SERVER_PATH", "")))
+    return set(found_here(ROOT))            # LAB_SERVER_PATH as lab.paths reads it
 
 
 def prepare(name: str, env: Mapping[str, str]) -> Plan:

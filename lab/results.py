@@ -4,6 +4,7 @@ results.csv) is lab.record's; its row API is named here too for callers of
 the landed tree."""
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import tempfile
@@ -15,8 +16,9 @@ from lab import record
 from lab.record import (COLUMNS, CSV, MANIFEST, Row, append_row, from_record,  # noqa: F401
                         read_rows, rows_by_server)
 
-__all__ = ["COLUMNS", "CSV", "MANIFEST", "MARK", "Row", "append_row", "from_record", "mark",
-           "read_rows", "rows_by_server", "new_folder", "new_run", "unwritable", "write_json"]
+__all__ = ["COLUMNS", "CSV", "LOCK", "MANIFEST", "MARK", "Row", "append_row", "from_record", "mark",
+           "read_rows", "rows_by_server", "new_folder", "new_run", "unwritable", "write_json",
+           "lab_gone", "mark_gone", "mark_gone_runs"]
 
 
 MARK = ".lab-results"      # a RESULTS folder the lab made (or made a run in) holds this file
@@ -80,3 +82,62 @@ def write_json(path: Path, data: Any) -> None:
     """Atomically, with a temporary file of this writer's own."""
     record.write_json(path, data)
 
+
+
+# ---------------------------------------------------------------- a run whose lab is gone
+
+LOCK = "lock"      # run-benchmark.sh holds an flock on it while it or one of its steps lives
+
+
+def lab_gone(run: Path) -> bool:
+    """True when the run's lab took its lock once and nothing holds it any more:
+    the script and every step of it ended. A lock file never written to
+    (the few ms between `lab new-run` and the script's flock), or none (a run
+    made by steps called one by one), says nothing: False."""
+    try:
+        fd = os.open(run / LOCK, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        if os.fstat(fd).st_size == 0:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False                # held: the lab still runs
+        return True
+    finally:
+        os.close(fd)                    # (releases this check's own lock)
+
+
+def mark_gone(run: Path) -> bool:
+    """Mark a run "interrupted" when its manifest says running and its lab is
+    gone (SIGKILL, the OOM killer, a reboot); True when it did."""
+    if not lab_gone(run):
+        return False
+
+    def change(m: record.Manifest) -> bool:
+        if m.status != "running":
+            return False
+        for rec in m.servers.values():
+            if rec.status not in ("complete", "failed", "not loaded"):
+                rec.status = "interrupted"
+            for start in rec.starts:
+                if start.status in ("starting", "verified", "measuring"):
+                    start.status = "interrupted"
+        m.status = "interrupted"
+        m.problems.append("interrupted: the lab's processes ended without finishing the run "
+                          "(killed, or the machine stopped); found by a later lab step")
+        return True
+    try:
+        return record.update(run, change)
+    except (OSError, record.RecordError):
+        return False
+
+
+def mark_gone_runs(results: Path) -> list[Path]:
+    """mark_gone for every run folder under `results`; the ones marked."""
+    if not results.is_dir():
+        return []
+    return [run for run in sorted(results.iterdir())
+            if (run / LOCK).exists() and mark_gone(run)]

@@ -20,7 +20,7 @@ ROLES = ("server", "ceiling")
 VARIANT_KEYS = {"summary", "framework", "version", "env", "run", "build", "workers"}
 VARIANT_TABLE_KEYS = {"run": {"command", "dir", "ready_timeout"},
                       "build": {"command", "dir", "artifact", "inputs"},
-                      "workers": {"default", "meaning"}}
+                      "workers": {"default", "meaning", "fixed"}}
 # The lab sets these for every start; a manifest's env must not shadow them.
 LAB_VARIABLES = {"PORT", "WORKERS", "BIND", "BACKLOG", "LAB_ROOT", "LAB_CACHE", "LAB_SCRATCH"}
 
@@ -44,7 +44,7 @@ class Server:
     version: str
     role: str
     summary: str
-    workers_default: int
+    workers_default: int | None        # None: as shipped (the lab passes no WORKERS)
     workers_meaning: str
     run: Command
     ready_timeout: float
@@ -55,12 +55,14 @@ class Server:
     inputs: tuple[str, ...] = ()
     facts: Command | None = None
     workers_fixed: int | None = None     # NAME@N in SERVER: this start's workers, whatever WORKERS says
+    has_workers: bool = True             # False: [workers] fixed = true, WORKERS has no effect
     env: dict[str, str] = field(default_factory=dict)   # extra variables for run/build/facts
     base: str | None = None              # a variant: the server it derives from ...
     variant: str | None = None           # ... and its own part of the name (base.variant)
 
-    def workers(self, asked: int | None) -> int:
-        """The worker count of a start: NAME@N, else WORKERS, else the manifest's default."""
+    def workers(self, asked: int | None) -> int | None:
+        """The worker count a start is given: NAME@N, else WORKERS, else the
+        manifest's default; None: none, the library's own default (as shipped)."""
         return self.workers_fixed or asked or self.workers_default
 
     def describe(self) -> dict[str, object]:
@@ -197,8 +199,13 @@ def _parse(data: dict[str, object], path: Path, name: str | None = None) -> Serv
     run = _table(data, "run", path, required=True)
     workers = _table(data, "workers", path, required=True)
     default = workers.get("default")
-    if not isinstance(default, int) or isinstance(default, bool) or default < 1:
-        raise ManifestError(f"{path}: [workers] default must be a positive integer")
+    if default is not None and (not isinstance(default, int) or isinstance(default, bool)
+                                or default < 1):
+        raise ManifestError(f"{path}: [workers] default must be a positive integer (or "
+                            "absent: the library's own default, as shipped)")
+    fixed = workers.get("fixed", False)
+    if not isinstance(fixed, bool):
+        raise ManifestError(f"{path}: [workers] fixed must be true or false")
     timeout = run.get("ready_timeout", 30)
     if not isinstance(timeout, (int, float)) or timeout <= 0:
         raise ManifestError(f"{path}: [run] ready_timeout must be a positive number")
@@ -224,6 +231,7 @@ def _parse(data: dict[str, object], path: Path, name: str | None = None) -> Serv
         version=_str(data, "version", path), role=role,
         summary=str(data.get("summary", "")),
         workers_default=default, workers_meaning=str(workers.get("meaning", "")),
+        has_workers=not fixed,
         run=_command(run, folder, path, "run"), ready_timeout=float(timeout),
         requires={str(k): str(v) for k, v in requires.items()},
         setup=_command(setup_t, folder, path, "setup") if setup_t else None,
@@ -249,6 +257,12 @@ def discover(root: Path, extra: str = "") -> dict[str, Server]:
                                     f"{found[server.name].folder}")
             found[server.name] = server
     return found
+
+
+def found_here(root: Path) -> dict[str, Server]:
+    """discover() over root/servers and LAB_SERVER_PATH's folders."""
+    from lab.paths import server_path
+    return discover(root, ":".join(map(str, server_path())))
 
 
 def split_spec(spec: str) -> tuple[str, int | None]:

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from lab import procs
 from lab.launch import Knobs, ServerProcess, placeholders
+from lab.paths import cache_dir
 from lab.servers import discover, is_built
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -182,7 +183,7 @@ def server_port(first: int = 18080) -> int:
 
 def one_run(name: str, backlog: int, args: argparse.Namespace, logs: Path) -> Storm:
     server = discover(ROOT)[name]
-    cache = Path(os.environ.get("LAB_CACHE") or ROOT / ".cache").resolve()
+    cache = cache_dir()
     knobs = Knobs(port=server_port(), workers=server.workers_default, backlog=backlog,
                   bind="127.0.0.1")
     if not is_built(server, placeholders(ROOT, cache, knobs)):

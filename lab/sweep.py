@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -19,7 +20,8 @@ from lab import metrics, procs, record, runtimes
 from lab.clients import Client, ClientError, Level, Load
 from lab.launch import Knobs, ListenError, ServerProcess
 from lab.params import KNOBS, Params
-from lab.runtimes import ClientHost, ClientHung, ClientRun, ServerDied, ServerHost, Topology
+from lab.record import Row
+from lab.runtimes import ClientHost, ClientHung, ClientRun, Placement, ServerDied, ServerHost
 from lab.servers import Server, expand
 from lab.verify import VerifyError, verify
 
@@ -64,17 +66,26 @@ def fmt_value(axis: str, value: int) -> str:
     return {"concurrency": f"c={value}", "rate": f"rate={value}/s"}.get(axis, f"{axis}={value}")
 
 
+def signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
 def progress(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
 class ServerSweep:
     """Repetition `rep` of one server: one start for a load sweep, one start
-    per value for a knob sweep."""
+    per value for a knob sweep. Read top-down: run_all → starts → one_start
+    (launch → check → warm_up → sweep_levels (one_level → level) → stop);
+    below them the client runs (level, run_clients) and the record (save)."""
 
     def __init__(self, root: Path, cache: Path, run: Path, server: Server,
                  params: Params, client: Client, rep: int = 1,
-                 topology: Topology | None = None) -> None:
+                 topology: Placement | None = None) -> None:
         self.root, self.cache, self.run, self.server = root, cache, run, server
         self.params, self.client, self.rep = params, client, rep
         self.topology = topology or runtimes.current(params)
@@ -112,34 +123,53 @@ class ServerSweep:
         return Load(concurrency=level) if self.params.load_axis == "concurrency" \
             else Load(rate=level)
 
+    # ---- the steps, top-down --------------------------------------------------
     def run_all(self) -> None:
         """Every start of this repetition; the record says where it stopped."""
         self.out.mkdir(exist_ok=True)
-        if self.params.axis in KNOBS:
-            for value in self.params.values:
-                try:
-                    self.one_start(value, [self.params.load[0]])
-                except NotLoaded as e:
-                    self.start_record["status"] = "not loaded"
-                    self.save()
-                    # One knob value a server cannot serve the contract at (AWS
-                    # with one task closes every connection) is a result: the
-                    # other values are still measured; the run is incomplete.
-                    what = f"{self.server.name} {fmt_value(self.params.axis, value)}"
-                    self.note(f"{fmt_value(self.params.axis, value)} not loaded: {e}")
-                    record.add_problem(self.run, f"{what}: {e}")
-        else:
-            self.one_start(None, list(self.params.load))
+        for knob_value, levels in self.starts():
+            try:
+                self.one_start(knob_value, levels)
+            except NotLoaded as e:
+                if knob_value is None:
+                    raise
+                self.not_loaded(knob_value, e)
+
+    def starts(self) -> list[tuple[int | None, list[int]]]:
+        """(knob value, levels) of each start: one start at every level for a load
+        sweep; one start per value, at the one level, for a knob sweep."""
+        p = self.params
+        if p.axis in KNOBS:
+            return [(value, [p.load[0]]) for value in p.values]
+        return [(None, list(p.load))]
 
     def one_start(self, knob_value: int | None, levels: list[int]) -> None:
-        p, name = self.params, self.server.name
+        """Start → ready, listening, verified → warm-up → each level → stop (always)."""
+        sp = self.launch(knob_value)
+        try:
+            workers = self.check(sp, knob_value)
+            warm = self.warm_up(sp, levels[-1])
+            self.start_record.update(status="measuring", warmup=warm)
+            self.save()
+            self.sweep_levels(sp, knob_value, levels, workers, warm.get("steady") is False)
+            self.start_record["status"] = "complete"
+            self.save()
+        finally:
+            self.start_record["exit_code"] = sp.stop()
+            self.save()
+        progress(f"{self.tag} stopped")
+
+    def launch(self, knob_value: int | None) -> ServerProcess:
+        """The start's record, the server's facts (once per server), the start itself."""
+        p = self.params
         knobs = self.knobs(knob_value)
         suffix = f"-rep{self.rep}" + (f"-{p.axis}{knob_value}" if knob_value is not None else "")
         sp = ServerProcess(self.server, self.root, self.cache, self.run.name, knobs,
                            p.server_cpus, self.out / f"server{suffix}.log",
                            self.topology.server, self.topology.connect)
         self.start_record = {"id": suffix.lstrip("-"), "rep": self.rep, "knob": knob_value,
-                             "workers": knobs.workers, "backlog": knobs.backlog,
+                             "workers": knobs.workers,          # None: as shipped
+                             "backlog": knobs.backlog,
                              "bind": knobs.bind, "status": "starting"}
         if self.record().facts is None:
             self.save(facts=server_facts(self.server, sp.values, sp.env, p.server_cpus,
@@ -150,72 +180,97 @@ class ServerSweep:
         self.start_record.update({"pid": sp.pid, "command": sp.argv,
                                   **self.topology.server.start_details(sp.proc)})
         self.save(status="running")
-        try:
-            self.measure(sp, knob_value, levels)
-        finally:
-            self.start_record["exit_code"] = sp.stop()
-            self.save()
-        progress(f"{self.tag} stopped")
+        return sp
 
-    def measure(self, sp: ServerProcess, knob_value: int | None, levels: list[int]) -> None:
-        p, name = self.params, self.server.name
+    def check(self, sp: ServerProcess, knob_value: int | None) -> int:
+        """Ready, listening on BIND only with BACKLOG (ss), the contract verified;
+        its idle figures and the pools it reports recorded. Returns its worker
+        count for the rows: given, else reported (as shipped), else 0."""
+        name = self.server.name
         try:
             took = sp.ready()
         except procs.NotReady as e:
             raise SweepError(f"{name} {e}") from None
         try:
-            listening = sp.check_listening()       # on BIND only, with BACKLOG, from ss
+            listening = sp.check_listening()
         except ListenError as e:
             raise NotLoaded(f"{e}; not loaded") from None
         try:
-            passed = verify(sp.host, p.port)
+            passed = verify(sp.host, self.params.port)
         except VerifyError as e:
             raise NotLoaded(f"{name} failed verification, not loaded: {e}") from e
         idle = sp.sample()
+        said = sp.ran_with()                # the pool sizes it reports, as shipped or given
         self.start_record.update(status="verified", ready_s=round(took, 2), verified=passed,
-                                 listening=listening,
+                                 listening=listening, ran_with=said,
+                                 threads_idle=idle.threads if idle else None,
                                  rss_idle_kb=idle.rss_kb if idle else None)
         if idle is not None and idle.cgroup_mem_kb is not None:
             self.start_record["cgroup_mem_idle_kb"] = idle.cgroup_mem_kb
         self.save()
-        what = f" {fmt_value(p.axis, knob_value)}," if knob_value is not None else ""
+        what = f" {fmt_value(self.params.axis, knob_value)}," if knob_value is not None else ""
         progress(f"{self.tag}{what} ready in {took:.1f}s, verified: {', '.join(passed)}")
-        warm = self.warm_up(sp, levels[-1])
-        self.start_record.update(status="measuring", warmup=warm)
-        self.save()
+        if sp.knobs.workers is not None:
+            return sp.knobs.workers
+        return int(str(said["workers"])) if said else 0
+
+    def sweep_levels(self, sp: ServerProcess, knob_value: int | None, levels: list[int],
+                     workers: int, not_steady: bool) -> None:
+        """Each level in turn: measured, kept (a row), shown; a level where nothing
+        completed ends the start (the server stopped answering)."""
         started = time.monotonic()
         for i, level_value in enumerate(levels, 1):
-            value = knob_value if knob_value is not None else level_value
-            load = self.load(level_value)
-            tag = f"rep{self.rep}-" + (f"{p.axis}{knob_value}-" if knob_value is not None else "")
-            tag += f"c{level_value}" if load.concurrency else f"r{level_value}"
-            level, m = self.level(sp, load, p.duration_s, tag)
-            where = metrics.Where(
-                server=name, rep=self.rep, axis=p.axis, value=value,
-                concurrency=load.concurrency, offered_rps=float(load.rate) if load.rate else None,
-                workers=sp.knobs.workers, backlog=sp.knobs.backlog, duration_s=p.duration_s,
-                server_cpus=len(p.server_cpus), client_cpus=len(p.client_cpus),
-                lab_cpus=self.topology.lab_cpus(p.server_cpus, p.client_cpus),
-                not_steady=warm.get("steady") is False)
-            row = metrics.make_row(where, level, m)
+            level, row = self.one_level(sp, knob_value, level_value, workers, not_steady)
             record.append_row(self.run, row)
             self.start_record["levels_done"] = i
             self.save()
             if level.successful == 0:
-                raise SweepError(f"{fmt_value(p.load_axis, level_value)}: no request completed "
-                                 f"in {p.duration_s}s ({level.failed} failed): {name} stopped "
-                                 "answering")
+                raise SweepError(f"{fmt_value(self.params.load_axis, level_value)}: no request "
+                                 f"completed in {self.params.duration_s}s ({level.failed} "
+                                 f"failed): {self.server.name} stopped answering")
             eta = (time.monotonic() - started) / i * (len(levels) - i)
-            p99 = f" p99 {row.p99_ms:.2f} ms" if row.p99_ms is not None else ""
-            cgroup = (f" (cgroup {row.cgroup_mem_kb / 1024:.1f} MB)"
-                      if row.cgroup_mem_kb is not None else "")
-            note = f"  {row.flags}" if row.flags else ""
-            progress(f"{self.tag} {fmt_value(p.axis, value)} ({i}/{len(levels)}) "
-                     f"{p.duration_s}s  {row.rate_rps:,.0f} req/s  {row.resp_ms:.2f} ms{p99}  "
-                     f"rss {row.rss_end_kb / 1024:.1f} MB{cgroup}  cpu server {row.server_cpu_pct:.0f}% "
-                     f"client {row.client_cpu_pct:.0f}%  ETA {fmt_eta(eta)}{note}")
-        self.start_record["status"] = "complete"
+            self.show(row, i, len(levels), eta)
+
+    def one_level(self, sp: ServerProcess, knob_value: int | None, level_value: int,
+                  workers: int, not_steady: bool) -> tuple[Level, Row]:
+        """One level: the client run (lab.sweep.level) and its row."""
+        p = self.params
+        load = self.load(level_value)
+        tag = f"rep{self.rep}-" + (f"{p.axis}{knob_value}-" if knob_value is not None else "")
+        tag += f"c{level_value}" if load.concurrency else f"r{level_value}"
+        level, m = self.level(sp, load, p.duration_s, tag)
+        where = metrics.Where(
+            server=self.server.name, rep=self.rep, axis=p.axis,
+            value=knob_value if knob_value is not None else level_value,
+            concurrency=load.concurrency, offered_rps=float(load.rate) if load.rate else None,
+            workers=workers, backlog=sp.knobs.backlog, duration_s=p.duration_s,
+            server_cpus=len(p.server_cpus), client_cpus=len(p.client_cpus),
+            lab_cpus=self.topology.lab_cpus(p.server_cpus, p.client_cpus),
+            not_steady=not_steady)
+        return level, metrics.make_row(where, level, m)
+
+    def show(self, row: Row, i: int, n: int, eta: float) -> None:
+        """The level's progress line."""
+        p = self.params
+        p99 = f" p99 {row.p99_ms:.2f} ms" if row.p99_ms is not None else ""
+        cgroup = (f" (cgroup {row.cgroup_mem_kb / 1024:.1f} MB)"
+                  if row.cgroup_mem_kb is not None else "")
+        note = f"  {row.flags}" if row.flags else ""
+        progress(f"{self.tag} {fmt_value(p.axis, row.value)} ({i}/{n}) "
+                 f"{p.duration_s}s  {row.rate_rps:,.0f} req/s  {row.resp_ms:.2f} ms{p99}  "
+                 f"rss {row.rss_end_kb / 1024:.1f} MB{cgroup}  cpu server "
+                 f"{row.server_cpu_pct:.0f}% client {row.client_cpu_pct:.0f}%  "
+                 f"ETA {fmt_eta(eta)}{note}")
+
+    def not_loaded(self, knob_value: int, e: NotLoaded) -> None:
+        """One knob value a server cannot serve the contract at (AWS with one task
+        closes every connection) is a result: the other values are still
+        measured; the run is incomplete."""
+        self.start_record["status"] = "not loaded"
         self.save()
+        at = fmt_value(self.params.axis, knob_value)
+        self.note(f"{at} not loaded: {e}")
+        record.add_problem(self.run, f"{self.server.name} {at}: {e}")
 
     # ---- warm-up ------------------------------------------------------------
     def warm_up(self, sp: ServerProcess, top: int) -> dict[str, Any]:
@@ -280,9 +335,7 @@ class ServerSweep:
                     runs = self.run_clients(sp, shares, duration, outs)
                 break
             except ServerDied:
-                assert sp.proc is not None
-                raise SweepError(f"the server exited with code {sp.proc.poll()} "
-                                 "during the level") from None
+                raise self.died(sp, load, tag) from None
             except ClientHung as hung:
                 if attempt == 2:
                     raise SweepHung(str(hung)) from None
@@ -295,7 +348,7 @@ class ServerSweep:
                 self.note(f"{tag}: {self.client.name} hung ({hung}); stopped and retried once")
         busy1, steal1 = topo.cpu_times(p.server_cpus, p.client_cpus)
         if not sp.alive():
-            raise SweepError(f"the server exited with code {sp.proc.returncode} during {tag}")
+            raise self.died(sp, load, tag)
         try:
             levels = [self.client.parse(ran.stdout, ran.stderr) for ran in runs]
         except ClientError as e:
@@ -315,6 +368,19 @@ class ServerSweep:
             client_hosts_cpu_pct=hosts_pct,
             cgroup_mem_kb=last.cgroup_mem_kb if last else None,
             cgroup_mem_peak_kb=getattr(sampler, "cgroup_mem_peak_kb", None))
+
+    def died(self, sp: ServerProcess, load: Load, tag: str) -> SweepError:
+        """The server exited during a client run: the level (or warm-up) and its
+        exit status go into the start's record and the message."""
+        assert sp.proc is not None
+        code = sp.proc.poll()
+        at = (f"the warm-up at {fmt_value(self.params.load_axis, load.concurrency or load.rate)}"
+              if "warmup" in tag else fmt_value(self.params.load_axis,
+                                                load.concurrency or load.rate))
+        how = ("status unknown" if code is None else
+               f"killed by {signal_name(-code)}" if code < 0 else f"exit code {code}")
+        self.start_record.update(died_at=at, exit_code=code)
+        return SweepError(f"the server exited during {at} ({tag}): {how}")
 
     def run_clients(self, sp: ServerProcess, shares: list[tuple[ClientHost, Load]],
                     duration: int, outs: list[Path]) -> list[ClientRun]:

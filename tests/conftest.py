@@ -17,6 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKES = ROOT / "tests" / "servers"
+MIRROR = "../shared/ada-sources"     # ADA_SOURCES for the tests (relative to ROOT)
 sys.path.insert(0, str(ROOT))
 
 
@@ -44,6 +45,8 @@ def lab_env(tmp: Path, **settings: str) -> dict[str, str]:
     env.update(RESULTS=str(tmp / "results"), LAB_SERVER_PATH=str(FAKES), PROBE="0")
     if "LAB_CACHE" in os.environ:
         env["LAB_CACHE"] = os.environ["LAB_CACHE"]
+    if "ADA_SOURCES" not in env and (ROOT / MIRROR).is_dir():
+        env["ADA_SOURCES"] = MIRROR              # the pinned Ada archives, offline
     env.update(settings)
     return env
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -267,8 +266,5 @@ def test_two_real_runs_of_paced_show_no_large_change(tmp_path: Path) -> None:
         assert not (c["kind"] == "faster" and c["percent"] > 30), c
         assert 0.5 < c["ratios"]["rate"] < 2.0, c
     page = (folder / "compare.html").read_text()
-    assert "<svg" in page
-    # nothing to fetch: the only URLs are the SVG namespaces' names
-    assert set(re.findall(r"https?://[^\s\"'<>)]+", page)) <= {
-        "http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"}
+    assert "<svg" in page and "http://" not in page and "https://" not in page
     assert b"\x89PNG" == (folder / "compare.png").read_bytes()[:4]

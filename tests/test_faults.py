@@ -78,8 +78,35 @@ def test_server_that_fails_verification_is_not_loaded(tmp_path: Path, port: int)
     assert "liar failed verification, not loaded" in out.stderr
     assert "Hello World?" in out.stderr                       # what came back
     [run] = run_folders(tmp_path)
-    assert rows(run) == [] and not list((run / "liar").glob("siege-*.out"))
-    assert "nginx" not in manifest(run)["servers"]            # the run stopped there
+    assert not list((run / "liar").glob("siege-*.out"))      # the liar was not loaded
+    assert rows(run) and all(r.startswith("nginx,") for r in rows(run))  # nginx was
+    m = manifest(run)
+    assert m["status"] == "incomplete" and m["servers"]["nginx"]["status"] == "complete"
+    assert any(p.startswith("liar: not measured (failed") for p in m["problems"])
+    assert leftovers(run) == []
+
+
+def test_a_crash_takes_out_one_server_not_the_run(tmp_path: Path, port: int) -> None:
+    """crasher dies (SIGKILL, as the OOM killer does) at its second level; the
+    second server and the second repetition are measured all the same."""
+    out = bench(lab_env(tmp_path, SERVER="crasher paced", PORT=str(port), REPEAT="2",
+                        CONCURRENCY="1 2 3", DURATION="1s", WARMUP="0"), timeout=300)
+    assert out.returncode == 1, out.stderr
+    [run] = run_folders(tmp_path)
+    m = manifest(run)
+    assert m["status"] == "incomplete"
+    crashed = [s for s in m["servers"]["crasher"]["starts"] if s["status"] == "failed"]
+    assert [s["rep"] for s in crashed] == [1, 2]           # tried again in repetition 2
+    assert all(s["died_at"] == "c=2" and s["exit_code"] == -signal.SIGKILL for s in crashed)
+    assert "the server exited during c=2 (rep1-c2): killed by SIGKILL" in out.stderr
+    assert m["servers"]["paced"]["status"] == "complete"
+    paced = [r for r in rows(run) if r.startswith("paced,")]
+    assert len(paced) == 6                                   # 3 levels x 2 repetitions
+    for rep in (1, 2):
+        assert (f"crasher rep {rep}: not measured (failed at c=2, killed by SIGKILL)"
+                in m["problems"])
+    assert "crasher rep 1: not measured" in (run / "summary.md").read_text()
+    assert "crasher rep 2: not measured (failed at c=2" in (run / "report.html").read_text()
     assert leftovers(run) == []
 
 
@@ -120,10 +147,10 @@ def test_ctrl_c_mid_sweep(tmp_path: Path, port: int) -> None:
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     m = manifest(run)
-    assert m["status"] == "incomplete" and m["servers"]["nginx"]["status"] == "interrupted"
+    assert m["status"] == "interrupted" and m["servers"]["nginx"]["status"] == "interrupted"
     assert len(rows(run)) >= 1
     assert leftovers(run) == []
-    assert "incomplete" in (run / "summary.md").read_text()
+    assert "This run is interrupted" in (run / "summary.md").read_text()
 
 
 def test_competing_load_is_flagged(tmp_path: Path, port: int) -> None:
@@ -151,7 +178,8 @@ def test_server_that_stops_answering_after_verification(tmp_path: Path, port: in
     assert "stall stopped answering" in out.stderr
     [run] = run_folders(tmp_path)
     assert manifest(run)["status"] == "incomplete"
-    assert len(rows(run)) == 1                                 # the evidence is kept
+    assert len([r for r in rows(run) if r.startswith("stall,")]) == 1   # the evidence is kept
+    assert len([r for r in rows(run) if r.startswith("nginx,")]) == 2   # and nginx measured
     assert leftovers(run) == []
 
 
@@ -170,3 +198,29 @@ def test_rerun_repeats_a_run_from_its_manifest(tmp_path: Path, port: int) -> Non
     assert len(new) == 1
     assert manifest(new[0])["params"] == manifest(run)["params"]
     assert manifest(new[0])["client"]["connection"] == "keep-alive"
+
+
+def test_workers_as_shipped_are_recorded_per_server(tmp_path: Path, port: int) -> None:
+    """No WORKERS: a server without a manifest default is given none and uses
+    its own (3 here), which the lab records from what it prints; NAME@N still
+    sets one server, WORKERS=N every server."""
+    out = bench(lab_env(tmp_path, SERVER="shipped shipped@2 paced", PORT=str(port),
+                        CONCURRENCY="1", DURATION="2s", WARMUP="0"), timeout=300)
+    assert out.returncode == 0, out.stderr
+    [run] = run_folders(tmp_path)
+    starts = {n: s["starts"][0] for n, s in manifest(run)["servers"].items()}
+    assert starts["shipped"]["workers"] is None                 # nothing given ...
+    assert starts["shipped"]["ran_with"] == {"workers": 3, "detail": "its own default"}
+    assert starts["shipped@2"]["workers"] == 2
+    assert starts["shipped@2"]["ran_with"] == {"workers": 2, "detail": "from WORKERS"}
+    assert starts["paced"]["workers"] == 1 and starts["paced"]["ran_with"] is None
+    assert all(starts[n]["threads_idle"] >= 1 for n in starts)
+    workers = {r.split(",")[0]: r.split(",")[6] for r in rows(run)}
+    assert workers == {"shipped": "3", "shipped@2": "2", "paced": "1"}
+
+    again = bench(lab_env(tmp_path, SERVER="shipped shipped@2", PORT=str(port), WORKERS="5",
+                          CONCURRENCY="1", DURATION="2s", WARMUP="0"), timeout=300)
+    assert again.returncode == 0, again.stderr
+    run2 = [r for r in run_folders(tmp_path) if r != run][0]
+    starts = {n: s["starts"][0] for n, s in manifest(run2)["servers"].items()}
+    assert starts["shipped"]["ran_with"]["workers"] == 5 and starts["shipped@2"]["workers"] == 2

@@ -195,6 +195,7 @@ def test_svg_is_made_safe_and_scalable() -> None:
     out = html.inline_svg("rps", raw)
     assert out.startswith("<svg") and "<?xml" not in out and "DOCTYPE" not in out
     assert "script" not in out and "onload" not in out and "example.org" not in out
+    assert "xmlns" not in out and "http://" not in out
     assert "id='rps-gpPt1'" in out and "xlink:href='#rps-gpPt1'" in out
     assert "url(#rps-clip1)" in out
     assert 'viewBox="0 0 600 400"' in out and 'class="chart"' in out

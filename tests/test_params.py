@@ -53,7 +53,7 @@ def test_all_means_every_known_server() -> None:
     ({"WARMUP": "soon"}, "WARMUP='soon'"),
     ({"WARMUP_MAX": "1s"}, "slices of 2s"),
     ({"WARMUP_MAX": "0"}, "longer than 0s"),
-    ({"CLIENT_THREADS": "0"}, "CLIENT_THREADS='0'"),
+    ({"CLIENT_THREADS": "0", "CLIENT": "wrk"}, "CLIENT_THREADS='0'"),
     ({"AXIS": "speed"}, "AXIS='speed': expected one of concurrency, rate, workers, backlog"),
     ({"AXIS": "rate"}, "siege varies concurrency, not rate"),
     ({"CLIENT": "vegeta", "AXIS": "concurrency"}, "vegeta varies rate, not concurrency"),

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FAKES, ROOT
+from conftest import FAKES, ROOT, free_port
 from lab import analysis, display, html, record, results
 
 FIXTURES = ROOT / "tests" / "fixtures" / "runs"
@@ -317,3 +317,41 @@ def test_case7_compare_folders_are_in_the_index_and_a_failed_compare_leaves_none
     done = lab("compare", str(a), str(other), env={"RESULTS": str(top)})
     assert done.returncode == 2 and "nothing to compare" in done.stderr
     assert sorted(p.name for p in top.iterdir()) == before
+
+
+def test_the_summary_draws_the_probe_table_from_probe_json(tmp_path: Path) -> None:
+    from test_probe import fake_report           # a ProbeReport as the probe makes it
+    from lab import probe
+    run = copy_run(tmp_path / "r")
+    for name, ok in (("nginx", True), ("paced", False)):
+        (run / name).mkdir(exist_ok=True)
+        probe.save(fake_report(name, ok), run / name / "probe.json")
+    done = lab("report", str(run))
+    assert done.returncode == 0, done.stderr
+    summary = (run / "summary.md").read_text()
+    table = probe.table({"nginx": fake_report("nginx", True),
+                         "paced": fake_report("paced", False)})
+    assert table in summary                       # the same table the probe prints
+    assert "- paced: stopped answering after garbage" in summary
+
+
+def test_case6_a_rerun_records_what_it_overrode(tmp_path: Path) -> None:
+    if not shutil.which("wrk"):
+        pytest.skip("the recorded run used wrk, which is not installed here")
+    run = copy_run(tmp_path / LANDED, LANDED)
+    port = str(free_port())
+    out = tmp_path / "out"
+    done = make("rerun", f"RUN={run}", f"PORT={port}", "REPEAT=1", "CONCURRENCY=1",
+                f"RESULTS={out}", env={"WARMUP_MAX": "9s"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    [new] = [p for p in out.iterdir() if p.is_dir()]
+    m = record.read_manifest(new)
+    assert m.settings["PORT"] == port and m.params.repeat == 1
+    landed = "20261124-071349-sturdy+paced"          # the run id it was recorded under
+    assert m.extra["rerun"]["of"] == landed
+    assert m.extra["rerun"]["overridden"]["PORT"] == {"recorded": "18140", "given": port}
+    # in the environment, not on the command line: the recorded value stays
+    assert "WARMUP_MAX" not in m.extra["rerun"]["overridden"]
+    assert m.settings["WARMUP_MAX"] == "60s"
+    summary = (new / "summary.md").read_text()
+    assert f"Rerun of {landed}; " in summary and f"PORT given now ('{port}')" in summary

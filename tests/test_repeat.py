@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 from conftest import ROOT, bench, free_port, lab_env, leftovers, run_folders
-from lab import results
+from lab import record, results
 
 QUICK = {"DURATION": "1s", "WARMUP": "0", "PROBE": "0"}
 
@@ -119,14 +119,16 @@ def test_a_run_states_its_share_of_a_calibration_of_its_conditions(tmp_path: Pat
     out = bench(lab_env(tmp_path, LAB_CACHE=str(cache), SERVER="paced", CONCURRENCY="2",
                         PORT=str(free_port()), **QUICK), timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
-    first, m = only_run(tmp_path)
-    shutil.rmtree(first)
-    level = {"rate_rps": 100.0, "client_cpu_pct": 95.0, "client_bound": True, "failed": 0}
+    first, _ = only_run(tmp_path)
+    made = record.read_manifest(first)           # a calibration of exactly these conditions
+    cal = record.Calibration(
+        made="2026-11-24T00:00:00+0000", ceiling="nginx", duration_s=1, levels=[2],
+        pinning=made.pinning, host={}, topology=made.topology,
+        clients={"siege": record.CalClient("4", {"close": {2: record.CalLevel(
+            rate_rps=10.0, client_cpu_pct=95.0, client_bound=True)}, "keep-alive": {}})})
     cache.mkdir(exist_ok=True)
-    (cache / "calibration.json").write_text(json.dumps({     # as make calibrate saves it
-        "made": "2026-11-24T00:00:00+0000", "ceiling": "nginx", "duration_s": 1, "levels": [2],
-        "pinning": m["pinning"], "topology": m["topology"], "host": {},
-        "clients": {"siege": {"version": "4", "close": {"2": level}, "keep-alive": {}}}}))
+    record.write_json(cache / "calibration.json", cal.to_json())
+    shutil.rmtree(first)
     out = bench(lab_env(tmp_path, LAB_CACHE=str(cache), SERVER="paced", CONCURRENCY="2",
                         PORT=str(free_port()), **QUICK), timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -134,7 +136,7 @@ def test_a_run_states_its_share_of_a_calibration_of_its_conditions(tmp_path: Pat
     assert m["calibration"]["made"] == "2026-11-24T00:00:00+0000"
     summary = (run / "summary.md").read_text()
     assert "of what siege drove against the ceiling here (c=2)" in summary
-    # paced at c=2 does far more than the 100 req/s on record: the calibration does not hold
+    # paced at c=2 (5 ms a request) does far more than the 10 req/s on record: it does not hold
     assert "the calibration does not hold here: run `make calibrate` on a quiet host" in summary
     assert "client-limited" not in summary
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, free_port, leftovers
+from conftest import MIRROR, ROOT, free_port, leftovers
 from lab import claims, metrics, reproduce
 from lab.clients import Level
 from lab.servers import discover
@@ -37,9 +37,11 @@ def study(sid: str) -> claims.Study:
 def test_ada_vs_java_plan_is_the_published_setup_twice() -> None:
     plan = reproduce.make_plan(study("ada-vs-java"), {})
     assert not plan.quick and plan.overrides == {}
-    assert plan.specs == {"aws": "aws@8", "aws@16": "aws@16", "jersey": "jersey@62",
+    assert plan.specs == {"aws": "aws@8", "aws@16": "aws@16", "asf": "asf@8", "ews": "ews@1",
+                          "simple-components": "simple-components@1", "jersey": "jersey@62",
                           "ada-mini": "ada-mini@1", "nginx": "nginx@1"}
-    common = {"SERVER": "aws@8 aws@16 jersey@62 ada-mini@1 nginx@1", "KEEPALIVE": "0",
+    common = {"SERVER": "aws@8 aws@16 asf@8 ews@1 simple-components@1 jersey@62 ada-mini@1 "
+                        "nginx@1", "KEEPALIVE": "0",
               "CONCURRENCY": ADA_LEVELS, "DURATION": "10s", "WARMUP": "5s", "REPEAT": "3"}
     assert [(r.client, r.role) for r in plan.runs] == [("siege", "published client"),
                                                        ("wrk", "second client")]
@@ -161,7 +163,8 @@ def fake_stats(rates: dict[str, float], bound: bool) -> dict[str, list[metrics.L
 def test_claims_table_has_a_row_per_claim_and_a_verdict_per_client(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     plan = reproduce.make_plan(study("ada-vs-java"), {})
-    rates = {"aws@8": 1070.0, "aws@16": 1000.0, "jersey@62": 1000.0, "ada-mini@1": 800.0,
+    rates = {"aws@8": 1070.0, "aws@16": 1000.0, "asf@8": 1030.0, "ews@1": 800.0,
+             "simple-components@1": 900.0, "jersey@62": 1000.0, "ada-mini@1": 800.0,
              "nginx@1": 5000.0}
     by_folder = {tmp_path / "siege": fake_stats(rates, bound=True),
                  tmp_path / "wrk": fake_stats(rates, bound=False)}
@@ -173,13 +176,14 @@ def test_claims_table_has_a_row_per_claim_and_a_verdict_per_client(
               for run in plan.runs]
     text = reproduce.render(plan, tmp_path, judged)
     rows = [line for line in text.splitlines() if line.startswith("| `")]
-    assert len(rows) == len(plan.study.claims) == 5
+    assert len(rows) == len(plan.study.claims) == 8
     siege = {r.claim.id: r for r in judged[0].results}
     wrk = {r.claim.id: r for r in judged[1].results}
     assert siege["aws-over-grizzly-rps"].reason.startswith("not comparable (client-bound")
     assert wrk["aws-over-grizzly-rps"].verdict == claims.REPRODUCED
-    assert wrk["asf-over-aws-rps"].reason.startswith("component unavailable (ASF not packaged)")
-    assert "stand-in: ada-mini for EWS" in wrk["single-task-flat"].reason
+    assert wrk["asf-over-aws-rps"].verdict == claims.REPRODUCED          # 1030 / 1070
+    assert wrk["single-task-flat"].verdict == claims.REPRODUCED          # EWS itself, flat
+    assert "stand-in" not in wrk["single-task-flat"].reason
     assert wrk["aws-more-tasks-not-faster"].verdict == claims.REPRODUCED
     assert "1.07 [1.05–1.09]" in rows[0] and "1.07 (±15%); Stéphane Carrez" in rows[0]
     assert rows[0].endswith("| open (inconclusive with at least one client) |")
@@ -202,10 +206,13 @@ def test_overall_says_whether_the_client_decides() -> None:
 
 def test_quick_smoke_run_of_ada_vs_java(tmp_path: Path) -> None:
     """make reproduce STUDY=ada-vs-java QUICK=1: two real lab runs (siege, wrk),
-    3 levels x 1 s x 1 repetition for aws@8 aws@16 jersey@62 ada-mini@1 nginx@1."""
+    3 levels x 1 s x 1 repetition for aws@8 aws@16 asf@8 ews@1 simple-components@1
+    jersey@62 ada-mini@1 nginx@1."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
     if "LAB_CACHE" in os.environ:
         env["LAB_CACHE"] = os.environ["LAB_CACHE"]
+    if "ADA_SOURCES" not in env and (ROOT / MIRROR).is_dir():
+        env["ADA_SOURCES"] = MIRROR                  # the pinned Ada archives, offline
     env.update(RESULTS=str(tmp_path / "results"), PORT=str(free_port()))
     r = subprocess.run(["make", "-s", "--no-print-directory", "reproduce", "STUDY=ada-vs-java",
                         "QUICK=1"], cwd=ROOT, env=env, capture_output=True, text=True,
@@ -217,7 +224,7 @@ def test_quick_smoke_run_of_ada_vs_java(tmp_path: Path) -> None:
     text = (folder / "claims.md").read_text()
     assert text in r.stdout and reproduce.SMOKE in text
     rows = [line for line in text.splitlines() if line.startswith("| `")]
-    assert len(rows) == 5
+    assert len(rows) == 8
     data = json.loads((folder / "claims.json").read_text())
     assert [run["client"] for run in data["runs"]] == ["siege", "wrk"]
     for c in data["claims"]:
@@ -231,6 +238,7 @@ def test_quick_smoke_run_of_ada_vs_java(tmp_path: Path) -> None:
         m = json.loads((path / "manifest.json").read_text())
         assert m["status"] == "complete"
         assert m["params"]["levels"] == [1, 2, 50] and m["params"]["repeat"] == 1
-        assert sorted(m["servers"]) == sorted(["aws@8", "aws@16", "jersey@62", "ada-mini@1",
-                                               "nginx@1"])
+        assert sorted(m["servers"]) == sorted(["aws@8", "aws@16", "asf@8", "ews@1",
+                                               "simple-components@1", "jersey@62",
+                                               "ada-mini@1", "nginx@1"])
         assert leftovers(path) == []

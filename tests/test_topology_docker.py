@@ -65,19 +65,31 @@ services:
 def test_every_dockerfile_has_a_service_and_every_service_a_dockerfile() -> None:
     services = compose.services()
     assert "client" in services                       # Siege and wrk
-    built = {s.dockerfile.parent for s in services.values() if s.dockerfile}
-    folders = {p.parent.resolve() for p in ROOT.glob("servers/**/Dockerfile")
-               if "target" not in p.parts}
-    assert folders == built - {(ROOT / "client").resolve()}
+    built = {s.folder for s in services.values()}
+    # a Dockerfile of its own in a server's folder, or a shared one (servers/java)
+    # that builds the module its SERVER argument names: each server folder beside it
+    own, shared = set(), set()
+    for p in ROOT.glob("servers/**/Dockerfile"):
+        if "target" in p.parts:
+            continue
+        if "ARG SERVER" in p.read_text():
+            shared |= {t.parent.resolve() for t in p.parent.glob("*/server.toml")}
+        else:
+            own.add(p.parent.resolve())
+    assert shared >= {(ROOT / "servers/java" / m).resolve()
+                      for m in ("grizzly", "jersey", "undertow", "jetty", "tomcat")}
+    assert own | shared == built - {(ROOT / "client").resolve()}
     by_folder = servers_by_folder()
     for name, svc in services.items():
         assert svc.dockerfile is not None and svc.dockerfile.exists(), name
+        if "ARG SERVER" in svc.dockerfile.read_text():
+            assert svc.args == {"SERVER": name}, name
         assert svc.image == f"restlab/{name}"
         assert svc.profiles == (name,), f"{name}: `--profile {name}` must start it alone"
         if name == "client":
             assert svc.network_mode == "host" and not svc.ports
             continue
-        [base] = [s for s in by_folder[svc.dockerfile.parent] if s.variant is None]
+        [base] = [s for s in by_folder[svc.folder] if s.variant is None]  # type: ignore[index]
         assert base.name == name                      # the service is the server's folder
     for must in ("aws", "ada-mini", "jersey", "undertow", "grizzly", "jetty", "tomcat", "nginx"):
         assert must in services
@@ -94,9 +106,10 @@ def test_services_publish_on_loopback_and_take_the_knobs() -> None:
         env = svc.environment
         assert env["BIND"] == "0.0.0.0"              # inside its own network namespace
         assert env["PORT"] == "${PORT:-8080}" and env["BACKLOG"] == "${BACKLOG:-512}"
-        servers = by_folder[svc.dockerfile.parent]    # type: ignore[index]
+        servers = by_folder[svc.folder]               # type: ignore[index]
         [base] = [s for s in servers if s.variant is None]
-        assert env["WORKERS"] == f"${{WORKERS:-{base.workers_default}}}", name
+        shipped = "" if base.workers_default is None else base.workers_default   # as shipped
+        assert env["WORKERS"] == f"${{WORKERS:-{shipped}}}", name
         # every variable a manifest or a variant sets reaches the container
         for s in servers:
             for key in s.env:
@@ -108,19 +121,24 @@ def test_services_publish_on_loopback_and_take_the_knobs() -> None:
 def test_dockerfiles_start_from_the_issue_bases_and_ship_their_facts() -> None:
     for name, svc in compose.services().items():
         assert svc.dockerfile is not None
-        text = svc.dockerfile.read_text()
+        text = svc.dockerfile_text()                  # its build arguments put in
         bases = compose.base_images(svc.dockerfile)
         lang = next((s.language for s in discover(ROOT).values()
                      if s.name == name), "client")
         assert bases == (["debian:bullseye"] if lang == "Ada" else ["debian:bookworm"]), name
         if lang == "Ada":
-            assert "libaws20-dev" in text or "ada-mini" in name
+            pinned = "-- lab-libraries:" in (svc.dockerfile.parent.joinpath(
+                next(p.name for p in svc.dockerfile.parent.glob("*.gpr")))).read_text()
+            assert "libaws20-dev" in text or name in ("ada-mini", "ews", "simple-components")
+            if pinned:     # sources from the lab's checked archives only, no download
+                assert "COPY lab-sources/ " in text, name
+                assert not any(w in text for w in ("curl ", "wget ", "git clone", "ADD http"))
             assert "gprbuild" in text and "AS build" in text      # multi-stage: small image
         if lang == "Java":
             assert "openjdk-17-jre-headless" in text
             # the build context (servers/java) sends this server's Dockerfile and jar
             allowed = (ROOT / "servers/java/.dockerignore").read_text().splitlines()
-            assert f"!{name}/Dockerfile" in allowed and f"!{name}/target/{name}.jar" in allowed
+            assert "!Dockerfile" in allowed and f"!{name}/target/{name}.jar" in allowed
             assert f"COPY {name}/target/{name}.jar " in text
         if name != "client":
             assert "/lab/facts" in text and "USER nobody" in text, name
@@ -194,15 +212,18 @@ def test_old_results_without_the_cgroup_columns_still_read(tmp_path: Path) -> No
 
 def test_the_summary_names_both_memory_figures_only_when_there_is_a_cgroup(
         tmp_path: Path) -> None:
-    from lab import report
+    from lab import analysis, record, report
     for run, cgroup in ((tmp_path / "process", None), (tmp_path / "docker", 20480)):
         run.mkdir()
         results.append_row(run, a_row("aws", 1, cgroup))
         [row] = results.read_rows(run)
         assert row.cgroup_mem_kb == cgroup                     # typed back, None when empty
-        m = {"servers": {"aws": {"framework": "AWS", "version": "20.2"}},
-             "params": {"axis": "concurrency"}}
-        table = "\n".join(report.server_table(m, report.stats_of(run)))
+        m = record.Manifest("r", record.RunParams(["aws"], "concurrency", 1),
+                            record.ClientInfo("wrk"),
+                            servers={"aws": record.ServerRecord("aws", framework="AWS",
+                                                                version="20.2")})
+        record.write_manifest(run, m)
+        table = "\n".join(report.server_table(m, analysis.of(run)[1].stats))
         if cgroup is None:
             assert "cgroup" not in table
         else:
@@ -241,8 +262,9 @@ def readable_repo() -> Iterator[Path]:
         shutil.copy(ROOT / "compose.yaml", top)
         for path in [top, *top.rglob("*")]:
             path.chmod(0o755 if path.is_dir() else 0o644)
-        (top / "results").mkdir(mode=0o777)
-        (top / "results").chmod(0o777)
+        for writable in ("results", "cache"):        # LAB_CACHE too: lab check refuses else
+            (top / writable).mkdir(mode=0o777)
+            (top / writable).chmod(0o777)
         yield top
     finally:
         shutil.rmtree(top, ignore_errors=True)
@@ -394,7 +416,7 @@ def test_ctrl_c_mid_sweep_removes_the_container(tmp_path: Path) -> None:
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 130, err
     m = json.loads((run / "manifest.json").read_text())
-    assert m["status"] == "incomplete" and m["servers"]["aws"]["status"] == "interrupted"
+    assert m["status"] == "interrupted" and m["servers"]["aws"]["status"] == "interrupted"
     assert project_leftovers(port) == [] and leftovers(run) == []
 
 

@@ -23,7 +23,7 @@ from conftest import ROOT, bench, free_port, lab, lab_env, leftovers, run_folder
 from lab import metrics, results
 from lab.clients import Level, Load
 from lab.params import ConfigError, from_env
-from lab.runtimes import ssh
+from lab.runtimes import ssh, ssh_session, ssh_ship
 from lab.sweep import split_load
 from sshhost import Lan
 
@@ -110,17 +110,17 @@ def test_client_bound_applies_per_host() -> None:
 
 
 def test_paths_and_environment_as_the_remote_host_sees_them(tmp_path: Path) -> None:
-    remote = ssh.Remote(dest="u@h", base="/home/u/lab", python="python3", boot_id="b",
+    remote = ssh_session.Remote(dest="u@h", base="/home/u/lab", python="python3", boot_id="b",
                         netns="n", cpus=(0,), uid=1000, hostname="h")
-    mapped = ssh.path_map(remote)
-    cache = ssh.paths.cache_dir()
+    mapped = ssh_ship.path_map(remote)
+    cache = ssh_ship.paths.cache_dir()
     assert mapped(str(ROOT / "servers/java/jersey")) == "/home/u/lab/root/servers/java/jersey"
     assert mapped(str(cache / "ada-bullseye")) == "/home/u/lab/cache/ada-bullseye"
     assert mapped(str(ROOT) + "2/x") == str(ROOT) + "2/x"          # not a path under ROOT
     assert mapped(f"--x={ROOT}/a b {ROOT}") == "--x=/home/u/lab/root/a b /home/u/lab/root"
     env = dict(os.environ, PORT="8080", LAB_ROOT=str(ROOT), LAB_RUN="r1", LAB_SCRATCH="/tmp/s",
                UNDERTOW_ANSWER_ON="io", JAVA_OPTS="-Xmx64m")
-    got = ssh.remote_env(env, mapped)
+    got = ssh_ship.remote_env(env, mapped)
     assert got["LAB_ROOT"] == "/home/u/lab/root" and got["LAB_RUN"] == "r1"
     assert got["PORT"] == "8080" and got["JAVA_OPTS"] == "-Xmx64m"
     assert got["UNDERTOW_ANSWER_ON"] == "io"
@@ -129,7 +129,7 @@ def test_paths_and_environment_as_the_remote_host_sees_them(tmp_path: Path) -> N
 
 def test_control_sockets_fit_the_path_limit() -> None:
     p = params(SERVER_HOST="someone@" + "h" * 60, SSH_CONFIG=__file__)
-    link = ssh.Link.to(p.server_host, p)
+    link = ssh_session.Link.to(p.server_host, p)
     assert len(link.control) + len(".XXXXXXXXXXXXXXXX") < 100   # ssh adds a suffix at bind
 
 
@@ -149,7 +149,7 @@ def test_the_agent_runs_samples_and_stops_here(tmp_path: Path) -> None:
     """The agent's protocol, run here without ssh: a client's output and
     rusage, a sampler, a session stopped, and clients stopped at end of file."""
     run = f"agent-test-{os.getpid()}"
-    agent = ssh.Session([sys.executable, str(ROOT / ssh.AGENT), "serve"], "agent")
+    agent = ssh_session.Session([sys.executable, str(ROOT / ssh_session.AGENT), "serve"], "agent")
     try:
         def ask(*request: object) -> dict:
             agent.send(json.dumps(list(request)))
@@ -212,7 +212,7 @@ def nothing_left(run: Path, lan: Lan, params_env: dict[str, str]) -> None:
     sockets = Path("/tmp") / f"labssh-{os.geteuid()}"
     p = from_env(params_env, ["nginx", "aws", "jersey", "paced"], CLIENTS)
     for dest in ssh.Plan.of(p).dests:
-        assert not Path(ssh.Link.to(dest, p).control).exists(), dest
+        assert not Path(ssh_session.Link.to(dest, p).control).exists(), dest
 
 
 def test_unreachable_or_unfit_hosts_stop_the_run_before_anything_is_built(
@@ -329,7 +329,7 @@ def test_ctrl_c_stops_everything_on_every_host(tmp_path: Path, lan: Lan) -> None
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     m = manifest(run)
-    assert m["status"] == "incomplete" and m["servers"]["nginx"]["status"] == "interrupted"
+    assert m["status"] == "interrupted" and m["servers"]["nginx"]["status"] == "interrupted"
     assert results.read_rows(run)
     nothing_left(run, lan, env)
 
@@ -348,9 +348,10 @@ def test_server_crash_on_the_server_host(tmp_path: Path, lan: Lan) -> None:
     nothing_left(run, lan, env)
 
 
-def test_down_stops_a_server_whose_step_was_killed(tmp_path: Path, lan: Lan) -> None:
-    """A sweep step killed outright (SIGKILL: no cleanup of its own) leaves its
-    server running there; `lab down` finds it in its notes and stops it."""
+def test_a_killed_steps_server_is_stopped_by_its_keeper(tmp_path: Path, lan: Lan) -> None:
+    """A sweep step killed outright (SIGKILL: no cleanup of its own): its keeper
+    stops the server's session there (the agent's `stop`), at once, without
+    waiting for `lab down`."""
     env = ssh_env(tmp_path, lan, **SLOW)
     assert lab(env, "check").returncode == 0
     up = lab(env, "up")
@@ -364,16 +365,16 @@ def test_down_stops_a_server_whose_step_was_killed(tmp_path: Path, lan: Lan) -> 
         while not results.read_rows(run):
             assert time.monotonic() < deadline and step.poll() is None
             time.sleep(0.2)
+        assert leftovers(run)
         step.kill()
         step.wait()
-        assert leftovers(run), "the server should outlive its killed step"
+        deadline = time.monotonic() + 30
+        while leftovers(run) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert leftovers(run) == [], "the keeper should have stopped the server there"
     finally:
         down = lab(env, "down")
     assert down.returncode == 0, down.stderr
-    assert "stopped what a step left running" in down.stderr
-    deadline = time.monotonic() + 10
-    while leftovers(run) and time.monotonic() < deadline:
-        time.sleep(0.2)
     nothing_left(run, lan, env)
 
 

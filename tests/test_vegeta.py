@@ -1,5 +1,5 @@
 """vegeta: real captured outputs (tests/capture_client_fixtures.py), its command,
-its install (lab/deps.py) and a live run.
+its install (Vegeta.install: a Go build into the lab cache) and a live run.
 
 Expected numbers come from the fixture's own JSON report.
 """
@@ -18,6 +18,7 @@ import pytest
 import httpfakes
 from conftest import ROOT, free_port
 from lab import deps, paths
+from lab.clients import vegeta
 from lab.clients import ClientError, Load, Options, clients
 from lab.clients.vegeta import Vegeta, parse
 
@@ -174,8 +175,10 @@ def test_registered() -> None:
 
 
 def test_only_vegeta_needs_go() -> None:
-    assert deps.CLIENTS["wrk"] == {"wrk": "wrk"}
-    assert "go" not in str(deps.CLIENTS) and deps.ensure_client("wrk", Path("/nonexistent")) == 0
+    assert deps.needed([], "wrk") == {**deps.LAB, "wrk": "wrk"}
+    assert deps.needed([], "vegeta") == deps.LAB        # no Debian package: built with Go
+    assert deps.ensure_client("wrk", Path("/nonexistent")) == 0
+    assert not Path("/nonexistent").exists()
 
 
 def fake_go(folder: Path, version: str) -> None:
@@ -188,7 +191,7 @@ def test_install_refuses_an_old_go(tmp_path: Path, monkeypatch: pytest.MonkeyPat
                                    capsys: pytest.CaptureFixture[str]) -> None:
     fake_go(tmp_path, "go1.19.8")
     monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
-    assert deps.ensure_vegeta(tmp_path / "cache") == 2
+    assert vegeta.build(tmp_path / "cache") == 2
     err = capsys.readouterr().err
     assert err.startswith("error: vegeta v12.13.0 needs Go >= 1.22;")
     assert f"{tmp_path}/go is go1.19" in err and "PATH" in err
@@ -198,26 +201,26 @@ def test_install_refuses_an_old_go(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 def test_install_without_go_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                     capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
-    assert deps.ensure_vegeta(tmp_path / "cache") == 2
+    assert vegeta.build(tmp_path / "cache") == 2
     assert "there is no go on PATH" in capsys.readouterr().err
 
 
-needs_go = pytest.mark.skipif(deps.go_problem() is not None,
-                              reason=f"building vegeta needs Go >= 1.22: {deps.go_problem()}")
+needs_go = pytest.mark.skipif(vegeta.go_problem() is not None,
+                              reason=f"building vegeta needs Go >= 1.22: {vegeta.go_problem()}")
 
 
 @needs_go
 def test_install_is_idempotent(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     cache = tmp_path / "cache"
     t0 = time.monotonic()
-    assert deps.ensure_vegeta(cache) == 0
+    assert vegeta.build(cache) == 0
     first_s = time.monotonic() - t0
-    binary = deps.vegeta_binary(cache)
+    binary = vegeta.vegeta_binary(cache)
     assert "installing vegeta v12.13.0" in capfd.readouterr().err
     assert Vegeta(cache).version() == "v12.13.0"
     stamp = binary.stat().st_mtime_ns
     t0 = time.monotonic()
-    assert deps.ensure_vegeta(cache) == 0
+    assert vegeta.build(cache) == 0
     assert capfd.readouterr().err == ""
     assert binary.stat().st_mtime_ns == stamp
     assert time.monotonic() - t0 < max(2.0, first_s / 2)
@@ -225,10 +228,10 @@ def test_install_is_idempotent(tmp_path: Path, capfd: pytest.CaptureFixture[str]
 
 def live_vegeta() -> Vegeta:
     v = Vegeta()
-    if v.version() != deps.VEGETA_VERSION:
-        if deps.go_problem() is not None:
-            pytest.skip(f"vegeta is not in the lab cache and cannot be built: {deps.go_problem()}")
-        assert deps.ensure_vegeta(paths.cache_dir()) == 0
+    if v.version() != vegeta.VEGETA_VERSION:
+        if vegeta.go_problem() is not None:
+            pytest.skip(f"vegeta is not in the lab cache and cannot be built: {vegeta.go_problem()}")
+        assert vegeta.build(paths.cache_dir()) == 0
     return v
 
 

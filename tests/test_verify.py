@@ -78,3 +78,43 @@ def test_nothing_listening() -> None:
         pass
     with pytest.raises(VerifyError, match="must answer HTTP"):
         verify("127.0.0.1", port)
+
+
+def test_a_media_type_parameter_passes_and_is_recorded() -> None:
+    """ASF answers `application/json; charset=utf-8`: legal HTTP, recorded."""
+    with serving(handler(ctype="application/json; charset=utf-8")) as port:
+        passed = verify("127.0.0.1", port)
+    assert "Content-Type (charset=utf-8)" in passed
+    assert "Content-Type" not in passed
+
+
+@pytest.mark.parametrize("ctype", ["application/json-seq", "application/jsonp; charset=utf-8",
+                                   "charset=utf-8", ""])
+def test_only_the_media_type_application_json_passes(ctype: str) -> None:
+    with serving(handler(ctype=ctype)) as port, pytest.raises(VerifyError) as err:
+        verify("127.0.0.1", port)
+    assert "Content-Type: application/json" in err.value.check
+
+
+class EWSLike(BaseHTTPRequestHandler):
+    """The bytes EWS sends: `Content-Length:  27` (two spaces) and no Date."""
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        if self.path == "/api":
+            head = (b"HTTP/1.1 200 OK\r\nServer: EWS\r\nContent-Type: application/json\r\n"
+                    b"Content-Length:  27\r\nCache-Control: no-cache\r\n\r\n")
+            self.wfile.write(head + BODY)
+        else:
+            self.wfile.write(b"HTTP/1.1 404 Not Found\r\nServer: EWS\r\n"
+                             b"Content-Type: text/plain\r\nContent-Length:  9\r\n\r\nNot found")
+
+
+def test_ews_spacing_and_no_date_pass() -> None:
+    with serving(EWSLike) as port:
+        assert verify("127.0.0.1", port) == [
+            "GET /api 200", "Content-Type", "Content-Length 27", "exact body",
+            "keep-alive", "404 elsewhere"]

@@ -16,6 +16,7 @@ from lab import hostinfo
 from lab.clients import ClientError, Level, Load, Options
 
 RC_TEMPLATE = Path(__file__).resolve().parents[2] / "client" / "siegerc"
+VERSION = (["siege", "--version"], r"SIEGE\s+(\S+)")     # its version probe
 FIELDS = ("transactions", "availability", "elapsed_time", "data_transferred",
           "transaction_rate", "concurrency", "successful_transactions",
           "failed_transactions", "longest_transaction")
@@ -59,12 +60,18 @@ def parse(stdout: str, stderr: str) -> Level:
 class Siege:
     name: ClassVar[str] = "siege"
     axis: ClassVar[str] = "concurrency"
+    help: ClassVar[str] = "closed loop, C simulated users, as published"
+    packages: ClassVar[dict[str, str]] = {"siege": "siege"}
+    cross_check: ClassVar[str] = "wrk"
 
     def __init__(self) -> None:
         self.rc: Path | None = None
 
+    def install(self, cache: Path) -> int:
+        return 0                                # its Debian package is all
+
     def version(self) -> str:
-        return hostinfo.tool_version("siege") or "not installed"
+        return hostinfo.probe_version(*VERSION) or "not installed"
 
     def prepare(self, run_dir: Path, options: Options) -> dict[str, str]:
         """Write the run's rc once; every server of the run then uses that copy."""
@@ -83,3 +90,6 @@ class Siege:
 
     def parse(self, stdout: str, stderr: str) -> Level:
         return parse(stdout, stderr)
+
+
+CLIENT = Siege

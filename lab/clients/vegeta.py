@@ -26,12 +26,19 @@ output alone says what was offered.
 Counting, as siege and wrk count: a transaction is a response (vegeta's
 status code 0 is a request that got none: refused, reset, timed out);
 2xx/3xx are successful; failed is every other request.
+
+Vegeta is no Debian package: install() builds the pinned version with Go
+into the lab cache. Only CLIENT=vegeta needs Go.
 """
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -41,6 +48,76 @@ from lab.clients import ClientError, Level, Load, Options
 MIB = 1024 * 1024        # siege's data_transferred unit
 NS_PER_MS = 1e6
 OFFERED = re.compile(r"^offered_rps=(\d+)$", re.M)
+VEGETA_MODULE = "github.com/tsenart/vegeta/v12"
+VEGETA_VERSION = "v12.13.0"
+GO_MINIMUM = (1, 22)      # vegeta v12.13.0's go.mod
+INSTALL_TIMEOUT_S = 1800  # a cold module cache and build took about 2 minutes here
+
+
+def vegeta_binary(cache: Path) -> Path:
+    return paths.go_bin(cache) / "vegeta"
+
+
+def binary_version(binary: Path) -> str | None:
+    """The version the lab's build stamps into `vegeta -version`."""
+    return hostinfo.probe_version([str(binary), "-version"], r"Version:\s*(v\S+)")
+
+
+def go_version(go: str) -> tuple[int, int] | None:
+    try:
+        out = subprocess.run([go, "version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r"\bgo(\d+)\.(\d+)", out)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def go_problem() -> str | None:
+    """Why the Go on PATH cannot build vegeta, or None when it can."""
+    wanted = ".".join(map(str, GO_MINIMUM))
+    advice = (f"install Go >= {wanted} and put its bin folder first on PATH "
+              "(e.g. PATH=/usr/local/go/bin:$PATH); Debian 12's golang-go is 1.19, too old. "
+              "Only CLIENT=vegeta needs Go.")
+    go = shutil.which("go")
+    if go is None:
+        return f"CLIENT=vegeta is built with Go, and there is no go on PATH: {advice}"
+    have = go_version(go)
+    if have is None:
+        return f"could not read the version of {go} ('go version'): {advice}"
+    if have < GO_MINIMUM:
+        return (f"vegeta {VEGETA_VERSION} needs Go >= {wanted}; {go} is "
+                f"go{have[0]}.{have[1]}: {advice}")
+    return None
+
+
+def build(cache: Path) -> int:
+    """Build the pinned vegeta into <cache>/go/bin unless it is there: 0, or 2 and why."""
+    binary = vegeta_binary(cache)
+    if binary_version(binary) == VEGETA_VERSION:
+        return 0
+    problem = go_problem()
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    print(f"installing vegeta {VEGETA_VERSION} into {binary.parent}", file=sys.stderr, flush=True)
+    # GOTOOLCHAIN=local: the Go that was checked is the Go that builds (no toolchain
+    # download); -X stamps the version that `vegeta -version` shows and the check reads.
+    env = dict(os.environ, GOBIN=str(binary.parent), GOTOOLCHAIN="local")
+    argv = ["go", "install", f"-ldflags=-X main.Version={VEGETA_VERSION}",
+            f"{VEGETA_MODULE}@{VEGETA_VERSION}"]
+    try:
+        out = subprocess.run(argv, env=env, capture_output=True, text=True,
+                             timeout=INSTALL_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        print(f"error: '{' '.join(argv)}' did not finish: {e}", file=sys.stderr)
+        return 2
+    got = binary_version(binary)
+    if out.returncode != 0 or got != VEGETA_VERSION:
+        tail = " | ".join(out.stderr.strip().splitlines()[-5:]) or f"exit {out.returncode}"
+        print(f"error: '{' '.join(argv)}' failed ({tail}); {binary} reports {got}",
+              file=sys.stderr)
+        return 2
+    return 0
 
 
 def report_json(stdout: str) -> dict[str, Any] | None:
@@ -98,13 +175,19 @@ def parse(stdout: str, stderr: str) -> Level:
 class Vegeta:
     name: ClassVar[str] = "vegeta"
     axis: ClassVar[str] = "rate"
+    help: ClassVar[str] = "open loop, a fixed rate (RATE), built with Go into the lab cache"
+    packages: ClassVar[dict[str, str]] = {}
+    cross_check: ClassVar[str] = ""
 
     def __init__(self, cache: Path | None = None) -> None:
         self.binary = paths.go_bin(cache or paths.cache_dir()) / "vegeta"
         self.options: Options | None = None
 
+    def install(self, cache: Path) -> int:
+        return build(cache)
+
     def version(self) -> str:
-        return hostinfo.tool_version("vegeta", str(self.binary)) or "not installed"
+        return binary_version(self.binary) or "not installed"
 
     def prepare(self, run_dir: Path, options: Options) -> dict[str, str]:
         """Nothing to write: the target goes in on stdin (see the module's notes)."""
@@ -143,3 +226,6 @@ class Vegeta:
 
     def parse(self, stdout: str, stderr: str) -> Level:
         return parse(stdout, stderr)
+
+
+CLIENT = Vegeta

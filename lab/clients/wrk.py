@@ -26,6 +26,8 @@ MARKER = "wrk-report "
 COUNTS = ("requests", "duration_us", "bytes", "connect", "read", "write", "status", "timeout")
 TIMES = ("mean_us", "max_us", "p50_us", "p90_us", "p99_us")
 MIB = 1024 * 1024        # siege's data_transferred unit
+# its version probe: wrk -v prints "wrk debian/4.1.0-3+b2 [epoll] ..." and exits 1
+VERSION = (["wrk", "-v"], r"wrk\s+(\S+)\s+\[")
 
 
 def threads_for(concurrency: int, wanted: int) -> int:
@@ -93,13 +95,19 @@ def parse(stdout: str, stderr: str) -> Level:
 class Wrk:
     name: ClassVar[str] = "wrk"
     axis: ClassVar[str] = "concurrency"
+    help: ClassVar[str] = "closed loop, C connections on CLIENT_THREADS threads"
+    packages: ClassVar[dict[str, str]] = {"wrk": "wrk"}
+    cross_check: ClassVar[str] = "siege"
 
     def __init__(self) -> None:
         self.script: Path | None = None
         self.options: Options | None = None
 
+    def install(self, cache: Path) -> int:
+        return 0                                # its Debian package is all
+
     def version(self) -> str:
-        return hostinfo.tool_version("wrk") or "not installed"
+        return hostinfo.probe_version(*VERSION) or "not installed"
 
     def prepare(self, run_dir: Path, options: Options) -> dict[str, str]:
         """Copy the script into the run once; later steps of the run use that copy."""
@@ -126,3 +134,6 @@ class Wrk:
 
     def parse(self, stdout: str, stderr: str) -> Level:
         return parse(stdout, stderr)
+
+
+CLIENT = Wrk

@@ -33,16 +33,17 @@ separate instance, probe it, stop it, wait for its CPUs to go quiet),
 from __future__ import annotations
 
 import json
-import re
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
-from lab import procfs, procs, runtimes
+from lab import probetable, procfs, procs, runtimes
+from lab.display import md_cell as cell
+from lab.probetable import settled_text
 from lab.procfs import TreeSample
-from lab.runtimes import ServerHost, Topology
+from lab.runtimes import Placement, ServerHost
 from lab.launch import Knobs, ServerProcess
 from lab.params import Params
 from lab.servers import Server
@@ -206,15 +207,6 @@ class ProbeReport:
         return "\n".join(rows) + "\n\n" + "  \n".join(notes) + "\n"
 
 
-def cell(text: str) -> str:
-    """Text safe inside a Markdown table cell."""
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def settled_text(value: float | None, bound: float) -> str:
-    return f"{value:.1f} s" if value is not None else f"never (> {bound:g} s)"
-
-
 def load_report(path: Path) -> ProbeReport:
     """A probe.json read back (for the run summary)."""
     data = json.loads(path.read_text())
@@ -295,7 +287,7 @@ def run_probe(host: str, port: int, pid: int, workers: int, limits: Limits | Non
 
 def probe_server(server: Server, root: Path, cache: Path, run_dir: Path, knobs: Knobs,
                  cpus: tuple[int, ...], limits: Limits | None = None,
-                 topology: Topology | None = None) -> ProbeReport:
+                 topology: Placement | None = None) -> ProbeReport:
     """Start a separate instance of `server` (its log: <run_dir>/<server>/
     probe-server.log), probe it, stop it, then wait (bounded) until its CPUs
     are quiet so that nothing the probe left running leaks into the measured
@@ -308,12 +300,15 @@ def probe_server(server: Server, root: Path, cache: Path, run_dir: Path, knobs: 
                              where, topology.connect if topology is not None else None)
     host = instance.host
     report = ProbeReport(server=server.name, host=host, port=knobs.port,
-                         workers=knobs.workers, limits=lim)
+                         workers=knobs.workers or 0, limits=lim)
     try:
         instance.start()
         instance.ready()
         where = instance.where
-        report = run_probe(host, knobs.port, instance.pid, knobs.workers, lim, server.name,
+        # as shipped: the pool the server says it has; unknown: the most the probe holds
+        said = instance.ran_with()
+        workers = knobs.workers or (int(str(said["workers"])) if said else lim.slow_max)
+        report = run_probe(host, knobs.port, instance.pid, workers, lim, server.name,
                            instance.sample,
                            lambda ours, theirs: where.in_network(
                                lambda: receive_queue(ours, theirs)))
@@ -373,51 +368,10 @@ def main_step(params: Params, server: Server, root: Path, cache: Path, run_dir: 
 # ---------------------------------------------------------------- the summary table
 
 # "400 Bad Request" -> "400": the wide table keeps status codes only.
-REASON = re.compile(r"^([1-5][0-9][0-9]) [A-Z][A-Za-z -]*[A-Za-z]")
-
-
-def table_cell(r: ProbeResult, settle_bound: float) -> str:
-    if not r.ran:
-        return "not run"
-    outcome = REASON.sub(r"\1", r.outcome)
-    text = f"{cell(outcome)} · {r.cpu_s:.2f} s"
-    if r.settled_s is None:
-        text += f" · busy > {settle_bound:g} s"
-    if not r.answers_after:
-        text += " · **✗**"
-    return text
-
-
 def table(reports: dict[str, ProbeReport]) -> str:
-    """One Markdown table: a row per probe, a column per server (short names
-    make narrow columns; the probes' descriptions need the width)."""
-    names = list(reports)
-    lines = ["| probe | " + " | ".join(names) + " |",
-             "|---|" + "---|" * len(names)]
-    for i, probe in enumerate(PROBES):
-        cells = []
-        for name in names:
-            rep = reports[name]
-            r = rep.results[i] if i < len(rep.results) else None
-            cells.append("-" if r is None else table_cell(r, rep.limits.settle_s))
-        lines.append(f"| {probe.title} | " + " | ".join(cells) + " |")
-
-    def row(title: str, fn: Callable[[ProbeReport], str]) -> None:
-        lines.append(f"| {title} | " + " | ".join(fn(reports[n]) for n in names) + " |")
-
-    row("WORKERS (slow clients: WORKERS + 3)", lambda r: str(r.workers))
-    row("**still answers**", lambda r: "yes" if r.still_answers else
-        f"**no**{': ' + cell(r.error) if r.error else ''}")
-    row("stopped answering after", lambda r: r.stopped_after or "-")
-    row("CPU quiet after last probe", lambda r: settled_text(r.quiet_s, r.limits.quiet_s))
-    row("server CPU, all probes", lambda r: f"{r.cpu_s:.2f} s")
-    row("probe time", lambda r: f"{r.elapsed_s:.0f} s")
-    settle = max((r.limits.settle_s for r in reports.values()), default=Limits().settle_s)
-    legend = (f"Each cell: what the server did · server CPU seconds spent on that probe "
-              f"(until its CPU went quiet, at most {settle:g} s after it); *busy*: its CPU "
-              f"was still busy then; **✗**: it failed the contract check (lab/verify.py) "
-              f"right after that probe; *not run*: skipped, the server had stopped answering.")
-    return "\n".join(lines) + "\n\n" + legend + "\n"
+    """One Markdown table: a row per probe, a column per server (lab.probetable,
+    which a run's summary uses on the saved probe.json files)."""
+    return probetable.table({name: r.to_json() for name, r in reports.items()})
 
 
 # ---------------------------------------------------------------- by hand
@@ -430,7 +384,7 @@ def main(argv: list[str]) -> int:
     import os
     import tempfile
 
-    from lab.servers import discover
+    from lab.servers import found_here
 
     root, cache = ROOT, cache_dir()
     ap = argparse.ArgumentParser(prog="python3 -m lab.probe", description=main.__doc__)
@@ -439,7 +393,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--cpus", default="0", help="CPU list for the servers, e.g. 0 or 0,1")
     ap.add_argument("--run", type=Path, default=None, help="folder for probe.json and logs")
     args = ap.parse_args(argv)
-    known = discover(root, os.environ.get("LAB_SERVER_PATH", ""))
+    known = found_here(root)
     names = list(known) if args.servers == ["all"] else args.servers
     unknown = [n for n in names if n not in known]
     if unknown:
@@ -458,5 +412,3 @@ def main(argv: list[str]) -> int:
               f"{run / name / REPORT})", file=sys.stderr, flush=True)
     print(table(reports))
     return 0 if all(r.still_answers for r in reports.values()) else 1
-
-

@@ -4,32 +4,32 @@ A sweep, the verification, the probe and the reports never ask where a
 process runs. They ask a `ServerHost` to start the server pinned to its
 CPUs, sample its process tree, list what listens on a port and read its
 host's facts; they ask a `ClientHost` to run the load client to its end and
-say how much CPU it used. A `Topology` pairs one server host with one or
+say how much CPU it used. A `Placement` pairs one server host with one or
 more client hosts, and says which address the server binds and where the
-clients reach it.
+clients reach it; a `Topology` makes it from the settings.
 
-Topologies, one module each (chosen by TOPOLOGY, SERVER_HOST, RUNTIME):
+A topology is one module here (or in a lab/runtimes folder on PYTHONPATH:
+the package spans them, pkgutil.extend_path) whose TOPOLOGY is a `Topology`:
+its name, how it is chosen, and its steps (check, deps, needs_build, up,
+join, down, place); what it leaves out does nothing. The lab finds it by
+itself: TOPOLOGY=<name> accepts it, `lab check` checks it, run-benchmark.sh
+sets it up and down around the run. Found here:
   local   one host, loopback (the default)          lab/runtimes/local.py
   netns   two network namespaces, a veth pair       lab/runtimes/netns.py
-  ssh     real hosts over OpenSSH (SERVER_HOST)      lab/runtimes/ssh.py
+  ssh     real hosts over OpenSSH (SERVER_HOST)      lab/runtimes/ssh*.py
   docker  each server in a compose.yaml container   lab/runtimes/docker.py
-
-Besides `topology(params)`, a module may have `check(params)` (lab check:
-ConfigError before anything is built), `deps(params)` (lab deps: packages,
-0 or 2), `needs_build(params, server)` (lab build: whether the server's own
-build is needed), `up(params)` and `down(params)`.
+docs/extending.md says how to add one.
 """
 from __future__ import annotations
 
 import importlib
-import inspect
+import pkgutil
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
-from typing import Any, Protocol, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 from lab import procs
 from lab.params import ConfigError, Params
@@ -37,6 +37,7 @@ from lab.procfs import TreeSample
 from lab.servers import Server
 
 T = TypeVar("T")
+__path__ = pkgutil.extend_path(__path__, __name__)   # topologies kept outside the checkout
 
 
 @dataclass(frozen=True)
@@ -197,8 +198,9 @@ class ClientHost(ABC):
 
 
 @dataclass
-class Topology:
-    """A server host, its client hosts, and the addresses between them."""
+class Placement:
+    """Where one run's processes are: a server host, its client hosts, and the
+    addresses between them (what a `Topology` places)."""
     name: str                                   # local | netns | ssh | docker ...
     server: ServerHost
     clients: tuple[ClientHost, ...]
@@ -237,74 +239,112 @@ class Topology:
                                                      for c in self.clients)
 
 
-def module_for(params: Params) -> ModuleType:
-    """The topology's module: RUNTIME=docker's, else TOPOLOGY's (ssh when SERVER_HOST)."""
+CHOSEN_BY = ("TOPOLOGY", "SERVER_HOST", "RUNTIME")
+
+
+@runtime_checkable
+class Topology(Protocol):
+    """One kind of topology: a module's TOPOLOGY. Subclass it and write
+    `place`; every other step has a default that does nothing."""
+    name: ClassVar[str]          # its name in the manifest; TOPOLOGY=<name> when chosen so
+    chosen_by: ClassVar[str]     # TOPOLOGY, SERVER_HOST (ssh) or RUNTIME (docker)
+    summary: ClassVar[str]       # one line describing it (for the settings' help and docs)
+
+    def place(self, params: Params) -> Placement:
+        """The run's hosts and addresses (every step that runs servers or clients)."""
+        ...
+
+    def check(self, params: Params) -> None:
+        """Refuse, with ConfigError (exit 2), what it cannot do here (`lab check`,
+        before anything is built or started): root, tools, kernel support, hosts."""
+        return None
+
+    def deps(self, params: Params) -> int:
+        """Install what it needs (`lab deps`): 0, or 2 with the steps printed."""
+        return 0
+
+    def needs_build(self, params: Params, server: Server) -> bool:
+        """Whether `lab build` runs the server's own setup and build here."""
+        return True
+
+    def up(self, params: Params) -> None:
+        """Set up what lasts the whole run (`lab up`): namespaces, links, an ssh
+        master connection; SetupError (exit 1) when it cannot."""
+        return None
+
+    def join(self, params: Params) -> None:
+        """Move this step to where the clients run, so that the lab's own
+        connections (readiness, verification, the probe) cross the same link
+        as the load (`lab probe`, `lab sweep`)."""
+        return None
+
+    def down(self, params: Params) -> None:
+        """Undo `up`, whatever state it got to (`lab down`, also on failure and Ctrl-C)."""
+        return None
+
+
+def topologies() -> dict[str, Topology]:
+    """Every topology found: the TOPOLOGY of each module of this package."""
+    found: dict[str, Topology] = {}
+    for info in pkgutil.iter_modules(__path__, __name__ + "."):
+        module = importlib.import_module(info.name)
+        value = vars(module).get("TOPOLOGY")
+        if value is None:
+            continue
+        if not isinstance(value, Topology) or value.chosen_by not in CHOSEN_BY:
+            raise TypeError(f"{info.name}.TOPOLOGY is not a lab.runtimes.Topology "
+                            f"(chosen_by one of {', '.join(CHOSEN_BY)})")
+        found[value.name] = value
+    return found
+
+
+def selectable() -> tuple[str, ...]:
+    """The names TOPOLOGY accepts (ssh is chosen by SERVER_HOST, docker by RUNTIME)."""
+    return tuple(sorted(n for n, t in topologies().items() if t.chosen_by == "TOPOLOGY"))
+
+
+def chosen(params: Params) -> Topology:
+    """The topology the settings choose: RUNTIME=docker's, else TOPOLOGY's (ssh
+    when SERVER_HOST is given)."""
     name = "docker" if params.runtime == "docker" else params.topology
-    try:
-        return importlib.import_module(f"lab.runtimes.{name}")
-    except ModuleNotFoundError as e:
-        if e.name != f"lab.runtimes.{name}":
-            raise
-        raise ConfigError(f"topology {name} is not available in this version of the lab") from None
-
-
-def hook(params: Params, name: str) -> Callable[..., Any] | None:
-    """The topology module's function `name`, if it defines one (a module it
-    imports under that name, such as lab.deps, is not a hook)."""
-    fn = getattr(module_for(params), name, None)
-    return fn if inspect.isfunction(fn) else None
+    found = topologies()
+    if name not in found:
+        raise ConfigError(f"topology {name} is not available in this version of the lab "
+                          f"(found: {', '.join(sorted(found))})")
+    return found[name]
 
 
 def check(params: Params) -> None:
-    """Refuse, with ConfigError (exit 2), what the topology cannot do here
-    (`lab check`, before anything is built or started): root, tools, kernel
-    support, hosts reachable. Most need nothing beyond their module."""
-    fn = hook(params, "check")
-    if fn is not None:
-        fn(params)
+    """`lab check`: what the topology cannot do here, refused before anything is built."""
+    chosen(params).check(params)
 
 
 def join(params: Params) -> None:
-    """Move this step to where the clients run, so that the lab's own
-    connections (readiness, verification, the probe) cross the same link as
-    the load (`lab probe`, `lab sweep`). Most topologies need nothing."""
-    fn = hook(params, "join")
-    if fn is not None:
-        fn(params)
+    """`lab probe`, `lab sweep`: this step joins the clients' side."""
+    chosen(params).join(params)
 
 
 def deps(params: Params) -> int:
-    """What the topology needs installed (`lab deps`): 0, or 2 with the steps."""
-    fn = hook(params, "packages")
-    return int(fn(params)) if fn is not None else 0
+    """`lab deps`: 0, or 2 with the steps."""
+    return chosen(params).deps(params)
 
 
 def needs_build(params: Params, server: Server) -> bool:
-    """Whether `lab build` runs the server's own setup and build (RUNTIME=docker:
-    only where its image takes the artifact)."""
-    fn = hook(params, "needs_build")
-    return bool(fn(params, server)) if fn is not None else True
+    """`lab build`: whether the server's own build runs (RUNTIME=docker: only
+    where its image takes the artifact)."""
+    return chosen(params).needs_build(params, server)
 
 
 def up(params: Params) -> None:
-    """Set up what the topology needs for the whole run (`lab up`): namespaces,
-    links, an ssh master connection. Most need nothing."""
-    fn = hook(params, "up")
-    if fn is not None:
-        fn(params)
+    """`lab up`: what the topology sets up for the whole run."""
+    chosen(params).up(params)
 
 
 def down(params: Params) -> None:
-    """Undo `up`, whatever state it got to (`lab down`, also on failure and Ctrl-C)."""
-    fn = hook(params, "down")
-    if fn is not None:
-        fn(params)
+    """`lab down`: undo `up`, whatever state it reached."""
+    chosen(params).down(params)
 
 
-def current(params: Params) -> Topology:
-    """The topology the settings choose. Each module has `topology(params)`;
-    one that sets up something lasting (namespaces, an ssh master) also has
-    `up(params)` and `down(params)`, which run-benchmark.sh calls around the
-    run (`lab up`, `lab down`)."""
-    topology: Topology = module_for(params).topology(params)
-    return topology
+def current(params: Params) -> Placement:
+    """The run's placement, as the chosen topology makes it."""
+    return chosen(params).place(params)

@@ -171,11 +171,29 @@ class Service:
     profiles: tuple[str, ...]
     context: Path | None            # build context (None: no build)
     dockerfile: Path | None         # the Dockerfile it builds from
+    args: dict[str, str]            # its build arguments (SERVER: the module a shared
+                                    # Dockerfile builds, as the Java servers' one)
     environment: dict[str, str]     # what the container is given (before interpolation)
     cpuset: str
     mem_limit: str
     ports: tuple[str, ...]
     network_mode: str
+
+    @property
+    def folder(self) -> Path | None:
+        """The server's folder: the one its SERVER build argument names in the
+        context, else its Dockerfile's."""
+        if self.context is not None and "SERVER" in self.args:
+            return self.context / self.args["SERVER"]
+        return self.dockerfile.parent if self.dockerfile else None
+
+    def dockerfile_text(self) -> str:
+        """Its Dockerfile with the build arguments put in (${NAME} and $NAME)."""
+        if self.dockerfile is None:
+            return ""
+        return re.sub(r"\$\{(\w+)\}|\$(\w+)",
+                      lambda m: self.args.get(m.group(1) or m.group(2), m.group(0)),
+                      self.dockerfile.read_text())
 
 
 def _strs(value: Value, where: str) -> tuple[str, ...]:
@@ -204,6 +222,7 @@ def services(path: Path = FILE) -> dict[str, Service]:
             raise ComposeFileError(f"{path}: service {name} is not a mapping")
         build = spec.get("build")
         context = dockerfile = None
+        args: Value = {}
         if isinstance(build, str):
             context, dockerfile = top / build, top / build / "Dockerfile"
         elif isinstance(build, dict):
@@ -213,6 +232,11 @@ def services(path: Path = FILE) -> dict[str, Service]:
                 raise ComposeFileError(f"{path}: service {name}: build context and dockerfile "
                                        "must be strings")
             context, dockerfile = top / ctx, top / ctx / df
+            args = build.get("args", {})
+            if not isinstance(args, dict) or not all(isinstance(v, str)
+                                                     for v in args.values()):
+                raise ComposeFileError(f"{path}: service {name}: build args must map names "
+                                       "to strings")
         env = spec.get("environment", {})
         if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
             raise ComposeFileError(f"{path}: service {name}: environment must map names to "
@@ -222,6 +246,7 @@ def services(path: Path = FILE) -> dict[str, Service]:
             profiles=_strs(spec.get("profiles", []), f"{path}: service {name}: profiles"),
             context=context.resolve() if context else None,
             dockerfile=dockerfile.resolve() if dockerfile else None,
+            args={k: str(v) for k, v in args.items()} if isinstance(args, dict) else {},
             environment={k: str(v) for k, v in env.items()},
             cpuset=str(spec.get("cpuset", "")), mem_limit=str(spec.get("mem_limit", "")),
             ports=_strs(spec.get("ports", []), f"{path}: service {name}: ports"),

@@ -41,13 +41,13 @@ from typing import Any
 
 from lab import deps as lab_deps
 from lab import procfs, procs
-from lab.params import ConfigError, Params, format_cpus
+from lab.params import ConfigError, Params, default, format_cpus
 from lab.paths import ROOT, cache_dir
 from lab.procfs import TreeSample
-from lab.runtimes import SetupError, Started, Topology, TreeSampler, compose
+from lab.runtimes import Placement, SetupError, Started, Topology, TreeSampler, compose
 from lab.runtimes.cgroups import cgroup_memory, cgroup_version
 from lab.runtimes.local import LocalClientHost, LocalServerHost
-from lab.servers import Server, discover, lookup
+from lab.servers import Server, found_here, lookup
 
 PREFIX_VARIABLE = "LAB_DOCKER_PREFIX"   # compose projects are <prefix>-<port>
 DEFAULT_PREFIX = "restlab"
@@ -57,7 +57,7 @@ PROJECT_LABEL = "com.docker.compose.project"
 # process (unpinned, its CPU on nobody's account); without it the kernel
 # forwards 127.0.0.1:PORT to the container (iptables DNAT).
 DOCKERD_ARGS = ("--userland-proxy=false",)
-MIRROR = os.environ.get("DEBIAN_MIRROR", "http://deb.debian.org/debian")   # for debootstrap
+MIRROR = os.environ.get("DEBIAN_MIRROR") or default("DEBIAN_MIRROR")   # for debootstrap
 BASES = {"debian:bullseye": "bullseye", "debian:bookworm": "bookworm"}
 # The archives a base made here installs from: the packages the process
 # runtime runs, so that the two runtimes differ in the container only. Debian
@@ -67,7 +67,8 @@ BASES = {"debian:bullseye": "bullseye", "debian:bookworm": "bookworm"}
 # where an online build gets libaws 20.2-2+deb11u1; the facts record which.
 SOURCES = {"bullseye": ("bullseye",),
            "bookworm": ("bookworm", "bookworm-updates", "bookworm-security")}
-SECURITY_MIRROR = os.environ.get("DEBIAN_SECURITY_MIRROR", "http://deb.debian.org/debian-security")
+SECURITY_MIRROR = (os.environ.get("DEBIAN_SECURITY_MIRROR")
+                   or default("DEBIAN_SECURITY_MIRROR"))
 MIN_MEMORY = 6 * 1024 * 1024            # Docker refuses a smaller limit
 
 
@@ -231,7 +232,7 @@ def service_of(server: Server) -> str:
 
 
 def chosen(params: Params) -> list[Server]:
-    found = discover(ROOT, os.environ.get("LAB_SERVER_PATH", ""))
+    found = found_here(ROOT)
     return [lookup(found, n) for n in params.servers]
 
 
@@ -436,7 +437,7 @@ def needs_build(params: Params, server: Server) -> bool:
     svc = table.get(service_of(server))
     if svc is None or svc.dockerfile is None or not svc.dockerfile.exists():
         return True
-    return server.artifact in svc.dockerfile.read_text()
+    return server.artifact in svc.dockerfile_text()
 
 
 def up(params: Params) -> None:
@@ -614,6 +615,7 @@ class Container:
         if self.returncode is None and state:
             self.returncode = int(state.get("ExitCode", -1))
         run(["docker", "rm", "-f", "-v", self.id], timeout=60)
+        procs.Keeper.done(["docker", "rm", "-f", "-v", self.id])
         procs.stop(self.follower, grace=2)
         procs.kill_group(self.follower.pid)
         if self.host.current is self:
@@ -703,6 +705,8 @@ class DockerServerHost(LocalServerHost):
         ident = run(self.compose_cmd(service, "ps", "-q", service), timeout=60,
                     env=cenv).stdout.strip()
         info = inspect(ident) if ident else {}
+        if ident:                            # removed by the step's keeper if the step vanishes
+            procs.Keeper.undo(["docker", "rm", "-f", "-v", ident])
         if code != 0 or not info:
             if ident:
                 run(["docker", "rm", "-f", "-v", ident], timeout=60)
@@ -845,7 +849,7 @@ def compose_env(env: dict[str, str], params: Params | None,
 
 # ---------------------------------------------------------------- the topology
 
-def topology(params: Params) -> Topology:
+def topology(params: Params) -> Placement:
     try:
         state: dict[str, Any] = json.loads(state_file(params.port).read_text())
     except (OSError, ValueError):
@@ -878,5 +882,32 @@ def topology(params: Params) -> Topology:
                              "and kernel memory charged to the container included"},
         "base_images": state.get("base_images"), "images": state.get("images"),
     }
-    return Topology(name="docker", server=host, clients=(LocalClientHost(),), bind="0.0.0.0",
-                    connect=procs.connect_host(params.bind), summary=summary, details=details)
+    return Placement(name="docker", server=host, clients=(LocalClientHost(),), bind="0.0.0.0",
+                     connect=procs.connect_host(params.bind), summary=summary, details=details)
+
+
+class Docker(Topology):
+    name = "docker"
+    chosen_by = "RUNTIME"
+    summary = "each server in its compose.yaml container, built from its Dockerfile"
+
+    def place(self, params: Params) -> Placement:
+        return topology(params)
+
+    def check(self, params: Params) -> None:
+        check(params)
+
+    def deps(self, params: Params) -> int:
+        return packages(params)
+
+    def needs_build(self, params: Params, server: Server) -> bool:
+        return needs_build(params, server)
+
+    def up(self, params: Params) -> None:
+        up(params)
+
+    def down(self, params: Params) -> None:
+        down(params)
+
+
+TOPOLOGY = Docker()

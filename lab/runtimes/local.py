@@ -13,8 +13,8 @@ from pathlib import Path
 from lab import hostinfo, procfs, procs
 from lab.params import Params
 from lab.procfs import TreeSample
-from lab.runtimes import (ClientHost, ClientHung, ClientRun, ServerDied, ServerHost, Started,
-                          Topology, TreeSampler)
+from lab.runtimes import (ClientHost, ClientHung, ClientRun, Placement, ServerDied, ServerHost,
+                          Started, Topology, TreeSampler)
 
 
 class LocalProcess:
@@ -136,7 +136,19 @@ class LocalClientHost(ClientHost):
         return isinstance(server, LocalServerHost)
 
 
-def topology(params: Params) -> Topology:
-    return Topology(name="local", server=LocalServerHost(), clients=(LocalClientHost(),),
-                    bind=params.bind, connect=procs.connect_host(params.bind),
-                    summary="loopback (one host, server and client pinned to disjoint CPUs)")
+def topology(params: Params) -> Placement:
+    return Placement(name="local", server=LocalServerHost(), clients=(LocalClientHost(),),
+                     bind=params.bind, connect=procs.connect_host(params.bind),
+                     summary="loopback (one host, server and client pinned to disjoint CPUs)")
+
+
+class Local(Topology):
+    name = "local"
+    chosen_by = "TOPOLOGY"
+    summary = "one host, loopback (the default)"
+
+    def place(self, params: Params) -> Placement:
+        return topology(params)
+
+
+TOPOLOGY = Local()

@@ -47,7 +47,7 @@ from typing import Any, TypeVar
 from lab import hostinfo, procfs, procs
 from lab.params import ConfigError, Params
 from lab.paths import cache_dir
-from lab.runtimes import ServerHost, Topology
+from lab.runtimes import Placement, ServerHost, Topology
 from lab.runtimes.local import LocalClientHost, LocalServerHost
 
 T = TypeVar("T")
@@ -288,7 +288,7 @@ class NetnsClientHost(LocalClientHost):
 
 
 @dataclass
-class NetnsTopology(Topology):
+class NetnsPlacement(Placement):
     """Two namespaces on one machine: CPU time counted once, TIME_WAIT in each."""
     names: Names | None = None
 
@@ -312,7 +312,7 @@ class NetnsTopology(Topology):
         return described
 
 
-def topology(params: Params) -> Topology:
+def topology(params: Params) -> Placement:
     n = names(params)
     shaping = qdiscs(params.link, params.link_delay)
     link = (f"{params.link}" + (f", {params.link_delay} each way" if params.link_delay else "")
@@ -326,7 +326,7 @@ def topology(params: Params) -> Topology:
                  "tc": [f"tc -n {ns} qdisc add dev {dev} {' '.join(q)}"
                         for ns, dev, _ in n.sides() for q in shaping],
                  "mtu": MTU}}
-    return NetnsTopology(
+    return NetnsPlacement(
         name="netns", server=NetnsServerHost(n.server_ns),
         clients=(NetnsClientHost(n.client_ns),), bind=n.server_addr, connect=n.server_addr,
         summary=(f"netns (two network namespaces on one host, {n.client_addr} -> "
@@ -590,3 +590,28 @@ def down(params: Params) -> None:
     if left:
         raise NetnsError(f"could not remove network namespace {', '.join(left)}: "
                          f"ip netns delete {' '.join(left)}")
+
+
+class Netns(Topology):
+    name = "netns"
+    chosen_by = "TOPOLOGY"
+    summary = ("two emulated hosts: a network namespace each, joined by a veth pair "
+               "(root; LINK shapes it)")
+
+    def place(self, params: Params) -> Placement:
+        return topology(params)
+
+    def check(self, params: Params) -> None:
+        check(params)
+
+    def up(self, params: Params) -> None:
+        up(params)
+
+    def join(self, params: Params) -> None:
+        join(params)
+
+    def down(self, params: Params) -> None:
+        down(params)
+
+
+TOPOLOGY = Netns()

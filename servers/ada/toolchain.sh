@@ -7,6 +7,12 @@
 #                                LAB_WRAPPER (words) runs it under a tool (valgrind)
 #   toolchain.sh facts NAME      key=value lines for the run manifest
 #   toolchain.sh mode            print the resolved mode (native|rootfs)
+#   toolchain.sh sources NAME    check and unpack the pinned sources NAME needs
+#
+# A server whose .gpr has a line "-- lab-libraries: LIB..." is built against
+# libraries from pinned upstream sources (servers/ada/sources.toml, checked by
+# lab/sources.py; exit 2 if an archive is missing or fails its check). They
+# are built once per cache into the root (rootfs mode only): see build_library.
 #
 # ADA_TOOLCHAIN selects the mode:
 #   native  gprbuild on PATH and an "aws" GNAT project it can find (Alire, distro)
@@ -60,11 +66,21 @@ native_available() {
     return 1
 }
 
+# The mode; $1 (optional) is a server folder: one built against libraries
+# from pinned sources is built in the root, so auto means rootfs for it.
 resolve_mode() {
     case ${ADA_TOOLCHAIN:-auto} in
-        native) echo native ;;
+        native) if [[ -n ${1:-} && -n $(libraries_of "$1") ]]; then
+                    say "error: $(basename "$1") builds libraries from pinned sources, only in the root: use ADA_TOOLCHAIN=rootfs or auto"
+                    exit 2
+                fi
+                echo native ;;
         rootfs) echo rootfs ;;
-        auto)   if native_available; then echo native; else echo rootfs; fi ;;
+        auto)   if [[ -z ${1:-} || -z $(libraries_of "$1") ]] && native_available; then
+                    echo native
+                else
+                    echo rootfs
+                fi ;;
         *)      die "ADA_TOOLCHAIN must be native, rootfs or auto (got '${ADA_TOOLCHAIN}')" ;;
     esac
 }
@@ -163,10 +179,12 @@ ensure_native() {
 
 # Forget build stamps made by another mode, or whose binary disappeared.
 prune_stamps() {
-    local mode=$1 s smode sbin
+    local s smode sbin sname mode
     [[ -d $STAMPS ]] || return 0
     for s in "$STAMPS"/*.built; do
         [[ -f $s ]] || continue
+        sname=$(basename "$s" .built)
+        if [[ -d $HERE/$sname ]]; then mode=$(resolve_mode "$HERE/$sname"); else mode=$(resolve_mode); fi
         smode=$(sed -n 's/^mode=//p' "$s")
         sbin=$(sed -n 's/^host_binary=//p' "$s")
         if [[ $smode != "$mode" || ! -x $sbin ]]; then
@@ -191,6 +209,18 @@ gpr_of() {
     basename "${gprs[0]}"
 }
 
+# The libraries built from pinned sources: "-- lab-libraries: LIB..." in the .gpr.
+libraries_of() {
+    local gprs=("$1"/*.gpr)
+    [[ -f ${gprs[0]} ]] || return 0
+    sed -n 's/^-- *lab-libraries: *//p' "${gprs[0]}" | head -1
+}
+
+# Extra gprbuild switches: "-- lab-gprflags: ..." in the .gpr.
+gprflags_of() {
+    sed -n 's/^-- *lab-gprflags: *//p' "$1/$(gpr_of "$1")" | head -1
+}
+
 # The executable name: the line "-- lab-executable: NAME" in the .gpr.
 exe_of() {
     local dir=$1 exe
@@ -200,29 +230,127 @@ exe_of() {
 }
 
 cmd_ensure() {
-    local mode
-    mode=$(resolve_mode)
+    local mode dir=""
+    if [[ -n ${1:-} ]]; then dir=$(server_dir "$1"); fi
+    mode=$(resolve_mode "$dir")
+    local libs=""
+    if [[ -n $dir ]]; then libs=$(libraries_of "$dir"); fi
+    if [[ -n $libs ]]; then
+        # The archives first: a missing or wrong one stops here (exit 2),
+        # before the root is made or anything is built.
+        # shellcheck disable=SC2086  # a list of library names
+        (cd "$LAB_ROOT" && python3 -m lab.sources check $libs) || exit $?
+    fi
     if [[ $mode == native ]]; then ensure_native; else ensure_rootfs; fi
-    prune_stamps "$mode"
+    prune_stamps
+    if [[ -n $libs ]]; then cmd_sources "$1"; fi
+}
+
+# ---------------------------------------------------------------- pinned sources
+SRC=/lab/src             # verified, unpacked archives (inside the root)
+LIBBUILD=/lab/libbuild   # a copy of each, patched, where it is built
+PREFIX=/lab/prefix       # what `make install-static` installs (ASF's libraries)
+
+# Check every archive NAME needs (exit 2 naming one that is missing or fails
+# its check), then unpack them into the root. Nothing is built here.
+cmd_sources() {
+    local dir libs
+    dir=$(server_dir "${1:?usage: toolchain.sh sources NAME}")
+    libs=$(libraries_of "$dir")
+    [[ -n $libs ]] || return 0
+    [[ -f $READY ]] || die "rootfs not ready; run: toolchain.sh ensure"
+    # shellcheck disable=SC2086  # a list of library names
+    # Also staged in the server folder (lab-sources/, git-ignored) with the
+    # build recipe: the Dockerfile's build stage takes them from there.
+    (cd "$LAB_ROOT" && python3 -m lab.sources fetch $libs --into "$ROOT$SRC" \
+         --stage "$dir/lab-sources" >/dev/null) || {
+        local code=$?
+        say "error: the sources of $(basename "$dir") are not usable (see above)"
+        exit "$code"
+    }
+    cp -p "$HERE/build-library.sh" "$dir/lab-sources/build-library.sh"
+    # shellcheck disable=SC2086  # a list of library names
+    (cd "$LAB_ROOT" && python3 -m lab.sources facts $libs) > "$dir/lab-sources/facts.txt.tmp"
+    if cmp -s "$dir/lab-sources/facts.txt.tmp" "$dir/lab-sources/facts.txt"; then
+        rm "$dir/lab-sources/facts.txt.tmp"      # unchanged: keep its time (a build input)
+    else
+        mv "$dir/lab-sources/facts.txt.tmp" "$dir/lab-sources/facts.txt"
+    fi
+}
+
+# The folder a library was unpacked to (inside the root): REPO-COMMIT.
+source_folder() {
+    (cd "$LAB_ROOT" && python3 -c 'import sys; from lab.sources import load
+print(load()[sys.argv[1]].folder)' "$1")
+}
+
+# Patches of server folder $1 for library $2: "-- lab-patch: LIB FILE" lines.
+patches_of() {
+    sed -n "s/^-- *lab-patch: *$2  *\([A-Za-z0-9._-]*\).*/\1/p" "$1/$(gpr_of "$1")"
+}
+
+# Build library $2 for server folder $1 in the root, once: a stamp records
+# what it was built from (see key). The build tree is a fresh copy
+# of the verified source with the server's patches applied (on the host).
+build_library() {
+    local dir=$1 lib=$2 folder patches="" p key stamp tree t0=$SECONDS
+    folder=$(source_folder "$lib")
+    for p in $(patches_of "$dir" "$lib"); do
+        patches+="$p:$(sha256sum < "$dir/$p" | cut -c1-16) "
+    done
+    # What the build depends on: the source, the patches, the recipe, and the
+    # libraries built before it for this server (LIBS_BEFORE).
+    key="$folder ${patches% } recipe:$(sha256sum < "$HERE/build-library.sh" | cut -c1-16)"
+    key+=" after:${LIBS_BEFORE:-none}"
+    stamp=$ROOT$LIBBUILD/.built-$lib
+    if [[ -f $stamp && $(cat "$stamp") == "$key" ]]; then
+        return 0
+    fi
+    tree=$ROOT$LIBBUILD/$lib
+    say "building library $lib ($folder${patches:+, patched: ${patches% }})"
+    rm -rf "$tree" "$stamp"
+    mkdir -p "$ROOT$LIBBUILD"
+    cp -a "$ROOT$SRC/$folder" "$tree"
+    for p in $(patches_of "$dir" "$lib"); do
+        patch -s -d "$tree" -p1 < "$dir/$p" || die "patch $p does not apply to $folder"
+    done
+    cp "$HERE/build-library.sh" "$ROOT/lab/build-library.sh"
+    chroot "$ROOT" /bin/sh /lab/build-library.sh "$lib" "$LIBBUILD/$lib" "$PREFIX" >>"$LOG" 2>&1 \
+        || die "build of library $lib failed, see $LOG"
+    printf '%s\n' "$key" > "$stamp"
+    say "built library $lib in $((SECONDS - t0)) s"
 }
 
 cmd_build() {
     local name=${1:?usage: toolchain.sh build NAME} dir mode gpr exe hostbin
     dir=$(server_dir "$name")
-    mode=$(resolve_mode)
+    mode=$(resolve_mode "$dir")
     gpr=$(gpr_of "$dir")
     exe=$(exe_of "$dir")
     if [[ $mode == rootfs ]]; then
         [[ -f $READY ]] || die "rootfs not ready; run: toolchain.sh ensure"
+        local libs lib path="" flags
+        libs=$(libraries_of "$dir")
+        if [[ -n $libs ]]; then
+            cmd_sources "$name"
+            LIBS_BEFORE=""
+            for lib in $libs; do
+                build_library "$dir" "$lib"
+                LIBS_BEFORE+="$(sha256sum < "$ROOT$LIBBUILD/.built-$lib" | cut -c1-16),"
+                path+="$LIBBUILD/$lib:"
+            done
+        fi
+        flags=$(gprflags_of "$dir")
         local dest=$ROOT/lab/$name
         say "copying $name sources into the root"
         mkdir -p "$dest"
         # Fresh sources every time, but keep obj/ for incremental builds.
         find "$dest" -mindepth 1 -maxdepth 1 ! -name obj ! -name bin -exec rm -rf {} +
-        (cd "$dir" && find . -mindepth 1 -maxdepth 1 ! -name obj ! -name bin \
+        (cd "$dir" && find . -mindepth 1 -maxdepth 1 ! -name obj ! -name bin ! -name lab-sources \
              -exec cp -a {} "$dest/" \;)
         say "gprbuild -P $gpr (chroot, gnat of $SUITE)"
-        chroot "$ROOT" /bin/sh -c "cd /lab/$name && exec gprbuild -p -q -j2 -P $gpr" \
+        chroot "$ROOT" /usr/bin/env ADA_PROJECT_PATH="$PREFIX/share/gpr:$path" \
+            /bin/sh -c "cd /lab/$name && exec gprbuild -p -q -j2 $flags -P $gpr" \
             || die "build of $name failed"
         hostbin=$dest/bin/$exe
     else
@@ -242,7 +370,7 @@ cmd_exec() {
     local name=${1:?usage: toolchain.sh exec NAME [ARGS]} dir mode exe
     shift
     dir=$(server_dir "$name")
-    mode=$(resolve_mode)
+    mode=$(resolve_mode "$dir")
     exe=$(exe_of "$dir")
     if [[ $mode == rootfs ]]; then
         [[ -x $ROOT/lab/$name/bin/$exe ]] || die "not built: run toolchain.sh build $name"
@@ -289,7 +417,7 @@ in_toolchain() {
 cmd_facts() {
     local name=${1:?usage: toolchain.sh facts NAME} dir
     dir=$(server_dir "$name")
-    MODE=$(resolve_mode)
+    MODE=$(resolve_mode "$dir")
     echo "toolchain=$MODE"
     if [[ $MODE == rootfs ]]; then
         [[ -f $READY ]] || die "rootfs not ready; run: toolchain.sh ensure"
@@ -304,7 +432,7 @@ cmd_facts() {
         # shellcheck disable=SC2016
         echo "gprbuild_package=$(chroot "$ROOT" dpkg-query -W -f='${Package} ${Version}' gprbuild 2>/dev/null || true)"
     fi
-    if grep -qi '^with "aws"' "$dir/$(gpr_of "$dir")"; then
+    if grep -qiE '^with "(aws|servletada_aws)"' "$dir/$(gpr_of "$dir")"; then
         # AWS.Version, the library's own constant (aws.ads). Debian's 20.2
         # package still says "20.0" there, and so does its Server: header.
         local ads const pkg=""
@@ -327,6 +455,18 @@ cmd_facts() {
         fi
         echo "aws_version_constant=${const:-unknown}"
     fi
+    local libs
+    libs=$(libraries_of "$dir")
+    if [[ -n $libs ]]; then
+        # shellcheck disable=SC2086  # a list of library names
+        (cd "$LAB_ROOT" && python3 -m lab.sources facts $libs)
+        local lib p
+        for lib in $libs; do
+            for p in $(patches_of "$dir" "$lib"); do
+                echo "${lib//-/_}_patch=$p sha256:$(sha256sum < "$dir/$p" | cut -d' ' -f1)"
+            done
+        done
+    fi
     if [[ -f $STAMPS/$name.built ]]; then
         sed -n 's/^built=/built_at=/p' "$STAMPS/$name.built"
     fi
@@ -337,12 +477,13 @@ main() {
     [[ $# -gt 0 ]] && shift
     case $cmd in
         ensure) cmd_ensure "$@" ;;
+        sources) cmd_sources "$@" ;;
         build)  cmd_build "$@" ;;
         exec)   cmd_exec "$@" ;;
         wrapped-exec) wrapped_exec "$@" ;;
         facts)  cmd_facts "$@" ;;
         mode)   resolve_mode ;;
-        *)      sed -n '2,8s/^# \{0,1\}//p' "$0" >&2; exit 64 ;;
+        *)      sed -n '2,9s/^# \{0,1\}//p' "$0" >&2; exit 64 ;;
     esac
 }
 

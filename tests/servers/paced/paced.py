@@ -1,11 +1,15 @@
 """A correct server whose speed is set by a sleep per request, not by the CPU,
 so that its rate is steady on a noisy host: 5 ms per request once warm.
 
+With --die-at N it kills itself with SIGKILL (as the OOM killer would) once N
+requests sleep at the same time: at concurrency N, never below.
+
 With --warm S it starts slow and speeds up over its first S seconds of
 load (40 ms per request, falling linearly to 5 ms), like a JIT warming up.
 Listens on BIND:PORT with backlog BACKLOG, as every lab server does."""
 import argparse
 import os
+import signal
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -16,10 +20,15 @@ args.add_argument("--warm", type=float, default=0.0)
 args.add_argument("--close-below", type=int, default=0,
                   help="with fewer WORKERS than this, close every connection (as AWS does "
                        "with one task)")
+args.add_argument("--die-at", type=int, default=0)
+args.add_argument("--shipped", type=int, default=0,
+                  help="its own default worker count when WORKERS is unset (as shipped); "
+                       "it prints what it runs with, as the lab's servers do")
 ARGS = args.parse_args()
 WARM_S = ARGS.warm
 CLOSE = int(os.environ.get("WORKERS", "1")) < ARGS.close_below
 FIRST: list[float] = []
+SLEEPING = [0]
 LOCK = threading.Lock()
 
 
@@ -46,7 +55,13 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", "0")
             self.end_headers()
             return
+        with LOCK:
+            SLEEPING[0] += 1
+            if ARGS.die_at and SLEEPING[0] >= ARGS.die_at:
+                os.kill(os.getpid(), signal.SIGKILL)
         time.sleep(pause())
+        with LOCK:
+            SLEEPING[0] -= 1
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(BODY)))
@@ -63,4 +78,8 @@ class Server(ThreadingHTTPServer):
 
 server = Server((os.environ.get("BIND", "127.0.0.1"), int(os.environ["PORT"])), Handler)
 print(f"paced listening on {server.server_address}, warm-up {WARM_S}s", flush=True)
+if ARGS.shipped:
+    given = os.environ.get("WORKERS", "")
+    print(f"lab-workers: {given or ARGS.shipped} ("
+          f"{'from WORKERS' if given else 'its own default'})", flush=True)
 server.serve_forever()

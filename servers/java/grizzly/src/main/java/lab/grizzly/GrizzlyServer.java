@@ -1,12 +1,12 @@
 package lab.grizzly;
 
-import java.net.Inet6Address;
 import java.net.InetAddress;
-import java.net.UnknownHostException;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CountDownLatch;
 import java.util.logging.Level;
 import java.util.logging.Logger;
+
+import lab.env.LabEnv;
 
 import org.glassfish.grizzly.http.server.HttpHandler;
 import org.glassfish.grizzly.http.server.HttpServer;
@@ -51,16 +51,18 @@ public final class GrizzlyServer {
 
     public static void main(String[] args) throws Exception {
         Logger.getLogger("").setLevel(Level.WARNING);   // no INFO chatter from JUL
-        InetAddress bind = bindEnv();
-        int port = intEnv("PORT", 8080, 65535);
-        int workers = intEnv("WORKERS", 8, 10000);
-        int backlog = intEnv("BACKLOG", 512, 65535);
+        InetAddress bind = LabEnv.bind();
+        int port = LabEnv.port();
+        int workers = LabEnv.workers().orElse(0);   // 0: unset, the library's default (as shipped)
+        int backlog = LabEnv.backlog();
 
         HttpServer server = new HttpServer();
         NetworkListener listener = new NetworkListener("api", bind.getHostAddress(), port);
         listener.getTransport().setServerConnectionBackLog(backlog);
         ThreadPoolConfig pool = listener.getTransport().getWorkerThreadPoolConfig();
-        pool.setCorePoolSize(workers).setMaxPoolSize(workers);
+        if (workers > 0) {
+            pool.setCorePoolSize(workers).setMaxPoolSize(workers);
+        }
         listener.getKeepAlive().setMaxRequestsCount(-1);   // unlimited requests per connection
         server.addListener(listener);
         // Registered at the root: Grizzly's mapper gives a lone handler every
@@ -73,53 +75,15 @@ public final class GrizzlyServer {
             stopped.countDown();
         }));
         server.start();
-        System.out.println("grizzly listening on " + hostPort(bind, port) + " (backlog " + backlog
-                + ") with " + workers + " workers");
+        ThreadPoolConfig ran = listener.getTransport().getWorkerThreadPoolConfig();
+        System.out.println("grizzly listening on " + LabEnv.hostPort(bind, port) + " (backlog " + backlog
+                + ")");
+        // what it runs with, read back from Grizzly (the lab records this line)
+        System.out.println("lab-workers: " + ran.getMaxPoolSize() + " (worker pool core "
+                + ran.getCorePoolSize() + ", max " + ran.getMaxPoolSize()
+                + (workers > 0 ? ", from WORKERS" : ", Grizzly's default") + "; selector threads "
+                + listener.getTransport().getSelectorRunnersCount() + ")");
         System.out.flush();
         stopped.await();
-    }
-
-    /** A whole number from 1 to max in the environment variable name; fallback when unset. */
-    private static int intEnv(String name, int fallback, int max) {
-        String v = System.getenv(name);
-        if (v == null || v.isBlank()) {
-            return fallback;
-        }
-        try {
-            int n = Integer.parseInt(v.trim());
-            if (n >= 1 && n <= max) {
-                return n;
-            }
-        } catch (NumberFormatException e) {
-            // reported below, like a value out of range
-        }
-        throw new IllegalArgumentException(name + " must be a whole number from 1 to " + max
-                + ", got '" + v + "'");
-    }
-
-    /**
-     * BIND, the address to listen on: 127.0.0.1 when unset. Only an IP literal
-     * is taken, a dotted quad or (with a colon) IPv6, which getByName parses
-     * without a lookup: a host name could resolve to addresses the lab does
-     * not expect.
-     */
-    private static InetAddress bindEnv() {
-        String v = System.getenv("BIND");
-        String ip = v == null || v.isBlank() ? "127.0.0.1" : v.trim();
-        String octet = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
-        if (ip.contains(":") || ip.matches(octet + "(\\." + octet + "){3}")) {
-            try {
-                return InetAddress.getByName(ip);
-            } catch (UnknownHostException e) {
-                // reported below
-            }
-        }
-        throw new IllegalArgumentException("BIND must be an IP address such as 127.0.0.1 or ::1, got '"
-                + v + "'");
-    }
-
-    private static String hostPort(InetAddress address, int port) {
-        String host = address.getHostAddress();
-        return (address instanceof Inet6Address ? "[" + host + "]" : host) + ":" + port;
     }
 }

@@ -1,13 +1,13 @@
 package lab.jersey;
 
 import java.io.File;
-import java.net.Inet6Address;
 import java.net.InetAddress;
-import java.net.UnknownHostException;
 import java.net.URI;
 import java.util.concurrent.CountDownLatch;
 import java.util.logging.Level;
 import java.util.logging.Logger;
+
+import lab.env.LabEnv;
 
 import io.undertow.Undertow;
 import io.undertow.servlet.Servlets;
@@ -23,6 +23,7 @@ import org.eclipse.jetty.server.ServerConnector;
 import org.eclipse.jetty.util.thread.QueuedThreadPool;
 import org.glassfish.grizzly.http.server.HttpServer;
 import org.glassfish.grizzly.http.server.NetworkListener;
+import org.glassfish.grizzly.threadpool.ThreadPoolConfig;
 import org.glassfish.jersey.grizzly2.httpserver.GrizzlyHttpServerFactory;
 import org.glassfish.jersey.jetty.JettyHttpContainer;
 import org.glassfish.jersey.server.ContainerFactory;
@@ -67,11 +68,11 @@ public final class JerseyServer {
 
     public static void main(String[] args) throws Exception {
         Logger.getLogger("").setLevel(Level.WARNING);   // no INFO chatter from JUL
-        InetAddress bind = bindEnv();
-        int port = intEnv("PORT", 8080, 65535);
-        int workers = intEnv("WORKERS", 8, 10000);
-        int backlog = intEnv("BACKLOG", 512, 65535);
-        String container = containerEnv();
+        InetAddress bind = LabEnv.bind();
+        int port = LabEnv.port();
+        int workers = LabEnv.workers().orElse(0);   // 0: unset, the library's default (as shipped)
+        int backlog = LabEnv.backlog();
+        String container = LabEnv.choice("JAXRS_CONTAINER", "grizzly", "grizzly", "jetty", "tomcat", "undertow");
 
         ResourceConfig config = new ResourceConfig(ApiResource.class)
                 .property(ServerProperties.WADL_FEATURE_DISABLE, true);
@@ -91,8 +92,8 @@ public final class JerseyServer {
             }
             stopped.countDown();
         }));
-        System.out.println("jersey on " + container + " listening on " + hostPort(bind, port)
-                + " (backlog " + backlog + ") with " + workers + " workers");
+        System.out.println("jersey on " + container + " listening on " + LabEnv.hostPort(bind, port)
+                + " (backlog " + backlog + ")");
         System.out.flush();
         stopped.await();
     }
@@ -100,23 +101,34 @@ public final class JerseyServer {
     private static Running grizzly(ResourceConfig config, InetAddress bind, int port,
                                    int workers, int backlog) throws Exception {
         HttpServer server = GrizzlyHttpServerFactory.createHttpServer(
-                URI.create("http://" + hostPort(bind, port) + "/"), config, false);
+                URI.create("http://" + LabEnv.hostPort(bind, port) + "/"), config, false);
         for (NetworkListener listener : server.getListeners()) {
             listener.getTransport().setServerConnectionBackLog(backlog);
-            listener.getTransport().getWorkerThreadPoolConfig()
-                    .setCorePoolSize(workers).setMaxPoolSize(workers);
+            if (workers > 0) {
+                listener.getTransport().getWorkerThreadPoolConfig()
+                        .setCorePoolSize(workers).setMaxPoolSize(workers);
+            }
             listener.getKeepAlive().setMaxRequestsCount(-1);   // unlimited requests per connection
         }
         server.start();
+        for (NetworkListener listener : server.getListeners()) {
+            ThreadPoolConfig ran = listener.getTransport().getWorkerThreadPoolConfig();
+            System.out.println("lab-workers: " + ran.getMaxPoolSize() + " (Grizzly worker pool core "
+                    + ran.getCorePoolSize() + ", max " + ran.getMaxPoolSize()
+                    + (workers > 0 ? ", from WORKERS" : ", Grizzly's default") + "; selector threads "
+                    + listener.getTransport().getSelectorRunnersCount() + ")");
+        }
         return server::shutdownNow;
     }
 
     private static Running jetty(ResourceConfig config, InetAddress bind, int port,
                                  int workers, int backlog) throws Exception {
-        int acceptors = 1;
-        int selectors = Math.max(1, Runtime.getRuntime().availableProcessors() / 2);
+        int acceptors = workers > 0 ? 1 : -1;               // -1: Jetty's own (as shipped)
+        int selectors = workers > 0 ? Math.max(1, Runtime.getRuntime().availableProcessors() / 2)
+                : -1;
         int poolSize = workers + acceptors + selectors;
-        QueuedThreadPool pool = new QueuedThreadPool(poolSize, poolSize);
+        QueuedThreadPool pool = workers > 0 ? new QueuedThreadPool(poolSize, poolSize)
+                : new QueuedThreadPool();
         pool.setName("jetty");
         Server server = new Server(pool);
         ServerConnector connector = new ServerConnector(server, acceptors, selectors,
@@ -131,6 +143,12 @@ public final class JerseyServer {
         config.register(ContentLengthInterceptor.class);
         server.setHandler(ContainerFactory.createContainer(JettyHttpContainer.class, config));
         server.start();
+        int ranAcceptors = connector.getAcceptors();
+        int ranSelectors = connector.getSelectorManager().getSelectorCount();
+        System.out.println("lab-workers: " + (pool.getMaxThreads() - ranAcceptors - ranSelectors)
+                + " (request threads; QueuedThreadPool min " + pool.getMinThreads() + ", max "
+                + pool.getMaxThreads() + (workers > 0 ? ", from WORKERS" : ", Jetty's default")
+                + "; " + ranAcceptors + " acceptor, " + ranSelectors + " selectors)");
         return server::stop;
     }
 
@@ -147,14 +165,20 @@ public final class JerseyServer {
         connector.setThrowOnFailure(true);                  // a failed bind must fail start()
         connector.setProperty("address", bind.getHostAddress());
         connector.setProperty("acceptCount", Integer.toString(backlog));
-        connector.setProperty("maxThreads", Integer.toString(workers));
-        connector.setProperty("minSpareThreads", Integer.toString(workers));
+        if (workers > 0) {                                  // unset: Tomcat's own (as shipped)
+            connector.setProperty("maxThreads", Integer.toString(workers));
+            connector.setProperty("minSpareThreads", Integer.toString(workers));
+        }
         connector.setProperty("maxKeepAliveRequests", "-1");  // unlimited requests per connection
 
         Context ctx = tomcat.addContext("", null);
         Tomcat.addServlet(ctx, "jersey", new ServletContainer(config));
         ctx.addServletMappingDecoded("/*", "jersey");
         tomcat.start();
+        System.out.println("lab-workers: " + connector.getProperty("maxThreads")
+                + " (connector maxThreads " + connector.getProperty("maxThreads")
+                + ", minSpareThreads " + connector.getProperty("minSpareThreads")
+                + (workers > 0 ? ", from WORKERS" : ", Tomcat's default") + ")");
         return tomcat::stop;
     }
 
@@ -170,72 +194,22 @@ public final class JerseyServer {
                                 .addMapping("/*")
                                 .setLoadOnStartup(1)));
         deployment.deploy();
+        int ioThreads = Math.max(2, Runtime.getRuntime().availableProcessors());
+        int ranWorkers = workers > 0 ? workers : ioThreads * 8;   // Undertow's own default
         Undertow server = Undertow.builder()
                 .addHttpListener(port, bind.getHostAddress())
                 .setSocketOption(Options.BACKLOG, backlog)
-                .setIoThreads(Math.max(2, Runtime.getRuntime().availableProcessors()))
-                .setWorkerThreads(workers)
+                .setIoThreads(ioThreads)
+                .setWorkerThreads(ranWorkers)
                 .setHandler(deployment.start())
                 .build();
         server.start();
+        System.out.println("lab-workers: " + ranWorkers + " (XNIO task pool"
+                + (workers > 0 ? ", from WORKERS" : ", Undertow's default: 8 per IO thread")
+                + "; " + ioThreads + " IO threads)");
         return () -> {
             server.stop();
             deployment.stop();
         };
-    }
-
-    /** JAXRS_CONTAINER: which container runs the application; grizzly when unset. */
-    private static String containerEnv() {
-        String v = System.getenv("JAXRS_CONTAINER");
-        String name = v == null || v.isBlank() ? "grizzly" : v.trim();
-        return switch (name) {
-            case "grizzly", "jetty", "tomcat", "undertow" -> name;
-            default -> throw new IllegalArgumentException(
-                    "JAXRS_CONTAINER must be grizzly, jetty, tomcat or undertow, got '" + v + "'");
-        };
-    }
-
-    /** A whole number from 1 to max in the environment variable name; fallback when unset. */
-    private static int intEnv(String name, int fallback, int max) {
-        String v = System.getenv(name);
-        if (v == null || v.isBlank()) {
-            return fallback;
-        }
-        try {
-            int n = Integer.parseInt(v.trim());
-            if (n >= 1 && n <= max) {
-                return n;
-            }
-        } catch (NumberFormatException e) {
-            // reported below, like a value out of range
-        }
-        throw new IllegalArgumentException(name + " must be a whole number from 1 to " + max
-                + ", got '" + v + "'");
-    }
-
-    /**
-     * BIND, the address to listen on: 127.0.0.1 when unset. Only an IP literal
-     * is taken, a dotted quad or (with a colon) IPv6, which getByName parses
-     * without a lookup: a host name could resolve to addresses the lab does
-     * not expect.
-     */
-    private static InetAddress bindEnv() {
-        String v = System.getenv("BIND");
-        String ip = v == null || v.isBlank() ? "127.0.0.1" : v.trim();
-        String octet = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
-        if (ip.contains(":") || ip.matches(octet + "(\\." + octet + "){3}")) {
-            try {
-                return InetAddress.getByName(ip);
-            } catch (UnknownHostException e) {
-                // reported below
-            }
-        }
-        throw new IllegalArgumentException("BIND must be an IP address such as 127.0.0.1 or ::1, got '"
-                + v + "'");
-    }
-
-    private static String hostPort(InetAddress address, int port) {
-        String host = address.getHostAddress();
-        return (address instanceof Inet6Address ? "[" + host + "]" : host) + ":" + port;
     }
 }

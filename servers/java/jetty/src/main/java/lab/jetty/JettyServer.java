@@ -1,10 +1,10 @@
 package lab.jetty;
 
-import java.net.Inet6Address;
 import java.net.InetAddress;
-import java.net.UnknownHostException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+
+import lab.env.LabEnv;
 
 import org.eclipse.jetty.http.HttpField;
 import org.eclipse.jetty.http.HttpHeader;
@@ -58,15 +58,19 @@ public final class JettyServer {
     }
 
     public static void main(String[] args) throws Exception {
-        InetAddress bind = bindEnv();
-        int port = intEnv("PORT", 8080, 65535);
-        int workers = intEnv("WORKERS", 8, 10000);
-        int backlog = intEnv("BACKLOG", 512, 65535);
-        int acceptors = 1;
-        int selectors = Math.max(1, Runtime.getRuntime().availableProcessors() / 2);
+        InetAddress bind = LabEnv.bind();
+        int port = LabEnv.port();
+        int workers = LabEnv.workers().orElse(0);   // 0: unset, the library's default (as shipped)
+        int backlog = LabEnv.backlog();
+        // WORKERS given: a pool of exactly WORKERS request threads plus 1 acceptor
+        // and the selectors; unset: Jetty's own defaults (as shipped)
+        int acceptors = workers > 0 ? 1 : -1;
+        int selectors = workers > 0 ? Math.max(1, Runtime.getRuntime().availableProcessors() / 2)
+                : -1;
         int poolSize = workers + acceptors + selectors;
 
-        QueuedThreadPool pool = new QueuedThreadPool(poolSize, poolSize);
+        QueuedThreadPool pool = workers > 0 ? new QueuedThreadPool(poolSize, poolSize)
+                : new QueuedThreadPool();
         pool.setName("jetty");
         Server server = new Server(pool);
         ServerConnector connector = new ServerConnector(server, acceptors, selectors,
@@ -78,54 +82,16 @@ public final class JettyServer {
         server.setHandler(new ApiHandler());
         server.setStopAtShutdown(true);
         server.start();
-        System.out.println("jetty listening on " + hostPort(bind, port) + " (backlog " + backlog
-                + ") with " + workers + " workers ("
-                + acceptors + " acceptor, " + selectors + " selectors, pool " + poolSize + ")");
+        int ranAcceptors = connector.getAcceptors();
+        int ranSelectors = connector.getSelectorManager().getSelectorCount();
+        System.out.println("jetty listening on " + LabEnv.hostPort(bind, port) + " (backlog " + backlog
+                + ")");
+        // what it runs with, read back from Jetty (the lab records this line)
+        System.out.println("lab-workers: " + (pool.getMaxThreads() - ranAcceptors - ranSelectors)
+                + " (request threads; QueuedThreadPool min " + pool.getMinThreads() + ", max "
+                + pool.getMaxThreads() + (workers > 0 ? ", from WORKERS" : ", Jetty's default")
+                + "; " + ranAcceptors + " acceptor, " + ranSelectors + " selectors)");
         System.out.flush();
         server.join();
-    }
-
-    /** A whole number from 1 to max in the environment variable name; fallback when unset. */
-    private static int intEnv(String name, int fallback, int max) {
-        String v = System.getenv(name);
-        if (v == null || v.isBlank()) {
-            return fallback;
-        }
-        try {
-            int n = Integer.parseInt(v.trim());
-            if (n >= 1 && n <= max) {
-                return n;
-            }
-        } catch (NumberFormatException e) {
-            // reported below, like a value out of range
-        }
-        throw new IllegalArgumentException(name + " must be a whole number from 1 to " + max
-                + ", got '" + v + "'");
-    }
-
-    /**
-     * BIND, the address to listen on: 127.0.0.1 when unset. Only an IP literal
-     * is taken, a dotted quad or (with a colon) IPv6, which getByName parses
-     * without a lookup: a host name could resolve to addresses the lab does
-     * not expect.
-     */
-    private static InetAddress bindEnv() {
-        String v = System.getenv("BIND");
-        String ip = v == null || v.isBlank() ? "127.0.0.1" : v.trim();
-        String octet = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
-        if (ip.contains(":") || ip.matches(octet + "(\\." + octet + "){3}")) {
-            try {
-                return InetAddress.getByName(ip);
-            } catch (UnknownHostException e) {
-                // reported below
-            }
-        }
-        throw new IllegalArgumentException("BIND must be an IP address such as 127.0.0.1 or ::1, got '"
-                + v + "'");
-    }
-
-    private static String hostPort(InetAddress address, int port) {
-        String host = address.getHostAddress();
-        return (address instanceof Inet6Address ? "[" + host + "]" : host) + ":" + port;
     }
 }

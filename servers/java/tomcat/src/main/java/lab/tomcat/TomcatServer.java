@@ -2,12 +2,12 @@ package lab.tomcat;
 
 import java.io.File;
 import java.io.IOException;
-import java.net.Inet6Address;
 import java.net.InetAddress;
-import java.net.UnknownHostException;
 import java.nio.charset.StandardCharsets;
 import java.util.logging.Level;
 import java.util.logging.Logger;
+
+import lab.env.LabEnv;
 
 import jakarta.servlet.http.HttpServlet;
 import jakarta.servlet.http.HttpServletRequest;
@@ -47,10 +47,10 @@ public final class TomcatServer {
 
     public static void main(String[] args) throws Exception {
         Logger.getLogger("").setLevel(Level.WARNING);   // no INFO chatter from JULI
-        InetAddress bind = bindEnv();
-        int port = intEnv("PORT", 8080, 65535);
-        int workers = intEnv("WORKERS", 8, 10000);
-        int backlog = intEnv("BACKLOG", 512, 65535);
+        InetAddress bind = LabEnv.bind();
+        int port = LabEnv.port();
+        int workers = LabEnv.workers().orElse(0);   // 0: unset, the library's default (as shipped)
+        int backlog = LabEnv.backlog();
 
         Tomcat tomcat = new Tomcat();
         // Tomcat wants a base/work directory; keep it out of the source tree.
@@ -68,8 +68,10 @@ public final class TomcatServer {
         connector.setThrowOnFailure(true);                  // a failed bind must fail start()
         connector.setProperty("address", bind.getHostAddress());
         connector.setProperty("acceptCount", Integer.toString(backlog));
-        connector.setProperty("maxThreads", Integer.toString(workers));
-        connector.setProperty("minSpareThreads", Integer.toString(workers));
+        if (workers > 0) {                                  // unset: Tomcat's own (as shipped)
+            connector.setProperty("maxThreads", Integer.toString(workers));
+            connector.setProperty("minSpareThreads", Integer.toString(workers));
+        }
         connector.setProperty("maxKeepAliveRequests", "-1");  // unlimited requests per connection
 
         Context ctx = tomcat.addContext("", null);
@@ -77,53 +79,14 @@ public final class TomcatServer {
         ctx.addServletMappingDecoded("/api", "api");
 
         tomcat.start();
-        System.out.println("tomcat listening on " + hostPort(bind, port) + " (backlog " + backlog
-                + ") with " + workers + " workers");
+        System.out.println("tomcat listening on " + LabEnv.hostPort(bind, port) + " (backlog " + backlog
+                + ")");
+        // what it runs with, read back from the connector (the lab records this line)
+        System.out.println("lab-workers: " + connector.getProperty("maxThreads")
+                + " (connector maxThreads " + connector.getProperty("maxThreads")
+                + ", minSpareThreads " + connector.getProperty("minSpareThreads")
+                + (workers > 0 ? ", from WORKERS" : ", Tomcat's default") + ")");
         System.out.flush();
         tomcat.getServer().await();
-    }
-
-    /** A whole number from 1 to max in the environment variable name; fallback when unset. */
-    private static int intEnv(String name, int fallback, int max) {
-        String v = System.getenv(name);
-        if (v == null || v.isBlank()) {
-            return fallback;
-        }
-        try {
-            int n = Integer.parseInt(v.trim());
-            if (n >= 1 && n <= max) {
-                return n;
-            }
-        } catch (NumberFormatException e) {
-            // reported below, like a value out of range
-        }
-        throw new IllegalArgumentException(name + " must be a whole number from 1 to " + max
-                + ", got '" + v + "'");
-    }
-
-    /**
-     * BIND, the address to listen on: 127.0.0.1 when unset. Only an IP literal
-     * is taken, a dotted quad or (with a colon) IPv6, which getByName parses
-     * without a lookup: a host name could resolve to addresses the lab does
-     * not expect.
-     */
-    private static InetAddress bindEnv() {
-        String v = System.getenv("BIND");
-        String ip = v == null || v.isBlank() ? "127.0.0.1" : v.trim();
-        String octet = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])";
-        if (ip.contains(":") || ip.matches(octet + "(\\." + octet + "){3}")) {
-            try {
-                return InetAddress.getByName(ip);
-            } catch (UnknownHostException e) {
-                // reported below
-            }
-        }
-        throw new IllegalArgumentException("BIND must be an IP address such as 127.0.0.1 or ::1, got '"
-                + v + "'");
-    }
-
-    private static String hostPort(InetAddress address, int port) {
-        String host = address.getHostAddress();
-        return (address instanceof Inet6Address ? "[" + host + "]" : host) + ":" + port;
     }
 }

@@ -1,0 +1,81 @@
+"""The README and every page under docs/: each relative link resolves to a
+file of the checkout, and each #anchor to a heading of the page it names
+(GitHub's anchors); the README stays a front page (about 12 KB)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)|!\[[^\]]*\]\(([^)\s]+)\)")
+FENCE = re.compile(r"^(```|~~~)")
+
+
+def prose(text: str) -> str:
+    """The page without fenced code blocks and inline code."""
+    out, fenced = [], False
+    for line in text.splitlines():
+        if FENCE.match(line.strip()):
+            fenced = not fenced
+            continue
+        if not fenced:
+            out.append(re.sub(r"`[^`]*`", "", line))
+    return "\n".join(out)
+
+
+def anchors(page: Path) -> set[str]:
+    """GitHub's anchors for the page's headings: lower case, punctuation
+    dropped, spaces to hyphens, -1, -2 for repeats."""
+    seen: dict[str, int] = {}
+    found = set()
+    for line in prose(page.read_text()).splitlines():
+        m = re.match(r"#{1,6}\s+(.*?)\s*#*\s*$", line)
+        if not m:
+            continue
+        text = re.sub(r"`([^`]*)`", r"\1", m.group(1))
+        slug = re.sub(r"[^\w\- ]", "", text.lower()).replace(" ", "-")
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        found.add(slug if n == 0 else f"{slug}-{n}")
+    return found
+
+
+def links(page: Path) -> list[str]:
+    text = page.read_text()
+    # headings' inline code is kept for anchors, links in inline code are not links
+    return [a or b for a, b in LINK.findall(prose(text))]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_resolves(page: Path) -> None:
+    broken = []
+    for target in links(page):
+        if re.match(r"[a-z][a-z0-9+.-]*:", target):       # http:, https:, mailto:
+            continue
+        path, _, anchor = target.partition("#")
+        dest = (page.parent / path).resolve() if path else page
+        if not dest.exists() or not dest.is_relative_to(ROOT):
+            broken.append(f"{target}: no such file")
+        elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
+            broken.append(f"{target}: no heading with that anchor")
+    assert broken == [], f"{page.relative_to(ROOT)}: {broken}"
+
+
+def test_the_anchor_rule_matches_githubs() -> None:
+    page = ROOT / "docs" / "extending.md"
+    assert {"a-server", "a-load-client", "keeping-an-extension-outside-the-checkout"} \
+        <= anchors(page)
+
+
+def test_the_readme_is_a_front_page() -> None:
+    readme = ROOT / "README.md"
+    assert len(readme.read_bytes()) <= 12_800, len(readme.read_bytes())
+    # every page of docs/ is linked from the README or from a page it links
+    reached = {(p.parent / t.partition("#")[0]).resolve() for p in PAGES for t in links(p)
+               if not re.match(r"[a-z][a-z0-9+.-]*:", t)}
+    unlinked = [p.name for p in PAGES[1:] if p.resolve() not in reached]
+    assert unlinked == []

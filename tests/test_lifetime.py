@@ -1,0 +1,265 @@
+"""Nothing the lab starts outlives it, however its processes end: a SIGKILL of
+the sweep step, a SIGTERM to run-benchmark.sh alone, a SIGKILL of the whole
+group. After each: no process, no listener, no namespace; the run is marked
+interrupted. And a run whose lab vanished is marked so by a later step."""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, bench, free_port, lab, lab_env, leftovers, run_folders
+from lab import procs
+from lab.runtimes import netns
+
+SHORT = {"SERVER": "nginx", "CONCURRENCY": "1 2 3 4 5 6 7 8", "DURATION": "2s",
+         "WARMUP": "0"}
+PREFIX = "labk"
+NETNS = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,
+                           reason="TOPOLOGY=netns needs root and iproute2")
+
+
+def manifest(run: Path) -> dict:  # type: ignore[type-arg]
+    return json.loads((run / "manifest.json").read_text())
+
+
+def rows(run: Path) -> list[str]:
+    csv = run / "results.csv"
+    return csv.read_text().splitlines()[1:] if csv.exists() else []
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{name}/stat").read_text()
+        except OSError:
+            continue
+        if int(stat[stat.rindex(")") + 2:].split()[1]) == pid:
+            found.append(int(name))
+    return found
+
+
+def step_of(script: int, step: str) -> int:
+    """The pid of the script's `python3 -m lab STEP` child."""
+    for pid in children(script):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"-m" in argv and argv[argv.index(b"-m") + 1:argv.index(b"-m") + 3] == \
+                [b"lab", step.encode()]:
+            return pid
+    raise AssertionError(f"no `lab {step}` under pid {script}")
+
+
+def start_bench(tmp_path: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], Path]:
+    """run-benchmark.sh in a session of its own, once a level is measured."""
+    proc = subprocess.Popen([str(ROOT / "run-benchmark.sh")], cwd=ROOT, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        runs = run_folders(tmp_path)
+        if runs and rows(runs[0]):
+            return proc, runs[0]
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    raise AssertionError("no level finished in time")
+
+
+def wait_for(check: object, timeout: float = 120) -> None:
+    """Until check() is true (the guard works after the script is gone)."""
+    deadline = time.monotonic() + timeout
+    while not check():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.2)
+
+
+def assert_nothing_left(run: Path, port: int) -> None:
+    assert leftovers(run) == []
+    assert procs.listeners(port) == []
+    # every step's keeper ended with its step (none of this checkout's is left)
+    keeper = str(ROOT / "lab" / "keeper.py").encode()
+    wait_for(lambda: not [p for p in filter(str.isdigit, os.listdir("/proc"))
+                          if keeper in _cmdline(int(p))], 30)
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _environ(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return b""
+
+
+@pytest.fixture
+def netns_port() -> Iterator[int]:
+    port = free_port()
+    try:
+        yield port
+    finally:
+        if os.geteuid() == 0:
+            netns.remove(netns.Names(PREFIX, port))
+
+
+def settings(tmp_path: Path, port: int, topology: str) -> dict[str, str]:
+    extra = {"TOPOLOGY": "netns", "LAB_NETNS_PREFIX": PREFIX} if topology == "netns" else {}
+    return lab_env(tmp_path, PORT=str(port), **SHORT, **extra)
+
+
+def namespaces_gone(port: int) -> bool:
+    n = netns.Names(PREFIX, port)
+    return not netns.exists(n.server_ns) and not netns.exists(n.client_ns)
+
+
+TOPOLOGIES = ["local", pytest.param("netns", marks=NETNS)]
+
+
+@pytest.mark.parametrize("topology", TOPOLOGIES)
+def test_sigkill_of_the_sweep_step(tmp_path: Path, netns_port: int, topology: str) -> None:
+    proc, run = start_bench(tmp_path, settings(tmp_path, netns_port, topology))
+    try:
+        os.kill(step_of(proc.pid, "sweep"), signal.SIGKILL)
+        _, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    m = manifest(run)
+    assert m["status"] == "interrupted", m["problems"]
+    assert m["servers"]["nginx"]["status"] == "interrupted"
+    assert any("nginx: not measured (interrupted)" in p for p in m["problems"])
+    assert (run / "summary.md").exists()              # the script finished the run
+    assert_nothing_left(run, netns_port)
+    assert namespaces_gone(netns_port)
+
+
+@pytest.mark.parametrize("topology", TOPOLOGIES)
+def test_sigterm_to_the_script_alone(tmp_path: Path, netns_port: int, topology: str) -> None:
+    proc, run = start_bench(tmp_path, settings(tmp_path, netns_port, topology))
+    try:
+        os.kill(proc.pid, signal.SIGTERM)                  # `kill PID`: bash only
+        _, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    m = manifest(run)
+    assert m["status"] == "interrupted", m["problems"]
+    assert m["servers"]["nginx"]["status"] == "interrupted"
+    assert 1 <= len(rows(run)) < 8                        # it stopped the sweep at once
+    assert "interrupted" in (run / "summary.md").read_text()
+    assert_nothing_left(run, netns_port)
+    assert namespaces_gone(netns_port)
+
+
+@pytest.mark.parametrize("topology", TOPOLOGIES)
+def test_sigkill_of_the_group(tmp_path: Path, netns_port: int, topology: str) -> None:
+    proc, run = start_bench(tmp_path, settings(tmp_path, netns_port, topology))
+    os.killpg(proc.pid, signal.SIGKILL)                    # script and step at once
+    proc.communicate(timeout=60)
+    # the keeper kills the server and client; the guard undoes the topology
+    # and marks the run
+    wait_for(lambda: manifest(run)["status"] == "interrupted")
+    wait_for(lambda: namespaces_gone(netns_port))
+    wait_for(lambda: leftovers(run) == [] and procs.listeners(netns_port) == [], 30)
+    assert_nothing_left(run, netns_port)
+    assert manifest(run)["servers"]["nginx"]["status"] == "interrupted"
+
+
+def fake_run(tmp_path: Path) -> Path:
+    run = tmp_path / "results" / "20260101-000000-nginx"
+    run.mkdir(parents=True)
+    (run / "manifest.json").write_text(json.dumps({
+        "run_id": run.name, "status": "running",
+        "params": {"servers": ["nginx"], "axis": "concurrency", "duration_s": 1},
+        "client": {"tool": "siege", "connection": "close"},
+        "servers": {"nginx": {"status": "running", "starts": []}}, "problems": []}))
+    (run / "lock").write_text("held by run-benchmark.sh\n")
+    return run
+
+
+def test_a_run_whose_lab_is_gone_is_marked_by_report(tmp_path: Path) -> None:
+    run = fake_run(tmp_path)
+    lab(lab_env(tmp_path), "report", str(run), timeout=120)
+    m = manifest(run)
+    assert m["status"] == "interrupted" and m["servers"]["nginx"]["status"] == "interrupted"
+    assert "found by a later lab step" in " ".join(m["problems"])
+
+
+def test_a_run_whose_lab_lives_is_left_running(tmp_path: Path) -> None:
+    run = fake_run(tmp_path)
+    with open(run / "lock", "a") as held:                  # as the live script holds it
+        fcntl.flock(held, fcntl.LOCK_EX)
+        lab(lab_env(tmp_path), "report", str(run), timeout=120)
+    assert manifest(run)["status"] == "running"
+
+
+def test_the_keeper_kills_what_a_vanished_step_started(tmp_path: Path) -> None:
+    """A step SIGKILLed: its keeper kills the groups it started and what left
+    them with setsid (nginx-like workers, a daemonised child)."""
+    code = ("import os, subprocess, sys, time\n"
+            f"sys.path.insert(0, {str(ROOT)!r})\n"
+            "from pathlib import Path\n"
+            "from lab import procs\n"
+            "procs.start(['bash', '-c', 'sleep 900 & setsid sleep 901 & exec sleep 902'],\n"
+            "            Path('/'), dict(os.environ), subprocess.DEVNULL)\n"
+            "print('started', flush=True)\n"
+            "time.sleep(900)\n")
+    marker = f"LAB_RUN=keeper-test-{os.getpid()}"
+    env = {**os.environ, "LAB_RUN": marker.split("=", 1)[1]}
+    step = subprocess.Popen(["python3", "-c", code], env=env, stdout=subprocess.PIPE, text=True)
+    assert step.stdout is not None and step.stdout.readline() == "started\n"
+
+    def ours() -> list[int]:
+        return [int(p) for p in filter(str.isdigit, os.listdir("/proc"))
+                if f"{marker}\0".encode() in _environ(int(p)) and int(p) != step.pid
+                and _comm(int(p)) == "sleep"]
+
+    wait_for(lambda: len(ours()) == 3, 10)
+    step.kill()
+    step.wait()
+    wait_for(lambda: ours() == [], 10)
+
+
+def test_the_next_run_marks_a_run_whose_lab_is_gone(tmp_path: Path) -> None:
+    """A run left "running" by a lab that vanished is marked interrupted when
+    the next run starts; the new run records only the settings it uses (no
+    RATE with siege, in its settings or its reproduce line)."""
+    gone = fake_run(tmp_path)
+    out = bench(lab_env(tmp_path, SERVER="paced", PORT=str(free_port()), CONCURRENCY="1",
+                        DURATION="2s", WARMUP="0", RATE="5000"), timeout=300)
+    assert out.returncode == 2 and "drop RATE" in out.stderr     # RATE with siege: refused
+    out = bench(lab_env(tmp_path, SERVER="paced", PORT=str(free_port()), CONCURRENCY="1",
+                        DURATION="2s", WARMUP="0"), timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert f"note: {gone.name} was left running by a lab that is gone" in out.stderr
+    assert manifest(gone)["status"] == "interrupted"
+    [new] = [r for r in run_folders(tmp_path) if r != gone]
+    m = manifest(new)
+    assert m["status"] == "complete"
+    assert "RATE" not in m["settings"] and "RATE=" not in m["reproduce"]
+    assert "CONCURRENCY=1" in m["reproduce"]
