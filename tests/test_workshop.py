@@ -86,6 +86,7 @@ def resolve(command: str, made: list[Path]) -> list[str]:
 @pytest.mark.parametrize("ex", EXERCISES, ids=lambda e: f"exercise-{e.number}")
 def test_each_exercise_runs_short(tmp_path: Path, ex: Exercise) -> None:
     extra = tmp_path / "servers"
+    extra.mkdir()                      # LAB_SERVER_PATH must name a folder (lab.params)
     for path, code in ex.files.items():
         target = extra / Path(path).relative_to("servers")
         target.parent.mkdir(parents=True, exist_ok=True)
