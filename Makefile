@@ -10,7 +10,7 @@ LAB := $(PYTHON) -m lab
 # The names given on the command line (rerun: they override the recorded ones):
 GIVEN := $(strip $(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v))))
 
-.PHONY: help bench calibrate compare workshop-check list build images plots rerun report reproduce test lint clean distclean
+.PHONY: help bench calibrate compare workshop-check cost profile list build images plots rerun report reproduce test lint clean distclean
 
 help: ## this help
 	@echo "Polyglot REST server comparison lab"
@@ -24,6 +24,15 @@ bench: ## install what is missing, build, verify, sweep, plot (SERVER=...)
 
 calibrate: ## what each installed client drives against nginx here (CLIENTS=, CONCURRENCY=1 8 64, DURATION=5s)
 	$(LAB) calibrate
+
+cost: ## instructions per request under cachegrind, a separate start each (COST_LEVELS, COST_REQUESTS, REPEAT=3)
+	@servers=$$($(LAB) cost --check) && if [ -n "$$servers" ]; then \
+	  $(LAB) deps $$servers && $(LAB) build $$servers; fi
+	$(LAB) cost
+
+profile: ## CPU profiles and flame graphs of a run's servers at one of its levels: make profile RUN=results/<run-id> PROFILE_AT=8 [DURATION=10s]
+	@test -n "$(RUN)" || { echo "error: give RUN=results/<run-id> PROFILE_AT=<one of its levels>" >&2; exit 2; }
+	$(LAB) profile $(RUN)
 
 list: ## servers found from their manifests, built or not
 	@$(LAB) list

@@ -9,11 +9,11 @@ none imports the measuring side (sweep, launch, calibrate, runtimes).
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lab import metrics, record
+from lab import costview, metrics, profileview, record
 from lab.display import axis_label
 from lab.metrics import LevelStats, Verdict
 from lab.record import Calibration, Manifest, RunRecord
@@ -48,6 +48,8 @@ class Analysis:
     calibration_note: str                   # why a calibration on record is not used
     capacity: list[CapacityNote]
     warnings: list[str]
+    costs: costview.CostAnalysis | None = None       # make cost: instructions per request
+    profiles: dict[str, profileview.ProfileSummary | str] = field(default_factory=dict)
 
     def levels(self, server: str) -> list[LevelStats]:
         return self.stats.get(server, [])
@@ -60,7 +62,8 @@ def conditions(m: Manifest) -> str:
     c, h, p = m.client, m.host, m.params
     threads = f", {c.threads} threads" if c.threads else ""
     return (f"{c.tool} {c.version}{threads}, connection {c.connection or '?'}, "
-            f"{p.duration_s}s/level, {p.repeat} rep, server CPU "
+            f"{'' if m.extra.get('kind') == 'cost' else f'{p.duration_s}s/level, '}"
+            f"{p.repeat} rep, server CPU "
             f"{m.pinning.server_cpus or '?'}, client CPU {m.pinning.client_cpus or '?'}, "
             f"{(m.topology or '?').split(' ')[0]}, {h.get('cpu_model', '?')}, "
             f"{h.get('cores', '?')} cores")
@@ -196,7 +199,7 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
                    if reps == 1 else
                    f"{reps} repetitions per level rank nothing on a noisy host: use "
                    f"REPEAT={metrics.MIN_REPS_FOR_VERDICT} or more for verdicts.")
-    if m.calibration is None:
+    if m.calibration is None and m.extra.get("kind") != "cost":
         out.append("No calibration on record: run `make calibrate` once to see each "
                    "server's rate as a share of what the client can drive here.")
     elif cal_note:
@@ -229,7 +232,9 @@ def analyse(rec: RunRecord) -> Analysis:
     return Analysis(stats=stats, compared=compared, verdict_at=at, basis=basis,
                     verdicts=found, calibration_used=m.calibration is not None and not note,
                     calibration_note=note, capacity=notes,
-                    warnings=warnings(m, stats, note, notes))
+                    warnings=warnings(m, stats, note, notes),
+                    costs=None if rec.costs is None else costview.analyse(rec.costs),
+                    profiles=profileview.analyse(rec.profiles))
 
 
 def of(run: Path) -> tuple[RunRecord, Analysis]:
@@ -257,4 +262,5 @@ def to_json(rec: RunRecord, a: Analysis) -> dict[str, Any]:
             "capacity": [asdict(c) for c in a.capacity],
             "calibration_note": a.calibration_note,
             "warnings": a.warnings,
+            "costs": None if a.costs is None else asdict(a.costs),
             "rows": {n: [asdict(r) for r in rows] for n, rows in rec.by_server().items()}}

@@ -504,6 +504,18 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     return reproduce.main(args.study, os.environ)
 
 
+def cmd_cost(args: argparse.Namespace) -> int:
+    """make cost: instructions per request under cachegrind (lab.cost)."""
+    from lab import cost
+    return cost.main(["--check"] if args.check else [])
+
+
+def cmd_profile(args: argparse.Namespace) -> int:
+    """make profile: CPU profiles of a run's servers at one level (lab.profile)."""
+    from lab import profile
+    return profile.main([args.run] + (["--check"] if args.check else []))
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python3 -m lab", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -555,6 +567,16 @@ def parser() -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=text)
         sp.add_argument("run")
         sp.set_defaults(fn=fn)
+    sp = sub.add_parser("cost", help="instructions per request under cachegrind, "
+                        "separate starts (make cost)")
+    sp.add_argument("--check", action="store_true",
+                    help="validate only; print the native servers to build")
+    sp.set_defaults(fn=cmd_cost)
+    sp = sub.add_parser("profile", help="CPU profiles of a run's servers at PROFILE_AT "
+                        "(separate starts; make profile)")
+    sp.add_argument("run")
+    sp.add_argument("--check", action="store_true", help="validate only")
+    sp.set_defaults(fn=cmd_profile)
     sp = sub.add_parser("reproduce", help="a published study, with two clients; claims judged")
     sp.add_argument("study", nargs="?", default="", help="a study id from docs/claims.toml")
     sp.set_defaults(fn=cmd_reproduce)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from lab import analysis, metrics, record, results
+from lab import analysis, costview, metrics, profileview, record, results
 from lab.analysis import Analysis
 from lab.display import DASH, figure, rng, spread_text
 from lab.display import axis_label as axis_name
@@ -481,6 +481,49 @@ def page(title: str, body: str) -> str:
             f"<body>{body}</body></html>\n")
 
 
+def costs_html(c: costview.CostAnalysis | None) -> str:
+    """make cost's figure: instructions per request, beside the plain start's CPU."""
+    if c is None:
+        return ""
+    body = ['<h2 id="cost">Instructions per request (cachegrind)</h2>',
+            f"<p>{e(costview.KERNEL_NOTE)}</p>", f'<p class="muted">{e(c.condition)}</p>',
+            table(costview.HEAD, [[e(x) for x in r] for r in costview.rows(c.servers)],
+                  numeric={1, 2, 3, 4, 5, 6}, cls="cost")]
+    if c.verdicts:
+        body.append(table(["c", "a", "b", "kind", "verdict"],
+                          [[e(v.level), e(v.a), e(v.b), e(v.kind), e(v.text)]
+                           for v in c.verdicts], numeric={0}, cls="cost-verdicts"))
+    for s in c.servers:
+        for level, found in sorted(s.functions.items())[:1]:
+            body.append(f"<h3>{e(s.server)}: instructions per request by function "
+                        f"(c={e(level)})</h3><p class=\"muted\">{e(costview.FUNCTIONS_NOTE)}</p>")
+            body.append(table(["function", "instructions/request"],
+                              [[f"<code>{e(n)}</code>", e(f"{ir:,.1f}")] for n, ir in found],
+                              numeric={1}, cls="cost-functions"))
+    return "".join(body)
+
+
+def profiles_html(found: dict[str, profileview.ProfileSummary | str]) -> str:
+    """make profile's figure: top functions, the user/kernel split, a link to
+    each flame graph (a separate SVG file: this page stays script-free)."""
+    if not found:
+        return ""
+    parts = [f'<h2 id="profiles">{e(profileview.TITLE)}</h2>']
+    for name, got in found.items():
+        if isinstance(got, str):
+            parts.append(f"<h3>{e(name)}</h3><p>Profile unreadable: {e(got)}</p>")
+            continue
+        link = got.info.flamegraph
+        parts.append(f"<h3>{e(name)}</h3><p>{e(profileview.described(got.info, got.summary))}"
+                     + (f' <a href="{e(quote(link))}">Flame graph of {e(name)}</a>' if link
+                        else "") + "</p>")
+        parts.append(table(profileview.HEAD,
+                           [[f"<code>{e(a)}</code>", e(x), f"<code>{e(b)}</code>", e(y)]
+                            for a, x, b, y in profileview.top_rows(got.summary)],
+                           numeric={1, 3}, cls="profile"))
+    return "".join(parts)
+
+
 def render(run: Path) -> str:
     rec, a = analysis.of(run)
     m, stats = rec.manifest, a.stats
@@ -491,6 +534,7 @@ def render(run: Path) -> str:
             overview(m, stats) if stats else "",
             "<h2>Flags</h2>", legend(flags_seen(stats, m)),
             charts_section(run)]
+    body += [costs_html(a.costs), profiles_html(a.profiles)]
     body += [server_section(m, n, stats.get(n, []), probes.get(n)) for n in names]
     body += [verdicts_html(m, a), calibration_html(m, a), warnings_html(a.warnings),
              conditions_html(m)]

@@ -219,6 +219,19 @@ REGISTRY: tuple[Setting, ...] = (
     _s("LAB_DOCKER_PREFIX", "lab", "letters/digits",
        "first part of the compose projects' names (tests use their own)", "RUNTIME=docker",
        scope="lab"),
+    # make cost, make profile (lab/cost.py, lab/profile.py)
+    _s("COST_LEVELS", "1 8", "whole numbers",
+       "the concurrencies at which instructions per request are counted (cachegrind, "
+       "h2load keep-alive)", "make cost", scope="cost"),
+    _s("COST_REQUESTS", "2000 6000", "two whole numbers",
+       "two exact request counts, one start each; (Ir at the larger - Ir at the smaller) / "
+       "their difference = instructions per request", "make cost", scope="cost"),
+    _s("HEADERS", "0", "0..10000",
+       "extra request headers (X-Lab-Pad-N, 32 bytes each) on every request, to see what "
+       "header handling costs", "make cost, make profile", scope="cost"),
+    _s("PROFILE_AT", "", "one of RUN's levels",
+       "the level of RUN at which each server is profiled (perf or async-profiler, a "
+       "separate start, for DURATION)", "make profile", scope="profile"),
     # make calibrate
     _s("CLIENTS", "", "client names",
        "the clients to calibrate, space-separated (empty: every installed one)",
@@ -828,7 +841,9 @@ def help_text(found: Found | None = None) -> str:
     lines = []
     for scope, title in (("run", "Settings of a run (make VAR=value or environment):"),
                          ("lab", "Where the lab keeps and finds things:"),
-                         ("calibrate", "make calibrate:"), ("reproduce", "make reproduce:")):
+                         ("calibrate", "make calibrate:"), ("reproduce", "make reproduce:"),
+                         ("cost", "make cost (HEADERS: make profile too):"),
+                         ("profile", "make profile:")):
         lines += ["", title]
         for st in (shown(x, found) for x in REGISTRY):
             if st.scope == scope:

@@ -22,6 +22,8 @@ class Stat:
     cpu_s: float       # utime + stime
     threads: int
     rss_kb: int
+    user_s: float = 0.0    # utime: in user space
+    sys_s: float = 0.0     # stime: in the kernel on its behalf (syscalls, TCP)
 
 
 def read_stat(pid: int) -> Stat | None:
@@ -37,7 +39,8 @@ def read_stat(pid: int) -> Stat | None:
     return Stat(pid=pid, ppid=int(fields[1]),
                 cpu_s=(int(fields[11]) + int(fields[12])) / TICKS,
                 threads=int(fields[17]),
-                rss_kb=int(fields[21]) * PAGE // 1024)
+                rss_kb=int(fields[21]) * PAGE // 1024,
+                user_s=int(fields[11]) / TICKS, sys_s=int(fields[12]) / TICKS)
 
 
 def tree(root: int) -> list[Stat]:
@@ -82,6 +85,14 @@ def summed(procs: list[Stat]) -> TreeSample | None:
 
 def sample(root: int) -> TreeSample | None:
     return summed(tree(root))
+
+
+def user_sys(root: int) -> tuple[float, float] | None:
+    """The tree's CPU seconds in user space and in the kernel, or None when it is gone."""
+    procs = tree(root)
+    if not procs:
+        return None
+    return sum(p.user_s for p in procs), sum(p.sys_s for p in procs)
 
 
 class Sampler:

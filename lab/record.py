@@ -749,14 +749,148 @@ def probe_files(run: Path) -> dict[str, dict[str, Any] | str]:
     return out
 
 
+# --------------------------------------------------------------------------- costs, profiles
+
+COST = "cost.json"                 # make cost (lab.cost): instructions per request
+PROFILE_DIR = "profile"            # make profile (lab.profile): <server>/profile/
+PROFILE_JSON = "profile.json"
+FOLDED = "profile.folded"
+
+
+@dataclass
+class CostRep:
+    """One repetition of one server at one level under cachegrind: the
+    marginal instructions per request from two exact-count starts, and the
+    CPU a plain start spent per request (user, kernel) from /proc."""
+    rep: int
+    level: int
+    per_request: float
+    user_us: float | None = None
+    sys_us: float | None = None
+    rate_rps: float | None = None
+
+
+@dataclass
+class CostServer:
+    name: str
+    applicable: bool
+    reason: str = ""                   # not applicable: why
+    error: str = ""                    # failed: why
+    valgrind: str = ""
+    reps: list[CostRep] = field(default_factory=list)
+    # level: (function, instructions per request) by cg_diff of the two starts
+    functions: dict[int, list[tuple[str, float]]] = field(default_factory=dict)
+
+
+@dataclass
+class Costs:
+    """cost.json: how the counts were made, and each server's."""
+    tool: str
+    wrapper: str
+    levels: list[int]
+    requests: list[int]
+    repeat: int
+    servers: dict[str, CostServer]
+    headers: int = 0                   # extra request headers (HEADERS)
+
+
+def _num(o: _Obj, key: str) -> float | None:
+    return o.opt_num(key)
+
+
+def read_costs(run: Path) -> Costs | None:
+    """<run>/cost.json, typed; None when the run has none."""
+    path = run / COST
+    if not path.exists():
+        return None
+    o = _Obj(read_json(path), path, "")
+    servers: dict[str, CostServer] = {}
+    table = o.obj("servers", True)
+    for name in table.data:
+        x = table.obj(name)
+        reps = []
+        for i, r in enumerate(x.items("reps")):
+            ro = _Obj(r, path, f"servers.{name}.reps[{i}]")
+            native = ro.obj("native")
+            per = ro.opt_num("per_request")
+            if per is None:
+                raise ro.fail("per_request", "a number")
+            reps.append(CostRep(rep=ro.integer("rep"), level=ro.integer("level"),
+                                per_request=per, user_us=_num(native, "user_us_per_req"),
+                                sys_us=_num(native, "sys_us_per_req"),
+                                rate_rps=_num(native, "rate_rps")))
+        functions: dict[int, list[tuple[str, float]]] = {}
+        for level, found in x.raw_obj("functions").items():
+            if not (isinstance(found, list) and str(level).isdigit() and all(
+                    isinstance(f, list) and len(f) == 2 and isinstance(f[1], (int, float))
+                    for f in found)):
+                raise x.fail("functions", "an object of levels: [[function, number], ...]")
+            functions[int(level)] = [(str(f[0]), float(f[1])) for f in found]
+        servers[name] = CostServer(name=name, applicable=x.flag("applicable"),
+                                   reason=x.text("reason"), error=x.text("error"),
+                                   valgrind=x.text("valgrind"), reps=reps, functions=functions)
+    return Costs(tool=o.text("tool"), wrapper=o.text("wrapper"), levels=o.ints("levels"),
+                 requests=o.ints("requests"), repeat=o.integer("repeat", 1), servers=servers,
+                 headers=o.integer("headers", 0))
+
+
+@dataclass
+class Profile:
+    """<server>/profile/: how the profile was taken, and its folded stacks."""
+    server: str
+    profiler: str
+    settings: str
+    level: int
+    axis: str
+    client: str
+    seconds: int
+    rate_rps: float | None             # the client's rate while profiled
+    thread_root: bool                  # each stack starts with the thread's name
+    flamegraph: str                    # relative to the run folder
+    stacks: list[tuple[list[str], int]]
+
+
+def read_folded(path: Path) -> list[tuple[list[str], int]]:
+    """Folded stacks: "frame;frame;frame count" per line."""
+    stacks = []
+    for line in path.read_text(errors="replace").splitlines():
+        stack, _, count = line.rpartition(" ")
+        if stack and count.isdigit():
+            stacks.append((stack.split(";"), int(count)))
+    return stacks
+
+
+def read_profiles(run: Path) -> dict[str, Profile | str]:
+    """Each server's profile, or why it cannot be read (shown, never fatal)."""
+    out: dict[str, Profile | str] = {}
+    for path in sorted(run.glob(f"*/{PROFILE_DIR}/{PROFILE_JSON}")):
+        name = path.parent.parent.name
+        try:
+            o = _Obj(read_json(path), path, "")
+            graph = o.text("flamegraph")
+            out[name] = Profile(
+                server=name, profiler=o.text("profiler"), settings=o.text("settings"),
+                level=o.integer("level"), axis=o.text("axis"), client=o.text("client"),
+                seconds=o.integer("seconds"), rate_rps=o.opt_num("rate_during_profile"),
+                thread_root=o.flag("thread_root"),
+                flamegraph=f"{name}/{PROFILE_DIR}/{graph}" if graph else "",
+                stacks=read_folded(path.parent / FOLDED))
+        except (RecordError, OSError) as e:
+            out[name] = str(e)
+    return out
+
+
 # --------------------------------------------------------------------------- a run
 
 @dataclass
 class RunRecord:
-    """A run folder read whole: its manifest and its rows."""
+    """A run folder read whole: its manifest and its rows, and its
+    instruction counts (make cost) and CPU profiles (make profile) if any."""
     folder: Path
     manifest: Manifest
     rows: list[Row]
+    costs: Costs | None = None
+    profiles: dict[str, Profile | str] = field(default_factory=dict)
 
     def by_server(self) -> dict[str, list[Row]]:
         return group(self.rows)
@@ -765,7 +899,7 @@ class RunRecord:
 def load(run: Path) -> RunRecord:
     """A run folder, typed; RecordError names the file and what is wrong."""
     m = read_manifest(run)
-    return RunRecord(run, m, read_rows(run))
+    return RunRecord(run, m, read_rows(run), read_costs(run), read_profiles(run))
 
 
 def finite(x: float | None) -> bool:

@@ -11,7 +11,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from lab import analysis, metrics, probetable, record
+from lab import analysis, costview, metrics, probetable, profileview, record
 from lab.analysis import Analysis
 from lab.display import DASH, axis_label, rng, spread_text
 from lab.metrics import LevelStats
@@ -163,6 +163,10 @@ def summary(rec: RunRecord, a: Analysis) -> str:
         sampler = max(s.sampler_cpu_pct.hi for levels in stats.values() for s in levels)
         lines += ["", f"The lab's own /proc sampler used at most {sampler:.2f}% of one core "
                       "per level."]
+    if a.costs is not None:
+        lines += [""] + costview.markdown(a.costs)
+    if a.profiles:
+        lines += [""] + profileview.markdown(a.profiles)
     probed = probe_section(record.probe_files(rec.folder))
     if probed:
         lines += ["", "## Robustness probe (a separate start of each server)", "", *probed]

@@ -30,12 +30,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from lab import analysis, claims, record, results
+from lab import analysis, claims, costview, record, results
 from lab.claims import ClaimResult, ClaimsError, Study
 from lab.clients import clients
 from lab.metrics import LevelStats
 from lab.params import ConfigError, flag, run_settings
-from lab.servers import ManifestError, found_here
+from lab.servers import ManifestError, Server, discover, found_here
 
 ROOT = Path(__file__).resolve().parents[1]
 CLAIMS = ROOT / "docs" / "claims.toml"
@@ -387,6 +387,64 @@ def plan_json(plan: Plan) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- main
 
+# --------------------------------------------------------------------------- instructions
+
+def ada_claims(plan: Plan, known: dict[str, Server]) -> list[claims.Claim]:
+    """Throughput ratios between Ada servers (ASF against AWS, EWS against AWS)."""
+    return [c for c in plan.study.claims if c.kind == "ratio" and c.metric == "peak_rps"
+            and all(claims.base(x) in c.unavailable or
+                    (claims.base(x) in known and known[claims.base(x)].language == "Ada")
+                    for x in c.servers)]
+
+
+def instruction_ratios(plan: Plan, env: Mapping[str, str]) -> list[str]:
+    """`make cost` (lab.cost, cachegrind) on the Ada servers of the throughput
+    claims between Ada servers, and each claim's instruction ratio beside its
+    throughput ratio: noise-free where the throughput is not."""
+    known = discover(ROOT, env.get("LAB_SERVER_PATH", ""))
+    found = ada_claims(plan, known)
+    if not found:
+        return []
+    # a ratio needs both sides: a claim with an unavailable server is not counted
+    names = sorted({claims.base(x) for c in found for x in c.servers
+                    if not any(claims.base(y) in c.unavailable for y in c.servers)})
+    lines = ["## Instructions per request beside the throughput ratio", "",
+             "Claims that compare Ada servers, counted by `make cost` (cachegrind, user "
+             "space only, c=1, a separate start each): for a throughput ratio a/b, "
+             "instructions(b)/instructions(a) is what that ratio would be if both spent "
+             "their time in their own user-space code.", ""]
+    per: dict[str, float] = {}
+    if names:
+        cost_env = {**env, "SERVER": " ".join(names), "COST_LEVELS": "1"}
+        if plan.quick:
+            cost_env.update(COST_REQUESTS="1000 3000", REPEAT="1")
+        out = subprocess.run([sys.executable, "-m", "lab", "cost"], cwd=ROOT, env=cost_env,
+                             stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        folder = next((Path(m.group(1)) for line in out.stderr.splitlines()
+                       if (m := RUN_FOLDER.match(line))), None)
+        counted = record.read_costs(folder) if folder is not None else None
+        if counted is None:
+            lines += [f"- make cost failed (exit {out.returncode}): "
+                      f"{out.stderr.strip()[-300:]}", ""]
+        else:
+            for sc in costview.server_costs(counted):
+                if sc.levels:
+                    per[sc.server] = sc.levels[0].per_request.median
+            lines += [f"Run folder: `{folder}`.", ""]
+    for c in found:
+        a, b = (claims.base(x) for x in c.servers[:2])
+        missing = [x for x in (a, b) if x not in per]
+        if missing:
+            why = "; ".join(c.unavailable.get(x, "not counted") for x in missing)
+            lines.append(f"- {claims.label(c)}: published throughput ratio {c.published}; "
+                         f"instructions not counted for {', '.join(missing)} ({why})")
+        else:
+            lines.append(f"- {claims.label(c)}: published throughput ratio {c.published}; "
+                         f"instructions per request {a} {per[a]:,.0f}, {b} {per[b]:,.0f}: "
+                         f"instruction ratio {b}/{a} = {per[b] / per[a]:.3f}")
+    return lines + [""]
+
+
 def lab_servers(env: Mapping[str, str]) -> set[str]:
     return set(found_here(ROOT))            # LAB_SERVER_PATH as lab.paths reads it
 
@@ -427,6 +485,7 @@ def main(name: str, env: Mapping[str, str]) -> int:
     available = lab_servers(env)
     judged = [judge(plan, d, available) for d in done]
     text = render(plan, folder, judged)
+    text += "\n" + "\n".join(instruction_ratios(plan, env))
     (folder / "claims.md").write_text(text)
     results.write_json(folder / "claims.json", to_json(plan, judged))
     print(text)

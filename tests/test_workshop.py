@@ -6,7 +6,9 @@ The commands are read from the document itself, so a workshop that drifts
 from the lab fails here: each exercise is a `## Exercise N` section whose
 ```sh blocks hold `make` lines; a ```<lang> <path> block is a file to write
 (exercise 7 adds a server that way); a comment `# chart: NAME` says which
-chart the question is about."""
+chart the question is about, `# file: PATH` a file a run folder must hold
+(make cost and make profile draw no chart). make cost runs with small
+counts, make profile for 2 s."""
 from __future__ import annotations
 
 import re
@@ -21,6 +23,8 @@ from conftest import ROOT, free_port, lab_env, leftovers
 
 DOC = ROOT / "docs" / "workshop.md"
 SHORT = ["DURATION=1s", "REPEAT=1", "WARMUP=0", "PROBE=0"]
+SHORT_COST = ["COST_REQUESTS=1000 3000", "REPEAT=1"]
+SHORT_PROFILE = ["DURATION=2s"]
 BLOCK = re.compile(r"^```(\S+)(?: +(\S+))?\n(.*?)^```", re.M | re.S)
 
 
@@ -31,6 +35,7 @@ class Exercise:
     commands: list[str] = field(default_factory=list)
     files: dict[str, str] = field(default_factory=dict)
     charts: list[str] = field(default_factory=list)
+    expects: list[str] = field(default_factory=list)     # files in a run folder
 
 
 def exercises(text: str) -> list[Exercise]:
@@ -44,6 +49,7 @@ def exercises(text: str) -> list[Exercise]:
                 ex.commands += [line.strip() for line in joined.splitlines()
                                 if line.strip().startswith("make ")]
                 ex.charts += re.findall(r"#\s*chart:\s*(\S+)", code)
+                ex.expects += re.findall(r"#\s*file:\s*(\S+)", code)
             elif path:
                 ex.files[path] = code
         found.append(ex)
@@ -53,11 +59,11 @@ def exercises(text: str) -> list[Exercise]:
 EXERCISES = exercises(DOC.read_text())
 
 
-def test_the_workshop_has_its_seven_exercises() -> None:
-    assert [e.number for e in EXERCISES] == list(range(1, 8))
+def test_the_workshop_has_its_nine_exercises() -> None:
+    assert [e.number for e in EXERCISES] == list(range(1, 10))
     for e in EXERCISES:
         assert e.commands, f"exercise {e.number} has no command"
-        assert e.charts or e.number == 7, f"exercise {e.number} names no chart"
+        assert e.charts or e.expects or e.number == 7, f"exercise {e.number} names no chart"
 
 
 def runs_in(results: Path) -> list[Path]:
@@ -80,6 +86,7 @@ def resolve(command: str, made: list[Path]) -> list[str]:
 @pytest.mark.parametrize("ex", EXERCISES, ids=lambda e: f"exercise-{e.number}")
 def test_each_exercise_runs_short(tmp_path: Path, ex: Exercise) -> None:
     extra = tmp_path / "servers"
+    extra.mkdir()                      # LAB_SERVER_PATH must name a folder (lab.params)
     for path, code in ex.files.items():
         target = extra / Path(path).relative_to("servers")
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -92,6 +99,9 @@ def test_each_exercise_runs_short(tmp_path: Path, ex: Exercise) -> None:
         words = resolve(command, made)
         if words[1] in ("bench", "reproduce"):
             words += SHORT
+        given = {w.partition("=")[0] for w in words if "=" in w}
+        words += [w for w in {"cost": SHORT_COST, "profile": SHORT_PROFILE}.get(words[1], [])
+                  if w.partition("=")[0] not in given]
         out = subprocess.run(words, cwd=ROOT, env=env, capture_output=True, text=True,
                              timeout=900)
         assert out.returncode == 0, f"{command}\n{out.stderr[-3000:]}"
@@ -101,5 +111,7 @@ def test_each_exercise_runs_short(tmp_path: Path, ex: Exercise) -> None:
     drawn |= {p.stem for p in results.glob("compare-*/*.png")}
     for chart in ex.charts:
         assert chart in drawn, f"{chart}.png not drawn (drawn: {sorted(drawn)})"
+    for name in ex.expects:
+        assert any((run / name).is_file() for run in made), f"no run folder holds {name}"
     for run in made:
         assert leftovers(run) == []

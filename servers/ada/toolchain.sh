@@ -3,7 +3,8 @@
 #
 #   toolchain.sh ensure          make the toolchain ready (idempotent, cached)
 #   toolchain.sh build NAME      build servers/ada/NAME with gprbuild
-#   toolchain.sh exec NAME ARGS  exec the built server (the PID stays the server's)
+#   toolchain.sh exec NAME ARGS  exec the built server (the PID stays the server's);
+#                                LAB_WRAPPER (words) runs it under a tool (valgrind)
 #   toolchain.sh facts NAME      key=value lines for the run manifest
 #   toolchain.sh mode            print the resolved mode (native|rootfs)
 #   toolchain.sh sources NAME    check and unpack the pinned sources NAME needs
@@ -373,12 +374,39 @@ cmd_exec() {
     exe=$(exe_of "$dir")
     if [[ $mode == rootfs ]]; then
         [[ -x $ROOT/lab/$name/bin/$exe ]] || die "not built: run toolchain.sh build $name"
+        if [[ -n ${LAB_WRAPPER:-} ]]; then
+            # A wrapped start (make cost: valgrind) in a mount namespace of its
+            # own, so that what it mounts goes away with it: see wrapped_exec.
+            exec unshare --mount --propagation private -- "$HERE/toolchain.sh" \
+                wrapped-exec "$name" "$@"
+        fi
         # chroot execs the server: same PID, environment (PORT, WORKERS) kept.
         exec chroot "$ROOT" "/lab/$name/bin/$exe" "$@"
     else
         [[ -x $dir/bin/$exe ]] || die "not built: run toolchain.sh build $name"
-        exec "$dir/bin/$exe" "$@"
+        local wrap=()
+        read -r -a wrap <<< "${LAB_WRAPPER:-}"
+        exec "${wrap[@]}" "$dir/bin/$exe" "$@"
     fi
+}
+
+# Inside the private mount namespace of a wrapped rootfs start: the root's
+# /proc (valgrind reads /proc/self/maps) and LAB_WRAP_OUT, the host folder the
+# wrapper writes into, bind-mounted at /run/lab-wrap (LAB_WRAP_OUT is set to
+# that path inside); then LAB_WRAPPER (the root's own valgrind) runs the server.
+wrapped_exec() {
+    local name=${1:?} dir exe wrap=()
+    shift
+    dir=$(server_dir "$name")
+    exe=$(exe_of "$dir")
+    read -r -a wrap <<< "${LAB_WRAPPER:-}"
+    mount -t proc proc "$ROOT/proc" || die "cannot mount proc in the root (needs root)"
+    if [[ -n ${LAB_WRAP_OUT:-} ]]; then
+        mkdir -p "$ROOT/run/lab-wrap"
+        mount --bind "$LAB_WRAP_OUT" "$ROOT/run/lab-wrap" || die "cannot bind $LAB_WRAP_OUT"
+        export LAB_WRAP_OUT=/run/lab-wrap
+    fi
+    exec chroot "$ROOT" "${wrap[@]}" "/lab/$name/bin/$exe" "$@"
 }
 
 # Run a command with the toolchain of the current mode.
@@ -452,6 +480,7 @@ main() {
         sources) cmd_sources "$@" ;;
         build)  cmd_build "$@" ;;
         exec)   cmd_exec "$@" ;;
+        wrapped-exec) wrapped_exec "$@" ;;
         facts)  cmd_facts "$@" ;;
         mode)   resolve_mode ;;
         *)      sed -n '2,9s/^# \{0,1\}//p' "$0" >&2; exit 64 ;;

@@ -53,4 +53,7 @@ fi
 sed -e "s|@LISTEN@|$listen|" -e "s|@BACKLOG@|$backlog|" -e "s|@WORKERS@|$workers|" \
   -e "s|@PREFIX@|$prefix|g" "$here/nginx.conf" > "$prefix/nginx.conf"
 echo "nginx listening on $listen (backlog $backlog) with $workers workers (prefix $prefix)"
-exec nginx -p "$prefix" -c "$prefix/nginx.conf" -e stderr
+# LAB_WRAPPER (words, e.g. valgrind and its options; make cost) runs nginx under a tool.
+wrap=()
+read -r -a wrap <<< "${LAB_WRAPPER:-}"
+exec "${wrap[@]}" nginx -p "$prefix" -c "$prefix/nginx.conf" -e stderr

@@ -1,0 +1,312 @@
+"""`make profile RUN=results/<run> PROFILE_AT=<level>`: where each server of a
+run spends its CPU at one of the run's levels.
+
+Like the robustness probe, each server gets a start of its own (never a
+measured level): the run's knobs, CPUs and client, the client at that level
+for a short warm-up, then for DURATION while a sampling profiler records it:
+
+- native servers: `perf record -e cpu-clock` (a software clock: this VM has no
+  PMU) with DWARF call graphs, attached to every process of the server's
+  tree; perf reads a chrooted server's libraries through /proc/PID/root.
+  Stacks are folded by perf's own `perf script report stackcollapse --kernel`
+  (kernel frames end in `_[k]`).
+- JVMs: async-profiler (Maven Central's tools.profiler:async-profiler jar,
+  fetched once into LAB_CACHE), loaded into the running JVM with
+  `jcmd PID JVMTI.agent_load` in cpu mode (perf_events' cpu-clock, with
+  kernel frames), stopped after DURATION with its folded ("collapsed") output.
+
+The client's rate while the profiler ran is recorded beside the run's rate at
+that level: the difference is the profiler's overhead. Writes
+<run>/<server>/profile/{profile.folded, profile.json, flamegraph.svg};
+lab.profileview reads them for the report (a table of top functions with the
+user/kernel split; the flame graphs are linked, the report stays script-free).
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from lab import cost, deps, procfs, procs, record, report
+from lab.clients import ClientError, Load, Options, clients
+from lab.costview import JIT_LANGUAGES
+from lab.launch import Knobs, ServerProcess
+from lab.params import ConfigError, parse_duration, positive_int
+from lab.paths import ROOT, cache_dir
+from lab.profileview import write_flamegraph
+from lab.record import FOLDED, PROFILE_DIR, PROFILE_JSON
+from lab.servers import Server, discover, is_built, lookup
+from lab.launch import placeholders
+
+PERF_HZ = 499
+PERF_STACK = 16384                 # bytes of user stack copied per sample (DWARF unwinding)
+ASPROF = ("tools.profiler", "async-profiler", "4.0")
+ASPROF_INTERVAL_NS = 2_000_000     # 500 Hz, as perf's
+WARMUP_NATIVE_S, WARMUP_JVM_S = 3, 15
+
+
+class ProfileError(RuntimeError):
+    """A server could not be profiled: the message says why."""
+
+
+def asprof_library(cache: Path) -> Path:
+    """libasyncProfiler.so for linux-x64, from the Maven Central jar (fetched once)."""
+    group, artifact, version = ASPROF
+    folder = cache / "async-profiler" / version
+    lib = folder / "libasyncProfiler.so"
+    if lib.is_file():
+        return lib
+    folder.mkdir(parents=True, exist_ok=True)
+    jar = folder / f"{artifact}-{version}.jar"
+    if not jar.is_file():
+        out = subprocess.run(["mvn", "-q", "-B", "dependency:copy",
+                              f"-Dartifact={group}:{artifact}:{version}",
+                              f"-DoutputDirectory={folder}"],
+                             capture_output=True, text=True, timeout=600)
+        if out.returncode != 0 or not jar.is_file():
+            raise ProfileError(f"mvn could not fetch {group}:{artifact}:{version}: "
+                               f"{out.stdout[-500:]}{out.stderr[-500:]}")
+    with zipfile.ZipFile(jar) as z:
+        lib.write_bytes(z.read("linux-x64/libasyncProfiler.so"))
+    return lib
+
+
+def perf_version() -> str:
+    out = subprocess.run(["perf", "--version"], capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def check(env: dict[str, str], run: Path) -> tuple[dict[str, Any], list[Server], int, int]:
+    """The run, its servers, the level and the duration; ConfigError (exit 2) when bad."""
+    try:
+        man = record.read_manifest(run)
+    except record.RecordError as e:
+        raise ConfigError(f"RUN={run}: not a run folder ({e.problem})") from None
+    m = man.to_json()
+    p = m.get("params") or {}
+    if m.get("kind") == "cost" or p.get("axis") not in ("concurrency", "rate"):
+        raise ConfigError(f"RUN={run}: make profile needs a make bench run swept over "
+                          "concurrency or rate")
+    at_text = env.get("PROFILE_AT", "").strip()
+    if not at_text:
+        raise ConfigError(f"PROFILE_AT is empty: give one of the run's levels "
+                          f"({' '.join(map(str, p.get('values', [])))})")
+    at = positive_int("PROFILE_AT", at_text, 1, 10_000_000)
+    if at not in p.get("values", []):
+        raise ConfigError(f"PROFILE_AT={at}: the run has no such level (its levels: "
+                          f"{' '.join(map(str, p.get('values', [])))})")
+    duration = parse_duration("DURATION", env.get("DURATION", "10s"))
+    if cost.headers(env) and p.get("load_axis") != "concurrency":
+        raise ConfigError("HEADERS drives h2load at the level's concurrency: profile a run "
+                          "swept over concurrency")
+    known = discover(ROOT, env.get("LAB_SERVER_PATH", ""))
+    missing = [n for n in p["servers"] if n.partition("@")[0] not in known]
+    if missing:
+        raise ConfigError(f"the run's server {', '.join(missing)} is not in this checkout")
+    servers = [lookup(known, n) for n in p["servers"]]
+    values = placeholders(ROOT, cache_dir(), Knobs(0, 0, 0, ""))
+    unbuilt = [s.name for s in servers if not is_built(s, values)]
+    if unbuilt:
+        raise ConfigError(f"not built: {' '.join(unbuilt)} (make build SERVER=\"...\")")
+    port = positive_int("PORT", env.get("PORT") or str(p["port"]), 1024, 65535)
+    procs.check_port_free(port, p["bind"])
+    return m, servers, at, duration
+
+
+class LoadRun:
+    """The run's client at one level, in the background."""
+
+    def __init__(self, m: dict[str, Any], url: str, at: int, seconds: int, out: Path) -> None:
+        p = m["params"]
+        self.client = clients()[p["client"]]()
+        self.client.prepare(out, Options(p["keepalive"], p["client_threads"]))
+        load = Load(concurrency=at) if p["load_axis"] == "concurrency" else Load(rate=at)
+        argv = procs.pinned(self.client.command(url, load, seconds), tuple(p["client_cpus"]))
+        self.out, self.err = out / "client.out", out / "client.err"
+        with self.out.open("wb") as fo, self.err.open("wb") as fe:
+            self.proc = procs.start(argv, Path.cwd(), dict(os.environ), fe, stdout=fo)
+        self.limit = seconds + 60
+
+    def finish(self) -> float | None:
+        """The achieved rate, or None when the client's output is unreadable."""
+        try:
+            self.proc.wait(timeout=self.limit)
+        except subprocess.TimeoutExpired:
+            procs.stop(self.proc, grace=2)
+        procs.kill_group(self.proc.pid)
+        try:
+            return self.client.parse(self.out.read_text(errors="replace"),
+                                     self.err.read_text(errors="replace")).rate_rps
+        except ClientError:
+            return None
+
+
+class HeaderLoad:
+    """HEADERS=N: h2load (keep-alive, N extra headers per request) at the
+    level's concurrency, in exact-count rounds until stopped: the run's
+    clients cannot add headers."""
+
+    ROUND = 2000
+
+    def __init__(self, url: str, at: int, cpus: tuple[int, ...], pads: int) -> None:
+        self.url, self.at, self.cpus, self.pads = url, at, cpus, pads
+        self.done, self.error = 0, ""
+        self.stopping = threading.Event()
+        self.t0 = time.monotonic()
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+        self.thread.start()
+
+    def loop(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                cost.drive(self.url, self.ROUND, self.at, self.cpus, 300, self.pads)
+            except cost.CostError as e:
+                self.error = str(e)
+                return
+            self.done += self.ROUND
+
+    def finish(self) -> float | None:
+        self.stopping.set()
+        self.thread.join(timeout=330)
+        if self.error:
+            raise ProfileError(f"h2load with {self.pads} headers: {self.error}")
+        return self.done / (time.monotonic() - self.t0) if self.done else None
+
+
+def record_native(instance: ServerProcess, seconds: int, out: Path) -> dict[str, Any]:
+    pids = ",".join(str(s.pid) for s in procfs.tree(instance.pid))
+    data = out / "perf.data"
+    argv = ["perf", "record", "-q", "-e", "cpu-clock", "-F", str(PERF_HZ),
+            "--call-graph", f"dwarf,{PERF_STACK}", "-p", pids, "-o", str(data),
+            "--", "sleep", str(seconds)]
+    rec = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 120)
+    if rec.returncode != 0 or not data.is_file():
+        raise ProfileError(f"perf record failed: {rec.stderr.strip()[-500:]}")
+    with (out / FOLDED).open("w") as f:
+        fold = subprocess.run(["perf", "script", "report", "stackcollapse", "-i", str(data),
+                               "--", "--kernel"], stdout=f, stderr=subprocess.PIPE, text=True,
+                              timeout=600)
+    if fold.returncode != 0:
+        raise ProfileError(f"perf script report stackcollapse failed: {fold.stderr[-500:]}")
+    data.unlink()                   # tens of MB; the folded stacks are what is read
+    return {"profiler": perf_version(), "thread_root": True,
+            "settings": f"perf record -e cpu-clock -F {PERF_HZ} --call-graph "
+                        f"dwarf,{PERF_STACK} -p <server tree>; perf script report "
+                        "stackcollapse --kernel"}
+
+
+def record_jvm(instance: ServerProcess, seconds: int, out: Path) -> dict[str, Any]:
+    lib = asprof_library(cache_dir())
+    jcmd = shutil.which("jcmd")
+    if jcmd is None:
+        raise ProfileError("jcmd not found (it comes with the JDK)")
+    folded = (out / FOLDED).resolve()        # the JVM runs in its own folder
+    start_args = f"start,event=cpu,interval={ASPROF_INTERVAL_NS}"
+
+    def agent(args: str) -> None:
+        # quoted: jcmd would read the '=' in the agent's options as its own option syntax
+        got = subprocess.run([jcmd, str(instance.pid), "JVMTI.agent_load", str(lib),
+                              f'"{args}"'], capture_output=True, text=True, timeout=60)
+        if got.returncode != 0 or "return code: 0" not in got.stdout:
+            raise ProfileError(f"jcmd JVMTI.agent_load {args}: {got.stdout.strip()} "
+                               f"{got.stderr.strip()}")
+    agent(start_args)
+    time.sleep(seconds)
+    agent(f"stop,file={folded},collapsed")
+    if not folded.is_file():
+        raise ProfileError(f"async-profiler wrote no {folded}")
+    return {"profiler": f"async-profiler {ASPROF[2]} ({':'.join(ASPROF)}, Maven Central)",
+            "settings": f"jcmd PID JVMTI.agent_load libasyncProfiler.so "
+                        f"{start_args}; after {seconds}s: stop,collapsed"}
+
+
+def profile_server(m: dict[str, Any], server: Server, run: Path, at: int, seconds: int,
+                   port: int, pads: int = 0) -> dict[str, Any]:
+    p = m["params"]
+    out = run / server.name / PROFILE_DIR
+    out.mkdir(parents=True, exist_ok=True)
+    jvm = server.language in JIT_LANGUAGES
+    knobs = Knobs(port, server.workers(p.get("workers")), p["backlog"], p["bind"])
+    instance = ServerProcess(server, ROOT, cache_dir(), run.name, knobs,
+                             tuple(p["server_cpus"]), out / "server.log")
+    info: dict[str, Any] = {"server": server.name, "level": at, "seconds": seconds,
+                            "headers": pads,
+                            "axis": p["load_axis"], "client": p["client"],
+                            "keepalive": p["keepalive"]}
+    try:
+        instance.start()
+        instance.ready()
+        warm = WARMUP_JVM_S if jvm else WARMUP_NATIVE_S
+        load: LoadRun | HeaderLoad
+        if pads:
+            warming = HeaderLoad(instance.url, at, tuple(p["client_cpus"]), pads)
+            time.sleep(warm)
+            warming.finish()
+            load = HeaderLoad(instance.url, at, tuple(p["client_cpus"]), pads)
+            info.update(client=f"h2load --h1, {pads} extra headers (HEADERS)", keepalive=True)
+        else:
+            LoadRun(m, instance.url, at, warm, out).finish()
+            load = LoadRun(m, instance.url, at, seconds + 2, out)
+        time.sleep(1)
+        info.update(record_jvm(instance, seconds, out) if jvm else
+                    record_native(instance, seconds, out))
+        info["rate_during_profile"] = load.finish()
+    except (procs.NotReady, subprocess.TimeoutExpired) as e:
+        raise ProfileError(str(e)) from None
+    finally:
+        instance.stop()
+    with_headers = f", {pads} extra request headers" if pads else ""
+    info["flamegraph"] = write_flamegraph(
+        out, f"{server.name} at {p['load_axis']} {at}{with_headers} ({info['profiler']})",
+        bool(info.get("thread_root")))
+    record.write_json(out / PROFILE_JSON, info)
+    return info
+
+
+def main(argv: list[str]) -> int:
+    """`python3 -m lab profile RUN [--check]`."""
+    env = dict(os.environ)
+    run = Path(argv[0]) if argv else Path()
+    try:
+        m, servers, at, seconds = check(env, run)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except procs.PortBusy as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if "--check" in argv:
+        return 0
+    want = {"perf": "linux-perf"} if any(s.language not in JIT_LANGUAGES for s in servers) \
+        else {}
+    port = int(env.get("PORT") or m["params"]["port"])
+    pads = cost.headers(env)
+    if pads:
+        want["h2load"] = "nghttp2-client"
+    code = deps.ensure(want)
+    if code:
+        return code
+    failed = []
+    for s in servers:
+        print(f"[{s.name}] profile at {m['params']['load_axis']} {at} for {seconds}s "
+              "(a separate start)", file=sys.stderr, flush=True)
+        try:
+            info = profile_server(m, s, run, at, seconds, port, pads)
+            print(f"[{s.name}] {info['profiler']}; flame graph: "
+                  f"{run / s.name / PROFILE_DIR / info['flamegraph']}", file=sys.stderr)
+        except (ProfileError, ClientError, procs.PortBusy) as e:
+            failed.append(f"profile of {s.name}: {e}")
+            print(f"[{s.name}] profile failed: {e}", file=sys.stderr, flush=True)
+    for problem in failed:
+        record.add_problem(run, problem)
+    report.write(run)
+    from lab import html
+    html.main_report(run)
+    return 1 if failed else 0
