@@ -31,8 +31,8 @@ cost: ## instructions per request under cachegrind, a separate start each (COST_
 	$(LAB) cost
 
 profile: ## CPU profiles and flame graphs of a run's servers at one of its levels: make profile RUN=results/<run-id> PROFILE_AT=8 [DURATION=10s]
-	@test -n "$(RUN)" || { echo "error: give RUN=results/<run-id> PROFILE_AT=<one of its levels>" >&2; exit 2; }
-	$(LAB) profile $(RUN)
+	@test -n "$${RUN-}" || { echo "error: give RUN=results/<run-id> PROFILE_AT=<one of its levels>" >&2; exit 2; }
+	$(LAB) profile "$$RUN"
 
 list: ## servers found from their manifests, built or not
 	@$(LAB) list
