@@ -218,9 +218,10 @@ def test_without_root_check_exits_2_saying_so() -> None:
     try:
         checkout = readable_copy(top / "lab")
         shutil.copytree(FAKES, checkout / "fakes")
-        results = top / "results"
-        results.mkdir(mode=0o777)
-        results.chmod(0o777)
+        results, cache = top / "results", top / "cache"
+        for folder in (results, cache):           # lab check requires both writable
+            folder.mkdir(mode=0o777)
+            folder.chmod(0o777)
         for path in [top, *checkout.rglob("*")]:
             path.chmod(0o755 if path.is_dir() else 0o644)
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8",
