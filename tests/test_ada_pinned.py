@@ -69,10 +69,13 @@ def test_the_nodelay_variant_differs_from_the_base_only_in_its_switch() -> None:
     assert fixed.artifact == base.artifact and fixed.run == base.run
 
 
-def test_the_ews_patch_applies_to_the_pinned_tree(tmp_path: Path) -> None:
+def test_the_ews_patch_applies_to_the_pinned_tree(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """ews-bind.patch against the verified EWS tree (the lab's own patch; the
     build applies it to a copy)."""
     from lab import sources
+    if "ADA_SOURCES" not in os.environ and (ROOT / MIRROR).is_dir():
+        monkeypatch.setenv("ADA_SOURCES", str(ROOT / MIRROR))
     ews = sources.load()["ews"]
     try:
         archive = sources.check(ews)
