@@ -88,10 +88,24 @@ def wait_for(check: object, timeout: float = 120) -> None:
 def assert_nothing_left(run: Path, port: int) -> None:
     assert leftovers(run) == []
     assert procs.listeners(port) == []
-    # every step's keeper ended with its step (none of this checkout's is left)
+    # every step's keeper ended with its step: none of this checkout's is left
+    # whose step is gone (a step still alive, such as this pytest process when
+    # an earlier test started a server in-process, keeps its keeper)
+    wait_for(lambda: orphaned_keepers() == [], 30)
+
+
+def orphaned_keepers() -> list[int]:
+    """This checkout's keepers whose step (the pid.start-time token) is gone."""
     keeper = str(ROOT / "lab" / "keeper.py").encode()
-    wait_for(lambda: not [p for p in filter(str.isdigit, os.listdir("/proc"))
-                          if keeper in _cmdline(int(p))], 30)
+    found = []
+    for p in filter(str.isdigit, os.listdir("/proc")):
+        argv = _cmdline(int(p)).split(b"\0")
+        if keeper not in argv or argv.index(keeper) + 1 >= len(argv):
+            continue
+        step, _, start = argv[argv.index(keeper) + 1].decode().partition(".")
+        if str(procs.started_at(int(step))) != start:
+            found.append(int(p))
+    return found
 
 
 def _cmdline(pid: int) -> bytes:
