@@ -202,13 +202,14 @@ def record_native(instance: ServerProcess, seconds: int, out: Path) -> dict[str,
                         "stackcollapse --kernel"}
 
 
-def record_jvm(instance: ServerProcess, seconds: int, out: Path) -> dict[str, Any]:
+def record_jvm(instance: ServerProcess, seconds: int, out: Path,
+               event: str) -> dict[str, Any] | None:
+    """async-profiler's folded stacks with `event`; None when it gathered no sample."""
     lib = asprof_library(cache_dir())
     jcmd = shutil.which("jcmd")
     if jcmd is None:
         raise ProfileError("jcmd not found (it comes with the JDK)")
     folded = (out / FOLDED).resolve()        # the JVM runs in its own folder
-    start_args = f"start,event=cpu,interval={ASPROF_INTERVAL_NS}"
 
     def agent(args: str) -> None:
         # quoted: jcmd would read the '=' in the agent's options as its own option syntax
@@ -217,11 +218,12 @@ def record_jvm(instance: ServerProcess, seconds: int, out: Path) -> dict[str, An
         if got.returncode != 0 or "return code: 0" not in got.stdout:
             raise ProfileError(f"jcmd JVMTI.agent_load {args}: {got.stdout.strip()} "
                                f"{got.stderr.strip()}")
+    start_args = f"start,event={event},interval={ASPROF_INTERVAL_NS}"
     agent(start_args)
     time.sleep(seconds)
     agent(f"stop,file={folded},collapsed")
-    if not folded.is_file():
-        raise ProfileError(f"async-profiler wrote no {folded}")
+    if not folded.is_file() or folded.stat().st_size == 0:
+        return None
     return {"profiler": f"async-profiler {ASPROF[2]} ({':'.join(ASPROF)}, Maven Central)",
             "settings": f"jcmd PID JVMTI.agent_load libasyncProfiler.so "
                         f"{start_args}; after {seconds}s: stop,collapsed"}
@@ -255,8 +257,25 @@ def profile_server(m: dict[str, Any], server: Server, run: Path, at: int, second
             LoadRun(m, instance.url, at, warm, out).finish()
             load = LoadRun(m, instance.url, at, seconds + 2, out)
         time.sleep(1)
-        info.update(record_jvm(instance, seconds, out) if jvm else
-                    record_native(instance, seconds, out))
+        if not jvm:
+            info.update(record_native(instance, seconds, out))
+        else:
+            # cpu mode (perf_events' cpu-clock, kernel frames too) first; where
+            # it gathers no sample (perf_events refused or starved), itimer under
+            # a new load: it always samples, but sees no kernel frames
+            got = record_jvm(instance, seconds, out, "cpu")
+            if got is None:
+                load.finish()
+                load = (HeaderLoad(instance.url, at, tuple(p["client_cpus"]), pads) if pads
+                        else LoadRun(m, instance.url, at, seconds + 2, out))
+                time.sleep(1)
+                got = record_jvm(instance, seconds, out, "itimer")
+                if got is None:
+                    load.finish()
+                    raise ProfileError(f"async-profiler gathered no sample in {seconds}s "
+                                       "with event=cpu or event=itimer")
+                got["settings"] += " (event=cpu had gathered no sample)"
+            info.update(got)
         info["rate_during_profile"] = load.finish()
     except (procs.NotReady, subprocess.TimeoutExpired) as e:
         raise ProfileError(str(e)) from None
