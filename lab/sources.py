@@ -8,7 +8,10 @@
 
 Where an archive comes from: with ADA_SOURCES=DIR (relative: to the repository
 root), the file named `archive` in that folder; without it, the lab's cache
-($LAB_CACHE/sources/), where it is downloaded from `url` once.
+($LAB_CACHE/sources/), where it is downloaded from `url` once. An archive that
+passed its check is kept in the cache, whichever way it came (a copy of the
+mirror's, or the download), so that later commands without ADA_SOURCES work
+offline; one that failed is never kept.
 
 What is checked: a digest of the archive's content, not of the archive file,
 so that a mirror's `git archive` and the upstream host's archive of the same
@@ -138,7 +141,7 @@ def locate(src: Source, env: dict[str, str] | None = None) -> Path:
             raise SourceError(f"{src.archive}: not in ADA_SOURCES={folder}. Put the archive "
                               f"of {src.name} at commit {src.commit} there ({src.url})")
         return path
-    cached = cache_dir() / "sources" / src.archive
+    cached = cached_path(src)
     if cached.is_file():
         return cached
     cached.parent.mkdir(parents=True, exist_ok=True)
@@ -152,17 +155,59 @@ def locate(src: Source, env: dict[str, str] | None = None) -> Path:
         raise SourceError(
             f"{src.archive}: cannot download {src.url} ({e}). Offline? Put the archive "
             f"in a folder and set ADA_SOURCES to it, or copy it to {cached}") from e
-    part.rename(cached)
-    return cached
+    return part                    # kept under its own name once it passed its check
+
+
+def cached_path(src: Source) -> Path:
+    return cache_dir() / "sources" / src.archive
+
+
+def keep(src: Source, checked: Path) -> Path:
+    """An archive that passed its check, kept in the cache: a download is
+    renamed into place; a mirror's archive is copied there (a temporary file,
+    then a rename) unless the cache has one already, which is never
+    overwritten. Returns where the archive is now. A cache that cannot be
+    written only warns: the archive in hand is good."""
+    cached = cached_path(src)
+    if checked == cached:
+        return cached
+    try:
+        if checked.parent == cached.parent and checked.name == cached.name + ".part":
+            checked.rename(cached)
+            return cached
+        if cached.exists():
+            return checked
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        part = cached.with_name(f"{cached.name}.{os.getpid()}.part")
+        try:
+            shutil.copy2(checked, part)
+            part.rename(cached)
+        finally:
+            part.unlink(missing_ok=True)
+        print(f"lab.sources: {src.archive}: kept in {cached.parent} for later runs",
+              file=sys.stderr)
+    except OSError as e:
+        print(f"lab.sources: warning: {src.archive} not kept in the cache ({e}); later runs "
+              "will need ADA_SOURCES or a download again", file=sys.stderr)
+    return checked
 
 
 def check(src: Source, env: dict[str, str] | None = None) -> Path:
+    """The archive, checked and kept in the cache (SourceError when it fails:
+    a failed download is deleted, a mirror's archive left as it is)."""
     path = locate(src, env)
-    got = content_digest(path, src)
+    try:
+        got = content_digest(path, src)
+    except SourceError:
+        if path.name.endswith(".part"):
+            path.unlink(missing_ok=True)
+        raise
     if got != src.content_sha256:
+        if path.name.endswith(".part"):
+            path.unlink(missing_ok=True)
         raise SourceError(f"{src.archive} ({path}): content digest {got} is not the pinned "
                           f"{src.content_sha256}: not {src.name} at commit {src.commit}")
-    return path
+    return keep(src, path)
 
 
 def unpack(src: Source, archive: Path, into: Path) -> Path:

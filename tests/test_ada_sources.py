@@ -86,11 +86,64 @@ def test_a_downloaded_archive_is_kept_in_the_cache(tmp_path: Path,
     URL stands in for the upstream host)."""
     upstream = make_archive(tmp_path / "up.tar.gz", "lib-0", FILES)
     monkeypatch.setenv("LAB_CACHE", str(tmp_path / "cache"))
-    src = source("lib-0.tar.gz", url=upstream.as_uri())
-    got = sources.locate(src, env={})
+    src = source("lib-0.tar.gz", sources.content_digest(upstream, source("x")),
+                 url=upstream.as_uri())
+    got = sources.check(src, env={})
     assert got == tmp_path / "cache" / "sources" / "lib-0.tar.gz"
     upstream.unlink()                               # a second time needs no download
-    assert sources.locate(src, env={}) == got
+    assert sources.check(src, env={}) == got
+    assert [p.name for p in got.parent.iterdir()] == ["lib-0.tar.gz"]
+
+
+def test_a_download_that_fails_its_check_is_not_kept(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    upstream = make_archive(tmp_path / "up.tar.gz", "lib-0", FILES)
+    monkeypatch.setenv("LAB_CACHE", str(tmp_path / "cache"))
+    src = source("lib-0.tar.gz", "0" * 64, url=upstream.as_uri())
+    with pytest.raises(SourceError, match="content digest"):
+        sources.check(src, env={})
+    assert list((tmp_path / "cache" / "sources").iterdir()) == []
+
+
+def test_an_archive_checked_from_ada_sources_is_kept_for_offline_runs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+        ) -> None:
+    """One build with ADA_SOURCES=DIR; later commands without it find the
+    archive in the cache, with no download (the URL is a closed port, as
+    offline), and the mirror may be gone."""
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    archive = make_archive(mirror / "lib-0.tar.gz", "lib-0", FILES)
+    monkeypatch.setenv("LAB_CACHE", str(tmp_path / "cache"))
+    src = source("lib-0.tar.gz", sources.content_digest(archive, source("x")))
+    assert sources.check(src, env={"ADA_SOURCES": str(mirror)}) == archive
+    cached = tmp_path / "cache" / "sources" / "lib-0.tar.gz"
+    assert cached.read_bytes() == archive.read_bytes()
+    assert "kept in" in capsys.readouterr().err
+    shutil.rmtree(mirror)
+    assert sources.check(src, env={}) == cached
+    assert "downloading" not in capsys.readouterr().err
+
+
+def test_an_archive_that_fails_its_check_is_never_kept(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tampered mirror archive stays where it is and does not enter the cache;
+    a file already in the cache is never overwritten by a mirror's."""
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    good = make_archive(tmp_path / "good.tar.gz", "lib-0", FILES)
+    src = source("lib-0.tar.gz", sources.content_digest(good, source("x")))
+    make_archive(mirror / "lib-0.tar.gz", "lib-0", {**FILES, "README": b"changed\n"})
+    monkeypatch.setenv("LAB_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(SourceError, match="content digest"):
+        sources.check(src, env={"ADA_SOURCES": str(mirror)})
+    assert not (tmp_path / "cache" / "sources" / "lib-0.tar.gz").exists()
+    shutil.copy(good, mirror / "lib-0.tar.gz")
+    mine = tmp_path / "cache" / "sources" / "lib-0.tar.gz"
+    mine.parent.mkdir(parents=True, exist_ok=True)
+    mine.write_bytes(b"someone else's file")
+    sources.check(src, env={"ADA_SOURCES": str(mirror)})
+    assert mine.read_bytes() == b"someone else's file"
 
 
 def test_the_manifest_pins_every_library_the_servers_name() -> None:
