@@ -51,15 +51,19 @@ def export(rec: RunRecord, a: Analysis) -> tuple[list[str], str, bool]:
         published = ["# value req/s"] + [f"{s.value} {s.rate.median}" for s in levels]
         (run / name).mkdir(exist_ok=True)
         (run / name / "rps.dat").write_text("\n".join(published) + "\n")
-        rss_lines.append(f"{name} {levels[-1].rss_end_kb.median / MB:.2f} "
-                         f"{max(s.rss_peak_kb for s in levels) / MB:.2f} {role}")
+        last = levels[-1]
+        rss_lines.append(f"{name} {last.rss_end_kb.median / MB:.2f} "
+                         f"{max(s.rss_peak_kb for s in levels) / MB:.2f} {role} "
+                         f"{num(last.pss_kb.median / MB if last.pss_kb else None)} "
+                         f"{num(last.private_kb.median / MB if last.private_kb else None)}")
         if role == "ceiling":
             ceiling = name
         else:
             measured.append(name)
     if not measured and ceiling:        # a run of the reference alone: draw it as a server
         measured, ceiling = [ceiling], ""
-    (data / "rss.dat").write_text("# server rss_end_MB rss_peak_MB role\n"
+    (data / "rss.dat").write_text("# server rss_end_MB rss_peak_MB role pss_end_MB "
+                                  "private_end_MB\n"
                                   + "\n".join(rss_lines) + "\n")
     return measured, ceiling, percentiles
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 TICKS = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -73,6 +73,11 @@ class TreeSample:
     rss_kb: int
     # a container's memory as its cgroup counts it (RUNTIME=docker), None elsewhere
     cgroup_mem_kb: int | None = None
+    # where the memory goes (smaps_rollup, read at the end of a level only):
+    # None when it could not be read (see Sampler.memory_error)
+    pss_kb: int | None = None
+    private_kb: int | None = None
+    shared_kb: int | None = None
 
 
 def summed(procs: list[Stat]) -> TreeSample | None:
@@ -85,6 +90,76 @@ def summed(procs: list[Stat]) -> TreeSample | None:
 
 def sample(root: int) -> TreeSample | None:
     return summed(tree(root))
+
+
+@dataclass(frozen=True)
+class Memory:
+    """Where a process tree's memory goes, from /proc/PID/smaps_rollup summed
+    over its processes: RSS counts a shared library's resident pages in full
+    in every process that maps them; PSS divides each shared page among the
+    processes sharing it; private pages are those no other process maps
+    (Private_Clean + Private_Dirty); shared is the rest of RSS
+    (Shared_Clean + Shared_Dirty)."""
+    rss_kb: int
+    pss_kb: int
+    private_kb: int
+    shared_kb: int
+
+
+ROLLUP = ("Rss", "Pss", "Private_Clean", "Private_Dirty", "Shared_Clean", "Shared_Dirty")
+
+
+def parse_rollup(text: str) -> dict[str, int]:
+    """The kB figures of a smaps_rollup: {"Rss": 1732, "Pss": 274, ...}."""
+    out = {}
+    for line in text.splitlines():
+        key, sep, rest = line.partition(":")
+        words = rest.split()
+        if sep and len(words) == 2 and words[1] == "kB" and words[0].isdigit():
+            out[key.strip()] = int(words[0])
+    return out
+
+
+def read_memory(pid: int, proc: str = "/proc") -> Memory | None:
+    """One process's smaps_rollup; None when it is gone. OSError when it
+    cannot be read (another user's process, a kernel before 4.14)."""
+    try:
+        with open(f"{proc}/{pid}/smaps_rollup") as f:
+            got = parse_rollup(f.read())
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    if not all(k in got for k in ROLLUP):
+        if not got:              # a zombie, or a kernel thread: no memory map
+            return Memory(0, 0, 0, 0)
+        raise OSError(f"{proc}/{pid}/smaps_rollup lacks {', '.join(k for k in ROLLUP if k not in got)}")
+    return Memory(rss_kb=got["Rss"], pss_kb=got["Pss"],
+                  private_kb=got["Private_Clean"] + got["Private_Dirty"],
+                  shared_kb=got["Shared_Clean"] + got["Shared_Dirty"])
+
+
+def tree_memory(pids: list[int], proc: str = "/proc") -> Memory | None:
+    """The summed Memory of these processes (those gone meanwhile left
+    out); None when none is left. OSError when one cannot be read: a part
+    of the tree would be a wrong figure, not a smaller one."""
+    found = [m for m in (read_memory(p, proc) for p in pids) if m is not None]
+    if not found:
+        return None
+    return Memory(rss_kb=sum(m.rss_kb for m in found), pss_kb=sum(m.pss_kb for m in found),
+                  private_kb=sum(m.private_kb for m in found),
+                  shared_kb=sum(m.shared_kb for m in found))
+
+
+def with_memory(s: TreeSample, pids: list[int]) -> tuple[TreeSample, str]:
+    """`s` with its tree's PSS, private and shared memory, or as it is with
+    why they could not be read."""
+    try:
+        mem = tree_memory(pids)
+    except OSError as e:
+        return s, f"smaps_rollup unavailable ({e.strerror or e})"
+    if mem is None:
+        return s, "smaps_rollup unavailable (the tree was gone)"
+    return replace(s, pss_kb=mem.pss_kb, private_kb=mem.private_kb,
+                   shared_kb=mem.shared_kb), ""
 
 
 def user_sys(root: int) -> tuple[float, float] | None:
@@ -117,6 +192,7 @@ class Sampler:
         self.rss_peak_kb = self.first.rss_kb if self.first else 0
         self.threads_peak = self.first.threads if self.first else 0
         self.own_cpu_s = 0.0          # the sampler thread's own CPU time: the lab's cost
+        self.memory_error = ""        # why `last` has no PSS/private/shared memory
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
@@ -151,6 +227,11 @@ class Sampler:
         self._stop.set()
         self._thread.join()
         self._take()
+        # once, at the end (after the client's run, like the RSS at the end):
+        # the kernel walks every mapping for it, too costly for every sample
+        if self.last is not None:
+            self.last, self.memory_error = with_memory(
+                self.last, [x.pid for x in tree(self.root)] or self.members)
 
     @property
     def cpu_s(self) -> float:

@@ -54,7 +54,8 @@ def tree_sample(pid: int) -> Optional[Dict[str, Any]]:
 def sample_json(s: Optional[procfs.TreeSample]) -> Optional[Dict[str, Any]]:
     if s is None:
         return None
-    return {"processes": s.processes, "cpu_s": s.cpu_s, "threads": s.threads, "rss_kb": s.rss_kb}
+    return {"processes": s.processes, "cpu_s": s.cpu_s, "threads": s.threads, "rss_kb": s.rss_kb,
+            "pss_kb": s.pss_kb, "private_kb": s.private_kb, "shared_kb": s.shared_kb}
 
 
 # ---------------------------------------------------------------- processes
@@ -194,7 +195,8 @@ def unwatch(number: int) -> Dict[str, Any]:
     sampler = WATCHES.pop(number)
     sampler.__exit__(None, None, None)
     return {"last": sample_json(sampler.last), "rss_peak_kb": sampler.rss_peak_kb,
-            "threads_peak": sampler.threads_peak, "own_cpu_s": sampler.own_cpu_s}
+            "threads_peak": sampler.threads_peak, "own_cpu_s": sampler.own_cpu_s,
+            "memory_error": sampler.memory_error}
 
 
 def answer(request: List[Any]) -> Dict[str, Any]:

@@ -164,6 +164,7 @@ class RemoteSampler:
         self.rss_peak_kb = self.first.rss_kb if self.first else 0
         self.threads_peak = self.first.threads if self.first else 0
         self.own_cpu_s = 0.0
+        self.memory_error = ""
 
     def __enter__(self) -> RemoteSampler:
         return self
@@ -174,6 +175,9 @@ class RemoteSampler:
         self.rss_peak_kb = max(self.rss_peak_kb, int(end.get("rss_peak_kb", 0)))
         self.threads_peak = max(self.threads_peak, int(end.get("threads_peak", 0)))
         self.own_cpu_s = float(end.get("own_cpu_s", 0.0))
+        self.memory_error = str(end.get("memory_error") or "")
+        if self.last is not None and self.last.pss_kb is None and not self.memory_error:
+            self.memory_error = "smaps_rollup unavailable (the server host's agent is older)"
 
     @property
     def cpu_s(self) -> float:
@@ -185,8 +189,13 @@ class RemoteSampler:
 def tree_sample(data: object) -> TreeSample | None:
     if not isinstance(data, dict):
         return None
+    def kb(key: str) -> int | None:
+        value = data.get(key)
+        return None if value is None else int(value)
     return TreeSample(processes=int(data["processes"]), cpu_s=float(data["cpu_s"]),
-                      threads=int(data["threads"]), rss_kb=int(data["rss_kb"]))
+                      threads=int(data["threads"]), rss_kb=int(data["rss_kb"]),
+                      pss_kb=kb("pss_kb"), private_kb=kb("private_kb"),
+                      shared_kb=kb("shared_kb"))
 
 
 class SshServerHost(Host, ServerHost):
