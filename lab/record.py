@@ -301,18 +301,53 @@ class Warmup:
 
 
 @dataclass
+class Response:
+    """What a server sent for GET /api when its start was verified
+    (lab.verify.wire), byte for byte: the status line, each header as sent
+    (name, value with its spacing; Date's value masked), the bytes on the
+    wire; or why it could not be read (`error`)."""
+    request: str = ""
+    status_line: str = ""
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    bytes: int | None = None
+    head_bytes: int | None = None
+    body_bytes: int | None = None
+    error: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, o: _Obj) -> Response:
+        pairs = o.items("headers")
+        if not all(isinstance(h, list) and len(h) == 2 and all(isinstance(x, str) for x in h)
+                   for h in pairs):
+            raise o.fail("headers", "a list of [name, value] texts")
+        return cls(request=o.text("request"), status_line=o.text("status_line"),
+                   headers=[(h[0], h[1]) for h in pairs], bytes=o.opt_int("bytes"),
+                   head_bytes=o.opt_int("head_bytes"), body_bytes=o.opt_int("body_bytes"),
+                   error=o.text("error"), extra=o.rest(_names(cls)))
+
+    def header(self, name: str) -> str | None:
+        """A header's value, stripped; None when it was not sent."""
+        return next((v.strip() for k, v in self.headers if k.strip().lower() == name.lower()),
+                    None)
+
+
+@dataclass
 class Start:
     """One start of a server (a repetition, or a knob value of one)."""
     id: str
     rep: int | None = None
     status: str = ""
     warmup: Warmup | None = None
+    response: Response | None = None   # absent in runs before it was recorded
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, o: _Obj) -> Start:
         return cls(id=o.text("id"), rep=o.opt_int("rep"), status=o.text("status"),
                    warmup=Warmup.parse(o.obj("warmup")) if o.data.get("warmup") else None,
+                   response=Response.parse(o.obj("response")) if o.data.get("response")
+                   else None,
                    extra=o.rest(_names(cls)))
 
     @classmethod
@@ -640,6 +675,13 @@ class Row:
     # (None, and no column in older runs) for a server run as a process
     cgroup_mem_kb: int | None = None
     cgroup_mem_peak_kb: int | None = None
+    # where the memory goes, at the end of the level (lab.procfs.Memory, from
+    # /proc/PID/smaps_rollup summed over the tree): PSS, private (unique) and
+    # shared memory; None ("unavailable", and no column in older runs) where it
+    # could not be read (the start's record says why)
+    pss_kb: int | None = None
+    private_kb: int | None = None
+    shared_kb: int | None = None
 
     def has(self, flag: str) -> bool:
         return flag in self.flags.split()

@@ -10,6 +10,7 @@ parameter is recorded in what passed ("Content-Type (charset=utf-8)").
 from __future__ import annotations
 
 import http.client
+import socket
 from email.message import Message
 from dataclasses import dataclass
 
@@ -111,3 +112,54 @@ def verify(host: str, port: int, timeout: float = 5.0) -> list[str]:
     finally:
         conn.close()
     return passed
+
+
+# --------------------------------------------------------------------------- what it sends
+
+MASKED = "(masked)"            # the Date header's value: it changes every second
+
+
+def read_response(sock: socket.socket, limit: int = 65536) -> bytes:
+    """One whole response with a Content-Length body, as received."""
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        chunk = sock.recv(4096)
+        if not chunk:
+            raise VerifyError("the server must answer GET /api", f"closed after {len(buf)} bytes")
+        buf += chunk
+        if len(buf) > limit:
+            raise VerifyError("the answer's head must end", f"over {limit} bytes without one")
+    head, _, body = buf.partition(b"\r\n\r\n")
+    length = next((int(v.strip()) for k, _, v in (line.partition(b":")
+                                                   for line in head.split(b"\r\n")[1:])
+                   if k.strip().lower() == b"content-length" and v.strip().isdigit()), None)
+    if length is None:
+        raise VerifyError("GET /api must send Content-Length", head.decode("latin-1"))
+    while len(body) < length:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        body += chunk
+    return head + b"\r\n\r\n" + body[:length]
+
+
+def wire(host: str, port: int, keepalive: bool, timeout: float = 5.0) -> dict[str, object]:
+    """What the server sends for GET /api, byte for byte, in the run's connection
+    mode (close: the request says Connection: close): the status line, each
+    header as sent (its value's spacing kept, Date's value masked) and the
+    bytes on the wire, head and body; for the manifest's start record."""
+    request = (f"GET /api HTTP/1.1\r\nHost: {host}:{port}\r\nAccept: application/json\r\n"
+               + ("" if keepalive else "Connection: close\r\n") + "\r\n")
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.sendall(request.encode())
+        raw = read_response(sock)
+    head, _, body = raw.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = []
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers.append([name, f" {MASKED}" if name.strip().lower() == "date" else value])
+    return {"request": "GET /api HTTP/1.1, " + ("keep-alive" if keepalive else
+                                                "Connection: close"),
+            "status_line": lines[0], "headers": headers, "bytes": len(raw),
+            "head_bytes": len(head) + 4, "body_bytes": len(body)}
