@@ -9,11 +9,11 @@ none imports the measuring side (sweep, launch, calibrate, runtimes).
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from lab import costview, metrics, profileview, record
+from lab import costview, metrics, profileview, record, sends
 from lab.display import axis_label
 from lab.metrics import LevelStats, Verdict
 from lab.record import Calibration, Manifest, RunRecord
@@ -50,6 +50,7 @@ class Analysis:
     warnings: list[str]
     costs: costview.CostAnalysis | None = None       # make cost: instructions per request
     profiles: dict[str, profileview.ProfileSummary | str] = field(default_factory=dict)
+    answers: dict[str, sends.Answer] = field(default_factory=dict)   # what each server sends
 
     def levels(self, server: str) -> list[LevelStats]:
         return self.stats.get(server, [])
@@ -224,6 +225,8 @@ def analyse(rec: RunRecord) -> Analysis:
         sub = {n: stats[n] for n in compared}
         at = metrics.verdict_values(sub, tuple(m.params.verdict_at))
         found = metrics.verdicts(sub, at)
+    answers = sends.answers(m, list(stats) + [n for n in m.servers if n not in stats])
+    found = [replace(v, wire_text=sends.size_note(v.a, v.b, answers)) for v in found]
     basis = ("p99 latency at the same offered rate" if any(
         s.open_loop for n in compared for s in stats[n]) else "requests/s")
     note = "" if m.calibration is None else (calibration_mismatch(m, m.calibration) or "")
@@ -234,7 +237,7 @@ def analyse(rec: RunRecord) -> Analysis:
                     calibration_note=note, capacity=notes,
                     warnings=warnings(m, stats, note, notes),
                     costs=None if rec.costs is None else costview.analyse(rec.costs),
-                    profiles=profileview.analyse(rec.profiles))
+                    profiles=profileview.analyse(rec.profiles), answers=answers)
 
 
 def of(run: Path) -> tuple[RunRecord, Analysis]:
@@ -258,7 +261,8 @@ def to_json(rec: RunRecord, a: Analysis) -> dict[str, Any]:
             "levels": {n: [level_json(s) for s in v] for n, v in a.stats.items()},
             "verdict_basis": a.basis,
             "verdict_axis": axis_label(rec.manifest.params.axis),
-            "verdicts": [asdict(v) for v in a.verdicts],
+            "verdicts": [asdict(v) | {"said": v.said()} for v in a.verdicts],
+            "answers": {n: asdict(x) for n, x in a.answers.items()},
             "capacity": [asdict(c) for c in a.capacity],
             "calibration_note": a.calibration_note,
             "warnings": a.warnings,

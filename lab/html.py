@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from lab import analysis, costview, metrics, profileview, record, results
+from lab import (analysis, costview, memsplit, metrics, profileview, record, results,
+                 sends)
 from lab.analysis import Analysis
 from lab.display import DASH, figure, rng, spread_text
 from lab.display import axis_label as axis_name
@@ -389,10 +390,45 @@ def verdicts_html(m: Manifest, a: Analysis) -> str:
     if not a.verdicts:
         return ('<h2>Verdicts</h2><p class="muted">No verdicts: fewer than two '
                 "measured servers besides the ceiling.</p>")
-    rows = [[e(v.value), e(v.a), e(v.b), e(v.kind), e(v.text)] for v in a.verdicts]
-    return (f"<h2>Verdicts</h2><p class=\"muted\">By {e(a.basis)}.</p>"
+    rows = [[e(v.value), e(v.a), e(v.b), e(v.kind), e(v.said())] for v in a.verdicts]
+    cpu = ("; where it cannot rank a pair (client-bound, host-busy, no clear difference), "
+           "also by server CPU per request, through the same gate (lower is better)"
+           if any(v.cpu is not None for v in a.verdicts) else "")
+    return (f"<h2>Verdicts</h2><p class=\"muted\">By {e(a.basis)}{e(cpu)}.</p>"
             + table([axis_label(m), "a", "b", "kind", "verdict"], rows, numeric={0},
                     cls="verdicts"))
+
+
+def memory_html(m: Manifest, stats: dict[str, list[LevelStats]]) -> str:
+    """Where the memory goes: RSS beside PSS, private and shared (lab.memsplit)."""
+    found = memsplit.rows(m, stats)
+    if not found:
+        return ""
+    head = [h if h != "at" else axis_label(m) for h in memsplit.HEAD]
+    return ('<h2 id="memory">Where the memory goes</h2>'
+            + table(head, [[e(c) for c in r] for r in found], numeric={1, 2, 3, 4, 5, 6},
+                    cls="memory")
+            + f'<p class="muted">{e(memsplit.NOTE)}</p>')
+
+
+def sends_html(found: dict[str, sends.Answer]) -> str:
+    """What each server sends (lab.sends): one row per server, what differs flagged."""
+    if not found:
+        return ""
+    rows = []
+    for r in sends.rows(found):
+        name, line, headers, size, differs = r
+        head = "".join(f'<code style="white-space:pre">{e(h)}</code><br>'
+                       for h in headers.split(" · ")) if headers != DASH else DASH
+        flagged = "".join(badge("differs", d) + " " for d in differs.split("; ")) \
+            if differs != DASH else DASH
+        rows.append([e(name), e(line), head, e(size), flagged])
+    asked = sends.request(found) or "GET /api"
+    return ('<h2 id="sends">What each server sends</h2>'
+            f'<p class="muted">Its answer to {e(asked)} when each start was verified; '
+            "flagged: a missing Date or Server header, a Content-Type parameter or another "
+            "Content-Type, odd spacing, another status line, another byte count.</p>"
+            + table(sends.HEAD, rows, numeric={3}, cls="sends"))
 
 
 def calibration_html(m: Manifest, a: Analysis) -> str:
@@ -536,6 +572,7 @@ def render(run: Path) -> str:
             charts_section(run)]
     body += [costs_html(a.costs), profiles_html(a.profiles)]
     body += [server_section(m, n, stats.get(n, []), probes.get(n)) for n in names]
+    body += [memory_html(m, stats), sends_html(a.answers)]
     body += [verdicts_html(m, a), calibration_html(m, a), warnings_html(a.warnings),
              conditions_html(m)]
     return page(f"Run {m.run_id} ({m.status})", "".join(body))

@@ -61,6 +61,9 @@ class Measured:
     client_hosts_cpu_pct: tuple[float, ...] = ()
     cgroup_mem_kb: int | None = None       # RUNTIME=docker: the container's cgroup memory
     cgroup_mem_peak_kb: int | None = None
+    pss_kb: int | None = None              # smaps_rollup at the end (None: unavailable)
+    private_kb: int | None = None
+    shared_kb: int | None = None
 
 
 @dataclass(frozen=True)
@@ -129,7 +132,8 @@ def make_row(where: Where, level: Level, m: Measured) -> Row:
         client_bound="client-bound" in flags, other_cpu_pct=round(other_pct, 1),
         steal_pct=round(steal_pct, 1), sampler_cpu_pct=round(100 * m.sampler_cpu_s / wall, 2),
         time_wait=m.time_wait, flags=" ".join(flags),
-        cgroup_mem_kb=m.cgroup_mem_kb, cgroup_mem_peak_kb=m.cgroup_mem_peak_kb)
+        cgroup_mem_kb=m.cgroup_mem_kb, cgroup_mem_peak_kb=m.cgroup_mem_peak_kb,
+        pss_kb=m.pss_kb, private_kb=m.private_kb, shared_kb=m.shared_kb)
 
 
 def combine(levels: list[Level]) -> Level:
@@ -221,6 +225,9 @@ class LevelStats:
     open_loop: bool
     flags: dict[str, int] = field(default_factory=dict)   # flag: repetitions flagged
     cgroup_mem_kb: Spread | None = None   # RUNTIME=docker: the container's cgroup memory
+    pss_kb: Spread | None = None          # smaps_rollup at the end; None: unavailable
+    private_kb: Spread | None = None
+    shared_kb: Spread | None = None
 
     @property
     def noisy(self) -> bool:
@@ -265,7 +272,12 @@ def level_stats(rows: list[Row]) -> list[LevelStats]:
             open_loop=group[0].offered_rps is not None,
             flags=flags,
             cgroup_mem_kb=pct([None if r.cgroup_mem_kb is None else float(r.cgroup_mem_kb)
-                               for r in group])))
+                               for r in group]),
+            pss_kb=pct([None if r.pss_kb is None else float(r.pss_kb) for r in group]),
+            private_kb=pct([None if r.private_kb is None else float(r.private_kb)
+                            for r in group]),
+            shared_kb=pct([None if r.shared_kb is None else float(r.shared_kb)
+                           for r in group])))
     return out
 
 
@@ -413,6 +425,15 @@ class Verdict:
     kind: str        # a Judgement's kind, better read as faster
     percent: float | None
     text: str
+    # where req/s (or p99) cannot rank the pair: server CPU per request,
+    # through the same gate (lower is better); None where it was not needed
+    cpu: Judgement | None = None
+    cpu_text: str = ""
+    wire_text: str = ""   # the two servers' responses differ in size (lab.sends)
+
+    def said(self) -> str:
+        """The verdict in full: req/s, then CPU per request, then the bytes."""
+        return "; ".join(x for x in (self.text, self.cpu_text, self.wire_text) if x)
 
 
 def samples(a: LevelStats, b: LevelStats) -> tuple[Sample, Sample, bool, str]:
@@ -427,16 +448,58 @@ def samples(a: LevelStats, b: LevelStats) -> tuple[Sample, Sample, bool, str]:
             Sample(b.server, b.rate.values, b.client_bound), True, "is faster than")
 
 
+CPU_PHRASE = "needs less server CPU per request than"
+HOST_FLAGS = ("host-busy", "steal")
+
+
+def cpu_values(s: LevelStats) -> tuple[float, ...]:
+    """Server CPU µs per request of each repetition (a repetition that
+    completed nothing has none)."""
+    return tuple(v for v in s.cpu_us_per_req.values if v > 0)
+
+
+def needs_cpu_verdict(kind: str, a: LevelStats, b: LevelStats) -> bool:
+    """Where req/s cannot rank a pair: the gate did not rank it (client-bound,
+    no clear difference, inconclusive), or either side ran on a busy host."""
+    return kind not in RANKED + ("faster", "faster-at-least", "slower", "slower-at-least") or \
+        any(f in x.flags for x in (a, b) for f in HOST_FLAGS)
+
+
+def efficiency(a: LevelStats, b: LevelStats, labels: tuple[str, str] | None = None
+               ) -> tuple[Judgement, str]:
+    """Server CPU per request of two levels through the gate (lower is
+    better): it counts the server's own user+kernel time per completed
+    request, so a client that was the limit does not make it a bound (the
+    server simply idled more). Returns the judgement and its sentence:
+    'ada-mini needs 39% less server CPU per request than aws (41 vs 67 µs,
+    min-max apart)'."""
+    la, lb = labels or (a.server, b.server)
+    j = judge(Sample(la, cpu_values(a)), Sample(lb, cpu_values(b)),
+              higher_is_better=False, better=CPU_PHRASE)
+    busy = sorted({f for x in (a, b) for f in HOST_FLAGS if f in x.flags})
+    caveat = (f"; {' and '.join(busy)}: the server's own CPU time per request, "
+              "which other processes disturb less than its rate") if busy else ""
+    if j.kind != "better" or j.winner is None or j.percent is None:
+        return j, f"server CPU per request: {j.text}{caveat}"
+    win, lose = (a, b) if j.winner == la else (b, a)
+    w, lo = statistics.median(cpu_values(win)), statistics.median(cpu_values(lose))
+    less = 100 * (1 - w / lo) if lo > 0 else 0.0
+    return j, (f"{j.winner} needs {less:.0f}% less server CPU per request than {j.loser} "
+               f"({w:,.1f} vs {lo:,.1f} µs, min-max apart){caveat}")
+
+
 def verdict(a: LevelStats, b: LevelStats) -> Verdict:
-    """Two servers at one level, through the gate."""
+    """Two servers at one level, through the gate; where req/s (or p99)
+    cannot rank them, server CPU per request too."""
     sa, sb, higher, phrase = samples(a, b)
     j = judge(sa, sb, higher_is_better=higher, better=phrase)
     if j.kind == "missing":
         j = Judgement("inconclusive", None, None, None, "inconclusive (no latency percentiles)")
+    cpu, cpu_text = efficiency(a, b) if needs_cpu_verdict(j.kind, a, b) else (None, "")
     if j.winner is not None and j.loser is not None:     # a run's verdicts are about speed
         return Verdict(a.value, j.winner, j.loser, j.kind.replace("better", "faster"),
-                       j.percent, j.text)
-    return Verdict(a.value, a.server, b.server, j.kind, j.percent, j.text)
+                       j.percent, j.text, cpu, cpu_text)
+    return Verdict(a.value, a.server, b.server, j.kind, j.percent, j.text, cpu, cpu_text)
 
 
 def verdict_values(stats: dict[str, list[LevelStats]], asked: tuple[int, ...]) -> list[int]:

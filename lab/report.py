@@ -11,7 +11,8 @@ import io
 from pathlib import Path
 from typing import Any
 
-from lab import analysis, costview, metrics, probetable, profileview, record
+from lab import (analysis, costview, memsplit, metrics, probetable, profileview, record,
+                 sends)
 from lab.analysis import Analysis
 from lab.display import DASH, axis_label, rng, spread_text
 from lab.metrics import LevelStats
@@ -73,7 +74,11 @@ def verdict_section(m: Manifest, a: Analysis) -> list[str]:
     axis = axis_label(m.params.axis)
     lines = [f"## Verdicts ({a.basis}, at {axis} = {', '.join(map(str, a.verdict_at))})", "",
              f"| {axis} | pair | verdict |", "|---|---|---|"]
-    lines += [f"| {v.value} | {v.a} vs {v.b} | {v.text} |" for v in a.verdicts]
+    lines += [f"| {v.value} | {v.a} vs {v.b} | {v.said()} |" for v in a.verdicts]
+    if any(v.cpu is not None for v in a.verdicts):
+        lines += ["", "Where req/s cannot rank a pair (client-bound, host-busy, no clear "
+                  "difference), server CPU per request (user+kernel from /proc, per completed "
+                  "request) is judged through the same gate, lower is better."]
     return lines
 
 
@@ -120,14 +125,16 @@ def write_levels_csv(run: Path, stats: dict[str, list[LevelStats]]) -> None:
     w = csv.writer(f)
     w.writerow(["server", "value", "reps", "rate_median", "rate_min", "rate_max",
                 "resp_ms_median", "p99_ms_median", "rss_end_kb_median", "cpu_us_per_req_median",
-                "client_cpu_pct_median", "flags"] + ["cgroup_mem_kb_median"] * cgroup)
+                "client_cpu_pct_median", "flags"] + ["cgroup_mem_kb_median"] * cgroup
+               + ["pss_kb_median", "private_kb_median", "shared_kb_median"])
     for name, levels in stats.items():
         for s in levels:
             w.writerow([name, s.value, s.rate.n, s.rate.median, s.rate.lo, s.rate.hi,
                         s.resp_ms.median, s.p99_ms.median if s.p99_ms else "",
                         s.rss_end_kb.median, s.cpu_us_per_req.median,
                         s.client_cpu_pct.median, " ".join(s.all_flags())]
-                       + [s.cgroup_mem_kb.median if s.cgroup_mem_kb else ""] * cgroup)
+                       + [s.cgroup_mem_kb.median if s.cgroup_mem_kb else ""] * cgroup
+                       + [x.median if x else "" for x in (s.pss_kb, s.private_kb, s.shared_kb)])
     record.write_atomic(run / "levels.csv", f.getvalue())
 
 
@@ -160,9 +167,13 @@ def summary(rec: RunRecord, a: Analysis) -> str:
         if a.capacity:
             lines += ["", "## Against the client's calibrated capacity", ""]
             lines += [f"- {x.text}" for x in a.capacity]
+        lines += [""] + memsplit.markdown(m, stats, axis_label(m.params.axis))
         sampler = max(s.sampler_cpu_pct.hi for levels in stats.values() for s in levels)
         lines += ["", f"The lab's own /proc sampler used at most {sampler:.2f}% of one core "
                       "per level."]
+    said = sends.markdown(a.answers)
+    if said:
+        lines += [""] + said
     if a.costs is not None:
         lines += [""] + costview.markdown(a.costs)
     if a.profiles:

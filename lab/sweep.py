@@ -23,7 +23,7 @@ from lab.params import KNOBS, WARMUP_SLICE_S, Params
 from lab.record import Row
 from lab.runtimes import ClientHost, ClientHung, ClientRun, Placement, ServerDied, ServerHost
 from lab.servers import Server, expand
-from lab.verify import VerifyError, verify
+from lab.verify import VerifyError, verify, wire
 
 WARMUP_WORKERS = 64            # an open-loop client's warm-up connections
 
@@ -198,10 +198,14 @@ class ServerSweep:
             passed = verify(sp.host, self.params.port)
         except VerifyError as e:
             raise NotLoaded(f"{name} failed verification, not loaded: {e}") from e
+        try:                                # what it sends, byte for byte (lab.sends)
+            sends: dict[str, object] = wire(sp.host, self.params.port, self.params.keepalive)
+        except (VerifyError, OSError) as e:
+            sends = {"error": f"{type(e).__name__}: {e}"}
         idle = sp.sample()
         said = sp.ran_with()                # the pool sizes it reports, as shipped or given
         self.start_record.update(status="verified", ready_s=round(took, 2), verified=passed,
-                                 listening=listening, ran_with=said,
+                                 response=sends, listening=listening, ran_with=said,
                                  threads_idle=idle.threads if idle else None,
                                  rss_idle_kb=idle.rss_kb if idle else None)
         if idle is not None and idle.cgroup_mem_kb is not None:
@@ -357,6 +361,10 @@ class ServerSweep:
         if several:
             self.record_hosts(tag, [share for _, share in shares], runs, levels, hosts_pct)
         last = sampler.last
+        why = getattr(sampler, "memory_error", "") if last is None or last.pss_kb is None \
+            else ""
+        if why and self.start_record.get("memory_split") != why:
+            self.start_record["memory_split"] = why     # shown as "unavailable" with this
         return metrics.combine(levels), metrics.Measured(
             server_cpu_s=sampler.cpu_s, rss_end_kb=last.rss_kb if last else 0,
             rss_peak_kb=sampler.rss_peak_kb, threads_end=last.threads if last else 0,
@@ -366,7 +374,10 @@ class ServerSweep:
             sampler_cpu_s=sampler.own_cpu_s, time_wait=topo.time_wait(),
             client_hosts_cpu_pct=hosts_pct,
             cgroup_mem_kb=last.cgroup_mem_kb if last else None,
-            cgroup_mem_peak_kb=getattr(sampler, "cgroup_mem_peak_kb", None))
+            cgroup_mem_peak_kb=getattr(sampler, "cgroup_mem_peak_kb", None),
+            pss_kb=last.pss_kb if last else None,
+            private_kb=last.private_kb if last else None,
+            shared_kb=last.shared_kb if last else None)
 
     def died(self, sp: ServerProcess, load: Load, tag: str) -> SweepError:
         """The server exited during a client run: the level (or warm-up) and its
