@@ -29,13 +29,13 @@ from __future__ import annotations
 import math
 import tomllib
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from lab.display import md_cell
-from lab.metrics import (MIN_REPS_FOR_VERDICT, RANKED, LevelStats, Sample, Spread, judge_spreads,
-                         peak, unjudgeable)
+from lab.metrics import (MIN_REPS_FOR_VERDICT, RANKED, LevelStats, Sample, Spread, efficiency,
+                         judge_spreads, peak, unjudgeable)
 from lab.servers import discover
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,11 +44,14 @@ KINDS = ("ratio", "value", "ordering")
 METRICS: dict[str, str] = {
     "peak_rps": "the highest median req/s over the sweep",
     "rps_at": "median req/s at level `at`",
-    "rss_end": "server RSS at the last (highest) level of the sweep",
+    "rss_end": "server RSS (resident set from /proc/PID/stat, the figure the study "
+               "published) at the last (highest) level of the sweep",
     "flatness": "rps_at(at) / peak_rps: share of its peak a server reaches at level `at`",
 }
 # Metrics a saturated client falsifies; RSS is read from the server's /proc.
 THROUGHPUT_METRICS = frozenset({"peak_rps", "rps_at", "flatness"})
+# What an RSS claim compares unless it says otherwise (`compares`)
+RSS_COMPARES = "RSS from /proc/PID/stat, as published"
 FLATNESS_AT = 2
 CONNECTIONS = ("close", "keep-alive")
 
@@ -111,6 +114,7 @@ class Claim:
     source: str                        # "Author, venue"
     date: str
     unavailable: dict[str, str] = field(hash=False)   # name: why it is missing
+    compares: str = ""                 # which figure: "RSS from /proc/PID/stat, as published"
 
 
 @dataclass(frozen=True)
@@ -135,6 +139,10 @@ class ClaimResult:
     reason: str
     measured: Spread | None = None     # ratio/value: median with its range
     order: tuple[tuple[str, Spread], ...] = ()   # ordering: each server's figure, published order
+    # shown beside the verdict, never deciding it: an RSS claim's private-memory
+    # figures (lab.procfs.Memory), a throughput claim's server CPU per request
+    # where req/s could not decide (lab.metrics.efficiency)
+    beside: str = ""
 
     @property
     def published(self) -> float | tuple[str, ...]:
@@ -401,7 +409,8 @@ def _claim(t: _Table, study: str, source: str, date: str, known: set[str],
     return Claim(id=cid, study=study, text=t.text("text"), kind=kind, metric=metric,
                  servers=servers, published=published, accept=accept, tolerance=tolerance,
                  at=at, requires=requires, figures=t.text("figures", ""), source=source,
-                 date=date, unavailable={r: missing[r] for r in requires if r in missing})
+                 date=date, unavailable={r: missing[r] for r in requires if r in missing},
+                 compares=t.text("compares", RSS_COMPARES if metric == "rss_end" else ""))
 
 
 def _accept(t: _Table, way: str, published: float) -> tuple[tuple[float, float], str]:
@@ -495,6 +504,14 @@ def evaluate(claim: Claim, stats: dict[str, list[LevelStats]],
         {"measured": figures[0][1] if claim.kind == "value"
          else _divide(figures[0][1], figures[1][1])}
     throughput = claim.metric in THROUGHPUT_METRICS
+    found = _evaluate(claim, figures, points, shown, throughput)
+    beside = private_beside(claim, stats) if claim.metric == "rss_end" else \
+        cpu_beside(claim, stats, found) if throughput else ""
+    return replace(found, beside=beside) if beside else found
+
+
+def _evaluate(claim: Claim, figures: list[tuple[str, Spread]], points: list[LevelStats],
+              shown: dict[str, Any], throughput: bool) -> ClaimResult:
     if claim.kind == "ordering":
         return _ordering(claim, tuple(figures), {p.server for p in points
                                                  if throughput and p.client_bound})
@@ -504,8 +521,43 @@ def evaluate(claim: Claim, stats: dict[str, list[LevelStats]],
                       throughput and p.client_bound) for p in points]
     gate = unjudgeable(list({s.label: s for s in samples}.values()))
     if gate is not None:
-        return result(INCONCLUSIVE, gate.text, **shown)
+        return ClaimResult(claim, INCONCLUSIVE, gate.text, **shown)
     return _interval(claim, shown["measured"])
+
+
+def private_beside(claim: Claim, stats: dict[str, list[LevelStats]]) -> str:
+    """An RSS claim's servers by private memory (smaps_rollup) at the same
+    level: the ratio of a ratio claim, each figure of an ordering."""
+    got: list[tuple[str, Spread | None]] = []
+    for server in claim.servers:
+        levels = stats.get(server, [])
+        got.append((server, max(levels, key=lambda s: s.value).private_kb if levels else None))
+    missing = [s for s, x in got if x is None]
+    if missing:
+        return f"private memory: unavailable ({', '.join(missing)})"
+    figures = [(s, x) for s, x in got if x is not None]
+    if claim.kind == "ratio":
+        return f"private memory ratio {_spread(_divide(figures[0][1], figures[1][1]))}"
+    return "private memory " + " / ".join(f"{x.median / 1024:.1f}" for _, x in figures) + " MB"
+
+
+def cpu_beside(claim: Claim, stats: dict[str, list[LevelStats]], found: ClaimResult) -> str:
+    """Where req/s did not decide a claim between servers (inconclusive),
+    their server CPU per request through the gate (lab.metrics.efficiency), at
+    the claim's level or else the highest level both measured."""
+    if found.verdict != INCONCLUSIVE or len(claim.servers) < 2:
+        return ""
+    said = []
+    for a, b in zip(claim.servers, claim.servers[1:]):
+        la, lb = stats.get(a, []), stats.get(b, [])
+        common = sorted({s.value for s in la} & {s.value for s in lb})
+        if not common:
+            continue
+        at = claim.at if claim.at in common else common[-1]
+        sa = next(s for s in la if s.value == at)
+        sb = next(s for s in lb if s.value == at)
+        said.append(f"at {at}: {efficiency(sa, sb, (a, b))[1]}")
+    return "; ".join(said)
 
 
 def _interval(claim: Claim, m: Spread) -> ClaimResult:
@@ -577,17 +629,19 @@ def published_text(c: Claim) -> str:
 
 def measured_text(r: ClaimResult) -> str:
     """'median [min–max]' (an ordering: each server's), or '—' when not measured."""
+    beside = f" ({r.beside})" if r.beside else ""
     if r.order:
-        return "; ".join(f"{s} {_spread(x)}" for s, x in r.order)
+        return "; ".join(f"{s} {_spread(x)}" for s, x in r.order) + beside
     if r.measured is not None:
-        return _spread(r.measured)
-    return "—"
+        return _spread(r.measured) + beside
+    return "—" + beside
 
 
 def label(c: Claim) -> str:
     """'`id`: text (metric: servers)'."""
     what = f"{c.metric}@{c.at}" if c.metric == "rps_at" else c.metric
-    return f"`{c.id}`: {c.text} ({what}: {', '.join(c.servers)})"
+    compares = f"; compares {c.compares}" if c.compares else ""
+    return f"`{c.id}`: {c.text} ({what}: {', '.join(c.servers)}{compares})"
 
 
 def row(cells: list[str]) -> str:

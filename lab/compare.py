@@ -164,6 +164,10 @@ class Comparison:
     a: Spread | None               # req/s over repetitions
     b: Spread | None
     ratios: dict[str, float | None]   # B/A of the medians: rate, p99_ms, rss_end_kb, cpu_us_per_req
+    cpu_text: str = ""   # where req/s cannot rank: server CPU per request (metrics.efficiency)
+
+    def said(self) -> str:
+        return f"{self.text}; {self.cpu_text}" if self.cpu_text else self.text
 
 
 def ratio(a: float | None, b: float | None) -> float | None:
@@ -206,7 +210,9 @@ def judge(a: LevelStats, b: LevelStats) -> tuple[str, str, float | None]:
 
 def compare_level(a: LevelStats, b: LevelStats) -> Comparison:
     kind, text, pct = judge(a, b)
-    return Comparison(a.server, a.value, kind, text, pct, a.rate, b.rate, ratios(a, b))
+    cpu = metrics.efficiency(a, b, ("A", "B"))[1] \
+        if metrics.needs_cpu_verdict(kind, a, b) else ""    # req/s cannot rank: CPU per request
+    return Comparison(a.server, a.value, kind, text, pct, a.rate, b.rate, ratios(a, b), cpu)
 
 
 def missing(server: str, value: int, a: LevelStats | None, b: LevelStats | None,
@@ -253,7 +259,7 @@ def table(rows: list[Comparison], level: str) -> list[str]:
     lines = [f"| server | {level} | A req/s median [min–max] | B req/s median [min–max] | "
              "B/A | verdict |", "|---|---|---|---|---|---|"]
     lines += [f"| {c.server} | {c.value} | {rng(c.a)} | {rng(c.b)} | "
-              f"{times(c.ratios.get('rate'))} | {c.text} |" for c in rows]
+              f"{times(c.ratios.get('rate'))} | {c.said()} |" for c in rows]
     return lines
 
 
@@ -366,7 +372,7 @@ def page(ids: tuple[str, str], ms: tuple[Manifest, Manifest], rows: list[Compari
     e = html.e
     level = axis_label(ms[0])
     cells = [[e(c.server), e(c.value), e(rng(c.a)), e(rng(c.b)), e(times(c.ratios.get("rate"))),
-              f'<span class="{KIND_CLASS.get(c.kind, "")}">{e(c.text)}</span>'] for c in rows]
+              f'<span class="{KIND_CLASS.get(c.kind, "")}">{e(c.said())}</span>'] for c in rows]
     others = [[f"{e(c.server)} at {e(level)}={e(c.value)}",
                e(times(c.ratios.get("p99_ms"))), e(times(c.ratios.get("rss_end_kb"))),
                e(times(c.ratios.get("cpu_us_per_req")))] for c in rows if c.kind != "missing"]

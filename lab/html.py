@@ -406,7 +406,7 @@ def memory_html(m: Manifest, stats: dict[str, list[LevelStats]]) -> str:
         return ""
     head = [h if h != "at" else axis_label(m) for h in memsplit.HEAD]
     return ('<h2 id="memory">Where the memory goes</h2>'
-            + table(head, [[e(c) for c in r] for r in found], numeric={1, 2, 3, 4, 5, 6},
+            + table(head, [[e(c) for c in r] for r in found], numeric={1, 2, 3, 4, 5, 6, 7},
                     cls="memory")
             + f'<p class="muted">{e(memsplit.NOTE)}</p>')
 

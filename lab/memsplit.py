@@ -10,12 +10,16 @@ from lab.metrics import LevelStats
 from lab.record import Manifest
 
 HEAD = ["server", "at", "RSS MB (/proc/PID/stat)", "PSS MB", "private MB", "shared MB",
-        "private ÷ RSS"]
+        "anonymous MB", "private share"]
 NOTE = ("RSS counts every resident page of a shared library in full, in every process "
         "that maps it; PSS divides a shared page among the processes sharing it; private "
         "memory is what no other process maps (Private_Clean + Private_Dirty of "
-        "/proc/PID/smaps_rollup), shared the rest of RSS. At the end of the last level, "
-        "median [min–max] over repetitions.")
+        "/proc/PID/smaps_rollup), shared the rest of its RSS; anonymous memory (heap, "
+        "stacks: what the server allocated) is part of either, the rest is file-backed "
+        "(code and libraries). A library only this server maps counts as private: the "
+        "private figure discounts only what other processes of this host share. Private "
+        "share: private ÷ (private + shared), both from smaps_rollup. At the end of the "
+        "last level, median [min–max] over repetitions.")
 
 
 def unavailable(m: Manifest, name: str) -> str:
@@ -32,15 +36,15 @@ def rows(m: Manifest, stats: dict[str, list[LevelStats]]) -> list[list[str]]:
             continue
         last = levels[-1]
         at = f"{last.value}"
-        if last.pss_kb is None or last.private_kb is None:
+        if last.pss_kb is None or last.private_kb is None or last.shared_kb is None:
             out.append([name, at, rng(last.rss_end_kb, 1024, ".1f"), unavailable(m, name),
-                        "–", "–", "–"])
+                        "–", "–", "–", "–"])
             continue
-        share = (f"{last.private_kb.median / last.rss_end_kb.median:.0%}"
-                 if last.rss_end_kb.median > 0 else "–")
+        whole = last.private_kb.median + last.shared_kb.median
+        share = f"{last.private_kb.median / whole:.0%}" if whole > 0 else "–"
         out.append([name, at, rng(last.rss_end_kb, 1024, ".1f"), rng(last.pss_kb, 1024, ".1f"),
                     rng(last.private_kb, 1024, ".1f"), rng(last.shared_kb, 1024, ".1f"),
-                    share])
+                    rng(last.anon_kb, 1024, ".1f"), share])
     return out
 
 

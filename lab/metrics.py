@@ -64,6 +64,7 @@ class Measured:
     pss_kb: int | None = None              # smaps_rollup at the end (None: unavailable)
     private_kb: int | None = None
     shared_kb: int | None = None
+    anon_kb: int | None = None
 
 
 @dataclass(frozen=True)
@@ -133,7 +134,7 @@ def make_row(where: Where, level: Level, m: Measured) -> Row:
         steal_pct=round(steal_pct, 1), sampler_cpu_pct=round(100 * m.sampler_cpu_s / wall, 2),
         time_wait=m.time_wait, flags=" ".join(flags),
         cgroup_mem_kb=m.cgroup_mem_kb, cgroup_mem_peak_kb=m.cgroup_mem_peak_kb,
-        pss_kb=m.pss_kb, private_kb=m.private_kb, shared_kb=m.shared_kb)
+        pss_kb=m.pss_kb, private_kb=m.private_kb, shared_kb=m.shared_kb, anon_kb=m.anon_kb)
 
 
 def combine(levels: list[Level]) -> Level:
@@ -228,6 +229,7 @@ class LevelStats:
     pss_kb: Spread | None = None          # smaps_rollup at the end; None: unavailable
     private_kb: Spread | None = None
     shared_kb: Spread | None = None
+    anon_kb: Spread | None = None
 
     @property
     def noisy(self) -> bool:
@@ -277,7 +279,8 @@ def level_stats(rows: list[Row]) -> list[LevelStats]:
             private_kb=pct([None if r.private_kb is None else float(r.private_kb)
                             for r in group]),
             shared_kb=pct([None if r.shared_kb is None else float(r.shared_kb)
-                           for r in group])))
+                           for r in group]),
+            anon_kb=pct([None if r.anon_kb is None else float(r.anon_kb) for r in group])))
     return out
 
 
@@ -477,10 +480,10 @@ def efficiency(a: LevelStats, b: LevelStats, labels: tuple[str, str] | None = No
     j = judge(Sample(la, cpu_values(a)), Sample(lb, cpu_values(b)),
               higher_is_better=False, better=CPU_PHRASE)
     busy = sorted({f for x in (a, b) for f in HOST_FLAGS if f in x.flags})
-    caveat = (f"; {' and '.join(busy)}: the server's own CPU time per request, "
-              "which other processes disturb less than its rate") if busy else ""
+    caveat = (f" ({' and '.join(busy)}: it counts the server's own CPU time only)"
+              if busy else "")
     if j.kind != "better" or j.winner is None or j.percent is None:
-        return j, f"server CPU per request: {j.text}{caveat}"
+        return j, f"server CPU per request: {j.text}"
     win, lose = (a, b) if j.winner == la else (b, a)
     w, lo = statistics.median(cpu_values(win)), statistics.median(cpu_values(lose))
     less = 100 * (1 - w / lo) if lo > 0 else 0.0

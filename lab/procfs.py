@@ -78,6 +78,7 @@ class TreeSample:
     pss_kb: int | None = None
     private_kb: int | None = None
     shared_kb: int | None = None
+    anon_kb: int | None = None
 
 
 def summed(procs: list[Stat]) -> TreeSample | None:
@@ -99,14 +100,18 @@ class Memory:
     in every process that maps them; PSS divides each shared page among the
     processes sharing it; private pages are those no other process maps
     (Private_Clean + Private_Dirty); shared is the rest of RSS
-    (Shared_Clean + Shared_Dirty)."""
+    (Shared_Clean + Shared_Dirty). Anonymous memory (heap, stacks: what the
+    server allocated) is part of either; the rest of RSS is file-backed
+    (code and libraries, shared or not)."""
     rss_kb: int
     pss_kb: int
     private_kb: int
     shared_kb: int
+    anon_kb: int = 0
 
 
-ROLLUP = ("Rss", "Pss", "Private_Clean", "Private_Dirty", "Shared_Clean", "Shared_Dirty")
+ROLLUP = ("Rss", "Pss", "Private_Clean", "Private_Dirty", "Shared_Clean", "Shared_Dirty",
+          "Anonymous")
 
 
 def parse_rollup(text: str) -> dict[str, int]:
@@ -134,7 +139,8 @@ def read_memory(pid: int, proc: str = "/proc") -> Memory | None:
         raise OSError(f"{proc}/{pid}/smaps_rollup lacks {', '.join(k for k in ROLLUP if k not in got)}")
     return Memory(rss_kb=got["Rss"], pss_kb=got["Pss"],
                   private_kb=got["Private_Clean"] + got["Private_Dirty"],
-                  shared_kb=got["Shared_Clean"] + got["Shared_Dirty"])
+                  shared_kb=got["Shared_Clean"] + got["Shared_Dirty"],
+                  anon_kb=got["Anonymous"])
 
 
 def tree_memory(pids: list[int], proc: str = "/proc") -> Memory | None:
@@ -146,7 +152,8 @@ def tree_memory(pids: list[int], proc: str = "/proc") -> Memory | None:
         return None
     return Memory(rss_kb=sum(m.rss_kb for m in found), pss_kb=sum(m.pss_kb for m in found),
                   private_kb=sum(m.private_kb for m in found),
-                  shared_kb=sum(m.shared_kb for m in found))
+                  shared_kb=sum(m.shared_kb for m in found),
+                  anon_kb=sum(m.anon_kb for m in found))
 
 
 def with_memory(s: TreeSample, pids: list[int]) -> tuple[TreeSample, str]:
@@ -159,7 +166,7 @@ def with_memory(s: TreeSample, pids: list[int]) -> tuple[TreeSample, str]:
     if mem is None:
         return s, "smaps_rollup unavailable (the tree was gone)"
     return replace(s, pss_kb=mem.pss_kb, private_kb=mem.private_kb,
-                   shared_kb=mem.shared_kb), ""
+                   shared_kb=mem.shared_kb, anon_kb=mem.anon_kb), ""
 
 
 def user_sys(root: int) -> tuple[float, float] | None:

@@ -682,6 +682,7 @@ class Row:
     pss_kb: int | None = None
     private_kb: int | None = None
     shared_kb: int | None = None
+    anon_kb: int | None = None    # anonymous memory (heap, stacks), part of private and shared
 
     def has(self, flag: str) -> bool:
         return flag in self.flags.split()

@@ -377,7 +377,8 @@ class ServerSweep:
             cgroup_mem_peak_kb=getattr(sampler, "cgroup_mem_peak_kb", None),
             pss_kb=last.pss_kb if last else None,
             private_kb=last.private_kb if last else None,
-            shared_kb=last.shared_kb if last else None)
+            shared_kb=last.shared_kb if last else None,
+            anon_kb=last.anon_kb if last else None)
 
     def died(self, sp: ServerProcess, load: Load, tag: str) -> SweepError:
         """The server exited during a client run: the level (or warm-up) and its

@@ -195,7 +195,7 @@ def tree_sample(data: object) -> TreeSample | None:
     return TreeSample(processes=int(data["processes"]), cpu_s=float(data["cpu_s"]),
                       threads=int(data["threads"]), rss_kb=int(data["rss_kb"]),
                       pss_kb=kb("pss_kb"), private_kb=kb("private_kb"),
-                      shared_kb=kb("shared_kb"))
+                      shared_kb=kb("shared_kb"), anon_kb=kb("anon_kb"))
 
 
 class SshServerHost(Host, ServerHost):
