@@ -156,11 +156,11 @@ def tree_memory(pids: list[int], proc: str = "/proc") -> Memory | None:
                   anon_kb=sum(m.anon_kb for m in found))
 
 
-def with_memory(s: TreeSample, pids: list[int]) -> tuple[TreeSample, str]:
+def with_memory(s: TreeSample, pids: list[int], proc: str = "/proc") -> tuple[TreeSample, str]:
     """`s` with its tree's PSS, private and shared memory, or as it is with
     why they could not be read."""
     try:
-        mem = tree_memory(pids)
+        mem = tree_memory(pids, proc)
     except OSError as e:
         return s, f"smaps_rollup unavailable ({e.strerror or e})"
     if mem is None:

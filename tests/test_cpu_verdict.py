@@ -1,0 +1,162 @@
+"""Server CPU per request judged where req/s cannot rank a pair (client-bound,
+host-busy, no clear difference): constructed rows through the real
+metrics.make_row, level_stats and the one gate, in a run's verdicts, the
+summary, the report, `make compare` and the claims."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+from conftest import ROOT
+from lab import analysis, claims, compare, html, metrics, report
+from lab.clients import Level
+from lab.record import Row
+
+WHERE = metrics.Where(server="a", rep=1, axis="concurrency", value=8, concurrency=8,
+                      offered_rps=None, workers=8, backlog=512, duration_s=10,
+                      server_cpus=1, client_cpus=1, lab_cpus=2)
+LEVEL = Level(transactions=10000, successful=10000, failed=0, availability_pct=100.0,
+              elapsed_s=10.0, rate_rps=1000.0, resp_ms=8.0, in_flight=8.0, longest_ms=20.0,
+              data_mb=0.3)
+MEASURED = metrics.Measured(server_cpu_s=0.5, rss_end_kb=2048, rss_peak_kb=4096, threads_end=3,
+                            threads_peak=4, client_cpu_s=5.0, wall_s=10.0, host_busy_s=6.0,
+                            host_steal_s=0.0, sampler_cpu_s=0.05, time_wait=3)
+
+
+def rows(server: str, rates: list[float], cpu_s: list[float], client_cpu_s: float = 5.0,
+         busy_s: float | None = None, value: int = 8) -> list[Row]:
+    """One row per repetition, made by metrics.make_row from what a sweep measures:
+    the flags (client-bound, host-busy) and CPU µs per request are its own."""
+    out = []
+    for i, (rate, cpu) in enumerate(zip(rates, cpu_s)):
+        level = dataclasses.replace(LEVEL, rate_rps=rate, transactions=int(rate * 10),
+                                    successful=int(rate * 10))
+        m = dataclasses.replace(MEASURED, server_cpu_s=cpu, client_cpu_s=client_cpu_s,
+                                host_busy_s=busy_s if busy_s is not None
+                                else cpu + client_cpu_s)
+        out.append(dataclasses.replace(
+            metrics.make_row(dataclasses.replace(WHERE, server=server, value=value), level, m),
+            rep=i + 1))
+    return out
+
+
+def level(rs: list[Row]) -> metrics.LevelStats:
+    [s] = metrics.level_stats(rs)
+    return s
+
+
+BOUND = 9.5                   # client CPU seconds of 10: 95%, client-bound
+
+
+def test_client_bound_pair_is_ranked_by_cpu_per_request() -> None:
+    """The issue's case: aws vs ada-mini with Siege the limit on both sides;
+    ada-mini spends 40 µs a request, aws 65: ada-mini needs 38% less."""
+    aws = level(rows("aws", [6000, 6100, 6050], [3.9, 3.965, 3.9325], client_cpu_s=BOUND))
+    mini = level(rows("ada-mini", [6020, 6080, 6040], [2.408, 2.432, 2.416],
+                      client_cpu_s=BOUND))
+    assert aws.client_bound and mini.client_bound
+    assert [round(v) for v in aws.cpu_us_per_req.values] == [65, 65, 65]
+    v = metrics.verdict(aws, mini)
+    assert v.kind == "not-comparable" and "client-bound" in v.text
+    assert v.cpu is not None and v.cpu.kind == "better" and v.cpu.winner == "ada-mini"
+    assert v.cpu_text.startswith("ada-mini needs 38% less server CPU per request than aws "
+                                 "(40.0 vs 65.0 µs, min-max apart)"), v.cpu_text
+    assert v.said() == f"{v.text}; {v.cpu_text}"
+
+
+def test_a_pair_req_s_ranks_on_a_quiet_host_gets_no_cpu_verdict() -> None:
+    fast = level(rows("fast", [2000, 2010, 2020], [0.8, 0.8, 0.8]))
+    slow = level(rows("slow", [1000, 1010, 1020], [0.8, 0.8, 0.8]))
+    assert "host-busy" not in fast.flags
+    v = metrics.verdict(fast, slow)
+    assert v.kind == "faster" and v.cpu is None and v.cpu_text == "" and v.said() == v.text
+
+
+def test_a_ranked_pair_on_a_busy_host_gets_a_cpu_verdict_too() -> None:
+    fast = level(rows("fast", [2000, 2010, 2020], [0.8, 0.8, 0.8], busy_s=9.0))
+    slow = level(rows("slow", [1000, 1010, 1020], [0.8, 0.81, 0.8]))
+    assert "host-busy" in fast.flags
+    v = metrics.verdict(fast, slow)
+    assert v.kind == "faster" and v.cpu is not None
+    assert v.cpu_text.startswith("fast needs 50% less server CPU per request than slow")
+    assert "(host-busy: it counts the server's own CPU time only)" in v.cpu_text
+
+
+def test_no_clear_difference_in_either_figure_says_so_for_both() -> None:
+    a = level(rows("a", [1000, 1100, 1050], [1.0, 1.1, 1.05]))
+    b = level(rows("b", [1050, 1150, 1000], [1.05, 1.0, 1.1]))
+    v = metrics.verdict(a, b)
+    assert v.kind == "no-clear-difference" and v.cpu is not None
+    assert v.cpu.kind == "no-clear-difference"
+    assert v.cpu_text == "server CPU per request: no clear difference (ranges overlap)"
+
+
+def test_a_repetition_that_completed_nothing_has_no_cpu_figure() -> None:
+    """CPU per request of a repetition without a request is 0 in the row, not a
+    figure: left out, two repetitions are too few for the gate."""
+    a = level(rows("a", [1000, 1000, 0.0], [1.0, 1.0, 0.0], client_cpu_s=BOUND))
+    b = level(rows("b", [1000, 1000, 1000], [2.0, 2.0, 2.0], client_cpu_s=BOUND))
+    assert metrics.cpu_values(a) == (100.0, 100.0)
+    v = metrics.verdict(a, b)
+    assert v.cpu is not None and v.cpu.kind == "inconclusive"
+    assert v.cpu_text.startswith("server CPU per request: inconclusive (2 repetitions")
+
+
+def test_compare_shows_cpu_per_request_where_req_s_cannot_rank() -> None:
+    a = level(rows("aws", [6000, 6100, 6050], [3.9, 3.965, 3.9325], client_cpu_s=BOUND))
+    b = level(rows("aws", [6020, 6080, 6040], [2.408, 2.432, 2.416], client_cpu_s=BOUND))
+    c = compare.compare_level(a, b)
+    assert c.kind == "not-comparable"
+    assert c.cpu_text.startswith("B needs 38% less server CPU per request than A")
+    assert c.cpu_text in "\n".join(compare.table([c], "c"))
+    quiet = compare.compare_level(level(rows("x", [2000, 2010, 2020], [0.8] * 3)),
+                                  level(rows("x", [1000, 1010, 1020], [0.8] * 3)))
+    assert quiet.kind == "slower" and quiet.cpu_text == ""
+
+
+def claim(metric: str = "peak_rps", kind: str = "ratio",
+          servers: tuple[str, ...] = ("a", "b")) -> claims.Claim:
+    return claims.Claim(
+        id="c1", study="s", text="a vs b", kind=kind, metric=metric, servers=servers,
+        published=None if kind == "ordering" else 1.07,
+        accept=None if kind == "ordering" else (0.9, 1.2), tolerance="±15%", at=None,
+        requires=servers, figures="", source="Someone, a blog", date="2017", unavailable={})
+
+
+def test_a_claim_req_s_leaves_inconclusive_shows_cpu_per_request_beside() -> None:
+    stats = {"a": [level(rows("a", [6000, 6100, 6050], [3.9, 3.965, 3.9325],
+                              client_cpu_s=BOUND))],
+             "b": [level(rows("b", [6020, 6080, 6040], [2.408, 2.432, 2.416],
+                              client_cpu_s=BOUND))]}
+    r = claims.evaluate(claim(), stats, {"a", "b"})
+    assert r.verdict == claims.INCONCLUSIVE and "client-bound" in r.reason
+    assert r.beside == "at 8: b needs 38% less server CPU per request than a (40.0 vs 65.0 µs, " \
+                       "min-max apart)"
+    assert r.beside in claims.measured_text(r) and r.beside in claims.table([r])
+    decided = {"a": [level(rows("a", [2100, 2110, 2120], [0.8] * 3))],
+               "b": [level(rows("b", [2000, 2010, 2020], [0.8] * 3))]}
+    assert claims.evaluate(claim(), decided, {"a", "b"}).beside == ""
+
+
+def test_a_landed_run_says_it_in_summary_report_and_results_json(tmp_path: Path) -> None:
+    """A run written by the landed lab (tests/fixtures/runs), every level
+    host-busy: each verdict carries the CPU verdict, in the summary, the
+    report and results.json."""
+    src = ROOT / "tests" / "fixtures" / "runs" / "20261124-071349-sturdy+paced-landed"
+    run = tmp_path / src.name
+    shutil.copytree(src, run)
+    _, a = analysis.of(run)
+    assert a.verdicts
+    for v in a.verdicts:
+        sa, sb = (next(s for s in a.stats[n] if s.value == v.value) for n in (v.a, v.b))
+        assert metrics.needs_cpu_verdict(v.kind, sa, sb)      # host-busy
+        assert v.cpu is not None and v.cpu_text
+    summary = report.write(run)
+    page = html.render(run)
+    results = (run / analysis.RESULTS_JSON).read_text()
+    for v in a.verdicts:
+        assert v.said() in summary
+        assert html.e(v.said()) in page
+        assert json.dumps(v.cpu_text)[1:-1] in results
