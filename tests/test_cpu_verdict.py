@@ -9,8 +9,10 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from conftest import ROOT
-from lab import analysis, claims, compare, html, metrics, report
+from lab import agree, analysis, claims, compare, html, metrics, record, report
 from lab.clients import Level
 from lab.record import Row
 
@@ -160,3 +162,35 @@ def test_a_landed_run_says_it_in_summary_report_and_results_json(tmp_path: Path)
         assert v.said() in summary
         assert html.e(v.said()) in page
         assert json.dumps(v.cpu_text)[1:-1] in results
+
+
+def test_agree_counts_identical_verdicts_of_two_runs(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """Two runs of the same pair: the req/s verdict the same in both (client-bound),
+    the CPU verdict reversed in the second: 1 of 1 and 0 of 1."""
+    def run(mini_cpu: float) -> dict[str, list[metrics.LevelStats]]:
+        return {"aws": [level(rows("aws", [6000, 6100, 6050], [3.9, 3.965, 3.9325],
+                                   client_cpu_s=BOUND))],
+                "mini": [level(rows("mini", [6020, 6080, 6040],
+                                    [mini_cpu, mini_cpu * 1.01, mini_cpu * 1.005],
+                                    client_cpu_s=BOUND))]}
+    same = agree.pairs(run(2.4), run(2.45), ["aws", "mini"])
+    assert [(p.rate[0].same(p.rate[1]), p.cpu[0].same(p.cpu[1])) for p in same] == [(True, True)]
+    flipped = agree.pairs(run(2.4), run(6.0), ["aws", "mini"])
+    [p] = flipped
+    assert p.rate[0].kind == p.rate[1].kind == "not-comparable"
+    assert (p.cpu[0].winner, p.cpu[1].winner) == ("mini", "aws")
+    text = "\n".join(agree.report(flipped, ("one", "two")))
+    assert "Identical verdicts, req/s: 1 of 1; server CPU per request: 0 of 1." in text
+    src = ROOT / "tests" / "fixtures" / "runs" / "20261124-071349-sturdy+paced-landed"
+    assert agree.main([str(src), str(src)]) == 0
+    assert "Identical verdicts, req/s: 2 of 2" in capsys.readouterr().out
+    assert agree.main([str(src), str(tmp_path / "nope")]) == 2
+    assert "no such run folder" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("reader", ["lab.agree", "lab.sends", "lab.memsplit"])
+def test_the_new_readers_import_nothing_of_the_measuring_side(reader: str) -> None:
+    from test_analysis import MEASURING, reachable
+    got = reachable(reader)
+    assert not {m for m in got if any(m == x or m.startswith(x + ".") for x in MEASURING)}
