@@ -147,3 +147,27 @@ def test_rows_with_the_split_show_it_in_summary_report_levels_and_chart(tmp_path
     if shutil.which("gnuplot"):
         assert plot.draw(run) == 0 and (run / "rss.svg").is_file()
         assert "private end" in (run / "rss.svg").read_text()
+
+
+def test_the_ssh_agent_reports_the_split_and_the_remote_sampler_reads_it(
+        forked: subprocess.Popen[str]) -> None:
+    """RUNTIME ssh: the agent (run here without ssh, as test_topology_ssh does)
+    samples with lab.procfs and sends the split; ssh_remote reads it back."""
+    import json
+    from lab.runtimes import ssh_remote, ssh_session
+    agent = ssh_session.Session([sys.executable, str(ROOT / ssh_session.AGENT), "serve"],
+                                "agent")
+    try:
+        def ask(*request: object) -> dict[str, object]:
+            agent.send(json.dumps(list(request)))
+            got: dict[str, object] = agent.json(timeout=30)
+            return got
+        watched = ask("watch", forked.pid, 0.05)
+        ended = ask("unwatch", watched["watch"])
+    finally:
+        agent.close(wait=15)
+    assert ended["memory_error"] == ""
+    last = ssh_remote.tree_sample(ended["last"])
+    assert last is not None and last.pss_kb is not None and last.private_kb is not None
+    assert last.shared_kb is not None and last.shared_kb >= 2 * 48 * MB
+    assert last.anon_kb is not None and last.anon_kb >= 2 * 64 * MB
