@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from lab import costview, metrics, profileview, record, sends
+from lab import costlink, costview, metrics, profileview, record, sends
 from lab.display import axis_label
 from lab.metrics import LevelStats, Verdict
 from lab.record import Calibration, Manifest, RunRecord
@@ -241,9 +241,17 @@ def analyse(rec: RunRecord) -> Analysis:
 
 
 def of(run: Path) -> tuple[RunRecord, Analysis]:
-    """A run folder read (RecordError when it cannot be) and analysed."""
+    """A run folder read (RecordError when it cannot be) and analysed; a
+    CPU-per-request verdict gets the instructions per request of `make cost`
+    runs of the same builds beside it (lab.costlink: runs beside this one)."""
     rec = record.load(run)
-    return rec, analyse(rec)
+    a = analyse(rec)
+    if any(v.cpu is not None for v in a.verdicts) and rec.manifest.extra.get("kind") != "cost":
+        links = costlink.find(run, rec.manifest)
+        if links:
+            a = replace(a, verdicts=[replace(v, cost_text=costlink.beside(
+                v.a, v.b, v.value, links)) if v.cpu is not None else v for v in a.verdicts])
+    return rec, a
 
 
 def level_json(s: LevelStats) -> dict[str, Any]:

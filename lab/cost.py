@@ -50,7 +50,9 @@ from lab.launch import Knobs, ServerProcess
 from lab.params import (SETTINGS, ConfigError, Params, format_cpus, from_env, parse_list,
                         positive_int)
 from lab.paths import ROOT, cache_dir
+from lab.runtimes.local import LocalServerHost
 from lab.servers import Server, discover, lookup
+from lab.sweep import server_facts
 
 TOOLS = {"valgrind": "valgrind", "h2load": "nghttp2-client"}
 VALGRIND = ("valgrind --tool=cachegrind --cache-sim=no --branch-sim=no --vgdb=no "
@@ -298,9 +300,20 @@ def write_manifest(run: Path, params: Params, levels: tuple[int, ...], counts: t
         client=record.ClientInfo(tool="h2load", version=h2load.strip().split("/")[-1],
                                  connection="keep-alive", threads="1"),
         host=hostinfo.host(), tools=dict(hostinfo.tools()), lab=hostinfo.lab_revision(ROOT),
-        servers={s.name: record.ServerRecord.new({**s.describe(), "status": "pending"})
+        servers={s.name: record.ServerRecord.new({**s.describe(), "status": "pending",
+                                                  "facts": build_facts(s, params, run)})
                  for s in servers},
         extra={"kind": "cost"}))
+
+
+def build_facts(server: Server, params: Params, run: Path) -> dict[str, str]:
+    """The server's facts as a run records them (its manifest's facts command:
+    versions, commits, when it was built): a run's CPU-per-request verdicts
+    find this cost run by them, as one of the same build (lab.costlink)."""
+    knobs = Knobs(params.port, server.workers(params.workers), params.backlog, params.bind)
+    sp = ServerProcess(server, ROOT, cache_dir(), run.name, knobs, params.server_cpus,
+                       run / f"{server.name}-facts.log")
+    return server_facts(server, sp.values, sp.env, params.server_cpus, LocalServerHost())
 
 
 def measure(run: Path, params: Params, servers: list[Server], levels: tuple[int, ...],

@@ -433,10 +433,14 @@ class Verdict:
     cpu: Judgement | None = None
     cpu_text: str = ""
     wire_text: str = ""   # the two servers' responses differ in size (lab.sends)
+    cost_text: str = ""   # beside the CPU verdict: make cost of the same builds (lab.costlink)
 
     def said(self) -> str:
-        """The verdict in full: req/s, then CPU per request, then the bytes."""
-        return "; ".join(x for x in (self.text, self.cpu_text, self.wire_text) if x)
+        """The verdict in full: req/s, then CPU per request (with instructions per
+        request beside, when known), then the bytes."""
+        cpu = f"{self.cpu_text} [{self.cost_text}]" if self.cpu_text and self.cost_text \
+            else self.cpu_text
+        return "; ".join(x for x in (self.text, cpu, self.wire_text) if x)
 
 
 def samples(a: LevelStats, b: LevelStats) -> tuple[Sample, Sample, bool, str]:

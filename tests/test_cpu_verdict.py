@@ -189,8 +189,58 @@ def test_agree_counts_identical_verdicts_of_two_runs(tmp_path: Path,
     assert "no such run folder" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("reader", ["lab.agree", "lab.sends", "lab.memsplit"])
+@pytest.mark.parametrize("reader", ["lab.agree", "lab.sends", "lab.memsplit", "lab.costlink"])
 def test_the_new_readers_import_nothing_of_the_measuring_side(reader: str) -> None:
     from test_analysis import MEASURING, reachable
     got = reachable(reader)
     assert not {m for m in got if any(m == x or m.startswith(x + ".") for x in MEASURING)}
+
+
+def cost_run(folder: Path, facts: dict[str, dict[str, str]]) -> None:
+    """A `make cost` run folder as lab.cost writes it (manifest kind cost, cost.json)."""
+    src = ROOT / "tests" / "fixtures" / "runs" / "20261124-071349-sturdy+paced-landed"
+    folder.mkdir()
+    shutil.copy(src / record.MANIFEST, folder / record.MANIFEST)
+    (folder / "cost.json").write_text(json.dumps({
+        "tool": "cachegrind", "wrapper": "valgrind", "levels": [1, 4], "requests": [100, 200],
+        "repeat": 3,
+        "servers": {name: {"applicable": True, "valgrind": "valgrind-3.19.0",
+                           "reps": [{"rep": r, "level": lv, "per_request": base * lv + r}
+                                    for r in (1, 2, 3) for lv in (1, 4)]}
+                    for name, base in (("sturdy", 1000.0), ("paced", 2000.0))}}))
+
+    def change(m: record.Manifest) -> None:
+        m.extra["kind"] = "cost"
+        m.run_id = folder.name
+        for name, f in facts.items():
+            m.servers[name].facts = f
+    record.update(folder, change)
+
+
+def test_instructions_per_request_of_a_cost_run_of_the_same_builds_sit_beside(
+        tmp_path: Path) -> None:
+    src = ROOT / "tests" / "fixtures" / "runs" / "20261124-071349-sturdy+paced-landed"
+    run = tmp_path / src.name
+    shutil.copytree(src, run)
+    build = {"sturdy": {"version": "1", "built_at": "t1"}, "paced": {"version": "2"}}
+
+    def same(m: record.Manifest) -> None:
+        for name, f in build.items():
+            m.servers[name].facts = f
+    record.update(run, same)
+    _, a = analysis.of(run)
+    assert all(v.cpu_text and not v.cost_text for v in a.verdicts)    # no cost run yet
+    cost_run(tmp_path / "20261125-000000-cost-other", {**build, "paced": {"version": "3"}})
+    _, a = analysis.of(run)
+    assert all(not v.cost_text for v in a.verdicts)                   # paced: another build
+    cost_run(tmp_path / "20261125-000001-cost", build)
+    _, a = analysis.of(run)
+    for v in a.verdicts:
+        level = 1 if v.value == 1 else 4
+        assert v.cost_text == (
+            f"make cost (20261125-000001-cost, same builds): {v.a} "
+            f"{(1000 if v.a == 'sturdy' else 2000) * level + 2:,.0f}, {v.b} "
+            f"{(1000 if v.b == 'sturdy' else 2000) * level + 2:,.0f} instructions per request "
+            f"(user space, c={level})")
+        assert f"{v.cpu_text} [{v.cost_text}]" in v.said()
+        assert v.said() in report.write(run)
