@@ -420,8 +420,8 @@ def sends_html(found: dict[str, sends.Answer]) -> str:
         name, line, headers, size, differs = r
         head = "".join(f'<code style="white-space:pre">{e(h)}</code><br>'
                        for h in headers.split(" · ")) if headers != DASH else DASH
-        flagged = "".join(badge("differs", d) + " " for d in differs.split("; ")) \
-            if differs != DASH else DASH
+        flagged = "".join(badge("differs", d.replace("`", "")) + " "
+                          for d in differs.split("; ")) if differs != DASH else DASH
         rows.append([e(name), e(line), head, e(size), flagged])
     asked = sends.request(found) or "GET /api"
     return ('<h2 id="sends">What each server sends</h2>'

@@ -136,7 +136,8 @@ def read_memory(pid: int, proc: str = "/proc") -> Memory | None:
     if not all(k in got for k in ROLLUP):
         if not got:              # a zombie, or a kernel thread: no memory map
             return Memory(0, 0, 0, 0)
-        raise OSError(f"{proc}/{pid}/smaps_rollup lacks {', '.join(k for k in ROLLUP if k not in got)}")
+        lacks = ", ".join(k for k in ROLLUP if k not in got)
+        raise OSError(f"{proc}/{pid}/smaps_rollup lacks {lacks}")
     return Memory(rss_kb=got["Rss"], pss_kb=got["Pss"],
                   private_kb=got["Private_Clean"] + got["Private_Dirty"],
                   shared_kb=got["Shared_Clean"] + got["Shared_Dirty"],
