@@ -65,6 +65,7 @@ class Measured:
     private_kb: int | None = None
     shared_kb: int | None = None
     anon_kb: int | None = None
+    server_sys_s: float | None = None      # the kernel's part of server_cpu_s
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,9 @@ def make_row(where: Where, level: Level, m: Measured) -> Row:
         steal_pct=round(steal_pct, 1), sampler_cpu_pct=round(100 * m.sampler_cpu_s / wall, 2),
         time_wait=m.time_wait, flags=" ".join(flags),
         cgroup_mem_kb=m.cgroup_mem_kb, cgroup_mem_peak_kb=m.cgroup_mem_peak_kb,
-        pss_kb=m.pss_kb, private_kb=m.private_kb, shared_kb=m.shared_kb, anon_kb=m.anon_kb)
+        pss_kb=m.pss_kb, private_kb=m.private_kb, shared_kb=m.shared_kb, anon_kb=m.anon_kb,
+        server_sys_us_per_req=round(1e6 * m.server_sys_s / level.transactions, 2)
+        if m.server_sys_s is not None and level.transactions else None)
 
 
 def combine(levels: list[Level]) -> Level:
@@ -230,6 +233,7 @@ class LevelStats:
     private_kb: Spread | None = None
     shared_kb: Spread | None = None
     anon_kb: Spread | None = None
+    cpu_sys_us_per_req: Spread | None = None   # the kernel's part of cpu_us_per_req
 
     @property
     def noisy(self) -> bool:
@@ -280,7 +284,8 @@ def level_stats(rows: list[Row]) -> list[LevelStats]:
                             for r in group]),
             shared_kb=pct([None if r.shared_kb is None else float(r.shared_kb)
                            for r in group]),
-            anon_kb=pct([None if r.anon_kb is None else float(r.anon_kb) for r in group])))
+            anon_kb=pct([None if r.anon_kb is None else float(r.anon_kb) for r in group]),
+            cpu_sys_us_per_req=pct([r.server_sys_us_per_req for r in group])))
     return out
 
 
@@ -491,8 +496,11 @@ def efficiency(a: LevelStats, b: LevelStats, labels: tuple[str, str] | None = No
     win, lose = (a, b) if j.winner == la else (b, a)
     w, lo = statistics.median(cpu_values(win)), statistics.median(cpu_values(lose))
     less = 100 * (1 - w / lo) if lo > 0 else 0.0
+    kernel = f", of which kernel {win.cpu_sys_us_per_req.median:,.1f} vs " \
+        f"{lose.cpu_sys_us_per_req.median:,.1f}" \
+        if win.cpu_sys_us_per_req is not None and lose.cpu_sys_us_per_req is not None else ""
     return j, (f"{j.winner} needs {less:.0f}% less server CPU per request than {j.loser} "
-               f"({w:,.1f} vs {lo:,.1f} µs, min-max apart){caveat}")
+               f"({w:,.1f} vs {lo:,.1f} µs{kernel}, min-max apart){caveat}")
 
 
 def verdict(a: LevelStats, b: LevelStats) -> Verdict:

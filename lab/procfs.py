@@ -79,6 +79,8 @@ class TreeSample:
     private_kb: int | None = None
     shared_kb: int | None = None
     anon_kb: int | None = None
+    user_s: float = 0.0            # cpu_s in user space ...
+    sys_s: float = 0.0             # ... and in the kernel on its behalf
 
 
 def summed(procs: list[Stat]) -> TreeSample | None:
@@ -86,7 +88,8 @@ def summed(procs: list[Stat]) -> TreeSample | None:
         return None
     return TreeSample(processes=len(procs), cpu_s=sum(p.cpu_s for p in procs),
                       threads=sum(p.threads for p in procs),
-                      rss_kb=sum(p.rss_kb for p in procs))
+                      rss_kb=sum(p.rss_kb for p in procs),
+                      user_s=sum(p.user_s for p in procs), sys_s=sum(p.sys_s for p in procs))
 
 
 def sample(root: int) -> TreeSample | None:
@@ -246,6 +249,13 @@ class Sampler:
         if self.first is None or self.last is None:
             return 0.0
         return self.last.cpu_s - self.first.cpu_s
+
+    @property
+    def sys_s(self) -> float | None:
+        """The kernel's part of cpu_s (syscalls, TCP work charged to the server)."""
+        if self.first is None or self.last is None:
+            return None
+        return self.last.sys_s - self.first.sys_s
 
 
 def tcp_sockets(state: str = "06", net: str = "/proc/net", port: int | None = None) -> int:

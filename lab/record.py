@@ -683,6 +683,9 @@ class Row:
     private_kb: int | None = None
     shared_kb: int | None = None
     anon_kb: int | None = None    # anonymous memory (heap, stacks), part of private and shared
+    # the kernel's part of server_cpu_us_per_req (syscalls, TCP work charged to
+    # the server's processes); None in older runs
+    server_sys_us_per_req: float | None = None
 
     def has(self, flag: str) -> bool:
         return flag in self.flags.split()

@@ -126,7 +126,8 @@ def write_levels_csv(run: Path, stats: dict[str, list[LevelStats]]) -> None:
     w.writerow(["server", "value", "reps", "rate_median", "rate_min", "rate_max",
                 "resp_ms_median", "p99_ms_median", "rss_end_kb_median", "cpu_us_per_req_median",
                 "client_cpu_pct_median", "flags"] + ["cgroup_mem_kb_median"] * cgroup
-               + ["pss_kb_median", "private_kb_median", "shared_kb_median", "anon_kb_median"])
+               + ["pss_kb_median", "private_kb_median", "shared_kb_median", "anon_kb_median",
+                  "cpu_sys_us_per_req_median"])
     for name, levels in stats.items():
         for s in levels:
             w.writerow([name, s.value, s.rate.n, s.rate.median, s.rate.lo, s.rate.hi,
@@ -135,7 +136,7 @@ def write_levels_csv(run: Path, stats: dict[str, list[LevelStats]]) -> None:
                         s.client_cpu_pct.median, " ".join(s.all_flags())]
                        + [s.cgroup_mem_kb.median if s.cgroup_mem_kb else ""] * cgroup
                        + [x.median if x else "" for x in (s.pss_kb, s.private_kb, s.shared_kb,
-                                                          s.anon_kb)])
+                                                          s.anon_kb, s.cpu_sys_us_per_req)])
     record.write_atomic(run / "levels.csv", f.getvalue())
 
 

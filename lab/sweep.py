@@ -378,7 +378,8 @@ class ServerSweep:
             pss_kb=last.pss_kb if last else None,
             private_kb=last.private_kb if last else None,
             shared_kb=last.shared_kb if last else None,
-            anon_kb=last.anon_kb if last else None)
+            anon_kb=last.anon_kb if last else None,
+            server_sys_s=getattr(sampler, "sys_s", None))
 
     def died(self, sp: ServerProcess, load: Load, tag: str) -> SweepError:
         """The server exited during a client run: the level (or warm-up) and its

@@ -244,3 +244,41 @@ def test_instructions_per_request_of_a_cost_run_of_the_same_builds_sit_beside(
             f"(user space, c={level})")
         assert f"{v.cpu_text} [{v.cost_text}]" in v.said()
         assert v.said() in report.write(run)
+
+
+def test_the_kernel_share_is_recorded_and_shown_beside_the_cpu_verdict() -> None:
+    def with_sys(rs: list[Row], sys_us: float) -> list[Row]:
+        return [dataclasses.replace(r, server_sys_us_per_req=sys_us) for r in rs]
+    row = metrics.make_row(WHERE, LEVEL, dataclasses.replace(MEASURED, server_sys_s=0.2))
+    assert row.server_sys_us_per_req == 20.0 and row.server_cpu_us_per_req == 50.0
+    assert metrics.make_row(WHERE, LEVEL, MEASURED).server_sys_us_per_req is None
+    aws = level(with_sys(rows("aws", [6000, 6100, 6050], [3.9, 3.965, 3.9325],
+                              client_cpu_s=BOUND), 30.0))
+    mini = level(with_sys(rows("mini", [6020, 6080, 6040], [2.408, 2.432, 2.416],
+                               client_cpu_s=BOUND), 25.0))
+    assert mini.cpu_sys_us_per_req is not None and mini.cpu_sys_us_per_req.median == 25.0
+    v = metrics.verdict(aws, mini)
+    assert "(40.0 vs 65.0 µs, of which kernel 25.0 vs 30.0, min-max apart)" in v.cpu_text
+
+
+def test_the_sampler_splits_user_and_kernel_time() -> None:
+    """A real process spending its time in syscalls: the sampler's kernel part."""
+    import subprocess
+    import sys
+    from lab import procfs
+    code = ("import os, sys, time\nsys.stdin.readline()\nfd = os.open('/dev/null', os.O_WRONLY)\n"
+            "t = time.thread_time()\nwhile time.thread_time() - t < 0.5:\n"
+            "    os.write(fd, b'x')\nprint('done', flush=True)\nsys.stdin.readline()\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        with procfs.Sampler(proc.pid, interval=0.05) as s:
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+            assert proc.stdout.readline().strip() == "done"
+        assert s.sys_s is not None and 0 < s.sys_s <= s.cpu_s
+        assert s.cpu_s >= 0.45
+    finally:
+        proc.kill()
+        proc.wait()

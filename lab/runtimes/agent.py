@@ -56,7 +56,7 @@ def sample_json(s: Optional[procfs.TreeSample]) -> Optional[Dict[str, Any]]:
         return None
     return {"processes": s.processes, "cpu_s": s.cpu_s, "threads": s.threads, "rss_kb": s.rss_kb,
             "pss_kb": s.pss_kb, "private_kb": s.private_kb, "shared_kb": s.shared_kb,
-            "anon_kb": s.anon_kb}
+            "anon_kb": s.anon_kb, "user_s": s.user_s, "sys_s": s.sys_s}
 
 
 # ---------------------------------------------------------------- processes

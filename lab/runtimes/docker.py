@@ -35,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -654,7 +654,7 @@ class ContainerSampler(procfs.Sampler):
         kb = cg.working_set_kb()
         if kb is not None:
             self.cgroup_mem_peak_kb = max(self.cgroup_mem_peak_kb or 0, kb)
-        return TreeSample(s.processes, s.cpu_s, s.threads, s.rss_kb, kb)
+        return replace(s, cgroup_mem_kb=kb)
 
     def __exit__(self, *exc: object) -> None:
         super().__exit__(*exc)

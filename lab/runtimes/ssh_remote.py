@@ -185,6 +185,13 @@ class RemoteSampler:
             return 0.0
         return self.last.cpu_s - self.first.cpu_s
 
+    @property
+    def sys_s(self) -> float | None:
+        """The kernel's part of cpu_s; None from an agent that does not send it."""
+        if self.first is None or self.last is None or not (self.first.sys_s or self.last.sys_s):
+            return None
+        return self.last.sys_s - self.first.sys_s
+
 
 def tree_sample(data: object) -> TreeSample | None:
     if not isinstance(data, dict):
@@ -195,7 +202,9 @@ def tree_sample(data: object) -> TreeSample | None:
     return TreeSample(processes=int(data["processes"]), cpu_s=float(data["cpu_s"]),
                       threads=int(data["threads"]), rss_kb=int(data["rss_kb"]),
                       pss_kb=kb("pss_kb"), private_kb=kb("private_kb"),
-                      shared_kb=kb("shared_kb"), anon_kb=kb("anon_kb"))
+                      shared_kb=kb("shared_kb"), anon_kb=kb("anon_kb"),
+                      user_s=float(str(data.get("user_s") or 0.0)),
+                      sys_s=float(str(data.get("sys_s") or 0.0)))
 
 
 class SshServerHost(Host, ServerHost):
