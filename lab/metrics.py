@@ -11,8 +11,9 @@ import statistics
 from dataclasses import dataclass, field
 from itertools import combinations
 
+from lab import failures as failure_kinds
 from lab.clients import Level
-from lab.record import Row
+from lab.record import Row, encode_failures
 
 CLIENT_BOUND_PCT = 90.0        # client CPU, % of its CPUs: it measured itself
 HOST_BUSY_PCT = 10.0           # CPU of other processes on the lab's CPUs
@@ -129,7 +130,8 @@ def make_row(where: Where, level: Level, m: Measured) -> Row:
         client_bound="client-bound" in flags, other_cpu_pct=round(other_pct, 1),
         steal_pct=round(steal_pct, 1), sampler_cpu_pct=round(100 * m.sampler_cpu_s / wall, 2),
         time_wait=m.time_wait, flags=" ".join(flags),
-        cgroup_mem_kb=m.cgroup_mem_kb, cgroup_mem_peak_kb=m.cgroup_mem_peak_kb)
+        cgroup_mem_kb=m.cgroup_mem_kb, cgroup_mem_peak_kb=m.cgroup_mem_peak_kb,
+        failure_kinds=encode_failures(level.failures))
 
 
 def combine(levels: list[Level]) -> Level:
@@ -162,7 +164,8 @@ def combine(levels: list[Level]) -> Level:
         p50_ms=worst([x.p50_ms for x in levels]),
         p90_ms=worst([x.p90_ms for x in levels]),
         p99_ms=worst([x.p99_ms for x in levels]),
-        offered_rps=None if None in offered else sum(v for v in offered if v is not None))
+        offered_rps=None if None in offered else sum(v for v in offered if v is not None),
+        failures=tuple(failure_kinds.merged(f for x in levels for f in x.failures)))
 
 
 def steady(rates: list[float], slices: int = STEADY_SLICES,
