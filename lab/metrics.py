@@ -13,7 +13,7 @@ from itertools import combinations
 
 from lab import failures as failure_kinds
 from lab.clients import Level
-from lab.record import Row, encode_failures
+from lab.record import Failure, Row, encode_failures
 
 CLIENT_BOUND_PCT = 90.0        # client CPU, % of its CPUs: it measured itself
 HOST_BUSY_PCT = 10.0           # CPU of other processes on the lab's CPUs
@@ -26,6 +26,8 @@ STEADY_SLICES = 3              # warm-up auto: slices (lab.params.WARMUP_SLICE_S
 STEADY_TOLERANCE = 1.05        # ... within 5% of each other (max/min)
 MIN_REPS_FOR_VERDICT = 3       # fewer repetitions show no spread worth ranking on
 CAPACITY_LIMITED = 0.90        # a server at 90%+ of the client's calibrated capacity
+FAILED_SHARE_PCT = 1.0         # failed requests, % of a repetition's: more, and the level's
+                               # req/s (or latency) is not ranked
 
 # What each flag means, in one sentence: for summaries and reports.
 FLAGS: dict[str, str] = {
@@ -224,6 +226,9 @@ class LevelStats:
     open_loop: bool
     flags: dict[str, int] = field(default_factory=dict)   # flag: repetitions flagged
     cgroup_mem_kb: Spread | None = None   # RUNTIME=docker: the container's cgroup memory
+    attempts: int = 0                     # requests answered or failed, over the repetitions
+    failures: tuple[Failure, ...] = ()    # by kind, over the repetitions (lab.failures)
+    failed_pct: float = 0.0               # the worst repetition's failed share, %
 
     @property
     def noisy(self) -> bool:
@@ -268,8 +273,17 @@ def level_stats(rows: list[Row]) -> list[LevelStats]:
             open_loop=group[0].offered_rps is not None,
             flags=flags,
             cgroup_mem_kb=pct([None if r.cgroup_mem_kb is None else float(r.cgroup_mem_kb)
-                               for r in group])))
+                               for r in group]),
+            attempts=sum(r.successful + r.failed for r in group),
+            failures=tuple(failure_kinds.merged(f for r in group for f in r.failures())),
+            failed_pct=max(failed_share(r) for r in group)))
     return out
+
+
+def failed_share(row: Row) -> float:
+    """Failed requests, % of those answered or failed, at one level of one start."""
+    attempts = row.successful + row.failed
+    return 100 * row.failed / attempts if attempts else 0.0
 
 
 def peak(stats: list[LevelStats]) -> LevelStats:
@@ -306,6 +320,8 @@ class Sample:
     label: str
     values: tuple[float, ...]
     client_bound: bool = False
+    failed_pct: float = 0.0      # the worst repetition's failed requests, %: over
+                                 # FAILED_SHARE_PCT the figure is not ranked
 
 
 @dataclass(frozen=True)
@@ -368,6 +384,12 @@ def judge(a: Sample, b: Sample, *, higher_is_better: bool = True,
     empty = [s.label for s in (a, b) if not s.values]
     if empty:
         return Judgement("missing", None, None, None, f"not measured ({', '.join(empty)})")
+    failing = [s for s in (a, b) if s.failed_pct > FAILED_SHARE_PCT]
+    if failing:
+        said = ", ".join(f"{s.label}: {s.failed_pct:.1f}% of requests failed" for s in failing)
+        return Judgement("not-comparable", None, None, None,
+                         f"not comparable ({said}; more than {FAILED_SHARE_PCT:g}% failed is "
+                         "not ranked: see what failed)")
     return judge_spreads((a.label, spread(list(a.values)), a.client_bound),
                          (b.label, spread(list(b.values)), b.client_bound),
                          higher_is_better=higher_is_better, better=better, min_reps=min_reps)
@@ -424,10 +446,11 @@ def samples(a: LevelStats, b: LevelStats) -> tuple[Sample, Sample, bool, str]:
     if a.open_loop:
         def p99(s: LevelStats) -> tuple[float, ...]:
             return s.p99_ms.values if s.p99_ms is not None else ()
-        return (Sample(a.server, p99(a), a.client_bound), Sample(b.server, p99(b), b.client_bound),
+        return (Sample(a.server, p99(a), a.client_bound, a.failed_pct),
+                Sample(b.server, p99(b), b.client_bound, b.failed_pct),
                 False, "has lower p99 latency than")
-    return (Sample(a.server, a.rate.values, a.client_bound),
-            Sample(b.server, b.rate.values, b.client_bound), True, "is faster than")
+    return (Sample(a.server, a.rate.values, a.client_bound, a.failed_pct),
+            Sample(b.server, b.rate.values, b.client_bound, b.failed_pct), True, "is faster than")
 
 
 def verdict(a: LevelStats, b: LevelStats) -> Verdict:

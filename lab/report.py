@@ -163,6 +163,9 @@ def summary(rec: RunRecord, a: Analysis) -> str:
         sampler = max(s.sampler_cpu_pct.hi for levels in stats.values() for s in levels)
         lines += ["", f"The lab's own /proc sampler used at most {sampler:.2f}% of one core "
                       "per level."]
+    if a.failed:
+        lines += ["", "## What failed", "", *[f"- {x}" for found in a.failed.values()
+                                             for x in found]]
     if a.costs is not None:
         lines += [""] + costview.markdown(a.costs)
     if a.profiles:

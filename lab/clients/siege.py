@@ -80,11 +80,11 @@ def parse(stdout: str, stderr: str) -> Level:
     transactions, successful = int(data["transactions"]), int(data["successful_transactions"])
     # Siege's failures are requests without an answer; its answers of 400 or
     # more are transactions but not successful: both are the lab's failures
-    failed, errors = int(data["failed_transactions"]), max(0, transactions - successful)
+    failed, status = int(data["failed_transactions"]), max(0, transactions - successful)
     return Level(
         transactions=transactions,
         successful=successful,
-        failed=failed + errors,
+        failed=failed + status,
         availability_pct=float(data["availability"]),
         elapsed_s=float(data["elapsed_time"]),
         rate_rps=rate,
@@ -92,7 +92,7 @@ def parse(stdout: str, stderr: str) -> Level:
         in_flight=in_flight,
         longest_ms=float(data["longest_transaction"]) * 1000,
         data_mb=float(data["data_transferred"]),
-        failures=failures(failed, errors, stderr),
+        failures=failures(failed, status, stderr),
     )
 
 
