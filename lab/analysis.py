@@ -188,8 +188,9 @@ def workers_note(m: Manifest, name: str, levels: list[LevelStats]) -> str | None
         return None
     beyond = str(rec.extra.get("workers_beyond") or "")
     what = beyond or "what it does with the others is in its client's failures above"
+    levels_text = f"{len(over)} level{'s' * (len(over) != 1)}"
     return (f"{name} has {workers} workers ({detail}) for up to {max(over)} connections at "
-            f"the {len(over)} levels where requests failed above {workers}; {what}: "
+            f"the {levels_text} where requests failed above {workers}; {what}: "
             f"use {name}@{max(over)} (or WORKERS) to give it one per connection")
 
 

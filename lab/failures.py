@@ -27,8 +27,7 @@ KINDS: dict[str, str] = {
     "timeout": "timed out",
     "status": "non-2xx answer",
     "body": "wrong body",
-    "unanswered": "no answer, and no word from the client why (Siege: reset or closed "
-                  "before the answer, an empty answer, a 5xx, or more of what it printed)",
+    "unanswered": "no answer (the client does not say why)",
     "mixed": "several of: refused, reset or closed, timed out (the client does not count "
              "them apart)",
     "other": "other",

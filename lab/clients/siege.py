@@ -35,11 +35,11 @@ def write_rc(dest: Path, keepalive: bool) -> Path:
 
 
 ERROR_LINE = re.compile(r"^\[(error|alert|fatal)\]\s*(.*)$")
-SILENT = ("siege: failed without an error line (Siege 4.0.7 prints none for a connection "
-          "reset or closed before the answer, an empty answer or a 5xx, and lines for only "
-          "some of its connect failures)")
-STATUS = ("siege: answers of 400 or more (Siege counts them as transactions, not as "
-          "failures, and does not say which status)")
+SILENT = ("siege printed no error line (it prints none for a connection reset or closed "
+          "before the answer, an empty answer or a 5xx, and lines for only some of its "
+          "connect failures)")
+STATUS = ("siege: answers of 400 or more (it counts them as transactions, not failures, "
+          "and does not say which status)")
 
 
 def failures(failed: int, errors: int, stderr: str) -> tuple[Failure, ...]:
