@@ -157,7 +157,8 @@ def failure_lines(m: Manifest, name: str, levels: list[LevelStats]) -> list[str]
     for s in levels:
         if not s.failed:
             continue
-        reps = f" ({s.rate.n} repetitions)" if s.rate.n > 1 else ""
+        reps = (f" ({s.rate.n} repetitions: {' + '.join(f'{n:,}' for n in s.failed_by_rep)}"
+                " failed)" if s.rate.n > 1 else "")
         text = failures.line(f"{name} {at_value(m.params.axis, s.value)}{reps}", s.failed,
                              s.attempts, list(s.failures))
         if s.failed_pct > metrics.FAILED_SHARE_PCT:

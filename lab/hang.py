@@ -149,10 +149,14 @@ def explain(client: str, waited_s: float, threads: list[str], conns: list[Conn],
                f"{'s' * (len(open_) != 1)} that the server "
                + (f"left unanswered ({queued} waited in its accept queue, not accepted)"
                   if queued else "accepted and never answered"))
-    elif not open_ and not connecting and seen and set(seen) <= {"lock", "child", "running"}:
+    elif "lock" in seen and "network" not in seen:
+        rest = ("the server had answered or closed every connection" if not open_ and
+                not connecting else
+                f"no thread of it waits on its {len(open_) + len(connecting)} open connection"
+                f"{'s' * (len(open_) + len(connecting) != 1)}")
         why = (f"{client} hung on its own: its threads wait on a lock (futex) and none on "
-               "the network; the server had answered or closed every connection (a client "
-               "deadlock, e.g. Siege cancelling its users at the end of a timed run)")
+               f"the network; {rest} (a client deadlock, e.g. Siege cancelling its users at "
+               "the end of a timed run)")
     else:
         why = f"{client} did not finish; neither side is clearly stalled"
     return f"{why} ({facts})"

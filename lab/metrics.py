@@ -229,6 +229,7 @@ class LevelStats:
     attempts: int = 0                     # requests answered or failed, over the repetitions
     failures: tuple[Failure, ...] = ()    # by kind, over the repetitions (lab.failures)
     failed_pct: float = 0.0               # the worst repetition's failed share, %
+    failed_by_rep: tuple[int, ...] = ()   # failed requests of each repetition, in rep order
 
     @property
     def noisy(self) -> bool:
@@ -276,7 +277,8 @@ def level_stats(rows: list[Row]) -> list[LevelStats]:
                                for r in group]),
             attempts=sum(r.successful + r.failed for r in group),
             failures=tuple(failure_kinds.merged(f for r in group for f in r.failures())),
-            failed_pct=max(failed_share(r) for r in group)))
+            failed_pct=max(failed_share(r) for r in group),
+            failed_by_rep=tuple(r.failed for r in sorted(group, key=lambda r: r.rep))))
     return out
 
 

@@ -39,6 +39,14 @@ def test_a_client_on_a_lock_with_every_connection_closed_hangs_on_its_own() -> N
     assert "2 on a lock" in text and "6 closed by the server (CLOSE-WAIT)" in text
 
 
+def test_a_client_on_a_lock_with_a_connection_it_never_used() -> None:
+    # seen against aws: Siege's users on a lock, one connection open with no request sent
+    text = hang.explain("siege", 12, ["lock", "lock"],
+                        [Conn(CLOSE_WAIT, 0, 0)] * 6 + [Conn(ESTABLISHED, 0, 0)], None)
+    assert text.startswith("siege hung on its own: its threads wait on a lock (futex) and none "
+                           "on the network; no thread of it waits on its 1 open connection")
+
+
 def test_anything_else_claims_no_side() -> None:
     text = hang.explain("wrk", 5, ["network"], [Conn(SYN_SENT, 0, 0)], None)
     assert text.startswith("wrk did not finish; neither side is clearly stalled")
