@@ -134,8 +134,8 @@ def explain(client: str, waited_s: float, threads: list[str], conns: list[Conn],
     if open_:
         unsent = sum(1 for c in open_ if c.tx_queue)
         parts.append(f"{len(open_)} open (ESTABLISHED)"
-                     + (f", {unsent} with the request not yet taken by the server"
-                        if unsent else ", the request sent and no answer"))
+                     + (f", {unsent} with bytes the server has not acknowledged"
+                        if unsent else " with no answer to read"))
     if closed:
         parts.append(f"{len(closed)} closed by the server (CLOSE-WAIT)")
     if connecting:

@@ -24,7 +24,7 @@ def test_open_unanswered_connections_are_the_servers_stall() -> None:
                         [Conn(ESTABLISHED, 0, 0)] * 3, None)
     assert text.startswith("siege waited 47 s on 3 connections that the server accepted and "
                            "never answered (")
-    assert "3 open (ESTABLISHED), the request sent and no answer" in text
+    assert "3 open (ESTABLISHED) with no answer to read" in text
 
 
 def test_connections_not_accepted_say_the_accept_queue() -> None:
