@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from lab import costlink, costview, metrics, profileview, record, sends
+from lab import costlink, costview, failures, metrics, profileview, record, sends
 from lab.display import axis_label
 from lab.metrics import LevelStats, Verdict
 from lab.record import Calibration, Manifest, RunRecord
@@ -51,6 +51,8 @@ class Analysis:
     costs: costview.CostAnalysis | None = None       # make cost: instructions per request
     profiles: dict[str, profileview.ProfileSummary | str] = field(default_factory=dict)
     answers: dict[str, sends.Answer] = field(default_factory=dict)   # what each server sends
+    failed: dict[str, list[str]] = field(default_factory=dict)   # server: what failed, a
+                                                                # line per level (failure_lines)
 
     def levels(self, server: str) -> list[LevelStats]:
         return self.stats.get(server, [])
@@ -142,6 +144,58 @@ def capacity_note(m: Manifest, s: LevelStats) -> CapacityNote | None:
     return CapacityNote(s.server, s.value, s.rate.median, cap, level, share, kind, text)
 
 
+# --------------------------------------------------------------------------- what failed
+
+def at_value(axis: str, value: int) -> str:
+    return {"concurrency": f"c={value}", "rate": f"rate={value}/s"}.get(axis, f"{axis}={value}")
+
+
+def failure_lines(m: Manifest, name: str, levels: list[LevelStats]) -> list[str]:
+    """'aws c=50: 566 of 100,525 failed: reset or closed by the server (566: ...)', for
+    each level where a request failed (over its repetitions); a level past
+    metrics.FAILED_SHARE_PCT says that its req/s is not ranked."""
+    out = []
+    for s in levels:
+        if not s.failed:
+            continue
+        reps = (f" ({s.rate.n} repetitions: {' + '.join(f'{n:,}' for n in s.failed_by_rep)}"
+                " failed)" if s.rate.n > 1 else "")
+        text = failures.line(f"{name} {at_value(m.params.axis, s.value)}{reps}", s.failed,
+                             s.attempts, list(s.failures))
+        if s.failed_pct > metrics.FAILED_SHARE_PCT:
+            text += (f"; {s.failed_pct:.1f}% failed in the worst repetition (more than "
+                     f"{metrics.FAILED_SHARE_PCT:g}%): not ranked")
+        out.append(text)
+    return out
+
+
+def workers_note(m: Manifest, name: str, levels: list[LevelStats]) -> str | None:
+    """'aws has 5 workers (AWS Max_Connection, AWS's default) for 64 connections; <what
+    the server does with the rest>: use aws@64', when requests failed at a
+    concurrency above the workers the server ran with."""
+    rec = m.server(name)
+    ran: list[tuple[int, str]] = []
+    for start in rec.starts:
+        said = start.extra.get("ran_with")
+        given = start.extra.get("workers")
+        if isinstance(given, int) and given > 0:
+            ran.append((given, "WORKERS"))
+        elif isinstance(said, dict) and isinstance(said.get("workers"), int):
+            ran.append((int(said["workers"]), str(said.get("detail") or "as shipped")))
+    if not ran or m.params.axis != "concurrency":
+        return None
+    workers, detail = min(ran)
+    over = [s.value for s in levels if s.failed and s.value > workers]
+    if not over:
+        return None
+    beyond = str(rec.extra.get("workers_beyond") or "")
+    what = beyond or "what it does with the others is in its client's failures above"
+    levels_text = f"{len(over)} level{'s' * (len(over) != 1)}"
+    return (f"{name} has {workers} workers ({detail}) for up to {max(over)} connections at "
+            f"the {levels_text} where requests failed above {workers}; {what}: "
+            f"use {name}@{max(over)} (or WORKERS) to give it one per connection")
+
+
 # --------------------------------------------------------------------------- warnings
 
 def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
@@ -191,8 +245,16 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
                        "(steal): on a shared VM, figures vary from run to run; repeat, or "
                        "compare runs on a dedicated host.")
         if count("failures"):
-            out.append(f"{name}: {sum(s.failed for s in levels)} failed requests; see its "
-                       "client output and server logs in the run folder.")
+            found = [f for s in levels for f in s.failures]
+            what = failures.said(found) if found else \
+                "how is not recorded (a run made before the lab kept the kinds)"
+            out.append(f"{name}: {sum(s.failed for s in levels):,} of "
+                       f"{sum(s.attempts for s in levels):,} requests failed at "
+                       f"{count('failures')} of {n} levels: {what}. Each level is under "
+                       f"\"What failed\"; {tool}'s output is in {name}/ in the run folder.")
+            note = workers_note(m, name, levels)
+            if note:
+                out.append(note + ".")
         out.extend(f"{name}: {note}." for note in m.server(name).notes)
     if reps < metrics.MIN_REPS_FOR_VERDICT and len(stats) > 1:
         out.append(f"One run per level ranks nothing on a noisy host: use "
@@ -237,7 +299,9 @@ def analyse(rec: RunRecord) -> Analysis:
                     calibration_note=note, capacity=notes,
                     warnings=warnings(m, stats, note, notes),
                     costs=None if rec.costs is None else costview.analyse(rec.costs),
-                    profiles=profileview.analyse(rec.profiles), answers=answers)
+                    profiles=profileview.analyse(rec.profiles), answers=answers,
+                    failed={n: lines for n, levels in stats.items()
+                            if (lines := failure_lines(m, n, levels))})
 
 
 def of(run: Path) -> tuple[RunRecord, Analysis]:
@@ -274,5 +338,6 @@ def to_json(rec: RunRecord, a: Analysis) -> dict[str, Any]:
             "capacity": [asdict(c) for c in a.capacity],
             "calibration_note": a.calibration_note,
             "warnings": a.warnings,
+            "failed": a.failed,
             "costs": None if a.costs is None else asdict(a.costs),
             "rows": {n: [asdict(r) for r in rows] for n, rows in rec.by_server().items()}}

@@ -356,14 +356,23 @@ def overview(m: Manifest, stats: dict[str, list[LevelStats]]) -> str:
     return "<h2>Servers</h2>" + table(head, rows, numeric=set(range(3, 9)), cls="overview")
 
 
+def failed_html(lines: list[str]) -> str:
+    """What failed at each level of one server (lab.analysis.failure_lines)."""
+    if not lines:
+        return ""
+    return ('<h3 class="failed">What failed</h3><ul class="failed">'
+            + "".join(f"<li>{e(x)}</li>" for x in lines) + "</ul>")
+
+
 def server_section(m: Manifest, name: str, levels: list[LevelStats],
-                   probe: dict[str, Any] | str | None) -> str:
+                   probe: dict[str, Any] | str | None, failed: list[str] | None = None) -> str:
     rec = m.server(name)
     mark = flag_html(INCOMPLETE) if rec.status not in ("", "complete") else ""
     parts = [f'<section class="server" id="server-{e(name)}"><h2>{e(name)}{mark}</h2>',
              server_facts(name, rec)]
     if levels:
-        parts += [peak_table(m, name, levels), "<h3>Levels</h3>", level_table(m, levels)]
+        parts += [peak_table(m, name, levels), "<h3>Levels</h3>", level_table(m, levels),
+                  failed_html(failed or [])]
     else:
         parts.append('<p class="muted">No level measured.</p>')
     if rec.error:
@@ -571,7 +580,8 @@ def render(run: Path) -> str:
             "<h2>Flags</h2>", legend(flags_seen(stats, m)),
             charts_section(run)]
     body += [costs_html(a.costs), profiles_html(a.profiles)]
-    body += [server_section(m, n, stats.get(n, []), probes.get(n)) for n in names]
+    body += [server_section(m, n, stats.get(n, []), probes.get(n), a.failed.get(n))
+             for n in names]
     body += [memory_html(m, stats), sends_html(a.answers)]
     body += [verdicts_html(m, a), calibration_html(m, a), warnings_html(a.warnings),
              conditions_html(m)]

@@ -11,8 +11,9 @@ import statistics
 from dataclasses import dataclass, field
 from itertools import combinations
 
+from lab import failures as failure_kinds
 from lab.clients import Level
-from lab.record import Row
+from lab.record import Failure, Row, encode_failures
 
 CLIENT_BOUND_PCT = 90.0        # client CPU, % of its CPUs: it measured itself
 HOST_BUSY_PCT = 10.0           # CPU of other processes on the lab's CPUs
@@ -25,6 +26,8 @@ STEADY_SLICES = 3              # warm-up auto: slices (lab.params.WARMUP_SLICE_S
 STEADY_TOLERANCE = 1.05        # ... within 5% of each other (max/min)
 MIN_REPS_FOR_VERDICT = 3       # fewer repetitions show no spread worth ranking on
 CAPACITY_LIMITED = 0.90        # a server at 90%+ of the client's calibrated capacity
+FAILED_SHARE_PCT = 1.0         # failed requests, % of a repetition's: more, and the level's
+                               # req/s (or latency) is not ranked
 
 # What each flag means, in one sentence: for summaries and reports.
 FLAGS: dict[str, str] = {
@@ -137,7 +140,8 @@ def make_row(where: Where, level: Level, m: Measured) -> Row:
         cgroup_mem_kb=m.cgroup_mem_kb, cgroup_mem_peak_kb=m.cgroup_mem_peak_kb,
         pss_kb=m.pss_kb, private_kb=m.private_kb, shared_kb=m.shared_kb, anon_kb=m.anon_kb,
         server_sys_us_per_req=round(1e6 * m.server_sys_s / level.transactions, 2)
-        if m.server_sys_s is not None and level.transactions else None)
+        if m.server_sys_s is not None and level.transactions else None,
+        failure_kinds=encode_failures(level.failures))
 
 
 def combine(levels: list[Level]) -> Level:
@@ -170,7 +174,8 @@ def combine(levels: list[Level]) -> Level:
         p50_ms=worst([x.p50_ms for x in levels]),
         p90_ms=worst([x.p90_ms for x in levels]),
         p99_ms=worst([x.p99_ms for x in levels]),
-        offered_rps=None if None in offered else sum(v for v in offered if v is not None))
+        offered_rps=None if None in offered else sum(v for v in offered if v is not None),
+        failures=tuple(failure_kinds.merged(f for x in levels for f in x.failures)))
 
 
 def steady(rates: list[float], slices: int = STEADY_SLICES,
@@ -234,6 +239,10 @@ class LevelStats:
     shared_kb: Spread | None = None
     anon_kb: Spread | None = None
     cpu_sys_us_per_req: Spread | None = None   # the kernel's part of cpu_us_per_req
+    attempts: int = 0                     # requests answered or failed, over the repetitions
+    failures: tuple[Failure, ...] = ()    # by kind, over the repetitions (lab.failures)
+    failed_pct: float = 0.0               # the worst repetition's failed share, %
+    failed_by_rep: tuple[int, ...] = ()   # failed requests of each repetition, in rep order
 
     @property
     def noisy(self) -> bool:
@@ -285,8 +294,18 @@ def level_stats(rows: list[Row]) -> list[LevelStats]:
             shared_kb=pct([None if r.shared_kb is None else float(r.shared_kb)
                            for r in group]),
             anon_kb=pct([None if r.anon_kb is None else float(r.anon_kb) for r in group]),
-            cpu_sys_us_per_req=pct([r.server_sys_us_per_req for r in group])))
+            cpu_sys_us_per_req=pct([r.server_sys_us_per_req for r in group]),
+            attempts=sum(r.successful + r.failed for r in group),
+            failures=tuple(failure_kinds.merged(f for r in group for f in r.failures())),
+            failed_pct=max(failed_share(r) for r in group),
+            failed_by_rep=tuple(r.failed for r in sorted(group, key=lambda r: r.rep))))
     return out
+
+
+def failed_share(row: Row) -> float:
+    """Failed requests, % of those answered or failed, at one level of one start."""
+    attempts = row.successful + row.failed
+    return 100 * row.failed / attempts if attempts else 0.0
 
 
 def peak(stats: list[LevelStats]) -> LevelStats:
@@ -323,6 +342,8 @@ class Sample:
     label: str
     values: tuple[float, ...]
     client_bound: bool = False
+    failed_pct: float = 0.0      # the worst repetition's failed requests, %: over
+                                 # FAILED_SHARE_PCT the figure is not ranked
 
 
 @dataclass(frozen=True)
@@ -385,6 +406,12 @@ def judge(a: Sample, b: Sample, *, higher_is_better: bool = True,
     empty = [s.label for s in (a, b) if not s.values]
     if empty:
         return Judgement("missing", None, None, None, f"not measured ({', '.join(empty)})")
+    failing = [s for s in (a, b) if s.failed_pct > FAILED_SHARE_PCT]
+    if failing:
+        said = ", ".join(f"{s.label}: {s.failed_pct:.1f}% of requests failed" for s in failing)
+        return Judgement("not-comparable", None, None, None,
+                         f"not comparable ({said}; more than {FAILED_SHARE_PCT:g}% failed is "
+                         "not ranked: see what failed)")
     return judge_spreads((a.label, spread(list(a.values)), a.client_bound),
                          (b.label, spread(list(b.values)), b.client_bound),
                          higher_is_better=higher_is_better, better=better, min_reps=min_reps)
@@ -454,10 +481,11 @@ def samples(a: LevelStats, b: LevelStats) -> tuple[Sample, Sample, bool, str]:
     if a.open_loop:
         def p99(s: LevelStats) -> tuple[float, ...]:
             return s.p99_ms.values if s.p99_ms is not None else ()
-        return (Sample(a.server, p99(a), a.client_bound), Sample(b.server, p99(b), b.client_bound),
+        return (Sample(a.server, p99(a), a.client_bound, a.failed_pct),
+                Sample(b.server, p99(b), b.client_bound, b.failed_pct),
                 False, "has lower p99 latency than")
-    return (Sample(a.server, a.rate.values, a.client_bound),
-            Sample(b.server, b.rate.values, b.client_bound), True, "is faster than")
+    return (Sample(a.server, a.rate.values, a.client_bound, a.failed_pct),
+            Sample(b.server, b.rate.values, b.client_bound, b.failed_pct), True, "is faster than")
 
 
 CPU_PHRASE = "needs less server CPU per request than"

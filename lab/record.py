@@ -624,6 +624,47 @@ def add_problem(run: Path, problem: str, status: str | None = None) -> None:
     update(run, change)
 
 
+# --------------------------------------------------------------------------- failures
+
+@dataclass(frozen=True)
+class Failure:
+    """Failed requests of one kind at one level, as the client reported them.
+
+    kind: one of lab.failures.KINDS; status: the HTTP status of a non-2xx
+    answer when the client says which (None otherwise); said: the client's
+    own words (its error string, or the counter it keeps)."""
+    kind: str
+    count: int
+    said: str
+    status: int | None = None
+
+
+def encode_failures(found: list[Failure] | tuple[Failure, ...]) -> str:
+    """A results.csv cell: a JSON list of [kind, count, said, status]; "" for none."""
+    if not found:
+        return ""
+    return json.dumps([[f.kind, f.count, f.said, f.status] for f in found],
+                      separators=(",", ":"), ensure_ascii=False)
+
+
+def decode_failures(text: str, path: Path = Path(CSV)) -> list[Failure]:
+    """The cell back; RecordError when it is not what encode_failures writes."""
+    if not text:
+        return []
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        data = None
+    ok = isinstance(data, list) and all(
+        isinstance(x, list) and len(x) == 4 and isinstance(x[0], str)
+        and isinstance(x[1], int) and isinstance(x[2], str)
+        and (x[3] is None or isinstance(x[3], int)) for x in data)
+    if not ok:
+        raise RecordError(path, f"`failure_kinds` is {text[:80]!r}, not a list of "
+                                "[kind, count, words, status]")
+    return [Failure(x[0], x[1], x[2], x[3]) for x in data]
+
+
 # --------------------------------------------------------------------------- rows
 
 @dataclass
@@ -686,9 +727,16 @@ class Row:
     # the kernel's part of server_cpu_us_per_req (syscalls, TCP work charged to
     # the server's processes); None in older runs
     server_sys_us_per_req: float | None = None
+    # what failed, and how: `encode_failures` of the client's report (absent,
+    # None, in runs made before it was recorded; "" when nothing failed)
+    failure_kinds: str | None = None
 
     def has(self, flag: str) -> bool:
         return flag in self.flags.split()
+
+    def failures(self) -> list[Failure]:
+        """The failed requests of this level by kind ([] when none or not recorded)."""
+        return decode_failures(self.failure_kinds or "")
 
 
 COLUMNS = list(Row.__dataclass_fields__)
@@ -740,6 +788,10 @@ def from_record(record: dict[str, str | None], path: Path = Path(CSV), line: int
         except ValueError:
             raise RecordError(path, f"{where}`{f.name}` is {cell!r}, not a "
                                     f"{str(f.type).split(' ')[0]}") from None
+    try:
+        decode_failures(values["failure_kinds"] or "", path)
+    except RecordError as e:
+        raise RecordError(path, f"{where}{e.problem}") from None
     return Row(**values)
 
 

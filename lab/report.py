@@ -176,6 +176,9 @@ def summary(rec: RunRecord, a: Analysis) -> str:
     said = sends.markdown(a.answers)
     if said:
         lines += [""] + said
+    if a.failed:
+        lines += ["", "## What failed", "", *[f"- {x}" for found in a.failed.values()
+                                             for x in found]]
     if a.costs is not None:
         lines += [""] + costview.markdown(a.costs)
     if a.profiles:

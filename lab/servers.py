@@ -20,7 +20,7 @@ ROLES = ("server", "ceiling")
 VARIANT_KEYS = {"summary", "framework", "version", "env", "run", "build", "workers"}
 VARIANT_TABLE_KEYS = {"run": {"command", "dir", "ready_timeout"},
                       "build": {"command", "dir", "artifact", "inputs"},
-                      "workers": {"default", "meaning", "fixed"}}
+                      "workers": {"default", "meaning", "fixed", "beyond"}}
 # The lab sets these for every start; a manifest's env must not shadow them.
 LAB_VARIABLES = {"PORT", "WORKERS", "BIND", "BACKLOG", "LAB_ROOT", "LAB_CACHE", "LAB_SCRATCH"}
 
@@ -59,6 +59,8 @@ class Server:
     env: dict[str, str] = field(default_factory=dict)   # extra variables for run/build/facts
     base: str | None = None              # a variant: the server it derives from ...
     variant: str | None = None           # ... and its own part of the name (base.variant)
+    workers_beyond: str = ""             # [workers] beyond: what it does with connections
+                                         # past its workers (the failures warning says it)
 
     def workers(self, asked: int | None) -> int | None:
         """The worker count a start is given: NAME@N, else WORKERS, else the
@@ -72,7 +74,8 @@ class Server:
                 "workers_meaning": self.workers_meaning, "run": list(self.run.argv),
                 "env": dict(self.env),
                 "variant": (None if self.variant is None
-                            else {"base": self.base, "name": self.variant})}
+                            else {"base": self.base, "name": self.variant}),
+                **({"workers_beyond": self.workers_beyond} if self.workers_beyond else {})}
 
 
 def _table(data: dict[str, object], key: str, path: Path, required: bool) -> dict[str, object]:
@@ -231,7 +234,7 @@ def _parse(data: dict[str, object], path: Path, name: str | None = None) -> Serv
         version=_str(data, "version", path), role=role,
         summary=str(data.get("summary", "")),
         workers_default=default, workers_meaning=str(workers.get("meaning", "")),
-        has_workers=not fixed,
+        workers_beyond=str(workers.get("beyond", "")), has_workers=not fixed,
         run=_command(run, folder, path, "run"), ready_timeout=float(timeout),
         requires={str(k): str(v) for k, v in requires.items()},
         setup=_command(setup_t, folder, path, "setup") if setup_t else None,

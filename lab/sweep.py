@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lab import metrics, procs, record, runtimes
+from lab import failures, metrics, procs, record, runtimes
 from lab.clients import Client, ClientError, Level, Load
 from lab.launch import Knobs, ListenError, ServerProcess
 from lab.params import KNOBS, WARMUP_SLICE_S, Params
@@ -259,6 +259,10 @@ class ServerSweep:
         cgroup = (f" (cgroup {row.cgroup_mem_kb / 1024:.1f} MB)"
                   if row.cgroup_mem_kb is not None else "")
         note = f"  {row.flags}" if row.flags else ""
+        if row.failed:          # what failed, by kind (lab.failures), on the same line
+            counts = ", ".join(f"{key} {sum(f.count for f in group):,}" for key, group in
+                               failures.by_kind(row.failures()).items())
+            note += f"  failed {row.failed:,}" + (f" ({counts})" if counts else "")
         progress(f"{self.tag} {fmt_value(p.axis, row.value)} ({i}/{n}) "
                  f"{p.duration_s}s  {row.rate_rps:,.0f} req/s  {row.resp_ms:.2f} ms{p99}  "
                  f"rss {row.rss_end_kb / 1024:.1f} MB{cgroup}  cpu server "

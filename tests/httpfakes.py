@@ -4,6 +4,9 @@ ok:     GET /api answers the greeting (keep-alive kept), any other path 404;
         a request that asks to close gets "Connection: close" back, as nginx does.
 quiet:  as ok, but closes without saying so in the response (allowed: a SHOULD).
 reset:  reads the request and resets the connection (RST, no response).
+reset-every N K FILE: as ok, but the Nth, 2Nth, ... accepted connection, up to K
+        of them, reads its request and is reset (RST, no response); FILE
+        holds how many it reset so far.
 Listens on 127.0.0.1 only.
 """
 from __future__ import annotations
@@ -13,6 +16,9 @@ import socketserver
 import struct
 import subprocess
 import sys
+import threading
+from pathlib import Path
+from typing import Any
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 BODY = b'{"greeting":"Hello World!"}'
@@ -69,24 +75,61 @@ class GreetingServer(Quiet, ThreadingHTTPServer):
     request_queue_size = 512         # the lab's BACKLOG: no refusals at a burst of connects
 
 
-def main(mode: str, port: int) -> None:
+class ResetEvery(GreetingServer):
+    """Every Nth connection, K times, read and reset: a known count of one kind of failure."""
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], every: int, times: int, count: Path) -> None:
+        super().__init__(address, Greeting)
+        self.every, self.times, self.count = every, times, count
+        self.accepted = self.resets = 0
+        self.lock = threading.Lock()
+        count.write_text("0\n")
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        with self.lock:
+            self.accepted += 1
+            reset = self.accepted % self.every == 0 and self.resets < self.times
+            if reset:
+                self.resets += 1
+                done = self.resets
+        if not reset:
+            super().finish_request(request, client_address)
+            return
+        sock: socket.socket = request
+        data = b""
+        while b"\r\n\r\n" not in data:        # the whole request, then no answer
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()                               # RST
+        with self.lock:
+            self.count.write_text(f"{done}\n")
+
+
+def main(mode: str, port: int, *args: str) -> None:
     address = ("127.0.0.1", port)
     server: socketserver.TCPServer
-    if mode == "ok":
+    if mode == "reset-every":
+        server = ResetEvery(address, int(args[0]), int(args[1]), Path(args[2]))
+    elif mode == "ok":
         server = GreetingServer(address, Greeting)
     elif mode == "quiet":
         server = GreetingServer(address, QuietClose)
     elif mode == "reset":
         server = ResetServer(address, Reset)
     else:
-        raise SystemExit(f"unknown mode {mode!r}: ok, quiet or reset")
+        raise SystemExit(f"unknown mode {mode!r}: ok, quiet, reset or reset-every")
     print("ready", flush=True)
     server.serve_forever()
 
 
-def start(mode: str, port: int, pin: str | None = None) -> subprocess.Popen[str]:
+def start(mode: str, port: int, pin: str | None = None,
+          args: tuple[str, ...] = ()) -> subprocess.Popen[str]:
     """Start a fake in its own process (optionally pinned) and wait until it listens."""
-    argv = [sys.executable, __file__, mode, str(port)]
+    argv = [sys.executable, __file__, mode, str(port), *args]
     proc = subprocess.Popen((["taskset", "-c", pin] if pin else []) + argv,
                             stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
@@ -97,4 +140,4 @@ def start(mode: str, port: int, pin: str | None = None) -> subprocess.Popen[str]
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]))
+    main(sys.argv[1], int(sys.argv[2]), *sys.argv[3:])

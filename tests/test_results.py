@@ -21,7 +21,7 @@ def test_rows_are_appended_and_read_back_by_server(tmp_path: Path) -> None:
         values = {f.name: 0 for f in fields(results.Row)}
         values.update(server=server, rep=1, axis="concurrency", value=c, concurrency=c,
                       offered_rps=None, p50_ms=None, p90_ms=None, p99_ms=1.5,
-                      littles_ratio=0.97, client_bound=c > 4, flags="")
+                      littles_ratio=0.97, client_bound=c > 4, flags="", failure_kinds=None)
         return results.Row(**values)
 
     for server, c in (("b", 8), ("b", 1), ("a", 4)):

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Protocol
 
+from lab.record import Failure
+
 __path__ = pkgutil.extend_path(__path__, __name__)   # clients kept outside the checkout
 LOAD_AXES = ("concurrency", "rate")
 
@@ -63,6 +65,8 @@ class Level:
     p90_ms: float | None = None
     p99_ms: float | None = None
     offered_rps: float | None = None   # open loop: the rate it was asked to offer
+    # what failed, and how (lab.failures): counts summing to `failed`, the client's words
+    failures: tuple[Failure, ...] = ()
 
 
 class Client(Protocol):

@@ -12,8 +12,10 @@ import re
 from pathlib import Path
 from typing import ClassVar
 
+from lab import failures as kinds
 from lab import hostinfo
 from lab.clients import ClientError, Level, Load, Options
+from lab.record import Failure
 
 RC_TEMPLATE = Path(__file__).resolve().parents[2] / "client" / "siegerc"
 VERSION = (["siege", "--version"], r"SIEGE\s+(\S+)")     # its version probe
@@ -32,6 +34,38 @@ def write_rc(dest: Path, keepalive: bool) -> Path:
     return dest
 
 
+ERROR_LINE = re.compile(r"^\[(error|alert|fatal)\]\s*(.*)$")
+SILENT = ("siege printed no error line (it prints none for a connection reset or closed "
+          "before the answer, an empty answer or a 5xx, and lines for only some of its "
+          "connect failures)")
+STATUS = ("siege: answers of 400 or more (it counts them as transactions, not failures, "
+          "and does not say which status)")
+
+
+def failures(failed: int, errors: int, stderr: str) -> tuple[Failure, ...]:
+    """Siege's failed count by the kind its error lines say, one line a
+    failure; failures without a line are `unanswered` (see SILENT); `errors`
+    answers of 400 or more, a non-2xx count without its status."""
+    lines: dict[str, int] = {}
+    for line in stderr.splitlines():
+        m = ERROR_LINE.match(line.strip())
+        if m:
+            words = f"siege: {m.group(2)}"
+            lines[words] = lines.get(words, 0) + 1
+    found = []
+    budget = failed
+    for words, n in sorted(lines.items(), key=lambda kv: -kv[1]):
+        n = min(n, budget)                  # more lines than failures: never more than failed
+        if n:
+            found.append(Failure(kinds.kind_of(words), n, words))
+            budget -= n
+    if budget:
+        found.append(Failure("unanswered", budget, SILENT))
+    if errors:
+        found.append(Failure("status", errors, STATUS))
+    return tuple(found)
+
+
 def parse(stdout: str, stderr: str) -> Level:
     start = stdout.find("{")
     try:
@@ -43,10 +77,14 @@ def parse(stdout: str, stderr: str) -> Level:
         raise ClientError("siege printed no statistics: " + (" | ".join(errors) or "no output"))
     rate = float(data["transaction_rate"])
     in_flight = float(data["concurrency"])
+    transactions, successful = int(data["transactions"]), int(data["successful_transactions"])
+    # Siege's failures are requests without an answer; its answers of 400 or
+    # more are transactions but not successful: both are the lab's failures
+    failed, status = int(data["failed_transactions"]), max(0, transactions - successful)
     return Level(
-        transactions=int(data["transactions"]),
-        successful=int(data["successful_transactions"]),
-        failed=int(data["failed_transactions"]),
+        transactions=transactions,
+        successful=successful,
+        failed=failed + status,
         availability_pct=float(data["availability"]),
         elapsed_s=float(data["elapsed_time"]),
         rate_rps=rate,
@@ -54,6 +92,7 @@ def parse(stdout: str, stderr: str) -> Level:
         in_flight=in_flight,
         longest_ms=float(data["longest_transaction"]) * 1000,
         data_mb=float(data["data_transferred"]),
+        failures=failures(failed, status, stderr),
     )
 
 

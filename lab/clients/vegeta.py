@@ -42,8 +42,10 @@ import sys
 from pathlib import Path
 from typing import Any, ClassVar
 
+from lab import failures as kinds
 from lab import hostinfo, paths
 from lab.clients import ClientError, Level, Load, Options
+from lab.record import Failure
 
 MIB = 1024 * 1024        # siege's data_transferred unit
 NS_PER_MS = 1e6
@@ -136,6 +138,31 @@ def successes(codes: dict[str, int]) -> int:
     return sum(n for code, n in codes.items() if code.isdigit() and 200 <= int(code) < 400)
 
 
+STATUS_TEXT = re.compile(r"^\d{3}\b")     # vegeta's error string for a non-2xx answer
+WORDS_KEPT = 3                              # distinct error strings kept beside a count
+WORDS_CHARS = 200
+
+
+def failures(codes: dict[str, int], errors: list[str]) -> tuple[Failure, ...]:
+    """Status 0 (no response) by the kind its error strings say; vegeta keeps
+    the distinct strings, not a count of each, so strings of several kinds
+    make one "mixed" count. Every other non-2xx/3xx status, by status."""
+    found = []
+    no_answer = codes.get("0", 0)
+    if no_answer:
+        words = [e for e in errors if not STATUS_TEXT.match(e)]
+        seen = {kinds.kind_of(e) for e in words}
+        kind = seen.pop() if len(seen) == 1 else "mixed" if seen else "other"
+        said = "; ".join(e[:WORDS_CHARS] for e in words[:WORDS_KEPT]) or "no error string"
+        more = f" (and {len(words) - WORDS_KEPT} more)" if len(words) > WORDS_KEPT else ""
+        found.append(Failure(kind, no_answer, f"vegeta: {said}{more}"))
+    for code, n in sorted(codes.items()):
+        if code != "0" and n and not (code.isdigit() and 200 <= int(code) < 400):
+            found.append(Failure("status", n, f"vegeta: status {code}",
+                                 int(code) if code.isdigit() else None))
+    return tuple(found)
+
+
 def parse(stdout: str, stderr: str) -> Level:
     data = report_json(stdout)
     if data is None or data["requests"] == 0:
@@ -169,6 +196,7 @@ def parse(stdout: str, stderr: str) -> Level:
         p90_ms=lat["90th"] / NS_PER_MS,
         p99_ms=lat["99th"] / NS_PER_MS,
         offered_rps=float(offered.group(1)) if offered else None,
+        failures=failures(codes, [str(e) for e in data.get("errors") or []]),
     )
 
 

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 from lab import hostinfo
 from lab.clients import ClientError, Level, Load, Options
+from lab.record import Failure
 
 SCRIPT = Path(__file__).resolve().parents[2] / "client" / "wrk-report.lua"
 MARKER = "wrk-report "
@@ -61,6 +62,27 @@ def micros(value: object) -> float:
     return float(value) / 1000 if isinstance(value, (int, float)) else 0.0
 
 
+# wrk's counters of failed requests: the kind each one is, in wrk's words
+SOCKET_ERRORS = {
+    "connect": ("refused", "wrk: connect errors"),
+    "read": ("reset", "wrk: read errors (a reset, or the connection closed before a whole "
+                      "response)"),
+    "write": ("reset", "wrk: write errors"),
+    "timeout": ("timeout", "wrk: timeouts (no response within its 2 s timeout)"),
+}
+
+
+def failures(data: dict[str, Any]) -> tuple[Failure, ...]:
+    """wrk's socket errors by the call that failed, and its non-2xx/3xx count
+    (wrk keeps no count per status)."""
+    found = [Failure(kind, int(data[key]), words)
+             for key, (kind, words) in SOCKET_ERRORS.items() if int(data[key])]
+    if int(data["status"]):
+        found.append(Failure("status", int(data["status"]), "wrk: non-2xx or 3xx responses "
+                                                             "(wrk does not count them by status)"))
+    return tuple(found)
+
+
 def parse(stdout: str, stderr: str) -> Level:
     data = report_line(stdout)
     if data is None:
@@ -89,6 +111,7 @@ def parse(stdout: str, stderr: str) -> Level:
         p50_ms=micros(data.get("p50_us")),
         p90_ms=micros(data.get("p90_us")),
         p99_ms=micros(data.get("p99_us")),
+        failures=failures(data),
     )
 
 

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from lab import hostinfo, procfs, procs
+from lab import hang, hostinfo, procfs, procs
 from lab.params import Params
 from lab.procfs import TreeSample
 from lab.runtimes import (ClientHost, ClientHung, ClientRun, Placement, ServerDied, ServerHost,
@@ -113,7 +113,10 @@ class LocalClientHost(ClientHost):
                 if not server_alive():
                     raise ServerDied("the server exited during the level")
                 if time.monotonic() - t0 > timeout:
-                    raise ClientHung(f"the client did not finish within {timeout:.0f}s")
+                    # which side stalls, read before the client is stopped (lab.hang)
+                    why = hang.diagnose(proc.pid, argv, time.monotonic() - t0)
+                    raise ClientHung(f"the client did not finish within {timeout:.0f}s"
+                                     + (f": {why}" if why else ""))
                 time.sleep(0.05)
         finally:
             if proc.returncode is None:
