@@ -91,6 +91,7 @@ def check(env: dict[str, str], run: Path) -> tuple[dict[str, Any], list[Server],
         man = record.read_manifest(run)
     except record.RecordError as e:
         raise ConfigError(f"RUN={run}: not a run folder ({e.problem})") from None
+    runlock.refuse_busy(run, "make profile")          # nothing loads the host under a run
     m = man.to_json()
     p = m.get("params") or {}
     if m.get("kind") == "cost" or p.get("axis") not in ("concurrency", "rate"):
@@ -104,7 +105,6 @@ def check(env: dict[str, str], run: Path) -> tuple[dict[str, Any], list[Server],
     if at not in p.get("values", []):
         raise ConfigError(f"PROFILE_AT={at}: the run has no such level (its levels: "
                           f"{' '.join(map(str, p.get('values', [])))})")
-    runlock.refuse_busy(run, "make profile")          # nothing loads the host under a run
     try:
         measured = sorted({r.value for r in record.read_rows(run)})
     except record.RecordError as e:
