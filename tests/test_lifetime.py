@@ -413,3 +413,83 @@ def test_cost_interrupted_or_killed(tmp_path: Path, port: int, how: str) -> None
         ROOT / ".cache" / "scratch"
     wait_for(lambda: not list(scratch.glob(f"cost-{run.name}-*")), 30)
     nothing_left_by(proc.pid, run, port, tmp_path)
+
+
+@pytest.fixture(scope="module")
+def measured_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A short make bench run of ada-mini at c=1 and c=2, to profile."""
+    top = tmp_path_factory.mktemp("profiled")
+    made = bench(lab_env(top, SERVER="ada-mini", PORT=str(free_port()), CONCURRENCY="1 2",
+                         DURATION="1s", WARMUP="0", CLIENT="wrk", KEEPALIVE="1"), timeout=900)
+    assert made.returncode == 0, made.stderr[-3000:]
+    [run] = run_folders(top)
+    return run
+
+
+def perf_of(step: int) -> bool:
+    """perf record runs under the step (its keeper token)."""
+    return any(" perf record " in f" {p.partition(': ')[2]}" for p in keeper_marked(step))
+
+
+@pytest.mark.parametrize("how", SIGNALS)
+def test_profile_interrupted_or_killed(tmp_path: Path, port: int, measured_run: Path,
+                                       how: str) -> None:
+    """make profile, stopped while perf records: no perf.data, no partial
+    profile, no process (perf's sleep), no listener, no temporary file; the
+    interruption is in the manifest."""
+    run = measured_run
+    before = manifest(run)["status"]
+    env = step_env(tmp_path, port, PROFILE_AT="2", DURATION="30s")
+    proc = start_step(env, "profile", str(run))
+    wait_for(lambda: running(proc) and perf_of(proc.pid), 180)
+    assert not lock_free(run)                               # a report waits meanwhile
+    code, err = signal_step(proc, how)
+    what = "profile of ada-mini at concurrency 2: interrupted"
+    if how == "SIGKILL":
+        wait_for(lambda: any(what in p for p in manifest(run)["problems"]), 60)  # its keeper
+    else:
+        assert code == 130, err
+    m = manifest(run)
+    assert any(what in p for p in m["problems"]), m["problems"]
+    assert m["status"] == before                            # the run's own outcome stands
+    profile = run / "ada-mini" / "profile"
+    wait_for(lambda: list(profile.iterdir()) == [], 30)     # no perf.data, no partial folder
+    assert not list(run.rglob("perf.data*"))
+    nothing_left_by(proc.pid, run, port, tmp_path)
+
+
+def test_profile_keeps_one_profile_per_level(tmp_path: Path, measured_run: Path) -> None:
+    """Two levels, then the first again: three folders, each with its own
+    server.log (one start), none replaced; the report links each."""
+    run = tmp_path / "run"
+    shutil.copytree(measured_run, run)
+    for level in ("2", "1", "2"):
+        out = lab(step_env(tmp_path, free_port(), PROFILE_AT=level, DURATION="1s"),
+                  "profile", str(run), timeout=600)
+        assert out.returncode == 0, out.stderr[-3000:]
+    profile = run / "ada-mini" / "profile"
+    assert sorted(p.name for p in profile.iterdir()) == ["c1", "c2", "c2-2"]
+    for folder in profile.iterdir():
+        assert json.loads((folder / "profile.json").read_text())["level"] == int(
+            folder.name[1:].partition("-")[0])
+        assert (folder / "server.log").read_text().count("listening") <= 1
+        assert (folder / "flamegraph.svg").read_text().startswith("<svg")
+        assert f'href="ada-mini/profile/{folder.name}/flamegraph.svg"' in \
+            (run / "report.html").read_text()
+
+
+def test_profile_refuses_a_level_an_interrupted_run_never_measured(
+        tmp_path: Path, measured_run: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(measured_run, run)
+    m = manifest(run)
+    m["status"] = "interrupted"
+    (run / "manifest.json").write_text(json.dumps(m))
+    csv = (run / "results.csv").read_text().splitlines()
+    value = csv[0].split(",").index("value")
+    (run / "results.csv").write_text("\n".join(
+        [csv[0]] + [r for r in csv[1:] if r.split(",")[value] != "2"]) + "\n")
+    out = lab(step_env(tmp_path, free_port(), PROFILE_AT="2", DURATION="1s"), "profile",
+              str(run), timeout=120)
+    assert out.returncode == 2 and "never measured this level" in out.stderr, out.stderr
+    assert not list(run.glob("ada-mini/profile/*"))         # nothing started
