@@ -493,3 +493,31 @@ def test_profile_refuses_a_level_an_interrupted_run_never_measured(
               str(run), timeout=120)
     assert out.returncode == 2 and "never measured this level" in out.stderr, out.stderr
     assert not list(run.glob("ada-mini/profile/*"))         # nothing started
+
+
+def lab_runs(tmp_path: Path) -> list[Path]:
+    return [r for r in run_folders(tmp_path) if not r.name.startswith("reproduce-")]
+
+
+@pytest.mark.parametrize("how", SIGNALS)
+def test_reproduce_interrupted_or_killed(tmp_path: Path, port: int, how: str) -> None:
+    """make reproduce QUICK=1, stopped during its first run: nothing new starts
+    (no `make cost` under valgrind, no second client's run), what was measured
+    is judged, exit 130; the run is marked interrupted and nothing is left."""
+    env = step_env(tmp_path, port, QUICK="1", CONCURRENCY="1")
+    proc = start_step(env, "reproduce", "ada-vs-java")
+    wait_for(lambda: running(proc) and any(rows(r) for r in lab_runs(tmp_path)), 600)
+    [run] = lab_runs(tmp_path)
+    code, err = signal_step(proc, how)
+    if how == "SIGKILL":
+        wait_for(lambda: manifest(run)["status"] == "interrupted", 60)   # the script's guard
+    else:
+        assert code == 130, err[-3000:]
+        assert "nothing more is run" in err
+        [folder] = (tmp_path / "results").glob("reproduce-ada-vs-java-*")
+        claims_md = (folder / "claims.md").read_text()
+        assert "Not counted: the reproduction was interrupted" in claims_md
+        assert json.loads((folder / "claims.json").read_text())["runs"][0]["exit"] == 130
+    assert lab_runs(tmp_path) == [run]                      # no second run, no cost run
+    assert manifest(run)["status"] == "interrupted"
+    nothing_left_by(proc.pid, run, port, tmp_path)
