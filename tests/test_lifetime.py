@@ -408,7 +408,8 @@ def test_cost_interrupted_or_killed(tmp_path: Path, port: int, how: str) -> None
     m = manifest(run)
     assert m["status"] == "interrupted", m["problems"]
     assert m["servers"]["nginx"]["status"] == "interrupted"
-    assert "interrupted" in (run / "summary.md").read_text()
+    summary = run / "summary.md"        # SIGKILL: written by the keeper after the manifest
+    wait_for(lambda: summary.exists() and "interrupted" in summary.read_text(), 30)
     scratch = Path(env["LAB_CACHE"]) / "scratch" if env.get("LAB_CACHE") else \
         ROOT / ".cache" / "scratch"
     wait_for(lambda: not list(scratch.glob(f"cost-{run.name}-*")), 30)
