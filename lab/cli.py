@@ -19,7 +19,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from lab import calibrate, deps, hostinfo, procs, record, report, results, runtimes
+from lab import calibrate, deps, hostinfo, procs, record, report, results, runlock, runtimes
 from lab.paths import cache_dir
 from lab.clients import Client, Options, axes, clients
 from lab.launch import Knobs, lab_env, placeholders
@@ -325,6 +325,8 @@ def cmd_calibrate(_: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from lab import compare
+    for run in (args.a, args.b):
+        runlock.refuse_busy(Path(run), "make compare")
     params_root = ROOT / (os.environ.get("RESULTS") or "results")
     return compare.main(Path(args.a), Path(args.b), os.environ.get("FORCE") == "1", params_root)
 
@@ -428,10 +430,35 @@ def cmd_guard(_args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_gone(args: argparse.Namespace) -> int:
+    """A step's keeper, when the step vanished (SIGKILL, the OOM killer): remove
+    its partial folder (inside the run), record why, mark the run interrupted
+    if it says running (lab.runlock.guard), and write its report again."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_DFL)
+    run = Path(args.run)
+    if args.remove:
+        partial = Path(args.remove).resolve()
+        if run.resolve() in partial.parents:
+            import shutil
+            shutil.rmtree(partial, ignore_errors=True)
+    if args.problem:
+        record.add_problem(run, args.problem)
+    results.mark_gone(run)
+    try:
+        from lab import html
+        report.write(run)
+        html.main_report(run)
+    except (OSError, record.RecordError) as e:
+        print(f"lab gone: cannot write the report of {run}: {e}", file=sys.stderr)
+    return 0
+
+
 def cmd_plot(args: argparse.Namespace) -> int:
     from lab import plot
     run = Path(args.run)
     record.load(run)                    # a folder that is not a readable run: exit 2
+    runlock.refuse_busy(run, "make plots")
     try:
         return plot.draw(run)
     except OSError as e:
@@ -442,6 +469,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from lab import html
     run = Path(args.run)
     record.load(run)                    # a folder that is not a readable run: exit 2
+    runlock.refuse_busy(run, "make report")
     results.mark_gone_runs(run.resolve().parent)    # this run's index says it too
     try:
         print(report.write(run))
@@ -470,6 +498,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     settings given now (LAB_GIVEN from make, else the environment) override them."""
     run = Path(args.run)
     m = record.read_manifest(run)
+    runlock.refuse_busy(run, "make rerun")
     if not m.settings:
         raise record.RecordError(run / record.MANIFEST, "records no `settings`: it cannot "
                                  "be rerun (made by a lab before settings were recorded?)")
@@ -538,6 +567,12 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("down", help="undo `up` (always safe to run)").set_defaults(fn=cmd_down)
     sub.add_parser("guard", help="run-benchmark.sh's guard: lab down and the run marked "
                    "interrupted when the script and its steps vanish").set_defaults(fn=cmd_guard)
+    sp = sub.add_parser("gone", help="a vanished step's keeper: mark its run interrupted "
+                        "(lab.runlock.guard)")
+    sp.add_argument("run")
+    sp.add_argument("--remove", default="", help="a partial folder inside the run")
+    sp.add_argument("--problem", default="", help="what to record in the manifest")
+    sp.set_defaults(fn=cmd_gone)
     sub.add_parser("images", help="RUNTIME=docker: make debian:bullseye and debian:bookworm "
                    "locally (debootstrap, docker import) unless they exist"
                    ).set_defaults(fn=cmd_images)

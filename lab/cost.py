@@ -33,6 +33,7 @@ Writes <run>/cost.json; lab.costview reads it (summary.md, report.html).
 from __future__ import annotations
 
 import os
+import pwd
 import re
 import shutil
 import subprocess
@@ -43,7 +44,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from lab import deps, hostinfo, procfs, procs, record, report, results
+from lab import deps, hostinfo, procfs, procs, record, report, results, runlock
 from lab.costview import JIT_LANGUAGES, JIT_REASON
 from lab.record import COST as COST_FILE
 from lab.launch import Knobs, ServerProcess
@@ -132,19 +133,21 @@ def drive(url: str, requests: int, level: int, cpus: tuple[int, ...],
     """h2load with an exact request count over keep-alive HTTP/1.1; its report."""
     argv = procs.pinned(["h2load", "--h1", "-n", str(requests), "-c", str(level), "-t", "1",
                          *header_args(headers), url], cpus)
-    try:
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    try:                # a group the keeper watches: it ends with the step, however
+        code, raw_out, raw_err = procs.run(argv, timeout)
     except subprocess.TimeoutExpired:
         raise CostError(f"h2load -n {requests} -c {level} did not finish within "
                         f"{timeout:.0f}s") from None
-    done, ok = H2LOAD_DONE.search(out.stdout), H2LOAD_2XX.search(out.stdout)
-    if out.returncode != 0 or done is None or ok is None:
-        raise CostError(f"h2load failed (exit {out.returncode}): "
-                        f"{(out.stdout + out.stderr).strip()[-400:]}")
+    stdout = raw_out.decode(errors="replace")
+    stderr = raw_err.decode(errors="replace")
+    done, ok = H2LOAD_DONE.search(stdout), H2LOAD_2XX.search(stdout)
+    if code != 0 or done is None or ok is None:
+        raise CostError(f"h2load failed (exit {code}): "
+                        f"{(stdout + stderr).strip()[-400:]}")
     if int(done.group(2)) != requests or int(ok.group(1)) != requests:
         raise CostError(f"h2load: {done.group(2)} of {requests} requests succeeded, "
                         f"{ok.group(1)} answered 2xx: the count would be wrong")
-    return out.stdout
+    return stdout
 
 
 def instructions(folder: Path) -> tuple[int, int]:
@@ -163,14 +166,36 @@ def timeout_for(requests: int) -> float:
     return 120.0 + requests / 50.0      # valgrind's slowest server here: ~600 req/s
 
 
+SCRATCH = "scratch"                 # cache_dir()/scratch/: what a start writes before the run
+
+
+def scratch_folder(server: Server, run: Path) -> Path:
+    """Where valgrind writes a start's files: a new folder in the cache, with
+    the user's umask (never world-writable). nginx's workers write theirs as
+    `nobody` when the lab runs as root, and may not reach the run folder (a
+    results folder under a private home): as root, the folder is nobody's."""
+    top = cache_dir() / SCRATCH
+    top.mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix=f"cost-{run.name}-{server.name}.", dir=top))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(folder, 0o777 & ~umask)
+    if os.geteuid() == 0:
+        try:
+            nobody = pwd.getpwnam("nobody")
+            os.chown(folder, nobody.pw_uid, nobody.pw_gid)
+        except (KeyError, OSError):
+            pass
+    return folder
+
+
 def counted_start(server: Server, params: Params, run: Path, level: int, requests: int,
                   out: Path, pads: int = 0) -> dict[str, Any]:
     """One start under cachegrind: `requests` at `level`, then stopped. Its Ir."""
     out.mkdir(parents=True, exist_ok=True)
-    # nginx's worker writes its file as another user (nobody), who may not reach
-    # the run folder: the files go to a folder of their own under /tmp first.
-    scratch = Path(tempfile.mkdtemp(prefix=f"lab-cost-{server.name}."))
-    os.chmod(scratch, 0o777)
+    scratch = scratch_folder(server, run)
+    undo = ["rm", "-rf", "--", str(scratch)]
+    procs.Keeper.undo(undo)             # the step killed: the keeper removes it
     slow = replace(server, ready_timeout=max(server.ready_timeout, READY_UNDER_VALGRIND_S))
     knobs = Knobs(params.port, server.workers(params.workers), params.backlog, params.bind)
     log = out / "server.log"
@@ -193,6 +218,7 @@ def counted_start(server: Server, params: Params, run: Path, level: int, request
         for f in scratch.iterdir():
             shutil.move(f, out / f.name)
         shutil.rmtree(scratch, ignore_errors=True)
+        procs.Keeper.done(undo)
     total, files = instructions(out)
     if files == 0:
         raise CostError(f"{server.name}: no cachegrind file in {out}: its run command does "
@@ -389,13 +415,36 @@ def main(argv: list[str]) -> int:
     run = results.new_folder(ROOT / params.results, time.strftime("%Y%m%d-%H%M%S") + "-cost-"
                              + "+".join(params.servers)[:80])
     print(f"run folder: {run}", file=sys.stderr, flush=True)
-    write_manifest(run, params, levels, counts, repeat, servers)
+    # Held while this step lives (a report or profile of the run waits); if it
+    # vanishes (SIGKILL), its keeper marks the run interrupted (lab gone).
+    lock = runlock.hold(run, "lab cost")
+    gone = runlock.guard(run)
     try:
+        write_manifest(run, params, levels, counts, repeat, servers)
         code = measure(run, params, servers, levels, counts, repeat, headers(env))
     except KeyboardInterrupt:
-        record.add_problem(run, "interrupted", status="incomplete")
+        interrupted(run)
+        print("error: interrupted: the counts made so far are kept", file=sys.stderr)
         code = 130
     print(report.write(run))
     from lab import html
     html.main_report(run)
+    runlock.unguard(gone)
+    os.close(lock)
     return code
+
+
+def interrupted(run: Path) -> None:
+    """SIGINT, SIGTERM or SIGHUP: the run and every server not done are interrupted."""
+    def change(m: record.Manifest) -> None:
+        for rec in m.servers.values():
+            if rec.status not in ("complete", "failed"):
+                rec.status = "interrupted"
+        m.status = "interrupted"
+        m.problems.append("interrupted (SIGINT, SIGTERM or SIGHUP): the counts made so far "
+                          "are kept")
+        m.finished = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    try:
+        record.update(run, change)
+    except record.RecordError:
+        pass                            # interrupted before its manifest was written

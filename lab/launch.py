@@ -115,9 +115,13 @@ class ServerProcess:
         self.log_offset = self.log.stat().st_size if self.log.exists() else 0
         self.scratch = Path(tempfile.mkdtemp(prefix=f"lab-{self.server.name}."))
         self.env["LAB_SCRATCH"] = str(self.scratch)
+        procs.Keeper.undo(self._undo_scratch())    # the step killed: its keeper removes it
         self.proc = self.where.start(self.command, self.server.run.dir, self.env, self.log,
                                      self.cpus)
         return self.proc
+
+    def _undo_scratch(self) -> list[str]:
+        return ["rm", "-rf", "--", str(self.scratch)]
 
     def ready(self) -> float:
         """Seconds until it accepts on its address; NotReady (with its log's tail) if never."""
@@ -168,6 +172,7 @@ class ServerProcess:
         code = self.proc.stop()
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
+            procs.Keeper.done(self._undo_scratch())
         self.where.wait_port_released(self.knobs.port, self.knobs.bind)
         return code
 

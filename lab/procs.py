@@ -17,6 +17,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -123,6 +124,26 @@ def stop(proc: subprocess.Popen[bytes], grace: float = 10.0) -> int | None:
         except subprocess.TimeoutExpired:
             continue
     return proc.poll()
+
+
+def run(argv: list[str], timeout: float, stdout: IO[bytes] | None = None,
+        cwd: Path | None = None) -> tuple[int, bytes, bytes]:
+    """argv to its end as a group of its own that the step's keeper watches
+    (start): its exit code, standard output (unless `stdout` takes it) and
+    error. A timeout (subprocess.TimeoutExpired) or an interrupt stops the
+    whole group first: nothing it forked outlives the call (perf's `sleep`)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = start(argv, cwd or Path.cwd(), dict(os.environ), err,
+                     stdout=out if stdout is None else stdout)
+        try:
+            code = proc.wait(timeout=timeout)
+        finally:
+            if proc.poll() is None:
+                stop(proc, grace=2)
+            kill_group(proc.pid)
+        out.seek(0)
+        err.seek(0)
+        return code, out.read(), err.read()
 
 
 def kill_group(pgid: int) -> None:

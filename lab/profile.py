@@ -17,7 +17,8 @@ for a short warm-up, then for DURATION while a sampling profiler records it:
 
 The client's rate while the profiler ran is recorded beside the run's rate at
 that level: the difference is the profiler's overhead. Writes
-<run>/<server>/profile/{profile.folded, profile.json, flamegraph.svg};
+<run>/<server>/profile/<level>/{profile.folded, profile.json, flamegraph.svg,
+server.log} (<level>: c8, or r500 for a rate; c8-2 for a second profile there);
 lab.profileview reads them for the report (a table of top functions with the
 user/kernel split; the flame graphs are linked, the report stays script-free).
 """
@@ -28,13 +29,14 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from lab import cost, deps, procfs, procs, record, report
+from lab import cost, deps, procfs, procs, record, report, runlock
 from lab.clients import ClientError, Load, Options, clients
 from lab.costview import JIT_LANGUAGES
 from lab.launch import Knobs, ServerProcess
@@ -89,6 +91,7 @@ def check(env: dict[str, str], run: Path) -> tuple[dict[str, Any], list[Server],
         man = record.read_manifest(run)
     except record.RecordError as e:
         raise ConfigError(f"RUN={run}: not a run folder ({e.problem})") from None
+    runlock.refuse_busy(run, "make profile")          # nothing loads the host under a run
     m = man.to_json()
     p = m.get("params") or {}
     if m.get("kind") == "cost" or p.get("axis") not in ("concurrency", "rate"):
@@ -102,6 +105,13 @@ def check(env: dict[str, str], run: Path) -> tuple[dict[str, Any], list[Server],
     if at not in p.get("values", []):
         raise ConfigError(f"PROFILE_AT={at}: the run has no such level (its levels: "
                           f"{' '.join(map(str, p.get('values', [])))})")
+    try:
+        measured = sorted({r.value for r in record.read_rows(run)})
+    except record.RecordError as e:
+        raise ConfigError(f"RUN={run}: {e}") from None
+    if at not in measured:              # an interrupted run did not reach every level
+        raise ConfigError(f"PROFILE_AT={at}: the run ({m.get('status')}) never measured this "
+                          f"level (measured: {' '.join(map(str, measured)) or 'none'})")
     duration = parse_duration("DURATION", env.get("DURATION", "10s"))
     if cost.headers(env) and p.get("load_axis") != "concurrency":
         raise ConfigError("HEADERS drives h2load at the level's concurrency: profile a run "
@@ -118,6 +128,9 @@ def check(env: dict[str, str], run: Path) -> tuple[dict[str, Any], list[Server],
     port = positive_int("PORT", env.get("PORT") or str(p["port"]), 1024, 65535)
     procs.check_port_free(port, p["bind"])
     return m, servers, at, duration
+
+
+L = TypeVar("L", "LoadRun", "HeaderLoad")
 
 
 class LoadRun:
@@ -146,6 +159,10 @@ class LoadRun:
                                      self.err.read_text(errors="replace")).rate_rps
         except ClientError:
             return None
+
+    def stop(self) -> None:
+        procs.stop(self.proc, grace=2)
+        procs.kill_group(self.proc.pid)
 
 
 class HeaderLoad:
@@ -179,6 +196,24 @@ class HeaderLoad:
             raise ProfileError(f"h2load with {self.pads} headers: {self.error}")
         return self.done / (time.monotonic() - self.t0) if self.done else None
 
+    def stop(self) -> None:
+        self.stopping.set()             # its h2load round is a group the keeper watches
+
+
+class Loads:
+    """The loads a profile started, stopped together when it ends early."""
+
+    def __init__(self) -> None:
+        self.started: list[LoadRun | HeaderLoad] = []
+
+    def add(self, load: L) -> L:
+        self.started.append(load)
+        return load
+
+    def stop(self) -> None:
+        for load in self.started:
+            load.stop()
+
 
 def record_native(instance: ServerProcess, seconds: int, out: Path) -> dict[str, Any]:
     pids = ",".join(str(s.pid) for s in procfs.tree(instance.pid))
@@ -186,15 +221,17 @@ def record_native(instance: ServerProcess, seconds: int, out: Path) -> dict[str,
     argv = ["perf", "record", "-q", "-e", "cpu-clock", "-F", str(PERF_HZ),
             "--call-graph", f"dwarf,{PERF_STACK}", "-p", pids, "-o", str(data),
             "--", "sleep", str(seconds)]
-    rec = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 120)
-    if rec.returncode != 0 or not data.is_file():
-        raise ProfileError(f"perf record failed: {rec.stderr.strip()[-500:]}")
-    with (out / FOLDED).open("w") as f:
-        fold = subprocess.run(["perf", "script", "report", "stackcollapse", "-i", str(data),
-                               "--", "--kernel"], stdout=f, stderr=subprocess.PIPE, text=True,
-                              timeout=600)
-    if fold.returncode != 0:
-        raise ProfileError(f"perf script report stackcollapse failed: {fold.stderr[-500:]}")
+    # each a group the keeper watches: an interrupt or a kill of the step ends
+    # perf and its `sleep` too
+    code, _, err = procs.run(argv, seconds + 120, cwd=out)
+    if code != 0 or not data.is_file():
+        raise ProfileError(f"perf record failed: {err.decode(errors='replace').strip()[-500:]}")
+    with (out / FOLDED).open("wb") as f:
+        code, _, err = procs.run(["perf", "script", "report", "stackcollapse", "-i", str(data),
+                                  "--", "--kernel"], 600, stdout=f, cwd=out)
+    if code != 0:
+        raise ProfileError("perf script report stackcollapse failed: "
+                           f"{err.decode(errors='replace')[-500:]}")
     data.unlink()                   # tens of MB; the folded stacks are what is read
     return {"profiler": perf_version(), "thread_root": True,
             "settings": f"perf record -e cpu-clock -F {PERF_HZ} --call-graph "
@@ -202,13 +239,20 @@ def record_native(instance: ServerProcess, seconds: int, out: Path) -> dict[str,
                         "stackcollapse --kernel"}
 
 
-def record_jvm(instance: ServerProcess, seconds: int, out: Path,
-               event: str) -> dict[str, Any] | None:
-    """async-profiler's folded stacks with `event`; None when it gathered no sample."""
+def jvm_profiler() -> tuple[Path, str]:
+    """async-profiler's library (fetched once) and jcmd: checked before any
+    server starts (ProfileError)."""
     lib = asprof_library(cache_dir())
     jcmd = shutil.which("jcmd")
     if jcmd is None:
         raise ProfileError("jcmd not found (it comes with the JDK)")
+    return lib, jcmd
+
+
+def record_jvm(instance: ServerProcess, seconds: int, out: Path,
+               event: str) -> dict[str, Any] | None:
+    """async-profiler's folded stacks with `event`; None when it gathered no sample."""
+    lib, jcmd = jvm_profiler()
     folded = (out / FOLDED).resolve()        # the JVM runs in its own folder
 
     def agent(args: str) -> None:
@@ -229,11 +273,10 @@ def record_jvm(instance: ServerProcess, seconds: int, out: Path,
                         f"{start_args}; after {seconds}s: stop,collapsed"}
 
 
-def profile_server(m: dict[str, Any], server: Server, run: Path, at: int, seconds: int,
-                   port: int, pads: int = 0) -> dict[str, Any]:
+def profile_server(m: dict[str, Any], server: Server, run: Path, out: Path, at: int,
+                   seconds: int, port: int, pads: int = 0) -> dict[str, Any]:
+    """One start of `server`, profiled at `at`; everything goes into `out`."""
     p = m["params"]
-    out = run / server.name / PROFILE_DIR
-    out.mkdir(parents=True, exist_ok=True)
     jvm = server.language in JIT_LANGUAGES
     knobs = Knobs(port, server.workers(p.get("workers")), p["backlog"], p["bind"])
     instance = ServerProcess(server, ROOT, cache_dir(), run.name, knobs,
@@ -242,20 +285,21 @@ def profile_server(m: dict[str, Any], server: Server, run: Path, at: int, second
                             "headers": pads,
                             "axis": p["load_axis"], "client": p["client"],
                             "keepalive": p["keepalive"]}
+    loads = Loads()
     try:
         instance.start()
         instance.ready()
         warm = WARMUP_JVM_S if jvm else WARMUP_NATIVE_S
         load: LoadRun | HeaderLoad
         if pads:
-            warming = HeaderLoad(instance.url, at, tuple(p["client_cpus"]), pads)
+            warming = loads.add(HeaderLoad(instance.url, at, tuple(p["client_cpus"]), pads))
             time.sleep(warm)
             warming.finish()
-            load = HeaderLoad(instance.url, at, tuple(p["client_cpus"]), pads)
+            load = loads.add(HeaderLoad(instance.url, at, tuple(p["client_cpus"]), pads))
             info.update(client=f"h2load --h1, {pads} extra headers (HEADERS)", keepalive=True)
         else:
-            LoadRun(m, instance.url, at, warm, out).finish()
-            load = LoadRun(m, instance.url, at, seconds + 2, out)
+            loads.add(LoadRun(m, instance.url, at, warm, out)).finish()
+            load = loads.add(LoadRun(m, instance.url, at, seconds + 2, out))
         time.sleep(1)
         if not jvm:
             info.update(record_native(instance, seconds, out))
@@ -266,8 +310,10 @@ def profile_server(m: dict[str, Any], server: Server, run: Path, at: int, second
             got = record_jvm(instance, seconds, out, "cpu")
             if got is None:
                 load.finish()
-                load = (HeaderLoad(instance.url, at, tuple(p["client_cpus"]), pads) if pads
-                        else LoadRun(m, instance.url, at, seconds + 2, out))
+                if pads:
+                    load = loads.add(HeaderLoad(instance.url, at, tuple(p["client_cpus"]), pads))
+                else:
+                    load = loads.add(LoadRun(m, instance.url, at, seconds + 2, out))
                 time.sleep(1)
                 got = record_jvm(instance, seconds, out, "itimer")
                 if got is None:
@@ -280,6 +326,7 @@ def profile_server(m: dict[str, Any], server: Server, run: Path, at: int, second
     except (procs.NotReady, subprocess.TimeoutExpired) as e:
         raise ProfileError(str(e)) from None
     finally:
+        loads.stop()                    # an interrupt: the client goes with the server
         instance.stop()
     with_headers = f", {pads} extra request headers" if pads else ""
     info["flamegraph"] = write_flamegraph(
@@ -312,20 +359,67 @@ def main(argv: list[str]) -> int:
     code = deps.ensure(want)
     if code:
         return code
-    failed = []
+    if any(s.language in JIT_LANGUAGES for s in servers):
+        try:                            # before any server starts (a JVM warms for 15 s)
+            jvm_profiler()
+        except (ProfileError, OSError, subprocess.SubprocessError, zipfile.BadZipFile) as e:
+            print(f"error: the JVM profiler is not available: {e}", file=sys.stderr)
+            return 2
+    try:
+        lock = runlock.hold(run, "lab profile")   # a report or another profile waits
+    except runlock.Busy as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    failed: list[str] = []
+    stopped = ""
+    axis = m["params"]["load_axis"]
     for s in servers:
-        print(f"[{s.name}] profile at {m['params']['load_axis']} {at} for {seconds}s "
-              "(a separate start)", file=sys.stderr, flush=True)
+        what = f"profile of {s.name} at {axis} {at}"
+        print(f"[{s.name}] {what.partition(' at ')[2]} for {seconds}s (a separate start)",
+              file=sys.stderr, flush=True)
+        final = level_folder(run, s, axis, at)
+        partial = Path(tempfile.mkdtemp(prefix=f".{final.name}.partial-", dir=final.parent))
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(partial, 0o777 & ~umask)
+        gone = runlock.guard(run, remove=partial,
+                             problem=f"{what}: interrupted (the lab's step was killed); "
+                                     "nothing of it is kept")
         try:
-            info = profile_server(m, s, run, at, seconds, port, pads)
-            print(f"[{s.name}] {info['profiler']}; flame graph: "
-                  f"{run / s.name / PROFILE_DIR / info['flamegraph']}", file=sys.stderr)
+            info = profile_server(m, s, run, partial, at, seconds, port, pads)
+            partial.rename(final)
+            print(f"[{s.name}] {info['profiler']}; flame graph: {final / info['flamegraph']}",
+                  file=sys.stderr)
         except (ProfileError, ClientError, procs.PortBusy) as e:
-            failed.append(f"profile of {s.name}: {e}")
+            failed.append(f"{what}: {e}")
             print(f"[{s.name}] profile failed: {e}", file=sys.stderr, flush=True)
-    for problem in failed:
+        except KeyboardInterrupt:
+            stopped = f"{what}: interrupted (SIGINT, SIGTERM or SIGHUP); nothing of it is kept"
+            print(f"[{s.name}] interrupted: the server is stopped, nothing of this profile "
+                  "is kept", file=sys.stderr, flush=True)
+        finally:
+            shutil.rmtree(partial, ignore_errors=True)  # perf.data, a half-written profile
+            runlock.unguard(gone)
+        if stopped:
+            break
+    for problem in failed + ([stopped] if stopped else []):
         record.add_problem(run, problem)
     report.write(run)
     from lab import html
     html.main_report(run)
-    return 1 if failed else 0
+    os.close(lock)
+    return 130 if stopped else 1 if failed else 0
+
+
+def level_folder(run: Path, server: Server, axis: str, at: int) -> Path:
+    """<run>/<server>/profile/c8 (rate: r500): one profile per level, each start
+    its own folder and log; a second profile at a level gets c8-2, never
+    replacing the first."""
+    top = run / server.name / PROFILE_DIR
+    top.mkdir(parents=True, exist_ok=True)
+    name = f"{'c' if axis == 'concurrency' else 'r'}{at}"
+    for n in range(1, 1000):
+        path = top / (name if n == 1 else f"{name}-{n}")
+        if not path.exists():
+            return path
+    raise ProfileError(f"no free folder name for {name} under {top}")

@@ -961,20 +961,30 @@ def read_folded(path: Path) -> list[tuple[list[str], int]]:
 def read_profiles(run: Path) -> dict[str, Profile | str]:
     """Each server's profile, or why it cannot be read (shown, never fatal)."""
     out: dict[str, Profile | str] = {}
-    for path in sorted(run.glob(f"*/{PROFILE_DIR}/{PROFILE_JSON}")):
-        name = path.parent.parent.name
+    # <server>/profile/<level>/ (c8, c8-2: one folder per profile), or
+    # <server>/profile/ itself (runs profiled before levels had folders)
+    found = sorted(run.glob(f"*/{PROFILE_DIR}/{PROFILE_JSON}")) + \
+        sorted(run.glob(f"*/{PROFILE_DIR}/*/{PROFILE_JSON}"))
+    found = [p for p in found if not any(part.startswith(".") for part in
+                                         p.relative_to(run).parts)]   # a profile under way
+    several = {p.parts[len(run.parts)] for p in found
+               if sum(q.parts[len(run.parts)] == p.parts[len(run.parts)] for q in found) > 1}
+    for path in found:
+        folder = path.parent.relative_to(run)
+        name = folder.parts[0]
+        key = f"{name} ({folder.name})" if name in several and len(folder.parts) > 2 else name
         try:
             o = _Obj(read_json(path), path, "")
             graph = o.text("flamegraph")
-            out[name] = Profile(
+            out[key] = Profile(
                 server=name, profiler=o.text("profiler"), settings=o.text("settings"),
                 level=o.integer("level"), axis=o.text("axis"), client=o.text("client"),
                 seconds=o.integer("seconds"), rate_rps=o.opt_num("rate_during_profile"),
                 thread_root=o.flag("thread_root"),
-                flamegraph=f"{name}/{PROFILE_DIR}/{graph}" if graph else "",
+                flamegraph=f"{folder.as_posix()}/{graph}" if graph else "",
                 stacks=read_folded(path.parent / FOLDED))
         except (RecordError, OSError) as e:
-            out[name] = str(e)
+            out[key] = str(e)
     return out
 
 

@@ -212,10 +212,23 @@ def run_benchmark(run: RunPlan, env: Mapping[str, str]) -> RunDone:
                     folder = (ROOT / m.group(1)).resolve()
             code = child.wait()
         except KeyboardInterrupt:     # Ctrl-C reached the child too; SIGTERM only us: pass it on
-            child.terminate()
+            child.terminate()         # it stops its step and closes its run (a few seconds);
+            for line in child.stderr:  # its last lines still say where and why
+                sys.stderr.write(line)
+                m = RUN_FOLDER.match(line.rstrip("\n"))
+                if m and folder is None:
+                    folder = (ROOT / m.group(1)).resolve()
             child.wait()
-            raise
+            raise Interrupted(RunDone(run, 130, folder)) from None
     return RunDone(run, code, folder)
+
+
+class Interrupted(KeyboardInterrupt):
+    """The run was interrupted; what it measured is in `done`."""
+
+    def __init__(self, done: RunDone) -> None:
+        super().__init__()
+        self.done = done
 
 
 # --------------------------------------------------------------------------- judge
@@ -445,6 +458,15 @@ def instruction_ratios(plan: Plan, env: Mapping[str, str]) -> list[str]:
     return lines + [""]
 
 
+def not_counted(plan: Plan, env: Mapping[str, str]) -> list[str]:
+    """In place of instruction_ratios after an interrupt: what was not counted."""
+    if not ada_claims(plan, discover(ROOT, env.get("LAB_SERVER_PATH", ""))):
+        return []
+    return ["## Instructions per request beside the throughput ratio", "",
+            "Not counted: the reproduction was interrupted (`make cost` runs after both "
+            "runs).", ""]
+
+
 def lab_servers(env: Mapping[str, str]) -> set[str]:
     return set(found_here(ROOT))            # LAB_SERVER_PATH as lab.paths reads it
 
@@ -473,24 +495,44 @@ def main(name: str, env: Mapping[str, str]) -> int:
     results.write_json(folder / "plan.json", plan_json(plan))
     print(f"reproduce folder: {folder}", file=sys.stderr, flush=True)
     done: list[RunDone] = []
+    stopped = False
     try:
         for run in plan.runs:
             print(f"[reproduce] {plan.study.id}: {run.client} ({run.role})", file=sys.stderr,
                   flush=True)
             done.append(run_benchmark(run, env))
             if done[-1].code in (2, 130):     # bad input or interrupted: the next fares no better
+                stopped = done[-1].code == 130
                 break
+    except Interrupted as e:
+        done.append(e.done)
+        stopped = True
     except KeyboardInterrupt:
-        print("[reproduce] interrupted: judging what was measured", file=sys.stderr)
+        stopped = True
+    if stopped:                             # nothing new starts after an interrupt
+        print("[reproduce] interrupted: judging what was measured, nothing more is run",
+              file=sys.stderr, flush=True)
     available = lab_servers(env)
     judged = [judge(plan, d, available) for d in done]
     text = render(plan, folder, judged)
-    text += "\n" + "\n".join(instruction_ratios(plan, env))
+    counted: list[str] = []
+    if not stopped:
+        try:
+            counted = instruction_ratios(plan, env)
+        except KeyboardInterrupt:           # during `make cost`: it stops and marks its run
+            stopped = True
+            print("[reproduce] interrupted: the claims are written without instruction counts",
+                  file=sys.stderr, flush=True)
+    if stopped:
+        counted = not_counted(plan, env)
+    text += "\n" + "\n".join(counted)
     (folder / "claims.md").write_text(text)
     results.write_json(folder / "claims.json", to_json(plan, judged))
     print(text)
     print(f"claims: {folder / 'claims.md'}", file=sys.stderr)
     codes = [d.code for d in done]
+    if stopped and 2 not in codes:
+        return 130
     if 2 in codes or 130 in codes:
         return 2 if 2 in codes else 130
     if len(done) < len(plan.runs):

@@ -89,14 +89,15 @@ def test_profile_names_native_functions_and_the_jvm_handler_class(tmp_path: Path
     assert bad.returncode == 2 and "no such level" in bad.stderr
     out = lab(dict(env, PROFILE_AT="2", DURATION="2s"), "profile", str(run), timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
-    native = (run / "ada-mini" / "profile" / record.FOLDED).read_text()
+    native = (run / "ada-mini" / "profile" / "c2" / record.FOLDED).read_text()
     assert "mini_server__" in native                 # ada-mini's own Ada package
-    jvm = (run / "undertow" / "profile" / record.FOLDED).read_text()
+    jvm = (run / "undertow" / "profile" / "c2" / record.FOLDED).read_text()
     assert "lab/undertow/UndertowServer" in jvm      # the handler's class
     html = (run / "report.html").read_text()
     for server in ("ada-mini", "undertow"):
-        assert f'href="{server}/profile/flamegraph.svg"' in html
-        assert (run / server / "profile" / "flamegraph.svg").read_text().startswith("<svg")
+        assert f'href="{server}/profile/c2/flamegraph.svg"' in html
+        assert (run / server / "profile" / "c2" / "flamegraph.svg").read_text().startswith(
+            "<svg")
     assert "<script" not in html
     assert leftovers(run) == []
 
@@ -140,3 +141,28 @@ def test_reproduce_counts_instructions_only_for_claims_between_ada_servers() -> 
     assert picked and all(c.metric == "peak_rps" for c in picked)
     ids = {c.id for c in picked}
     assert "asf-over-aws-rps" in ids and "aws-over-grizzly-rps" not in ids
+
+
+def test_profile_checks_the_jvm_profiler_before_starting_anything(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """async-profiler cannot be fetched: exit 2 before any server starts (a JVM
+    would otherwise warm for 15 s first)."""
+    from lab import deps, launch, profile
+    from lab.paths import ROOT
+    from lab.servers import discover, lookup
+    jvm = lookup(discover(ROOT, ""), "undertow")
+    m = {"params": {"port": free_port(), "load_axis": "concurrency"}}
+    monkeypatch.setattr(profile, "check", lambda env, run: (m, [jvm], 2, 2))
+    monkeypatch.setattr(deps, "ensure", lambda want: 0)
+
+    def unfetchable(cache: Path) -> Path:
+        raise profile.ProfileError("mvn could not fetch tools.profiler:async-profiler:4.0")
+
+    def started(self: object) -> None:
+        raise AssertionError("a server was started")
+    monkeypatch.setattr(profile, "asprof_library", unfetchable)
+    monkeypatch.setattr(launch.ServerProcess, "start", started)
+    assert profile.main([str(tmp_path)]) == 2
+    assert "the JVM profiler is not available: mvn could not fetch" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []                  # nothing written, no lock taken

@@ -277,3 +277,248 @@ def test_the_next_run_marks_a_run_whose_lab_is_gone(tmp_path: Path) -> None:
     assert m["status"] == "complete"
     assert "RATE" not in m["settings"] and "RATE=" not in m["reproduce"]
     assert "CONCURRENCY=1" in m["reproduce"]
+
+
+# ---------------------------------------------------------------- a run still running
+
+def held_run(tmp_path: Path) -> tuple[Path, Path]:
+    """Two fake runs (A, B) for the steps that read a run."""
+    a = fake_run(tmp_path)
+    b = tmp_path / "results" / "20260101-000001-nginx"
+    shutil.copytree(a, b)
+    return a, b
+
+
+@pytest.mark.parametrize("step", ["report", "plot", "compare-a", "compare-b", "rerun",
+                                  "profile"])
+def test_a_step_refuses_a_run_whose_lock_another_step_holds(tmp_path: Path, step: str) -> None:
+    a, b = held_run(tmp_path)
+    held = b if step == "compare-b" else a
+    args = {"compare-a": ["compare", str(a), str(b)],
+            "compare-b": ["compare", str(a), str(b)]}.get(step, [step, str(a)])
+    before = (held / "manifest.json").read_text()
+    with open(held / "lock", "a") as lock:                 # as the live script holds it
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        out = lab(lab_env(tmp_path, PROFILE_AT="1"), *args, timeout=120)
+    assert out.returncode == 2, out.stderr
+    assert "still running (held by run-benchmark.sh)" in out.stderr
+    assert (held / "manifest.json").read_text() == before
+    assert not (held / "summary.md").exists() and not (held / "report.html").exists()
+    assert not list((tmp_path / "results").glob("compare-*"))
+
+
+def test_the_holders_own_steps_may_report_on_its_run(tmp_path: Path) -> None:
+    """run-benchmark.sh's `lab report` inherits the script's lock: it is the holder."""
+    run = fake_run(tmp_path)
+    script = ('exec {l}>>"$1/lock"; flock -n "$l"; echo "held by run-benchmark.sh" >&"$l"; '
+              'python3 -m lab report "$1"')
+    out = subprocess.run(["bash", "-c", script, "bash", str(run)], cwd=ROOT,
+                         env=lab_env(tmp_path), capture_output=True, text=True, timeout=120)
+    assert "still running" not in out.stderr
+    assert out.returncode == 0, out.stderr
+    assert (run / "summary.md").exists()
+    assert manifest(run)["status"] == "running"            # its lab lives: not marked
+
+
+# ---------------------------------------------------------------- cost, profile, reproduce
+
+def keeper_marked(pid: int) -> list[str]:
+    """Live processes a step (pid) started: they carry its keeper token."""
+    needle = f"{procs.KEEPER_VARIABLE}={pid}.".encode()
+    return [f"{p}: {_cmdline(int(p)).replace(NUL, b' ').decode(errors='replace')}"
+            for p in filter(str.isdigit, os.listdir("/proc"))
+            if needle in _environ(int(p))]
+
+
+NUL = bytes(1)
+
+
+def step_env(tmp_path: Path, port: int, **settings: str) -> dict[str, str]:
+    """The test's settings, with a TMPDIR of its own: what is left there is a leak."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir(exist_ok=True)
+    return lab_env(tmp_path, PORT=str(port), TMPDIR=str(tmp), **settings)
+
+
+def start_step(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(["python3", "-m", "lab", *args], cwd=ROOT, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+
+
+def running(proc: subprocess.Popen[str]) -> bool:
+    if proc.poll() is not None:
+        raise AssertionError(f"the step ended first: {proc.communicate()}")
+    return True
+
+
+def signal_step(proc: subprocess.Popen[str], how: str) -> tuple[int, str]:
+    """SIGINT to the group (Ctrl-C), SIGTERM to the step alone, or SIGKILL to the
+    group; the exit code and the step's stderr."""
+    if how == "SIGINT":
+        os.killpg(proc.pid, signal.SIGINT)
+    elif how == "SIGTERM":
+        os.kill(proc.pid, signal.SIGTERM)
+    else:
+        os.killpg(proc.pid, signal.SIGKILL)
+    try:
+        _, err = proc.communicate(timeout=60)            # "within a few seconds", busy host
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    return proc.returncode, err
+
+
+def lock_free(run: Path) -> bool:
+    with open(run / "lock") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+
+
+def nothing_left_by(step: int, run: Path, port: int, tmp_path: Path) -> None:
+    wait_for(lambda: keeper_marked(step) == [] and leftovers(run) == [], 30)
+    wait_for(lambda: list((tmp_path / "tmp").iterdir()) == [], 30)
+    assert_nothing_left(run, port)
+    assert lock_free(run)
+
+
+SIGNALS = ["SIGINT", "SIGTERM", "SIGKILL"]
+
+
+@pytest.mark.parametrize("how", SIGNALS)
+def test_cost_interrupted_or_killed(tmp_path: Path, port: int, how: str) -> None:
+    """make cost, stopped while a server runs under valgrind: the run and its
+    server interrupted (never "running" or "pending"), nothing left behind:
+    no process, listener, scratch folder (in the cache) or temporary file."""
+    env = step_env(tmp_path, port, SERVER="nginx", COST_LEVELS="1",
+                   COST_REQUESTS="2000 400000", REPEAT="1")
+    proc = start_step(env, "cost")
+    wait_for(lambda: running(proc) and run_folders(tmp_path) and procs.listeners(port), 180)
+    [run] = run_folders(tmp_path)
+    assert not lock_free(run)                               # held while it lives
+    code, err = signal_step(proc, how)
+    if how == "SIGKILL":
+        wait_for(lambda: manifest(run)["status"] == "interrupted", 60)   # its keeper
+    else:
+        assert code == 130, err
+        assert "interrupted" in err
+    m = manifest(run)
+    assert m["status"] == "interrupted", m["problems"]
+    assert m["servers"]["nginx"]["status"] == "interrupted"
+    summary = run / "summary.md"        # SIGKILL: written by the keeper after the manifest
+    wait_for(lambda: summary.exists() and "interrupted" in summary.read_text(), 30)
+    scratch = Path(env["LAB_CACHE"]) / "scratch" if env.get("LAB_CACHE") else \
+        ROOT / ".cache" / "scratch"
+    wait_for(lambda: not list(scratch.glob(f"cost-{run.name}-*")), 30)
+    nothing_left_by(proc.pid, run, port, tmp_path)
+
+
+@pytest.fixture(scope="module")
+def measured_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A short make bench run of ada-mini at c=1 and c=2, to profile."""
+    top = tmp_path_factory.mktemp("profiled")
+    made = bench(lab_env(top, SERVER="ada-mini", PORT=str(free_port()), CONCURRENCY="1 2",
+                         DURATION="1s", WARMUP="0", CLIENT="wrk", KEEPALIVE="1"), timeout=900)
+    assert made.returncode == 0, made.stderr[-3000:]
+    [run] = run_folders(top)
+    return run
+
+
+def perf_of(step: int) -> bool:
+    """perf record runs under the step (its keeper token)."""
+    return any(" perf record " in f" {p.partition(': ')[2]}" for p in keeper_marked(step))
+
+
+@pytest.mark.parametrize("how", SIGNALS)
+def test_profile_interrupted_or_killed(tmp_path: Path, port: int, measured_run: Path,
+                                       how: str) -> None:
+    """make profile, stopped while perf records: no perf.data, no partial
+    profile, no process (perf's sleep), no listener, no temporary file; the
+    interruption is in the manifest."""
+    run = measured_run
+    before = manifest(run)["status"]
+    env = step_env(tmp_path, port, PROFILE_AT="2", DURATION="30s")
+    proc = start_step(env, "profile", str(run))
+    wait_for(lambda: running(proc) and perf_of(proc.pid), 180)
+    assert not lock_free(run)                               # a report waits meanwhile
+    code, err = signal_step(proc, how)
+    what = "profile of ada-mini at concurrency 2: interrupted"
+    if how == "SIGKILL":
+        wait_for(lambda: any(what in p for p in manifest(run)["problems"]), 60)  # its keeper
+    else:
+        assert code == 130, err
+    m = manifest(run)
+    assert any(what in p for p in m["problems"]), m["problems"]
+    assert m["status"] == before                            # the run's own outcome stands
+    profile = run / "ada-mini" / "profile"
+    wait_for(lambda: list(profile.iterdir()) == [], 30)     # no perf.data, no partial folder
+    assert not list(run.rglob("perf.data*"))
+    nothing_left_by(proc.pid, run, port, tmp_path)
+
+
+def test_profile_keeps_one_profile_per_level(tmp_path: Path, measured_run: Path) -> None:
+    """Two levels, then the first again: three folders, each with its own
+    server.log (one start), none replaced; the report links each."""
+    run = tmp_path / "run"
+    shutil.copytree(measured_run, run)
+    for level in ("2", "1", "2"):
+        out = lab(step_env(tmp_path, free_port(), PROFILE_AT=level, DURATION="1s"),
+                  "profile", str(run), timeout=600)
+        assert out.returncode == 0, out.stderr[-3000:]
+    profile = run / "ada-mini" / "profile"
+    assert sorted(p.name for p in profile.iterdir()) == ["c1", "c2", "c2-2"]
+    for folder in profile.iterdir():
+        assert json.loads((folder / "profile.json").read_text())["level"] == int(
+            folder.name[1:].partition("-")[0])
+        assert (folder / "server.log").read_text().count("listening") <= 1
+        assert (folder / "flamegraph.svg").read_text().startswith("<svg")
+        assert f'href="ada-mini/profile/{folder.name}/flamegraph.svg"' in \
+            (run / "report.html").read_text()
+
+
+def test_profile_refuses_a_level_an_interrupted_run_never_measured(
+        tmp_path: Path, measured_run: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(measured_run, run)
+    m = manifest(run)
+    m["status"] = "interrupted"
+    (run / "manifest.json").write_text(json.dumps(m))
+    csv = (run / "results.csv").read_text().splitlines()
+    value = csv[0].split(",").index("value")
+    (run / "results.csv").write_text("\n".join(
+        [csv[0]] + [r for r in csv[1:] if r.split(",")[value] != "2"]) + "\n")
+    out = lab(step_env(tmp_path, free_port(), PROFILE_AT="2", DURATION="1s"), "profile",
+              str(run), timeout=120)
+    assert out.returncode == 2 and "never measured this level" in out.stderr, out.stderr
+    assert not list(run.glob("ada-mini/profile/*"))         # nothing started
+
+
+def lab_runs(tmp_path: Path) -> list[Path]:
+    return [r for r in run_folders(tmp_path) if not r.name.startswith("reproduce-")]
+
+
+@pytest.mark.parametrize("how", SIGNALS)
+def test_reproduce_interrupted_or_killed(tmp_path: Path, port: int, how: str) -> None:
+    """make reproduce QUICK=1, stopped during its first run: nothing new starts
+    (no `make cost` under valgrind, no second client's run), what was measured
+    is judged, exit 130; the run is marked interrupted and nothing is left."""
+    env = step_env(tmp_path, port, QUICK="1", CONCURRENCY="1")
+    proc = start_step(env, "reproduce", "ada-vs-java")
+    wait_for(lambda: running(proc) and any(rows(r) for r in lab_runs(tmp_path)), 600)
+    [run] = lab_runs(tmp_path)
+    code, err = signal_step(proc, how)
+    if how == "SIGKILL":
+        wait_for(lambda: manifest(run)["status"] == "interrupted", 60)   # the script's guard
+    else:
+        assert code == 130, err[-3000:]
+        assert "nothing more is run" in err
+        [folder] = (tmp_path / "results").glob("reproduce-ada-vs-java-*")
+        claims_md = (folder / "claims.md").read_text()
+        assert "Not counted: the reproduction was interrupted" in claims_md
+        assert json.loads((folder / "claims.json").read_text())["runs"][0]["exit"] == 130
+    assert lab_runs(tmp_path) == [run]                      # no second run, no cost run
+    assert manifest(run)["status"] == "interrupted"
+    nothing_left_by(proc.pid, run, port, tmp_path)
