@@ -1,8 +1,9 @@
 """`python3 -m lab STEP`: the steps run-benchmark.sh calls, top-down.
 
-Exit codes: 0 done, 1 a failure while running (results kept, marked
-incomplete), 2 bad input or missing prerequisites (nothing started),
-130 interrupted.
+Exit codes: lab/exits.py (`python3 -m lab exits`): 0 done, 1 a failure
+while running (results kept, marked incomplete), 2 bad input or missing
+prerequisites (nothing started), 3 compare: nothing comparable, 130
+interrupted.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from types import FrameType
 from typing import Any
 
 from lab import calibrate, deps, hostinfo, procs, record, report, results, runtimes
+from lab.exits import Exit
 from lab.paths import cache_dir
 from lab.clients import Client, Options, axes, clients
 from lab.launch import Knobs, lab_env, placeholders
@@ -134,6 +136,13 @@ def cmd_settings(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_exits(args: argparse.Namespace) -> int:
+    """The exit codes as `make help` shows them, or docs/settings.md's table."""
+    from lab import exits
+    print(exits.markdown_table() if args.markdown else exits.help_text())
+    return 0
+
+
 def cmd_resolve(args: argparse.Namespace) -> int:
     params, _servers = load_params()
     print(params.repeat if args.repeat else " ".join(params.servers))
@@ -191,12 +200,12 @@ def cmd_build(args: argparse.Namespace) -> int:
             if code != 0:
                 print(procs.tail(log, 25), file=sys.stderr)
                 return fail(f"{name}: {step} failed with exit code {code} (log: {log})",
-                            2 if code == 2 else 1)
+                            Exit.BAD_INPUT if code == 2 else Exit.FAILED)
             print(f"[{name}] {step} done in {time.monotonic() - t0:.1f}s", file=sys.stderr)
         if step == "setup":
             continue
         if not is_built(s, values):
-            return fail(f"{name}: the build did not produce {s.artifact}", 1)
+            return fail(f"{name}: the build did not produce {s.artifact}", Exit.FAILED)
         print(f"[{name}] built: up to date", file=sys.stderr)
     return 0
 
@@ -261,9 +270,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                    reps_done=args.rep)
         return 0
     except (SweepError, procs.PortBusy, procs.NotReady, runtimes.HostLost) as e:
-        status, message, code = "failed", str(e), 1
+        status, message, code = "failed", str(e), Exit.FAILED
     except KeyboardInterrupt:
-        status, message, code = "interrupted", "interrupted (Ctrl-C or SIGTERM)", 130
+        status, message, code = "interrupted", "interrupted (Ctrl-C or SIGTERM)", Exit.INTERRUPTED
     if sweep.start_record:
         sweep.start_record["status"] = status
     sweep.save(status=status, error=message)
@@ -280,7 +289,7 @@ def cmd_up(_: argparse.Namespace) -> int:
     try:
         runtimes.up(params)
     except runtimes.SetupError as e:
-        return fail(str(e), 1)
+        return fail(str(e), Exit.FAILED)
     topo = runtimes.current(params)
     print(f"topology: {topo.summary}", file=sys.stderr)
     return 0
@@ -299,7 +308,7 @@ def cmd_images(_: argparse.Namespace) -> int:
     try:
         return docker.images_step()
     except runtimes.SetupError as e:
-        return fail(str(e), 1)
+        return fail(str(e), Exit.FAILED)
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
@@ -313,7 +322,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
                                      run)
     except KeyboardInterrupt:
         record.add_problem(run, f"probe of {args.server}: interrupted", status="incomplete")
-        return fail("interrupted", 130)
+        return fail("interrupted", Exit.INTERRUPTED)
     if found is not None and code:
         record.add_problem(run, f"{found.verdict()}: not loaded (FORCE=1 loads it anyway)")
     return code
@@ -391,7 +400,7 @@ def cmd_finish(args: argparse.Namespace) -> int:
     complete, problems = record.update(run, finish)
     if not complete and args.status == 0:
         print(f"error: {run.name} is incomplete: {'; '.join(problems)}", file=sys.stderr)
-        return 1
+        return Exit.FAILED
     return 0
 
 
@@ -435,7 +444,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     try:
         return plot.draw(run)
     except OSError as e:
-        return fail(f"cannot write the charts into {run}: {e.strerror or e}", 1)
+        return fail(f"cannot write the charts into {run}: {e.strerror or e}", Exit.FAILED)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -447,7 +456,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(report.write(run))
         return html.main_report(run)
     except OSError as e:
-        return fail(f"cannot write the report into {run}: {e.strerror or e}", 1)
+        return fail(f"cannot write the report into {run}: {e.strerror or e}", Exit.FAILED)
 
 
 def rerun_settings(recorded: dict[str, str], environ: Mapping[str, str],
@@ -525,6 +534,9 @@ def parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("settings", help="every setting the lab reads (make help)")
     sp.add_argument("--markdown", action="store_true", help="docs/settings.md's table")
     sp.set_defaults(fn=cmd_settings)
+    sp = sub.add_parser("exits", help="the lab's exit codes (make help)")
+    sp.add_argument("--markdown", action="store_true", help="docs/settings.md's table")
+    sp.set_defaults(fn=cmd_exits)
     sp = sub.add_parser("resolve", help="print the servers SERVER names (or REPEAT)")
     sp.add_argument("--repeat", action="store_true", help="print the number of repetitions")
     sp.set_defaults(fn=cmd_resolve)
@@ -598,13 +610,13 @@ def on_stop(signum: int, frame: FrameType | None) -> None:
 
 def main(argv: list[str]) -> int:
     if sys.version_info < (3, 11):
-        return fail("the lab needs Python 3.11 or newer (tomllib)", 2)
+        return fail("the lab needs Python 3.11 or newer (tomllib)", Exit.BAD_INPUT)
     for sig in STOP_SIGNALS:         # INT too: a background step starts with it ignored
         signal.signal(sig, on_stop)
     args = parser().parse_args(argv)
     try:
         return int(args.fn(args))
     except (ConfigError, ManifestError, procs.PortBusy, record.RecordError) as e:
-        return fail(str(e), 2)
+        return fail(str(e), Exit.BAD_INPUT)
     except KeyboardInterrupt:
-        return fail("interrupted", 130)
+        return fail("interrupted", Exit.INTERRUPTED)
