@@ -20,7 +20,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from lab import calibrate, deps, hostinfo, procs, record, report, results, runtimes
+from lab import calibrate, deps, hostinfo, procs, record, report, results, runtimes, stepcheck
 from lab.exits import Exit
 from lab.paths import cache_dir
 from lab.clients import Client, Options, axes, clients
@@ -90,6 +90,7 @@ def cmd_list(_: argparse.Namespace) -> int:
 
 
 def cmd_check(_: argparse.Namespace) -> int:
+    notes = stepcheck.check_step("bench", os.environ)   # what make bench would not use: exit 2
     params, _servers = load_params()
     problem = results.unwritable(ROOT / params.results)     # before deps or builds run
     if problem:
@@ -98,8 +99,7 @@ def cmd_check(_: argparse.Namespace) -> int:
         procs.check_local_address("BIND", params.bind)      # an address of this host
     if params.topology == "local" and params.runtime == "process":
         procs.check_port_free(params.port, params.bind)   # other topologies: in `lab up`
-    for near in misspelt([k for k in os.environ if k not in SETTINGS]):
-        print(f"warning: in the environment: {near}", file=sys.stderr)
+    stepcheck.warn(notes)
     runtimes.check(params)          # exit 2: not available here, host unreachable or lacking
     for w in params.warnings:
         print(f"warning: {w}", file=sys.stderr)
@@ -460,13 +460,16 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def rerun_settings(recorded: dict[str, str], environ: Mapping[str, str],
-                   given: Collection[str]) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
+                   given: Collection[str], names: Collection[str] | None = None
+                   ) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
     """The settings of a rerun: the recorded ones, except those the user gave
     (`given`, on make's command line or in the environment), which win.
+    `names`: the settings the repeated step reads (default: a bench run's).
     Returns them and what was overridden: name: (recorded, given)."""
-    settings = {k: str(v) for k, v in recorded.items() if k in run_settings()}
+    read = run_settings() if names is None else [k for k in SETTINGS if k in names]
+    settings = {k: str(v) for k, v in recorded.items() if k in read}
     overridden = {}
-    for k in run_settings():
+    for k in read:
         if k in given and k in environ:
             if settings.get(k, "") != environ[k]:
                 overridden[k] = (settings.get(k, ""), environ[k])
@@ -475,13 +478,20 @@ def rerun_settings(recorded: dict[str, str], environ: Mapping[str, str],
 
 
 def cmd_rerun(args: argparse.Namespace) -> int:
-    """Run the benchmark again with the settings a run's manifest recorded;
-    settings given now (LAB_GIVEN from make, else the environment) override them."""
+    """Repeat the step that made a run (make bench or make cost) with the
+    settings its manifest recorded; settings given now (LAB_GIVEN from make,
+    else the environment) override them. Another kind of run: exit 2."""
     run = Path(args.run)
     m = record.read_manifest(run)
+    step = str(m.extra.get("kind") or "bench")
+    if step not in RERUN_STEPS:
+        raise ConfigError(f"RUN={run}: made by make {step}; make rerun repeats "
+                          f"{' and '.join('make ' + k for k in RERUN_STEPS)} runs: run "
+                          f"make {step} again")
     if not m.settings:
         raise record.RecordError(run / record.MANIFEST, "records no `settings`: it cannot "
                                  "be rerun (made by a lab before settings were recorded?)")
+    stepcheck.warn(stepcheck.check_step(step, os.environ))   # what that step would not use
     recorded = m.lab.get("commit")
     now = hostinfo.lab_revision(ROOT)
     if recorded and recorded != now["commit"]:
@@ -494,7 +504,8 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     load_axis = m.params.extra.get("load_axis")
     recorded_now.pop({"concurrency": "RATE", "rate": "CONCURRENCY"}.get(str(load_axis), ""),
                      None)                         # older runs recorded the other loop's too
-    settings, overridden = rerun_settings(recorded_now, os.environ, names)
+    settings, overridden = rerun_settings(recorded_now, os.environ, names,
+                                          RERUN_STEPS[step])
     print(f"rerun of {run.name}: {m.reproduce}", file=sys.stderr)
     for k, (old, new) in overridden.items():
         print(f"rerun: {k}={new!r} given now overrides the recorded {k}={old!r}",
@@ -505,7 +516,17 @@ def cmd_rerun(args: argparse.Namespace) -> int:
                                     "overridden": {k: {"recorded": old, "given": new}
                                                    for k, (old, new) in overridden.items()}})}
     env.pop("LAB_GIVEN", None)
+    if step == "cost":              # make's own steps: deps, build, then the counts
+        for k in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL"):    # the settings are in env now
+            env.pop(k, None)
+        argv = ["make", "-s", "--no-print-directory", "-C", str(ROOT), "cost"]
+        os.execvpe("make", argv, env)
     os.execve(str(ROOT / "run-benchmark.sh"), [str(ROOT / "run-benchmark.sh")], env)
+
+
+# the steps make rerun repeats, and the settings each reads
+RERUN_STEPS: dict[str, Collection[str]] = {"bench": run_settings(),
+                                           "cost": stepcheck.COST}
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:

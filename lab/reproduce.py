@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from lab import analysis, claims, costview, record, results
+from lab import analysis, claims, costview, record, results, stepcheck
 from lab.claims import ClaimResult, ClaimsError, Study
 from lab.clients import clients
 from lab.metrics import LevelStats
@@ -178,7 +178,9 @@ class RunDone:
 
 
 def child_env(env: Mapping[str, str], run: RunPlan) -> dict[str, str]:
-    return {**env, **run.settings}
+    """A run's environment: without make reproduce's own settings (STUDY,
+    QUICK), which make bench would refuse."""
+    return {**stepcheck.only_for("bench", env), **run.settings}
 
 
 def preflight(plan: Plan, env: Mapping[str, str]) -> int:
@@ -415,7 +417,8 @@ def instruction_ratios(plan: Plan, env: Mapping[str, str]) -> list[str]:
              "their time in their own user-space code.", ""]
     per: dict[str, float] = {}
     if names:
-        cost_env = {**env, "SERVER": " ".join(names), "COST_LEVELS": "1"}
+        cost_env = {**stepcheck.only_for("cost", env), "SERVER": " ".join(names),
+                    "COST_LEVELS": "1"}
         if plan.quick:
             cost_env.update(COST_REQUESTS="1000 3000", REPEAT="1")
         out = subprocess.run([sys.executable, "-m", "lab", "cost"], cwd=ROOT, env=cost_env,
@@ -451,6 +454,10 @@ def lab_servers(env: Mapping[str, str]) -> set[str]:
 
 def prepare(name: str, env: Mapping[str, str]) -> Plan:
     """The plan for study `name`; ReproduceError (exit 2) when it cannot run."""
+    try:
+        stepcheck.warn(stepcheck.check_step("reproduce", env))   # what it would not use
+    except ConfigError as e:
+        raise ReproduceError(str(e)) from None
     try:
         servers = lab_servers(env)
     except ManifestError as e:
