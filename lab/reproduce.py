@@ -402,17 +402,21 @@ def ada_claims(plan: Plan, known: dict[str, Server]) -> list[claims.Claim]:
 def instruction_ratios(plan: Plan, env: Mapping[str, str]) -> list[str]:
     """`make cost` (lab.cost, cachegrind) on the Ada servers of the throughput
     claims between Ada servers, and each claim's instruction ratio beside its
-    throughput ratio: noise-free where the throughput is not."""
+    throughput ratio: noise-free where the throughput is not. Each side is
+    counted as the throughput run started it (plan.specs: aws as aws@8, aws@16
+    with 16 workers); two sides that are one start get no ratio."""
     known = discover(ROOT, env.get("LAB_SERVER_PATH", ""))
     found = ada_claims(plan, known)
     if not found:
         return []
     # a ratio needs both sides: a claim with an unavailable server is not counted
-    names = sorted({claims.base(x) for c in found for x in c.servers
+    started = {x: plan.specs.get(x, x) for c in found for x in c.servers}
+    names = sorted({started[x] for c in found for x in c.servers
                     if not any(claims.base(y) in c.unavailable for y in c.servers)})
     lines = ["## Instructions per request beside the throughput ratio", "",
              "Claims that compare Ada servers, counted by `make cost` (cachegrind, user "
-             "space only, c=1, a separate start each): for a throughput ratio a/b, "
+             "space only, c=1, a separate start each, each server with the workers the "
+             "throughput runs gave it): for a throughput ratio a/b, "
              "instructions(b)/instructions(a) is what that ratio would be if both spent "
              "their time in their own user-space code.", ""]
     per: dict[str, float] = {}
@@ -435,17 +439,28 @@ def instruction_ratios(plan: Plan, env: Mapping[str, str]) -> list[str]:
                     per[sc.server] = sc.levels[0].per_request.median
             lines += [f"Run folder: `{folder}`.", ""]
     for c in found:
-        a, b = (claims.base(x) for x in c.servers[:2])
-        missing = [x for x in (a, b) if x not in per]
-        if missing:
-            why = "; ".join(c.unavailable.get(x, "not counted") for x in missing)
-            lines.append(f"- {claims.label(c)}: published throughput ratio {c.published}; "
-                         f"instructions not counted for {', '.join(missing)} ({why})")
-        else:
-            lines.append(f"- {claims.label(c)}: published throughput ratio {c.published}; "
-                         f"instructions per request {a} {per[a]:,.0f}, {b} {per[b]:,.0f}: "
-                         f"instruction ratio {b}/{a} = {per[b] / per[a]:.3f}")
+        lines.append(instruction_line(c, started, per))
     return lines + [""]
+
+
+def instruction_line(c: claims.Claim, started: Mapping[str, str],
+                     per: Mapping[str, float]) -> str:
+    """One claim's instruction figures, each named by the start it was counted
+    on (NAME@N); none when both sides are one start or one was not counted."""
+    x, y = c.servers[:2]
+    a, b = started.get(x, x), started.get(y, y)
+    head = f"- {claims.label(c)}: published throughput ratio {c.published}; "
+    if a == b:
+        return head + (f"no instruction count: both sides are {a} as started, so a ratio "
+                       "would be 1 by construction")
+    missing = [s for s in (x, y) if started.get(s, s) not in per]
+    if missing:
+        why = "; ".join(c.unavailable.get(claims.base(s), "not counted") for s in missing)
+        return head + (f"instructions not counted for "
+                       f"{', '.join(started.get(s, s) for s in missing)} ({why})")
+    return head + (f"instructions per request {a} {per[a]:,.0f} instructions, "
+                   f"{b} {per[b]:,.0f} instructions: instruction ratio {b}/{a} = "
+                   f"{per[b] / per[a]:.3f} ×")
 
 
 def lab_servers(env: Mapping[str, str]) -> set[str]:
