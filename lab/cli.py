@@ -171,6 +171,26 @@ def run_logged(argv: list[str], cwd: Path, env: dict[str, str], log: Path) -> in
         procs.kill_group(proc.pid)
 
 
+def run_own_log(argv: list[str], cwd: Path, env: dict[str, str], log: Path
+                ) -> tuple[int, str]:
+    """run_logged into a log of this command's own, then appended to the
+    shared `log` (LAB_CACHE/logs: every run and checkout appends to it); the
+    exit code and the last 25 lines of this command's own output, never a
+    previous run's or another checkout's."""
+    own = log.with_name(f"{log.stem}.{os.getpid()}.log")
+    own.unlink(missing_ok=True)
+    try:
+        code = run_logged(argv, cwd, env, own)
+        return code, procs.tail(own, 25)
+    finally:                                # interrupted too: the shared log keeps it
+        try:
+            with log.open("ab") as f:
+                f.write(own.read_bytes())
+        except OSError:
+            pass
+        own.unlink(missing_ok=True)
+
+
 def cmd_build(args: argparse.Namespace) -> int:
     params, servers = load_params()
     cache = cache_dir()
@@ -196,9 +216,9 @@ def cmd_build(args: argparse.Namespace) -> int:
                 continue
             t0 = time.monotonic()
             print(f"[{name}] {step}: {shlex.join(command.argv)}", file=sys.stderr, flush=True)
-            code = run_logged(expand(command.argv, values), command.dir, env, log)
+            code, own = run_own_log(expand(command.argv, values), command.dir, env, log)
             if code != 0:
-                print(procs.tail(log, 25), file=sys.stderr)
+                print(own, file=sys.stderr)             # this command's output only
                 return fail(f"{name}: {step} failed with exit code {code} (log: {log})",
                             Exit.BAD_INPUT if code == 2 else Exit.FAILED)
             print(f"[{name}] {step} done in {time.monotonic() - t0:.1f}s", file=sys.stderr)
