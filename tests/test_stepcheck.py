@@ -170,3 +170,27 @@ def test_bench_reproduce_line_is_its_manifest(bench_run: Path) -> None:
     assert words[:2] == ["make", "bench"]
     assert dict(w.split("=", 1) for w in words[2:]) == \
         {k: v for k, v in m["settings"].items() if v}
+
+
+def test_not_built_names_the_servers_to_build(tmp_path: Path, bench_run: Path) -> None:
+    """make profile of a run whose server is not built: the make build line
+    to type, with the real names (not SERVER="...")."""
+    extra = tmp_path / "servers" / "unbuilt"
+    extra.mkdir(parents=True)
+    (extra / "server.toml").write_text(
+        'name = "unbuilt"\nlanguage = "C"\nframework = "none"\nversion = "0"\n'
+        'summary = "never built"\n[build]\ncommand = ["false"]\n'
+        'artifact = "never-built.bin"\ninputs = ["."]\n'
+        '[run]\ncommand = ["false"]\nready_timeout = 1\n'
+        '[workers]\ndefault = 1\nfixed = true\nmeaning = "none"\n')
+    run = tmp_path / "run"
+    shutil.copytree(bench_run, run)
+    m = json.loads((run / record.MANIFEST).read_text())
+    m["params"]["servers"] = ["unbuilt"]
+    m["settings"]["SERVER"] = "unbuilt"
+    (run / record.MANIFEST).write_text(json.dumps(m))
+    env = lab_env(tmp_path, PROFILE_AT="1")
+    env["LAB_SERVER_PATH"] += f":{tmp_path / 'servers'}"
+    out = make(env, "profile", f"RUN={run}")
+    assert out.returncode == 2, out.stderr
+    assert 'make build SERVER="unbuilt"' in out.stderr and '"..."' not in out.stderr
