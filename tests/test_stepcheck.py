@@ -194,3 +194,23 @@ def test_not_built_names_the_servers_to_build(tmp_path: Path, bench_run: Path) -
     out = make(env, "profile", f"RUN={run}")
     assert out.returncode == 2, out.stderr
     assert 'make build SERVER="unbuilt"' in out.stderr and '"..."' not in out.stderr
+
+
+def test_rerun_of_a_real_cost_run_is_a_cost_run(tmp_path: Path) -> None:
+    """make cost (nginx, tiny counts), then make rerun of it with another PORT:
+    a second cost run (not a bench run), noting what it repeats."""
+    env = lab_env(tmp_path, SERVER="nginx", COST_LEVELS="1", COST_REQUESTS="200 400",
+                  REPEAT="1", PORT=str(free_port()))
+    first = make(env, "cost")
+    assert first.returncode == 0, first.stderr[-2000:]
+    [run] = run_folders(tmp_path)
+    port = str(free_port())
+    again = make(lab_env(tmp_path), "rerun", f"RUN={run}", f"PORT={port}")
+    assert again.returncode == 0, again.stderr[-2000:]
+    [new] = [r for r in run_folders(tmp_path) if r != run]
+    m = json.loads((new / record.MANIFEST).read_text())
+    assert m["kind"] == "cost" and (new / record.COST).exists()
+    assert m["rerun"]["of"] == run.name
+    assert m["rerun"]["overridden"] == {"PORT": {"recorded": env["PORT"], "given": port}}
+    old = json.loads((run / record.MANIFEST).read_text())["settings"]
+    assert m["settings"] == {**old, "PORT": port}
