@@ -102,3 +102,46 @@ def step_pids(run: str) -> list[int]:
         if b"sweep" in argv and run.encode() in argv:
             found.append(int(pid))
     return found
+
+
+def lab_step_pids(step: str, marker: str) -> list[int]:
+    """`python3 -m lab STEP` processes whose environment holds `marker`."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            continue
+        if argv[1:4] == [b"-m", b"lab", step.encode()] and b"--check" not in argv \
+                and marker.encode() in environ:
+            found.append(int(pid))
+    return found
+
+
+def test_make_cost_interrupted_in_its_step_ends_with_130(tmp_path: Path) -> None:
+    """SIGTERM to `lab cost` alone, once its run folder exists: make ends by
+    SIGINT, so the calling shell sees the step's 130, not make's 2."""
+    port = free_port()
+    env = lab_env(tmp_path, SERVER="nginx", COST_LEVELS="1", COST_REQUESTS="50000 100000",
+                  REPEAT="1", PORT=str(port))
+    proc = subprocess.Popen(["bash", "-c", 'make -s --no-print-directory cost; '
+                             'echo "make status: $?"'], cwd=ROOT, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    try:
+        step: list[int] = []
+        deadline = time.monotonic() + 180
+        while not step and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()
+            if run_folders(tmp_path):            # the counting step, not `lab cost --check`
+                step = lab_step_pids("cost", str(tmp_path / "results"))
+            time.sleep(0.2)
+        assert step and run_folders(tmp_path), "make cost did not start in time"
+        os.kill(step[0], signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert "make status: 130" in out, (out, err[-2000:])
+    assert procs.listeners(port) == []
