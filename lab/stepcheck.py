@@ -20,8 +20,8 @@ import os
 import sys
 from collections.abc import Mapping
 
-from lab.params import (REGISTRY, SETTINGS, ConfigError, command_line_variables, misspelt,
-                        run_settings)
+from lab.params import (REGISTRY, SETTINGS, ConfigError, check_lab_settings,
+                        command_line_variables, misspelt, run_settings)
 
 LAB = frozenset(s.name for s in REGISTRY if s.scope == "lab")
 RUN = frozenset(run_settings())
@@ -100,6 +100,7 @@ def check_step(step: str, env: Mapping[str, str], recorded: Mapping[str, str] | 
             refused.append(f"{text}: drop it")
     if refused:
         raise ConfigError("; ".join(refused))
+    check_lab_settings({k: v for k, v in env.items() if k in read})   # LAB_CACHE, ADA_SOURCES...
     return warnings
 
 

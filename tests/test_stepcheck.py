@@ -214,3 +214,14 @@ def test_rerun_of_a_real_cost_run_is_a_cost_run(tmp_path: Path) -> None:
     assert m["rerun"]["overridden"] == {"PORT": {"recorded": env["PORT"], "given": port}}
     old = json.loads((run / record.MANIFEST).read_text())["settings"]
     assert m["settings"] == {**old, "PORT": port}
+
+
+@pytest.mark.parametrize("step", ["cost", "calibrate", "reproduce"])
+def test_an_empty_ada_sources_folder_exits_2_in_every_step(tmp_path: Path, step: str) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    extra = {"cost": ["SERVER=nginx"], "calibrate": [],
+             "reproduce": ["STUDY=ada-vs-java", "QUICK=1"]}[step]
+    out = make(lab_env(tmp_path, PORT=str(free_port())), step, *extra, f"ADA_SOURCES={empty}")
+    refused(out, "ADA_SOURCES", tmp_path)
+    assert "holds none of the archives" in out.stderr
