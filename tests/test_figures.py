@@ -78,3 +78,16 @@ def test_every_measured_figure_has_its_unit() -> None:
     assert claims.measured_text(claims.ClaimResult(ratio, claims.REPRODUCED, "ok",
                                                    measured=claims.Spread(1.07, 1.0, 1.1, 3))
                                 ).endswith(" ×")
+
+
+def test_a_claim_whose_sides_are_one_start_is_not_judged() -> None:
+    """A study whose aws runs with 16 workers makes `aws@16 vs aws` one start:
+    no ratio of 1.000 by construction, a verdict that says why."""
+    plan = ada_plan()
+    plan = reproduce.Plan(plan.study, plan.quick, {**plan.specs, "aws": "aws@16"}, plan.runs,
+                          plan.overrides)
+    done = reproduce.RunDone(plan.runs[0], 0, None)
+    judged = reproduce.judge(plan, done, LAB)
+    [r] = [r for r in judged.results if r.claim.id == "aws-more-tasks-not-faster"]
+    assert r.verdict == claims.INCONCLUSIVE and "one start" in r.reason
+    assert r.measured is None
