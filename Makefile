@@ -12,9 +12,11 @@ LAB := $(PYTHON) -m lab
 # recipe fails, whatever the recipe's status, and otherwise only by a signal.
 # $(call STEP,command) runs a lab step so that an interrupt (130) still reads
 # 130 to make's caller: the recipe interrupts make itself (SIGINT), and make
-# ends by that signal once the recipe is gone. 1 and 3 become make's 2; the
+# ends by that signal once the recipe is gone (the recipe outlives the signal
+# by a second: make's handler then reaps it, instead of racing its main loop
+# to a wait() with no child and ending with 2). 1 and 3 become make's 2; the
 # line "make: *** [...] Error N" names the step's own code.
-STEP = status=0; $(1) || status=$$?; if [ $$status -eq 130 ]; then kill -INT $$PPID; fi; exit $$status
+STEP = status=0; $(1) || status=$$?; if [ $$status -eq 130 ]; then kill -INT $$PPID; sleep 1; fi; exit $$status
 # The names given on the command line (rerun: they override the recorded ones):
 GIVEN := $(strip $(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v))))
 
