@@ -7,6 +7,16 @@ PYTHON ?= python3
 LAB := $(PYTHON) -m lab
 # Variables given on make's command line reach the scripts' environment as is
 # (GNU make exports them), so CONCURRENCY= (empty) is an error, not a default.
+
+# Exit codes (lab/exits.py, `make help`): GNU make ends with 2 whenever a
+# recipe fails, whatever the recipe's status, and otherwise only by a signal.
+# $(call STEP,command) runs a lab step so that an interrupt (130) still reads
+# 130 to make's caller: the recipe interrupts make itself (SIGINT), and make
+# ends by that signal once the recipe is gone (the recipe outlives the signal
+# by a second: make's handler then reaps it, instead of racing its main loop
+# to a wait() with no child and ending with 2). 1 and 3 become make's 2; the
+# line "make: *** [...] Error N" names the step's own code.
+STEP = status=0; $(1) || status=$$?; if [ $$status -eq 130 ]; then kill -INT $$PPID; sleep 1; fi; exit $$status
 # The names given on the command line (rerun: they override the recorded ones):
 GIVEN := $(strip $(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v))))
 
@@ -18,27 +28,29 @@ help: ## this help
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | awk -F'\t' '{printf "  make %-15s %s\n", $$1, $$2}'
 	@echo
 	@$(LAB) settings                # generated from lab/params.py (docs/settings.md too)
+	@echo
+	@$(LAB) exits                   # generated from lab/exits.py (docs/settings.md too)
 
 bench: ## install what is missing, build, verify, sweep, plot (SERVER=...)
-	./run-benchmark.sh
+	@$(call STEP,./run-benchmark.sh)
 
 calibrate: ## what each installed client drives against nginx here (CLIENTS=, CONCURRENCY=1 8 64, DURATION=5s)
-	$(LAB) calibrate
+	@$(call STEP,$(LAB) calibrate)
 
 cost: ## instructions per request under cachegrind, a separate start each (COST_LEVELS, COST_REQUESTS, REPEAT=3)
-	@servers=$$($(LAB) cost --check) && if [ -n "$$servers" ]; then \
-	  $(LAB) deps $$servers && $(LAB) build $$servers; fi
-	$(LAB) cost
+	@$(call STEP,servers=$$($(LAB) cost --check) && if [ -n "$$servers" ]; then \
+	  $(LAB) deps $$servers && $(LAB) build $$servers; fi)
+	@$(call STEP,$(LAB) cost)
 
 profile: ## CPU profiles and flame graphs of a run's servers at one of its levels: make profile RUN=results/<run-id> PROFILE_AT=8 [DURATION=10s]
 	@test -n "$${RUN-}" || { echo "error: give RUN=results/<run-id> PROFILE_AT=<one of its levels>" >&2; exit 2; }
-	$(LAB) profile "$$RUN"
+	@$(call STEP,$(LAB) profile "$$RUN")
 
 list: ## servers found from their manifests, built or not
 	@$(LAB) list
 
 build: ## set up toolchains and build SERVER (only what changed)
-	$(LAB) build
+	@$(call STEP,$(LAB) build)
 
 images: ## RUNTIME=docker: make debian:bullseye and debian:bookworm locally (debootstrap + docker import) unless present
 	$(LAB) images
@@ -53,18 +65,18 @@ plots: ## redraw the charts of a saved run: make plots RUN=results/<run-id>
 
 rerun: ## run again with a saved run's settings; settings given here win: make rerun RUN=results/<run-id> [PORT=...]
 	@test -n "$${RUN-}" || { echo "error: give RUN=results/<run-id>" >&2; exit 2; }
-	LAB_GIVEN="$(GIVEN)" $(LAB) rerun "$$RUN"
+	@$(call STEP,LAB_GIVEN="$(GIVEN)" $(LAB) rerun "$$RUN")
 
 compare: ## run B against run A: make compare A=results/<x> B=results/<y> [FORCE=1]
 	@test -n "$${A-}" -a -n "$${B-}" || { echo "error: give A=results/<x> B=results/<y>" >&2; exit 2; }
-	$(LAB) compare "$$A" "$$B"
+	@$(call STEP,$(LAB) compare "$$A" "$$B")
 
 report: ## summary.md and report.html of a saved run: make report RUN=results/<run-id>
 	@test -n "$${RUN-}" || { echo "error: give RUN=results/<run-id>" >&2; exit 2; }
 	@$(LAB) report "$$RUN"
 
 reproduce: ## a published study, its client and a second one, claims judged: make reproduce STUDY=ada-vs-java [QUICK=1]
-	@$(LAB) reproduce "$(STUDY)"
+	@$(call STEP,$(LAB) reproduce "$$STUDY")
 
 test: ## the test suite: units, faults, then every server built and swept
 	@$(PYTHON) tests/need_pytest.py    # installs python3-pytest as root, else the apt line, exit 2

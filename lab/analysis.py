@@ -205,6 +205,9 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
     if m.status != "complete":
         out.append(f"This run is {m.status}: " +
                    ("; ".join(m.problems) or "not every server finished") + ".")
+    elif m.problems:                   # a later step's (make profile): the figures stand
+        out.append("Problems recorded after the run (its figures are complete): " +
+                   "; ".join(m.problems) + ".")
     tool = m.client.tool
     reps = m.params.repeat
     for name, levels in stats.items():

@@ -46,6 +46,8 @@ def installed() -> list[str]:
 
 def settings(env: dict[str, str], servers: dict[str, Server]) -> tuple[Params, list[str]]:
     """The calibration's parameters (bad input: ConfigError) and the clients to calibrate."""
+    from lab import stepcheck       # what make calibrate would not use: exit 2
+    stepcheck.warn(stepcheck.check_step("calibrate", env))
     ceiling = next((s.name for s in servers.values() if s.role == "ceiling"), None)
     if ceiling is None:
         raise ConfigError("no server with role = \"ceiling\" to calibrate against")

@@ -627,13 +627,25 @@ def published_text(c: Claim) -> str:
     return f"{value}; {c.source}, {c.date}"
 
 
+# the unit of each metric's figure (rss_end: LevelStats.rss_end_kb)
+UNITS: dict[str, str] = {"peak_rps": "req/s", "rps_at": "req/s", "rss_end": "KiB",
+                         "flatness": "of its peak"}
+
+
+def unit(c: Claim) -> str:
+    """The unit of a claim's measured figure: a ratio's is '×' (its label names
+    the metric), a value's and each server's of an ordering the metric's."""
+    return "×" if c.kind == "ratio" else UNITS[c.metric]
+
+
 def measured_text(r: ClaimResult) -> str:
-    """'median [min–max]' (an ordering: each server's), or '—' when not measured."""
+    """'median [min–max] unit' (an ordering: each server's), or '—' when not
+    measured; what was measured beside it, if anything."""
     beside = f" ({r.beside})" if r.beside else ""
     if r.order:
-        return "; ".join(f"{s} {_spread(x)}" for s, x in r.order) + beside
+        return "; ".join(f"{s} {_spread(x)} {UNITS[r.claim.metric]}" for s, x in r.order) + beside
     if r.measured is not None:
-        return _spread(r.measured) + beside
+        return f"{_spread(r.measured)} {unit(r.claim)}" + beside
     return "—" + beside
 
 

@@ -1,8 +1,9 @@
 """`python3 -m lab STEP`: the steps run-benchmark.sh calls, top-down.
 
-Exit codes: 0 done, 1 a failure while running (results kept, marked
-incomplete), 2 bad input or missing prerequisites (nothing started),
-130 interrupted.
+Exit codes: lab/exits.py (`python3 -m lab exits`): 0 done, 1 a failure
+while running (results kept, marked incomplete), 2 bad input or missing
+prerequisites (nothing started), 3 compare: nothing comparable, 130
+interrupted.
 """
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from lab import calibrate, deps, hostinfo, procs, record, report, results, runlock, runtimes
+from lab import (calibrate, deps, hostinfo, procs, record, report, results, runlock, runtimes,
+                 stepcheck)
+from lab.exits import Exit
 from lab.paths import cache_dir
 from lab.clients import Client, Options, axes, clients
 from lab.launch import Knobs, lab_env, placeholders
@@ -88,6 +91,7 @@ def cmd_list(_: argparse.Namespace) -> int:
 
 
 def cmd_check(_: argparse.Namespace) -> int:
+    notes = stepcheck.check_step("bench", os.environ)   # what make bench would not use: exit 2
     params, _servers = load_params()
     problem = results.unwritable(ROOT / params.results)     # before deps or builds run
     if problem:
@@ -96,8 +100,7 @@ def cmd_check(_: argparse.Namespace) -> int:
         procs.check_local_address("BIND", params.bind)      # an address of this host
     if params.topology == "local" and params.runtime == "process":
         procs.check_port_free(params.port, params.bind)   # other topologies: in `lab up`
-    for near in misspelt([k for k in os.environ if k not in SETTINGS]):
-        print(f"warning: in the environment: {near}", file=sys.stderr)
+    stepcheck.warn(notes)
     runtimes.check(params)          # exit 2: not available here, host unreachable or lacking
     for w in params.warnings:
         print(f"warning: {w}", file=sys.stderr)
@@ -134,6 +137,13 @@ def cmd_settings(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_exits(args: argparse.Namespace) -> int:
+    """The exit codes as `make help` shows them, or docs/settings.md's table."""
+    from lab import exits
+    print(exits.markdown_table() if args.markdown else exits.help_text())
+    return 0
+
+
 def cmd_resolve(args: argparse.Namespace) -> int:
     params, _servers = load_params()
     print(params.repeat if args.repeat else " ".join(params.servers))
@@ -162,6 +172,26 @@ def run_logged(argv: list[str], cwd: Path, env: dict[str, str], log: Path) -> in
         procs.kill_group(proc.pid)
 
 
+def run_own_log(argv: list[str], cwd: Path, env: dict[str, str], log: Path
+                ) -> tuple[int, str]:
+    """run_logged into a log of this command's own, then appended to the
+    shared `log` (LAB_CACHE/logs: every run and checkout appends to it); the
+    exit code and the last 25 lines of this command's own output, never a
+    previous run's or another checkout's."""
+    own = log.with_name(f"{log.stem}.{os.getpid()}.log")
+    own.unlink(missing_ok=True)
+    try:
+        code = run_logged(argv, cwd, env, own)
+        return code, procs.tail(own, 25)
+    finally:                                # interrupted too: the shared log keeps it
+        try:
+            with log.open("ab") as f:
+                f.write(own.read_bytes())
+        except OSError:
+            pass
+        own.unlink(missing_ok=True)
+
+
 def cmd_build(args: argparse.Namespace) -> int:
     params, servers = load_params()
     cache = cache_dir()
@@ -187,16 +217,16 @@ def cmd_build(args: argparse.Namespace) -> int:
                 continue
             t0 = time.monotonic()
             print(f"[{name}] {step}: {shlex.join(command.argv)}", file=sys.stderr, flush=True)
-            code = run_logged(expand(command.argv, values), command.dir, env, log)
+            code, own = run_own_log(expand(command.argv, values), command.dir, env, log)
             if code != 0:
-                print(procs.tail(log, 25), file=sys.stderr)
+                print(own, file=sys.stderr)             # this command's output only
                 return fail(f"{name}: {step} failed with exit code {code} (log: {log})",
-                            2 if code == 2 else 1)
+                            Exit.BAD_INPUT if code == 2 else Exit.FAILED)
             print(f"[{name}] {step} done in {time.monotonic() - t0:.1f}s", file=sys.stderr)
         if step == "setup":
             continue
         if not is_built(s, values):
-            return fail(f"{name}: the build did not produce {s.artifact}", 1)
+            return fail(f"{name}: the build did not produce {s.artifact}", Exit.FAILED)
         print(f"[{name}] built: up to date", file=sys.stderr)
     return 0
 
@@ -261,9 +291,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                    reps_done=args.rep)
         return 0
     except (SweepError, procs.PortBusy, procs.NotReady, runtimes.HostLost) as e:
-        status, message, code = "failed", str(e), 1
+        status, message, code = "failed", str(e), Exit.FAILED
     except KeyboardInterrupt:
-        status, message, code = "interrupted", "interrupted (Ctrl-C or SIGTERM)", 130
+        status, message, code = "interrupted", "interrupted (Ctrl-C or SIGTERM)", Exit.INTERRUPTED
     if sweep.start_record:
         sweep.start_record["status"] = status
     sweep.save(status=status, error=message)
@@ -280,7 +310,7 @@ def cmd_up(_: argparse.Namespace) -> int:
     try:
         runtimes.up(params)
     except runtimes.SetupError as e:
-        return fail(str(e), 1)
+        return fail(str(e), Exit.FAILED)
     topo = runtimes.current(params)
     print(f"topology: {topo.summary}", file=sys.stderr)
     return 0
@@ -299,7 +329,7 @@ def cmd_images(_: argparse.Namespace) -> int:
     try:
         return docker.images_step()
     except runtimes.SetupError as e:
-        return fail(str(e), 1)
+        return fail(str(e), Exit.FAILED)
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
@@ -313,7 +343,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
                                      run)
     except KeyboardInterrupt:
         record.add_problem(run, f"probe of {args.server}: interrupted", status="incomplete")
-        return fail("interrupted", 130)
+        return fail("interrupted", Exit.INTERRUPTED)
     if found is not None and code:
         record.add_problem(run, f"{found.verdict()}: not loaded (FORCE=1 loads it anyway)")
     return code
@@ -393,7 +423,7 @@ def cmd_finish(args: argparse.Namespace) -> int:
     complete, problems = record.update(run, finish)
     if not complete and args.status == 0:
         print(f"error: {run.name} is incomplete: {'; '.join(problems)}", file=sys.stderr)
-        return 1
+        return Exit.FAILED
     return 0
 
 
@@ -462,7 +492,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     try:
         return plot.draw(run)
     except OSError as e:
-        return fail(f"cannot write the charts into {run}: {e.strerror or e}", 1)
+        return fail(f"cannot write the charts into {run}: {e.strerror or e}", Exit.FAILED)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -475,17 +505,20 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(report.write(run))
         return html.main_report(run)
     except OSError as e:
-        return fail(f"cannot write the report into {run}: {e.strerror or e}", 1)
+        return fail(f"cannot write the report into {run}: {e.strerror or e}", Exit.FAILED)
 
 
 def rerun_settings(recorded: dict[str, str], environ: Mapping[str, str],
-                   given: Collection[str]) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
+                   given: Collection[str], names: Collection[str] | None = None
+                   ) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
     """The settings of a rerun: the recorded ones, except those the user gave
     (`given`, on make's command line or in the environment), which win.
+    `names`: the settings the repeated step reads (default: a bench run's).
     Returns them and what was overridden: name: (recorded, given)."""
-    settings = {k: str(v) for k, v in recorded.items() if k in run_settings()}
+    read = run_settings() if names is None else [k for k in SETTINGS if k in names]
+    settings = {k: str(v) for k, v in recorded.items() if k in read}
     overridden = {}
-    for k in run_settings():
+    for k in read:
         if k in given and k in environ:
             if settings.get(k, "") != environ[k]:
                 overridden[k] = (settings.get(k, ""), environ[k])
@@ -494,14 +527,21 @@ def rerun_settings(recorded: dict[str, str], environ: Mapping[str, str],
 
 
 def cmd_rerun(args: argparse.Namespace) -> int:
-    """Run the benchmark again with the settings a run's manifest recorded;
-    settings given now (LAB_GIVEN from make, else the environment) override them."""
+    """Repeat the step that made a run (make bench or make cost) with the
+    settings its manifest recorded; settings given now (LAB_GIVEN from make,
+    else the environment) override them. Another kind of run: exit 2."""
     run = Path(args.run)
     m = record.read_manifest(run)
     runlock.refuse_busy(run, "make rerun")
+    step = str(m.extra.get("kind") or "bench")
+    if step not in RERUN_STEPS:
+        raise ConfigError(f"RUN={run}: made by make {step}; make rerun repeats "
+                          f"{' and '.join('make ' + k for k in RERUN_STEPS)} runs: run "
+                          f"make {step} again")
     if not m.settings:
         raise record.RecordError(run / record.MANIFEST, "records no `settings`: it cannot "
                                  "be rerun (made by a lab before settings were recorded?)")
+    stepcheck.warn(stepcheck.check_step(step, os.environ))   # what that step would not use
     recorded = m.lab.get("commit")
     now = hostinfo.lab_revision(ROOT)
     if recorded and recorded != now["commit"]:
@@ -514,7 +554,8 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     load_axis = m.params.extra.get("load_axis")
     recorded_now.pop({"concurrency": "RATE", "rate": "CONCURRENCY"}.get(str(load_axis), ""),
                      None)                         # older runs recorded the other loop's too
-    settings, overridden = rerun_settings(recorded_now, os.environ, names)
+    settings, overridden = rerun_settings(recorded_now, os.environ, names,
+                                          RERUN_STEPS[step])
     print(f"rerun of {run.name}: {m.reproduce}", file=sys.stderr)
     for k, (old, new) in overridden.items():
         print(f"rerun: {k}={new!r} given now overrides the recorded {k}={old!r}",
@@ -525,7 +566,17 @@ def cmd_rerun(args: argparse.Namespace) -> int:
                                     "overridden": {k: {"recorded": old, "given": new}
                                                    for k, (old, new) in overridden.items()}})}
     env.pop("LAB_GIVEN", None)
+    if step == "cost":              # make's own steps: deps, build, then the counts
+        for k in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL"):    # the settings are in env now
+            env.pop(k, None)
+        argv = ["make", "-s", "--no-print-directory", "-C", str(ROOT), "cost"]
+        os.execvpe("make", argv, env)
     os.execve(str(ROOT / "run-benchmark.sh"), [str(ROOT / "run-benchmark.sh")], env)
+
+
+# the steps make rerun repeats, and the settings each reads
+RERUN_STEPS: dict[str, Collection[str]] = {"bench": run_settings(),
+                                           "cost": stepcheck.COST}
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
@@ -554,6 +605,9 @@ def parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("settings", help="every setting the lab reads (make help)")
     sp.add_argument("--markdown", action="store_true", help="docs/settings.md's table")
     sp.set_defaults(fn=cmd_settings)
+    sp = sub.add_parser("exits", help="the lab's exit codes (make help)")
+    sp.add_argument("--markdown", action="store_true", help="docs/settings.md's table")
+    sp.set_defaults(fn=cmd_exits)
     sp = sub.add_parser("resolve", help="print the servers SERVER names (or REPEAT)")
     sp.add_argument("--repeat", action="store_true", help="print the number of repetitions")
     sp.set_defaults(fn=cmd_resolve)
@@ -633,13 +687,13 @@ def on_stop(signum: int, frame: FrameType | None) -> None:
 
 def main(argv: list[str]) -> int:
     if sys.version_info < (3, 11):
-        return fail("the lab needs Python 3.11 or newer (tomllib)", 2)
+        return fail("the lab needs Python 3.11 or newer (tomllib)", Exit.BAD_INPUT)
     for sig in STOP_SIGNALS:         # INT too: a background step starts with it ignored
         signal.signal(sig, on_stop)
     args = parser().parse_args(argv)
     try:
         return int(args.fn(args))
     except (ConfigError, ManifestError, procs.PortBusy, record.RecordError) as e:
-        return fail(str(e), 2)
+        return fail(str(e), Exit.BAD_INPUT)
     except KeyboardInterrupt:
-        return fail("interrupted", 130)
+        return fail("interrupted", Exit.INTERRUPTED)

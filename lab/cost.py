@@ -35,6 +35,7 @@ from __future__ import annotations
 import os
 import pwd
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -48,8 +49,8 @@ from lab import deps, hostinfo, procfs, procs, record, report, results, runlock
 from lab.costview import JIT_LANGUAGES, JIT_REASON
 from lab.record import COST as COST_FILE
 from lab.launch import Knobs, ServerProcess
-from lab.params import (SETTINGS, ConfigError, Params, format_cpus, from_env, parse_list,
-                        positive_int)
+from lab.params import (SETTINGS, ConfigError, Params, Traits, format_cpus, from_env,
+                        parse_list, positive_int)
 from lab.paths import ROOT, cache_dir
 from lab.runtimes.local import LocalServerHost
 from lab.servers import Server, discover, lookup
@@ -103,9 +104,13 @@ def native(server: Server) -> bool:
 def check(env: dict[str, str]) -> tuple[Params, list[Server], tuple[int, ...], tuple[int, int],
                                          int]:
     """Every input checked before anything is installed, built or started."""
+    from lab import stepcheck
+    notes = stepcheck.check_step("cost", env)     # what make cost would not use: exit 2
     known = discover(ROOT, env.get("LAB_SERVER_PATH", ""))
     from lab.clients import axes
-    params = from_env(env, list(known), axes())
+    params = from_env(env, list(known), axes(),   # bench's checks and warnings (ews@4, WORKERS)
+                      traits={n: Traits(s.language, s.has_workers) for n, s in known.items()})
+    params = replace(params, warnings=tuple(notes) + params.warnings)
     if params.topology != "local" or params.runtime != "process":
         raise ConfigError("make cost runs the servers on this host as processes: "
                           "TOPOLOGY=local and RUNTIME=process (the defaults)")
@@ -304,16 +309,16 @@ def function_view(small: Path, large: Path, extra: int) -> list[list[Any]]:
 
 def write_manifest(run: Path, params: Params, levels: tuple[int, ...], counts: tuple[int, int],
                    repeat: int, servers: list[Server]) -> None:
-    settings = {k: os.environ.get(k, SETTINGS[k].default) for k in
-                ("SERVER", "COST_LEVELS", "COST_REQUESTS", "HEADERS", "REPEAT", "WORKERS",
-                 "BACKLOG",
-                 "SERVER_CPUS", "CLIENT_CPUS", "PORT")}
+    from lab import stepcheck       # every setting make cost reads, as its check knows them
+    settings = {k: os.environ.get(k, SETTINGS[k].default) for k in SETTINGS
+                if k in stepcheck.COST}
     settings["REPEAT"] = str(repeat)
     h2load = subprocess.run(["h2load", "--version"], capture_output=True, text=True).stdout
     path = run / record.MANIFEST
     record.write_manifest(run, record.Manifest(
         run_id=run.name, status="running", started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        reproduce="make cost " + " ".join(f"{k}='{v}'" for k, v in settings.items() if v),
+        reproduce="make cost " + " ".join(f"{k}={shlex.quote(v)}"
+                                          for k, v in settings.items() if v),
         settings=settings,
         params=record.RunParams.parse(record.obj({**params.to_json(), "repeat": repeat},
                                                  path, "params")),
@@ -329,7 +334,17 @@ def write_manifest(run: Path, params: Params, levels: tuple[int, ...], counts: t
         servers={s.name: record.ServerRecord.new({**s.describe(), "status": "pending",
                                                   "facts": build_facts(s, params, run)})
                  for s in servers},
-        extra={"kind": "cost"}))
+        extra={"kind": "cost", **rerun_note()}))
+
+
+def rerun_note() -> dict[str, Any]:
+    """make rerun's note (LAB_RERUN): which run this one repeats."""
+    import json
+    try:
+        data = json.loads(os.environ.get("LAB_RERUN") or "null")
+    except ValueError:
+        return {}
+    return {"rerun": data} if isinstance(data, dict) else {}
 
 
 def build_facts(server: Server, params: Params, run: Path) -> dict[str, str]:
@@ -408,6 +423,8 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["--check"]:
         print(" ".join(s.name for s in servers if native(s)))
         return 0
+    for w in params.warnings:             # once: `make cost` runs --check first
+        print(f"warning: {w}", file=sys.stderr)
     if any(native(s) for s in servers):
         code = deps.ensure(TOOLS)
         if code:

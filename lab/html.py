@@ -387,6 +387,10 @@ def server_section(m: Manifest, name: str, levels: list[LevelStats],
 
 def status_html(m: Manifest) -> str:
     status = m.status or "unknown"
+    if status == "complete" and m.problems:     # a later step's (make profile)
+        items = "".join(f"<li>{e(p)}</li>" for p in m.problems)
+        return ('<div class="status complete">Status: complete; problems recorded after the '
+                f"run (its figures are complete):<ul>{items}</ul></div>")
     if status == "complete":
         return '<div class="status complete">Status: complete</div>'
     problems = m.problems or ["not every server finished every repetition"]

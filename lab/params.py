@@ -78,10 +78,23 @@ def check_server_path(value: str) -> object:
 
 
 def check_ada_sources(value: str) -> object:
-    """ADA_SOURCES: a folder (relative: to the repository root), or empty."""
-    if value.strip() and not (Path(__file__).resolve().parents[1] / value.strip()).is_dir():
+    """ADA_SOURCES: a folder (relative: to the repository root) holding at
+    least one archive servers/ada/sources.toml pins, or empty."""
+    root = Path(__file__).resolve().parents[1]
+    folder = root / value.strip()
+    if value.strip() and not folder.is_dir():
         raise ConfigError(f"ADA_SOURCES={value!r}: no such folder (relative paths are "
                           "relative to the repository root)")
+    if value.strip():
+        import tomllib
+        with (root / "servers" / "ada" / "sources.toml").open("rb") as f:
+            pinned = [str(t["archive"]) for t in tomllib.load(f).values()
+                      if isinstance(t, dict) and "archive" in t]
+        if pinned and not any((folder / a).is_file() for a in pinned):
+            raise ConfigError(f"ADA_SOURCES={value!r}: holds none of the archives "
+                              f"servers/ada/sources.toml pins ({', '.join(pinned)}); give the "
+                              "folder that holds them, or leave ADA_SOURCES empty to download "
+                              "them once into LAB_CACHE")
     return value.strip()
 
 

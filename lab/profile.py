@@ -93,6 +93,8 @@ def check(env: dict[str, str], run: Path) -> tuple[dict[str, Any], list[Server],
         raise ConfigError(f"RUN={run}: not a run folder ({e.problem})") from None
     runlock.refuse_busy(run, "make profile")          # nothing loads the host under a run
     m = man.to_json()
+    from lab import stepcheck     # what make profile would not use (the run's own values pass)
+    stepcheck.warn(stepcheck.check_step("profile", env, recorded=man.settings))
     p = m.get("params") or {}
     if m.get("kind") == "cost" or p.get("axis") not in ("concurrency", "rate"):
         raise ConfigError(f"RUN={run}: make profile needs a make bench run swept over "
@@ -124,7 +126,8 @@ def check(env: dict[str, str], run: Path) -> tuple[dict[str, Any], list[Server],
     values = placeholders(ROOT, cache_dir(), Knobs(0, 0, 0, ""))
     unbuilt = [s.name for s in servers if not is_built(s, values)]
     if unbuilt:
-        raise ConfigError(f"not built: {' '.join(unbuilt)} (make build SERVER=\"...\")")
+        raise ConfigError(f"not built: {' '.join(unbuilt)} (make build "
+                          f"SERVER=\"{' '.join(unbuilt)}\")")
     port = positive_int("PORT", env.get("PORT") or str(p["port"]), 1024, 65535)
     procs.check_port_free(port, p["bind"])
     return m, servers, at, duration

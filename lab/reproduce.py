@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from lab import analysis, claims, costview, record, results
+from lab import analysis, claims, costview, record, results, stepcheck
 from lab.claims import ClaimResult, ClaimsError, Study
 from lab.clients import clients
 from lab.metrics import LevelStats
@@ -178,7 +178,9 @@ class RunDone:
 
 
 def child_env(env: Mapping[str, str], run: RunPlan) -> dict[str, str]:
-    return {**env, **run.settings}
+    """A run's environment: without make reproduce's own settings (STUDY,
+    QUICK), which make bench would refuse."""
+    return {**stepcheck.only_for("bench", env), **run.settings}
 
 
 def preflight(plan: Plan, env: Mapping[str, str]) -> int:
@@ -267,6 +269,13 @@ def judge(plan: Plan, done: RunDone, available: set[str]) -> Judged:
     stats = stats_by_name(plan, done.folder)
     out = []
     for c in plan.study.claims:
+        starts = [plan.specs.get(x, x) for x in c.servers]
+        if len(set(starts)) < len(starts):     # aws and aws@8 where aws runs as aws@8
+            out.append(ClaimResult(c, claims.INCONCLUSIVE, "not measured: "
+                                   f"{', '.join(c.servers)} are one start here "
+                                   f"({', '.join(starts)}); a comparison would hold by "
+                                   "construction"))
+            continue
         r = claims.evaluate(c, stats, available)
         note = stand_in_note(plan.study, c)
         out.append(ClaimResult(c, r.verdict, f"{r.reason}; {note}" if note else r.reason,
@@ -413,22 +422,27 @@ def ada_claims(plan: Plan, known: dict[str, Server]) -> list[claims.Claim]:
 def instruction_ratios(plan: Plan, env: Mapping[str, str]) -> list[str]:
     """`make cost` (lab.cost, cachegrind) on the Ada servers of the throughput
     claims between Ada servers, and each claim's instruction ratio beside its
-    throughput ratio: noise-free where the throughput is not."""
+    throughput ratio: noise-free where the throughput is not. Each side is
+    counted as the throughput run started it (plan.specs: aws as aws@8, aws@16
+    with 16 workers); two sides that are one start get no ratio."""
     known = discover(ROOT, env.get("LAB_SERVER_PATH", ""))
     found = ada_claims(plan, known)
     if not found:
         return []
     # a ratio needs both sides: a claim with an unavailable server is not counted
-    names = sorted({claims.base(x) for c in found for x in c.servers
+    started = {x: plan.specs.get(x, x) for c in found for x in c.servers}
+    names = sorted({started[x] for c in found for x in c.servers
                     if not any(claims.base(y) in c.unavailable for y in c.servers)})
     lines = ["## Instructions per request beside the throughput ratio", "",
              "Claims that compare Ada servers, counted by `make cost` (cachegrind, user "
-             "space only, c=1, a separate start each): for a throughput ratio a/b, "
+             "space only, c=1, a separate start each, each server with the workers the "
+             "throughput runs gave it): for a throughput ratio a/b, "
              "instructions(b)/instructions(a) is what that ratio would be if both spent "
              "their time in their own user-space code.", ""]
     per: dict[str, float] = {}
     if names:
-        cost_env = {**env, "SERVER": " ".join(names), "COST_LEVELS": "1"}
+        cost_env = {**stepcheck.only_for("cost", env), "SERVER": " ".join(names),
+                    "COST_LEVELS": "1"}
         if plan.quick:
             cost_env.update(COST_REQUESTS="1000 3000", REPEAT="1")
         out = subprocess.run([sys.executable, "-m", "lab", "cost"], cwd=ROOT, env=cost_env,
@@ -445,16 +459,7 @@ def instruction_ratios(plan: Plan, env: Mapping[str, str]) -> list[str]:
                     per[sc.server] = sc.levels[0].per_request.median
             lines += [f"Run folder: `{folder}`.", ""]
     for c in found:
-        a, b = (claims.base(x) for x in c.servers[:2])
-        missing = [x for x in (a, b) if x not in per]
-        if missing:
-            why = "; ".join(c.unavailable.get(x, "not counted") for x in missing)
-            lines.append(f"- {claims.label(c)}: published throughput ratio {c.published}; "
-                         f"instructions not counted for {', '.join(missing)} ({why})")
-        else:
-            lines.append(f"- {claims.label(c)}: published throughput ratio {c.published}; "
-                         f"instructions per request {a} {per[a]:,.0f}, {b} {per[b]:,.0f}: "
-                         f"instruction ratio {b}/{a} = {per[b] / per[a]:.3f}")
+        lines.append(instruction_line(c, started, per))
     return lines + [""]
 
 
@@ -465,6 +470,24 @@ def not_counted(plan: Plan, env: Mapping[str, str]) -> list[str]:
     return ["## Instructions per request beside the throughput ratio", "",
             "Not counted: the reproduction was interrupted (`make cost` runs after both "
             "runs).", ""]
+def instruction_line(c: claims.Claim, started: Mapping[str, str],
+                     per: Mapping[str, float]) -> str:
+    """One claim's instruction figures, each named by the start it was counted
+    on (NAME@N); none when both sides are one start or one was not counted."""
+    x, y = c.servers[:2]
+    a, b = started.get(x, x), started.get(y, y)
+    head = f"- {claims.label(c)}: published throughput ratio {c.published}; "
+    if a == b:
+        return head + (f"no instruction count: both sides are {a} as started, so a ratio "
+                       "would be 1 by construction")
+    missing = [s for s in (x, y) if started.get(s, s) not in per]
+    if missing:
+        why = "; ".join(c.unavailable.get(claims.base(s), "not counted") for s in missing)
+        return head + (f"instructions not counted for "
+                       f"{', '.join(started.get(s, s) for s in missing)} ({why})")
+    return head + (f"instructions per request {a} {per[a]:,.0f} instructions, "
+                   f"{b} {per[b]:,.0f} instructions: instruction ratio {b}/{a} = "
+                   f"{per[b] / per[a]:.3f} ×")
 
 
 def lab_servers(env: Mapping[str, str]) -> set[str]:
@@ -473,6 +496,10 @@ def lab_servers(env: Mapping[str, str]) -> set[str]:
 
 def prepare(name: str, env: Mapping[str, str]) -> Plan:
     """The plan for study `name`; ReproduceError (exit 2) when it cannot run."""
+    try:
+        stepcheck.warn(stepcheck.check_step("reproduce", env))   # what it would not use
+    except ConfigError as e:
+        raise ReproduceError(str(e)) from None
     try:
         servers = lab_servers(env)
     except ManifestError as e:

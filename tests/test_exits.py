@@ -1,0 +1,147 @@
+"""Exit codes: one table (lab/exits.py) that `make help` and docs/settings.md
+show, and `make` passing the codes it can on (GNU make ends with 2 whenever a
+recipe fails; an interrupt still reads 130 to its caller)."""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from conftest import ROOT, free_port, lab, lab_env, run_folders
+from lab import exits, procs
+
+STEPS = ("bench", "calibrate", "cost", "profile", "build", "rerun", "compare", "reproduce")
+
+
+def make(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["make", "-s", "--no-print-directory", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_docs_table_is_the_generated_one() -> None:
+    text = (ROOT / "docs" / "settings.md").read_text()
+    m = re.search(r"<!-- exits:begin -->\n(.*?)\n<!-- exits:end -->", text, re.S)
+    assert m, "docs/settings.md lacks its exits:begin/end markers"
+    assert m.group(1) == exits.markdown_table(), \
+        "docs/settings.md is stale: python3 -m lab exits --markdown gives the table"
+
+
+def test_make_help_lists_every_code_and_what_make_gives(tmp_path: Path) -> None:
+    out = make(lab_env(tmp_path), "help")
+    assert out.returncode == 0, out.stderr
+    for code, meaning in exits.TABLE:
+        assert re.search(rf"^\s+{int(code)}\s+{re.escape(meaning)}", out.stdout, re.M), code
+    assert "python3 -m lab compare A B" in out.stdout     # where 1 and 3 come from
+
+
+def test_every_lab_step_of_the_makefile_goes_through_step() -> None:
+    """A recipe line that runs a step without $(call STEP,...) would turn its
+    130 into make's 2."""
+    text = (ROOT / "Makefile").read_text()
+    for target in STEPS:
+        recipe = re.search(rf"^{target}:.*\n((?:\t.*\n)+)", text, re.M)
+        assert recipe, target
+        lines = [ln for ln in recipe.group(1).replace("\\\n", " ").splitlines()
+                 if "$(LAB)" in ln or "run-benchmark.sh" in ln]
+        assert lines and all("$(call STEP," in ln for ln in lines), (target, lines)
+
+
+def test_make_compare_on_bad_input_exits_2(tmp_path: Path) -> None:
+    env = lab_env(tmp_path)
+    missing = str(tmp_path / "no-such-run")
+    direct = lab(env, "compare", missing, missing)
+    assert direct.returncode == exits.Exit.BAD_INPUT, direct.stderr
+    out = make(env, "compare", f"A={missing}", f"B={missing}")
+    assert out.returncode == exits.Exit.BAD_INPUT, out.stderr
+    assert "error:" in out.stderr
+
+
+def test_make_bench_interrupted_in_its_step_ends_with_130(tmp_path: Path) -> None:
+    """SIGTERM to the lab's sweep step alone (not to make): the step stops,
+    run-benchmark.sh marks the run interrupted and ends with 130, and make,
+    which would say 2, ends by SIGINT: the calling shell sees 130."""
+    port = free_port()
+    env = lab_env(tmp_path, SERVER="sturdy", CONCURRENCY="1 2 3 4 5 6 7 8 9 10",
+                  DURATION="2s", WARMUP="0", PORT=str(port))
+    proc = subprocess.Popen(["bash", "-c", 'make -s --no-print-directory bench; '
+                             'echo "make status: $?"'], cwd=ROOT, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    try:
+        sweep = None
+        deadline = time.monotonic() + 180
+        while sweep is None and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()
+            runs = run_folders(tmp_path)
+            if runs and (runs[0] / "results.csv").exists():
+                sweep = next(iter(step_pids(f"{runs[0]}")), None)
+            time.sleep(0.2)
+        assert sweep is not None, "the sweep step did not start in time"
+        os.kill(sweep, signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert "make status: 130" in out, (out, err[-2000:])
+    [run] = run_folders(tmp_path)
+    assert '"status": "interrupted"' in (run / "manifest.json").read_text()
+    assert procs.listeners(port) == []
+
+
+def step_pids(run: str) -> list[int]:
+    """`python3 -m lab sweep RUN ...` processes of this run."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"sweep" in argv and run.encode() in argv:
+            found.append(int(pid))
+    return found
+
+
+def lab_step_pids(step: str, marker: str) -> list[int]:
+    """`python3 -m lab STEP` processes whose environment holds `marker`."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            continue
+        if argv[1:4] == [b"-m", b"lab", step.encode()] and b"--check" not in argv \
+                and marker.encode() in environ:
+            found.append(int(pid))
+    return found
+
+
+def test_make_cost_interrupted_in_its_step_ends_with_130(tmp_path: Path) -> None:
+    """SIGTERM to `lab cost` alone, once its run folder exists: make ends by
+    SIGINT, so the calling shell sees the step's 130, not make's 2."""
+    port = free_port()
+    env = lab_env(tmp_path, SERVER="nginx", COST_LEVELS="1", COST_REQUESTS="50000 100000",
+                  REPEAT="1", PORT=str(port))
+    proc = subprocess.Popen(["bash", "-c", 'make -s --no-print-directory cost; '
+                             'echo "make status: $?"'], cwd=ROOT, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    try:
+        step: list[int] = []
+        deadline = time.monotonic() + 180
+        while not step and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()
+            if run_folders(tmp_path):            # the counting step, not `lab cost --check`
+                step = lab_step_pids("cost", str(tmp_path / "results"))
+            time.sleep(0.2)
+        assert step and run_folders(tmp_path), "make cost did not start in time"
+        os.kill(step[0], signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert "make status: 130" in out, (out, err[-2000:])
+    assert procs.listeners(port) == []

@@ -1,0 +1,27 @@
+"""Every problem a run's manifest records appears in summary.md and
+report.html, also one a later step added to a complete run (make profile's
+async-profiler failure was only in the manifest)."""
+from __future__ import annotations
+
+import html as htmllib
+from pathlib import Path
+
+from conftest import bench, free_port, lab, lab_env, run_folders
+from lab import record
+
+
+def test_a_problem_added_to_a_complete_run_shows_in_summary_and_report(tmp_path: Path) -> None:
+    env = lab_env(tmp_path, SERVER="sturdy", CONCURRENCY="1", DURATION="1s", WARMUP="0",
+                  PORT=str(free_port()))
+    made = bench(env)
+    assert made.returncode == 0, made.stderr[-2000:]
+    [run] = run_folders(tmp_path)
+    problem = "profile of sturdy: mvn could not fetch tools.profiler:async-profiler:4.0 <x>"
+    record.add_problem(run, problem)
+    out = lab(env, "report", str(run))
+    assert out.returncode == 0, out.stderr
+    m = record.read_manifest(run)
+    assert m.status == "complete" and m.problems == [problem]
+    for p in m.problems:
+        assert p in (run / "summary.md").read_text()
+        assert htmllib.escape(p, quote=False) in (run / "report.html").read_text()
