@@ -326,7 +326,9 @@ def cmd_calibrate(_: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from lab import compare
     params_root = ROOT / (os.environ.get("RESULTS") or "results")
-    return compare.main(Path(args.a), Path(args.b), os.environ.get("FORCE") == "1", params_root)
+    settings = compare.gate_settings(os.environ.get, cache_dir())   # ConfigError: exit 2
+    return compare.main(Path(args.a), Path(args.b), os.environ.get("FORCE") == "1", params_root,
+                        settings)
 
 
 def not_measured(m: record.Manifest) -> list[str]:

@@ -15,7 +15,7 @@ import json
 import re
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -566,6 +566,18 @@ class ComparePage:
     chart: Path | None
     chart_problem: str | None
     differences: list[str]
+    gate_summary: str = ""          # make compare's gate: its outcome and why
+    gate_notes: list[str] = field(default_factory=list)     # the noise floor used, per server
+    gate_head: list[str] = field(default_factory=list)
+    gate_rows: list[list[str]] = field(default_factory=list)
+
+
+def gate_section(c: ComparePage) -> list[str]:
+    if not c.gate_summary:
+        return []
+    return ["<h2>Gate</h2>", f"<p><strong>{e(c.gate_summary)}</strong></p>",
+            "<ul>" + "".join(f"<li>{e(n)}</li>" for n in c.gate_notes) + "</ul>",
+            table(c.gate_head, c.gate_rows, numeric={1}, cls="gate")]
 
 
 def compare_page(c: ComparePage) -> str:
@@ -575,6 +587,7 @@ def compare_page(c: ComparePage) -> str:
     body = [f"<h1>{e(c.ids[0])} (A) vs {e(c.ids[1])} (B)</h1>",
             f'<p class="muted">A: {e(c.conditions[0])}<br>B: {e(c.conditions[1])}</p>',
             *[f'<p class="warnbox">{e(w)}</p>' for w in c.warnings],
+            *gate_section(c),
             "<h2>Requests per second</h2>",
             table(c.head, c.rows, numeric=c.numeric, cls="compare"),
             f'<p class="muted">{e(c.note)}</p>', "<h2>Chart</h2>", chart,

@@ -106,6 +106,28 @@ def check_prefix(name: str, longest: int) -> Callable[[str], object]:
     return check
 
 
+GATE_METRICS = ("rate", "p99", "cpu", "rss", "instructions")   # lab.compare's gate
+
+
+def check_gate(value: str) -> object:
+    """GATE: one or more of GATE_METRICS, space-separated."""
+    words = value.split()
+    wrong = [w for w in words if w not in GATE_METRICS]
+    if not words or wrong:
+        raise ConfigError(f"GATE={value!r}: expected one or more of {' '.join(GATE_METRICS)}"
+                          + (f" ({' '.join(wrong)} is not one)" if wrong else ""))
+    return tuple(dict.fromkeys(words))
+
+
+def check_min_effect(value: str) -> object:
+    """MIN_EFFECT: a percentage from 0 to 100, '5%' or '5'."""
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*%?\s*", value)
+    if m is None or not 0 <= float(m.group(1)) <= 100:
+        raise ConfigError(f"MIN_EFFECT={value!r}: expected a percentage from 0 to 100, "
+                          "e.g. 5%")
+    return float(m.group(1))
+
+
 CLOSED_LOOP = "closed-loop clients"      # shown with their names (shown(), loop())
 OPEN_LOOP = "open-loop clients"
 
@@ -232,6 +254,14 @@ REGISTRY: tuple[Setting, ...] = (
     _s("PROFILE_AT", "", "one of RUN's levels",
        "the level of RUN at which each server is profiled (perf or async-profiler, a "
        "separate start, for DURATION)", "make profile", scope="profile"),
+    # make compare (lab/compare.py's gate; lab/floors.py: make noise)
+    _s("GATE", "rate p99", "metric names",
+       "what make compare gates on, space-separated: rate (req/s), p99 (at a fixed offered "
+       "rate), cpu (server CPU per request), rss (RSS at the end), instructions (per request, "
+       "make cost runs)", "make compare", scope="compare", check=check_gate),
+    _s("MIN_EFFECT", "5%", "percent",
+       "the smallest worsening make compare calls a regression (a larger A/A floor of `make "
+       "noise` wins)", "make compare", scope="compare", check=check_min_effect),
     # make calibrate
     _s("CLIENTS", "", "client names",
        "the clients to calibrate, space-separated (empty: every installed one)",
@@ -842,6 +872,7 @@ def help_text(found: Found | None = None) -> str:
     for scope, title in (("run", "Settings of a run (make VAR=value or environment):"),
                          ("lab", "Where the lab keeps and finds things:"),
                          ("calibrate", "make calibrate:"), ("reproduce", "make reproduce:"),
+                         ("compare", "make compare:"),
                          ("cost", "make cost (HEADERS: make profile too):"),
                          ("profile", "make profile:")):
         lines += ["", title]

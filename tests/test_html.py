@@ -364,7 +364,9 @@ def compare_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     a, b = top / "a", top / "b"
     shutil.copytree(FIXTURES / COMPLETE, a)
     shutil.copytree(FIXTURES / COMPLETE, b)
-    assert compare.main(a, b, False, top) == 0
+    # every level of the saved run has a host-busy repetition: the gate compares
+    # nothing cleanly (exit 3), the page is made all the same
+    assert compare.main(a, b, False, top) == 3
     [folder] = [p for p in top.iterdir() if p.name.startswith("compare-")]
     return folder / "compare.html"
 
