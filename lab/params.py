@@ -544,7 +544,14 @@ class Traits:
 
 
 def normalise_server(word: str) -> str:
-    """NAME@N with N written plainly: aws@016 is aws@16; bad counts are ConfigError."""
+    """NAME@N with N written plainly: aws@016 is aws@16; bad counts are ConfigError.
+    NAME#K (K 2-9): the same server again, a separate entry (make noise's A/A)."""
+    plain, hash_, entry = word.rpartition("#")
+    if hash_:
+        if not re.fullmatch(r"[2-9]", entry):
+            raise ConfigError(f"SERVER: {word}: after # comes an entry number from 2 to 9 "
+                              "(the same server again, e.g. aws#2)")
+        return f"{normalise_server(plain)}#{entry}"
     name, at, count = word.partition("@")
     if not at:
         return word
@@ -561,7 +568,7 @@ def check_servers(text: str, known: list[str]) -> tuple[str, ...]:
     if names == ["all"]:
         names = list(known)
     names = [normalise_server(n) for n in names]
-    unknown = [n for n in names if n.partition("@")[0] not in known]
+    unknown = [n for n in names if n.partition("@")[0].partition("#")[0] not in known]
     if unknown:
         raise ConfigError(f"unknown server {', '.join(unknown)}; known: {', '.join(known)}")
     twice = sorted({n for n in names if names.count(n) > 1})
@@ -616,7 +623,7 @@ def check_sweep(get: Callable[[str], str], given: Callable[[str], bool], client:
         if any("@" in n for n in servers):
             raise ConfigError("AXIS=workers sets every server's workers from VALUES; "
                               "drop the @N from SERVER")
-        fixed = [n for n in servers if not traits.get(n, Traits()).has_workers]
+        fixed = [n for n in servers if not traits.get(n.partition("#")[0], Traits()).has_workers]
         if fixed:
             raise ConfigError(f"AXIS=workers: {', '.join(fixed)} "
                               f"{'has' if len(fixed) == 1 else 'have'} no worker setting "
@@ -690,7 +697,7 @@ def inapplicable(given: Callable[[str], bool], client: str, axes: Mapping[str, s
     if given("CLIENT_THREADS") and client == "siege":
         refused.append("CLIENT_THREADS: siege has no threads setting (one process, a thread "
                        "per user): drop it")
-    base = {n: traits.get(n.partition("@")[0], Traits()) for n in servers}
+    base = {n: traits.get(n.partition("@")[0].partition("#")[0], Traits()) for n in servers}
     if given("JAVA_OPTS") and traits and not any(t.language == "Java" for t in base.values()):
         refused.append(f"JAVA_OPTS is for Java servers; none of {' '.join(servers)} is one: "
                        "drop it")

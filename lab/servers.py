@@ -59,6 +59,8 @@ class Server:
     env: dict[str, str] = field(default_factory=dict)   # extra variables for run/build/facts
     base: str | None = None              # a variant: the server it derives from ...
     variant: str | None = None           # ... and its own part of the name (base.variant)
+    alias_of: str | None = None          # NAME#K in SERVER: the same server and build, a second
+                                         # entry of one run (make noise's A/A)
 
     def workers(self, asked: int | None) -> int | None:
         """The worker count a start is given: NAME@N, else WORKERS, else the
@@ -72,7 +74,8 @@ class Server:
                 "workers_meaning": self.workers_meaning, "run": list(self.run.argv),
                 "env": dict(self.env),
                 "variant": (None if self.variant is None
-                            else {"base": self.base, "name": self.variant})}
+                            else {"base": self.base, "name": self.variant}),
+                **({"alias_of": self.alias_of} if self.alias_of else {})}
 
 
 def _table(data: dict[str, object], key: str, path: Path, required: bool) -> dict[str, object]:
@@ -277,7 +280,11 @@ def split_spec(spec: str) -> tuple[str, int | None]:
 
 def lookup(found: dict[str, Server], spec: str) -> Server:
     """The server a SERVER word names: NAME, or NAME@N (that server with N workers,
-    under the name NAME@N in results)."""
+    under the name NAME@N in results); either with #K (K 2-9): the same server
+    and build again, as a separate entry under the name NAME#K (make noise)."""
+    plain, hash_, entry = spec.rpartition("#")
+    if hash_ and entry in "23456789" and len(entry) == 1:
+        return replace(lookup(found, plain), name=spec, alias_of=plain)
     name, workers = split_spec(spec)
     server = found[name]
     return server if workers is None else replace(server, name=spec, workers_fixed=workers)

@@ -242,10 +242,12 @@ def test_index_lists_runs_newest_first_with_working_links(results_dir: Path,
     order = [re.search(r"\d{8}-\d{6}-[\w+]+", r).group(0) for r in rows]  # type: ignore[union-attr]
     assert order == sorted(order, reverse=True)
     assert "no report" in rows[0] and 'href="' not in rows[0]
-    links = re.findall(r'href="([^"]+)"', text)
+    links = re.findall(r'href="([^"]+)"', text.split("<tbody>")[1].split("</tbody>")[0])
     assert len(links) == 3
     for link in links:
         assert not link.startswith(("/", "http")) and (top / unquote(unescape(link))).is_file()
+    for link in re.findall(r'href="([^"]+)"', text):      # the history's links too
+        assert not link.startswith(("/", "http")) and (top / unquote(unescape(link))).exists()
     assert "INCOMPLETE".lower() in rows[order.index(INCOMPLETE)].lower()
     for r in rows:
         assert "siege 4.0.7" in r and "close" in r and "loopback" in r
