@@ -201,3 +201,30 @@ def test_min_effect_reads_percent_or_plain_number(tmp_path: Path) -> None:
                           env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1, done.stderr
     assert "MIN_EFFECT=1%" in done.stdout
+
+
+def cost_run(root: Path, name: str, per_request: list[float]) -> Path:
+    """A make cost run: a manifest and cost.json, no results.csv."""
+    run = root / name
+    run.mkdir(parents=True)
+    (run / "manifest.json").write_text(json.dumps({**manifest(), "run_id": name}))
+    reps = [{"rep": i + 1, "level": 1, "per_request": x, "native": {}}
+            for i, x in enumerate(per_request)]
+    (run / "cost.json").write_text(json.dumps({
+        "tool": "cachegrind", "wrapper": "none", "levels": [1], "requests": [2000, 6000],
+        "repeat": len(per_request), "servers": {"paced": {"applicable": True, "reps": reps}}}))
+    return run
+
+
+def test_gate_on_instructions_per_request_of_cost_runs(tmp_path: Path) -> None:
+    a = cost_run(tmp_path, "ca", [10000, 10010, 10020])
+    same = cost_run(tmp_path, "cb", [10005, 10000, 10015])
+    more = cost_run(tmp_path, "cc", [12000, 12010, 12020])
+    gate = compare.GateSettings(metrics=("instructions",))
+    assert compare.main(a, same, False, tmp_path / "o1", gate) == Exit.OK
+    assert compare.main(a, more, False, tmp_path / "o2", gate) == Exit.FAILED
+    [check] = gate_of(tmp_path / "o2")["checks"]   # type: ignore[misc]
+    assert (check["metric"], check["outcome"]) == ("instructions", "regression")
+    assert check["worse_pct"] == pytest.approx(100 * (12010 / 10010 - 1))
+    # the default gate (rate p99) finds nothing to compare in cost runs: exit 3
+    assert compare.main(a, more, False, tmp_path / "o3", CLEAN) == Exit.NOT_COMPARABLE
