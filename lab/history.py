@@ -91,7 +91,8 @@ def run_points(run: Path) -> list[Point]:
 
 def points(results_dir: Path) -> dict[str, list[Point]]:
     """Every server's points across the run folders of results_dir, oldest
-    first; a folder that cannot be read is named on stderr and skipped."""
+    first; a folder that cannot be read is left out (the index lists it as
+    unreadable, with the reason)."""
     found: dict[str, list[Point]] = {}
     if not results_dir.is_dir():
         return found
@@ -100,8 +101,7 @@ def points(results_dir: Path) -> dict[str, list[Point]]:
             continue
         try:
             got = run_points(run)
-        except record.RecordError as e:
-            print(f"note: history: {run.name} left out: {e}", file=sys.stderr)
+        except record.RecordError:
             continue
         for p in got:
             found.setdefault(p.server, []).append(p)
