@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,8 +22,6 @@ from lab import analysis, metrics, record
 from lab.display import gp_quote
 
 PLOTS = Path(__file__).resolve().parents[1] / "plots"
-FOLDER = ".history"                 # under the results folder: the index's charts
-MARK = ".lab-history"               # the lab wrote this folder (else it is left alone)
 
 # What makes two runs one series: a change of any breaks the line.
 CONDITIONS: tuple[tuple[str, str], ...] = (
@@ -174,37 +173,33 @@ def data_file(path: Path, pts: list[Point]) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-def folder(results_dir: Path) -> Path | str:
-    """results_dir/.history, made and marked by the lab; or why it is left alone."""
-    out = results_dir / FOLDER
-    if out.is_symlink() or (out.exists() and not (out / MARK).is_file()):
-        return f"{out} was not made by the lab: left alone, no trend charts"
-    out.mkdir(exist_ok=True)
-    (out / MARK).write_text("made by the lab: trend charts of index.html\n")
-    return out
-
-
-def chart(out: Path, server: str, pts: list[Point]) -> Path | str:
-    """out/<server>.svg drawn by plots/history.gp; or why it could not be."""
-    base = safe_name(server)
-    data_file(out / f"{base}.dat", pts)
+def chart_svg(server: str, pts: list[Point]) -> str:
+    """The server's trend chart as SVG text, drawn by plots/history.gp in a
+    temporary folder (the index inlines it: nothing is kept in the results
+    folder); or raises ChartError saying why it could not be drawn."""
     known = [(c, [p.peak_rps, p.cpu_us_per_req, p.rss_mb, p.instructions][c - 2])
              for p in pts for c in (2, 3, 4, 5)]
     panels = " ".join(str(c) for c in (2, 3, 4, 5) if any(v is not None for k, v in known
                                                           if k == c))
     if not panels:
-        return f"no figure of {server} in any run"
-    setup = (f"dat={gp_quote(str(out / (base + '.dat')))}; "
-             f"svg={gp_quote(str(out / (base + '.svg')))}; server={gp_quote(server)}; "
-             f"runs={len(pts)}; panels={gp_quote(panels)}")
-    try:
-        done = subprocess.run(["gnuplot", "-e", setup, str(PLOTS / "history.gp")],
-                              capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"gnuplot could not run: {e}"
-    if done.returncode != 0:
-        return f"gnuplot history.gp failed: {done.stderr.strip()[-300:]}"
-    return out / f"{base}.svg"
+        raise ChartError(f"no figure of {server} in any run")
+    with tempfile.TemporaryDirectory(prefix="lab-history-") as tmp:
+        dat, svg = Path(tmp) / "history.dat", Path(tmp) / "history.svg"
+        data_file(dat, pts)
+        setup = (f"dat={gp_quote(str(dat))}; svg={gp_quote(str(svg))}; "
+                 f"server={gp_quote(server)}; runs={len(pts)}; panels={gp_quote(panels)}")
+        try:
+            done = subprocess.run(["gnuplot", "-e", setup, str(PLOTS / "history.gp")],
+                                  capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise ChartError(f"gnuplot could not run: {e}") from None
+        if done.returncode != 0 or not svg.is_file():
+            raise ChartError(f"gnuplot history.gp failed: {done.stderr.strip()[-300:]}")
+        return svg.read_text(errors="replace")
+
+
+class ChartError(RuntimeError):
+    """Why a trend chart could not be drawn."""
 
 
 def main(results_dir: Path, server: str) -> int:

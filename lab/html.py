@@ -681,7 +681,6 @@ def history_section(results_dir: Path) -> str:
     found = {n: pts for n, pts in history.points(results_dir).items() if len(pts) > 1}
     if not found:
         return ""
-    out = history.folder(results_dir)
     parts = ["<h2>History per server</h2>",
              '<p class="muted">Peak requests/s, server CPU µs per request and RSS at the peak '
              "level, instructions per request (make cost); runs in the order they started. "
@@ -690,13 +689,12 @@ def history_section(results_dir: Path) -> str:
              "prints the same as a table.</p>"]
     for name, pts in sorted(found.items()):
         parts.append(f"<h3>{e(name)}</h3>")
-        drawn = history.chart(out, name, pts) if isinstance(out, Path) else out
-        if isinstance(drawn, Path):
+        try:
             svg = inline_svg(f"history-{re.sub(r'[^A-Za-z0-9_-]', '-', name)}",
-                             drawn.read_text(errors="replace"))
+                             history.chart_svg(name, pts))
             parts.append(f'<figure id="history-{e(history.safe_name(name))}">{svg}</figure>')
-        else:
-            parts.append(f'<p class="muted">No chart: {e(drawn)}.</p>')
+        except history.ChartError as err:
+            parts.append(f'<p class="muted">No chart: {e(err)}.</p>')
         items, i = [], 0
         for n, seg in enumerate(history.segments(pts)):
             if n:

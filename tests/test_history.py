@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import re
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from conftest import ROOT, lab_env
 from lab import history, html, results
@@ -77,19 +80,22 @@ def test_the_index_has_a_trend_chart_per_server_with_linked_runs(tmp_path: Path)
     assert items[0].startswith('<a href="r1/report.html">r1</a>')   # its report
     assert items[1].startswith('<a href="r2/">r2</a>')              # no report: its folder
     assert items[2] == "conditions change: client siege → wrk"
-    # the data gnuplot drew: a blank line (a break in every line) at each change
-    dat = (top / history.FOLDER / "paced.dat").read_text().split("\n")[1:-1]
+    # nothing but the index is written in the results folder
+    assert sorted(p.name for p in top.iterdir()) == [".lab-results", "index.html", "r1", "r2",
+                                                      "r3", "r4"]
+    # the data gnuplot draws: a blank line (a break in every line) at each change
+    history.data_file(tmp_path / "paced.dat", history.points(top)["paced"])
+    dat = (tmp_path / "paced.dat").read_text().split("\n")[1:-1]
     assert dat == ["1 101 4950.5 10 ?", "2 121 4132.23 10 ?", "",
                    "3 301 1661.13 10 ?", "", "4 91 5494.51 10 ?"]
 
 
-def test_a_history_folder_the_lab_did_not_make_is_left_alone(tmp_path: Path) -> None:
+
+def test_a_chart_that_cannot_be_drawn_says_why(tmp_path: Path) -> None:
     top = tmp_path / "results"
     runs(top)
-    results.mark(top)
-    mine = top / history.FOLDER
-    mine.mkdir()
-    (mine / "paced.svg").write_text("mine")
-    index = html.write_index(top)
-    assert index is not None and "was not made by the lab" in index.read_text()
-    assert (mine / "paced.svg").read_text() == "mine"
+    pts = [replace(p, peak_rps=None, cpu_us_per_req=None, rss_mb=None)
+           for p in history.points(top)["paced"]]
+    with pytest.raises(history.ChartError, match="no figure of paced in any run"):
+        history.chart_svg("paced", pts)
+    assert history.chart_svg("paced", history.points(top)["paced"]).lstrip().startswith("<")
