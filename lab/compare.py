@@ -379,6 +379,13 @@ def gate(sa: Stats, sb: Stats, costs: tuple[costview.CostAnalysis | None,
     servers = [n for n in sa if n in sb] + [n for (n, lv) in ca if (n, lv) in cb
                                             and n not in sa]
     for name in dict.fromkeys(servers):
+        if any(dig(m, f"servers.{name}.role") == "ceiling" for m in ms) and "." not in name:
+            in_b = {s.value for s in sb.get(name, [])}
+            checks += [Check(name, s.value, metric, NOT_APPLICABLE, None, None, None,
+                             "the ceiling reference is not gated: it measures the host and "
+                             "the client, not a server under test")
+                       for s in sa.get(name, []) if s.value in in_b for metric in wanted]
+            continue
         floor, note = floors.matching(cache, name, ms)
         used[name] = note
         short = f"A/A floor of {floor.made}" if floor else f"MIN_EFFECT={min_effect:g}%"

@@ -228,3 +228,17 @@ def test_gate_on_instructions_per_request_of_cost_runs(tmp_path: Path) -> None:
     assert check["worse_pct"] == pytest.approx(100 * (12010 / 10010 - 1))
     # the default gate (rate p99) finds nothing to compare in cost runs: exit 3
     assert compare.main(a, more, False, tmp_path / "o3", CLEAN) == Exit.NOT_COMPARABLE
+
+
+def test_the_ceiling_reference_is_not_gated(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    m = manifest(**{"servers.nginx": {"version": "1.22", "role": "ceiling", "facts": {}}})
+    a = make_run(tmp_path, "ra", m, paced_rows({1: [100, 101, 102]}) +
+                 paced_rows({1: [1000, 1001, 1002]}, server="nginx"))
+    b = make_run(tmp_path, "rb", m, paced_rows({1: [101, 100, 102]}) +
+                 paced_rows({1: [700, 701, 702]}, server="nginx"))
+    assert compare.main(a, b, False, tmp_path / "out", CLEAN) == Exit.OK
+    checks = gate_of(tmp_path / "out")["checks"]
+    assert isinstance(checks, list)
+    assert {c["outcome"] for c in checks if c["server"] == "nginx"} == {"not-applicable"}
+    assert "ceiling reference is not gated" in capsys.readouterr().out
