@@ -20,7 +20,7 @@ STEP = status=0; $(1) || status=$$?; if [ $$status -eq 130 ]; then kill -INT $$P
 # The names given on the command line (rerun: they override the recorded ones):
 GIVEN := $(strip $(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v))))
 
-.PHONY: help bench calibrate compare workshop-check cost profile list build images plots rerun report reproduce test lint clean distclean
+.PHONY: help bench calibrate compare noise history workshop-check cost profile list build images plots rerun report reproduce test lint clean distclean
 
 help: ## this help
 	@echo "Polyglot REST server comparison lab"
@@ -67,9 +67,15 @@ rerun: ## run again with a saved run's settings; settings given here win: make r
 	@test -n "$${RUN-}" || { echo "error: give RUN=results/<run-id>" >&2; exit 2; }
 	@$(call STEP,LAB_GIVEN="$(GIVEN)" $(LAB) rerun "$$RUN")
 
-compare: ## run B against run A: make compare A=results/<x> B=results/<y> [FORCE=1]
+compare: ## run B against run A, a gate: make compare A=results/<x> B=results/<y> [GATE=rate p99] [MIN_EFFECT=5%] [FORCE=1]; exit 0 no worse, 1 regression, 3 nothing compared cleanly
 	@test -n "$${A-}" -a -n "$${B-}" || { echo "error: give A=results/<x> B=results/<y>" >&2; exit 2; }
 	@$(call STEP,$(LAB) compare "$$A" "$$B")
+
+noise: ## this host's A/A noise: SERVER twice (SERVER and SERVER#2) interleaved in one run; the floor kept for make compare: make noise SERVER=x [REPEAT=3]
+	$(LAB) noise
+
+history: ## a server across the runs in RESULTS, as a table (index.html charts it): make history SERVER=aws
+	@$(LAB) history
 
 report: ## summary.md and report.html of a saved run: make report RUN=results/<run-id>
 	@test -n "$${RUN-}" || { echo "error: give RUN=results/<run-id>" >&2; exit 2; }

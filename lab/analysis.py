@@ -333,10 +333,15 @@ def to_json(rec: RunRecord, a: Analysis) -> dict[str, Any]:
     """results.json: the manifest, typed rows, level statistics, verdicts and
     capacity shares, as one file for other tools."""
     return {**rec.manifest.to_json(),
+            "results_schema": record.RESULTS_SCHEMA,
             "levels": {n: [level_json(s) for s in v] for n, v in a.stats.items()},
             "verdict_basis": a.basis,
             "verdict_axis": axis_label(rec.manifest.params.axis),
-            "verdicts": [asdict(v) | {"said": v.said()} for v in a.verdicts],
+            # verdict: the gate's own word (metrics.judge: better, better-at-least,
+            # no-clear-difference, not-comparable, inconclusive), as make compare says it
+            "verdicts": [asdict(v) | {"said": v.said(),
+                                      "verdict": v.kind.replace("faster", "better")}
+                         for v in a.verdicts],
             "answers": {n: asdict(x) for n, x in a.answers.items()},
             "capacity": [asdict(c) for c in a.capacity],
             "calibration_note": a.calibration_note,

@@ -201,7 +201,7 @@ def cmd_build(args: argparse.Namespace) -> int:
               for n in args.servers or params.servers}
     # every server's setup (toolchains; pinned sources checked, exit 2) before any build
     for step, s in [(step, s) for step in ("setup", "build") for s in builds.values()]:
-        name = s.name.partition("@")[0]
+        name = s.name.partition("@")[0].partition("#")[0]
         if not runtimes.needs_build(params, s):
             if step == "build":
                 print(f"[{name}] build: in its image (RUNTIME={params.runtime}, `lab up`)",
@@ -358,7 +358,20 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for run in (args.a, args.b):
         runlock.refuse_busy(Path(run), "make compare")
     params_root = ROOT / (os.environ.get("RESULTS") or "results")
-    return compare.main(Path(args.a), Path(args.b), os.environ.get("FORCE") == "1", params_root)
+    settings = compare.gate_settings(os.environ.get, cache_dir())   # ConfigError: exit 2
+    return compare.main(Path(args.a), Path(args.b), os.environ.get("FORCE") == "1", params_root,
+                        settings)
+
+
+def cmd_noise(_: argparse.Namespace) -> int:
+    from lab import noise
+    return noise.main()
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    from lab import history
+    return history.main(ROOT / (os.environ.get("RESULTS") or "results"),
+                        os.environ.get("SERVER", ""))
 
 
 def not_measured(m: record.Manifest) -> list[str]:
@@ -646,6 +659,10 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("a")
     sp.add_argument("b")
     sp.set_defaults(fn=cmd_compare)
+    sub.add_parser("noise", help="this host's A/A noise of SERVER: the same server twice in "
+                   "one run; its floor kept for compare (make noise)").set_defaults(fn=cmd_noise)
+    sub.add_parser("history", help="SERVER across the runs in RESULTS, as a table "
+                   "(make history)").set_defaults(fn=cmd_history)
     sp = sub.add_parser("finish", help="mark a run complete or incomplete")
     sp.add_argument("run")
     sp.add_argument("status", type=int)

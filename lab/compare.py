@@ -21,13 +21,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from lab import analysis, html, metrics, record, results
+from lab import analysis, costview, floors, html, metrics, record, results
+from lab.exits import Exit
 from lab.display import axis_label as axis_name
 from lab.display import gp_quote, ratio as times, rng, xlabel
 from lab.metrics import MIN_REPS_FOR_VERDICT, LevelStats, Spread
 
 PLOTS = Path(__file__).resolve().parents[1] / "plots"
-EXIT_REFUSED = 2
+EXIT_REFUSED = int(Exit.BAD_INPUT)
 
 Stats = dict[str, list[LevelStats]]
 Manifest = dict[str, Any]          # a run's manifest as JSON (record.Manifest.to_json)
@@ -249,6 +250,203 @@ def compare_stats(sa: Stats, sb: Stats) -> list[Comparison]:
     return out
 
 
+# ---- the gate: exit 0, 1 (regression) or 3 (nothing compared cleanly) ----------------
+
+# metric: (what it is, higher is better)
+METRICS: dict[str, tuple[str, bool]] = {
+    "rate": ("requests/s", True),
+    "p99": ("p99 latency at the offered rate", False),
+    "cpu": ("server CPU µs per request", False),
+    "rss": ("RSS at the end", False),
+    "instructions": ("instructions per request", False),
+}
+# A level is measured cleanly when no repetition on either side has one of these.
+UNCLEAN = ("client-bound", "host-busy", "steal", "failures")
+# What the gate says of one metric at one level; the first two are the only
+# ones that count as "compared cleanly".
+REGRESSION, PASS = "regression", "pass"
+NOT_CLEAN, NOT_JUDGED, NOT_APPLICABLE = "not-clean", "not-judged", "not-applicable"
+# The run's outcome, as compare.json and the last line say it (exit 0, 1, 3).
+OUTCOMES = {Exit.OK: "pass", Exit.FAILED: "regression", Exit.NOT_COMPARABLE: "not-comparable"}
+
+
+@dataclass(frozen=True)
+class Check:
+    """One gated metric of one server at one level, A against B."""
+    server: str
+    value: int
+    metric: str
+    outcome: str           # regression | pass | not-clean | not-judged | not-applicable
+    judgement: str | None  # metrics.judge's kind (better, no-clear-difference, ...)
+    worse_pct: float | None   # how much worse B is than A (negative: better), in %
+    threshold_pct: float | None
+    text: str
+
+
+@dataclass(frozen=True)
+class Gate:
+    code: int
+    outcome: str
+    metrics: tuple[str, ...]
+    min_effect_pct: float
+    floors: dict[str, str]          # server: the floor used (or why none)
+    checks: list[Check]
+    reason: str                     # one line: why this outcome
+
+
+def unclean(s: LevelStats) -> list[str]:
+    return [f for f in UNCLEAN if s.flags.get(f, 0)]
+
+
+def values(s: LevelStats, metric: str) -> tuple[float, ...]:
+    if metric == "rate":
+        return s.rate.values
+    if metric == "p99":
+        return s.p99_ms.values if s.p99_ms is not None else ()
+    if metric == "cpu":
+        return s.cpu_us_per_req.values
+    return s.rss_end_kb.values
+
+
+def worse_pct(a: float, b: float, higher_is_better: bool) -> float | None:
+    """How much worse b is than a, in % of a (negative: better)."""
+    if a == 0:
+        return None
+    return 100 * ((a - b) / a if higher_is_better else (b - a) / a)
+
+
+def check(server: str, value: int, metric: str, va: tuple[float, ...],
+          vb: tuple[float, ...], threshold: float, floor_note: str) -> Check:
+    """One metric through the verdict gate (metrics.judge), then the effect
+    against the threshold (MIN_EFFECT or the A/A floor, the larger)."""
+    what, higher = METRICS[metric]
+    j = metrics.judge(metrics.Sample("A", va), metrics.Sample("B", vb),
+                      higher_is_better=higher, better=f"has better {what} than")
+    if j.kind not in ("better", "no-clear-difference"):
+        return Check(server, value, metric, NOT_JUDGED, j.kind, None, threshold, j.text)
+    worse = worse_pct(metrics.spread(list(va)).median, metrics.spread(list(vb)).median, higher)
+    if j.kind == "better" and j.winner == "A" and worse is not None and worse > threshold:
+        return Check(server, value, metric, REGRESSION, j.kind, worse, threshold,
+                     f"regression: {what} {worse:.1f}% worse in B, beyond the threshold "
+                     f"{threshold:.1f}% ({floor_note}); {j.text}")
+    if j.kind == "better" and j.winner == "A":
+        text = (f"pass: {what} {worse or 0:.1f}% worse in B, within the threshold "
+                f"{threshold:.1f}% ({floor_note})")
+    else:
+        text = f"pass: {j.text}"
+    return Check(server, value, metric, PASS, j.kind, worse, threshold, text)
+
+
+def level_checks(a: LevelStats, b: LevelStats, wanted: tuple[str, ...],
+                 thresholds: dict[str, float], note: str) -> list[Check]:
+    out = []
+    dirty = [f"{f} in {side}" for side, s in (("A", a), ("B", b)) for f in unclean(s)]
+    for metric in (m for m in wanted if m != "instructions"):
+        if metric == "rate" and a.open_loop:
+            out.append(Check(a.server, a.value, metric, NOT_APPLICABLE, None, None, None,
+                             "requests/s is set by the offered rate in open loop "
+                             "(p99 is gated there)"))
+        elif metric == "p99" and not a.open_loop:
+            out.append(Check(a.server, a.value, metric, NOT_APPLICABLE, None, None, None,
+                             "p99 is gated at a fixed offered rate only (an open-loop "
+                             "client: CLIENT=vegeta)"))
+        elif dirty:
+            out.append(Check(a.server, a.value, metric, NOT_CLEAN, None, None, None,
+                             "not measured cleanly: " + ", ".join(dirty)))
+        else:
+            out.append(check(a.server, a.value, metric, values(a, metric), values(b, metric),
+                             thresholds[metric], note))
+    return out
+
+
+def cost_levels(c: costview.CostAnalysis | None) -> dict[tuple[str, int], costview.LevelCost]:
+    if c is None:
+        return {}
+    return {(s.server, x.level): x for s in c.servers if s.applicable and not s.error
+            for x in s.levels}
+
+
+def threshold_for(floor: floors.Floor | None, min_effect: float) -> dict[str, float]:
+    """Per metric: MIN_EFFECT, or the A/A floor when it is larger."""
+    got = floor.floors_pct if floor is not None else {}
+    return {m: max(min_effect, got.get(m, 0.0)) for m in METRICS}
+
+
+def gate(sa: Stats, sb: Stats, costs: tuple[costview.CostAnalysis | None,
+                                             costview.CostAnalysis | None],
+         ms: tuple[Manifest, Manifest], wanted: tuple[str, ...], min_effect: float,
+         cache: Path | None) -> Gate:
+    """Every gated metric at every level both runs measured, and the outcome:
+    1 when B is worse beyond the threshold at a level measured cleanly in
+    both, else 0 when at least one was compared cleanly, else 3."""
+    checks: list[Check] = []
+    used: dict[str, str] = {}
+    ca, cb = cost_levels(costs[0]), cost_levels(costs[1])
+    servers = [n for n in sa if n in sb] + [n for (n, lv) in ca if (n, lv) in cb
+                                            and n not in sa]
+    for name in dict.fromkeys(servers):
+        if any(dig(m, f"servers.{name}.role") == "ceiling" for m in ms) and "." not in name:
+            in_b = {s.value for s in sb.get(name, [])}
+            checks += [Check(name, s.value, metric, NOT_APPLICABLE, None, None, None,
+                             "the ceiling reference is not gated: it measures the host and "
+                             "the client, not a server under test")
+                       for s in sa.get(name, []) if s.value in in_b for metric in wanted]
+            continue
+        floor, note = floors.matching(cache, name, ms)
+        used[name] = note
+        short = f"A/A floor of {floor.made}" if floor else f"MIN_EFFECT={min_effect:g}%"
+        thresholds = threshold_for(floor, min_effect)
+        at_b = {s.value: s for s in sb.get(name, [])}
+        for a in sa.get(name, []):
+            if a.value in at_b:
+                checks += level_checks(a, at_b[a.value], wanted, thresholds, short)
+        if "instructions" in wanted:
+            for (n, level), x in sorted(ca.items()):
+                y = cb.get((n, level))
+                if n == name and y is not None:
+                    checks.append(check(name, level, "instructions", x.per_request.values,
+                                        y.per_request.values, thresholds["instructions"],
+                                        short))
+    counted = [c for c in checks if c.outcome in (REGRESSION, PASS)]
+    if any(c.outcome == REGRESSION for c in checks):
+        code, reason = Exit.FAILED, "B is worse than A beyond the noise at a cleanly " \
+            "measured level: " + "; ".join(f"{c.server} {c.value} {c.metric}"
+                                           for c in checks if c.outcome == REGRESSION)
+    elif counted:
+        code, reason = Exit.OK, (f"B is no worse than A ({len(counted)} metric(s) at clean "
+                                 "levels compared)")
+    else:
+        code, reason = Exit.NOT_COMPARABLE, "nothing could be compared cleanly: " + \
+            why_nothing(checks, wanted)
+    return Gate(int(code), OUTCOMES[code], wanted, min_effect, used, checks, reason)
+
+
+def why_nothing(checks: list[Check], wanted: tuple[str, ...]) -> str:
+    if not checks:
+        return (f"no level of GATE={' '.join(wanted)} was measured in both runs "
+                "(instructions: make cost runs only)")
+    shown = [c for c in checks if c.outcome != NOT_APPLICABLE] or checks
+    reasons: dict[str, list[str]] = {}
+    for c in shown:
+        reasons.setdefault(c.text, []).append(f"{c.server} {c.value} {c.metric}")
+    return "; ".join(f"{text} [{', '.join(where)}]" for text, where in reasons.items())
+
+
+def gate_lines(g: Gate) -> list[str]:
+    """The gate's part of compare.md (and of what compare prints)."""
+    lines = [f"## Gate: {g.outcome} (exit {g.code})", "",
+             f"Gated on {' '.join(g.metrics)}; MIN_EFFECT={g.min_effect_pct:g}%. {g.reason}.",
+             ""]
+    lines += [f"- noise floor for {name}: {note}" for name, note in g.floors.items()]
+    lines += ["", "| server | level | metric | gate | B worse by | threshold | why |",
+              "|---|---|---|---|---|---|---|"]
+    lines += [f"| {c.server} | {c.value} | {c.metric} | {c.outcome} | "
+              f"{'–' if c.worse_pct is None else f'{c.worse_pct:.1f}%'} | "
+              f"{'–' if c.threshold_pct is None else f'{c.threshold_pct:.1f}%'} | "
+              f"{c.text.replace('|', '/')} |" for c in g.checks]
+    return lines
+
+
 # ---- text ---------------------------------------------------------------------
 
 def axis_label(m: Manifest) -> str:
@@ -368,7 +566,7 @@ KIND_CLASS = {"faster": "better", "faster-at-least": "better", "slower": "worse"
 
 def page(ids: tuple[str, str], ms: tuple[Manifest, Manifest], rows: list[Comparison],
          diffs: list[Difference], forced: bool, chart_path: Path | None,
-         chart_problem: str | None) -> str:
+         chart_problem: str | None, g: Gate | None = None) -> str:
     e = html.e
     level = axis_label(ms[0])
     cells = [[e(c.server), e(c.value), e(rng(c.a)), e(rng(c.b)), e(times(c.ratios.get("rate"))),
@@ -385,20 +583,36 @@ def page(ids: tuple[str, str], ms: tuple[Manifest, Manifest], rows: list[Compari
         rows=cells, numeric={1, 2, 3, 4},
         other_head=["server and level", "p99 ms B/A", "RSS end B/A", "CPU µs/req B/A"],
         other_rows=others, note=NOTE, chart=chart_path, chart_problem=chart_problem,
-        differences=[d.text() for d in diffs]))
+        differences=[d.text() for d in diffs],
+        gate_summary=f"{g.outcome} (exit {g.code}): {g.reason}" if g else "",
+        gate_notes=[f"GATE={' '.join(g.metrics)}, MIN_EFFECT={g.min_effect_pct:g}%"]
+        + [f"noise floor for {n}: {t}" for n, t in g.floors.items()] if g else [],
+        gate_head=["server", "level", "metric", "gate", "B worse by", "threshold", "why"],
+        gate_rows=[[e(c.server), e(c.value), e(c.metric),
+                    f'<span class="{GATE_CLASS.get(c.outcome, "")}">{e(c.outcome)}</span>',
+                    e("–" if c.worse_pct is None else f"{c.worse_pct:.1f}%"),
+                    e("–" if c.threshold_pct is None else f"{c.threshold_pct:.1f}%"),
+                    e(c.text)] for c in (g.checks if g else [])]))
+
+
+GATE_CLASS = {"regression": "worse", "pass": "better"}
 
 
 # ---- the command ---------------------------------------------------------------
 
-def load(run: Path) -> tuple[Manifest, Stats] | str:
-    """The run's manifest and level statistics, or why it cannot be compared."""
+Costs = costview.CostAnalysis | None
+
+
+def load(run: Path) -> tuple[Manifest, Stats, Costs] | str:
+    """The run's manifest, level statistics and instructions per request
+    (make cost runs), or why it cannot be compared."""
     try:
         rec, a = analysis.of(run)
     except record.RecordError as e:
         return str(e)
-    if not a.stats:
+    if not a.stats and a.costs is None:
         return f"{run} has no measured levels ({record.CSV} is missing or empty)"
-    return rec.manifest.to_json(), a.stats
+    return rec.manifest.to_json(), a.stats, a.costs
 
 
 def refusal(diffs: list[Difference]) -> str:
@@ -408,34 +622,68 @@ def refusal(diffs: list[Difference]) -> str:
             + "\nFORCE=1 compares them anyway, with a warning for each difference.")
 
 
-def main(a: Path, b: Path, force: bool, out_root: Path) -> int:
-    """Compare run B against run A; 0 done, 1 chart failed, 2 refused."""
+def same_run(a: Path, b: Path, ma: Manifest, mb: Manifest) -> str | None:
+    """Why A and B are one run (its ratios would all be 1.000), or None.
+    The same folder is refused; a copy (same run id, same rows) is warned of."""
+    if a.resolve() == b.resolve():
+        return (f"A and B are the same run folder ({a.resolve()}): every ratio would be "
+                "1.000; give B a run of the changed server (make noise SERVER=... measures "
+                "this host's own spread)")
+    rows = [(r / record.CSV).read_bytes() if (r / record.CSV).is_file() else b""
+            for r in (a, b)]
+    if ma.get("run_id") == mb.get("run_id") and rows[0] == rows[1]:
+        return (f"warning: A and B hold the same measurements (run {ma.get('run_id')} and a "
+                "copy of it): every ratio is 1.000")
+    return None
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    metrics: tuple[str, ...] = ("rate", "p99")
+    min_effect_pct: float = 5.0
+    cache: Path | None = None      # where the A/A floors are kept (None: no floor)
+
+
+def main(a: Path, b: Path, force: bool, out_root: Path,
+         settings: GateSettings = GateSettings()) -> int:
+    """Compare run B against run A: 0 B no worse, 1 B worse beyond the noise
+    (or the chart failed with the gate passed), 2 refused (bad input), 3
+    nothing compared cleanly (lab.exits)."""
     got = [load(a), load(b)]
     errors = [g for g in got if isinstance(g, str)]
     if errors:
         print("\n".join(f"error: {x}" for x in errors), file=sys.stderr)
         return EXIT_REFUSED
-    (ma, sa), (mb, sb) = [g for g in got if not isinstance(g, str)]
+    (ma, sa, ca), (mb, sb, cb) = [g for g in got if not isinstance(g, str)]
+    same = same_run(a, b, ma, mb)
+    if same is not None and not same.startswith("warning:"):
+        print(f"error: {same}", file=sys.stderr)
+        return EXIT_REFUSED
+    if same is not None:
+        print(same, file=sys.stderr)
     diffs = differences(ma, mb)
     if any(d.matters for d in diffs) and not force:
         print(refusal(diffs), file=sys.stderr)
         return EXIT_REFUSED
     ids, ms = (run_id(a, ma), run_id(b, mb)), (ma, mb)
     rows = compare_stats(sa, sb)
-    if not any(c.kind != "missing" for c in rows):
+    g = gate(sa, sb, (ca, cb), ms, settings.metrics, settings.min_effect_pct, settings.cache)
+    if not any(c.kind != "missing" for c in rows) and not g.checks:
         print(f"error: {ids[0]} and {ids[1]} have no server measured at the same level in "
               "both: nothing to compare (no folder made)", file=sys.stderr)
-        return EXIT_REFUSED
+        return int(Exit.NOT_COMPARABLE)
     out = results.new_folder(out_root, f"compare-{ids[0]}-vs-{ids[1]}")
     try:
-        text = markdown(ids, ms, rows, diffs, force)
+        text = markdown(ids, ms, rows, diffs, force) + "\n".join(gate_lines(g)) + "\n"
         (out / "compare.md").write_text(text)
-        problem = chart(out, (sa, sb), ids, ms)
+        problem = chart(out, (sa, sb), ids, ms) if rows else None
         svg = out / "compare.svg"
         html.write_atomic(out / "compare.html", page(ids, ms, rows, diffs, force,
-                                                     svg if svg.is_file() else None, problem))
+                                                     svg if svg.is_file() else None, problem,
+                                                     g))
         # compare.json last: the index lists a folder with it as a finished comparison
-        record.write_json(out / "compare.json", as_json(ids, (a, b), ms, rows, diffs, force))
+        record.write_json(out / "compare.json",
+                          {**as_json(ids, (a, b), ms, rows, diffs, force), "gate": asdict(g)})
     except BaseException:
         shutil.rmtree(out, ignore_errors=True)     # a failed comparison leaves no folder
         raise
@@ -448,20 +696,42 @@ def main(a: Path, b: Path, force: bool, out_root: Path) -> int:
         print(f"note: no index written in {out_root}: {e.strerror or e}", file=sys.stderr)
     if index is not None:
         print(f"index: {index}", file=sys.stderr)
+    for name, note in g.floors.items():
+        print(f"noise floor for {name}: {note}", file=sys.stderr)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
-        return 1
-    return 0
+    print(f"gate: {g.outcome} (exit {g.code}): {g.reason}", file=sys.stderr)
+    if problem and g.code == Exit.OK:
+        return int(Exit.FAILED)
+    return g.code
+
+
+def gate_settings(environ: Callable[[str, str], str], cache: Path | None) -> GateSettings:
+    """GATE and MIN_EFFECT from the environment, checked by their registry
+    entries (ConfigError: exit 2)."""
+    from lab.params import SETTINGS
+    wanted = SETTINGS["GATE"].check(environ("GATE", SETTINGS["GATE"].default)) \
+        if SETTINGS["GATE"].check else ("rate", "p99")
+    effect = SETTINGS["MIN_EFFECT"].check(environ("MIN_EFFECT", SETTINGS["MIN_EFFECT"].default)) \
+        if SETTINGS["MIN_EFFECT"].check else 5.0
+    assert isinstance(wanted, tuple) and isinstance(effect, float)
+    return GateSettings(tuple(str(w) for w in wanted), effect, cache)
 
 
 def cli(argv: list[str], environ: Callable[[str, str], str] = os.environ.get) -> int:
-    """python3 -m lab.compare A B [OUT_ROOT]; FORCE=1 from the environment."""
+    """python3 -m lab.compare A B [OUT_ROOT]; FORCE, GATE, MIN_EFFECT from the environment."""
+    from lab.params import ConfigError
     if len(argv) not in (2, 3):
         print("usage: python3 -m lab.compare RUN_A RUN_B [OUT_ROOT]", file=sys.stderr)
         return EXIT_REFUSED
     a, b = Path(argv[0]), Path(argv[1])
     root = Path(argv[2]) if len(argv) == 3 else a.resolve().parent
-    return main(a, b, environ("FORCE", "0") == "1", root)
+    try:
+        settings = gate_settings(environ, None)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_REFUSED
+    return main(a, b, environ("FORCE", "0") == "1", root, settings)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import json
 import re
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -71,6 +71,7 @@ pre{background:#f5f6f8;border:1px solid #d8dde3;padding:8px;overflow-x:auto;
  white-space:pre-wrap;word-break:break-all;user-select:all}
 .muted{color:#5a6270}.facts{margin:.2em 0 .5em}code{background:#f1f3f6;padding:0 3px}
 ul.warn li{margin:.2em 0}.better{color:#1a7f37}.worse{color:#b42318}
+ol.history li.change{list-style:none;margin-left:-1.2em}
 .warnbox{background:#fff4e5;border-left:4px solid #f79009;padding:4px 8px}
 """
 
@@ -617,6 +618,18 @@ class ComparePage:
     chart: Path | None
     chart_problem: str | None
     differences: list[str]
+    gate_summary: str = ""          # make compare's gate: its outcome and why
+    gate_notes: list[str] = field(default_factory=list)     # the noise floor used, per server
+    gate_head: list[str] = field(default_factory=list)
+    gate_rows: list[list[str]] = field(default_factory=list)
+
+
+def gate_section(c: ComparePage) -> list[str]:
+    if not c.gate_summary:
+        return []
+    return ["<h2>Gate</h2>", f"<p><strong>{e(c.gate_summary)}</strong></p>",
+            "<ul>" + "".join(f"<li>{e(n)}</li>" for n in c.gate_notes) + "</ul>",
+            table(c.gate_head, c.gate_rows, numeric={1}, cls="gate")]
 
 
 def compare_page(c: ComparePage) -> str:
@@ -626,6 +639,7 @@ def compare_page(c: ComparePage) -> str:
     body = [f"<h1>{e(c.ids[0])} (A) vs {e(c.ids[1])} (B)</h1>",
             f'<p class="muted">A: {e(c.conditions[0])}<br>B: {e(c.conditions[1])}</p>',
             *[f'<p class="warnbox">{e(w)}</p>' for w in c.warnings],
+            *gate_section(c),
             "<h2>Requests per second</h2>",
             table(c.head, c.rows, numeric=c.numeric, cls="compare"),
             f'<p class="muted">{e(c.note)}</p>', "<h2>Chart</h2>", chart,
@@ -710,6 +724,42 @@ def ours(results_dir: Path) -> str | None:
     return None
 
 
+def history_section(results_dir: Path) -> str:
+    """Per server measured in two runs or more: its trend chart across runs
+    (lab.history, plots/history.gp) and the numbered runs, each linking to
+    its report; a line breaks where the conditions changed."""
+    from lab import history
+    found = {n: pts for n, pts in history.points(results_dir).items() if len(pts) > 1}
+    if not found:
+        return ""
+    parts = ["<h2>History per server</h2>",
+             '<p class="muted">Peak requests/s, server CPU µs per request and RSS at the peak '
+             "level, instructions per request (make cost); runs in the order they started. "
+             "A line breaks where the conditions changed (client, connection, topology, "
+             "pinning, host, server version). <code>make history SERVER=&lt;name&gt;</code> "
+             "prints the same as a table.</p>"]
+    for name, pts in sorted(found.items()):
+        parts.append(f"<h3>{e(name)}</h3>")
+        try:
+            svg = inline_svg(f"history-{re.sub(r'[^A-Za-z0-9_-]', '-', name)}",
+                             history.chart_svg(name, pts))
+            parts.append(f'<figure id="history-{e(history.safe_name(name))}">{svg}</figure>')
+        except history.ChartError as err:
+            parts.append(f'<p class="muted">No chart: {e(err)}.</p>')
+        items, i = [], 0
+        for n, seg in enumerate(history.segments(pts)):
+            if n:
+                items.append(f'<li class="muted change">conditions change: '
+                             f"{e('; '.join(history.changes(pts[i - 1], seg[0])))}</li>")
+            for pt in seg:
+                i += 1
+                target = f"{pt.run}/report.html" if pt.report else f"{pt.run}/"
+                items.append(f'<li value="{i}"><a href="{e(target)}">{e(pt.run)}</a> '
+                             f'<span class="muted">{e(pt.started)}</span></li>')
+        parts.append('<ol class="history">' + "".join(items) + "</ol>")
+    return "".join(parts)
+
+
 def write_index(results_dir: Path) -> Path | None:
     """results_dir/index.html: every run and comparison, newest first; None
     (with the reason on stderr) when the folder or its index.html is not the lab's."""
@@ -727,7 +777,8 @@ def write_index(results_dir: Path) -> Path | None:
             f"{len(entries) - runs} comparison{'s' * (len(entries) - runs != 1)}, "
             "newest first.</p>"
             + table(["started", "folder", "kind", "servers", "client", "connection",
-                     "repetitions", "topology", "status"], rows, numeric={6}, cls="runs"))
+                     "repetitions", "topology", "status"], rows, numeric={6}, cls="runs")
+            + history_section(results_dir))
     text = page(f"Runs in {results_dir.name}", body).replace(
         "<head>", f"<head>{INDEX_SIGNATURE}", 1)
     return write_atomic(results_dir / INDEX, text)

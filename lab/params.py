@@ -119,6 +119,28 @@ def check_prefix(name: str, longest: int) -> Callable[[str], object]:
     return check
 
 
+GATE_METRICS = ("rate", "p99", "cpu", "rss", "instructions")   # lab.compare's gate
+
+
+def check_gate(value: str) -> object:
+    """GATE: one or more of GATE_METRICS, space-separated."""
+    words = value.split()
+    wrong = [w for w in words if w not in GATE_METRICS]
+    if not words or wrong:
+        raise ConfigError(f"GATE={value!r}: expected one or more of {' '.join(GATE_METRICS)}"
+                          + (f" ({' '.join(wrong)} is not one)" if wrong else ""))
+    return tuple(dict.fromkeys(words))
+
+
+def check_min_effect(value: str) -> object:
+    """MIN_EFFECT: a percentage from 0 to 100, '5%' or '5'."""
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*%?\s*", value)
+    if m is None or not 0 <= float(m.group(1)) <= 100:
+        raise ConfigError(f"MIN_EFFECT={value!r}: expected a percentage from 0 to 100, "
+                          "e.g. 5%")
+    return float(m.group(1))
+
+
 CLOSED_LOOP = "closed-loop clients"      # shown with their names (shown(), loop())
 OPEN_LOOP = "open-loop clients"
 
@@ -245,6 +267,14 @@ REGISTRY: tuple[Setting, ...] = (
     _s("PROFILE_AT", "", "one of RUN's levels",
        "the level of RUN at which each server is profiled (perf or async-profiler, a "
        "separate start, for DURATION)", "make profile", scope="profile"),
+    # make compare (lab/compare.py's gate; lab/floors.py: make noise)
+    _s("GATE", "rate p99", "metric names",
+       "what make compare gates on, space-separated: rate (req/s), p99 (at a fixed offered "
+       "rate), cpu (server CPU per request), rss (RSS at the end), instructions (per request, "
+       "make cost runs)", "make compare", scope="compare", check=check_gate),
+    _s("MIN_EFFECT", "5%", "percent",
+       "the smallest worsening make compare calls a regression (a larger A/A floor of `make "
+       "noise` wins)", "make compare", scope="compare", check=check_min_effect),
     # make calibrate
     _s("CLIENTS", "", "client names",
        "the clients to calibrate, space-separated (empty: every installed one)",
@@ -527,7 +557,14 @@ class Traits:
 
 
 def normalise_server(word: str) -> str:
-    """NAME@N with N written plainly: aws@016 is aws@16; bad counts are ConfigError."""
+    """NAME@N with N written plainly: aws@016 is aws@16; bad counts are ConfigError.
+    NAME#K (K 2-9): the same server again, a separate entry (make noise's A/A)."""
+    plain, hash_, entry = word.rpartition("#")
+    if hash_:
+        if not re.fullmatch(r"[2-9]", entry):
+            raise ConfigError(f"SERVER: {word}: after # comes an entry number from 2 to 9 "
+                              "(the same server again, e.g. aws#2)")
+        return f"{normalise_server(plain)}#{entry}"
     name, at, count = word.partition("@")
     if not at:
         return word
@@ -544,7 +581,7 @@ def check_servers(text: str, known: list[str]) -> tuple[str, ...]:
     if names == ["all"]:
         names = list(known)
     names = [normalise_server(n) for n in names]
-    unknown = [n for n in names if n.partition("@")[0] not in known]
+    unknown = [n for n in names if n.partition("@")[0].partition("#")[0] not in known]
     if unknown:
         raise ConfigError(f"unknown server {', '.join(unknown)}; known: {', '.join(known)}")
     twice = sorted({n for n in names if names.count(n) > 1})
@@ -599,7 +636,7 @@ def check_sweep(get: Callable[[str], str], given: Callable[[str], bool], client:
         if any("@" in n for n in servers):
             raise ConfigError("AXIS=workers sets every server's workers from VALUES; "
                               "drop the @N from SERVER")
-        fixed = [n for n in servers if not traits.get(n, Traits()).has_workers]
+        fixed = [n for n in servers if not traits.get(n.partition("#")[0], Traits()).has_workers]
         if fixed:
             raise ConfigError(f"AXIS=workers: {', '.join(fixed)} "
                               f"{'has' if len(fixed) == 1 else 'have'} no worker setting "
@@ -673,7 +710,7 @@ def inapplicable(given: Callable[[str], bool], client: str, axes: Mapping[str, s
     if given("CLIENT_THREADS") and client == "siege":
         refused.append("CLIENT_THREADS: siege has no threads setting (one process, a thread "
                        "per user): drop it")
-    base = {n: traits.get(n.partition("@")[0], Traits()) for n in servers}
+    base = {n: traits.get(n.partition("@")[0].partition("#")[0], Traits()) for n in servers}
     if given("JAVA_OPTS") and traits and not any(t.language == "Java" for t in base.values()):
         refused.append(f"JAVA_OPTS is for Java servers; none of {' '.join(servers)} is one: "
                        "drop it")
@@ -855,6 +892,7 @@ def help_text(found: Found | None = None) -> str:
     for scope, title in (("run", "Settings of a run (make VAR=value or environment):"),
                          ("lab", "Where the lab keeps and finds things:"),
                          ("calibrate", "make calibrate:"), ("reproduce", "make reproduce:"),
+                         ("compare", "make compare:"),
                          ("cost", "make cost (HEADERS: make profile too):"),
                          ("profile", "make profile:")):
         lines += ["", title]

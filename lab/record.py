@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 SCHEMA = 2                 # 1: the landed tree's manifest, without a "schema" key
+RESULTS_SCHEMA = 1         # results.json's own version: docs/results.schema.json, docs/run-folder.md
 MANIFEST = "manifest.json"
 CSV = "results.csv"
 LOCK = ".manifest.lock"

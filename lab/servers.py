@@ -61,6 +61,8 @@ class Server:
     variant: str | None = None           # ... and its own part of the name (base.variant)
     workers_beyond: str = ""             # [workers] beyond: what it does with connections
                                          # past its workers (the failures warning says it)
+    alias_of: str | None = None          # NAME#K in SERVER: the same server and build, a second
+                                         # entry of one run (make noise's A/A)
 
     def workers(self, asked: int | None) -> int | None:
         """The worker count a start is given: NAME@N, else WORKERS, else the
@@ -75,7 +77,8 @@ class Server:
                 "env": dict(self.env),
                 "variant": (None if self.variant is None
                             else {"base": self.base, "name": self.variant}),
-                **({"workers_beyond": self.workers_beyond} if self.workers_beyond else {})}
+                **({"workers_beyond": self.workers_beyond} if self.workers_beyond else {}),
+                **({"alias_of": self.alias_of} if self.alias_of else {})}
 
 
 def _table(data: dict[str, object], key: str, path: Path, required: bool) -> dict[str, object]:
@@ -280,7 +283,11 @@ def split_spec(spec: str) -> tuple[str, int | None]:
 
 def lookup(found: dict[str, Server], spec: str) -> Server:
     """The server a SERVER word names: NAME, or NAME@N (that server with N workers,
-    under the name NAME@N in results)."""
+    under the name NAME@N in results); either with #K (K 2-9): the same server
+    and build again, as a separate entry under the name NAME#K (make noise)."""
+    plain, hash_, entry = spec.rpartition("#")
+    if hash_ and entry in "23456789" and len(entry) == 1:
+        return replace(lookup(found, plain), name=spec, alias_of=plain)
     name, workers = split_spec(spec)
     server = found[name]
     return server if workers is None else replace(server, name=spec, workers_fixed=workers)

@@ -124,3 +124,22 @@ def shared_checkout() -> Iterator[Path]:
         yield readable_copy(top)
     finally:
         shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def results_json_fit_their_schema(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every results.json the lab wrote during this session (under pytest's
+    temporary folders; copies of saved runs keep their old time and are left
+    out) is checked against docs/results.schema.json when the session ends."""
+    import schemacheck
+    top = tmp_path_factory.getbasetemp()
+    started = time.time() - 1
+    yield
+    bad: list[str] = []
+    for path in top.rglob("results.json"):
+        try:
+            if path.is_file() and path.stat().st_mtime >= started:
+                bad += schemacheck.check_file(path)
+        except (OSError, ValueError) as e:
+            bad.append(f"{path}: {e}")
+    assert not bad, "results.json not fitting docs/results.schema.json:\n" + "\n".join(bad[:20])

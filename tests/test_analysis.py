@@ -14,7 +14,7 @@ from lab import analysis, claims, compare, metrics, record
 from lab.clients import Level
 from lab.record import Row
 
-READERS = ("report", "html", "plot", "compare")
+READERS = ("report", "html", "plot", "compare", "history", "floors")
 MEASURING = {"lab.sweep", "lab.launch", "lab.calibrate", "lab.runtimes", "lab.probe"}
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -240,7 +241,8 @@ def test_never_overwrites_a_comparison(tmp_path: Path) -> None:
 
 # ---- end to end on two real runs -----------------------------------------------
 
-def test_two_real_runs_of_paced_show_no_large_change(tmp_path: Path) -> None:
+def test_two_real_runs_of_paced_show_no_large_change(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     env = lab_env(tmp_path, SERVER="nginx paced", REPEAT="3", CONCURRENCY="1 4",
                   DURATION="1s", WARMUP="0", PROBE="0", PORT=str(free_port()))
     for _ in range(2):
@@ -248,7 +250,11 @@ def test_two_real_runs_of_paced_show_no_large_change(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr[-3000:]
     a, b = run_folders(tmp_path)
     out_root = tmp_path / "results"
-    assert compare.main(a, b, False, out_root) == 0
+    code = compare.main(a, b, False, out_root)
+    # the gate: the same server twice is no worse (0), unless this host was too
+    # busy to measure any level cleanly (3, and it says so); never a regression
+    err = capsys.readouterr().err
+    assert code == 0 or (code == 3 and re.search(r"host-busy|client-bound|steal", err)), err
     [folder] = [p for p in out_root.iterdir() if p.name.startswith("compare-")]
     assert folder.name == f"compare-{a.name}-vs-{b.name}"
     for name in ("compare.md", "compare.json", "compare.png", "compare.svg", "compare.html"):

@@ -83,6 +83,15 @@ def resolve(command: str, made: list[Path]) -> list[str]:
     return words
 
 
+def lab_code(out: subprocess.CompletedProcess[str]) -> int:
+    """The lab's exit code through make (passed through, or named in make's
+    "*** [...] Error N" when make exits 2). make compare is a gate: 1 (B
+    worse) and 3 (nothing compared cleanly: short runs have one repetition)
+    are verdicts, not failures of the exercise; its folder is made all the same."""
+    m = re.search(r"\*\*\* \[[^\]]*\] Error (\d+)", out.stderr)
+    return int(m.group(1)) if out.returncode == 2 and m else out.returncode
+
+
 @pytest.mark.parametrize("ex", EXERCISES, ids=lambda e: f"exercise-{e.number}")
 def test_each_exercise_runs_short(tmp_path: Path, ex: Exercise) -> None:
     extra = tmp_path / "servers"
@@ -104,7 +113,8 @@ def test_each_exercise_runs_short(tmp_path: Path, ex: Exercise) -> None:
                   if w.partition("=")[0] not in given]
         out = subprocess.run(words, cwd=ROOT, env=env, capture_output=True, text=True,
                              timeout=900)
-        assert out.returncode == 0, f"{command}\n{out.stderr[-3000:]}"
+        assert lab_code(out) in ((0, 1, 3) if words[1] == "compare" else (0,)), \
+            f"{command}\n{out.stderr[-3000:]}"
         made = runs_in(results)
     assert made, "no run folder was made"
     drawn = {p.stem for run in made for p in run.glob("*.png")}

@@ -1,0 +1,244 @@
+"""`make compare` as a regression gate (issue 20): exit 0 when B is no worse,
+1 when B is worse beyond the noise at a cleanly measured level, 3 when
+nothing could be compared cleanly (with the reason), 2 on bad input; GATE
+and MIN_EFFECT; the A/A floor of `make noise` used and named. On
+constructed runs (no load)."""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, lab_env
+from lab import compare, floors
+from lab.exits import Exit
+from lab.results import Row
+from test_compare import make_run, manifest, paced_rows, row
+
+import subprocess
+import sys
+
+CLEAN = compare.GateSettings()
+
+
+def run_pair(tmp: Path, a: dict[int, list[int]], b: dict[int, list[int]],
+             flags_b: str = "", mb: dict[str, object] | None = None) -> tuple[Path, Path]:
+    ra = make_run(tmp, "ra", manifest(), paced_rows(a))
+    rows = [replace(r, flags=flags_b, client_bound="client-bound" in flags_b)
+            for r in paced_rows(b)]
+    rb = make_run(tmp, "rb", mb or manifest(), rows)
+    return ra, rb
+
+
+def gate_of(out_root: Path) -> dict[str, object]:
+    [folder] = [p for p in out_root.iterdir() if p.name.startswith("compare-")]
+    gate = json.loads((folder / "compare.json").read_text())["gate"]
+    assert isinstance(gate, dict)
+    return gate
+
+
+def test_an_a_a_pair_is_never_a_regression(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = run_pair(tmp_path, {1: [100, 101, 102], 4: [400, 404, 398]},
+                    {1: [101, 100, 102], 4: [399, 402, 405]})
+    out = tmp_path / "out"
+    assert compare.main(a, b, False, out, CLEAN) == Exit.OK
+    gate = gate_of(out)
+    assert gate["outcome"] == "pass" and gate["code"] == 0
+    err = capsys.readouterr().err
+    assert "gate: pass (exit 0)" in err
+
+
+def test_a_30_percent_drop_on_clean_levels_is_a_regression(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = run_pair(tmp_path, {1: [100, 101, 102], 4: [400, 404, 398]},
+                    {1: [70, 71, 70], 4: [280, 282, 281]})
+    out = tmp_path / "out"
+    assert compare.main(a, b, False, out, CLEAN) == Exit.FAILED
+    gate = gate_of(out)
+    assert gate["outcome"] == "regression"
+    checks = gate["checks"]
+    assert isinstance(checks, list)
+    worse = [c for c in checks if c["outcome"] == "regression"]
+    assert {(c["value"], c["metric"]) for c in worse} == {(1, "rate"), (4, "rate")}
+    assert worse[0]["worse_pct"] == pytest.approx(100 * (101 - 70) / 101)
+    assert "regression" in capsys.readouterr().err
+    [md] = out.glob("compare-*/compare.md")
+    assert "## Gate: regression (exit 1)" in md.read_text()
+
+
+def test_a_drop_smaller_than_min_effect_passes_and_a_larger_one_fails(tmp_path: Path) -> None:
+    a, b = run_pair(tmp_path, {1: [100, 101, 102]}, {1: [96, 97, 97]})   # 4% slower
+    assert compare.main(a, b, False, tmp_path / "o5", CLEAN) == Exit.OK
+    one = compare.GateSettings(min_effect_pct=1.0)
+    assert compare.main(a, b, False, tmp_path / "o1", one) == Exit.FAILED
+
+
+def test_client_bound_levels_exit_3_with_the_reason(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = run_pair(tmp_path, {1: [100, 101, 102]}, {1: [50, 51, 52]}, flags_b="client-bound")
+    out = tmp_path / "out"
+    assert compare.main(a, b, False, out, CLEAN) == Exit.NOT_COMPARABLE
+    err = capsys.readouterr().err
+    assert "nothing could be compared cleanly" in err and "client-bound in B" in err
+    assert gate_of(out)["outcome"] == "not-comparable"
+
+
+def test_a_host_busy_side_is_not_clean(tmp_path: Path) -> None:
+    a, b = run_pair(tmp_path, {1: [100, 101, 102]}, {1: [50, 51, 52]}, flags_b="host-busy")
+    assert compare.main(a, b, False, tmp_path / "out", CLEAN) == Exit.NOT_COMPARABLE
+
+
+def test_too_few_repetitions_is_nothing_compared(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = run_pair(tmp_path, {1: [100, 101]}, {1: [50, 51]})
+    assert compare.main(a, b, False, tmp_path / "out", CLEAN) == Exit.NOT_COMPARABLE
+    assert "REPEAT=3" in capsys.readouterr().err
+
+
+def test_gate_on_cpu_per_request(tmp_path: Path) -> None:
+    def rows(us: list[float]) -> list[Row]:
+        return [replace(row("paced", i + 1, 1, 100), server_cpu_us_per_req=u)
+                for i, u in enumerate(us)]
+    a = make_run(tmp_path, "ra", manifest(), rows([100, 101, 102]))
+    b = make_run(tmp_path, "rb", manifest(), rows([140, 141, 139]))
+    assert compare.main(a, b, False, tmp_path / "o1", CLEAN) == Exit.OK    # rate: the same
+    cpu = compare.GateSettings(metrics=("cpu",))
+    assert compare.main(a, b, False, tmp_path / "o2", cpu) == Exit.FAILED
+
+
+def test_p99_is_gated_at_a_fixed_offered_rate_only(tmp_path: Path) -> None:
+    def rows(p99: list[float], rate: bool) -> list[Row]:
+        out = [row("paced", i + 1, 1000, 1000, p99=p) for i, p in enumerate(p99)]
+        return [replace(r, offered_rps=1000.0, axis="rate") if rate else r for r in out]
+    m = manifest(**{"params.axis": "rate"})
+    a = make_run(tmp_path, "ra", m, rows([10, 11, 12], True))
+    b = make_run(tmp_path, "rb", m, rows([20, 21, 22], True))
+    assert compare.main(a, b, False, tmp_path / "o1", CLEAN) == Exit.FAILED
+    c = make_run(tmp_path, "rc", manifest(), rows([10, 11, 12], False))
+    d = make_run(tmp_path, "rd", manifest(), rows([20, 21, 22], False))
+    p99 = compare.GateSettings(metrics=("p99",))
+    assert compare.main(c, d, False, tmp_path / "o2", p99) == Exit.NOT_COMPARABLE
+
+
+def floor(server: str, pct: float, **conditions: object) -> floors.Floor:
+    return floors.Floor(server=server, made="2026-11-25T05:00:00+0000", run="/r/aa-run",
+                        conditions={**floors.conditions_of(manifest()), **conditions},
+                        floors_pct={"rate": pct, "cpu": pct}, levels=[1], duration_s=1,
+                        repeat=3)
+
+
+def test_a_difference_under_the_a_a_floor_is_not_a_regression_and_the_floor_is_named(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = run_pair(tmp_path, {1: [100, 101, 102]}, {1: [92, 93, 93]})   # 8% slower
+    cache = tmp_path / "cache"
+    assert compare.main(a, b, False, tmp_path / "o1",
+                        compare.GateSettings(cache=cache)) == Exit.FAILED
+    assert "no A/A floor for paced" in capsys.readouterr().err
+    floors.add(cache, floor("paced", 12.0))
+    assert compare.main(a, b, False, tmp_path / "o2",
+                        compare.GateSettings(cache=cache)) == Exit.OK
+    err = capsys.readouterr().err
+    assert "noise floor for paced: A/A floor of paced from `make noise`" in err
+    assert "rate 12.0%" in err
+    # a floor taken under other conditions is not used, and the message says why
+    floors.add(cache, floor("paced", 30.0, **{"client tool": "wrk"}))
+    assert [f.floors_pct["rate"] for f in floors.read_all(cache, "paced")] == [12.0, 30.0]
+    elsewhere = tmp_path / "cache2"
+    floors.add(elsewhere, floor("paced", 30.0, **{"client tool": "wrk"}))
+    assert compare.main(a, b, False, tmp_path / "o3",
+                        compare.GateSettings(cache=elsewhere)) == Exit.FAILED
+    assert "taken under other conditions" in capsys.readouterr().err
+
+
+def test_the_same_run_twice_is_refused_and_a_copy_is_warned_of(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = make_run(tmp_path, "ra", manifest(), paced_rows({1: [100, 101, 102]}))
+    out = tmp_path / "out"
+    assert compare.main(a, a, False, out, CLEAN) == Exit.BAD_INPUT
+    assert "same run folder" in capsys.readouterr().err
+    assert not out.exists()
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for f in a.iterdir():
+        (copy / f.name).write_bytes(f.read_bytes())
+    assert compare.main(a, copy, False, out, CLEAN) == Exit.OK
+    assert "hold the same measurements" in capsys.readouterr().err
+
+
+def test_nothing_in_common_is_exit_3_without_a_folder(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    a = make_run(tmp_path, "ra", manifest(), paced_rows({1: [1, 2, 3]}))
+    b = make_run(tmp_path, "rb", manifest(), paced_rows({1: [1, 2, 3]}, server="other"))
+    out = tmp_path / "out"
+    assert compare.main(a, b, False, out, CLEAN) == Exit.NOT_COMPARABLE
+    assert "nothing to compare" in capsys.readouterr().err
+    assert not out.exists() or not [p for p in out.iterdir() if p.is_dir()]
+
+
+@pytest.mark.parametrize("name,value,fragment", [
+    ("GATE", "speed", "expected one or more of rate p99 cpu rss instructions"),
+    ("GATE", "", "expected one or more"),
+    ("MIN_EFFECT", "five", "expected a percentage"),
+    ("MIN_EFFECT", "120%", "expected a percentage"),
+])
+def test_bad_gate_settings_are_exit_2(tmp_path: Path, name: str, value: str,
+                                      fragment: str) -> None:
+    a, b = run_pair(tmp_path, {1: [100, 101, 102]}, {1: [70, 71, 70]})
+    env = lab_env(tmp_path, **{name: value})
+    done = subprocess.run([sys.executable, "-m", "lab", "compare", str(a), str(b)], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and fragment in done.stderr, done.stderr
+    assert not (tmp_path / "results").exists()
+
+
+def test_min_effect_reads_percent_or_plain_number(tmp_path: Path) -> None:
+    a, b = run_pair(tmp_path, {1: [100, 101, 102]}, {1: [96, 97, 97]})
+    env = lab_env(tmp_path, MIN_EFFECT="1%", GATE="rate")
+    done = subprocess.run([sys.executable, "-m", "lab", "compare", str(a), str(b)], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert "MIN_EFFECT=1%" in done.stdout
+
+
+def cost_run(root: Path, name: str, per_request: list[float]) -> Path:
+    """A make cost run: a manifest and cost.json, no results.csv."""
+    run = root / name
+    run.mkdir(parents=True)
+    (run / "manifest.json").write_text(json.dumps({**manifest(), "run_id": name}))
+    reps = [{"rep": i + 1, "level": 1, "per_request": x, "native": {}}
+            for i, x in enumerate(per_request)]
+    (run / "cost.json").write_text(json.dumps({
+        "tool": "cachegrind", "wrapper": "none", "levels": [1], "requests": [2000, 6000],
+        "repeat": len(per_request), "servers": {"paced": {"applicable": True, "reps": reps}}}))
+    return run
+
+
+def test_gate_on_instructions_per_request_of_cost_runs(tmp_path: Path) -> None:
+    a = cost_run(tmp_path, "ca", [10000, 10010, 10020])
+    same = cost_run(tmp_path, "cb", [10005, 10000, 10015])
+    more = cost_run(tmp_path, "cc", [12000, 12010, 12020])
+    gate = compare.GateSettings(metrics=("instructions",))
+    assert compare.main(a, same, False, tmp_path / "o1", gate) == Exit.OK
+    assert compare.main(a, more, False, tmp_path / "o2", gate) == Exit.FAILED
+    [check] = gate_of(tmp_path / "o2")["checks"]   # type: ignore[misc]
+    assert (check["metric"], check["outcome"]) == ("instructions", "regression")
+    assert check["worse_pct"] == pytest.approx(100 * (12010 / 10010 - 1))
+    # the default gate (rate p99) finds nothing to compare in cost runs: exit 3
+    assert compare.main(a, more, False, tmp_path / "o3", CLEAN) == Exit.NOT_COMPARABLE
+
+
+def test_the_ceiling_reference_is_not_gated(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    m = manifest(**{"servers.nginx": {"version": "1.22", "role": "ceiling", "facts": {}}})
+    a = make_run(tmp_path, "ra", m, paced_rows({1: [100, 101, 102]}) +
+                 paced_rows({1: [1000, 1001, 1002]}, server="nginx"))
+    b = make_run(tmp_path, "rb", m, paced_rows({1: [101, 100, 102]}) +
+                 paced_rows({1: [700, 701, 702]}, server="nginx"))
+    assert compare.main(a, b, False, tmp_path / "out", CLEAN) == Exit.OK
+    checks = gate_of(tmp_path / "out")["checks"]
+    assert isinstance(checks, list)
+    assert {c["outcome"] for c in checks if c["server"] == "nginx"} == {"not-applicable"}
+    assert "ceiling reference is not gated" in capsys.readouterr().out

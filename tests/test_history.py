@@ -1,0 +1,101 @@
+"""A server across runs (issue 20): `make history SERVER=x` as a table, and
+results/index.html's trend chart per server (plots/history.gp, inlined by
+html's one inliner), each run numbered and linked, a line broken wherever
+the conditions change. On constructed runs."""
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import ROOT, lab_env
+from lab import history, html, results
+from test_compare import make_run, manifest, paced_rows
+
+
+def runs(top: Path) -> list[Path]:
+    """Four runs of paced: two under siege, one under wrk, one under siege
+    again with another server version; started in that order."""
+    out = []
+    for i, (changes, rate) in enumerate([({}, 100), ({}, 120),
+                                         ({"client.tool": "wrk"}, 300),
+                                         ({"servers.paced": {"version": "2.0", "facts": {}}},
+                                          90)]):
+        m: dict[str, Any] = manifest(**changes, started=f"2026-11-2{i}T10:00:00+0000")
+        out.append(make_run(top, f"r{i + 1}", m,
+                            paced_rows({1: [rate / 2] * 3, 4: [rate, rate + 1, rate + 2]})))
+    return out
+
+
+def test_points_and_segments_break_where_conditions_change(tmp_path: Path) -> None:
+    top = tmp_path / "results"
+    runs(top)
+    pts = history.points(top)["paced"]
+    assert [p.run for p in pts] == ["r1", "r2", "r3", "r4"]
+    assert [p.peak_rps for p in pts] == [101, 121, 301, 91]
+    assert [p.peak_at for p in pts] == [4, 4, 4, 4]
+    assert [[p.run for p in s] for s in history.segments(pts)] == [["r1", "r2"], ["r3"], ["r4"]]
+    assert history.changes(pts[1], pts[2]) == ["client siege → wrk"]
+    assert history.changes(pts[2], pts[3]) == ["client wrk → siege",
+                                                "server version stdlib → 2.0"]
+
+
+def test_make_history_prints_the_table(tmp_path: Path) -> None:
+    top = tmp_path / "results"
+    runs(top)
+    env = lab_env(tmp_path, SERVER="paced")
+    done = subprocess.run(["make", "-s", "history"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "# paced across 4 runs"
+    assert "| 1 | r1 | 2026-11-20T10:00:00+0000 | 101 (4) |" in done.stdout
+    assert "| | **conditions change:** client siege → wrk | | | | | |" in lines
+    rows = [ln for ln in lines if re.match(r"\| \d ", ln)]
+    assert [r.split(" | ")[1] for r in rows] == ["r1", "r2", "r3", "r4"]
+    bad = subprocess.run(["make", "-s", "history"], cwd=ROOT,
+                         env=lab_env(tmp_path, SERVER="nope"), capture_output=True, text=True,
+                         timeout=120)
+    assert bad.returncode != 0 and "no run in" in bad.stderr and "paced" in bad.stderr
+
+
+def test_the_index_has_a_trend_chart_per_server_with_linked_runs(tmp_path: Path) -> None:
+    top = tmp_path / "results"
+    made = runs(top)
+    results.mark(top)
+    (made[0] / "report.html").write_text("<html></html>")
+    index = html.write_index(top)
+    assert index is not None
+    text = index.read_text()
+    assert "<h2>History per server</h2>" in text and "<h3>paced</h3>" in text
+    chart = text.split('<figure id="history-paced">')[1].split("</figure>")[0]
+    assert chart.startswith("<svg") and "<script" not in chart.lower()
+    assert "http://" not in chart and "https://" not in chart      # the hardened inliner
+    items = re.findall(r"<li[^>]*>(.*?)</li>", text.split('<ol class="history">')[1]
+                       .split("</ol>")[0])
+    assert items[0].startswith('<a href="r1/report.html">r1</a>')   # its report
+    assert items[1].startswith('<a href="r2/">r2</a>')              # no report: its folder
+    assert items[2] == "conditions change: client siege → wrk"
+    # nothing but the index is written in the results folder
+    assert sorted(p.name for p in top.iterdir()) == [".lab-results", "index.html", "r1", "r2",
+                                                      "r3", "r4"]
+    # the data gnuplot draws: a blank line (a break in every line) at each change
+    history.data_file(tmp_path / "paced.dat", history.points(top)["paced"])
+    dat = (tmp_path / "paced.dat").read_text().split("\n")[1:-1]
+    assert dat == ["1 101 4950.5 10 ?", "2 121 4132.23 10 ?", "",
+                   "3 301 1661.13 10 ?", "", "4 91 5494.51 10 ?"]
+
+
+
+def test_a_chart_that_cannot_be_drawn_says_why(tmp_path: Path) -> None:
+    top = tmp_path / "results"
+    runs(top)
+    pts = [replace(p, peak_rps=None, cpu_us_per_req=None, rss_mb=None)
+           for p in history.points(top)["paced"]]
+    with pytest.raises(history.ChartError, match="no figure of paced in any run"):
+        history.chart_svg("paced", pts)
+    assert history.chart_svg("paced", history.points(top)["paced"]).lstrip().startswith("<")

@@ -1,0 +1,161 @@
+"""`make noise SERVER=x` (issue 20): the same server twice as two interleaved
+entries of one run (x and its alias x#2, recorded as such), the A/A floor
+per metric kept in the cache with its conditions, and `make compare`
+naming the floor it used. Constructed runs first, then one short real
+A/A run of ada-mini."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, bench, free_port, lab, lab_env, run_folders
+from lab import compare, floors, metrics, noise
+from lab.exits import Exit
+from lab.params import ConfigError, check_servers
+from lab.servers import discover, lookup
+from test_compare import make_run, manifest, paced_rows, row
+
+
+# ---- the alias NAME#K ---------------------------------------------------------------
+
+def test_an_alias_is_the_same_server_under_its_own_name() -> None:
+    assert check_servers("paced paced#2", ["paced"]) == ("paced", "paced#2")
+    assert check_servers("paced@4#2", ["paced"]) == ("paced@4#2",)
+    for bad in ("paced#1", "paced#10", "paced#x"):
+        with pytest.raises(ConfigError, match="after # comes an entry number from 2 to 9"):
+            check_servers(bad, ["paced"])
+    with pytest.raises(ConfigError, match="unknown server nope#2"):
+        check_servers("nope#2", ["paced"])
+    found = discover(ROOT, str(ROOT / "tests" / "servers"))
+    one, two = lookup(found, "paced"), lookup(found, "paced#2")
+    assert two.name == "paced#2" and two.alias_of == "paced"
+    assert replace(two, name="paced", alias_of=None) == one          # nothing else differs
+    assert two.describe()["alias_of"] == "paced" and "alias_of" not in one.describe()
+
+
+# ---- the floor, from constructed A/A levels -----------------------------------------
+
+def stats(server: str, value: int, rates: list[float], flags: str = "") -> metrics.LevelStats:
+    [s] = metrics.level_stats([row(server, i + 1, value, r, flags) for i, r in enumerate(rates)])
+    return s
+
+
+def test_the_floor_is_the_largest_a_a_difference_over_clean_levels() -> None:
+    got = {"x": [stats("x", 1, [100, 100, 100]), stats("x", 4, [400, 400, 400]),
+                 stats("x", 8, [800, 800, 800])],
+           "x#2": [stats("x#2", 1, [103, 103, 103]), stats("x#2", 4, [390, 390, 390]),
+                   stats("x#2", 8, [500, 500, 500], "host-busy")]}
+    found, levels, left_out = noise.floors_of(got, "x")
+    assert levels == [1, 4] and left_out == ["8: host-busy"]
+    assert found["rate"] == pytest.approx(3.0)           # |103/100 - 1|, |390/400 - 1| = 2.5
+    # row() spends 0.5 s of CPU per repetition: CPU per request moves with the rate
+    assert found["cpu"] == pytest.approx(100 * abs(500000 / 103 / (500000 / 100) - 1), abs=0.01)
+    assert found["rss"] == 0.0 and "p99" not in found    # closed loop: p99 is not gated
+
+
+def test_a_floor_is_recorded_from_an_a_a_run_and_compare_names_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    aa = make_run(tmp_path, "aa", manifest(),
+                  paced_rows({1: [100, 101, 102]}) +
+                  paced_rows({1: [108, 109, 110]}, server="paced#2"))
+    cache = tmp_path / "cache"
+    assert noise.record_floor(aa, "paced", cache) == Exit.OK
+    [kept] = floors.read_all(cache, "paced")
+    assert kept.floors_pct["rate"] == pytest.approx(100 * (109 / 101 - 1), abs=0.01)
+    assert kept.levels == [1] and kept.conditions["client tool"] == "siege"
+    assert kept.run == str(aa.resolve())
+    out = capsys.readouterr()
+    assert "| rate | 7.92% |" in out.out and f"recorded in {cache}" in out.err
+    # a 6% drop: a regression at MIN_EFFECT=5% alone, not under the 7.9% floor
+    a = make_run(tmp_path, "ra", manifest(), paced_rows({1: [100, 101, 102]}))
+    b = make_run(tmp_path, "rb", manifest(), paced_rows({1: [94, 95, 95]}))
+    assert compare.main(a, b, False, tmp_path / "o1", compare.GateSettings()) == Exit.FAILED
+    assert compare.main(a, b, False, tmp_path / "o2",
+                        compare.GateSettings(cache=cache)) == Exit.OK
+    err = capsys.readouterr().err
+    assert "noise floor for paced: A/A floor of paced from `make noise`" in err
+    assert f"run {aa.name}" in err
+    # a second A/A measurement is kept beside the first, nothing overwritten
+    assert noise.record_floor(aa, "paced", cache) == Exit.OK
+    assert len(floors.read_all(cache, "paced")) == 2
+
+
+def test_an_a_a_run_without_a_clean_level_records_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rows = paced_rows({1: [100, 101, 102]}) + paced_rows({1: [100, 101, 102]}, server="paced#2")
+    aa = make_run(tmp_path, "aa", manifest(),
+                  [replace(r, flags="host-busy") if r.rep == 2 else r for r in rows])
+    assert noise.record_floor(aa, "paced", tmp_path / "cache") == Exit.FAILED
+    assert "again on a quieter host" in capsys.readouterr().err
+    assert not (tmp_path / "cache").exists()
+
+
+@pytest.mark.parametrize("server", ["", "paced nginx", "all", "paced#2"])
+def test_noise_measures_one_server_else_exit_2_with_nothing_started(
+        tmp_path: Path, server: str) -> None:
+    with pytest.raises(ConfigError, match="measures one server"):
+        noise.settings({"SERVER": server})
+    done = lab(lab_env(tmp_path, SERVER=server), "noise", timeout=60)
+    assert done.returncode == 2 and "measures one server" in done.stderr, done.stderr
+    assert run_folders(tmp_path) == []
+
+
+def test_noise_runs_both_entries_with_three_repetitions_unless_told() -> None:
+    server, env = noise.settings({"SERVER": "paced", "PROBE": "1"})
+    assert (server, env["SERVER"], env["REPEAT"], env["PROBE"]) == \
+        ("paced", "paced paced#2", "3", "0")
+    assert noise.settings({"SERVER": "paced", "REPEAT": "5"})[1]["REPEAT"] == "5"
+
+
+# ---- a real A/A run -----------------------------------------------------------------
+
+def borrowed_cache(tmp: Path) -> Path:
+    """A cache of the test's own whose entries are the shared cache's (the
+    built ada-mini and its toolchain): the floor is written here, not there."""
+    shared = Path(os.environ.get("LAB_CACHE") or ROOT / ".cache").resolve()
+    cache = tmp / "cache"
+    cache.mkdir()
+    if shared.is_dir():
+        for entry in shared.iterdir():
+            if entry.name != floors.FOLDER:
+                (cache / entry.name).symlink_to(entry)
+    return cache
+
+
+def test_make_noise_on_ada_mini_records_a_floor_that_compare_names(tmp_path: Path) -> None:
+    cache = borrowed_cache(tmp_path)
+    settings = dict(CONCURRENCY="1 4", DURATION="1s", WARMUP="0", PORT=str(free_port()),
+                    LAB_CACHE=str(cache))
+    env = lab_env(tmp_path, **settings)
+    done = subprocess.run(["make", "-s", "noise", "SERVER=ada-mini"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=900)
+    [aa] = run_folders(tmp_path)
+    m = json.loads((aa / "manifest.json").read_text())
+    assert m["status"] == "complete", done.stderr[-3000:]
+    assert set(m["servers"]) == {"ada-mini", "ada-mini#2"}
+    assert m["servers"]["ada-mini#2"]["alias_of"] == "ada-mini"
+    assert m["params"]["repeat"] == 3
+    reps = [ln.split(",")[:2] for ln in (aa / "results.csv").read_text().splitlines()[1:]]
+    # interleaved: each repetition runs both entries before the next repetition
+    assert [r for _, r in reps] == sorted(r for _, r in reps)
+    if "no floor recorded" in done.stderr:
+        assert "host-busy" in done.stderr or "client-bound" in done.stderr, done.stderr
+        pytest.skip("this host was busy at every level: no floor (said so, exit "
+                    f"{done.returncode}); the constructed tests cover the floor")
+    assert done.returncode == 0, done.stderr[-3000:]
+    [kept] = floors.read_all(cache, "ada-mini")
+    assert kept.run == str(aa.resolve()) and kept.levels
+    assert "rate" in kept.floors_pct
+    # a plain run of ada-mini under the same conditions: compare names the floor
+    one = bench(lab_env(tmp_path, SERVER="ada-mini", REPEAT="3", **settings), timeout=600)
+    assert one.returncode == 0, one.stderr[-3000:]
+    [run] = [p for p in run_folders(tmp_path) if p != aa]
+    cmp = lab(env, "compare", str(aa), str(run), timeout=120)
+    assert cmp.returncode in (0, 1, 3), cmp.stderr
+    assert "noise floor for ada-mini: A/A floor of ada-mini from `make noise`" in cmp.stderr
+    assert f"run {aa.name}" in cmp.stderr
