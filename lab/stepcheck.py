@@ -33,6 +33,7 @@ USES: dict[str, frozenset[str]] = {
     "cost": COST | LAB,
     "profile": frozenset({"PROFILE_AT", "DURATION", "HEADERS", "PORT"}) | LAB,
     "reproduce": frozenset({"STUDY", "QUICK"}) | RUN | LAB,
+    "claims": frozenset({"STUDY", "RESULTS"}) | LAB,
     "calibrate": frozenset({"CLIENTS", "CONCURRENCY", "DURATION", "WARMUP", "PORT", "BIND",
                             "SERVER_CPUS", "CLIENT_CPUS", "CLIENT_THREADS"}) | LAB,
 }
