@@ -152,9 +152,9 @@ def check(study: Study, run: Run, specs: Mapping[str, str]) -> Check:
     if reasons.shares_client_cpu(m):
         noted.append(f"server CPU {m.pinning.server_cpus} shares the client's CPU "
                      f"{m.pinning.client_cpus}: they compete")
-    topo = (m.topology or "?").split(" ")[0]
-    if m.topology_details.get("name", topo) != "local":
-        noted.append(f"topology {m.topology_details.get('name', topo)}")
+    topo = str(m.topology_details.get("name") or m.params.extra.get("topology") or "local")
+    if topo != "local":
+        noted.append(f"topology {topo}")
     opts = reasons.java_opts(m)
     if opts:
         noted.append(f"variant JAVA_OPTS={opts}")
@@ -309,9 +309,8 @@ def why_lines(study: Study, judged: Sequence[Judged], specs: Mapping[str, str]) 
     for j in judged:
         if j.result.verdict == claims.REPRODUCED:
             continue
-        lines.append(f"- `{j.result.claim.id}` ({j.client}): **{j.result.verdict}**")
-        lines += [f"  {i}. {w}" for i, w in enumerate(j.reasons, 1)]
-        lines += [f"  - variant: {v}" for v in reasons.variants(j.result.claim, study, specs)]
+        lines += reasons.block(j.result.claim, j.client, j.result.verdict, j.reasons, study,
+                               specs)
     return lines
 
 

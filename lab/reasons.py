@@ -127,7 +127,9 @@ def client_reason(claim: claims.Claim, m: Manifest,
         drives = "the calibration has no level for this client and mode" if got is None else \
             (f"{m.client.tool} drives {got[0] / 1000:.1f} k req/s against the ceiling here "
              f"(calibrated at c={got[1]}, connection {analysis.mode(m.params.keepalive)})")
-    holds = "holds" if bound else "does not hold"
+    holds = "holds at every level" if len(bound) == len(levels) else \
+        f"holds at {len(bound)} of {len(levels)} levels" if bound else \
+        "does not hold (no level client-bound)"
     return f"the client was the limit: {holds}: {share}; {drives}"
 
 
@@ -179,6 +181,15 @@ def reasons(r: ClaimResult, study: Study, m: Manifest,
         return []
     return [client_reason(r.claim, m, stats), conditions_reason(r.claim, study, m),
             noise_reason(r.claim, stats)]
+
+
+def block(claim: claims.Claim, client: str, verdict: str, said: list[str] | tuple[str, ...],
+          study: Study, specs: Mapping[str, str]) -> list[str]:
+    """A claim's reasons and variants as Markdown list lines."""
+    lines = [f"- `{claim.id}` ({client}): **{verdict}**"]
+    lines += [f"  {i}. {w}" for i, w in enumerate(said, 1)]
+    lines += [f"  - variant: {v}" for v in variants(claim, study, specs)]
+    return lines
 
 
 def ssh_command(study: Study, claim: claims.Claim, specs: Mapping[str, str]) -> str:
