@@ -73,7 +73,8 @@ def here(m: Manifest) -> dict[str, str]:
         ", ".join(map(str, m.topology_details.get("client_hosts", []))) or "another host"
     aws = m.servers.get("aws") or next((s for k, s in m.servers.items()
                                         if claims.base(k) == "aws"), None)
-    facts = "; ".join(f"{k}={v}" for k, v in (aws.facts or {}).items()) if aws else ""
+    facts = "; ".join(f"{k}={v}" for k, v in (aws.facts or {}).items()
+                      if k.startswith("aws_") or "link" in k) if aws else ""
     opts = java_opts(m)
     return {
         "server_host": f"{h.get('os', '?')}, {model}; server pinned to "
@@ -112,9 +113,9 @@ def client_reason(claim: claims.Claim, m: Manifest,
     if not levels:
         return "the client: not measured"
     bound = [s for s in levels if s.client_bound]
-    share = f"{len(bound)} of {len(levels)} levels client-bound (" + ", ".join(
-        f"{x} {sum(1 for s in stats.get(x, []) if s.client_bound)}/{len(stats.get(x, []))}"
-        for x in claim.servers) + ")"
+    share = "client-bound levels " + ", ".join(
+        f"{x} {sum(1 for s in stats.get(x, []) if s.client_bound)} of {len(stats.get(x, []))}"
+        for x in claim.servers)
     cal = m.calibration
     top = max(s.value for s in levels)
     at = claim.at or top
@@ -177,8 +178,8 @@ def reasons(r: ClaimResult, study: Study, m: Manifest,
             stats: Mapping[str, list[LevelStats]]) -> list[str]:
     """The three explanations of a claim not reproduced or inconclusive;
     none for a reproduced one."""
-    if r.verdict == claims.REPRODUCED:
-        return []
+    if r.verdict == claims.REPRODUCED or not all(stats.get(x) for x in r.claim.servers):
+        return []                  # not measured: the verdict's reason says so
     return [client_reason(r.claim, m, stats), conditions_reason(r.claim, study, m),
             noise_reason(r.claim, stats)]
 

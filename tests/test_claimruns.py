@@ -92,6 +92,7 @@ def test_one_run_judges_its_claims_with_the_differences_noted(tmp_path: Path) ->
     assert "ews" not in {claims.base(s) for c in got.values() for s in c.result.claim.servers
                          if c.result.verdict == claims.REPRODUCED}
     assert got["aws-over-ews-rss"].result.reason.startswith("not measured: ews")
+    assert got["aws-over-ews-rss"].reasons == ()     # nothing to explain: not measured
     assert "single-task-flat" not in got            # no run holds ews: not listed
 
 
@@ -164,9 +165,11 @@ def test_reasons_are_measured_from_the_record(tmp_path: Path) -> None:
     assert j.result.verdict != claims.REPRODUCED
     client, cond, noise = j.reasons
     stats = claimruns.open_run(run).stats
-    bound = sum(s.client_bound for k in ("aws@8", "jersey@62") for s in stats[k])
-    total = sum(len(stats[k]) for k in ("aws@8", "jersey@62"))
-    assert f"{bound} of {total} levels client-bound" in client
+    for name, key in (("aws", "aws@8"), ("jersey", "jersey@62")):
+        bound = sum(s.client_bound for s in stats[key])
+        assert f"{name} {bound} of {len(stats[key])}" in client
+    assert ("does not hold" in client) == (not any(s.client_bound for k in ("aws@8", "jersey@62")
+                                                   for s in stats[k]))
     assert "8 hardware threads" in cond and "server pinned to 1 CPU (0)" in cond
     aws, jersey = (s.rate.median for k in ("aws@8", "jersey@62")
                    for s in [max(stats[k], key=lambda s: s.rate.median)])
@@ -220,7 +223,7 @@ def test_make_claims_writes_its_folder_and_prints_the_reasons(tmp_path: Path) ->
     b = fake_run(tmp_path / "b", {"paced": "jersey@62"})
     r = make_claims(tmp_path, "STUDY=ada-vs-java", f"RUNS={a} {b}")
     assert r.returncode == 0, r.stderr
-    out = next((tmp_path / "results").iterdir())
+    [out] = [p for p in (tmp_path / "results").iterdir() if p.is_dir()]
     assert out.name.startswith("claims-ada-vs-java-")
     text = (out / "claims.md").read_text()
     assert text in r.stdout
@@ -247,3 +250,25 @@ def test_make_reproduce_output_carries_the_reasons(tmp_path: Path) -> None:
 def test_runs_is_a_make_variable_not_a_misspelt_setting(word: str) -> None:
     from lab.params import MAKE_VARIABLES, misspelt
     assert word in MAKE_VARIABLES and not misspelt([word])
+
+
+def test_two_tiny_real_parts_are_judged_together(tmp_path: Path) -> None:
+    """aws@8 in one run and ews in another (siege, connection close, 2 levels,
+    1 s, one repetition): make claims joins them for aws-over-ews-rss, and no
+    process is left behind."""
+    from conftest import bench, free_port, lab_env, leftovers, run_folders
+    for server in ("aws@8", "ews"):
+        env = lab_env(tmp_path, SERVER=server, CLIENT="siege", KEEPALIVE="0",
+                      CONCURRENCY="1 2", DURATION="1s", WARMUP="0", REPEAT="1",
+                      PORT=str(free_port()))
+        done = bench(env, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+    a, b = run_folders(tmp_path)
+    assert not leftovers(a) and not leftovers(b)
+    r = make_claims(tmp_path, "STUDY=ada-vs-java", f"RUNS={a} {b}")
+    assert r.returncode == 0, r.stderr
+    data = json.loads(next((tmp_path / "results").glob("claims-*/claims.json")).read_text())
+    rss = next(c for c in data["claims"] if c["id"] == "aws-over-ews-rss")
+    assert rss["measured"] is not None and set(rss["runs"]) == {str(a), str(b)}
+    assert "judged across runs" in rss["reason"]
+    assert any("1 repetition(s)" in n for n in rss["noted"])
