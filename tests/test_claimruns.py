@@ -272,3 +272,16 @@ def test_two_tiny_real_parts_are_judged_together(tmp_path: Path) -> None:
     assert rss["measured"] is not None and set(rss["runs"]) == {str(a), str(b)}
     assert "judged across runs" in rss["reason"]
     assert any("1 repetition(s)" in n for n in rss["noted"])
+
+
+def test_a_reproduce_folder_stands_for_its_runs(tmp_path: Path) -> None:
+    a = fake_run(tmp_path / "a", {"nginx": "aws@8", "paced": "jersey@62"})
+    b = fake_run(tmp_path / "b", {"nginx": "aws@8", "paced": "jersey@62"}, tool="wrk")
+    rep = tmp_path / "reproduce-ada-vs-java-1"
+    rep.mkdir()
+    (rep / "claims.json").write_text(json.dumps({"runs": [{"folder": str(a)},
+                                                          {"folder": str(b)}]}))
+    assert claimruns.expand([str(rep)]) == [a, b]
+    (rep / "claims.json").write_text(json.dumps({"runs": []}))
+    with pytest.raises(claimruns.BadInput, match="without run folders"):
+        claimruns.expand([str(rep)])
