@@ -265,10 +265,13 @@ def judge_all(study: Study, runs: list[Run], specs: Mapping[str, str],
         by_client.setdefault(r.client, []).append(r)
     out: list[Judged] = []
     for c in study.claims:
-        for client_runs in by_client.values():
-            j = judge_claim(study, c, client_runs, checks, specs, available)
-            if j is not None:
-                out.append(j)
+        found = [j for client_runs in by_client.values()
+                 if (j := judge_claim(study, c, client_runs, checks, specs, available))]
+        if not found:                      # listed all the same: the study is judged whole
+            missing = ", ".join(specs.get(x, x) for x in c.servers)
+            found = [Judged("—", ClaimResult(c, claims.INCONCLUSIVE, "not measured: no run "
+                                             f"holds {missing}"), (), (), ())]
+        out += found
     return out, checks
 
 

@@ -93,7 +93,9 @@ def test_one_run_judges_its_claims_with_the_differences_noted(tmp_path: Path) ->
                          if c.result.verdict == claims.REPRODUCED}
     assert got["aws-over-ews-rss"].result.reason.startswith("not measured: ews")
     assert got["aws-over-ews-rss"].reasons == ()     # nothing to explain: not measured
-    assert "single-task-flat" not in got            # no run holds ews: not listed
+    flat = got["single-task-flat"]                  # no run holds ews: listed, not judged
+    assert flat.result.verdict == claims.INCONCLUSIVE and flat.runs == ()
+    assert flat.result.reason == "not measured: no run holds ews@1"
 
 
 def test_another_connection_mode_is_not_judged(tmp_path: Path) -> None:
