@@ -83,15 +83,28 @@ def here(m: Manifest) -> dict[str, str]:
         "client_host": client_host,
         "network": m.topology or "?",
         "os": f"{h.get('os', '?')}, kernel {h.get('kernel', '?')}",
-        "jdk_gc": f"JDK {t.get('java') or 'not installed'}; JAVA_OPTS "
-                  + (f"`{opts}` (a variant)" if opts else "none (the JDK's default collector "
-                     "and heap sizing)"),
+        "jdk_gc": jvm(m, opts),
         "aws": (f"AWS {aws.version or 'version not recorded'}"
                 + (f" ({facts})" if facts else ", linking not recorded")) if aws
         else "AWS not in this run",
         "client": f"{m.client.tool} {m.client.version or t.get(m.client.tool) or '?'}, "
                   f"connection {m.client.connection or analysis.mode(m.params.keepalive)}",
     }
+
+
+def jvm(m: Manifest, opts: str) -> str:
+    """JDK, collector and heap as the Java server's facts recorded them (the
+    JVM chooses its collector from the CPUs it sees), and JAVA_OPTS."""
+    java = next((s for k, s in m.servers.items() if claims.base(k).split(".")[0] in JAVA
+                 and s.facts), None)
+    given = f"JAVA_OPTS `{opts}` (a variant)" if opts else "JAVA_OPTS none (the JVM's defaults)"
+    if java is None or java.facts is None:
+        return f"JDK {m.tools.get('java') or 'not installed'} (no Java server in this run); {given}"
+    f = java.facts
+    heap = f.get("max_heap_bytes", "")
+    heap_text = f", max heap {int(heap) / 2**30:.1f} GiB" if heap.isdigit() else ""
+    return (f"JDK {f.get('java_version', '?')}, GC {f.get('gc', '?')} as the JVM chose it on "
+            f"{f.get('active_processors', '?')} CPU(s){heap_text}; {given}")
 
 
 def conditions_table(study: Study, m: Manifest) -> list[str]:

@@ -126,7 +126,7 @@ def test_variants_are_noted_shared_cpu_and_java_opts(tmp_path: Path) -> None:
     assert any("variant JAVA_OPTS=-XX:+UseParallelGC" in n for n in j.notes)
     table = "\n".join(reasons.conditions_table(study(), record.read_manifest(run)))
     assert "8 hardware threads" in table and "2 CPUs (0-1) (shares the client's CPU)" in table
-    assert "`-XX:+UseParallelGC` (a variant)" in table
+    assert "JAVA_OPTS `-XX:+UseParallelGC` (a variant)" in table
 
 
 # ---------------------------------------------------------------- parts
@@ -287,3 +287,19 @@ def test_a_reproduce_folder_stands_for_its_runs(tmp_path: Path) -> None:
     (rep / "claims.json").write_text(json.dumps({"runs": []}))
     with pytest.raises(claimruns.BadInput, match="without run folders"):
         claimruns.expand([str(rep)])
+
+
+def test_the_jvm_row_reads_the_java_server_s_facts(tmp_path: Path) -> None:
+    run = fake_run(tmp_path / "a", {"nginx": "aws@8", "paced": "jersey@62"},
+                   java_opts="-XX:+UseParallelGC")
+    m = json.loads((run / "manifest.json").read_text())
+    m["servers"]["jersey@62"]["facts"] = {"java_version": "17.0.1", "gc": "ParallelGC",
+                                          "active_processors": "1",
+                                          "max_heap_bytes": str(3 * 2**30)}
+    (run / "manifest.json").write_text(json.dumps(m))
+    row = reasons.here(record.read_manifest(run))["jdk_gc"]
+    assert row == ("JDK 17.0.1, GC ParallelGC as the JVM chose it on 1 CPU(s), max heap "
+                   "3.0 GiB; JAVA_OPTS `-XX:+UseParallelGC` (a variant)")
+    del m["servers"]["jersey@62"]
+    (run / "manifest.json").write_text(json.dumps(m))
+    assert "no Java server in this run" in reasons.here(record.read_manifest(run))["jdk_gc"]
