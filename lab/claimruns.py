@@ -200,8 +200,12 @@ def judge_claim(study: Study, c: claims.Claim, runs: list[Run], checks: dict[Pat
     whole = [r for r in usable if all(holds(r, x) for x in c.servers)]
     chosen: list[Run]
     joined = ""
+    also = ""
     if whole:
         chosen = [whole[-1]]
+        if len(whole) > 1:
+            also = (f"also measured in {', '.join(r.folder.name for r in whole[:-1])}: "
+                    "the last given in RUNS is judged")
     else:
         chosen = []
         for x in c.servers:
@@ -246,7 +250,8 @@ def judge_claim(study: Study, c: claims.Claim, runs: list[Run], checks: dict[Pat
         res = replace_reason(res, res.reason + "; " + "; ".join(wrong))
     if joined:
         res = replace_reason(res, f"{res.reason}; {joined}")
-    notes = tuple(dict.fromkeys(n for r in chosen for n in checks[r.folder].noted))
+    notes = tuple(dict.fromkeys([n for r in chosen for n in checks[r.folder].noted]
+                                + ([also] if also else [])))
     said: tuple[str, ...] = ()
     if res.verdict != claims.REPRODUCED and stats:
         said = tuple(reasons.reasons(res, study, chosen[-1].manifest, stats))

@@ -303,3 +303,12 @@ def test_the_jvm_row_reads_the_java_server_s_facts(tmp_path: Path) -> None:
     del m["servers"]["jersey@62"]
     (run / "manifest.json").write_text(json.dumps(m))
     assert "no Java server in this run" in reasons.here(record.read_manifest(run))["jdk_gc"]
+
+
+def test_the_last_run_holding_a_claim_is_judged_and_the_others_named(tmp_path: Path) -> None:
+    a = fake_run(tmp_path / "a", {"nginx": "aws@8", "paced": "jersey@62"})
+    b = fake_run(tmp_path / "b", {"nginx": "aws@8", "paced": "jersey@62"})
+    j = judge(a, b)["aws-over-grizzly-rps"]
+    assert j.runs == (b,)
+    assert "also measured in a: the last given in RUNS is judged" in j.notes
+    assert judge(b, a)["aws-over-grizzly-rps"].runs == (a,)
