@@ -20,7 +20,7 @@ STEP = status=0; $(1) || status=$$?; if [ $$status -eq 130 ]; then kill -INT $$P
 # The names given on the command line (rerun: they override the recorded ones):
 GIVEN := $(strip $(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v))))
 
-.PHONY: help bench calibrate compare noise history workshop-check cost profile list build images plots rerun report reproduce test lint clean distclean
+.PHONY: help bench calibrate claims compare noise history workshop-check cost profile list build images plots rerun report reproduce test lint clean distclean
 
 help: ## this help
 	@echo "Polyglot REST server comparison lab"
@@ -83,6 +83,10 @@ report: ## summary.md and report.html of a saved run: make report RUN=results/<r
 
 reproduce: ## a published study, its client and a second one, claims judged: make reproduce STUDY=ada-vs-java [QUICK=1]
 	@$(call STEP,$(LAB) reproduce "$$STUDY")
+
+claims: ## a study's claims judged on runs made earlier, nothing run: make claims STUDY=ada-vs-java RUNS="results/<x> results/<y>"
+	@test -n "$${RUNS-}" || { echo 'error: give RUNS="results/<run> ..." (runs made by make bench or make reproduce)' >&2; exit 2; }
+	@$(call STEP,$(LAB) claims --study "$$STUDY" $$RUNS)
 
 test: ## the test suite: units, faults, then every server built and swept
 	@$(PYTHON) tests/need_pytest.py    # installs python3-pytest as root, else the apt line, exit 2

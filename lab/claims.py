@@ -130,6 +130,10 @@ class Study:
     stands_for: tuple[StandIn, ...]
     unavailable: tuple[Unavailable, ...]
     claims: tuple[Claim, ...]
+    # the published side of each condition (server host, client host, network,
+    # OS, JDK and GC, AWS, client), quoted from docs/published.md: what a
+    # claim's reason sets against this run's manifest (lab.reasons)
+    published_conditions: dict[str, str] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True)
@@ -331,9 +335,11 @@ def _study(t: _Table) -> Study:
     dup = sorted({i for i in ids if ids.count(i) > 1})
     if dup:
         raise t.fail(f"claim id `{dup[0]}` appears twice")
+    pc = _Table(t.get("published_conditions", dict, {}), f"{t.where} [published_conditions]")
     return Study(id=sid, title=t.text("title"), author=t.text("author"), source=t.text("source"),
                  date=t.text("date"), url=t.text("url", ""), conditions=t.text("conditions", ""),
-                 setup=setup, stands_for=stands, unavailable=unavailable, claims=claims)
+                 setup=setup, stands_for=stands, unavailable=unavailable, claims=claims,
+                 published_conditions={k: pc.text(k) for k in pc.data})
 
 
 def _setup(t: _Table) -> Setup:
@@ -476,6 +482,14 @@ def _figure(claim: Claim, stats: list[LevelStats], server: str
         p = peak(stats)
         return _divide(at.rate, p.rate), [at, p]
     raise ValueError(f"unknown metric {claim.metric!r}")
+
+
+def figure(claim: Claim, stats: list[LevelStats], server: str) -> Spread | None:
+    """The claim's metric for one server (median [min-max]); None when not measured."""
+    try:
+        return _figure(claim, stats, server)[0]
+    except _Missing:
+        return None
 
 
 def evaluate(claim: Claim, stats: dict[str, list[LevelStats]],

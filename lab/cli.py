@@ -597,6 +597,11 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     return reproduce.main(args.study, os.environ)
 
 
+def cmd_claims(args: argparse.Namespace) -> int:
+    from lab import claimruns
+    return claimruns.main(args.study, args.runs, os.environ)
+
+
 def cmd_cost(args: argparse.Namespace) -> int:
     """make cost: instructions per request under cachegrind (lab.cost)."""
     from lab import cost
@@ -686,6 +691,10 @@ def parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("reproduce", help="a published study, with two clients; claims judged")
     sp.add_argument("study", nargs="?", default="", help="a study id from docs/claims.toml")
     sp.set_defaults(fn=cmd_reproduce)
+    sp = sub.add_parser("claims", help="a study's claims judged on runs made earlier")
+    sp.add_argument("--study", default="", help="a study id from docs/claims.toml")
+    sp.add_argument("runs", nargs="*", help="run folders (or make reproduce folders)")
+    sp.set_defaults(fn=cmd_claims)
     return p
 
 

@@ -299,8 +299,9 @@ PLUMBING: dict[str, str] = {
 }
 # Other tools' variables the lab reads as they are.
 FOREIGN = ("MAKEFLAGS", "DOCKER_HOST", "HOME", "PATH", "SSH_AUTH_SOCK", "USER", "TMPDIR")
-# The Makefile's own variables (RUN=, A=, B= name a run folder; PYTHON the interpreter).
-MAKE_VARIABLES = ("RUN", "A", "B", "PYTHON")
+# The Makefile's own variables (RUN=, A=, B= name a run folder, RUNS= several;
+# PYTHON the interpreter).
+MAKE_VARIABLES = ("RUN", "A", "B", "PYTHON", "RUNS")
 
 
 def run_settings() -> list[str]:

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from lab import analysis, claims, costview, record, results, stepcheck
+from lab import analysis, claims, costview, reasons, record, results, stepcheck
 from lab.claims import ClaimResult, ClaimsError, Study
 from lab.clients import clients
 from lab.metrics import LevelStats
@@ -361,7 +361,8 @@ def render(plan: Plan, folder: Path, judged: list[Judged]) -> str:
     if plan.overrides:
         lines += ["Settings given by the user (they replace the study's): "
                   + ", ".join(f"{k}={v}" for k, v in plan.overrides.items()) + ".", ""]
-    lines += ["## Claims", ""] + claims_section(judged) + ["", "## Runs", ""]
+    lines += ["## Claims", ""] + claims_section(judged) + [""] + why_section(plan, judged)
+    lines += ["## Runs", ""]
     lines += runs_section(folder, judged) + [""]
     for j in judged:
         s = j.done.plan.settings
@@ -377,6 +378,33 @@ def render(plan: Plan, folder: Path, judged: list[Judged]) -> str:
               for s in st.stands_for]
     lines += [f"- {u.published}: unavailable ({u.reason})" for u in st.unavailable]
     return "\n".join(lines) + "\n"
+
+
+def why_section(plan: Plan, judged: list[Judged]) -> list[str]:
+    """Each claim not reproduced, per client: its three measured reasons
+    (lab.reasons) and the variants that test them; then the conditions,
+    published against here."""
+    lines: list[str] = []
+    last: record.Manifest | None = None
+    for j in judged:
+        folder = j.done.folder
+        if folder is None or not (folder / results.MANIFEST).exists():
+            continue
+        try:
+            m = record.read_manifest(folder)
+        except record.RecordError:
+            continue
+        last, stats = m, stats_by_name(plan, folder)
+        for r in j.results:
+            if r.verdict != claims.REPRODUCED:
+                lines += reasons.block(r.claim, j.done.plan.client, r.verdict,
+                                       reasons.reasons(r, plan.study, m, stats) if stats else [],
+                                       plan.study, plan.specs)
+    if last is None:
+        return []
+    return (["## Why not reproduced", ""] + (lines or ["Every claim was reproduced."])
+            + ["", "## Conditions, published against here", ""]
+            + reasons.conditions_table(plan.study, last) + [""])
 
 
 def to_json(plan: Plan, judged: list[Judged]) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """The one settings check every step calls before anything is built or started.
 
 The registry's rule (lab/params.py): a setting this run would not use exits 2.
-Each step (bench, cost, profile, reproduce, rerun, calibrate) declares here
+Each step (bench, cost, profile, reproduce, claims, rerun, calibrate) declares here
 which settings it reads; a setting given (non-empty) that the step does not
 read is refused with the reason, and a name on make's command line close to a
 setting's gets "did you mean". Two exceptions, each named where it applies:
@@ -33,6 +33,7 @@ USES: dict[str, frozenset[str]] = {
     "cost": COST | LAB,
     "profile": frozenset({"PROFILE_AT", "DURATION", "HEADERS", "PORT"}) | LAB,
     "reproduce": frozenset({"STUDY", "QUICK"}) | RUN | LAB,
+    "claims": frozenset({"STUDY", "RESULTS"}) | LAB,
     "calibrate": frozenset({"CLIENTS", "CONCURRENCY", "DURATION", "WARMUP", "PORT", "BIND",
                             "SERVER_CPUS", "CLIENT_CPUS", "CLIENT_THREADS"}) | LAB,
 }
