@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lab import failures, jit, metrics, procs, record, runtimes
+from lab import failures, jit, metrics, procs, record, runtimes, series
 from lab.clients import Client, ClientError, Level, Load
 from lab.launch import Knobs, ListenError, ServerProcess
 from lab.params import KNOBS, WARMUP_SLICE_S, Params
@@ -382,6 +382,8 @@ class ServerSweep:
             levels = [self.client.parse(ran.stdout, ran.stderr) for ran in runs]
         except ClientError as e:
             raise SweepError(f"{tag}: {e}") from e
+        if "warmup" not in tag:
+            self.write_series(tag, runs, getattr(sampler, "points", None))
         hosts_pct = tuple(100 * ran.cpu_s / (len(p.client_cpus) * max(ran.wall_s, 1e-9))
                           for ran in runs) if several else ()
         if several:
@@ -406,6 +408,20 @@ class ServerSweep:
             shared_kb=last.shared_kb if last else None,
             anon_kb=last.anon_kb if last else None,
             server_sys_s=getattr(sampler, "sys_s", None))
+
+    def write_series(self, tag: str, runs: list[ClientRun],
+                     points: list[series.Point] | None) -> None:
+        """The level's per-second series (lab.series): the client's req/s where
+        it gives one (summed over client hosts), the sampler's CPU and RSS."""
+        per_second = getattr(self.client, "per_second", None)
+        rps: list[float] | None = None
+        if per_second is not None:
+            each: list[list[float]] = [per_second(ran.stdout) for ran in runs]
+            rps = [round(sum(x[i] for x in each if i < len(x)), 1)
+                   for i in range(max((len(x) for x in each), default=0))]
+        server = series.server_per_second(points or [])
+        if rps or server:
+            series.write(self.out / f"{series.PREFIX}{tag}.csv", rps, server)
 
     def died(self, sp: ServerProcess, load: Load, tag: str) -> SweepError:
         """The server exited during a client run: the level (or warm-up) and its
