@@ -856,6 +856,18 @@ def probe_files(run: Path) -> dict[str, dict[str, Any] | str]:
     return out
 
 
+# --------------------------------------------------------------------------- per-second series
+
+# <server>/series-<tag>.csv: one measured level's per-second series (lab.series
+# writes and reads it), the tag of the level's client output (rep1-c8, rep2-r500)
+SERIES_PREFIX = "series-"
+SERIES_HEADER = ("second", "rps", "server_cpu_pct", "rss_kb")
+
+
+def series_file(run: Path, server: str, tag: str) -> Path:
+    return run / server / f"{SERIES_PREFIX}{tag}.csv"
+
+
 # --------------------------------------------------------------------------- costs, profiles
 
 COST = "cost.json"                 # make cost (lab.cost): instructions per request

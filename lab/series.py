@@ -1,7 +1,8 @@
 """Per-second series of one level: the client's req/s, the server's CPU and RSS.
 
-One CSV per measured level, `<server>/series-<tag>.csv` (the tag of its
-client output, e.g. rep1-c8), columns `second,rps,server_cpu_pct,rss_kb`:
+One CSV per measured level, `<server>/series-<tag>.csv` (declared in
+lab.record: the tag of its client output, e.g. rep1-c8), columns
+`second,rps,server_cpu_pct,rss_kb`:
 second n covers [n, n+1) s from the start of the level. `rps` is empty when
 the client gives no per-second figure: vegeta does (its report every second,
 lab.clients.vegeta), wrk does not (a Lua response() hook costs wrk too much
@@ -19,8 +20,8 @@ import json
 from datetime import datetime
 from pathlib import Path
 
-HEADER = ("second", "rps", "server_cpu_pct", "rss_kb")
-PREFIX = "series-"
+from lab.record import SERIES_HEADER as HEADER      # the file's schema: lab.record
+from lab.record import SERIES_PREFIX as PREFIX
 
 Point = tuple[float, float, int]          # (monotonic s, tree CPU s so far, RSS kB)
 
@@ -114,4 +115,4 @@ def files(server_folder: Path) -> list[Path]:
         rep, _, level = tag.partition("-")
         digits = "".join(c for c in level if c.isdigit())
         return rep, int(digits) if digits else 0, level
-    return sorted((p for p in server_folder.glob(PREFIX + "*.csv")), key=key)
+    return sorted(server_folder.glob(PREFIX + "*.csv"), key=key)

@@ -421,7 +421,7 @@ class ServerSweep:
                    for i in range(max((len(x) for x in each), default=0))]
         server = series.server_per_second(points or [])
         if rps or server:
-            series.write(self.out / f"{series.PREFIX}{tag}.csv", rps, server)
+            series.write(record.series_file(self.run, self.server.name, tag), rps, server)
 
     def died(self, sp: ServerProcess, load: Load, tag: str) -> SweepError:
         """The server exited during a client run: the level (or warm-up) and its
