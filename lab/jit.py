@@ -7,8 +7,10 @@ start. WARMUP=auto reads it after each slice: the compilations per second
 between two readings fall near zero (lab.metrics.JIT_QUIET_PER_S) once the
 JIT has gone quiet.
 
-jcmd runs where the server runs (ServerHost.run), pinned like it, between
-slices (never under a measured load). Where it cannot reach the JVM (no
+jcmd runs where the server runs (ServerHost.run: this host, a netns, the
+ssh server host), pinned like it, between slices (never under a measured
+load); with RUNTIME=docker, on this host against the container's process
+(not tried here: no Docker daemon was reachable when this was written). Where it cannot reach the JVM (no
 jcmd, another PID namespace, another user), the reading is None and the
 warm-up records why.
 """
@@ -51,7 +53,15 @@ def read(where: ServerHost, pid: int, cwd: Path, env: dict[str, str],
     """The JVM's compilations so far (jcmd PID PerfCounter.print, where it runs)."""
     argv = ["jcmd", str(pid), "PerfCounter.print"]
     try:
-        code, stdout, stderr = where.run(argv, cwd, env, cpus, timeout=JCMD_TIMEOUT_S)
+        if where.name == "docker":
+            # its run() starts the image's facts, not a command; the PID is the
+            # server's on this host, and HotSpot's jcmd attaches into a container
+            # from the host (as the same user or root) with this host's jcmd
+            out = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True,
+                                 timeout=JCMD_TIMEOUT_S)
+            code, stdout, stderr = out.returncode, out.stdout, out.stderr
+        else:
+            code, stdout, stderr = where.run(argv, cwd, env, cpus, timeout=JCMD_TIMEOUT_S)
     except (OSError, subprocess.SubprocessError) as e:
         return Reading(None, f"{' '.join(argv)}: {e}")
     n = parse(stdout)
