@@ -206,8 +206,14 @@ def chart_figure(path: Path, title: str) -> str:
             f'<span class="muted">({e(path.name)})</span></figcaption>{svg}</figure>')
 
 
+def series_title(stem: str) -> str:
+    """A per-second chart's title (series-<server>, lab.plot); any other stem as it is."""
+    server = stem.removeprefix("series-")
+    return f"Per second: {server} (req/s, server CPU, RSS)" if server != stem else stem
+
+
 def charts_section(run: Path) -> str:
-    figures = [chart_figure(path, CHART_TITLES.get(path.stem, path.stem))
+    figures = [chart_figure(path, CHART_TITLES.get(path.stem, series_title(path.stem)))
                for path in chart_files(run)]
     if not figures:
         return '<h2>Charts</h2><p class="muted">No charts in this run folder.</p>'

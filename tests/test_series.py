@@ -79,6 +79,6 @@ def test_a_short_run_stores_each_level_and_charts_it(tmp_path: Path) -> None:
                    for _, _, cpu, rss in rows)
     assert b"<svg" in (run / "series-nginx.svg").read_bytes()[:2000]
     page = (run / "report.html").read_text()
-    assert 'id="chart-series-nginx"' in page
+    assert 'id="chart-series-nginx"' in page and "Per second: nginx" in page
     assert "not available from siege" in page
     assert leftovers(run) == []
