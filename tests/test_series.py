@@ -82,3 +82,22 @@ def test_a_short_run_stores_each_level_and_charts_it(tmp_path: Path) -> None:
     assert 'id="chart-series-nginx"' in page and "Per second: nginx" in page
     assert "not available from siege" in page
     assert leftovers(run) == []
+
+
+def test_a_vegeta_run_stores_its_responses_per_second(tmp_path: Path) -> None:
+    """nginx at 500/s for 2 s: each second of the level has vegeta's count."""
+    binary = vegeta.Vegeta().binary
+    if shutil.which("gnuplot") is None or not binary.exists():
+        pytest.skip("gnuplot and the lab's vegeta (make deps CLIENT=vegeta) are needed")
+    env = lab_env(tmp_path, SERVER="nginx", CLIENT="vegeta", RATE="500", DURATION="2s",
+                  WARMUP="0", PORT=str(free_port()))
+    del env["LAB_SERVER_PATH"]
+    out = bench(env, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    [run] = run_folders(tmp_path)
+    [path] = series.files(run / "nginx")
+    rows = series.read(path)
+    rates = [rps for _, rps, _, _ in rows if rps is not None]
+    assert len(rates) == 2 and all(rps > 0 for rps in rates), rows
+    assert "not available from" not in (run / "report.html").read_text()
+    assert leftovers(run) == []
