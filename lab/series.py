@@ -110,9 +110,11 @@ def read(path: Path) -> list[Row]:
 def files(server_folder: Path) -> list[Path]:
     """The series files of a server, measured levels in the order they ran
     (rep, then level as the tags sort by their number)."""
-    def key(p: Path) -> tuple[str, int, str]:
-        tag = p.stem[len(PREFIX):]
-        rep, _, level = tag.partition("-")
-        digits = "".join(c for c in level if c.isdigit())
-        return rep, int(digits) if digits else 0, level
+    def number(text: str) -> int:
+        digits = "".join(c for c in text if c.isdigit())
+        return int(digits) if digits else 0
+
+    def key(p: Path) -> tuple[int, int, str]:
+        rep, _, level = p.stem[len(PREFIX):].partition("-")
+        return number(rep), number(level), level
     return sorted(server_folder.glob(PREFIX + "*.csv"), key=key)

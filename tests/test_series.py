@@ -52,10 +52,10 @@ def test_write_and_read_keep_missing_figures_missing(tmp_path: Path) -> None:
     series.write(f, None, [(12.5, 2048), (30.0, 4096)])
     assert next(csv.reader(f.open())) == list(series.HEADER)
     assert series.read(f) == [(0, None, 12.5, 2048), (1, None, 30.0, 4096)]
-    for tag in ("rep1-c64", "rep2-c8", "rep1-c8"):
+    for tag in ("rep1-c64", "rep10-c8", "rep2-c8", "rep1-c8"):
         (tmp_path / f"series-{tag}.csv").write_text(",".join(series.HEADER) + "\n")
     assert [p.stem for p in series.files(tmp_path)] == \
-        ["series-rep1-c8", "series-rep1-c64", "series-rep2-c8"]
+        ["series-rep1-c8", "series-rep1-c64", "series-rep2-c8", "series-rep10-c8"]
 
 
 def test_a_short_run_stores_each_level_and_charts_it(tmp_path: Path) -> None:
