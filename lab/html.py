@@ -27,7 +27,7 @@ from lab.analysis import Analysis
 from lab.display import DASH, figure, rng, spread_text
 from lab.display import axis_label as axis_name
 from lab.metrics import LevelStats, Spread
-from lab.record import Manifest, RecordError, ServerRecord
+from lab.record import Manifest, RecordError, ServerRecord, Warmup
 from lab.report import rerun_line
 
 REPORT = "report.html"
@@ -206,8 +206,14 @@ def chart_figure(path: Path, title: str) -> str:
             f'<span class="muted">({e(path.name)})</span></figcaption>{svg}</figure>')
 
 
+def series_title(stem: str) -> str:
+    """A per-second chart's title (series-<server>, lab.plot); any other stem as it is."""
+    server = stem.removeprefix("series-")
+    return f"Per second: {server} (req/s, server CPU, RSS)" if server != stem else stem
+
+
 def charts_section(run: Path) -> str:
-    figures = [chart_figure(path, CHART_TITLES.get(path.stem, path.stem))
+    figures = [chart_figure(path, CHART_TITLES.get(path.stem, series_title(path.stem)))
                for path in chart_files(run)]
     if not figures:
         return '<h2>Charts</h2><p class="muted">No charts in this run folder.</p>'
@@ -291,6 +297,8 @@ def warmup_html(rec: ServerRecord) -> str:
     modes = {s.warmup.mode if s.warmup else "none" for s in rec.starts}
     if modes <= {"none"}:
         return '<p class="muted">Warm-up: none.</p>'
+    jvm = any(s.warmup and (s.warmup.jit_compiles is not None or s.warmup.jit_error)
+              for s in rec.starts)
     for start in rec.starts:
         w = start.warmup
         if not w:
@@ -302,11 +310,26 @@ def warmup_html(rec: ServerRecord) -> str:
                      e(DASH if w.seconds is None else w.seconds),
                      e(DASH if w.slices is None else w.slices),
                      e(", ".join(figure(x) for x in w.slice_rates) or DASH)])
+        if jvm:
+            rows[-1] += jit_cells(w)
     if not rows:
         return ""
-    return "<h3>Warm-up</h3>" + table(["start", "mode", "steady", "seconds", "slices",
-                                        "req/s per slice"], rows, numeric={3, 4, 5},
+    head = ["start", "mode", "steady", "seconds", "slices", "req/s per slice"]
+    if jvm:
+        head += ["JIT compilations", "JIT compilations/s at the end"]
+    return "<h3>Warm-up</h3>" + table(head, rows, numeric={3, 4, 5, 6, 7},
                                        cls="warmup")
+
+
+def jit_cells(w: Warmup) -> list[str]:
+    """A JVM's JIT at the end of its warm-up (lab.jit), or why it is unknown."""
+    if w.jit_error:
+        return [f'<span title="{e(w.jit_error)}">unavailable</span>', DASH]
+    if w.jit_compiles is None:
+        return [DASH, DASH]
+    quiet = "" if w.jit_quiet is None else (" (quiet)" if w.jit_quiet else " (not quiet)")
+    return [e(f"{w.jit_compiles:,}"),
+            e(DASH if w.jit_per_s is None else f"{w.jit_per_s:g}") + e(quiet)]
 
 
 def _json_cell(value: object) -> str:

@@ -24,6 +24,8 @@ SATURATED_SHORTFALL = 0.05     # achieved rate below offered rate by more than t
 STEADY_SLICES = 3              # warm-up auto: slices (lab.params.WARMUP_SLICE_S) until
                                # this many consecutive slices ...
 STEADY_TOLERANCE = 1.05        # ... within 5% of each other (max/min)
+JIT_QUIET_PER_S = 1.0          # warm-up auto, a JVM: at most this many JIT compilations
+                               # per second since the previous slice (lab.jit)
 MIN_REPS_FOR_VERDICT = 3       # fewer repetitions show no spread worth ranking on
 CAPACITY_LIMITED = 0.90        # a server at 90%+ of the client's calibrated capacity
 FAILED_SHARE_PCT = 1.0         # failed requests, % of a repetition's: more, and the level's
@@ -40,7 +42,8 @@ FLAGS: dict[str, str] = {
                    "usually client-side queueing, errors or timeouts",
     "saturated": f"the achieved rate fell more than {SATURATED_SHORTFALL:.0%} short of the "
                  "offered rate: the server (or client) could not keep up",
-    "not-steady": "the warm-up hit WARMUP_MAX before three slices agreed within 5%",
+    "not-steady": "the warm-up hit WARMUP_MAX before three slices agreed within 5% (and, "
+                  f"for a JVM, before its JIT compiled at most {JIT_QUIET_PER_S:g} method/s)",
     "noisy": f"repetitions spread more than {NOISY_SPREAD - 1:.0%} (max/min)",
 }
 
@@ -185,6 +188,12 @@ def steady(rates: list[float], slices: int = STEADY_SLICES,
         return False
     last = rates[-slices:]
     return min(last) > 0 and max(last) / min(last) <= tolerance
+
+
+def jit_quiet(per_s: float | None) -> bool:
+    """A JVM's JIT compilations per second (lab.jit) are near zero; None
+    (not read yet) is not quiet."""
+    return per_s is not None and per_s <= JIT_QUIET_PER_S
 
 
 @dataclass(frozen=True)

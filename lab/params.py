@@ -162,8 +162,8 @@ REGISTRY: tuple[Setting, ...] = (
     _s("REPEAT", "1", "1..100",
        "repetitions: each a fresh server start with its own warm-up; servers interleaved"),
     _s("WARMUP", "auto", "auto or duration",
-       "auto: load at the top level until 3 slices of 2s agree within 5%; or a fixed time "
-       "(30s); 0 = none"),
+       "auto: load at the top level until 3 slices of 2s agree within 5% (and a JVM's JIT "
+       "is quiet); or a fixed time (30s); 0 = none"),
     _s("WARMUP_MAX", "60s", "duration",
        "cap of WARMUP=auto; hitting it flags the server not-steady", "WARMUP=auto"),
     _s("KEEPALIVE", "0", "0 or 1",

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lab import analysis
+from lab import analysis, series
 from lab.analysis import Analysis
 from lab.display import gp_quote, problem, xlabel
 from lab.record import RunRecord
@@ -103,5 +103,42 @@ def draw(run: Path) -> int:
                 print(f"error: gnuplot {chart}.gp failed: {out.stderr.strip()[-500:]}",
                       file=sys.stderr)
                 return 1
+    for name in [*measured, *([ceiling] if ceiling else [])]:
+        has_rps = export_series(run, name)
+        if has_rps is None:
+            continue
+        for fmt in ("png", "svg"):
+            setup = (f"run={gp_quote(str(run))}; server={gp_quote(name)}; "
+                     f"client={gp_quote(m.client.tool or 'the client')}; "
+                     f"has_rps={int(has_rps)}; conditions={gp_quote(cond)}; fmt='{fmt}'")
+            out = subprocess.run(["gnuplot", "-e", setup, str(PLOTS / "series.gp")],
+                                 capture_output=True, text=True)
+            if out.returncode != 0:
+                print(f"error: gnuplot series.gp failed for {name}: "
+                      f"{out.stderr.strip()[-500:]}", file=sys.stderr)
+                return 1
+        drawn.append(f"series-{name}")
     print(f"charts: {', '.join(str(run / f'{c}.png') for c in drawn)}", file=sys.stderr)
     return 0
+
+
+def export_series(run: Path, name: str) -> bool | None:
+    """data/series-<name>.dat from the server's per-second files (lab.series),
+    levels one after another on one time axis, a blank line between them.
+    None when it has none (a run before they were recorded); else whether
+    any second has the client's req/s."""
+    found = series.files(run / name)
+    if not found:
+        return None
+    lines, t, has_rps = ["# t_s rps server_cpu_pct rss_MB"], 0, False
+    for path in found:
+        rows = series.read(path)
+        for second, rps, cpu, rss in rows:
+            has_rps = has_rps or rps is not None
+            lines.append(f"{t + second} {num(rps)} {num(cpu)} "
+                         f"{num(None if rss is None else rss / MB)}")
+        t += len(rows)
+        lines.append("")
+    (run / "data").mkdir(exist_ok=True)
+    (run / "data" / f"series-{name}.dat").write_text("\n".join(lines) + "\n")
+    return has_rps

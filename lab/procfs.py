@@ -204,6 +204,9 @@ class Sampler:
         self.threads_peak = self.first.threads if self.first else 0
         self.own_cpu_s = 0.0          # the sampler thread's own CPU time: the lab's cost
         self.memory_error = ""        # why `last` has no PSS/private/shared memory
+        # (monotonic s, CPU s, RSS kB) of every sample: the per-second series (lab.series)
+        self.points: list[tuple[float, float, int]] = \
+            [(time.monotonic(), self.first.cpu_s, self.first.rss_kb)] if self.first else []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
@@ -220,6 +223,7 @@ class Sampler:
         if s is None:
             return
         self.last = s
+        self.points.append((time.monotonic(), s.cpu_s, s.rss_kb))
         self.count += 1
         self.rss_peak_kb = max(self.rss_peak_kb, s.rss_kb)
         self.threads_peak = max(self.threads_peak, s.threads)

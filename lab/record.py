@@ -288,6 +288,12 @@ class Warmup:
     slice_rates: list[float] = field(default_factory=list)
     cap_s: int | None = None
     rate_rps: float | None = None
+    # a JVM's JIT at the end of the warm-up (lab.jit); absent for other servers
+    # and in runs before it was recorded; jit_error says why it could not be read
+    jit_compiles: int | None = None
+    jit_per_s: float | None = None
+    jit_quiet: bool | None = None
+    jit_error: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -298,7 +304,9 @@ class Warmup:
         return cls(mode=o.text("mode", "none"), seconds=o.opt_num("seconds"),
                    steady=o.opt_flag("steady"), slices=o.opt_int("slices"),
                    slice_rates=[float(x) for x in rates], cap_s=o.opt_int("cap_s"),
-                   rate_rps=o.opt_num("rate_rps"), extra=o.rest(_names(cls)))
+                   rate_rps=o.opt_num("rate_rps"), jit_compiles=o.opt_int("jit_compiles"),
+                   jit_per_s=o.opt_num("jit_per_s"), jit_quiet=o.opt_flag("jit_quiet"),
+                   jit_error=o.text("jit_error"), extra=o.rest(_names(cls)))
 
 
 @dataclass
@@ -846,6 +854,18 @@ def probe_files(run: Path) -> dict[str, dict[str, Any] | str]:
             {"rows": data} if isinstance(data, list) else \
             f"should be an object, found {_kind(data)}"
     return out
+
+
+# --------------------------------------------------------------------------- per-second series
+
+# <server>/series-<tag>.csv: one measured level's per-second series (lab.series
+# writes and reads it), the tag of the level's client output (rep1-c8, rep2-r500)
+SERIES_PREFIX = "series-"
+SERIES_HEADER = ("second", "rps", "server_cpu_pct", "rss_kb")
+
+
+def series_file(run: Path, server: str, tag: str) -> Path:
+    return run / server / f"{SERIES_PREFIX}{tag}.csv"
 
 
 # --------------------------------------------------------------------------- costs, profiles

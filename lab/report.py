@@ -15,8 +15,8 @@ from lab import (analysis, costview, memsplit, metrics, probetable, profileview,
                  sends)
 from lab.analysis import Analysis
 from lab.display import DASH, axis_label, rng, spread_text
-from lab.metrics import LevelStats
-from lab.record import Manifest, RunRecord
+from lab.metrics import JIT_QUIET_PER_S, LevelStats
+from lab.record import Manifest, RunRecord, Warmup
 
 
 def server_table(m: Manifest, stats: dict[str, list[LevelStats]]) -> list[str]:
@@ -93,8 +93,23 @@ def warmups(m: Manifest) -> list[str]:
         said = (f"steady after {min(secs):.0f}–{max(secs):.0f}s in {len(secs)} of {len(auto)} "
                 "starts" if secs else f"never steady in {len(auto)} starts")
         lines.append(f"- {name}: {said}" + (f"; {capped} hit the cap of {auto[0].cap_s}s "
-                                            "(flagged not-steady)" if capped else ""))
+                                            "(flagged not-steady)" if capped else "")
+                     + jit_part(auto))
     return lines
+
+
+def jit_part(warmups: list[Warmup]) -> str:
+    """A JVM's JIT at the end of each warm-up (lab.jit): compilations and their rate."""
+    read = [w for w in warmups if w.jit_compiles is not None]
+    errors = sorted({w.jit_error for w in warmups if w.jit_error})
+    if not read and not errors:
+        return ""
+    said = ", ".join(f"{w.jit_compiles:,}" + ("" if w.jit_per_s is None else
+                                              f" ({w.jit_per_s:g}/s)") for w in read)
+    quiet = sum(1 for w in read if w.jit_quiet)
+    out = (f"; JIT compilations at the end: {said}, quiet (at most "
+           f"{JIT_QUIET_PER_S:g}/s) in {quiet} of {len(read)}" if read else "")
+    return out + (f"; JIT unavailable: {'; '.join(errors)}" if errors else "")
 
 
 def probe_section(probes: dict[str, dict[str, Any] | str]) -> list[str]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lab import failures, metrics, procs, record, runtimes
+from lab import failures, jit, metrics, procs, record, runtimes, series
 from lab.clients import Client, ClientError, Level, Load
 from lab.launch import Knobs, ListenError, ServerProcess
 from lab.params import KNOBS, WARMUP_SLICE_S, Params
@@ -282,7 +282,8 @@ class ServerSweep:
     # ---- warm-up ------------------------------------------------------------
     def warm_up(self, sp: ServerProcess, top: int) -> dict[str, Any]:
         """Load at the top level, not recorded: a fixed time, or (auto) 2 s
-        slices until three agree within 5%, for at most WARMUP_MAX of wall time.
+        slices until three agree within 5% and, for a JVM, its JIT has gone
+        quiet (lab.jit), for at most WARMUP_MAX of wall time.
 
         An open-loop client warms up closed-loop instead (as fast as it can
         with WARMUP_WORKERS connections): an offered rate beyond the server's
@@ -291,34 +292,55 @@ class ServerSweep:
         load = self.load(top) if p.load_axis == "concurrency" else Load(concurrency=WARMUP_WORKERS)
         at = fmt_value(p.load_axis, top) if p.load_axis == "concurrency" else \
             f"{WARMUP_WORKERS} connections, as fast as the client can"
+        watch = self.jit_watch(sp)
         if not p.warmup_auto:
             if not p.warmup_s:
                 return {"mode": "none"}
+            if watch:
+                watch.take()
             level, _ = self.level(sp, load, p.warmup_s, f"rep{self.rep}-warmup")
+            if watch:
+                watch.take()
             progress(f"{self.tag} warm-up {p.warmup_s}s at {at}: "
-                     f"{level.rate_rps:,.0f} req/s (not recorded)")
-            return {"mode": "fixed", "seconds": p.warmup_s, "rate_rps": round(level.rate_rps)}
+                     f"{level.rate_rps:,.0f} req/s (not recorded){jit_said(watch)}")
+            return {"mode": "fixed", "seconds": p.warmup_s, "rate_rps": round(level.rate_rps),
+                    **(watch.record(metrics.jit_quiet(watch.per_s)) if watch else {})}
         rates: list[float] = []
         t0 = time.monotonic()
+        if watch:
+            watch.take()
+
+        def settled() -> bool:
+            return metrics.steady(rates) and (watch is None or watch.unavailable or
+                                              metrics.jit_quiet(watch.per_s))
         # slices while the next one still fits under the cap, in wall time
         # (a slice lasts longer than its nominal 2 s when the server lags)
-        while not metrics.steady(rates) and \
-                time.monotonic() - t0 + WARMUP_SLICE_S <= p.warmup_max_s:
+        while not settled() and time.monotonic() - t0 + WARMUP_SLICE_S <= p.warmup_max_s:
             level, _ = self.level(sp, load, WARMUP_SLICE_S,
                                   f"rep{self.rep}-warmup{len(rates) + 1}")
             rates.append(round(level.rate_rps, 1))
-        ok = metrics.steady(rates)
+            if watch:
+                watch.take()
+        ok = settled()
         took = time.monotonic() - t0
         shown = " ".join(f"{r / 1000:.1f}k" for r in rates[-6:])
         if ok:
             progress(f"{self.tag} warm-up auto: steady after {took:.0f}s at {at} "
-                     f"(last slices {shown} req/s; not recorded)")
+                     f"(last slices {shown} req/s; not recorded){jit_said(watch)}")
         else:
             progress(f"{self.tag} warning: warm-up did not settle within WARMUP_MAX="
-                     f"{p.warmup_max_s}s at {at} (last slices {shown} req/s): every level "
-                     "of this start is flagged not-steady")
+                     f"{p.warmup_max_s}s at {at} (last slices {shown} req/s"
+                     f"{jit_said(watch)}): every level of this start is flagged not-steady")
         return {"mode": "auto", "steady": ok, "seconds": round(took, 1),
-                "slices": len(rates), "slice_rates": rates, "cap_s": p.warmup_max_s}
+                "slices": len(rates), "slice_rates": rates, "cap_s": p.warmup_max_s,
+                **(watch.record(metrics.jit_quiet(watch.per_s)) if watch else {})}
+
+    def jit_watch(self, sp: ServerProcess) -> jit.Watch | None:
+        """For a JVM server, its JIT's compilations read between warm-up slices."""
+        if not jit.is_jvm(self.server):
+            return None
+        return jit.Watch(lambda: jit.read(sp.where, sp.pid, self.server.run.dir, sp.env,
+                                          self.params.server_cpus))
 
     # ---- one client run -----------------------------------------------------
     def level(self, sp: ServerProcess, load: Load, duration: int, tag: str
@@ -360,6 +382,8 @@ class ServerSweep:
             levels = [self.client.parse(ran.stdout, ran.stderr) for ran in runs]
         except ClientError as e:
             raise SweepError(f"{tag}: {e}") from e
+        if "warmup" not in tag:
+            self.write_series(tag, runs, getattr(sampler, "points", None))
         hosts_pct = tuple(100 * ran.cpu_s / (len(p.client_cpus) * max(ran.wall_s, 1e-9))
                           for ran in runs) if several else ()
         if several:
@@ -384,6 +408,20 @@ class ServerSweep:
             shared_kb=last.shared_kb if last else None,
             anon_kb=last.anon_kb if last else None,
             server_sys_s=getattr(sampler, "sys_s", None))
+
+    def write_series(self, tag: str, runs: list[ClientRun],
+                     points: list[series.Point] | None) -> None:
+        """The level's per-second series (lab.series): the client's req/s where
+        it gives one (summed over client hosts), the sampler's CPU and RSS."""
+        per_second = getattr(self.client, "per_second", None)
+        rps: list[float] | None = None
+        if per_second is not None:
+            each: list[list[float]] = [per_second(ran.stdout) for ran in runs]
+            rps = [round(sum(x[i] for x in each if i < len(x)), 1)
+                   for i in range(max((len(x) for x in each), default=0))]
+        server = series.server_per_second(points or [])
+        if rps or server:
+            series.write(record.series_file(self.run, self.server.name, tag), rps, server)
 
     def died(self, sp: ServerProcess, load: Load, tag: str) -> SweepError:
         """The server exited during a client run: the level (or warm-up) and its
@@ -469,6 +507,16 @@ class ServerSweep:
         if spread is not None and spread > 1.0:
             self.note(f"{tag}: the client hosts started {spread:.1f}s apart (more than 1 s): "
                       "their loads overlapped only in part")
+
+
+def jit_said(watch: jit.Watch | None) -> str:
+    """The JIT's part of a warm-up's progress line."""
+    if watch is None:
+        return ""
+    if watch.unavailable:
+        return f"; JIT compilations unavailable: {watch.error}"
+    rate = "" if watch.per_s is None else f", {watch.per_s:g}/s at the end"
+    return f"; JIT {watch.compiles:,} compilations{rate}"
 
 
 def split_load(load: Load, hosts: int) -> list[Load]:

@@ -8,7 +8,11 @@ workers, starts another worker rather than wait for a busy one.
 The command is one shell pipeline, so that the sweep's wait4 rusage of the
 shell counts both vegeta processes and the shell's stdout is the report:
 
-    printf 'GET URL\\n' | vegeta attack -rate=R/s ... | vegeta report -type=json
+    printf 'GET URL\\n' | vegeta attack -rate=R/s ... | vegeta report -type=json -every=1s
+
+`-every=1s` writes a running (cumulative) report each second before the
+final one: the per-second series of responses (lab.series) at the cost of
+one small JSON line a second; the final report is the last line.
 
 `report` decodes the results while the attack runs instead of after it (with
 `attack -output FILE` then `report FILE`), so the command lasts as long as
@@ -43,7 +47,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from lab import failures as kinds
-from lab import hostinfo, paths
+from lab import hostinfo, paths, series
 from lab.clients import ClientError, Level, Load, Options
 from lab.record import Failure
 
@@ -123,7 +127,12 @@ def build(cache: Path) -> int:
 
 
 def report_json(stdout: str) -> dict[str, Any] | None:
-    start = stdout.find("{")
+    """The final report: the last line (`report -every=1s` writes a running
+    report each second before it, each after a clear-screen code)."""
+    lines = [line for line in stdout.splitlines() if "{" in line]
+    last = lines[-1] if lines else ""
+    start = last.find("{")
+    stdout = last
     try:
         data = json.loads(stdout[start:]) if start >= 0 else None
     except json.JSONDecodeError:
@@ -249,11 +258,15 @@ class Vegeta:
         script = (f"export GOMAXPROCS={self.options.threads}; "
                   + (f"echo offered_rps={load.rate} >&2; " if load.rate else "")
                   + f"printf 'GET %s\\n' {shlex.quote(url)} | "
-                  + f"{vegeta} attack {' '.join(flags)} | {vegeta} report -type=json")
+                  + f"{vegeta} attack {' '.join(flags)} | {vegeta} report -type=json -every=1s")
         return ["sh", "-c", script]
 
     def parse(self, stdout: str, stderr: str) -> Level:
         return parse(stdout, stderr)
+
+    def per_second(self, stdout: str) -> list[float]:
+        """Responses per second, from the running reports (lab.series)."""
+        return series.vegeta_per_second(stdout)
 
 
 CLIENT = Vegeta
