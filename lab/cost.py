@@ -440,9 +440,18 @@ def main(argv: list[str]) -> int:
         write_manifest(run, params, levels, counts, repeat, servers)
         code = measure(run, params, servers, levels, counts, repeat, headers(env))
     except KeyboardInterrupt:
+        code = 130
+        if not (run / record.MANIFEST).exists():
+            # interrupted before the run had a manifest: nothing was measured,
+            # and the folder holds only what this step just made
+            runlock.unguard(gone)
+            os.close(lock)
+            shutil.rmtree(run, ignore_errors=True)
+            print("error: interrupted before anything was counted (its empty run folder "
+                  "removed)", file=sys.stderr)
+            return code
         interrupted(run)
         print("error: interrupted: the counts made so far are kept", file=sys.stderr)
-        code = 130
     print(report.write(run))
     from lab import html
     html.main_report(run)
