@@ -48,15 +48,6 @@ class Difference:
         return f"{self.what}: A {self.a}, B {self.b}"
 
 
-def dig(m: Manifest, path: str) -> Any:
-    """m['x']['y'] for 'x.y'; None when any step is missing."""
-    node: Any = m
-    for key in path.split("."):
-        if not isinstance(node, dict) or key not in node:
-            return None
-        node = node[key]
-    return node
-
 
 def shown(value: Any) -> str:
     if value is None:
@@ -105,7 +96,7 @@ def path_differences(ma: Manifest, mb: Manifest, paths: list[tuple[str, str]],
                      matters: bool) -> list[Difference]:
     out = []
     for what, path in paths:
-        a, b = dig(ma, path), dig(mb, path)
+        a, b = record.manifest_value(ma, path), record.manifest_value(mb, path)
         if a != b:
             out.append(Difference(what, shown(a), shown(b), matters))
     return out
@@ -138,7 +129,7 @@ def server_differences(ma: Manifest, mb: Manifest) -> list[Difference]:
 def load_difference(ma: Manifest, mb: Manifest) -> list[Difference]:
     """The 1-minute load average at the start, when it differs at one decimal."""
     def first(m: Manifest) -> str:
-        load = dig(m, "host.load_average_at_start")
+        load = record.manifest_value(m, "host.load_average_at_start")
         return f"{load[0]:.1f}" if isinstance(load, list) and load else shown(None)
     a, b = first(ma), first(mb)
     return [] if a == b else [Difference("load average at start (1 min)", a, b, False)]
@@ -385,7 +376,7 @@ def gate(sa: Stats, sb: Stats, costs: tuple[costview.CostAnalysis | None,
     servers = [n for n in sa if n in sb] + [n for (n, lv) in ca if (n, lv) in cb
                                             and n not in sa]
     for name in dict.fromkeys(servers):
-        if any(dig(m, f"servers.{name}.role") == "ceiling" for m in ms) and "." not in name:
+        if any(record.manifest_value(m, f"servers.{name}.role") == "ceiling" for m in ms) and "." not in name:
             in_b = {s.value for s in sb.get(name, [])}
             checks += [Check(name, s.value, metric, NOT_APPLICABLE, None, None, None,
                              "the ceiling reference is not gated: it measures the host and "
@@ -450,7 +441,7 @@ def gate_lines(g: Gate) -> list[str]:
 # ---- text ---------------------------------------------------------------------
 
 def axis_label(m: Manifest) -> str:
-    return axis_name(str(dig(m, "params.axis") or "level"))
+    return axis_name(str(record.manifest_value(m, "params.axis") or "level"))
 
 
 def table(rows: list[Comparison], level: str) -> list[str]:
@@ -507,7 +498,7 @@ def as_json(ids: tuple[str, str], runs: tuple[Path, Path], ms: tuple[Manifest, M
     side = [{"run_id": ids[i], "path": str(runs[i]), "conditions": conditions(ms[i])}
             for i in (0, 1)]
     return {"made": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "a": side[0], "b": side[1], "axis": dig(ms[0], "params.axis"),
+            "a": side[0], "b": side[1], "axis": record.manifest_value(ms[0], "params.axis"),
             "forced": forced,
             "warnings": [d.text() for d in diffs if d.matters],
             "differences": [asdict(d) for d in diffs],
@@ -539,7 +530,7 @@ def chart(out: Path, stats: tuple[Stats, Stats], ids: tuple[str, str],
         return "no server was measured in both runs"
     export(out, stats[0], "a", servers)
     export(out, stats[1], "b", servers)
-    axis = str(dig(ms[0], "params.axis") or "")
+    axis = str(record.manifest_value(ms[0], "params.axis") or "")
     ticks = " ".join(str(v) for v in sorted({s.value for st in stats for n in servers
                                              for s in st[n]}))
     for fmt in ("png", "svg"):

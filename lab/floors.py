@@ -42,18 +42,10 @@ CONDITIONS: tuple[tuple[str, str], ...] = (
 )
 
 
-def dig(m: dict[str, Any], path: str) -> Any:
-    node: Any = m
-    for key in path.split("."):
-        if not isinstance(node, dict) or key not in node:
-            return None
-        node = node[key]
-    return node
-
 
 def conditions_of(manifest: dict[str, Any]) -> dict[str, Any]:
     """The conditions of CONDITIONS, as a run's manifest records them."""
-    return {what: dig(manifest, path) for what, path in CONDITIONS}
+    return {what: record.manifest_value(manifest, path) for what, path in CONDITIONS}
 
 
 @dataclass(frozen=True)

@@ -48,18 +48,10 @@ class Point:
     report: bool                   # the run folder has report.html
 
 
-def dig(m: dict[str, Any], path: str) -> Any:
-    node: Any = m
-    for key in path.split("."):
-        if not isinstance(node, dict) or key not in node:
-            return None
-        node = node[key]
-    return node
-
 
 def conditions(m: dict[str, Any], server: str) -> tuple[tuple[str, str], ...]:
-    found = [(what, str(dig(m, path) or "?")) for what, path in CONDITIONS]
-    version = dig(m, f"servers.{server}.version") if "." not in server else None
+    found = [(what, str(record.manifest_value(m, path) or "?")) for what, path in CONDITIONS]
+    version = record.manifest_value(m, f"servers.{server}.version") if "." not in server else None
     return tuple(found + [("server version", str(version or "?"))])
 
 

@@ -563,6 +563,17 @@ def parse_manifest(data: Any, path: Path) -> Manifest:
         problems=o.texts("problems"), extra=o.rest(_names(Manifest)))
 
 
+def manifest_value(m: Any, path: str) -> Any:
+    """A manifest's (or any nested dict's) value at a dotted path ('host.cores'):
+    m['host']['cores']; None when any step is missing."""
+    node: Any = m
+    for key in path.split("."):
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
 def read_manifest(run: Path) -> Manifest:
     """The run folder's manifest, typed; RecordError names what is wrong."""
     if not run.is_dir():
