@@ -22,6 +22,13 @@ RESULTS_JSON = "results.json"
 CLIENT_LIMITED = "client-limited"
 BELOW = "below the client's limit"
 DOES_NOT_HOLD = "the calibration does not hold here: run `make calibrate` on a quiet host"
+# above 100% against a calibration made on a quiet host: the client's capacity
+# depends on what the server answers (and on the level), so nginx's is no limit
+ABOVE_QUIET = ("the client drove this server faster than it drove the ceiling on a quiet "
+               "host: what a client drives depends on the server's answer and the level, so "
+               "the calibrated figure is no upper bound here (the client-bound flag, from the "
+               "client's own CPU, still is); `make calibrate CONCURRENCY=...` at the run's "
+               "levels narrows it")
 
 
 @dataclass(frozen=True)
@@ -120,6 +127,18 @@ def capacity(cal: Calibration, client: str, keepalive: bool,
     return levels[c].rate_rps, c
 
 
+def above_why(cal: Calibration, m: Manifest, level: int) -> str:
+    """Why a server can exceed its client's calibrated figure: a calibration
+    made on a busy host (its level's own record says so, or does not say),
+    or, on a quiet one, a client whose cost per request depends on the server."""
+    got = cal.clients.get(m.client.tool)
+    lv = (got.modes.get(mode(m.params.keepalive)) or {}).get(level) if got else None
+    busy = lv.host_busy_pct if lv is not None else None
+    if busy is None or busy > metrics.HOST_BUSY_PCT:
+        return DOES_NOT_HOLD
+    return ABOVE_QUIET
+
+
 def capacity_note(m: Manifest, s: LevelStats) -> CapacityNote | None:
     """'aws 4.9 k req/s at c=8 = 97% of what siege drove against the ceiling here (c=8)'."""
     cal = m.calibration
@@ -134,7 +153,7 @@ def capacity_note(m: Manifest, s: LevelStats) -> CapacityNote | None:
     share = s.rate.median / cap if cap > 0 else float("inf")
     at = f"c={level}" if level == s.value else f"nearest calibrated level c={level}"
     if share > 1.0:
-        kind, said = "does-not-hold", f"above 100%, so {DOES_NOT_HOLD}"
+        kind, said = "does-not-hold", f"above 100%, so {above_why(cal, m, level)}"
     elif share >= metrics.CAPACITY_LIMITED:
         kind, said = "client-limited", CLIENT_LIMITED
     else:
@@ -272,8 +291,10 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
         out.append(f"The calibration on record is not used for this run: {cal_note}.")
     for c in capacity_notes:
         if c.kind == "does-not-hold":
+            cal = m.calibration
+            why = above_why(cal, m, c.level) if cal is not None else DOES_NOT_HOLD
             out.append(f"{c.server} reached {c.share:.0%} of the calibrated capacity of "
-                       f"{m.client.tool} at c={c.value}: {DOES_NOT_HOLD}.")
+                       f"{m.client.tool} at c={c.value}: {why}.")
     return out
 
 
