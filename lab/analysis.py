@@ -16,7 +16,7 @@ from typing import Any
 from lab import costlink, costview, failures, metrics, profileview, record, sends
 from lab.display import axis_label
 from lab.metrics import LevelStats, Verdict
-from lab.record import Calibration, Manifest, RunRecord
+from lab.record import CalLevel, Calibration, Manifest, RunRecord
 
 RESULTS_JSON = "results.json"
 CLIENT_LIMITED = "client-limited"
@@ -115,12 +115,17 @@ def nearest(levels: list[int], value: int) -> int:
     return min(levels, key=lambda c: abs((c / value) - 1) if c >= value else abs(value / c - 1))
 
 
+def calibrated(cal: Calibration, client: str, keepalive: bool) -> dict[int, CalLevel]:
+    """The levels the calibration saved for a client in a connection mode."""
+    got = cal.clients.get(client)
+    return (got.modes.get(mode(keepalive)) or {}) if got else {}
+
+
 def capacity(cal: Calibration, client: str, keepalive: bool,
              concurrency: int) -> tuple[float, int] | None:
     """(req/s, calibrated level) the client drove against the ceiling nearest
     to `concurrency`, in this connection mode; None when it has no level."""
-    got = cal.clients.get(client)
-    levels = got.modes.get(mode(keepalive)) if got else None
+    levels = calibrated(cal, client, keepalive)
     if not levels or not concurrency:
         return None
     c = nearest(list(levels), concurrency)
@@ -131,8 +136,7 @@ def above_why(cal: Calibration, m: Manifest, level: int) -> str:
     """Why a server can exceed its client's calibrated figure: a calibration
     made on a busy host (its level's own record says so, or does not say),
     or, on a quiet one, a client whose cost per request depends on the server."""
-    got = cal.clients.get(m.client.tool)
-    lv = (got.modes.get(mode(m.params.keepalive)) or {}).get(level) if got else None
+    lv = calibrated(cal, m.client.tool, m.params.keepalive).get(level)
     busy = lv.host_busy_pct if lv is not None else None
     if busy is None or busy > metrics.HOST_BUSY_PCT:
         return DOES_NOT_HOLD
