@@ -8,7 +8,7 @@ LAB := $(PYTHON) -m lab
 # Variables given on make's command line reach the scripts' environment as is
 # (GNU make exports them), so CONCURRENCY= (empty) is an error, not a default.
 
-# Exit codes (lab/exits.py, `make help`): GNU make ends with 2 whenever a
+# Exit codes (lab/setup/exits.py, `make help`): GNU make ends with 2 whenever a
 # recipe fails, whatever the recipe's status, and otherwise only by a signal.
 # $(call STEP,command) runs a lab step so that an interrupt (130) still reads
 # 130 to make's caller: the recipe interrupts make itself (SIGINT), and make
@@ -27,9 +27,9 @@ help: ## this help
 	@echo
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | awk -F'\t' '{printf "  make %-15s %s\n", $$1, $$2}'
 	@echo
-	@$(LAB) settings                # generated from lab/params.py (docs/settings.md too)
+	@$(LAB) settings                # generated from lab/setup/params.py (docs/settings.md too)
 	@echo
-	@$(LAB) exits                   # generated from lab/exits.py (docs/settings.md too)
+	@$(LAB) exits                   # generated from lab/setup/exits.py (docs/settings.md too)
 
 bench: ## install what is missing, build, verify, sweep, plot (SERVER=...)
 	@$(call STEP,./run-benchmark.sh)

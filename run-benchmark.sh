@@ -8,7 +8,7 @@
 # calls this script. Exit: 0 done, 1 failure (partial results kept and marked
 # incomplete; a server that failed does not stop the others), 2 bad input or
 # missing prerequisites, 130 interrupted (the run marked interrupted).
-# Nothing outlives the run: each step's keeper (lab/keeper.py) kills what the
+# Nothing outlives the run: each step's keeper (lab/host/keeper.py) kills what the
 # step started if it vanishes; the guard below undoes the topology and marks
 # the run if this script and its steps all vanish (SIGKILL, the OOM killer).
 set -euo pipefail

@@ -1,6 +1,6 @@
 """`python3 -m lab STEP`: the steps run-benchmark.sh calls, top-down.
 
-Exit codes: lab/exits.py (`python3 -m lab exits`): 0 done, 1 a failure
+Exit codes: lab/setup/exits.py (`python3 -m lab exits`): 0 done, 1 a failure
 while running (results kept, marked incomplete), 2 bad input or missing
 prerequisites (nothing started), 3 compare: nothing comparable, 130
 interrupted.
@@ -20,17 +20,22 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from lab import (calibrate, deps, hostinfo, procs, record, report, results, runlock, runtimes,
-                 stepcheck)
-from lab.exits import Exit
-from lab.paths import cache_dir
-from lab.clients import Client, Options, axes, clients
-from lab.launch import Knobs, lab_env, placeholders
-from lab.params import (SETTINGS, ConfigError, Found, Params, Traits, check_lab_settings,
+from lab.measure.clients import host_tools
+from lab.studies import calibrate
+from lab.measure import deps, hostinfo, runtimes
+from lab.host import procs
+from lab.record import folder, runlock, schema
+from lab.present import report
+from lab.setup import stepcheck
+from lab.setup.exits import Exit
+from lab.setup.paths import cache_dir
+from lab.measure.clients import Client, Options, axes, clients
+from lab.measure.launch import Knobs, lab_env, placeholders
+from lab.setup.params import (SETTINGS, ConfigError, Found, Params, Traits, check_lab_settings,
                         command_line_variables, cpu_ranges, format_cpus, from_env, help_text,
                         markdown_table, misspelt, run_settings)
-from lab.servers import ManifestError, Server, expand, found_here, is_built, lookup
-from lab.sweep import ServerSweep, SweepError
+from lab.setup.servers import ManifestError, Server, expand, found_here, is_built, lookup
+from lab.measure.sweep import ServerSweep, SweepError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -93,7 +98,7 @@ def cmd_list(_: argparse.Namespace) -> int:
 def cmd_check(_: argparse.Namespace) -> int:
     notes = stepcheck.check_step("bench", os.environ)   # what make bench would not use: exit 2
     params, _servers = load_params()
-    problem = results.unwritable(ROOT / params.results)     # before deps or builds run
+    problem = folder.unwritable(ROOT / params.results)     # before deps or builds run
     if problem:
         raise ConfigError(f"RESULTS={params.results}: {problem}; choose a writable place")
     if params.topology == "local":
@@ -131,7 +136,7 @@ def plan(p: Params, bind: str | None = None) -> str:
 
 def cmd_settings(args: argparse.Namespace) -> int:
     """The settings registry as `make help` shows it, or docs/settings.md's table."""
-    from lab.clients import described
+    from lab.measure.clients import described
     found = Found(described(), axes(), runtimes.selectable())
     print(markdown_table(found) if args.markdown else help_text(found))
     return 0
@@ -139,7 +144,7 @@ def cmd_settings(args: argparse.Namespace) -> int:
 
 def cmd_exits(args: argparse.Namespace) -> int:
     """The exit codes as `make help` shows them, or docs/settings.md's table."""
-    from lab import exits
+    from lab.setup import exits
     print(exits.markdown_table() if args.markdown else exits.help_text())
     return 0
 
@@ -234,32 +239,32 @@ def cmd_build(args: argparse.Namespace) -> int:
 def cmd_new_run(_: argparse.Namespace) -> int:
     params, servers = load_params()
     topo = runtimes.current(params)
-    for gone in results.mark_gone_runs(ROOT / params.results):
+    for gone in folder.mark_gone_runs(ROOT / params.results):
         print(f"note: {gone.name} was left running by a lab that is gone: marked interrupted",
               file=sys.stderr)
-    run = results.new_run(ROOT / params.results, params.servers)
-    (run / results.LOCK).touch()            # run-benchmark.sh holds it while the run lives
+    run = folder.new_run(ROOT / params.results, params.servers)
+    (run / folder.LOCK).touch()            # run-benchmark.sh holds it while the run lives
     _client, conditions = client_for(params, run)
     settings = recorded_settings(params)
-    record.write_manifest(run, record.Manifest(
+    schema.write_manifest(run, schema.Manifest(
         run_id=run.name,
         status="running",
         started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         reproduce="make bench " + " ".join(f"{k}={shlex.quote(v)}"
                                            for k, v in settings.items() if v),
         settings=settings,
-        params=record.RunParams.parse(record.obj(params.to_json(), run / record.MANIFEST,
+        params=schema.RunParams.parse(schema.obj(params.to_json(), run / schema.MANIFEST,
                                                  "params")),
         plan=plan(params, topo.bind),
         topology=topo.summary,
         topology_details=topo.describe(),
-        pinning=record.Pinning(server_cpus=format_cpus(params.server_cpus),
+        pinning=schema.Pinning(server_cpus=format_cpus(params.server_cpus),
                                client_cpus=format_cpus(params.client_cpus)),
-        client=record.ClientInfo.parse(record.obj(conditions, run / record.MANIFEST, "client")),
+        client=schema.ClientInfo.parse(schema.obj(conditions, run / schema.MANIFEST, "client")),
         calibration=calibrate.last(cache_dir()),
         host=topo.server.facts(),
         client_hosts=[c.facts() for c in topo.clients if not c.same_host_as(topo.server)],
-        tools=dict(hostinfo.tools()),
+        tools=dict(host_tools()),
         lab=hostinfo.lab_revision(ROOT),
         extra=rerun_of(os.environ.get("LAB_RERUN")),
     ))
@@ -300,7 +305,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     where = f"{args.server} (rep {args.rep})" if params.repeat > 1 else args.server
     # incomplete now, not only in `lab finish`: a SIGTERM to the whole group
     # ends run-benchmark.sh before it gets there
-    record.add_problem(run, f"{where}: {message}", status="incomplete")
+    schema.add_problem(run, f"{where}: {message}", status="incomplete")
     return fail(f"{where}: {message}\n  finished levels are kept in {run}", code)
 
 
@@ -325,7 +330,7 @@ def cmd_down(_: argparse.Namespace) -> int:
 
 def cmd_images(_: argparse.Namespace) -> int:
     """RUNTIME=docker's base images, made locally where they cannot be pulled."""
-    from lab.runtimes import docker
+    from lab.measure.runtimes import docker
     try:
         return docker.images_step()
     except runtimes.SetupError as e:
@@ -334,7 +339,7 @@ def cmd_images(_: argparse.Namespace) -> int:
 
 def cmd_probe(args: argparse.Namespace) -> int:
     """The robustness probe on a separate start of the server; exit 1: not to be loaded."""
-    from lab import probe
+    from lab.measure import probe
     params, servers = load_params()
     runtimes.join(params)                  # the probe's connections leave from the clients' side
     run = Path(args.run)
@@ -342,10 +347,10 @@ def cmd_probe(args: argparse.Namespace) -> int:
         found, code = probe.main_step(params, lookup(servers, args.server), ROOT, cache_dir(),
                                      run)
     except KeyboardInterrupt:
-        record.add_problem(run, f"probe of {args.server}: interrupted", status="incomplete")
+        schema.add_problem(run, f"probe of {args.server}: interrupted", status="incomplete")
         return fail("interrupted", Exit.INTERRUPTED)
     if found is not None and code:
-        record.add_problem(run, f"{found.verdict()}: not loaded (FORCE=1 loads it anyway)")
+        schema.add_problem(run, f"{found.verdict()}: not loaded (FORCE=1 loads it anyway)")
     return code
 
 
@@ -354,7 +359,7 @@ def cmd_calibrate(_: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from lab import compare
+    from lab.present import compare
     for run in (args.a, args.b):
         runlock.refuse_busy(Path(run), "make compare")
     params_root = ROOT / (os.environ.get("RESULTS") or "results")
@@ -364,17 +369,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_noise(_: argparse.Namespace) -> int:
-    from lab import noise
+    from lab.studies import noise
     return noise.main()
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from lab import history
+    from lab.analyse import history
     return history.main(ROOT / (os.environ.get("RESULTS") or "results"),
                         os.environ.get("SERVER", ""))
 
 
-def not_measured(m: record.Manifest) -> list[str]:
+def not_measured(m: schema.Manifest) -> list[str]:
     """Each server and repetition the run did not measure to its end, with why."""
     missing = []
     repeat = m.params.repeat
@@ -417,7 +422,7 @@ def cmd_finish(args: argparse.Namespace) -> int:
     every step succeeded (a knob value a server could not serve)."""
     run = Path(args.run)
 
-    def finish(m: record.Manifest) -> tuple[bool, list[str]]:
+    def finish(m: schema.Manifest) -> tuple[bool, list[str]]:
         for rec in m.servers.values():         # a step killed mid-start left these
             cut = [st for st in rec.starts if st.status in ("starting", "verified", "measuring")]
             for st in cut:
@@ -433,7 +438,7 @@ def cmd_finish(args: argparse.Namespace) -> int:
                     else "incomplete")
         m.finished = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         return complete, m.problems
-    complete, problems = record.update(run, finish)
+    complete, problems = schema.update(run, finish)
     if not complete and args.status == 0:
         print(f"error: {run.name} is incomplete: {'; '.join(problems)}", file=sys.stderr)
         return Exit.FAILED
@@ -469,14 +474,14 @@ def cmd_guard(_args: argparse.Namespace) -> int:
     except Exception as e:                       # noqa: BLE001  (nobody to tell but the log)
         print(f"lab guard: lab down failed: {e}", file=sys.stderr)
     if run is not None:
-        results.mark_gone(run)
+        folder.mark_gone(run)
     return 0
 
 
 def cmd_gone(args: argparse.Namespace) -> int:
     """A step's keeper, when the step vanished (SIGKILL, the OOM killer): remove
     its partial folder (inside the run), record why, mark the run interrupted
-    if it says running (lab.runlock.guard), and write its report again."""
+    if it says running (lab.record.runlock.guard), and write its report again."""
     for sig in STOP_SIGNALS:
         signal.signal(sig, signal.SIG_DFL)
     run = Path(args.run)
@@ -486,21 +491,21 @@ def cmd_gone(args: argparse.Namespace) -> int:
             import shutil
             shutil.rmtree(partial, ignore_errors=True)
     if args.problem:
-        record.add_problem(run, args.problem)
-    results.mark_gone(run)
+        schema.add_problem(run, args.problem)
+    folder.mark_gone(run)
     try:
-        from lab import html
+        from lab.present import html
         report.write(run)
         html.main_report(run)
-    except (OSError, record.RecordError) as e:
+    except (OSError, schema.RecordError) as e:
         print(f"lab gone: cannot write the report of {run}: {e}", file=sys.stderr)
     return 0
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    from lab import plot
+    from lab.present import plot
     run = Path(args.run)
-    record.load(run)                    # a folder that is not a readable run: exit 2
+    schema.load(run)                    # a folder that is not a readable run: exit 2
     runlock.refuse_busy(run, "make plots")
     try:
         return plot.draw(run)
@@ -509,11 +514,11 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from lab import html
+    from lab.present import html
     run = Path(args.run)
-    record.load(run)                    # a folder that is not a readable run: exit 2
+    schema.load(run)                    # a folder that is not a readable run: exit 2
     runlock.refuse_busy(run, "make report")
-    results.mark_gone_runs(run.resolve().parent)    # this run's index says it too
+    folder.mark_gone_runs(run.resolve().parent)    # this run's index says it too
     try:
         print(report.write(run))
         return html.main_report(run)
@@ -544,7 +549,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     settings its manifest recorded; settings given now (LAB_GIVEN from make,
     else the environment) override them. Another kind of run: exit 2."""
     run = Path(args.run)
-    m = record.read_manifest(run)
+    m = schema.read_manifest(run)
     runlock.refuse_busy(run, "make rerun")
     step = str(m.extra.get("kind") or "bench")
     if step not in RERUN_STEPS:
@@ -552,7 +557,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
                           f"{' and '.join('make ' + k for k in RERUN_STEPS)} runs: run "
                           f"make {step} again")
     if not m.settings:
-        raise record.RecordError(run / record.MANIFEST, "records no `settings`: it cannot "
+        raise schema.RecordError(run / schema.MANIFEST, "records no `settings`: it cannot "
                                  "be rerun (made by a lab before settings were recorded?)")
     stepcheck.warn(stepcheck.check_step(step, os.environ))   # what that step would not use
     recorded = m.lab.get("commit")
@@ -593,24 +598,24 @@ RERUN_STEPS: dict[str, Collection[str]] = {"bench": run_settings(),
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
-    from lab import reproduce
+    from lab.studies import reproduce
     return reproduce.main(args.study, os.environ)
 
 
 def cmd_claims(args: argparse.Namespace) -> int:
-    from lab import claimruns
+    from lab.studies import claimruns
     return claimruns.main(args.study, args.runs, os.environ)
 
 
 def cmd_cost(args: argparse.Namespace) -> int:
-    """make cost: instructions per request under cachegrind (lab.cost)."""
-    from lab import cost
+    """make cost: instructions per request under cachegrind (lab.studies.cost)."""
+    from lab.studies import cost
     return cost.main(["--check"] if args.check else [])
 
 
 def cmd_profile(args: argparse.Namespace) -> int:
-    """make profile: CPU profiles of a run's servers at one level (lab.profile)."""
-    from lab import profile
+    """make profile: CPU profiles of a run's servers at one level (lab.studies.profile)."""
+    from lab.studies import profile
     return profile.main([args.run] + (["--check"] if args.check else []))
 
 
@@ -640,7 +645,7 @@ def parser() -> argparse.ArgumentParser:
     sub.add_parser("guard", help="run-benchmark.sh's guard: lab down and the run marked "
                    "interrupted when the script and its steps vanish").set_defaults(fn=cmd_guard)
     sp = sub.add_parser("gone", help="a vanished step's keeper: mark its run interrupted "
-                        "(lab.runlock.guard)")
+                        "(lab.record.runlock.guard)")
     sp.add_argument("run")
     sp.add_argument("--remove", default="", help="a partial folder inside the run")
     sp.add_argument("--problem", default="", help="what to record in the manifest")
@@ -719,7 +724,7 @@ def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     try:
         return int(args.fn(args))
-    except (ConfigError, ManifestError, procs.PortBusy, record.RecordError) as e:
+    except (ConfigError, ManifestError, procs.PortBusy, schema.RecordError) as e:
         return fail(str(e), Exit.BAD_INPUT)
     except KeyboardInterrupt:
         return fail("interrupted", Exit.INTERRUPTED)

@@ -23,10 +23,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lab.clients import Client, Load, Options  # noqa: E402
-from lab.clients.siege import Siege  # noqa: E402
-from lab.clients.vegeta import Vegeta  # noqa: E402
-from lab.clients.wrk import Wrk  # noqa: E402
+from lab.measure.clients import Client, Load, Options  # noqa: E402
+from lab.measure.clients.siege import Siege  # noqa: E402
+from lab.measure.clients.vegeta import Vegeta  # noqa: E402
+from lab.measure.clients.wrk import Wrk  # noqa: E402
 from conftest import free_port  # noqa: E402
 import httpfakes  # noqa: E402
 

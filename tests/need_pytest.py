@@ -1,6 +1,6 @@
 """`make test`'s first step: make sure this Python can import pytest.
 
-Missing, it goes through the lab's own installer (lab/deps.py): as root it
+Missing, it goes through the lab's own installer (lab/measure/deps.py): as root it
 installs Debian's python3-pytest, otherwise it prints the exact apt-get line
 and exits 2. Run as `python3 tests/need_pytest.py`, before pytest exists.
 """
@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from lab import deps  # noqa: E402  (the checkout is only on the path from here on)
+from lab.measure import deps
 
 # deps.ensure keys packages on a command; pytest-3 is the one only Debian's
 # python3-pytest provides, so a pip-installed pytest elsewhere does not count.

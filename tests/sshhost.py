@@ -53,7 +53,7 @@ def ip(*args: str, ns: str | None = None) -> None:
 def ensure_packages() -> None:
     """openssh-server, openssh-client and rsync, installed the lab's way (root)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from lab import deps
+    from lab.measure import deps
     os.environ["PATH"] = os.environ.get("PATH", "") + ":/usr/sbin:/sbin"
     if deps.ensure(PACKAGES) != 0:
         raise RuntimeError("openssh-server, openssh-client and rsync are needed: "

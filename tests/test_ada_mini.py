@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, free_port
-from lab.launch import Knobs, ServerProcess
-from lab.paths import cache_dir
-from lab.servers import discover
-from lab.verify import BODY
+from lab.measure.launch import Knobs, ServerProcess
+from lab.setup.paths import cache_dir
+from lab.setup.servers import discover
+from lab.measure.verify import BODY
 
 REQUEST = b"GET /api HTTP/1.1\r\nHost: localhost\r\n\r\n"
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from conftest import MIRROR, ROOT, free_port, lab, lab_env
-from lab.launch import Knobs, placeholders
-from lab.paths import cache_dir
-from lab.servers import discover, is_built
+from lab.measure.launch import Knobs, placeholders
+from lab.setup.paths import cache_dir
+from lab.setup.servers import discover, is_built
 
 REPO = discover(ROOT)
 TOOLCHAIN = ROOT / "servers" / "ada" / "toolchain.sh"
@@ -73,7 +73,7 @@ def test_the_ews_patch_applies_to_the_pinned_tree(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """ews-bind.patch against the verified EWS tree (the lab's own patch; the
     build applies it to a copy)."""
-    from lab import sources
+    from lab.setup import sources
     if "ADA_SOURCES" not in os.environ and (ROOT / MIRROR).is_dir():
         monkeypatch.setenv("ADA_SOURCES", str(ROOT / MIRROR))
     ews = sources.load()["ews"]

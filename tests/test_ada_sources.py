@@ -1,4 +1,4 @@
-"""The pinned Ada sources (servers/ada/sources.toml, lab/sources.py): the content
+"""The pinned Ada sources (servers/ada/sources.toml, lab/setup/sources.py): the content
 check, and a missing or tampered archive stopping the lab with exit 2 before
 anything is built."""
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from conftest import MIRROR, ROOT, lab, lab_env
-from lab import sources
-from lab.sources import Source, SourceError
+from lab.setup import sources
+from lab.setup.sources import Source, SourceError
 
 HAVE_MIRROR = (ROOT / MIRROR).is_dir()
 

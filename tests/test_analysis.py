@@ -1,65 +1,18 @@
-"""The reading side: the import rule (nothing that renders a saved run
-imports the measuring side), the one verdict gate that a run's verdicts,
+"""The reading side: the one verdict gate that a run's verdicts,
 `make compare` and the claims share, and the calibration's conditions."""
 from __future__ import annotations
 
-import ast
 import dataclasses
 from pathlib import Path
 
 import pytest
 
 from conftest import ROOT
-from lab import analysis, claims, compare, metrics, record
-from lab.clients import Level
-from lab.record import Row
-
-READERS = ("report", "html", "plot", "compare", "history", "floors")
-MEASURING = {"lab.sweep", "lab.launch", "lab.calibrate", "lab.runtimes", "lab.probe"}
-
-
-def lab_imports(module: str) -> set[str]:
-    """The lab modules `module` imports (at the top or inside a function)."""
-    parts = module.split(".")
-    path = ROOT.joinpath(*parts).with_suffix(".py")
-    if not path.exists():
-        path = ROOT.joinpath(*parts, "__init__.py")
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            found |= {a.name for a in node.names if a.name.startswith("lab.")}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            if node.module == "lab":
-                found |= {f"lab.{a.name}" for a in node.names}
-            elif node.module.startswith("lab."):
-                found.add(node.module)
-    return found
-
-
-def reachable(module: str) -> set[str]:
-    seen, todo = set(), [module]
-    while todo:
-        m = todo.pop()
-        if m in seen:
-            continue
-        seen.add(m)
-        todo += [x for x in lab_imports(m) if x not in seen]
-    return seen
-
-
-@pytest.mark.parametrize("reader", READERS)
-def test_the_reading_side_imports_nothing_of_the_measuring_side(reader: str) -> None:
-    got = reachable(f"lab.{reader}")
-    bad = {m for m in got if any(m == x or m.startswith(x + ".") for x in MEASURING)}
-    assert not bad, f"lab.{reader} reaches {sorted(bad)}"
-    assert "lab.calibrate" not in lab_imports("lab.analysis")
-
-
-def test_the_import_check_sees_an_import_inside_a_function() -> None:
-    # report.py once imported lab.probe (and so lab.runtimes) inside a function
-    assert "lab.record" in lab_imports("lab.report")
-    assert "lab.runtimes" in reachable("lab.sweep")
-
+from lab.analyse import analysis, claims, metrics
+from lab.present import compare
+from lab.record import schema
+from lab.record.level import Level
+from lab.record.schema import Row
 
 # ---- one verdict gate, three callers ------------------------------------------------
 
@@ -139,9 +92,9 @@ def test_the_gate_takes_plain_samples_of_a_lower_is_better_figure() -> None:
 FIXTURE = ROOT / "tests" / "fixtures" / "runs" / "20261123-033407-nginx+paced"
 
 
-def with_calibration(tmp_path: Path, **changes: object) -> record.RunRecord:
+def with_calibration(tmp_path: Path, **changes: object) -> schema.RunRecord:
     """The fixture run with a calibration of its own conditions, changed."""
-    rec = record.load(FIXTURE)
+    rec = schema.load(FIXTURE)
     m = rec.manifest
     cal = m.calibration
     assert cal is not None
@@ -154,7 +107,7 @@ def test_a_calibration_is_used_only_where_its_conditions_match(tmp_path: Path) -
     rec = with_calibration(tmp_path)
     a = analysis.analyse(rec)
     assert a.calibration_used and a.capacity
-    other = record.Pinning(server_cpus="0-1", client_cpus="1")
+    other = schema.Pinning(server_cpus="0-1", client_cpus="1")
     for changes, why in ((dict(pinning=other), "calibrated with server CPU 0-1"),
                          (dict(topology="netns (two namespaces)"), "calibrated on topology netns"),
                          (dict(topology=""), "does not record its topology")):

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from conftest import MIRROR, ROOT, lab, lab_env
-from lab import sources
+from lab.setup import sources
 
 
 def test_a_failed_ada_source_check_shows_only_its_own_output(tmp_path: Path) -> None:

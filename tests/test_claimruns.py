@@ -1,4 +1,4 @@
-"""`make claims` (lab.claimruns) and every claim's reason (lab.reasons), on
+"""`make claims` (lab.studies.claimruns) and every claim's reason (lab.analyse.reasons), on
 run folders made from a real fixture run (tests/claimfakes.py): bad input
 exits 2 and writes nothing; a run's conditions against the study's setup
 (blocking or noted); parts joined across runs only when their conditions
@@ -16,8 +16,10 @@ import pytest
 
 from claimfakes import FIXTURE, fake_run
 from conftest import ROOT
-from lab import claimruns, claims, reasons, record, reproduce
-from lab.servers import discover
+from lab.studies import claimruns, reproduce
+from lab.analyse import claims, reasons
+from lab.record import schema
+from lab.setup.servers import discover
 
 LAB = set(discover(ROOT))
 
@@ -124,7 +126,7 @@ def test_variants_are_noted_shared_cpu_and_java_opts(tmp_path: Path) -> None:
     j = judge(run)["grizzly-over-aws-rss"]
     assert any("shares the client's CPU 1" in n for n in j.notes)
     assert any("variant JAVA_OPTS=-XX:+UseParallelGC" in n for n in j.notes)
-    table = "\n".join(reasons.conditions_table(study(), record.read_manifest(run)))
+    table = "\n".join(reasons.conditions_table(study(), schema.read_manifest(run)))
     assert "8 hardware threads" in table and "2 CPUs (0-1) (shares the client's CPU)" in table
     assert "JAVA_OPTS `-XX:+UseParallelGC` (a variant)" in table
 
@@ -185,7 +187,7 @@ def test_the_client_reason_reads_the_calibration_when_it_applies(tmp_path: Path)
     m["calibration"]["topology"] = m["topology"]          # as a current lab records it
     (run / "manifest.json").write_text(json.dumps(m))
     j = judge(run)["aws-over-grizzly-rps"]
-    cal = record.read_manifest(run).calibration
+    cal = schema.read_manifest(run).calibration
     assert cal is not None
     rate = cal.clients["siege"].modes["close"]
     assert "siege drives" in j.reasons[0]
@@ -250,7 +252,7 @@ def test_make_reproduce_output_carries_the_reasons(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("word", ["RUNS"])
 def test_runs_is_a_make_variable_not_a_misspelt_setting(word: str) -> None:
-    from lab.params import MAKE_VARIABLES, misspelt
+    from lab.setup.params import MAKE_VARIABLES, misspelt
     assert word in MAKE_VARIABLES and not misspelt([word])
 
 
@@ -297,12 +299,12 @@ def test_the_jvm_row_reads_the_java_server_s_facts(tmp_path: Path) -> None:
                                           "active_processors": "1",
                                           "max_heap_bytes": str(3 * 2**30)}
     (run / "manifest.json").write_text(json.dumps(m))
-    row = reasons.here(record.read_manifest(run))["jdk_gc"]
+    row = reasons.here(schema.read_manifest(run))["jdk_gc"]
     assert row == ("JDK 17.0.1, GC ParallelGC as the JVM chose it on 1 CPU(s), max heap "
                    "3.0 GiB; JAVA_OPTS `-XX:+UseParallelGC` (a variant)")
     del m["servers"]["jersey@62"]
     (run / "manifest.json").write_text(json.dumps(m))
-    assert "no Java server in this run" in reasons.here(record.read_manifest(run))["jdk_gc"]
+    assert "no Java server in this run" in reasons.here(schema.read_manifest(run))["jdk_gc"]
 
 
 def test_the_last_run_holding_a_claim_is_judged_and_the_others_named(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""lab.claims on constructed inputs: ratio claims reproduced, not reproduced
+"""lab.analyse.claims on constructed inputs: ratio claims reproduced, not reproduced
 and inconclusive (noise, client-bound, missing component, too few
 repetitions, not measured), orderings reproduced, reversed and overlapping,
 the Markdown table, the real docs/claims.toml against the servers/ folders,
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from lab import claims, metrics
-from lab.clients import Level
-from lab.results import Row
-from lab.servers import discover
+from lab.analyse import claims, metrics
+from lab.record.level import Level
+from lab.record.schema import Row
+from lab.setup.servers import discover
 
 ROOT = Path(__file__).resolve().parent.parent
 CLAIMS = ROOT / "docs" / "claims.toml"

@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 
 from conftest import bench, free_port, lab_env, run_folders
-from lab import compare, metrics, results
-from lab.results import Row
+from lab.present import compare
+from lab.analyse import metrics
+from lab.record import files, folder, schema
+from lab.record.schema import Row
 
 
 def row(server: str, rep: int, value: int, rate: float, flags: str = "",
@@ -68,9 +70,9 @@ def manifest(**changes: Any) -> dict[str, Any]:
 def make_run(root: Path, name: str, m: dict[str, Any], rows: list[Row]) -> Path:
     run = root / name
     run.mkdir(parents=True)
-    results.write_json(run / "manifest.json", {**m, "run_id": name})
+    files.write_json(run / "manifest.json", {**m, "run_id": name})
     for r in rows:
-        results.append_row(run, r)
+        schema.append_row(run, r)
     return run
 
 

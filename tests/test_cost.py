@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from conftest import bench, free_port, lab, lab_env, leftovers, run_folders
-from lab import costview, profileview, record
-from lab.metrics import spread
+from lab.analyse import costview, profileview
+from lab.record import schema
+from lab.analyse.metrics import spread
 
 # Small counts: the test stays short, and the figure is a difference of two
 # exact counts, so it does not need many requests to be exact.
@@ -21,7 +22,7 @@ SMALL = {"COST_LEVELS": "1", "COST_REQUESTS": "1000 3000", "REPEAT": "1"}
 
 def cost_of(run: Path) -> dict[str, float]:
     """Each server's median over its repetitions (the figure the report ranks on)."""
-    data = json.loads((run / record.COST).read_text())
+    data = json.loads((run / schema.COST).read_text())
     return {name: statistics.median(r["per_request"] for r in entry["reps"])
             for name, entry in data["servers"].items() if entry.get("applicable")}
 
@@ -47,7 +48,7 @@ def test_a_jvm_gets_not_applicable_with_the_reason(tmp_path: Path) -> None:
     out = lab(env, "cost")
     assert out.returncode == 0, out.stderr
     [run] = run_folders(tmp_path)
-    entry = json.loads((run / record.COST).read_text())["servers"]["undertow"]
+    entry = json.loads((run / schema.COST).read_text())["servers"]["undertow"]
     assert entry["applicable"] is False and "JIT" in entry["reason"]
     assert not (run / "undertow").exists()          # nothing was started
     assert "not applicable (JIT)" in (run / "summary.md").read_text()
@@ -72,7 +73,7 @@ def test_two_cost_runs_agree_within_half_a_percent(tmp_path: Path) -> None:
         assert leftovers(run) == []
         # cachegrind's function view of the extra requests names each server's own code
         functions = {name: [f for f, _ in entry["functions"]["1"]] for name, entry in
-                     json.loads((run / record.COST).read_text())["servers"].items()}
+                     json.loads((run / schema.COST).read_text())["servers"].items()}
         assert any(f.startswith("ngx_") for f in functions["nginx"]), functions
         assert any(f.startswith("mini_") for f in functions["ada-mini"]), functions
         assert "kernel work" in (run / "summary.md").read_text() or \
@@ -89,9 +90,9 @@ def test_profile_names_native_functions_and_the_jvm_handler_class(tmp_path: Path
     assert bad.returncode == 2 and "no such level" in bad.stderr
     out = lab(dict(env, PROFILE_AT="2", DURATION="2s"), "profile", str(run), timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
-    native = (run / "ada-mini" / "profile" / "c2" / record.FOLDED).read_text()
+    native = (run / "ada-mini" / "profile" / "c2" / schema.FOLDED).read_text()
     assert "mini_server__" in native                 # ada-mini's own Ada package
-    jvm = (run / "undertow" / "profile" / "c2" / record.FOLDED).read_text()
+    jvm = (run / "undertow" / "profile" / "c2" / schema.FOLDED).read_text()
     assert "lab/undertow/UndertowServer" in jvm      # the handler's class
     html = (run / "report.html").read_text()
     for server in ("ada-mini", "undertow"):
@@ -134,8 +135,8 @@ def test_cost_verdict_lower_is_better_and_needs_separate_ranges() -> None:
 
 
 def test_reproduce_counts_instructions_only_for_claims_between_ada_servers() -> None:
-    from lab import reproduce
-    from lab.servers import discover
+    from lab.studies import reproduce
+    from lab.setup.servers import discover
     plan = reproduce.prepare("ada-vs-java", {})
     picked = reproduce.ada_claims(plan, discover(reproduce.ROOT))
     assert picked and all(c.metric == "peak_rps" for c in picked)
@@ -148,9 +149,10 @@ def test_profile_checks_the_jvm_profiler_before_starting_anything(
         capsys: pytest.CaptureFixture[str]) -> None:
     """async-profiler cannot be fetched: exit 2 before any server starts (a JVM
     would otherwise warm for 15 s first)."""
-    from lab import deps, launch, profile
-    from lab.paths import ROOT
-    from lab.servers import discover, lookup
+    from lab.measure import deps, launch
+    from lab.studies import profile
+    from lab.setup.paths import ROOT
+    from lab.setup.servers import discover, lookup
     jvm = lookup(discover(ROOT, ""), "undertow")
     m = {"params": {"port": free_port(), "load_axis": "concurrency"}}
     monkeypatch.setattr(profile, "check", lambda env, run: (m, [jvm], 2, 2))

@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from lab import agree, analysis, claims, compare, html, metrics, record, report
-from lab.clients import Level
-from lab.record import Row
+from lab.analyse import agree, analysis, claims, metrics
+from lab.present import compare, html, report
+from lab.record import schema
+from lab.record.level import Level
+from lab.record.schema import Row
 
 WHERE = metrics.Where(server="a", rep=1, axis="concurrency", value=8, concurrency=8,
                       offered_rps=None, workers=8, backlog=512, duration_s=10,
@@ -157,7 +159,7 @@ def test_a_landed_run_says_it_in_summary_report_and_results_json(tmp_path: Path)
         assert v.cpu is not None and v.cpu_text
     summary = report.write(run)
     page = html.render(run)
-    results = (run / analysis.RESULTS_JSON).read_text()
+    results = (run / schema.RESULTS_JSON).read_text()
     for v in a.verdicts:
         assert v.said() in summary
         assert html.e(v.said()) in page
@@ -189,18 +191,12 @@ def test_agree_counts_identical_verdicts_of_two_runs(tmp_path: Path,
     assert "no such run folder" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("reader", ["lab.agree", "lab.sends", "lab.memsplit", "lab.costlink"])
-def test_the_new_readers_import_nothing_of_the_measuring_side(reader: str) -> None:
-    from test_analysis import MEASURING, reachable
-    got = reachable(reader)
-    assert not {m for m in got if any(m == x or m.startswith(x + ".") for x in MEASURING)}
-
 
 def cost_run(folder: Path, facts: dict[str, dict[str, str]]) -> None:
-    """A `make cost` run folder as lab.cost writes it (manifest kind cost, cost.json)."""
+    """A `make cost` run folder as lab.studies.cost writes it (manifest kind cost, cost.json)."""
     src = ROOT / "tests" / "fixtures" / "runs" / "20261124-071349-sturdy+paced-landed"
     folder.mkdir()
-    shutil.copy(src / record.MANIFEST, folder / record.MANIFEST)
+    shutil.copy(src / schema.MANIFEST, folder / schema.MANIFEST)
     (folder / "cost.json").write_text(json.dumps({
         "tool": "cachegrind", "wrapper": "valgrind", "levels": [1, 4], "requests": [100, 200],
         "repeat": 3,
@@ -209,12 +205,12 @@ def cost_run(folder: Path, facts: dict[str, dict[str, str]]) -> None:
                                     for r in (1, 2, 3) for lv in (1, 4)]}
                     for name, base in (("sturdy", 1000.0), ("paced", 2000.0))}}))
 
-    def change(m: record.Manifest) -> None:
+    def change(m: schema.Manifest) -> None:
         m.extra["kind"] = "cost"
         m.run_id = folder.name
         for name, f in facts.items():
             m.servers[name].facts = f
-    record.update(folder, change)
+    schema.update(folder, change)
 
 
 def test_instructions_per_request_of_a_cost_run_of_the_same_builds_sit_beside(
@@ -224,10 +220,10 @@ def test_instructions_per_request_of_a_cost_run_of_the_same_builds_sit_beside(
     shutil.copytree(src, run)
     build = {"sturdy": {"version": "1", "built_at": "t1"}, "paced": {"version": "2"}}
 
-    def same(m: record.Manifest) -> None:
+    def same(m: schema.Manifest) -> None:
         for name, f in build.items():
             m.servers[name].facts = f
-    record.update(run, same)
+    schema.update(run, same)
     _, a = analysis.of(run)
     assert all(v.cpu_text and not v.cost_text for v in a.verdicts)    # no cost run yet
     cost_run(tmp_path / "20261125-000000-cost-other", {**build, "paced": {"version": "3"}})
@@ -265,7 +261,7 @@ def test_the_sampler_splits_user_and_kernel_time() -> None:
     """A real process spending its time in syscalls: the sampler's kernel part."""
     import subprocess
     import sys
-    from lab import procfs
+    from lab.host import procfs
     code = ("import os, sys, time\nsys.stdin.readline()\nfd = os.open('/dev/null', os.O_WRONLY)\n"
             "t = time.thread_time()\nwhile time.thread_time() - t < 0.5:\n"
             "    os.write(fd, b'x')\nprint('done', flush=True)\nsys.stdin.readline()\n")

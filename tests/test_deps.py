@@ -11,7 +11,7 @@ import pytest
 from conftest import ROOT
 
 SYSTEM_PYTHON = "/usr/bin/python3"
-CHECK = ("import sys; sys.path.insert(0, sys.argv[1]); from lab import deps; "
+CHECK = ("import sys; sys.path.insert(0, sys.argv[1]); from lab.measure import deps; "
          "sys.exit(deps.ensure({'no-such-command-xyz': 'no-such-package-xyz', 'sh': 'dash'}))")
 
 

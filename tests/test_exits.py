@@ -1,4 +1,4 @@
-"""Exit codes: one table (lab/exits.py) that `make help` and docs/settings.md
+"""Exit codes: one table (lab/setup/exits.py) that `make help` and docs/settings.md
 show, and `make` passing the codes it can on (GNU make ends with 2 whenever a
 recipe fails; an interrupt still reads 130 to its caller)."""
 from __future__ import annotations
@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 
 from conftest import ROOT, free_port, lab, lab_env, run_folders
-from lab import exits, procs
+from lab.setup import exits
+from lab.host import procs
 
 STEPS = ("bench", "calibrate", "cost", "profile", "build", "rerun", "compare", "reproduce")
 

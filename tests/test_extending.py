@@ -15,10 +15,10 @@ from conftest import ROOT, bench, free_port, lab, lab_env, leftovers, run_folder
 EXTENSIONS = ROOT / "tests" / "extensions"
 FOUND = """
 import json
-from lab import deps, hostinfo, runtimes
-from lab.clients import axes, clients, described
+from lab.measure import deps, runtimes
+from lab.measure.clients import axes, clients, described, host_tools
 print(json.dumps({"clients": axes(), "topologies": runtimes.selectable(),
-                  "described": described(), "tools": hostinfo.tools(),
+                  "described": described(), "tools": host_tools(),
                   "needed": deps.needed([], "pyload") if "pyload" in clients() else {}}))
 """
 
@@ -94,7 +94,7 @@ def test_without_the_folder_neither_is_known(tmp_path: Path) -> None:
 
 
 def test_every_client_found_is_complete_and_pairs_with_a_known_client() -> None:
-    from lab.clients import clients
+    from lab.measure.clients import clients
     found = clients()
     assert set(found) >= {"siege", "wrk", "vegeta"}
     for name, cls in found.items():

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from conftest import ROOT
-from lab import claims, reproduce
-from lab.servers import discover
+from lab.analyse import claims
+from lab.studies import reproduce
+from lab.setup.servers import discover
 
 LAB = set(discover(ROOT))
 

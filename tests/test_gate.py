@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, lab_env
-from lab import compare, floors
-from lab.exits import Exit
-from lab.results import Row
+from lab.present import compare
+from lab.analyse import floors
+from lab.setup.exits import Exit
+from lab.record.schema import Row
 from test_compare import make_run, manifest, paced_rows, row
 
 import subprocess

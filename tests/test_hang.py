@@ -1,4 +1,4 @@
-"""Why a client hung (lab.hang): the sentence from what its threads wait in and
+"""Why a client hung (lab.host.hang): the sentence from what its threads wait in and
 its connections, and the same read from /proc of real stuck clients: one whose
 request waits in a server's accept queue, one that waits on a lock of its own
 after the server answered and closed."""
@@ -13,8 +13,8 @@ from contextlib import contextmanager
 
 import pytest
 
-from lab import hang
-from lab.hang import CLOSE_WAIT, ESTABLISHED, SYN_SENT, Conn
+from lab.host import hang
+from lab.host.hang import CLOSE_WAIT, ESTABLISHED, SYN_SENT, Conn
 
 # ---- the sentence ---------------------------------------------------------------------------
 

@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 
 from conftest import ROOT, lab_env
-from lab import history, html, results
+from lab.analyse import history
+from lab.present import html
+from lab.record import folder
 from test_compare import make_run, manifest, paced_rows
 
 
@@ -66,7 +68,7 @@ def test_make_history_prints_the_table(tmp_path: Path) -> None:
 def test_the_index_has_a_trend_chart_per_server_with_linked_runs(tmp_path: Path) -> None:
     top = tmp_path / "results"
     made = runs(top)
-    results.mark(top)
+    folder.mark(top)
     (made[0] / "report.html").write_text("<html></html>")
     index = html.write_index(top)
     assert index is not None

@@ -1,4 +1,4 @@
-"""The HTML report (lab/html.py) on saved real runs (tests/fixtures/runs):
+"""The HTML report (lab/present/html.py) on saved real runs (tests/fixtures/runs):
 content, flags next to their figures, no external URL, the index of runs,
 and the page as a real headless browser renders it."""
 from __future__ import annotations
@@ -17,7 +17,9 @@ from urllib.parse import unquote
 import pytest
 
 from conftest import ROOT
-from lab import analysis, display, html, metrics, results
+from lab.analyse import analysis, metrics, wording
+from lab.present import html
+from lab.record import folder
 
 FIXTURES = ROOT / "tests" / "fixtures" / "runs"
 COMPLETE = "20261123-033407-nginx+paced"
@@ -37,7 +39,7 @@ NO_REAL_DATA = {
 def results_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The fixture runs copied to a fresh results folder, each with its report."""
     top = tmp_path_factory.mktemp("results")
-    results.mark(top)
+    folder.mark(top)
     for name in RUNS:
         shutil.copytree(FIXTURES / name, top / name)
         html.write_report(top / name)
@@ -72,10 +74,10 @@ def flagged_cell(text: str, figure: str, flag: str) -> bool:
 def figure_of(s: metrics.LevelStats, flag: str) -> str:
     concerns = html.FLAG_FIGURE.get(flag, "rate")
     if concerns == "latency":
-        return escape(display.rng(s.resp_ms, fmt=".2f"))
+        return escape(wording.rng(s.resp_ms, fmt=".2f"))
     if concerns == "failed":
         return str(s.failed)
-    return escape(display.rng(s.rate))
+    return escape(wording.rng(s.rate))
 
 
 def test_every_flag_in_the_data_sits_next_to_its_figure(results_dir: Path) -> None:
@@ -107,11 +109,11 @@ def test_report_figures_per_server(results_dir: Path) -> None:
     for server, levels in stats_of(results_dir / COMPLETE).items():
         part = section(text, server)
         top = metrics.peak(levels)
-        assert f"{escape(display.rng(top.rate))} at c={top.value}" in part
+        assert f"{escape(wording.rng(top.rate))} at c={top.value}" in part
         for s in levels:
-            assert escape(display.rng(s.rate)) in part
-            assert escape(display.rng(s.cpu_us_per_req)) in part
-        assert escape(display.rng(levels[-1].rss_end_kb, 1024, ".1f")) in part
+            assert escape(wording.rng(s.rate)) in part
+            assert escape(wording.rng(s.cpu_us_per_req)) in part
+        assert escape(wording.rng(levels[-1].rss_end_kb, 1024, ".1f")) in part
         rec = m["servers"][server]
         assert f"framework: <b>{escape(rec['framework'])}</b>" in part
         assert f"version: <b>{escape(rec['version'])}</b>" in part
@@ -257,7 +259,7 @@ def test_main_report_writes_both_and_prints_paths(tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     run = tmp_path / COMPLETE
     shutil.copytree(FIXTURES / COMPLETE, run)
-    results.mark(tmp_path)
+    folder.mark(tmp_path)
     assert html.main_report(run) == 0
     out = capsys.readouterr().out.split()
     assert out == [str(run / "report.html"), str(tmp_path / "index.html")]
@@ -361,7 +363,7 @@ def test_screenshot_of_a_report(results_dir: Path, tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def compare_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from lab import compare
+    from lab.present import compare
     top = tmp_path_factory.mktemp("compare")
     a, b = top / "a", top / "b"
     shutil.copytree(FIXTURES / COMPLETE, a)

@@ -1,4 +1,4 @@
-"""WARMUP=auto waits for a JVM's JIT to go quiet (lab.jit): the count is read
+"""WARMUP=auto waits for a JVM's JIT to go quiet (lab.measure.jit): the count is read
 from the JVM itself with jcmd and recorded per start; other servers are
 unaffected."""
 from __future__ import annotations
@@ -12,8 +12,11 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, bench, free_port, lab_env, leftovers, run_folders
-from lab import jit, metrics, record, report
-from lab.runtimes.local import LocalServerHost
+from lab.measure import jit
+from lab.analyse import metrics
+from lab.record import schema
+from lab.present import report
+from lab.measure.runtimes.local import LocalServerHost
 
 FIXTURE = ROOT / "tests" / "fixtures" / "jcmd-perfcounter.txt"
 
@@ -52,7 +55,7 @@ def test_watch_gives_the_rate_between_readings_and_stops_after_an_error() -> Non
 
 
 def test_old_warmups_without_jit_fields_still_open() -> None:
-    w = record.Start.of({"id": "rep1", "warmup": {"mode": "auto", "steady": True,
+    w = schema.Start.of({"id": "rep1", "warmup": {"mode": "auto", "steady": True,
                                                   "seconds": 6.1}}).warmup
     assert w is not None
     assert w.jit_compiles is None and w.jit_error == ""

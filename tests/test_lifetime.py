@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, bench, free_port, lab, lab_env, leftovers, run_folders
-from lab import procs
-from lab.runtimes import netns
+from lab.host import procs
+from lab.measure.runtimes import netns
 
 SHORT = {"SERVER": "nginx", "CONCURRENCY": "1 2 3 4 5 6 7 8", "DURATION": "2s",
          "WARMUP": "0"}
@@ -238,7 +238,7 @@ def test_the_keeper_kills_what_a_vanished_step_started(tmp_path: Path) -> None:
     code = ("import os, subprocess, sys, time\n"
             f"sys.path.insert(0, {str(ROOT)!r})\n"
             "from pathlib import Path\n"
-            "from lab import procs\n"
+            "from lab.host import procs\n"
             "procs.start(['bash', '-c', 'sleep 900 & setsid sleep 901 & exec sleep 902'],\n"
             "            Path('/'), dict(os.environ), subprocess.DEVNULL)\n"
             "print('started', flush=True)\n"

@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, free_port
-from lab import procs
-from lab.launch import Knobs, ListenError, ServerProcess, lab_env, placeholders
-from lab.servers import Command, Server, discover, expand, is_built
+from lab.host import procs
+from lab.measure.launch import Knobs, ListenError, ServerProcess, lab_env, placeholders
+from lab.setup.servers import Command, Server, discover, expand, is_built
 
 FIXTURES = ROOT / "tests" / "fixtures"
 BODY = b'{"greeting":"Hello World!"}'

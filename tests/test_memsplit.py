@@ -13,7 +13,10 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from lab import analysis, html, memsplit, plot, procfs, record, report
+from lab.analyse import analysis, memsplit
+from lab.present import html, plot, report
+from lab.host import procfs
+from lab.record import schema
 
 MB = 1024
 # 64 MB touched by the parent, then shared with a forked child (copy on write);
@@ -121,13 +124,13 @@ def test_a_landed_run_without_the_columns_opens_and_says_unavailable(tmp_path: P
 def test_rows_with_the_split_show_it_in_summary_report_levels_and_chart(tmp_path: Path) -> None:
     run = tmp_path / LANDED.name
     shutil.copytree(LANDED, run)
-    rows = record.read_rows(run)
-    (run / record.CSV).unlink()
+    rows = schema.read_rows(run)
+    (run / schema.CSV).unlink()
     for r in rows:
-        record.append_row(run, r.__class__(**{**r.__dict__, "pss_kb": 9 * MB,
+        schema.append_row(run, r.__class__(**{**r.__dict__, "pss_kb": 9 * MB,
                                               "private_kb": 6 * MB, "shared_kb": 12 * MB,
                                               "anon_kb": 5 * MB}))
-    back = record.read_rows(run)
+    back = schema.read_rows(run)
     assert all((r.pss_kb, r.private_kb, r.shared_kb, r.anon_kb) ==
                (9 * MB, 6 * MB, 12 * MB, 5 * MB) for r in back)
     summary = report.write(run)
@@ -142,7 +145,7 @@ def test_rows_with_the_split_show_it_in_summary_report_levels_and_chart(tmp_path
     page = html.render(run)
     assert 'id="memory"' in page and "private share" in page
     _, a = analysis.of(run)
-    rec = record.load(run)
+    rec = schema.load(run)
     plot.export(rec, a)
     dat = (run / "data" / "rss.dat").read_text().splitlines()
     assert dat[0] == "# server rss_end_MB rss_peak_MB role pss_end_MB private_end_MB"
@@ -155,9 +158,9 @@ def test_rows_with_the_split_show_it_in_summary_report_levels_and_chart(tmp_path
 def test_the_ssh_agent_reports_the_split_and_the_remote_sampler_reads_it(
         forked: subprocess.Popen[str]) -> None:
     """RUNTIME ssh: the agent (run here without ssh, as test_topology_ssh does)
-    samples with lab.procfs and sends the split; ssh_remote reads it back."""
+    samples with lab.host.procfs and sends the split; ssh_remote reads it back."""
     import json
-    from lab.runtimes import ssh_remote, ssh_session
+    from lab.measure.runtimes import ssh_remote, ssh_session
     agent = ssh_session.Session([sys.executable, str(ROOT / ssh_session.AGENT), "serve"],
                                 "agent")
     try:

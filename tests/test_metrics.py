@@ -1,4 +1,4 @@
-"""lab.metrics on constructed inputs: flags and their thresholds, steadiness,
+"""lab.analyse.metrics on constructed inputs: flags and their thresholds, steadiness,
 spread, verdicts (overlapping and separate ranges, client-bound, too few
 repetitions, open loop), verdict levels, calibration lookup."""
 from __future__ import annotations
@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from lab import analysis, metrics, record
-from lab.clients import Level
-from lab.results import Row
+from lab.analyse import analysis, metrics
+from lab.record import schema
+from lab.record.level import Level
+from lab.record.schema import Row
 
 
 def level(rate: float = 1000.0, failed: int = 0, in_flight: float = 8.0,
@@ -185,7 +186,7 @@ def test_verdicts_say_when_a_server_lacks_the_level() -> None:
     assert v.kind == "missing" and "(b)" in v.text
 
 
-def calibration(**modes: dict[str, float]) -> record.Calibration:
+def calibration(**modes: dict[str, float]) -> schema.Calibration:
     """A calibration of siege with these req/s per level, per mode."""
     def level(rate: float) -> dict[str, object]:
         return {"rate_rps": rate, "client_cpu_pct": 95.0, "client_bound": True, "failed": 0}
@@ -195,7 +196,7 @@ def calibration(**modes: dict[str, float]) -> record.Calibration:
             "clients": {"siege": {"version": "4", **{
                 m.replace("_", "-"): {k: level(v) for k, v in levels.items()}
                 for m, levels in modes.items()}}}}
-    return record.Calibration.parse(record.obj(data, Path("calibration.json"), ""))
+    return schema.Calibration.parse(schema.obj(data, Path("calibration.json"), ""))
 
 
 def test_capacity_uses_the_nearest_calibrated_level_of_the_same_mode() -> None:

@@ -14,10 +14,12 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, bench, free_port, lab, lab_env, run_folders
-from lab import compare, floors, metrics, noise
-from lab.exits import Exit
-from lab.params import ConfigError, check_servers
-from lab.servers import discover, lookup
+from lab.present import compare
+from lab.analyse import floors, metrics
+from lab.studies import noise
+from lab.setup.exits import Exit
+from lab.setup.params import ConfigError, check_servers
+from lab.setup.servers import discover, lookup
 from test_compare import make_run, manifest, paced_rows, row
 
 

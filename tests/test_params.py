@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from lab.params import (PUBLISHED_LEVELS, ConfigError, default_split, from_env,
+from lab.setup.params import (PUBLISHED_LEVELS, ConfigError, default_split, from_env,
                         parse_cpus, parse_duration, parse_levels)
 
 KNOWN = ["grizzly", "aws", "nginx"]

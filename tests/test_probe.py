@@ -1,4 +1,4 @@
-"""The robustness probe (lab/probe/): its parts, two doubles built to fail
+"""The robustness probe (lab/measure/probe/): its parts, two doubles built to fail
 and to pass it, then real servers with short bounds (each skipped, with the
 reason, when it is not built here)."""
 from __future__ import annotations
@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from conftest import FAKES, ROOT, free_port
-from lab import probe
-from lab.launch import Knobs, placeholders
-from lab.params import from_env
-from lab.servers import Server, artifact_path, discover, is_built, load
-from lab.verify import BODY
+from lab.measure import probe
+from lab.measure.launch import Knobs, placeholders
+from lab.setup.params import from_env
+from lab.setup.servers import Server, artifact_path, discover, is_built, load
+from lab.measure.verify import BODY
 
 # Short bounds: the doubles answer at once, and a real server's findings
 # show within a second or two.

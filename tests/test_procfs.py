@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from lab import procfs
+from lab.host import procfs
 
 TREE = r"""
 import subprocess, sys, threading, time

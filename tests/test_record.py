@@ -20,11 +20,13 @@ from pathlib import Path
 import pytest
 
 from conftest import FAKES, ROOT, free_port
-from lab import analysis, display, html, record, results
+from lab.analyse import analysis, wording
+from lab.present import html
+from lab.record import folder, schema
 
 FIXTURES = ROOT / "tests" / "fixtures" / "runs"
 OLD = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
-LANDED = "20261124-071349-sturdy+paced-landed"     # written by the tree before lab/record.py
+LANDED = "20261124-071349-sturdy+paced-landed"     # written by the tree before lab/record/schema.py
 COMPLETE = "20261123-033407-nginx+paced"
 
 
@@ -52,7 +54,7 @@ def lab_results(tmp: Path) -> Path:
     """A results folder as the lab makes it (marked as its own)."""
     top = tmp / "results"
     top.mkdir()
-    results.mark(top)
+    folder.mark(top)
     return top
 
 
@@ -72,9 +74,9 @@ def test_runs_of_older_labs_open_and_render(name: str, tmp_path: Path) -> None:
 def test_a_manifest_survives_a_read_modify_write(tmp_path: Path) -> None:
     run = copy_run(tmp_path / LANDED, LANDED)
     before = json.loads((run / "manifest.json").read_text())
-    record.update(run, lambda m: None)
+    schema.update(run, lambda m: None)
     after = json.loads((run / "manifest.json").read_text())
-    assert after.pop("schema") == record.SCHEMA
+    assert after.pop("schema") == schema.SCHEMA
     for key in before:                       # nothing lost, however typed
         assert key in after, key
     assert after["servers"]["sturdy"]["starts"][0]["pid"] == \
@@ -84,9 +86,9 @@ def test_a_manifest_survives_a_read_modify_write(tmp_path: Path) -> None:
 def test_a_newer_schema_is_refused_with_what_to_do(tmp_path: Path) -> None:
     run = copy_run(tmp_path / "r")
     m = json.loads((run / "manifest.json").read_text())
-    (run / "manifest.json").write_text(json.dumps({**m, "schema": record.SCHEMA + 1}))
-    with pytest.raises(record.RecordError, match="newer lab"):
-        record.load(run)
+    (run / "manifest.json").write_text(json.dumps({**m, "schema": schema.SCHEMA + 1}))
+    with pytest.raises(schema.RecordError, match="newer lab"):
+        schema.load(run)
 
 
 # ---- case 1: report and plots never overwrite a page the lab did not write -----------
@@ -281,7 +283,7 @@ def test_case7_nan_and_negative_figures_show_as_a_dash_with_the_reason(tmp_path:
     assert "nan" not in text.lower().replace("nanosecond", "") and "-6,280" not in text
     assert "– (not a number in the record)" in text
     assert "– (negative in the record (-6280): impossible)" in text
-    assert display.rng(None) == "–" and display.figure(math.nan).startswith("– (")
+    assert wording.rng(None) == "–" and wording.figure(math.nan).startswith("– (")
 
 
 def test_case7_concurrency_ticks_are_whole_numbers(tmp_path: Path) -> None:
@@ -323,7 +325,7 @@ def test_case7_compare_folders_are_in_the_index_and_a_failed_compare_leaves_none
 
 def test_the_summary_draws_the_probe_table_from_probe_json(tmp_path: Path) -> None:
     from test_probe import fake_report           # a ProbeReport as the probe makes it
-    from lab import probe
+    from lab.measure import probe
     run = copy_run(tmp_path / "r")
     for name, ok in (("nginx", True), ("paced", False)):
         (run / name).mkdir(exist_ok=True)
@@ -347,7 +349,7 @@ def test_case6_a_rerun_records_what_it_overrode(tmp_path: Path) -> None:
                 f"RESULTS={out}", env={"WARMUP_MAX": "9s"})
     assert done.returncode == 0, done.stderr[-3000:]
     [new] = [p for p in out.iterdir() if p.is_dir()]
-    m = record.read_manifest(new)
+    m = schema.read_manifest(new)
     assert m.settings["PORT"] == port and m.params.repeat == 1
     landed = "20261124-071349-sturdy+paced"          # the run id it was recorded under
     assert m.extra["rerun"]["of"] == landed

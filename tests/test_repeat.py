@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 from conftest import ROOT, bench, free_port, lab_env, leftovers, run_folders
-from lab import record, results
+from lab.record import files, folder, schema
 
 QUICK = {"DURATION": "1s", "WARMUP": "0", "PROBE": "0"}
 
@@ -25,7 +25,7 @@ def test_repetitions_interleave_servers_each_a_fresh_start(tmp_path: Path) -> No
                         PORT=str(free_port()), **QUICK), timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     run, m = only_run(tmp_path)
-    rows = results.read_rows(run)
+    rows = schema.read_rows(run)
     assert [(r.server, r.rep, r.value) for r in rows] == [
         ("nginx", 1, 1), ("nginx", 1, 2), ("paced", 1, 1), ("paced", 1, 2),
         ("nginx", 2, 1), ("nginx", 2, 2), ("paced", 2, 1), ("paced", 2, 2)]
@@ -57,7 +57,7 @@ def test_warmup_auto_waits_until_the_rate_is_steady(tmp_path: Path) -> None:
     assert warm["mode"] == "auto" and warm["steady"] is True, warm
     assert warm["seconds"] >= 4 and warm["slices"] >= 3          # it speeds up for 4 s
     assert warm["slice_rates"][0] < 0.7 * warm["slice_rates"][-1]
-    [row] = results.read_rows(run)
+    [row] = schema.read_rows(run)
     assert not row.has("not-steady")
     assert "steady after" in out.stderr
 
@@ -70,7 +70,7 @@ def test_warmup_that_hits_its_cap_flags_every_level(tmp_path: Path) -> None:
     run, m = only_run(tmp_path)
     [start] = m["servers"]["warming"]["starts"]
     assert start["warmup"]["steady"] is False and start["warmup"]["slices"] == 1
-    assert all(r.has("not-steady") for r in results.read_rows(run))
+    assert all(r.has("not-steady") for r in schema.read_rows(run))
     summary = (run / "summary.md").read_text()
     assert "hit the cap of 3s" in summary and "Raise WARMUP_MAX" in summary
 
@@ -80,7 +80,7 @@ def test_a_knob_sweep_restarts_the_server_per_value(tmp_path: Path) -> None:
                         CONCURRENCY="2", PORT=str(free_port()), **QUICK), timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     run, m = only_run(tmp_path)
-    rows = results.read_rows(run)
+    rows = schema.read_rows(run)
     assert [(r.axis, r.value, r.workers, r.concurrency) for r in rows] == [
         ("workers", 1, 1, 2), ("workers", 2, 2, 2)]
     # nginx: a master and WORKERS single-threaded workers, all sampled
@@ -120,14 +120,14 @@ def test_a_run_states_its_share_of_a_calibration_of_its_conditions(tmp_path: Pat
                         PORT=str(free_port()), **QUICK), timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     first, _ = only_run(tmp_path)
-    made = record.read_manifest(first)           # a calibration of exactly these conditions
-    cal = record.Calibration(
+    made = schema.read_manifest(first)           # a calibration of exactly these conditions
+    cal = schema.Calibration(
         made="2026-11-24T00:00:00+0000", ceiling="nginx", duration_s=1, levels=[2],
         pinning=made.pinning, host={}, topology=made.topology,
-        clients={"siege": record.CalClient("4", {"close": {2: record.CalLevel(
+        clients={"siege": schema.CalClient("4", {"close": {2: schema.CalLevel(
             rate_rps=10.0, client_cpu_pct=95.0, client_bound=True)}, "keep-alive": {}})})
     cache.mkdir(exist_ok=True)
-    record.write_json(cache / "calibration.json", cal.to_json())
+    files.write_json(cache / "calibration.json", cal.to_json())
     shutil.rmtree(first)
     out = bench(lab_env(tmp_path, LAB_CACHE=str(cache), SERVER="paced", CONCURRENCY="2",
                         PORT=str(free_port()), **QUICK), timeout=300)
@@ -146,7 +146,7 @@ def test_a_knob_value_the_server_cannot_serve_is_recorded_and_skipped(tmp_path: 
                         CONCURRENCY="2", PORT=str(free_port()), **QUICK), timeout=300)
     assert out.returncode == 1, out.stderr[-3000:]
     run, m = only_run(tmp_path)
-    assert [(r.value, r.workers) for r in results.read_rows(run)] == [(2, 2)]
+    assert [(r.value, r.workers) for r in schema.read_rows(run)] == [(2, 2)]
     assert [s["status"] for s in m["servers"]["closer"]["starts"]] == ["not loaded", "complete"]
     assert m["status"] == "incomplete"
     [problem] = m["problems"]

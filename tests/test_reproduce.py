@@ -1,4 +1,4 @@
-"""lab.reproduce: the plan each study of the real docs/claims.toml produces
+"""lab.studies.reproduce: the plan each study of the real docs/claims.toml produces
 (client, connection, levels, SERVER with @N, repetitions, per run), the
 user's overrides and QUICK=1, bad input (exit 2, nothing run, no folder),
 the claims table on constructed statistics, and one real smoke run of
@@ -15,12 +15,13 @@ from pathlib import Path
 import pytest
 
 from conftest import MIRROR, ROOT, free_port, leftovers
-from lab import claims, metrics, reproduce
-from lab.clients import Level
-from lab.servers import discover
+from lab.analyse import claims, metrics
+from lab.studies import reproduce
+from lab.record.level import Level
+from lab.setup.servers import discover
 
 # The jersey variants come from the `variants` branch (a manifest declaring
-# `<server>.<variant>`). Until it is merged, lab.servers.discover does not
+# `<server>.<variant>`). Until it is merged, lab.setup.servers.discover does not
 # find them, so the java-containers plan is built here against the lab's
 # servers plus these names; test_claims' real-file test fails for them alone.
 JERSEY_VARIANTS = {"jersey.undertow", "jersey.jetty", "jersey.tomcat"}

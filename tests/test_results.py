@@ -5,37 +5,37 @@ from pathlib import Path
 
 import pytest
 
-from lab import results
+from lab.record import folder, schema
 
 
 def test_run_folders_are_never_reused(tmp_path: Path) -> None:
-    a = results.new_run(tmp_path, ("grizzly", "aws"))
-    b = results.new_run(tmp_path, ("grizzly", "aws"))
+    a = folder.new_run(tmp_path, ("grizzly", "aws"))
+    b = folder.new_run(tmp_path, ("grizzly", "aws"))
     assert a != b and a.is_dir() and b.is_dir()
     assert a.name.endswith("-grizzly+aws")
-    assert results.new_run(tmp_path, tuple("abcde")).name.endswith("-5-servers")
+    assert folder.new_run(tmp_path, tuple("abcde")).name.endswith("-5-servers")
 
 
 def test_rows_are_appended_and_read_back_by_server(tmp_path: Path) -> None:
-    def row(server: str, c: int) -> results.Row:
-        values = {f.name: 0 for f in fields(results.Row)}
+    def row(server: str, c: int) -> schema.Row:
+        values = {f.name: 0 for f in fields(schema.Row)}
         values.update(server=server, rep=1, axis="concurrency", value=c, concurrency=c,
                       offered_rps=None, p50_ms=None, p90_ms=None, p99_ms=1.5,
                       littles_ratio=0.97, client_bound=c > 4, flags="", failure_kinds=None)
-        return results.Row(**values)
+        return schema.Row(**values)
 
     for server, c in (("b", 8), ("b", 1), ("a", 4)):
-        results.append_row(tmp_path, row(server, c))
-    grouped = dict(results.rows_by_server(tmp_path))
+        schema.append_row(tmp_path, row(server, c))
+    grouped = dict(schema.rows_by_server(tmp_path))
     assert list(grouped) == ["b", "a"]                          # run order
     assert [r.value for r in grouped["b"]] == [1, 8]             # sorted by level
     assert grouped["b"][1].client_bound is True and grouped["b"][0].client_bound is False
     assert grouped["a"][0].offered_rps is None and grouped["a"][0].p99_ms == 1.5  # typed back
-    header = (tmp_path / results.CSV).read_text().splitlines()[0]
-    assert header.split(",") == results.COLUMNS
+    header = (tmp_path / schema.CSV).read_text().splitlines()[0]
+    assert header.split(",") == schema.COLUMNS
 
 
 def test_a_csv_from_an_older_lab_is_refused_with_the_reason(tmp_path: Path) -> None:
-    (tmp_path / results.CSV).write_text("server,concurrency\nx,1\n")
+    (tmp_path / schema.CSV).write_text("server,concurrency\nx,1\n")
     with pytest.raises(ValueError, match="lacks columns rep"):
-        results.read_rows(tmp_path)
+        schema.read_rows(tmp_path)

@@ -16,13 +16,14 @@ import pytest
 
 import schemacheck
 from conftest import ROOT, bench, free_port, lab_env, lab, leftovers, run_folders
-from lab import metrics, record
+from lab.analyse import metrics
+from lab.record import schema
 
 RUNS = ROOT / "tests" / "fixtures" / "runs"
 SAVED = sorted(p.name for p in RUNS.iterdir() if (p / "manifest.json").is_file())
 
 
-def schema() -> dict[str, object]:
+def json_schema() -> dict[str, object]:
     data = json.loads(schemacheck.SCHEMA.read_text())
     assert isinstance(data, dict)
     return data
@@ -37,7 +38,7 @@ def test_each_saved_run_written_again_fits_the_schema(tmp_path: Path, name: str)
     assert done.returncode == 0, done.stderr
     assert schemacheck.check_file(run / "results.json") == []
     data = json.loads((run / "results.json").read_text())
-    assert data["results_schema"] == record.RESULTS_SCHEMA == 1
+    assert data["results_schema"] == schema.RESULTS_SCHEMA == 1
     for v in data["verdicts"]:      # the gate's words, as make compare prints them
         assert v["verdict"] in (*metrics.RANKED, "no-clear-difference", "not-comparable",
                                 "inconclusive", "missing")
@@ -49,7 +50,7 @@ def test_the_checker_finds_what_does_not_fit(tmp_path: Path) -> None:
     shutil.copytree(RUNS / SAVED[0], run)
     assert lab(lab_env(tmp_path), "report", str(run), timeout=120).returncode == 0
     good = json.loads((run / "results.json").read_text())
-    s = schema()
+    s = json_schema()
     assert schemacheck.errors(good, s) == []
     for change, fragment in [
             (lambda d: d.pop("levels"), "missing 'levels'"),
@@ -80,7 +81,7 @@ def test_every_field_of_the_schema_is_described_in_run_folder_md() -> None:
         if isinstance(node, list):
             return {k for v in node for k in keys(v)}
         return set()
-    found = keys(schema())
+    found = keys(json_schema())
     assert {"results_schema", "rate_rps", "verdict", "share", "open_loop"} <= found
     for key in found:
         assert re.search(rf"`{re.escape(key)}`", doc), f"docs/run-folder.md lacks `{key}`"
@@ -116,7 +117,7 @@ def analysis_part(run: Path) -> dict[str, Any]:
     schema version, as the schema's description says)."""
     data = json.loads((run / "results.json").read_text())
     assert isinstance(data, dict)
-    own = set(record.read_manifest(run).to_json())
+    own = set(schema.read_manifest(run).to_json())
     assert {"run_id", "servers", "params"} <= own and "levels" not in own
     return {k: v for k, v in data.items() if k not in own}
 
@@ -131,7 +132,7 @@ def test_the_schema_describes_every_key_the_analysis_writes(tmp_path: Path) -> N
     assert out.returncode == 0, out.stderr[-3000:]
     [run] = run_folders(tmp_path)
     assert leftovers(run) == []
-    s = schema()
+    s = json_schema()
     part = analysis_part(run)
     assert {"levels", "verdicts", "answers", "failed", "rows"} <= set(part)
     row = next(iter(part["rows"].values()))[0]

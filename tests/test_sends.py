@@ -1,4 +1,4 @@
-"""What each server sends: lab.verify.wire reads the answer byte for byte
+"""What each server sends: lab.measure.verify.wire reads the answer byte for byte
 from a real server (header spacing kept, Date masked, bytes counted), the
 manifest keeps it per start, and the report's table flags where servers
 differ; a verdict between servers whose answers differ in size says by how
@@ -14,8 +14,11 @@ from pathlib import Path
 import pytest
 
 from conftest import FAKES, bench, free_port, lab_env, leftovers, run_folders
-from lab import analysis, html, record, sends, verify
-from lab.record import Response
+from lab.analyse import analysis, sends
+from lab.present import html
+from lab.record import schema
+from lab.measure import verify
+from lab.record.schema import Response
 
 BODY = b'{"greeting":"Hello World!"}'
 # EWS's answer as measured: two spaces after Content-Length's colon, no Date
@@ -156,7 +159,7 @@ def test_a_run_records_and_shows_what_each_server_sends(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr[-3000:]
     [run] = run_folders(tmp_path)
     assert leftovers(run) == []
-    m = record.read_manifest(run)
+    m = schema.read_manifest(run)
     for name in ("sturdy", "bare"):
         starts = m.server(name).starts
         assert len(starts) == 3 and all(s.response is not None for s in starts)
@@ -181,7 +184,7 @@ def test_a_run_records_and_shows_what_each_server_sends(tmp_path: Path) -> None:
     assert sturdy.bytes is not None
     diff = abs(sturdy.bytes - bare.bytes)
     assert diff and f"{diff} bytes smaller" in v.wire_text and v.wire_text in summary
-    rows = record.read_rows(run)
+    rows = schema.read_rows(run)
     assert rows and all(r.pss_kb and r.private_kb and r.shared_kb is not None
                         and r.anon_kb for r in rows)
     assert all(r.pss_kb <= r.rss_end_kb * 1.1 for r in rows if r.pss_kb)

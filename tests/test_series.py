@@ -1,4 +1,4 @@
-"""Per-second series (lab.series): vegeta's running reports read from real
+"""Per-second series (lab.record.series): vegeta's running reports read from real
 captured output, the sampler's points cut into seconds, the files a run
 writes and the chart drawn from them."""
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, bench, free_port, lab_env, leftovers, run_folders
-from lab import series
-from lab.clients import vegeta
+from lab.record import series
+from lab.measure.clients import vegeta
 
 FIXTURES = ROOT / "tests" / "fixtures"
 

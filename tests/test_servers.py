@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FAKES, ROOT
-from lab.servers import (MANIFEST, SKIP_DIRS, Command, ManifestError, discover, is_built,
+from lab.setup.servers import (MANIFEST, SKIP_DIRS, Command, ManifestError, discover, is_built,
                          load)
 
 GOOD = """
@@ -121,7 +121,7 @@ def test_build_is_needed_only_when_an_input_is_newer(tmp_path: Path) -> None:
 
 
 def test_name_at_n_is_that_server_with_n_workers() -> None:
-    from lab.servers import lookup, split_spec
+    from lab.setup.servers import lookup, split_spec
     found = discover(ROOT)
     plain, more = lookup(found, "nginx"), lookup(found, "nginx@3")
     assert plain is found["nginx"] and plain.workers(None) == plain.workers_default

@@ -1,4 +1,4 @@
-"""One registry of settings (lab/params.py): each case of issue 15 refused (exit 2,
+"""One registry of settings (lab/setup/params.py): each case of issue 15 refused (exit 2,
 nothing built) or warned with the right reason; make help and docs/settings.md
 generated from the registry."""
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, bench, lab, lab_env, run_folders
-from lab.runtimes import selectable
-from lab.clients import axes, described
-from lab.params import (FOREIGN, PLUMBING, REGISTRY, SETTINGS, ConfigError, Found, Traits,
+from lab.measure.runtimes import selectable
+from lab.measure.clients import axes, described
+from lab.setup.params import (FOREIGN, PLUMBING, REGISTRY, SETTINGS, ConfigError, Found, Traits,
                         command_line_variables,
                         cpu_ranges, from_env, markdown_table, misspelt)
 
@@ -186,4 +186,4 @@ def test_every_variable_the_lab_reads_is_declared() -> None:
         read |= set(re.findall(r"environ\[[\"']([A-Z_]+)[\"']\]", text))
         read |= set(re.findall(r"\benv\.get\(\s*[\"']([A-Z_]+)[\"']", text))
     undeclared = sorted(read - set(SETTINGS) - plumbing)
-    assert undeclared == [], f"read but not in lab/params.py's REGISTRY: {undeclared}"
+    assert undeclared == [], f"read but not in lab/setup/params.py's REGISTRY: {undeclared}"

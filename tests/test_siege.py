@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from lab.clients import ClientError, Load, Options
-from lab.clients.siege import Siege, parse, write_rc
+from lab.measure.clients import ClientError, Load, Options
+from lab.measure.clients.siege import Siege, parse, write_rc
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

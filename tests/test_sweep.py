@@ -7,11 +7,12 @@ from pathlib import Path
 import pytest
 
 from conftest import FAKES, ROOT, free_port, leftovers
-from lab import record, results
-from lab.clients import Level, Load, Options
-from lab.params import from_env
-from lab.servers import discover
-from lab.sweep import ClientHung, ServerSweep
+from lab.record import folder, schema
+from lab.measure.clients import Load, Options
+from lab.record.level import Level
+from lab.setup.params import from_env
+from lab.setup.servers import discover
+from lab.measure.sweep import ClientHung, ServerSweep
 
 
 class Overrunning:
@@ -37,9 +38,9 @@ def test_overrunning_client_is_stopped_retried_once_then_reported(tmp_path: Path
     params = from_env({"SERVER": "nginx", "CONCURRENCY": "1", "DURATION": "1s",
                        "WARMUP": "0", "CLIENT_GRACE": "1s", "PORT": str(free_port())},
                       list(servers), ["siege"])
-    run = results.new_run(tmp_path, params.servers)
-    record.write_manifest(run, record.Manifest(run.name, record.RunParams(
-        ["nginx"], "concurrency", 1), record.ClientInfo("overrun")))
+    run = folder.new_run(tmp_path, params.servers)
+    schema.write_manifest(run, schema.Manifest(run.name, schema.RunParams(
+        ["nginx"], "concurrency", 1), schema.ClientInfo("overrun")))
     sweep = ServerSweep(ROOT, tmp_path / "cache", run, servers["nginx"], params, Overrunning())
     with pytest.raises(ClientHung, match="did not finish within 2s"):
         sweep.run_all()

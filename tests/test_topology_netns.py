@@ -24,8 +24,8 @@ import pytest
 
 from conftest import FAKES, ROOT, bench, free_port, lab, lab_env, leftovers, readable_copy, \
     run_folders
-from lab.params import ConfigError, from_env
-from lab.runtimes import netns
+from lab.setup.params import ConfigError, from_env
+from lab.measure.runtimes import netns
 
 PREFIX = "labt"
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,

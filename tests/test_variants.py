@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from lab.launch import Knobs, ServerProcess, lab_env
-from lab.servers import ManifestError, discover, load, load_all, lookup
+from lab.measure.launch import Knobs, ServerProcess, lab_env
+from lab.setup.servers import ManifestError, discover, load, load_all, lookup
 
 BASE = """
 name = "demo"
@@ -198,7 +198,7 @@ def test_a_started_variant_sees_its_env(tmp_path: Path) -> None:
 
 
 def test_facts_get_the_variant_env(tmp_path: Path) -> None:
-    """lab/sweep.py runs the facts command with the ServerProcess's env."""
+    """lab/measure/sweep.py runs the facts command with the ServerProcess's env."""
     _, v = load_all(write(tmp_path, BASE + '\n[variants.v]\nenv = { MODE = "v" }\n'))
     sp = ServerProcess(v, tmp_path, tmp_path, "t", Knobs(1, 1, 1, "127.0.0.1"), (),
                        tmp_path / "log")

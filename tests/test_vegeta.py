@@ -17,10 +17,11 @@ import pytest
 
 import httpfakes
 from conftest import ROOT, free_port
-from lab import deps, paths
-from lab.clients import vegeta
-from lab.clients import ClientError, Load, Options, clients
-from lab.clients.vegeta import Vegeta, parse
+from lab.measure import deps
+from lab.setup import paths
+from lab.measure.clients import vegeta
+from lab.measure.clients import ClientError, Load, Options, clients
+from lab.measure.clients.vegeta import Vegeta, parse
 
 FIXTURES = Path(__file__).parent / "fixtures"
 URL = "http://127.0.0.1:8080/api"

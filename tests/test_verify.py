@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from lab.verify import BODY, VerifyError, verify
+from lab.measure.verify import BODY, VerifyError, verify
 
 
 def handler(body: bytes = BODY, ctype: str = "application/json", version: str = "HTTP/1.1",

@@ -95,7 +95,7 @@ def lab_code(out: subprocess.CompletedProcess[str]) -> int:
 @pytest.mark.parametrize("ex", EXERCISES, ids=lambda e: f"exercise-{e.number}")
 def test_each_exercise_runs_short(tmp_path: Path, ex: Exercise) -> None:
     extra = tmp_path / "servers"
-    extra.mkdir()                      # LAB_SERVER_PATH must name a folder (lab.params)
+    extra.mkdir()                      # LAB_SERVER_PATH must name a folder (lab.setup.params)
     for path, code in ex.files.items():
         target = extra / Path(path).relative_to("servers")
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -16,9 +16,10 @@ import pytest
 
 import httpfakes
 from conftest import ROOT, free_port
-from lab import hostinfo
-from lab.clients import ClientError, Load, Options, clients
-from lab.clients.wrk import SCRIPT, Wrk, parse, threads_for
+from lab.measure.clients import host_tools
+from lab.measure import hostinfo
+from lab.measure.clients import ClientError, Load, Options, clients
+from lab.measure.clients.wrk import SCRIPT, Wrk, parse, threads_for
 
 FIXTURES = Path(__file__).parent / "fixtures"
 URL = "http://127.0.0.1:8080/api"
@@ -188,7 +189,7 @@ needs_wrk = pytest.mark.skipif(shutil.which("wrk") is None,
 @needs_wrk
 def test_version_in_the_hosts_tools() -> None:
     version = Wrk().version()
-    assert version == hostinfo.tools()["wrk"]
+    assert version == host_tools()["wrk"]
     assert re.search(r"\d+\.\d+\.\d+", version), version
 
 

@@ -11,7 +11,7 @@
 #
 # A server whose .gpr has a line "-- lab-libraries: LIB..." is built against
 # libraries from pinned upstream sources (servers/ada/sources.toml, checked by
-# lab/sources.py; exit 2 if an archive is missing or fails its check). They
+# lab/setup/sources.py; exit 2 if an archive is missing or fails its check). They
 # are built once per cache into the root (rootfs mode only): see build_library.
 #
 # ADA_TOOLCHAIN selects the mode:
@@ -239,7 +239,7 @@ cmd_ensure() {
         # The archives first: a missing or wrong one stops here (exit 2),
         # before the root is made or anything is built.
         # shellcheck disable=SC2086  # a list of library names
-        (cd "$LAB_ROOT" && python3 -m lab.sources check $libs) || exit $?
+        (cd "$LAB_ROOT" && python3 -m lab.setup.sources check $libs) || exit $?
     fi
     if [[ $mode == native ]]; then ensure_native; else ensure_rootfs; fi
     prune_stamps
@@ -262,7 +262,7 @@ cmd_sources() {
     # shellcheck disable=SC2086  # a list of library names
     # Also staged in the server folder (lab-sources/, git-ignored) with the
     # build recipe: the Dockerfile's build stage takes them from there.
-    (cd "$LAB_ROOT" && python3 -m lab.sources fetch $libs --into "$ROOT$SRC" \
+    (cd "$LAB_ROOT" && python3 -m lab.setup.sources fetch $libs --into "$ROOT$SRC" \
          --stage "$dir/lab-sources" >/dev/null) || {
         local code=$?
         say "error: the sources of $(basename "$dir") are not usable (see above)"
@@ -270,7 +270,7 @@ cmd_sources() {
     }
     cp -p "$HERE/build-library.sh" "$dir/lab-sources/build-library.sh"
     # shellcheck disable=SC2086  # a list of library names
-    (cd "$LAB_ROOT" && python3 -m lab.sources facts $libs) > "$dir/lab-sources/facts.txt.tmp"
+    (cd "$LAB_ROOT" && python3 -m lab.setup.sources facts $libs) > "$dir/lab-sources/facts.txt.tmp"
     if cmp -s "$dir/lab-sources/facts.txt.tmp" "$dir/lab-sources/facts.txt"; then
         rm "$dir/lab-sources/facts.txt.tmp"      # unchanged: keep its time (a build input)
     else
@@ -280,7 +280,7 @@ cmd_sources() {
 
 # The folder a library was unpacked to (inside the root): REPO-COMMIT.
 source_folder() {
-    (cd "$LAB_ROOT" && python3 -c 'import sys; from lab.sources import load
+    (cd "$LAB_ROOT" && python3 -c 'import sys; from lab.setup.sources import load
 print(load()[sys.argv[1]].folder)' "$1")
 }
 
@@ -459,7 +459,7 @@ cmd_facts() {
     libs=$(libraries_of "$dir")
     if [[ -n $libs ]]; then
         # shellcheck disable=SC2086  # a list of library names
-        (cd "$LAB_ROOT" && python3 -m lab.sources facts $libs)
+        (cd "$LAB_ROOT" && python3 -m lab.setup.sources facts $libs)
         local lib p
         for lib in $libs; do
             for p in $(patches_of "$dir" "$lib"); do

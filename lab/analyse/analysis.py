@@ -1,0 +1,376 @@
+"""The analysis of a run, computed once from its record: per-level
+statistics, verdicts between servers, each server's share of its client's
+calibrated capacity, and the warnings. Pure: `analyse` reads nothing but the
+record it is given; the arithmetic and thresholds are lab.analyse.metrics'.
+
+The report (summary.md, results.json), the HTML page, the charts and `make
+compare` all read an Analysis; none needs another to have run first, and
+none imports the measuring side (sweep, launch, calibrate, runtimes).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from lab.analyse import costlink, costview, metrics, profileview, sends
+from lab.record import failures, schema
+from lab.analyse.wording import axis_label
+from lab.analyse.metrics import LevelStats, Verdict
+from lab.record.schema import CalLevel, Calibration, Manifest, RunRecord
+
+CLIENT_LIMITED = "client-limited"
+BELOW = "below the client's limit"
+DOES_NOT_HOLD = "the calibration does not hold here: run `make calibrate` on a quiet host"
+# above 100% against a calibration made on a quiet host: the client's capacity
+# depends on what the server answers (and on the level), so nginx's is no limit
+ABOVE_QUIET = ("the client drove this server faster than it drove the ceiling on a quiet "
+               "host: what a client drives depends on the server's answer and the level, so "
+               "the calibrated figure is no upper bound here (the client-bound flag, from the "
+               "client's own CPU, still is); `make calibrate CONCURRENCY=...` at the run's "
+               "levels narrows it")
+
+
+@dataclass(frozen=True)
+class CapacityNote:
+    """A server's peak as a share of what its client drove against the ceiling."""
+    server: str
+    value: int
+    rate: float
+    capacity: float
+    level: int                # the calibrated level used (nearest on a log scale)
+    share: float
+    kind: str                 # client-limited | below | does-not-hold
+    text: str
+
+
+@dataclass(frozen=True)
+class Analysis:
+    stats: dict[str, list[LevelStats]]      # server: its levels, in run order
+    compared: list[str]                     # servers judged against each other (no ceiling)
+    verdict_at: list[int]
+    basis: str                              # what the verdicts rank by
+    verdicts: list[Verdict]
+    calibration_used: bool
+    calibration_note: str                   # why a calibration on record is not used
+    capacity: list[CapacityNote]
+    warnings: list[str]
+    costs: costview.CostAnalysis | None = None       # make cost: instructions per request
+    profiles: dict[str, profileview.ProfileSummary | str] = field(default_factory=dict)
+    answers: dict[str, sends.Answer] = field(default_factory=dict)   # what each server sends
+    failed: dict[str, list[str]] = field(default_factory=dict)   # server: what failed, a
+                                                                # line per level (failure_lines)
+
+    def levels(self, server: str) -> list[LevelStats]:
+        return self.stats.get(server, [])
+
+
+# --------------------------------------------------------------------------- conditions
+
+def conditions(m: Manifest) -> str:
+    """One line: client, connection, duration, repetitions, pinning, topology, host."""
+    c, h, p = m.client, m.host, m.params
+    threads = f", {c.threads} threads" if c.threads else ""
+    return (f"{c.tool} {c.version}{threads}, connection {c.connection or '?'}, "
+            f"{'' if m.extra.get('kind') == 'cost' else f'{p.duration_s}s/level, '}"
+            f"{p.repeat} rep, server CPU "
+            f"{m.pinning.server_cpus or '?'}, client CPU {m.pinning.client_cpus or '?'}, "
+            f"{(m.topology or '?').split(' ')[0]}, {h.get('cpu_model', '?')}, "
+            f"{h.get('cores', '?')} cores")
+
+
+# --------------------------------------------------------------------------- calibration
+
+def mode(keepalive: bool) -> str:
+    return "keep-alive" if keepalive else "close"
+
+
+def calibration_mismatch(m: Manifest, cal: Calibration) -> str | None:
+    """Why the calibration on record does not describe this run's conditions
+    (client, connection mode, pinning, topology); None when it does."""
+    tool, conn = m.client.tool, mode(m.params.keepalive)
+    got = cal.clients.get(tool)
+    if got is None:
+        return f"{tool} was not calibrated (calibrated: {', '.join(cal.clients) or 'none'})"
+    if not got.modes.get(conn):
+        refused = got.refused.get(conn)
+        why = f": {'; '.join(refused.values())}" if refused else ""
+        return f"{tool} with connection {conn} has no saved level{why}"
+    if (cal.pinning.server_cpus, cal.pinning.client_cpus) != \
+            (m.pinning.server_cpus, m.pinning.client_cpus):
+        return (f"calibrated with server CPU {cal.pinning.server_cpus}, client CPU "
+                f"{cal.pinning.client_cpus}; this run: server CPU {m.pinning.server_cpus}, "
+                f"client CPU {m.pinning.client_cpus}")
+    if not cal.topology:
+        return ("the calibration does not record its topology (made by an older lab): "
+                "run `make calibrate` again")
+    if cal.topology.split(" ")[0] != (m.topology or "").split(" ")[0]:
+        return (f"calibrated on topology {cal.topology.split(' ')[0]}, this run on "
+                f"{(m.topology or '?').split(' ')[0]}")
+    return None
+
+
+def nearest(levels: list[int], value: int) -> int:
+    """The calibrated level closest to `value` on a log scale."""
+    return min(levels, key=lambda c: abs((c / value) - 1) if c >= value else abs(value / c - 1))
+
+
+def calibrated(cal: Calibration, client: str, keepalive: bool) -> dict[int, CalLevel]:
+    """The levels the calibration saved for a client in a connection mode."""
+    got = cal.clients.get(client)
+    return (got.modes.get(mode(keepalive)) or {}) if got else {}
+
+
+def capacity(cal: Calibration, client: str, keepalive: bool,
+             concurrency: int) -> tuple[float, int] | None:
+    """(req/s, calibrated level) the client drove against the ceiling nearest
+    to `concurrency`, in this connection mode; None when it has no level."""
+    levels = calibrated(cal, client, keepalive)
+    if not levels or not concurrency:
+        return None
+    c = nearest(list(levels), concurrency)
+    return levels[c].rate_rps, c
+
+
+def above_why(cal: Calibration, m: Manifest, level: int) -> str:
+    """Why a server can exceed its client's calibrated figure: a calibration
+    made on a busy host (its level's own record says so, or does not say),
+    or, on a quiet one, a client whose cost per request depends on the server."""
+    lv = calibrated(cal, m.client.tool, m.params.keepalive).get(level)
+    busy = lv.host_busy_pct if lv is not None else None
+    if busy is None or busy > metrics.HOST_BUSY_PCT:
+        return DOES_NOT_HOLD
+    return ABOVE_QUIET
+
+
+def capacity_note(m: Manifest, s: LevelStats) -> CapacityNote | None:
+    """'aws 4.9 k req/s at c=8 = 97% of what siege drove against the ceiling here (c=8)'."""
+    cal = m.calibration
+    if cal is None or s.open_loop or m.params.axis != "concurrency":
+        return None
+    if calibration_mismatch(m, cal) is not None:
+        return None
+    got = capacity(cal, m.client.tool, m.params.keepalive, s.value)
+    if got is None:
+        return None
+    cap, level = got
+    share = s.rate.median / cap if cap > 0 else float("inf")
+    at = f"c={level}" if level == s.value else f"nearest calibrated level c={level}"
+    if share > 1.0:
+        kind, said = "does-not-hold", f"above 100%, so {above_why(cal, m, level)}"
+    elif share >= metrics.CAPACITY_LIMITED:
+        kind, said = "client-limited", CLIENT_LIMITED
+    else:
+        kind, said = "below", BELOW
+    text = (f"{s.server} {s.rate.median / 1000:.1f} k req/s at c={s.value} = {share:.0%} of "
+            f"what {m.client.tool} drove against the ceiling here ({at}): {said}")
+    return CapacityNote(s.server, s.value, s.rate.median, cap, level, share, kind, text)
+
+
+# --------------------------------------------------------------------------- what failed
+
+def at_value(axis: str, value: int) -> str:
+    return {"concurrency": f"c={value}", "rate": f"rate={value}/s"}.get(axis, f"{axis}={value}")
+
+
+def failure_lines(m: Manifest, name: str, levels: list[LevelStats]) -> list[str]:
+    """'aws c=50: 566 of 100,525 failed: reset or closed by the server (566: ...)', for
+    each level where a request failed (over its repetitions); a level past
+    metrics.FAILED_SHARE_PCT says that its req/s is not ranked."""
+    out = []
+    for s in levels:
+        if not s.failed:
+            continue
+        reps = (f" ({s.rate.n} repetitions: {' + '.join(f'{n:,}' for n in s.failed_by_rep)}"
+                " failed)" if s.rate.n > 1 else "")
+        text = failures.line(f"{name} {at_value(m.params.axis, s.value)}{reps}", s.failed,
+                             s.attempts, list(s.failures))
+        if s.failed_pct > metrics.FAILED_SHARE_PCT:
+            text += (f"; {s.failed_pct:.1f}% failed in the worst repetition (more than "
+                     f"{metrics.FAILED_SHARE_PCT:g}%): not ranked")
+        out.append(text)
+    return out
+
+
+def workers_note(m: Manifest, name: str, levels: list[LevelStats]) -> str | None:
+    """'aws has 5 workers (AWS Max_Connection, AWS's default) for 64 connections; <what
+    the server does with the rest>: use aws@64', when requests failed at a
+    concurrency above the workers the server ran with."""
+    rec = m.server(name)
+    ran: list[tuple[int, str]] = []
+    for start in rec.starts:
+        said = start.extra.get("ran_with")
+        given = start.extra.get("workers")
+        if isinstance(given, int) and given > 0:
+            ran.append((given, "WORKERS"))
+        elif isinstance(said, dict) and isinstance(said.get("workers"), int):
+            ran.append((int(said["workers"]), str(said.get("detail") or "as shipped")))
+    if not ran or m.params.axis != "concurrency":
+        return None
+    workers, detail = min(ran)
+    over = [s.value for s in levels if s.failed and s.value > workers]
+    if not over:
+        return None
+    beyond = str(rec.extra.get("workers_beyond") or "")
+    what = beyond or "what it does with the others is in its client's failures above"
+    levels_text = f"{len(over)} level{'s' * (len(over) != 1)}"
+    return (f"{name} has {workers} workers ({detail}) for up to {max(over)} connections at "
+            f"the {levels_text} where requests failed above {workers}; {what}: "
+            f"use {name}@{max(over)} (or WORKERS) to give it one per connection")
+
+
+# --------------------------------------------------------------------------- warnings
+
+def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
+             capacity_notes: list[CapacityNote]) -> list[str]:
+    """hyperfine-style: what was seen, then what to do."""
+    out = []
+    if m.status != "complete":
+        out.append(f"This run is {m.status}: " +
+                   ("; ".join(m.problems) or "not every server finished") + ".")
+    elif m.problems:                   # a later step's (make profile): the figures stand
+        out.append("Problems recorded after the run (its figures are complete): " +
+                   "; ".join(m.problems) + ".")
+    tool = m.client.tool
+    reps = m.params.repeat
+    for name, levels in stats.items():
+        n = len(levels)
+
+        def count(flag: str) -> int:
+            return sum(1 for s in levels if flag in s.all_flags())
+        if count("client-bound"):
+            out.append(f"{tool} used at least {metrics.CLIENT_BOUND_PCT:.0f}% of its CPU at "
+                       f"{count('client-bound')} of {n} levels of {name}: those points measure "
+                       f"{tool}, not {name}. Give the client more CPUs (CLIENT_CPUS), use "
+                       "KEEPALIVE=1, or a faster client (CLIENT=wrk).")
+        if count("noisy"):
+            worst = max(levels, key=lambda s: s.rate.ratio)
+            out.append(f"{name}: {count('noisy')} of {n} levels spread more than "
+                       f"{metrics.NOISY_SPREAD - 1:.0%} across {reps} repetitions (worst: "
+                       f"{worst.rate.ratio - 1:.0%} at {worst.value}). Consider more repetitions "
+                       "(REPEAT), a longer DURATION, or a quieter machine.")
+        if count("littles-law"):
+            out.append(f"{name}: at {count('littles-law')} of {n} levels the requests in flight "
+                       f"did not match the concurrency ({metrics.LITTLES_LOW}-"
+                       f"{metrics.LITTLES_HIGH}, Little's law): usually client-side queueing, "
+                       "errors or timeouts. Check the failures and the client's CPU.")
+        if count("saturated"):
+            out.append(f"{name}: at {count('saturated')} of {n} offered rates the achieved rate "
+                       f"fell more than {metrics.SATURATED_SHORTFALL:.0%} short: past its "
+                       "saturation point; latency there is queueing.")
+        if count("not-steady"):
+            out.append(f"{name}: the warm-up never settled (WARMUP_MAX); its figures may still "
+                       "be climbing. Raise WARMUP_MAX or use a fixed WARMUP.")
+        if count("host-busy"):
+            out.append(f"{count('host-busy')} of {n} levels of {name} ran while other "
+                       f"processes took more than {metrics.HOST_BUSY_PCT:.0f}% of the lab's "
+                       "CPUs: those figures are not the server's alone. Rerun on a quiet host.")
+        if count("steal"):
+            out.append(f"{count('steal')} of {n} levels of {name} lost more than "
+                       f"{metrics.STEAL_PCT:.0f}% of the lab's CPU time to the hypervisor "
+                       "(steal): on a shared VM, figures vary from run to run; repeat, or "
+                       "compare runs on a dedicated host.")
+        if count("failures"):
+            found = [f for s in levels for f in s.failures]
+            what = failures.said(found) if found else \
+                "how is not recorded (a run made before the lab kept the kinds)"
+            out.append(f"{name}: {sum(s.failed for s in levels):,} of "
+                       f"{sum(s.attempts for s in levels):,} requests failed at "
+                       f"{count('failures')} of {n} levels: {what}. Each level is under "
+                       f"\"What failed\"; {tool}'s output is in {name}/ in the run folder.")
+            note = workers_note(m, name, levels)
+            if note:
+                out.append(note + ".")
+        out.extend(f"{name}: {note}." for note in m.server(name).notes)
+    if reps < metrics.MIN_REPS_FOR_VERDICT and len(stats) > 1:
+        out.append(f"One run per level ranks nothing on a noisy host: use "
+                   f"REPEAT={metrics.MIN_REPS_FOR_VERDICT} or more for verdicts."
+                   if reps == 1 else
+                   f"{reps} repetitions per level rank nothing on a noisy host: use "
+                   f"REPEAT={metrics.MIN_REPS_FOR_VERDICT} or more for verdicts.")
+    if m.calibration is None and m.extra.get("kind") != "cost":
+        out.append("No calibration on record: run `make calibrate` once to see each "
+                   "server's rate as a share of what the client can drive here.")
+    elif cal_note:
+        out.append(f"The calibration on record is not used for this run: {cal_note}.")
+    for c in capacity_notes:
+        if c.kind == "does-not-hold":
+            cal = m.calibration
+            why = above_why(cal, m, c.level) if cal is not None else DOES_NOT_HOLD
+            out.append(f"{c.server} reached {c.share:.0%} of the calibrated capacity of "
+                       f"{m.client.tool} at c={c.value}: {why}.")
+    return out
+
+
+# --------------------------------------------------------------------------- the pass
+
+def analyse(rec: RunRecord) -> Analysis:
+    """Everything the reading side shows of a run, from its record alone."""
+    m = rec.manifest
+    stats = {name: metrics.level_stats(rows) for name, rows in rec.by_server().items()}
+    compared = [n for n in stats if m.role(n) != "ceiling"]
+    at: list[int] = []
+    found: list[Verdict] = []
+    if len(compared) >= 2:
+        sub = {n: stats[n] for n in compared}
+        at = metrics.verdict_values(sub, tuple(m.params.verdict_at))
+        found = metrics.verdicts(sub, at)
+    answers = sends.answers(m, list(stats) + [n for n in m.servers if n not in stats])
+    found = [replace(v, wire_text=sends.size_note(v.a, v.b, answers)) for v in found]
+    basis = ("p99 latency at the same offered rate" if any(
+        s.open_loop for n in compared for s in stats[n]) else "requests/s")
+    note = "" if m.calibration is None else (calibration_mismatch(m, m.calibration) or "")
+    notes = [x for levels in stats.values() if levels
+             if (x := capacity_note(m, metrics.peak(levels)))]
+    return Analysis(stats=stats, compared=compared, verdict_at=at, basis=basis,
+                    verdicts=found, calibration_used=m.calibration is not None and not note,
+                    calibration_note=note, capacity=notes,
+                    warnings=warnings(m, stats, note, notes),
+                    costs=None if rec.costs is None else costview.analyse(rec.costs),
+                    profiles=profileview.analyse(rec.profiles), answers=answers,
+                    failed={n: lines for n, levels in stats.items()
+                            if (lines := failure_lines(m, n, levels))})
+
+
+def of(run: Path) -> tuple[RunRecord, Analysis]:
+    """A run folder read (RecordError when it cannot be) and analysed; a
+    CPU-per-request verdict gets the instructions per request of `make cost`
+    runs of the same builds beside it (lab.analyse.costlink: runs beside this one)."""
+    rec = schema.load(run)
+    a = analyse(rec)
+    if any(v.cpu is not None for v in a.verdicts) and rec.manifest.extra.get("kind") != "cost":
+        links = costlink.find(run, rec.manifest)
+        if links:
+            a = replace(a, verdicts=[replace(v, cost_text=costlink.beside(
+                v.a, v.b, v.value, links)) if v.cpu is not None else v for v in a.verdicts])
+    return rec, a
+
+
+def level_json(s: LevelStats) -> dict[str, Any]:
+    out = asdict(s) | {"flags": s.all_flags()}
+    for v in out.values():
+        if isinstance(v, dict):
+            v.pop("values", None)
+    return out
+
+
+def to_json(rec: RunRecord, a: Analysis) -> dict[str, Any]:
+    """results.json: the manifest, typed rows, level statistics, verdicts and
+    capacity shares, as one file for other tools."""
+    return {**rec.manifest.to_json(),
+            "results_schema": schema.RESULTS_SCHEMA,
+            "levels": {n: [level_json(s) for s in v] for n, v in a.stats.items()},
+            "verdict_basis": a.basis,
+            "verdict_axis": axis_label(rec.manifest.params.axis),
+            # verdict: the gate's own word (metrics.judge: better, better-at-least,
+            # no-clear-difference, not-comparable, inconclusive), as make compare says it
+            "verdicts": [asdict(v) | {"said": v.said(),
+                                      "verdict": v.kind.replace("faster", "better")}
+                         for v in a.verdicts],
+            "answers": {n: asdict(x) for n, x in a.answers.items()},
+            "capacity": [asdict(c) for c in a.capacity],
+            "calibration_note": a.calibration_note,
+            "warnings": a.warnings,
+            "failed": a.failed,
+            "costs": None if a.costs is None else asdict(a.costs),
+            "rows": {n: [asdict(r) for r in rows] for n, rows in rec.by_server().items()}}

@@ -1,0 +1,123 @@
+"""The host's own noise: A/A floors kept in the cache (`make noise SERVER=x`
+writes them, `make compare` reads them).
+
+An A/A run measures one server twice, as two interleaved entries of one run
+(x and its alias x#2). The floor of a metric is the largest relative
+difference between the two entries' medians over the levels measured
+cleanly in both: a difference this host produced between two identical
+servers. A floor applies to a comparison only when it was taken under the
+same conditions (CONDITIONS below); `make compare` then calls no smaller
+difference a regression, and names the floor it used.
+
+Kept in <LAB_CACHE>/noise/<server>.json: every A/A measurement of that
+server, newest last (nothing is overwritten). Only reads runs: no import of
+what measures one.
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from lab.record import files, schema
+
+FOLDER = "noise"
+SCHEMA = 1
+ALIAS = re.compile(r"^(?P<name>.+)#(?P<entry>[2-9])$")
+
+# The conditions a floor is taken under, as paths into a run's manifest: a
+# floor applies to a comparison only when both runs match it on each.
+CONDITIONS: tuple[tuple[str, str], ...] = (
+    ("host", "host.hostname"),
+    ("host CPU count", "host.cores"),
+    ("topology", "topology"),
+    ("client tool", "client.tool"),
+    ("connection mode", "client.connection"),
+    ("server CPUs (pinning)", "pinning.server_cpus"),
+    ("client CPUs (pinning)", "pinning.client_cpus"),
+    ("swept axis", "params.axis"),
+)
+
+
+
+def conditions_of(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The conditions of CONDITIONS, as a run's manifest records them."""
+    return {what: schema.manifest_value(manifest, path) for what, path in CONDITIONS}
+
+
+@dataclass(frozen=True)
+class Floor:
+    """One A/A measurement of a server: the floor per metric, in percent."""
+    server: str
+    made: str
+    run: str                       # the A/A run folder
+    conditions: dict[str, Any]
+    floors_pct: dict[str, float]   # metric (lab.present.compare.METRICS): largest A/A difference
+    levels: list[int]              # the levels measured cleanly in both entries
+    duration_s: int
+    repeat: int
+
+    def text(self) -> str:
+        shown = ", ".join(f"{k} {v:.1f}%" for k, v in sorted(self.floors_pct.items()))
+        return (f"A/A floor of {self.server} from `make noise` on {self.made} "
+                f"(run {Path(self.run).name}; {shown})")
+
+
+def path_for(cache: Path, server: str) -> Path:
+    return cache / FOLDER / f"{server}.json"
+
+
+def read_all(cache: Path, server: str) -> list[Floor]:
+    """Every floor kept for server, oldest first ([] when none; an unreadable
+    file is named on stderr and not used)."""
+    path = path_for(cache, server)
+    if not path.exists():
+        return []
+    try:
+        data = schema.read_json(path)
+        return [Floor(**{**f, "floors_pct": {k: float(v) for k, v in f["floors_pct"].items()}})
+                for f in data["floors"]]
+    except (schema.RecordError, KeyError, TypeError, AttributeError, ValueError) as e:
+        print(f"warning: noise floor not used: {path}: {e}; run `make noise SERVER={server}` "
+              "again", file=sys.stderr)
+        return []
+
+
+def add(cache: Path, floor: Floor) -> Path:
+    """Keep floor after those already kept; the file is rewritten atomically
+    with every earlier floor in it."""
+    path = path_for(cache, floor.server)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    earlier = read_all(cache, floor.server) if path.exists() else []
+    files.write_json(path, {"schema": SCHEMA,
+                             "floors": [asdict(f) for f in earlier + [floor]]})
+    return path
+
+
+def mismatches(floor: Floor, manifest: dict[str, Any]) -> list[str]:
+    """The conditions on which a run differs from the floor's."""
+    run = conditions_of(manifest)
+    return [f"{what}: floor {json.dumps(floor.conditions.get(what))}, run "
+            f"{json.dumps(run.get(what))}"
+            for what, _ in CONDITIONS if floor.conditions.get(what) != run.get(what)]
+
+
+def matching(cache: Path | None, server: str, manifests: tuple[dict[str, Any], ...]
+             ) -> tuple[Floor | None, str]:
+    """The newest floor of server taken under the conditions of every run
+    given, or None; and a sentence saying which, or why none."""
+    if cache is None:
+        return None, "no cache folder: no A/A floor"
+    kept = read_all(cache, server)
+    if not kept:
+        return None, (f"no A/A floor for {server} on this host "
+                      f"(`make noise SERVER={server}` measures one)")
+    for floor in reversed(kept):
+        if not any(mismatches(floor, m) for m in manifests):
+            return floor, floor.text()
+    why = "; ".join(mismatches(kept[-1], next(m for m in manifests if mismatches(kept[-1], m))))
+    return None, (f"the A/A floors of {server} were taken under other conditions (newest: "
+                  f"{why}); `make noise SERVER={server}` under these conditions measures one")

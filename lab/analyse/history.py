@@ -1,0 +1,211 @@
+"""A server across runs: `make history SERVER=aws` (a table) and the trend
+charts of results/index.html (plots/history.gp, one chart per server).
+
+Per run that measured the server: peak requests/s (the median of the level
+with the highest median, and that level), server CPU µs per request and RSS
+at the end at that level, and instructions per request (make cost runs: the
+median at the lowest level counted). Runs are in the order they started. A
+line breaks wherever the conditions change (CONDITIONS: client, connection
+mode, topology, pinning, host, server version): figures on either side of a
+break are not one series. Reads runs only: no import of what measures one.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lab.analyse import analysis, metrics
+from lab.record import schema
+from lab.analyse.wording import gp_quote
+
+PLOTS = Path(__file__).resolve().parents[2] / "plots"
+
+# What makes two runs one series: a change of any breaks the line.
+CONDITIONS: tuple[tuple[str, str], ...] = (
+    ("client", "client.tool"),
+    ("connection", "client.connection"),
+    ("topology", "topology"),
+    ("server CPUs", "pinning.server_cpus"),
+    ("client CPUs", "pinning.client_cpus"),
+    ("host", "host.hostname"),
+)
+
+
+@dataclass(frozen=True)
+class Point:
+    server: str
+    run: str                       # the run folder's name
+    started: str
+    peak_rps: float | None
+    peak_at: int | None
+    cpu_us_per_req: float | None
+    rss_mb: float | None
+    instructions: float | None     # per request (make cost)
+    conditions: tuple[tuple[str, str], ...]
+    report: bool                   # the run folder has report.html
+
+
+
+def conditions(m: dict[str, Any], server: str) -> tuple[tuple[str, str], ...]:
+    found = [(what, str(schema.manifest_value(m, path) or "?")) for what, path in CONDITIONS]
+    version = schema.manifest_value(m, f"servers.{server}.version") if "." not in server else None
+    return tuple(found + [("server version", str(version or "?"))])
+
+
+def run_points(run: Path) -> list[Point]:
+    """One point per server the run measured (aliases of make noise left out)."""
+    rec, a = analysis.of(run)
+    m = rec.manifest.to_json()
+    costs: dict[str, float] = {}
+    if a.costs is not None:
+        for s in a.costs.servers:
+            if s.applicable and not s.error and s.levels:
+                costs[s.server] = min(s.levels, key=lambda x: x.level).per_request.median
+    out = []
+    for name in list(a.stats) + [n for n in costs if n not in a.stats]:
+        if "#" in name:
+            continue
+        levels = a.stats.get(name, [])
+        top = metrics.peak(levels) if levels else None
+        out.append(Point(
+            server=name, run=run.name, started=rec.manifest.started or run.name,
+            peak_rps=top.rate.median if top else None, peak_at=top.value if top else None,
+            cpu_us_per_req=top.cpu_us_per_req.median if top else None,
+            rss_mb=round(top.rss_end_kb.median / 1024, 2) if top else None,
+            instructions=costs.get(name), conditions=conditions(m, name),
+            report=(run / "report.html").is_file()))
+    return out
+
+
+def points(results_dir: Path) -> dict[str, list[Point]]:
+    """Every server's points across the run folders of results_dir, oldest
+    first; a folder that cannot be read is left out (the index lists it as
+    unreadable, with the reason)."""
+    found: dict[str, list[Point]] = {}
+    if not results_dir.is_dir():
+        return found
+    for run in sorted(results_dir.iterdir()):
+        if run.name.startswith(".") or not (run / schema.MANIFEST).is_file():
+            continue
+        try:
+            got = run_points(run)
+        except schema.RecordError:
+            continue
+        for p in got:
+            found.setdefault(p.server, []).append(p)
+    for name in found:
+        found[name].sort(key=lambda p: (p.started, p.run))
+    return found
+
+
+def changes(before: Point, after: Point) -> list[str]:
+    """The conditions that differ from one point to the next."""
+    a, b = dict(before.conditions), dict(after.conditions)
+    return [f"{k} {a.get(k)} → {b.get(k)}" for k in b if a.get(k) != b.get(k)]
+
+
+def segments(pts: list[Point]) -> list[list[Point]]:
+    """Runs of consecutive points under the same conditions."""
+    out: list[list[Point]] = []
+    for p in pts:
+        if out and not changes(out[-1][-1], p):
+            out[-1].append(p)
+        else:
+            out.append([p])
+    return out
+
+
+def num(x: float | None, fmt: str) -> str:
+    return "–" if x is None else format(x, fmt)
+
+
+def table(server: str, pts: list[Point]) -> list[str]:
+    """`make history`'s table: one row per run, a line where conditions change."""
+    lines = [f"# {server} across {len(pts)} run{'s' * (len(pts) != 1)}", "",
+             "| # | run | started | peak req/s (at) | CPU µs/req at peak | RSS MB at peak | "
+             "instructions/req |", "|---|---|---|---|---|---|---|"]
+    i = 0
+    for n, seg in enumerate(segments(pts)):
+        head = ", ".join(f"{k} {v}" for k, v in seg[0].conditions)
+        if n:
+            lines.append(f"| | **conditions change:** {'; '.join(changes(pts[i - 1], seg[0]))} "
+                         "| | | | | |")
+        lines.append(f"| | *{head}* | | | | | |")
+        for p in seg:
+            i += 1
+            at = f" ({p.peak_at})" if p.peak_at is not None else ""
+            lines.append(f"| {i} | {p.run} | {p.started} | {num(p.peak_rps, ',.0f')}{at} | "
+                         f"{num(p.cpu_us_per_req, '.1f')} | {num(p.rss_mb, '.1f')} | "
+                         f"{num(p.instructions, ',.0f')} |")
+    return lines
+
+
+# ---- the chart (results/index.html) ----------------------------------------------
+
+def safe_name(server: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in server)
+
+
+def data_file(path: Path, pts: list[Point]) -> None:
+    """# n rps cpu rss instructions; a blank line between segments (gnuplot
+    breaks the line there); ? for a figure the run did not measure."""
+    lines = ["# n peak_rps cpu_us_per_req rss_mb instructions_per_req"]
+    i = 0
+    for n, seg in enumerate(segments(pts)):
+        if n:
+            lines.append("")
+        for p in seg:
+            i += 1
+            lines.append(" ".join([str(i)] + [num(v, "g").replace("–", "?") for v in
+                                              (p.peak_rps, p.cpu_us_per_req, p.rss_mb,
+                                               p.instructions)]))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def chart_svg(server: str, pts: list[Point]) -> str:
+    """The server's trend chart as SVG text, drawn by plots/history.gp in a
+    temporary folder (the index inlines it: nothing is kept in the results
+    folder); or raises ChartError saying why it could not be drawn."""
+    known = [(c, [p.peak_rps, p.cpu_us_per_req, p.rss_mb, p.instructions][c - 2])
+             for p in pts for c in (2, 3, 4, 5)]
+    panels = " ".join(str(c) for c in (2, 3, 4, 5) if any(v is not None for k, v in known
+                                                          if k == c))
+    if not panels:
+        raise ChartError(f"no figure of {server} in any run")
+    with tempfile.TemporaryDirectory(prefix="lab-history-") as tmp:
+        dat, svg = Path(tmp) / "history.dat", Path(tmp) / "history.svg"
+        data_file(dat, pts)
+        setup = (f"dat={gp_quote(str(dat))}; svg={gp_quote(str(svg))}; "
+                 f"server={gp_quote(server)}; runs={len(pts)}; panels={gp_quote(panels)}")
+        try:
+            done = subprocess.run(["gnuplot", "-e", setup, str(PLOTS / "history.gp")],
+                                  capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise ChartError(f"gnuplot could not run: {e}") from None
+        if done.returncode != 0 or not svg.is_file():
+            raise ChartError(f"gnuplot history.gp failed: {done.stderr.strip()[-300:]}")
+        return svg.read_text(errors="replace")
+
+
+class ChartError(RuntimeError):
+    """Why a trend chart could not be drawn."""
+
+
+def main(results_dir: Path, server: str) -> int:
+    """`make history SERVER=x`: 0 printed, 2 no such server in results_dir."""
+    names = server.split()
+    found = points(results_dir)
+    if len(names) != 1:
+        print(f"error: give one server: make history SERVER=<name> (in {results_dir}: "
+              f"{' '.join(sorted(found)) or 'no runs'})", file=sys.stderr)
+        return 2
+    if names[0] not in found:
+        print(f"error: no run in {results_dir} measured {names[0]} (servers measured there: "
+              f"{' '.join(sorted(found)) or 'none'})", file=sys.stderr)
+        return 2
+    print("\n".join(table(names[0], found[names[0]])))
+    return 0

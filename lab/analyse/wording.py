@@ -1,0 +1,84 @@
+"""How the reading side shows figures and names, once: a figure or a
+'median [min–max]' range (a missing or impossible one as "–" with its
+reason), the swept axis's labels, and text quoted for gnuplot."""
+from __future__ import annotations
+
+import math
+
+from lab.analyse.metrics import Spread
+
+DASH = "–"
+# The swept axis: a table column, and a chart's x label.
+AXIS_LABEL = {"concurrency": "c", "rate": "offered req/s", "workers": "workers",
+              "backlog": "backlog"}
+XLABEL = {"concurrency": "concurrency (simultaneous clients)",
+          "rate": "offered rate (requests/s, open loop)",
+          "workers": "server workers (threads/tasks)", "backlog": "accept backlog"}
+
+
+def axis_label(axis: str) -> str:
+    return AXIS_LABEL.get(axis, axis)
+
+
+def xlabel(axis: str) -> str:
+    return XLABEL.get(axis, axis)
+
+
+def problem(x: float | None) -> str | None:
+    """Why a figure cannot be shown (None: it can)."""
+    if x is None:
+        return "not measured"
+    if math.isnan(x):
+        return "not a number in the record"
+    if math.isinf(x):
+        return "infinite in the record"
+    if x < 0:
+        return f"negative in the record ({x:g}): impossible"
+    return None
+
+
+def missing(why: str) -> str:
+    return f"{DASH} ({why})"
+
+
+def figure(x: float | None, fmt: str = ",.0f", scale: float = 1.0) -> str:
+    """One figure, or '– (why)' when it is missing or impossible."""
+    why = problem(x)
+    if why is not None or x is None:
+        return missing(why or "not measured")
+    return format(x / scale, fmt)
+
+
+def rng(s: Spread | None, scale: float = 1.0, fmt: str = ",.0f") -> str:
+    """'median [min–max]', the value alone for one repetition, or '– (why)'."""
+    if s is None:
+        return DASH
+    why = next((w for w in (problem(s.median), problem(s.lo), problem(s.hi)) if w), None)
+    if why is not None:
+        return missing(why)
+    med = format(s.median / scale, fmt)
+    if s.n == 1:
+        return med
+    return f"{med} [{format(s.lo / scale, fmt)}{DASH}{format(s.hi / scale, fmt)}]"
+
+
+def ratio(x: float | None) -> str:
+    return DASH if x is None or problem(x) else f"{x:.3f}"
+
+
+def md_cell(text: str) -> str:
+    """Text safe inside a Markdown table cell (a | stays in its cell)."""
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def gp_quote(text: str) -> str:
+    """A gnuplot string literal (single quotes: nothing inside is expanded)."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def spread_text(s: Spread) -> str:
+    """How far the repetitions spread (max/min - 1), or '–' for one repetition
+    or figures without a meaningful ratio."""
+    if s.n <= 1 or problem(s.lo) or problem(s.hi) or s.ratio == float("inf"):
+        return DASH
+    return f"{s.ratio - 1:.0%}"

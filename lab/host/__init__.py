@@ -1,0 +1,4 @@
+"""Host: the processes the lab starts and watches (procs, the keeper, /proc readers).
+
+Imports only setup.
+"""

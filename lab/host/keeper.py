@@ -1,0 +1,120 @@
+"""The keeper: what a lab step started does not outlive the step, however it ends.
+
+A step (`lab sweep`, `lab probe`, `lab calibrate` ...) starts one keeper the
+first time it starts a process (lab.host.procs.start). The keeper runs this file as
+a script, in a session of its own (a signal to the step's process group does
+not reach it), and reads its standard input, the step's end of a pipe:
+
+    group PGID        a process group the step started (a server, a client)
+    free PGID         the step stopped that group itself
+    undo JSON         a command to run if the step vanishes (docker rm -f ID)
+    done JSON         that command is no longer needed
+
+Only the step holds the pipe's write end (close-on-exec, never inherited by
+what it starts), so the keeper reads end of file when the step is gone,
+whether it returned, was interrupted, killed with SIGKILL or by the OOM
+killer. It then kills, with SIGKILL, every group still registered and every
+process whose environment carries the step's token (LAB_KEEPER=TOKEN, set by
+lab.host.procs.start: it catches a process that left its group with setsid but
+kept its environment), runs the `undo` commands, and exits. When the step
+stopped everything itself there is nothing left to do.
+
+Why not `setpriv --pdeathsig KILL` on each child: the parent-death signal
+reaches only that child (nginx's workers and a shell's children survive
+their parent), it fires when the *thread* that forked the child ends (the
+lab starts clients from worker threads) and it is reset across a setuid
+exec. A cgroup per run needs root and a writable hierarchy (cgroup v1 here).
+A process that watches a pipe works in every topology, for any user.
+
+Standard library only, no import of the lab: it starts in a few ms.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+TOKEN_VARIABLE = "LAB_KEEPER"
+
+
+def marked(token: str) -> list[int]:
+    """Processes whose environment has LAB_KEEPER=token (other than this one)."""
+    needle = f"{TOKEN_VARIABLE}={token}".encode() + b"\0"
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                if needle in f.read() + b"\0":
+                    found.append(int(name))
+        except OSError:
+            continue
+    return found
+
+
+def kill_all(groups: set[int], token: str) -> None:
+    """SIGKILL the groups, then whatever still carries the token (a few rounds:
+    a process may fork while it is being killed)."""
+    for pgid in groups:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except OSError:
+            pass
+    for _ in range(20):
+        left = marked(token)
+        if not left:
+            return
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.05)
+
+
+def serve(token: str) -> None:
+    groups: set[int] = set()
+    undo: list[list[str]] = []
+    for line in sys.stdin:
+        word, _, rest = line.strip().partition(" ")
+        try:
+            if word == "group":
+                groups.add(int(rest))
+            elif word == "free":
+                groups.discard(int(rest))
+            elif word == "undo":
+                undo.append([str(a) for a in json.loads(rest)])
+            elif word == "done":
+                argv = [str(a) for a in json.loads(rest)]
+                undo = [u for u in undo if u != argv]
+        except ValueError:
+            continue
+    kill_all(groups, token)
+    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_DFL)      # not inherited by the undo commands
+    for argv in undo:
+        try:
+            subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, timeout=120)
+        except (OSError, subprocess.SubprocessError):
+            pass
+
+
+def main() -> int:
+    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_IGN)      # it ends when its step is gone, not before
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("-1000")                    # the OOM killer takes anything but it (root)
+    except OSError:
+        pass
+    serve(sys.argv[1])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+"""Load clients: one file each under lab/measure/clients/.
+
+A client turns (url, load, duration) into a command and the command's output
+into a Level; the sweep runs the command pinned and measures the client's own
+CPU (wait4 rusage, its children included), so `client-bound` means the same
+for every client. A closed-loop client (siege, wrk) varies concurrency; an
+open-loop client (vegeta) varies the offered rate.
+
+Adding a client is one file: a module here (or in a lab/measure/clients folder on
+PYTHONPATH: the package spans them, pkgutil.extend_path) whose CLIENT is a
+class with what `Client` lists: its name, axis, help line, the Debian
+packages it runs from, what it installs besides (a build into the lab
+cache), its version probe, and how it makes its command and reads its
+output. The lab then finds it by itself: CLIENT=<name> accepts it, `lab deps`
+installs it, the manifest records its version, `make calibrate` measures it,
+and `make reproduce` pairs it with its cross_check client.
+docs/extending.md says more.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, Protocol
+
+from lab.measure import hostinfo
+from lab.record.level import Level
+
+__path__ = pkgutil.extend_path(__path__, __name__)   # clients kept outside the checkout
+LOAD_AXES = ("concurrency", "rate")
+
+
+class ClientError(RuntimeError):
+    """The client's output could not be read: the message shows it."""
+
+
+@dataclass(frozen=True)
+class Load:
+    """What the client is asked to keep up."""
+    concurrency: int = 0   # connections/users kept busy (closed loop); 0: the client decides
+    rate: int = 0          # offered requests/s (open loop); 0: as fast as it can
+
+
+@dataclass(frozen=True)
+class Options:
+    """The run's client settings (KEEPALIVE, CLIENT_THREADS)."""
+    keepalive: bool
+    threads: int
+
+
+class Client(Protocol):
+    name: ClassVar[str]    # what CLIENT= names it by
+    axis: ClassVar[str]    # "concurrency" or "rate": what a sweep of this client varies
+    help: ClassVar[str]    # one line for `make help` and the settings table
+    packages: ClassVar[dict[str, str]]   # command it runs: Debian package (`lab deps`)
+    cross_check: ClassVar[str]           # the client `make reproduce` checks a study's
+                                         # findings with besides this one ("": none)
+
+    def __init__(self) -> None: ...
+
+    def install(self, cache: Path) -> int:
+        """What it needs beyond `packages` (a build into the lab cache), done
+        unless done already: 0, or 2 with the steps printed."""
+        ...
+
+    def version(self) -> str:
+        """Its version as it says it ("not installed" when it cannot be run)."""
+        ...
+
+    def prepare(self, run_dir: Path, options: Options) -> dict[str, str]:
+        """Write what the client needs into the run folder; returns its conditions."""
+        ...
+
+    def command(self, url: str, load: Load, duration_s: int) -> list[str]: ...
+
+    def parse(self, stdout: str, stderr: str) -> Level: ...
+
+
+def clients() -> dict[str, type[Client]]:
+    """Every client found: the CLIENT of each module of this package, by name."""
+    found: dict[str, type[Client]] = {}
+    for info in pkgutil.iter_modules(__path__, __name__ + "."):
+        cls = vars(importlib.import_module(info.name)).get("CLIENT")
+        if cls is None:
+            continue
+        lacking = [m for m in ("name", "axis", "help", "packages", "cross_check", "install",
+                               "version", "prepare", "command", "parse") if not hasattr(cls, m)]
+        if not isinstance(cls, type) or lacking or getattr(cls, "axis") not in LOAD_AXES:
+            raise TypeError(f"{info.name}.CLIENT is not a lab.measure.clients.Client"
+                            + (f" (it lacks {', '.join(lacking)})" if lacking else ""))
+        client: type[Client] = cls
+        found[client.name] = client
+    return dict(sorted(found.items()))
+
+
+def axes() -> dict[str, str]:
+    """Each client's swept axis, for settings validation."""
+    return {name: cls.axis for name, cls in clients().items()}
+
+
+def described() -> str:
+    """Each client's help line, for `make help` and the settings table."""
+    return "; ".join(f"{name}: {cls.help}" for name, cls in clients().items())
+
+
+def host_tools() -> dict[str, str | None]:
+    """The host's TOOLS' versions (lab.measure.hostinfo) and each load client's
+    ("not installed": None)."""
+    found: dict[str, str | None] = {name: hostinfo.tool_version(name) for name in hostinfo.TOOLS}
+    for name, cls in clients().items():
+        version = cls().version()
+        found[name] = None if version == "not installed" else version
+    return dict(sorted(found.items()))

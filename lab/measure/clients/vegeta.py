@@ -1,0 +1,275 @@
+"""Vegeta, open loop: requests sent at a fixed rate whatever the server does.
+
+A closed-loop client waits for a response before sending the next request,
+so a slow server also slows the load and hides its own queueing
+(coordinated omission). Vegeta sends on a schedule and, with no cap on its
+workers, starts another worker rather than wait for a busy one.
+
+The command is one shell pipeline, so that the sweep's wait4 rusage of the
+shell counts both vegeta processes and the shell's stdout is the report:
+
+    printf 'GET URL\\n' | vegeta attack -rate=R/s ... | vegeta report -type=json -every=1s
+
+`-every=1s` writes a running (cumulative) report each second before the
+final one: the per-second series of responses (lab.record.series) at the cost of
+one small JSON line a second; the final report is the last line.
+
+`report` decodes the results while the attack runs instead of after it (with
+`attack -output FILE` then `report FILE`), so the command lasts as long as
+the attack: the sweep divides the server's and the client's CPU by that
+time. Its decoding runs on the client's CPUs, and is counted there.
+The raw results are not kept: about 230 bytes a request (body and headers
+included), 46 MB for 10 s at 20,000 req/s, and a `tee` to write them would
+be client CPU too.
+
+The target goes in on stdin rather than as a file: the URL is known only in
+command(), and the recorded command then says exactly what was attacked.
+The asked rate is written to stderr ("offered_rps=R") so that the saved
+output alone says what was offered.
+
+Counting, as siege and wrk count: a transaction is a response (vegeta's
+status code 0 is a request that got none: refused, reset, timed out);
+2xx/3xx are successful; failed is every other request.
+
+Vegeta is no Debian package: install() builds the pinned version with Go
+into the lab cache. Only CLIENT=vegeta needs Go.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, ClassVar
+
+from lab.record import failures as kinds
+from lab.measure import hostinfo
+from lab.setup import paths
+from lab.record import series
+from lab.measure.clients import ClientError, Load, Options
+from lab.record.level import Level
+from lab.record.schema import Failure
+
+MIB = 1024 * 1024        # siege's data_transferred unit
+NS_PER_MS = 1e6
+OFFERED = re.compile(r"^offered_rps=(\d+)$", re.M)
+VEGETA_MODULE = "github.com/tsenart/vegeta/v12"
+VEGETA_VERSION = "v12.13.0"
+GO_MINIMUM = (1, 22)      # vegeta v12.13.0's go.mod
+INSTALL_TIMEOUT_S = 1800  # a cold module cache and build took about 2 minutes here
+
+
+def vegeta_binary(cache: Path) -> Path:
+    return paths.go_bin(cache) / "vegeta"
+
+
+def binary_version(binary: Path) -> str | None:
+    """The version the lab's build stamps into `vegeta -version`."""
+    return hostinfo.probe_version([str(binary), "-version"], r"Version:\s*(v\S+)")
+
+
+def go_version(go: str) -> tuple[int, int] | None:
+    try:
+        out = subprocess.run([go, "version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r"\bgo(\d+)\.(\d+)", out)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def go_problem() -> str | None:
+    """Why the Go on PATH cannot build vegeta, or None when it can."""
+    wanted = ".".join(map(str, GO_MINIMUM))
+    advice = (f"install Go >= {wanted} and put its bin folder first on PATH "
+              "(e.g. PATH=/usr/local/go/bin:$PATH); Debian 12's golang-go is 1.19, too old. "
+              "Only CLIENT=vegeta needs Go.")
+    go = shutil.which("go")
+    if go is None:
+        return f"CLIENT=vegeta is built with Go, and there is no go on PATH: {advice}"
+    have = go_version(go)
+    if have is None:
+        return f"could not read the version of {go} ('go version'): {advice}"
+    if have < GO_MINIMUM:
+        return (f"vegeta {VEGETA_VERSION} needs Go >= {wanted}; {go} is "
+                f"go{have[0]}.{have[1]}: {advice}")
+    return None
+
+
+def build(cache: Path) -> int:
+    """Build the pinned vegeta into <cache>/go/bin unless it is there: 0, or 2 and why."""
+    binary = vegeta_binary(cache)
+    if binary_version(binary) == VEGETA_VERSION:
+        return 0
+    problem = go_problem()
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    print(f"installing vegeta {VEGETA_VERSION} into {binary.parent}", file=sys.stderr, flush=True)
+    # GOTOOLCHAIN=local: the Go that was checked is the Go that builds (no toolchain
+    # download); -X stamps the version that `vegeta -version` shows and the check reads.
+    env = dict(os.environ, GOBIN=str(binary.parent), GOTOOLCHAIN="local")
+    argv = ["go", "install", f"-ldflags=-X main.Version={VEGETA_VERSION}",
+            f"{VEGETA_MODULE}@{VEGETA_VERSION}"]
+    try:
+        out = subprocess.run(argv, env=env, capture_output=True, text=True,
+                             timeout=INSTALL_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        print(f"error: '{' '.join(argv)}' did not finish: {e}", file=sys.stderr)
+        return 2
+    got = binary_version(binary)
+    if out.returncode != 0 or got != VEGETA_VERSION:
+        tail = " | ".join(out.stderr.strip().splitlines()[-5:]) or f"exit {out.returncode}"
+        print(f"error: '{' '.join(argv)}' failed ({tail}); {binary} reports {got}",
+              file=sys.stderr)
+        return 2
+    return 0
+
+
+def report_json(stdout: str) -> dict[str, Any] | None:
+    """The final report: the last line (`report -every=1s` writes a running
+    report each second before it, each after a clear-screen code)."""
+    lines = [line for line in stdout.splitlines() if "{" in line]
+    last = lines[-1] if lines else ""
+    start = last.find("{")
+    stdout = last
+    try:
+        data = json.loads(stdout[start:]) if start >= 0 else None
+    except json.JSONDecodeError:
+        return None
+    ok = (isinstance(data, dict) and isinstance(data.get("requests"), int)
+          and isinstance(data.get("latencies"), dict)
+          and isinstance(data.get("status_codes"), dict))
+    return data if ok else None
+
+
+def successes(codes: dict[str, int]) -> int:
+    return sum(n for code, n in codes.items() if code.isdigit() and 200 <= int(code) < 400)
+
+
+STATUS_TEXT = re.compile(r"^\d{3}\b")     # vegeta's error string for a non-2xx answer
+WORDS_KEPT = 3                              # distinct error strings kept beside a count
+WORDS_CHARS = 200
+
+
+def failures(codes: dict[str, int], errors: list[str]) -> tuple[Failure, ...]:
+    """Status 0 (no response) by the kind its error strings say; vegeta keeps
+    the distinct strings, not a count of each, so strings of several kinds
+    make one "mixed" count. Every other non-2xx/3xx status, by status."""
+    found = []
+    no_answer = codes.get("0", 0)
+    if no_answer:
+        words = [e for e in errors if not STATUS_TEXT.match(e)]
+        seen = {kinds.kind_of(e) for e in words}
+        kind = seen.pop() if len(seen) == 1 else "mixed" if seen else "other"
+        said = "; ".join(e[:WORDS_CHARS] for e in words[:WORDS_KEPT]) or "no error string"
+        more = f" (and {len(words) - WORDS_KEPT} more)" if len(words) > WORDS_KEPT else ""
+        found.append(Failure(kind, no_answer, f"vegeta: {said}{more}"))
+    for code, n in sorted(codes.items()):
+        if code != "0" and n and not (code.isdigit() and 200 <= int(code) < 400):
+            found.append(Failure("status", n, f"vegeta: status {code}",
+                                 int(code) if code.isdigit() else None))
+    return tuple(found)
+
+
+def parse(stdout: str, stderr: str) -> Level:
+    data = report_json(stdout)
+    if data is None or data["requests"] == 0:
+        # a report of nothing: the attack never ran (bad flag, killed), report read no results
+        lines = [line for line in stderr.splitlines() if line.strip() and not OFFERED.match(line)]
+        raise ClientError("vegeta printed no results: " + (" | ".join(lines[-5:]) or "no output"))
+    requests = int(data["requests"])
+    codes = {str(k): int(v) for k, v in data["status_codes"].items()}
+    transactions = requests - codes.get("0", 0)
+    successful = successes(codes)
+    failed = requests - successful
+    # vegeta's `duration` ends at the last request sent and `wait` at its response:
+    # responses are counted over both, as vegeta's own throughput is
+    elapsed = (int(data["duration"]) + int(data["wait"])) / 1e9
+    lat = data["latencies"]
+    mean_ms = lat["mean"] / NS_PER_MS
+    offered = OFFERED.search(stderr)
+    return Level(
+        transactions=transactions,
+        successful=successful,
+        failed=failed,
+        availability_pct=100 * successful / requests,
+        elapsed_s=elapsed,
+        rate_rps=transactions / elapsed if elapsed > 0 else 0.0,
+        resp_ms=mean_ms,
+        # Little's law over every request: the mean latency includes the failed ones
+        in_flight=requests / elapsed * mean_ms / 1000 if elapsed > 0 else 0.0,
+        longest_ms=lat["max"] / NS_PER_MS,
+        data_mb=int(data["bytes_in"]["total"]) / MIB,
+        p50_ms=lat["50th"] / NS_PER_MS,
+        p90_ms=lat["90th"] / NS_PER_MS,
+        p99_ms=lat["99th"] / NS_PER_MS,
+        offered_rps=float(offered.group(1)) if offered else None,
+        failures=failures(codes, [str(e) for e in data.get("errors") or []]),
+    )
+
+
+class Vegeta:
+    name: ClassVar[str] = "vegeta"
+    axis: ClassVar[str] = "rate"
+    help: ClassVar[str] = "open loop, a fixed rate (RATE), built with Go into the lab cache"
+    packages: ClassVar[dict[str, str]] = {}
+    cross_check: ClassVar[str] = ""
+
+    def __init__(self, cache: Path | None = None) -> None:
+        self.binary = paths.go_bin(cache or paths.cache_dir()) / "vegeta"
+        self.options: Options | None = None
+
+    def install(self, cache: Path) -> int:
+        return build(cache)
+
+    def version(self) -> str:
+        return binary_version(self.binary) or "not installed"
+
+    def prepare(self, run_dir: Path, options: Options) -> dict[str, str]:
+        """Nothing to write: the target goes in on stdin (see the module's notes)."""
+        self.options = options
+        return {"tool": "vegeta", "version": self.version(),
+                "connection": "keep-alive" if options.keepalive else "close",
+                "threads": str(options.threads), "binary": str(self.binary)}
+
+    def attack_flags(self, load: Load, duration_s: int) -> list[str]:
+        if load.rate < 0 or load.concurrency < 0:
+            raise ClientError(f"vegeta: a negative load {load}")
+        if load.rate:
+            flags = [f"-rate={load.rate}/s"]
+        elif load.concurrency:
+            # as fast as C workers go (calibration); vegeta requires the cap with rate 0
+            flags = ["-rate=0"]
+        else:
+            raise ClientError("vegeta needs a rate, or a concurrency to run as fast as it can")
+        if load.concurrency:
+            flags += [f"-workers={load.concurrency}", f"-max-workers={load.concurrency}"]
+        assert self.options is not None
+        return flags + [f"-duration={duration_s}s",
+                        f"-keepalive={'true' if self.options.keepalive else 'false'}"]
+
+    def command(self, url: str, load: Load, duration_s: int) -> list[str]:
+        if self.options is None:
+            raise ClientError("Vegeta.prepare must run first")
+        flags = self.attack_flags(load, duration_s)
+        vegeta = shlex.quote(str(self.binary))
+        # GOMAXPROCS: CLIENT_THREADS, as wrk's -t (Go's default is one per allowed CPU)
+        script = (f"export GOMAXPROCS={self.options.threads}; "
+                  + (f"echo offered_rps={load.rate} >&2; " if load.rate else "")
+                  + f"printf 'GET %s\\n' {shlex.quote(url)} | "
+                  + f"{vegeta} attack {' '.join(flags)} | {vegeta} report -type=json -every=1s")
+        return ["sh", "-c", script]
+
+    def parse(self, stdout: str, stderr: str) -> Level:
+        return parse(stdout, stderr)
+
+    def per_second(self, stdout: str) -> list[float]:
+        """Responses per second, from the running reports (lab.record.series)."""
+        return series.vegeta_per_second(stdout)
+
+
+CLIENT = Vegeta

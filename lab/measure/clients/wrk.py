@@ -1,0 +1,163 @@
+"""wrk, closed loop: C connections kept busy, statistics read from a Lua hook.
+
+wrk's text report rounds (2.20ms, 87.56k); the lab's script
+client/wrk-report.lua prints wrk's own counters and microsecond latencies as
+one JSON line from the done() hook, which runs once at the end, so it costs
+nothing during the load.
+
+Counting, as siege counts: every response is a transaction; socket errors
+(connect, read, write, timeout) and 4xx/5xx responses are failures; 2xx/3xx
+responses are successful. wrk counts a response slower than its timeout as a
+request and as a timeout, and also counts connections found stuck past it,
+so `timeout` is taken as wrk reports it, among the failures.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any, ClassVar
+
+from lab.measure import hostinfo
+from lab.measure.clients import ClientError, Load, Options
+from lab.record.level import Level
+from lab.record.schema import Failure
+
+SCRIPT = Path(__file__).resolve().parents[3] / "client" / "wrk-report.lua"
+MARKER = "wrk-report "
+COUNTS = ("requests", "duration_us", "bytes", "connect", "read", "write", "status", "timeout")
+TIMES = ("mean_us", "max_us", "p50_us", "p90_us", "p99_us")
+MIB = 1024 * 1024        # siege's data_transferred unit
+# its version probe: wrk -v prints "wrk debian/4.1.0-3+b2 [epoll] ..." and exits 1
+VERSION = (["wrk", "-v"], r"wrk\s+(\S+)\s+\[")
+
+
+def threads_for(concurrency: int, wanted: int) -> int:
+    """The most threads, up to `wanted`, that share the connections evenly.
+
+    wrk gives each thread connections // threads, so 3 connections on 2
+    threads would be 2 connections: the thread count must divide C.
+    """
+    for t in range(max(1, min(wanted, concurrency)), 0, -1):
+        if concurrency % t == 0:
+            return t
+    return 1
+
+
+def report_line(stdout: str) -> dict[str, Any] | None:
+    """The script's JSON line, or None when wrk never reached done()."""
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(MARKER):
+            try:
+                data = json.loads(line[len(MARKER):])
+            except json.JSONDecodeError:
+                return None
+            ok = isinstance(data, dict) and all(
+                isinstance(data.get(k), (int, float)) for k in COUNTS)
+            return data if ok else None
+    return None
+
+
+def micros(value: object) -> float:
+    """Microseconds to milliseconds; the script writes null for wrk's NaN (no samples)."""
+    return float(value) / 1000 if isinstance(value, (int, float)) else 0.0
+
+
+# wrk's counters of failed requests: the kind each one is, in wrk's words
+SOCKET_ERRORS = {
+    "connect": ("refused", "wrk: connect errors"),
+    "read": ("reset", "wrk: read errors (a reset, or the connection closed before a whole "
+                      "response)"),
+    "write": ("reset", "wrk: write errors"),
+    "timeout": ("timeout", "wrk: timeouts (no response within its 2 s timeout)"),
+}
+
+
+def failures(data: dict[str, Any]) -> tuple[Failure, ...]:
+    """wrk's socket errors by the call that failed, and its non-2xx/3xx count
+    (wrk keeps no count per status)."""
+    found = [Failure(kind, int(data[key]), words)
+             for key, (kind, words) in SOCKET_ERRORS.items() if int(data[key])]
+    if int(data["status"]):
+        found.append(Failure("status", int(data["status"]), "wrk: non-2xx or 3xx responses "
+                                                             "(wrk does not count them by status)"))
+    return tuple(found)
+
+
+def parse(stdout: str, stderr: str) -> Level:
+    data = report_line(stdout)
+    if data is None:
+        errors = [line for line in (stderr + stdout).splitlines() if line.strip()][-5:]
+        raise ClientError("wrk printed no statistics: " + (" | ".join(errors) or "no output"))
+    requests = int(data["requests"])
+    status = int(data["status"])
+    socket = sum(int(data[k]) for k in ("connect", "read", "write", "timeout"))
+    successful = max(0, requests - status)
+    failed = socket + status
+    elapsed = data["duration_us"] / 1e6
+    rate = requests / elapsed if elapsed > 0 else 0.0
+    mean_ms = micros(data.get("mean_us"))
+    attempts = successful + failed
+    return Level(
+        transactions=requests,
+        successful=successful,
+        failed=failed,
+        availability_pct=100 * successful / attempts if attempts else 0.0,
+        elapsed_s=elapsed,
+        rate_rps=rate,
+        resp_ms=mean_ms,
+        in_flight=rate * mean_ms / 1000,      # Little's law, as the client saw it
+        longest_ms=micros(data.get("max_us")),
+        data_mb=data["bytes"] / MIB,          # wrk counts headers too, siege only bodies
+        p50_ms=micros(data.get("p50_us")),
+        p90_ms=micros(data.get("p90_us")),
+        p99_ms=micros(data.get("p99_us")),
+        failures=failures(data),
+    )
+
+
+class Wrk:
+    name: ClassVar[str] = "wrk"
+    axis: ClassVar[str] = "concurrency"
+    help: ClassVar[str] = "closed loop, C connections on CLIENT_THREADS threads"
+    packages: ClassVar[dict[str, str]] = {"wrk": "wrk"}
+    cross_check: ClassVar[str] = "siege"
+
+    def __init__(self) -> None:
+        self.script: Path | None = None
+        self.options: Options | None = None
+
+    def install(self, cache: Path) -> int:
+        return 0                                # its Debian package is all
+
+    def version(self) -> str:
+        return hostinfo.probe_version(*VERSION) or "not installed"
+
+    def prepare(self, run_dir: Path, options: Options) -> dict[str, str]:
+        """Copy the script into the run once; later steps of the run use that copy."""
+        script = run_dir / SCRIPT.name
+        if not script.exists():
+            shutil.copyfile(SCRIPT, script)
+        self.script, self.options = script, options
+        return {"tool": "wrk", "version": self.version(),
+                "connection": "keep-alive" if options.keepalive else "close",
+                "threads": str(options.threads), "script": script.name}
+
+    def command(self, url: str, load: Load, duration_s: int) -> list[str]:
+        if self.script is None or self.options is None:
+            raise ClientError("Wrk.prepare must run first")
+        if load.rate or load.concurrency < 1:
+            raise ClientError("wrk keeps connections busy: give a concurrency, not a rate")
+        threads = threads_for(load.concurrency, self.options.threads)
+        argv = ["wrk", "-t", str(threads), "-c", str(load.concurrency),
+                "-d", f"{duration_s}s", "--latency", "-s", str(self.script)]
+        if not self.options.keepalive:
+            # wrk reconnects after a response that asked to close, like siege's close mode
+            argv += ["-H", "Connection: close"]
+        return argv + [url]
+
+    def parse(self, stdout: str, stderr: str) -> Level:
+        return parse(stdout, stderr)
+
+
+CLIENT = Wrk

@@ -1,0 +1,416 @@
+"""Robustness probe: what a server does with the requests a benchmark never sends.
+
+A sweep only ever sends well-formed GET /api. Servers differ most in what
+they do with everything else, and some of it hurts a later measurement (CPU
+still burning after a client left) or ends it (a server that stops
+answering). So, before a server is loaded, a separate start of it gets
+eleven small probes (PROBES): garbage bytes, oversized headers, a request
+line without a version, half a request, slow clients beside normal ones,
+many idle connections, pipelining, HTTP/1.0 without Host, a body that never
+comes, a very long path.
+
+Every probe is bounded in time (its own deadline, `Limits`) and in what it
+sends: a small fixed payload, or, for the 1 MiB of headers, only as fast as
+the server reads (its socket's receive queue, asked of the kernel) and only
+until the server has spent a CPU budget. That bounds the server CPU a probe
+can cause even in a server whose header handling is quadratic. The server's
+process-tree CPU is sampled before each probe and after it has settled, and
+recorded. After each probe the server must still pass the contract
+(lab.measure.verify); a server that stopped answering gets a bounded chance to
+recover before the next probe, and the remaining probes are skipped if it
+does not (they would only measure a dead server). The probes that occupy many
+connections run last, so that a server slow to recover from them has been
+probed on everything else.
+
+The probe reports, it never fixes: `ProbeReport.still_answers` tells the
+pipeline whether the server is fit to be loaded at all.
+
+Entry points: `run_probe` (a server already running), `probe_server` (start a
+separate instance, probe it, stop it, wait for its CPUs to go quiet),
+`main_step` (the pipeline step: params in, report and exit code out), and
+`table` (one Markdown table for several servers).
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+
+from lab.analyse import probeview
+from lab.host import procfs, procs
+from lab.measure import runtimes
+from lab.analyse.wording import md_cell as cell
+from lab.analyse.probeview import settled_text
+from lab.host.procfs import TreeSample
+from lab.measure.runtimes import Placement, ServerHost
+from lab.measure.launch import Knobs, ServerProcess
+from lab.setup.params import Params
+from lab.setup.servers import Server
+from lab.setup.paths import ROOT, cache_dir
+from lab.measure.verify import VerifyError, verify
+from lab.measure.probe.wire import (Facts, Limits, Target, describe, exchange, parse_answers,
+                             receive_queue)
+
+__all__ = ["PROBES", "Limits", "ProbeReport", "ProbeResult", "Target", "describe",
+           "exchange", "load_report", "main_step", "parse_answers", "probe_server",
+           "receive_queue", "run_probe", "table"]
+from lab.measure.probe.probes import PROBES, Probe, tree_cpu
+
+
+REPORT = "probe.json"
+SERVER_LOG = "probe-server.log"
+
+
+# ---------------------------------------------------------------- CPU and contract checks
+
+def wait_quiet(t: Target, bound_s: float, window_s: float, share: float) -> float | None:
+    """Seconds until the tree used less than `share` of a core over one
+    window (or is gone); None if it never did within bound_s."""
+    t0 = time.monotonic()
+    prev = tree_cpu(t)
+    while True:
+        time.sleep(window_s)
+        cur = tree_cpu(t)
+        elapsed = time.monotonic() - t0
+        if cur is None or prev is None or (cur - prev) / window_s < share:
+            return elapsed
+        if elapsed >= bound_s:
+            return None
+        prev = cur
+
+
+def wait_cpus_quiet(cpus: tuple[int, ...], bound_s: float, share: float = 0.10,
+                    where: ServerHost | None = None) -> float | None:
+    """Seconds until these CPUs (of the server's host) were less than `share`
+    busy over 1 s (all of them together); None if they never were within bound_s."""
+    times = where.cpu_times if where is not None else procfs.cpu_times
+    t0 = time.monotonic()
+    prev, _ = times(cpus)
+    while True:
+        time.sleep(1.0)
+        cur, _ = times(cpus)
+        elapsed = time.monotonic() - t0
+        if (cur - prev) / len(cpus) < share:
+            return elapsed
+        if elapsed >= bound_s:
+            return None
+        prev = cur
+
+
+def check(t: Target) -> tuple[bool, str]:
+    """The contract (lab.measure.verify), with the probe's short timeout; the error on one line."""
+    try:
+        verify(t.host, t.port, timeout=t.limits.verify_timeout_s)
+        return True, ""
+    except VerifyError as e:
+        return False, " / ".join(line.strip() for line in str(e).splitlines())
+
+
+def check_until(t: Target, bound_s: float) -> tuple[bool, str, float]:
+    """Check the contract until it passes or bound_s is over; (ok, last error, seconds)."""
+    t0 = time.monotonic()
+    while True:
+        ok, error = check(t)
+        elapsed = time.monotonic() - t0
+        if ok or elapsed >= bound_s:
+            return ok, error, elapsed
+        time.sleep(min(0.5, max(bound_s - elapsed, 0.0)))
+
+
+# ---------------------------------------------------------------- results
+
+@dataclass(frozen=True)
+class ProbeResult:
+    probe: str                   # Probe.name
+    title: str
+    ran: bool                    # False: skipped, the server had stopped answering
+    outcome: str                 # what the server did, in a few words
+    cpu_s: float                 # server tree CPU from the probe's start until it settled
+    elapsed_s: float             # the probe itself (not the settling, not the check)
+    settled_s: float | None      # after the probe, until its CPU went quiet; None: still busy
+    answers_after: bool          # passed the contract right after this probe
+    error_after: str = ""        # why not
+    recovered_s: float | None = None   # not answering after the previous probe: time until it did
+    facts: Facts = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ProbeReport:
+    """One server's probe. `still_answers` is the verdict the pipeline uses:
+    the contract passed in the final check, made after the last probe and
+    after the server's CPU went quiet (allowing `Limits.recover_s` to
+    recover). A server that stopped answering after some probe and came back
+    still answers; `stopped_after` names the first probe it failed after."""
+    server: str
+    host: str
+    port: int
+    workers: int
+    limits: Limits
+    results: tuple[ProbeResult, ...] = ()
+    final_ok: bool = False
+    final_error: str = ""
+    quiet_s: float | None = None         # after the last probe: tree < 5% of a core over 1 s
+    cpus_quiet_s: float | None = None    # after the stop (probe_server): CPUs < 10% busy over 1 s
+    elapsed_s: float = 0.0               # the probe (run_probe) from first probe to final check
+    error: str = ""                      # the instance could not be started or probed at all
+
+    @property
+    def still_answers(self) -> bool:
+        return not self.error and self.final_ok
+
+    @property
+    def stopped_after(self) -> str | None:
+        """The first probe after which the contract check failed."""
+        return next((r.probe for r in self.results if r.ran and not r.answers_after), None)
+
+    @property
+    def cpu_s(self) -> float:
+        return sum(r.cpu_s for r in self.results)
+
+    def to_json(self) -> dict[str, object]:
+        data = asdict(self)
+        data.update(still_answers=self.still_answers, stopped_after=self.stopped_after,
+                    cpu_s=round(self.cpu_s, 3), verdict=self.verdict())
+        return data
+
+    def verdict(self) -> str:
+        """One line for logs and the run summary."""
+        if self.error:
+            return f"{self.server}: probe failed: {self.error}"
+        where = f" after {self.stopped_after}" if self.stopped_after else ""
+        if self.still_answers:
+            recovered = f" (stopped answering{where} and recovered)" if where else ""
+            return f"{self.server}: still answers{recovered}"
+        return f"{self.server}: stopped answering{where}: {self.final_error}"
+
+    def markdown(self) -> str:
+        """A table row per probe, then the verdict and the CPU waits."""
+        rows = ["| probe | outcome | CPU s | time s | CPU quiet after | answers after |",
+                "|---|---|---:|---:|---|---|"]
+        for r in self.results:
+            if not r.ran:
+                rows.append(f"| {r.title} | {cell(r.outcome)} | - | - | - | - |")
+                continue
+            after = "yes" if r.answers_after else f"**no**: {cell(r.error_after)}"
+            if r.recovered_s is not None:
+                after += f" (recovered {r.recovered_s:.1f} s before it)"
+            rows.append(f"| {r.title} | {cell(r.outcome)} | {r.cpu_s:.2f} | {r.elapsed_s:.2f} "
+                        f"| {settled_text(r.settled_s, self.limits.settle_s)} | {after} |")
+        notes = [f"**{self.verdict()}**",
+                 f"CPU quiet after the last probe: "
+                 f"{settled_text(self.quiet_s, self.limits.quiet_s)}; "
+                 f"probe time {self.elapsed_s:.1f} s, server CPU {self.cpu_s:.2f} s"]
+        if self.cpus_quiet_s is not None or self.error:
+            notes.append(f"CPUs quiet after the stop: "
+                         f"{settled_text(self.cpus_quiet_s, self.limits.cpus_quiet_s)}")
+        return "\n".join(rows) + "\n\n" + "  \n".join(notes) + "\n"
+
+
+def load_report(path: Path) -> ProbeReport:
+    """A probe.json read back (for the run summary)."""
+    data = json.loads(path.read_text())
+    limits = Limits(**data["limits"])
+    results = tuple(ProbeResult(**r) for r in data["results"])
+    keep = {f.name for f in fields(ProbeReport)} - {"limits", "results"}   # not the verdict
+    return ProbeReport(limits=limits, results=results,
+                       **{k: v for k, v in data.items() if k in keep})
+
+
+# ---------------------------------------------------------------- running the probes
+
+def run_one(probe: Probe, t: Target) -> ProbeResult:
+    """One probe: CPU before, the probe, settling, CPU after, the contract."""
+    before = tree_cpu(t)
+    t0 = time.monotonic()
+    try:
+        outcome, facts = probe.run(t)
+    except OSError as e:
+        # Our side failed (out of descriptors, say): say so, do not guess.
+        outcome, facts = f"probe error: {type(e).__name__}: {e}", {}
+    elapsed = time.monotonic() - t0
+    settled = wait_quiet(t, t.limits.settle_s, window_s=0.3, share=0.10)
+    after = tree_cpu(t)
+    if after is None:
+        outcome += "; server process exited"
+    ok, error = check(t)
+    cpu = after - before if after is not None and before is not None else 0.0
+    return ProbeResult(probe=probe.name, title=probe.title, ran=True, outcome=outcome,
+                       cpu_s=round(max(cpu, 0.0), 3), elapsed_s=round(elapsed, 3),
+                       settled_s=None if settled is None else round(settled, 2),
+                       answers_after=ok, error_after=error, facts=facts)
+
+
+def skipped(probe: Probe, since: str) -> ProbeResult:
+    return ProbeResult(probe=probe.name, title=probe.title, ran=False,
+                       outcome=f"not run: not answering since {since}", cpu_s=0.0,
+                       elapsed_s=0.0, settled_s=None, answers_after=False)
+
+
+def run_probe(host: str, port: int, pid: int, workers: int, limits: Limits | None = None,
+              server: str = "", sample: Callable[[], TreeSample | None] | None = None,
+              queue: Callable[[tuple[str, int], tuple[str, int]], int | None] | None = None
+              ) -> ProbeReport:
+    """Probe a running server (pid: the root of its process tree, for CPU).
+
+    Each probe is followed by a contract check. A server that failed it gets
+    `recover_s` to answer again before the next probe; if it does not, the
+    remaining probes are skipped. Then, bounded by `quiet_s`, we wait for the
+    server's CPU to go quiet, and check the contract a last time."""
+    lim = limits or Limits()
+    t = Target(host, port, pid, workers, lim, sample, queue)
+    t0 = time.monotonic()
+    results: list[ProbeResult] = []
+    gave_up = ""
+    for probe in PROBES:
+        previous = results[-1] if results else None
+        if gave_up:
+            results.append(skipped(probe, gave_up))
+            continue
+        recovered: float | None = None
+        if previous is not None and not previous.answers_after:
+            ok, _, waited = check_until(t, lim.recover_s)
+            if not ok:
+                gave_up = previous.probe
+                results.append(skipped(probe, gave_up))
+                continue
+            recovered = round(waited, 2)
+        result = run_one(probe, t)
+        results.append(replace(result, recovered_s=recovered))
+    quiet = wait_quiet(t, lim.quiet_s, window_s=1.0, share=0.05)
+    final_ok, final_error, _ = check_until(t, lim.recover_s)
+    return ProbeReport(server=server, host=host, port=port, workers=workers, limits=lim,
+                       results=tuple(results), final_ok=final_ok, final_error=final_error,
+                       quiet_s=None if quiet is None else round(quiet, 2),
+                       elapsed_s=round(time.monotonic() - t0, 2))
+
+
+def probe_server(server: Server, root: Path, cache: Path, run_dir: Path, knobs: Knobs,
+                 cpus: tuple[int, ...], limits: Limits | None = None,
+                 topology: Placement | None = None) -> ProbeReport:
+    """Start a separate instance of `server` (its log: <run_dir>/<server>/
+    probe-server.log), probe it, stop it, then wait (bounded) until its CPUs
+    are quiet so that nothing the probe left running leaks into the measured
+    run that follows. Writes <run_dir>/<server>/probe.json."""
+    lim = limits or Limits()
+    out = run_dir / server.name
+    out.mkdir(parents=True, exist_ok=True)
+    where = topology.server if topology is not None else None
+    instance = ServerProcess(server, root, cache, run_dir.name, knobs, cpus, out / SERVER_LOG,
+                             where, topology.connect if topology is not None else None)
+    host = instance.host
+    report = ProbeReport(server=server.name, host=host, port=knobs.port,
+                         workers=knobs.workers or 0, limits=lim)
+    try:
+        instance.start()
+        instance.ready()
+        where = instance.where
+        # as shipped: the pool the server says it has; unknown: the most the probe holds
+        said = instance.ran_with()
+        workers = knobs.workers or (int(str(said["workers"])) if said else lim.slow_max)
+        report = run_probe(host, knobs.port, instance.pid, workers, lim, server.name,
+                           instance.sample,
+                           lambda ours, theirs: where.in_network(
+                               lambda: receive_queue(ours, theirs)))
+    except (procs.PortBusy, procs.NotReady, runtimes.HostLost) as e:
+        report = replace(report, error=str(e))
+    finally:
+        try:
+            instance.stop()
+        except procs.PortBusy as e:
+            # The port outlived the stop: the sweep that follows would fail on it.
+            report = replace(report, error=report.error or f"after the stop: {e}")
+    report = replace(report, cpus_quiet_s=wait_cpus_quiet(cpus, lim.cpus_quiet_s,
+                                                          where=instance.where))
+    save(report, out / REPORT)
+    return report
+
+
+def save(report: ProbeReport, path: Path) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(report.to_json(), indent=2) + "\n")
+    tmp.replace(path)
+
+
+def exit_code(report: ProbeReport, force: bool) -> int:
+    """0: load it; 1: it stopped answering (or could not be probed) and FORCE is off."""
+    return 0 if report.still_answers or force else 1
+
+
+def main_step(params: Params, server: Server, root: Path, cache: Path, run_dir: Path,
+              limits: Limits | None = None) -> tuple[ProbeReport | None, int]:
+    """The pipeline step `lab probe RUN SERVER`: (report, exit code).
+
+    PROBE=0: (None, 0), nothing started. Otherwise a separate start of the
+    server on params.port with the run's knobs, pinned to params.server_cpus.
+    Exit 1 when the server stopped answering (or its probe instance could not
+    be started) unless FORCE=1, which turns that into a warning."""
+    if not params.probe:
+        print(f"[{server.name}] probe skipped (PROBE=0)", file=sys.stderr)
+        return None, 0
+    topology = runtimes.current(params)
+    knobs = Knobs(port=params.port, workers=server.workers(params.workers),
+                  backlog=params.backlog, bind=topology.bind)
+    print(f"[{server.name}] probe: {len(PROBES)} probes on a separate start "
+          f"(CPU {','.join(map(str, params.server_cpus))})", file=sys.stderr, flush=True)
+    report = probe_server(server, root, cache, run_dir, knobs, params.server_cpus, limits,
+                          topology)
+    print(report.markdown(), file=sys.stderr)
+    code = exit_code(report, params.force)
+    if not report.still_answers:
+        what = "loading it anyway (FORCE=1)" if params.force else \
+            "not loading it (FORCE=1 loads it anyway)"
+        print(f"{'warning' if params.force else 'error'}: {report.verdict()}; {what}",
+              file=sys.stderr)
+    return report, code
+
+
+# ---------------------------------------------------------------- the summary table
+
+# "400 Bad Request" -> "400": the wide table keeps status codes only.
+def table(reports: dict[str, ProbeReport]) -> str:
+    """One Markdown table: a row per probe, a column per server (lab.analyse.probeview,
+    which a run's summary uses on the saved probe.json files)."""
+    return probeview.table({name: r.to_json() for name, r in reports.items()})
+
+
+# ---------------------------------------------------------------- by hand
+
+def main(argv: list[str]) -> int:
+    """`python3 -m lab.measure.probe [--port N] [--cpus 0] [--run DIR] SERVER...|all`:
+    probe built servers one after another (each with its default WORKERS)
+    and print the table; what regenerates docs/probe-table.md."""
+    import argparse
+    import os
+    import tempfile
+
+    from lab.setup.servers import found_here
+
+    root, cache = ROOT, cache_dir()
+    ap = argparse.ArgumentParser(prog="python3 -m lab.measure.probe", description=main.__doc__)
+    ap.add_argument("servers", nargs="+")
+    ap.add_argument("--port", type=int, default=18090)
+    ap.add_argument("--cpus", default="0", help="CPU list for the servers, e.g. 0 or 0,1")
+    ap.add_argument("--run", type=Path, default=None, help="folder for probe.json and logs")
+    args = ap.parse_args(argv)
+    known = found_here(root)
+    names = list(known) if args.servers == ["all"] else args.servers
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        print(f"error: unknown server {', '.join(unknown)}; known: {', '.join(known)}",
+              file=sys.stderr)
+        return 2
+    run = args.run or Path(tempfile.mkdtemp(prefix="lab-probe."))
+    cpus = tuple(int(c) for c in args.cpus.split(","))
+    reports = {}
+    for name in names:
+        server = known[name]
+        knobs = Knobs(port=args.port, workers=server.workers_default, backlog=512,
+                      bind="127.0.0.1")
+        reports[name] = probe_server(server, root, cache, run, knobs, cpus)
+        print(f"{reports[name].verdict()} ({reports[name].elapsed_s:.0f} s; "
+              f"{run / name / REPORT})", file=sys.stderr, flush=True)
+    print(table(reports))
+    return 0 if all(r.still_answers for r in reports.values()) else 1

@@ -1,0 +1,350 @@
+"""Where the lab's processes run: the one seam between a sweep and its topology.
+
+A sweep, the verification, the probe and the reports never ask where a
+process runs. They ask a `ServerHost` to start the server pinned to its
+CPUs, sample its process tree, list what listens on a port and read its
+host's facts; they ask a `ClientHost` to run the load client to its end and
+say how much CPU it used. A `Placement` pairs one server host with one or
+more client hosts, and says which address the server binds and where the
+clients reach it; a `Topology` makes it from the settings.
+
+A topology is one module here (or in a lab/measure/runtimes folder on PYTHONPATH:
+the package spans them, pkgutil.extend_path) whose TOPOLOGY is a `Topology`:
+its name, how it is chosen, and its steps (check, deps, needs_build, up,
+join, down, place); what it leaves out does nothing. The lab finds it by
+itself: TOPOLOGY=<name> accepts it, `lab check` checks it, run-benchmark.sh
+sets it up and down around the run. Found here:
+  local   one host, loopback (the default)          lab/measure/runtimes/local.py
+  netns   two network namespaces, a veth pair       lab/measure/runtimes/netns.py
+  ssh     real hosts over OpenSSH (SERVER_HOST)      lab/measure/runtimes/ssh*.py
+  docker  each server in a compose.yaml container   lab/measure/runtimes/docker.py
+docs/extending.md says how to add one.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
+
+from lab.host import procs
+from lab.setup.params import ConfigError, Params
+from lab.host.procfs import TreeSample
+from lab.setup.servers import Server
+
+T = TypeVar("T")
+__path__ = pkgutil.extend_path(__path__, __name__)   # topologies kept outside the checkout
+
+
+@dataclass(frozen=True)
+class ClientRun:
+    """One client run: its output, exit code, CPU (user+sys, children included) and wall time."""
+    stdout: str
+    stderr: str
+    exit_code: int | None
+    cpu_s: float
+    wall_s: float
+    host: str = "local"
+    started: float | None = None     # wall-clock time it started there (several client hosts)
+
+
+class ClientHung(RuntimeError):
+    """The client ran far past its time limit and was stopped."""
+
+
+class ServerDied(RuntimeError):
+    """The server exited while a client was loading it."""
+
+
+class HostLost(RuntimeError):
+    """A host stopped answering the lab (its connection broke): the message says which."""
+
+class SetupError(RuntimeError):
+    """`lab up` could not set the topology up (exit 1; the message says why)."""
+
+
+class Started(Protocol):
+    """A process a host started: its id there, whether it still runs, how to stop it."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def poll(self) -> int | None: ...
+
+    def stop(self, grace: float = 10.0) -> int | None:
+        """Stop its whole tree (TERM, then KILL after `grace` s); its exit code."""
+
+
+class TreeSampler(Protocol):
+    """Samples a server's process tree during one client run (a context manager)."""
+    first: TreeSample | None
+    last: TreeSample | None
+    rss_peak_kb: int
+    threads_peak: int
+    own_cpu_s: float
+
+    @property
+    def cpu_s(self) -> float: ...
+
+    def __enter__(self) -> TreeSampler: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+
+class ServerHost(ABC):
+    """Where a server runs."""
+    name = "server host"
+
+    @abstractmethod
+    def start(self, argv: list[str], cwd: Path, env: dict[str, str], log: Path,
+              cpus: tuple[int, ...]) -> Started:
+        """Start argv pinned to `cpus`, in a session of its own, stdout and stderr to `log`."""
+
+    @abstractmethod
+    def run(self, argv: list[str], cwd: Path, env: dict[str, str], cpus: tuple[int, ...],
+            timeout: float) -> tuple[int, str, str]:
+        """Run a short command there to its end (a manifest's facts): (exit code, out, err)."""
+
+    @abstractmethod
+    def sampler(self, proc: Started) -> TreeSampler:
+        """A sampler of `proc`'s tree for the length of one client run."""
+
+    @abstractmethod
+    def sample(self, proc: Started) -> TreeSample | None:
+        """`proc`'s tree now (RSS, threads, CPU); None when it is gone."""
+
+    @abstractmethod
+    def listeners(self, port: int) -> list[procs.Listener]:
+        """Every socket listening on `port` there (ss)."""
+
+    @abstractmethod
+    def somaxconn(self) -> int | None:
+        """net.core.somaxconn there (the cap of every listen backlog)."""
+
+    @abstractmethod
+    def check_port_free(self, port: int, bind: str) -> None:
+        """PortBusy if anything there listens on `port` (any address)."""
+
+    @abstractmethod
+    def cpu_times(self, cpus: tuple[int, ...]) -> tuple[float, float]:
+        """(busy, steal) seconds so far on these CPUs there."""
+
+    @abstractmethod
+    def time_wait_sockets(self) -> int:
+        """TCP sockets in TIME_WAIT there."""
+
+    @abstractmethod
+    def facts(self) -> dict[str, object]:
+        """The host's facts (lab.measure.hostinfo.host() there)."""
+
+    def in_network(self, fn: Callable[[], T]) -> T:
+        """fn() run where the server's sockets can be seen (the probe asks that
+        kernel what a socket has not read yet). Here: in this process as is."""
+        return fn()
+
+    def wait_ready(self, proc: Started, host: str, port: int, timeout: float) -> float:
+        """Seconds until `proc` accepts connections on host:port (NotReady if never)."""
+        return procs.wait_ready(host, port, proc, timeout)
+
+    def start_details(self, proc: Started) -> dict[str, object]:
+        """What a start's record keeps besides its PID and command (a container's id,
+        image, limits); keys given here replace the record's own."""
+        return {}
+
+    def wait_port_released(self, port: int, bind: str, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.check_port_free(port, bind)
+                return
+            except procs.PortBusy:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+
+
+class ClientHost(ABC):
+    """Where a load client runs."""
+    name = "client host"
+
+    @abstractmethod
+    def run_client(self, argv: list[str], cpus: tuple[int, ...], env: dict[str, str],
+                   out: Path, timeout: float, server_alive: Callable[[], bool]) -> ClientRun:
+        """Run the client pinned to `cpus` to its end, stdout to `out` (stderr beside it,
+        .err); ClientHung past `timeout`, ServerDied when `server_alive()` turns false."""
+
+    @abstractmethod
+    def cpu_times(self, cpus: tuple[int, ...]) -> tuple[float, float]:
+        """(busy, steal) seconds so far on these CPUs there."""
+
+    @abstractmethod
+    def time_wait_sockets(self) -> int:
+        """TCP sockets in TIME_WAIT there."""
+
+    @abstractmethod
+    def facts(self) -> dict[str, object]:
+        """The host's facts."""
+
+    def same_host_as(self, server: ServerHost) -> bool:
+        """True when the client and the server share the machine's CPU counters."""
+        return False
+
+
+@dataclass
+class Placement:
+    """Where one run's processes are: a server host, its client hosts, and the
+    addresses between them (what a `Topology` places)."""
+    name: str                                   # local | netns | ssh | docker ...
+    server: ServerHost
+    clients: tuple[ClientHost, ...]
+    bind: str                                   # where the server listens
+    connect: str                                # where clients (and the lab) reach it
+    summary: str                                # one line; its first word is the kind
+    details: dict[str, Any] = field(default_factory=dict)   # what the manifest records
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "summary": self.summary, "server_host": self.server.name,
+                "client_hosts": [c.name for c in self.clients],
+                "bind": self.bind, "connect": self.connect, **self.details}
+
+    def cpu_times(self, server_cpus: tuple[int, ...], client_cpus: tuple[int, ...]
+                  ) -> tuple[float, float]:
+        """Busy and steal seconds over the CPUs the run uses, on every host it uses."""
+        if all(c.same_host_as(self.server) for c in self.clients):
+            return self.server.cpu_times(tuple(sorted(set(server_cpus) | set(client_cpus))))
+        busy, steal = self.server.cpu_times(server_cpus)
+        for c in self.clients:
+            b, s = c.cpu_times(client_cpus)
+            busy, steal = busy + b, steal + s
+        return busy, steal
+
+    def lab_cpus(self, server_cpus: tuple[int, ...], client_cpus: tuple[int, ...]) -> int:
+        """How many CPUs cpu_times() counts over: the run's CPU allotment."""
+        if all(c.same_host_as(self.server) for c in self.clients):
+            return len(set(server_cpus) | set(client_cpus))
+        return len(server_cpus) + len(client_cpus) * len(self.clients)
+
+    def time_wait(self) -> int:
+        """TIME_WAIT sockets on every host of the run (once per host)."""
+        if all(c.same_host_as(self.server) for c in self.clients):
+            return self.server.time_wait_sockets()
+        return self.server.time_wait_sockets() + sum(c.time_wait_sockets()
+                                                     for c in self.clients)
+
+
+CHOSEN_BY = ("TOPOLOGY", "SERVER_HOST", "RUNTIME")
+
+
+@runtime_checkable
+class Topology(Protocol):
+    """One kind of topology: a module's TOPOLOGY. Subclass it and write
+    `place`; every other step has a default that does nothing."""
+    name: ClassVar[str]          # its name in the manifest; TOPOLOGY=<name> when chosen so
+    chosen_by: ClassVar[str]     # TOPOLOGY, SERVER_HOST (ssh) or RUNTIME (docker)
+    summary: ClassVar[str]       # one line describing it (for the settings' help and docs)
+
+    def place(self, params: Params) -> Placement:
+        """The run's hosts and addresses (every step that runs servers or clients)."""
+        ...
+
+    def check(self, params: Params) -> None:
+        """Refuse, with ConfigError (exit 2), what it cannot do here (`lab check`,
+        before anything is built or started): root, tools, kernel support, hosts."""
+        return None
+
+    def deps(self, params: Params) -> int:
+        """Install what it needs (`lab deps`): 0, or 2 with the steps printed."""
+        return 0
+
+    def needs_build(self, params: Params, server: Server) -> bool:
+        """Whether `lab build` runs the server's own setup and build here."""
+        return True
+
+    def up(self, params: Params) -> None:
+        """Set up what lasts the whole run (`lab up`): namespaces, links, an ssh
+        master connection; SetupError (exit 1) when it cannot."""
+        return None
+
+    def join(self, params: Params) -> None:
+        """Move this step to where the clients run, so that the lab's own
+        connections (readiness, verification, the probe) cross the same link
+        as the load (`lab probe`, `lab sweep`)."""
+        return None
+
+    def down(self, params: Params) -> None:
+        """Undo `up`, whatever state it got to (`lab down`, also on failure and Ctrl-C)."""
+        return None
+
+
+def topologies() -> dict[str, Topology]:
+    """Every topology found: the TOPOLOGY of each module of this package."""
+    found: dict[str, Topology] = {}
+    for info in pkgutil.iter_modules(__path__, __name__ + "."):
+        module = importlib.import_module(info.name)
+        value = vars(module).get("TOPOLOGY")
+        if value is None:
+            continue
+        if not isinstance(value, Topology) or value.chosen_by not in CHOSEN_BY:
+            raise TypeError(f"{info.name}.TOPOLOGY is not a lab.measure.runtimes.Topology "
+                            f"(chosen_by one of {', '.join(CHOSEN_BY)})")
+        found[value.name] = value
+    return found
+
+
+def selectable() -> tuple[str, ...]:
+    """The names TOPOLOGY accepts (ssh is chosen by SERVER_HOST, docker by RUNTIME)."""
+    return tuple(sorted(n for n, t in topologies().items() if t.chosen_by == "TOPOLOGY"))
+
+
+def chosen(params: Params) -> Topology:
+    """The topology the settings choose: RUNTIME=docker's, else TOPOLOGY's (ssh
+    when SERVER_HOST is given)."""
+    name = "docker" if params.runtime == "docker" else params.topology
+    found = topologies()
+    if name not in found:
+        raise ConfigError(f"topology {name} is not available in this version of the lab "
+                          f"(found: {', '.join(sorted(found))})")
+    return found[name]
+
+
+def check(params: Params) -> None:
+    """`lab check`: what the topology cannot do here, refused before anything is built."""
+    chosen(params).check(params)
+
+
+def join(params: Params) -> None:
+    """`lab probe`, `lab sweep`: this step joins the clients' side."""
+    chosen(params).join(params)
+
+
+def deps(params: Params) -> int:
+    """`lab deps`: 0, or 2 with the steps."""
+    return chosen(params).deps(params)
+
+
+def needs_build(params: Params, server: Server) -> bool:
+    """`lab build`: whether the server's own build runs (RUNTIME=docker: only
+    where its image takes the artifact)."""
+    return chosen(params).needs_build(params, server)
+
+
+def up(params: Params) -> None:
+    """`lab up`: what the topology sets up for the whole run."""
+    chosen(params).up(params)
+
+
+def down(params: Params) -> None:
+    """`lab down`: undo `up`, whatever state it reached."""
+    chosen(params).down(params)
+
+
+def current(params: Params) -> Placement:
+    """The run's placement, as the chosen topology makes it."""
+    return chosen(params).place(params)

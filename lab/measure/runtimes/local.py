@@ -1,0 +1,158 @@
+"""TOPOLOGY=local: server and client on this host, over loopback, pinned to
+disjoint CPUs. Processes are local children in sessions of their own; the
+server is sampled from this host's /proc, the client's CPU is wait4's rusage
+(children included)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from lab.host import hang, procfs, procs
+from lab.measure import hostinfo
+from lab.setup.params import Params
+from lab.host.procfs import TreeSample
+from lab.measure.runtimes import (ClientHost, ClientHung, ClientRun, Placement, ServerDied, ServerHost,
+                          Started, Topology, TreeSampler)
+
+
+class LocalProcess:
+    """A local child in a session of its own (its process group is its tree)."""
+
+    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+        self.popen = popen
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.popen.returncode
+
+    def poll(self) -> int | None:
+        return self.popen.poll()
+
+    def wait(self, timeout: float | None = None) -> int:
+        return self.popen.wait(timeout)
+
+    def stop(self, grace: float = 10.0) -> int | None:
+        code = procs.stop(self.popen, grace)
+        procs.kill_group(self.popen.pid)
+        return code
+
+
+class LocalServerHost(ServerHost):
+    """This host. `prefix` runs every command through a wrapper (TOPOLOGY=netns
+    gives `ip netns exec NAME`); /proc is this host's either way."""
+    name = "local"
+
+    def __init__(self, prefix: tuple[str, ...] = ()) -> None:
+        self.prefix = prefix
+
+    def command(self, argv: list[str], cpus: tuple[int, ...]) -> list[str]:
+        return [*self.prefix, *procs.pinned(argv, cpus)]
+
+    def start(self, argv: list[str], cwd: Path, env: dict[str, str], log: Path,
+              cpus: tuple[int, ...]) -> Started:
+        with log.open("ab") as f:
+            return LocalProcess(procs.start(self.command(argv, cpus), cwd, env, f))
+
+    def run(self, argv: list[str], cwd: Path, env: dict[str, str], cpus: tuple[int, ...],
+            timeout: float) -> tuple[int, str, str]:
+        out = subprocess.run(self.command(argv, cpus), cwd=cwd, env=env, capture_output=True,
+                             text=True, timeout=timeout)
+        return out.returncode, out.stdout, out.stderr
+
+    def sampler(self, proc: Started) -> TreeSampler:
+        return procfs.Sampler(proc.pid)
+
+    def sample(self, proc: Started) -> TreeSample | None:
+        return procfs.sample(proc.pid)
+
+    def listeners(self, port: int) -> list[procs.Listener]:
+        return procs.listeners(port)
+
+    def somaxconn(self) -> int | None:
+        return procs.somaxconn()
+
+    def check_port_free(self, port: int, bind: str) -> None:
+        procs.check_port_free(port, bind)
+
+    def cpu_times(self, cpus: tuple[int, ...]) -> tuple[float, float]:
+        return procfs.cpu_times(cpus)
+
+    def time_wait_sockets(self) -> int:
+        return procfs.time_wait_sockets()
+
+    def facts(self) -> dict[str, object]:
+        return hostinfo.host()
+
+
+class LocalClientHost(ClientHost):
+    """This host: the client is a local child, its CPU from wait4's rusage."""
+    name = "local"
+
+    def __init__(self, prefix: tuple[str, ...] = ()) -> None:
+        self.prefix = prefix
+
+    def run_client(self, argv: list[str], cpus: tuple[int, ...], env: dict[str, str],
+                   out: Path, timeout: float, server_alive: Callable[[], bool]) -> ClientRun:
+        err = out.with_suffix(".err")
+        with out.open("wb") as fo, err.open("wb") as fe:
+            proc = procs.start([*self.prefix, *procs.pinned(argv, cpus)], Path.cwd(), env, fe,
+                               stdout=fo)
+        t0 = time.monotonic()
+        try:
+            while True:
+                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+                if pid:
+                    proc.returncode = os.waitstatus_to_exitcode(status)
+                    break
+                if not server_alive():
+                    raise ServerDied("the server exited during the level")
+                if time.monotonic() - t0 > timeout:
+                    # which side stalls, read before the client is stopped (lab.host.hang)
+                    why = hang.diagnose(proc.pid, argv, time.monotonic() - t0)
+                    raise ClientHung(f"the client did not finish within {timeout:.0f}s"
+                                     + (f": {why}" if why else ""))
+                time.sleep(0.05)
+        finally:
+            if proc.returncode is None:
+                procs.stop(proc, grace=2)
+            procs.kill_group(proc.pid)
+        return ClientRun(out.read_text(errors="replace"), err.read_text(errors="replace"),
+                         proc.returncode, usage.ru_utime + usage.ru_stime,
+                         time.monotonic() - t0, self.name)
+
+    def cpu_times(self, cpus: tuple[int, ...]) -> tuple[float, float]:
+        return procfs.cpu_times(cpus)
+
+    def time_wait_sockets(self) -> int:
+        return procfs.time_wait_sockets()
+
+    def facts(self) -> dict[str, object]:
+        return hostinfo.host()
+
+    def same_host_as(self, server: ServerHost) -> bool:
+        return isinstance(server, LocalServerHost)
+
+
+def topology(params: Params) -> Placement:
+    return Placement(name="local", server=LocalServerHost(), clients=(LocalClientHost(),),
+                     bind=params.bind, connect=procs.connect_host(params.bind),
+                     summary="loopback (one host, server and client pinned to disjoint CPUs)")
+
+
+class Local(Topology):
+    name = "local"
+    chosen_by = "TOPOLOGY"
+    summary = "one host, loopback (the default)"
+
+    def place(self, params: Params) -> Placement:
+        return topology(params)
+
+
+TOPOLOGY = Local()

@@ -1,0 +1,533 @@
+"""One repetition of one server, top-down: start pinned → wait → verify →
+warm up → load each level (client pinned apart, server tree sampled) → stop.
+
+When the swept axis is a server knob (AXIS=workers), each value is a start of
+its own, measured at the one load level given."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lab.record import failures, schema, series
+from lab.measure import jit, runtimes
+from lab.analyse import metrics
+from lab.host import procs
+from lab.measure.clients import Client, ClientError, Load
+from lab.record.level import Level
+from lab.measure.launch import Knobs, ListenError, ServerProcess
+from lab.setup.params import KNOBS, WARMUP_SLICE_S, Params
+from lab.record.schema import Row
+from lab.measure.runtimes import ClientHost, ClientHung, ClientRun, Placement, ServerDied, ServerHost
+from lab.setup.servers import Server, expand
+from lab.measure.verify import VerifyError, verify, wire
+
+WARMUP_WORKERS = 64            # an open-loop client's warm-up connections
+
+
+class SweepError(RuntimeError):
+    """The server could not be measured; the message says why."""
+
+
+class SweepHung(SweepError, ClientHung):
+    """The client hung twice at one level."""
+
+
+class NotLoaded(SweepError):
+    """The start failed a check before any load (listener, contract)."""
+
+
+def server_facts(server: Server, values: dict[str, str], env: dict[str, str],
+                 cpus: tuple[int, ...], where: ServerHost) -> dict[str, str]:
+    """key=value lines of the manifest's facts command, run pinned like the server, where it runs."""
+    if server.facts is None:
+        return {}
+    try:
+        code, stdout, stderr = where.run(expand(server.facts.argv, values), server.facts.dir,
+                                         env, cpus, timeout=120)
+    except (OSError, subprocess.SubprocessError) as e:
+        return {"error": str(e)}
+    facts = dict(line.split("=", 1) for line in stdout.splitlines() if "=" in line)
+    if code != 0:
+        facts["error"] = stderr.strip()[-300:] or f"exit {code}"
+    return {k.strip(): v.strip() for k, v in facts.items()}
+
+
+def fmt_eta(seconds: float) -> str:
+    m, s = divmod(int(seconds), 60)
+    return f"{m}m{s:02d}s" if m else f"{s}s"
+
+
+def fmt_value(axis: str, value: int) -> str:
+    return {"concurrency": f"c={value}", "rate": f"rate={value}/s"}.get(axis, f"{axis}={value}")
+
+
+def signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+class ServerSweep:
+    """Repetition `rep` of one server: one start for a load sweep, one start
+    per value for a knob sweep. Read top-down: run_all → starts → one_start
+    (launch → check → warm_up → sweep_levels (one_level → level) → stop);
+    below them the client runs (level, run_clients) and the record (save)."""
+
+    def __init__(self, root: Path, cache: Path, run: Path, server: Server,
+                 params: Params, client: Client, rep: int = 1,
+                 topology: Placement | None = None) -> None:
+        self.root, self.cache, self.run, self.server = root, cache, run, server
+        self.params, self.client, self.rep = params, client, rep
+        self.topology = topology or runtimes.current(params)
+        self.out = run / server.name
+        self.tag = f"[{server.name}]" if params.repeat == 1 else \
+            f"[{server.name} rep {rep}/{params.repeat}]"
+        self.start_record: dict[str, Any] = {}
+
+    # ---- the manifest's record of this server -----------------------------
+    def record(self) -> schema.ServerRecord:
+        return schema.read_manifest(self.run).servers.get(self.server.name) or \
+            schema.ServerRecord.new(self.server.describe())
+
+    def save(self, note: str | None = None, **changes: Any) -> None:
+        """Update this server's record (and the current start's, under 'starts')."""
+        schema.update_server(self.run, self.server.describe(), self.start_record or None,
+                             note, **changes)
+
+    def note(self, text: str) -> None:
+        progress(f"{self.tag} warning: {text}")
+        self.save(note=text)
+
+    # ---- what is swept ------------------------------------------------------
+    def knobs(self, value: int | None) -> Knobs:
+        p = self.params
+        workers = self.server.workers(p.workers)
+        backlog = p.backlog
+        if p.axis == "workers" and value is not None:
+            workers = value
+        if p.axis == "backlog" and value is not None:
+            backlog = value
+        return Knobs(port=p.port, workers=workers, backlog=backlog, bind=self.topology.bind)
+
+    def load(self, level: int) -> Load:
+        return Load(concurrency=level) if self.params.load_axis == "concurrency" \
+            else Load(rate=level)
+
+    # ---- the steps, top-down --------------------------------------------------
+    def run_all(self) -> None:
+        """Every start of this repetition; the record says where it stopped."""
+        self.out.mkdir(exist_ok=True)
+        for knob_value, levels in self.starts():
+            try:
+                self.one_start(knob_value, levels)
+            except NotLoaded as e:
+                if knob_value is None:
+                    raise
+                self.not_loaded(knob_value, e)
+
+    def starts(self) -> list[tuple[int | None, list[int]]]:
+        """(knob value, levels) of each start: one start at every level for a load
+        sweep; one start per value, at the one level, for a knob sweep."""
+        p = self.params
+        if p.axis in KNOBS:
+            return [(value, [p.load[0]]) for value in p.values]
+        return [(None, list(p.load))]
+
+    def one_start(self, knob_value: int | None, levels: list[int]) -> None:
+        """Start → ready, listening, verified → warm-up → each level → stop (always)."""
+        sp = self.launch(knob_value)
+        try:
+            workers = self.check(sp, knob_value)
+            warm = self.warm_up(sp, levels[-1])
+            self.start_record.update(status="measuring", warmup=warm)
+            self.save()
+            self.sweep_levels(sp, knob_value, levels, workers, warm.get("steady") is False)
+            self.start_record["status"] = "complete"
+            self.save()
+        finally:
+            self.start_record["exit_code"] = sp.stop()
+            self.save()
+        progress(f"{self.tag} stopped")
+
+    def launch(self, knob_value: int | None) -> ServerProcess:
+        """The start's record, the server's facts (once per server), the start itself."""
+        p = self.params
+        knobs = self.knobs(knob_value)
+        suffix = f"-rep{self.rep}" + (f"-{p.axis}{knob_value}" if knob_value is not None else "")
+        sp = ServerProcess(self.server, self.root, self.cache, self.run.name, knobs,
+                           p.server_cpus, self.out / f"server{suffix}.log",
+                           self.topology.server, self.topology.connect)
+        self.start_record = {"id": suffix.lstrip("-"), "rep": self.rep, "knob": knob_value,
+                             "workers": knobs.workers,          # None: as shipped
+                             "backlog": knobs.backlog,
+                             "bind": knobs.bind, "status": "starting"}
+        if self.record().facts is None:
+            self.save(facts=server_facts(self.server, sp.values, sp.env, p.server_cpus,
+                                         self.topology.server),
+                      workers=knobs.workers)
+        sp.start()
+        assert sp.proc is not None
+        self.start_record.update({"pid": sp.pid, "command": sp.argv,
+                                  **self.topology.server.start_details(sp.proc)})
+        self.save(status="running")
+        return sp
+
+    def check(self, sp: ServerProcess, knob_value: int | None) -> int:
+        """Ready, listening on BIND only with BACKLOG (ss), the contract verified;
+        its idle figures and the pools it reports recorded. Returns its worker
+        count for the rows: given, else reported (as shipped), else 0."""
+        name = self.server.name
+        try:
+            took = sp.ready()
+        except procs.NotReady as e:
+            raise SweepError(f"{name} {e}") from None
+        try:
+            listening = sp.check_listening()
+        except ListenError as e:
+            raise NotLoaded(f"{e}; not loaded") from None
+        try:
+            passed = verify(sp.host, self.params.port)
+        except VerifyError as e:
+            raise NotLoaded(f"{name} failed verification, not loaded: {e}") from e
+        try:                                # what it sends, byte for byte (lab.analyse.sends)
+            sends: dict[str, object] = wire(sp.host, self.params.port, self.params.keepalive)
+        except (VerifyError, OSError) as e:
+            sends = {"error": f"{type(e).__name__}: {e}"}
+        idle = sp.sample()
+        said = sp.ran_with()                # the pool sizes it reports, as shipped or given
+        self.start_record.update(status="verified", ready_s=round(took, 2), verified=passed,
+                                 response=sends, listening=listening, ran_with=said,
+                                 threads_idle=idle.threads if idle else None,
+                                 rss_idle_kb=idle.rss_kb if idle else None)
+        if idle is not None and idle.cgroup_mem_kb is not None:
+            self.start_record["cgroup_mem_idle_kb"] = idle.cgroup_mem_kb
+        self.save()
+        what = f" {fmt_value(self.params.axis, knob_value)}," if knob_value is not None else ""
+        progress(f"{self.tag}{what} ready in {took:.1f}s, verified: {', '.join(passed)}")
+        if sp.knobs.workers is not None:
+            return sp.knobs.workers
+        return int(str(said["workers"])) if said else 0
+
+    def sweep_levels(self, sp: ServerProcess, knob_value: int | None, levels: list[int],
+                     workers: int, not_steady: bool) -> None:
+        """Each level in turn: measured, kept (a row), shown; a level where nothing
+        completed ends the start (the server stopped answering)."""
+        started = time.monotonic()
+        for i, level_value in enumerate(levels, 1):
+            level, row = self.one_level(sp, knob_value, level_value, workers, not_steady)
+            schema.append_row(self.run, row)
+            self.start_record["levels_done"] = i
+            self.save()
+            if level.successful == 0:
+                raise SweepError(f"{fmt_value(self.params.load_axis, level_value)}: no request "
+                                 f"completed in {self.params.duration_s}s ({level.failed} "
+                                 f"failed): {self.server.name} stopped answering")
+            eta = (time.monotonic() - started) / i * (len(levels) - i)
+            self.show(row, i, len(levels), eta)
+
+    def one_level(self, sp: ServerProcess, knob_value: int | None, level_value: int,
+                  workers: int, not_steady: bool) -> tuple[Level, Row]:
+        """One level: the client run (lab.measure.sweep.level) and its row."""
+        p = self.params
+        load = self.load(level_value)
+        tag = f"rep{self.rep}-" + (f"{p.axis}{knob_value}-" if knob_value is not None else "")
+        tag += f"c{level_value}" if load.concurrency else f"r{level_value}"
+        level, m = self.level(sp, load, p.duration_s, tag)
+        where = metrics.Where(
+            server=self.server.name, rep=self.rep, axis=p.axis,
+            value=knob_value if knob_value is not None else level_value,
+            concurrency=load.concurrency, offered_rps=float(load.rate) if load.rate else None,
+            workers=workers, backlog=sp.knobs.backlog, duration_s=p.duration_s,
+            server_cpus=len(p.server_cpus), client_cpus=len(p.client_cpus),
+            lab_cpus=self.topology.lab_cpus(p.server_cpus, p.client_cpus),
+            not_steady=not_steady)
+        return level, metrics.make_row(where, level, m)
+
+    def show(self, row: Row, i: int, n: int, eta: float) -> None:
+        """The level's progress line."""
+        p = self.params
+        p99 = f" p99 {row.p99_ms:.2f} ms" if row.p99_ms is not None else ""
+        cgroup = (f" (cgroup {row.cgroup_mem_kb / 1024:.1f} MB)"
+                  if row.cgroup_mem_kb is not None else "")
+        note = f"  {row.flags}" if row.flags else ""
+        if row.failed:          # what failed, by kind (lab.record.failures), on the same line
+            counts = ", ".join(f"{key} {sum(f.count for f in group):,}" for key, group in
+                               failures.by_kind(row.failures()).items())
+            note += f"  failed {row.failed:,}" + (f" ({counts})" if counts else "")
+        progress(f"{self.tag} {fmt_value(p.axis, row.value)} ({i}/{n}) "
+                 f"{p.duration_s}s  {row.rate_rps:,.0f} req/s  {row.resp_ms:.2f} ms{p99}  "
+                 f"rss {row.rss_end_kb / 1024:.1f} MB{cgroup}  cpu server "
+                 f"{row.server_cpu_pct:.0f}% client {row.client_cpu_pct:.0f}%  "
+                 f"ETA {fmt_eta(eta)}{note}")
+
+    def not_loaded(self, knob_value: int, e: NotLoaded) -> None:
+        """One knob value a server cannot serve the contract at (AWS with one task
+        closes every connection) is a result: the other values are still
+        measured; the run is incomplete."""
+        self.start_record["status"] = "not loaded"
+        self.save()
+        at = fmt_value(self.params.axis, knob_value)
+        self.note(f"{at} not loaded: {e}")
+        schema.add_problem(self.run, f"{self.server.name} {at}: {e}")
+
+    # ---- warm-up ------------------------------------------------------------
+    def warm_up(self, sp: ServerProcess, top: int) -> dict[str, Any]:
+        """Load at the top level, not recorded: a fixed time, or (auto) 2 s
+        slices until three agree within 5% and, for a JVM, its JIT has gone
+        quiet (lab.measure.jit), for at most WARMUP_MAX of wall time.
+
+        An open-loop client warms up closed-loop instead (as fast as it can
+        with WARMUP_WORKERS connections): an offered rate beyond the server's
+        capacity only builds a queue, which is no steady state to wait for."""
+        p = self.params
+        load = self.load(top) if p.load_axis == "concurrency" else Load(concurrency=WARMUP_WORKERS)
+        at = fmt_value(p.load_axis, top) if p.load_axis == "concurrency" else \
+            f"{WARMUP_WORKERS} connections, as fast as the client can"
+        watch = self.jit_watch(sp)
+        if not p.warmup_auto:
+            if not p.warmup_s:
+                return {"mode": "none"}
+            if watch:
+                watch.take()
+            level, _ = self.level(sp, load, p.warmup_s, f"rep{self.rep}-warmup")
+            if watch:
+                watch.take()
+            progress(f"{self.tag} warm-up {p.warmup_s}s at {at}: "
+                     f"{level.rate_rps:,.0f} req/s (not recorded){jit_said(watch)}")
+            return {"mode": "fixed", "seconds": p.warmup_s, "rate_rps": round(level.rate_rps),
+                    **(watch.record(metrics.jit_quiet(watch.per_s)) if watch else {})}
+        rates: list[float] = []
+        t0 = time.monotonic()
+        if watch:
+            watch.take()
+
+        def settled() -> bool:
+            return metrics.steady(rates) and (watch is None or watch.unavailable or
+                                              metrics.jit_quiet(watch.per_s))
+        # slices while the next one still fits under the cap, in wall time
+        # (a slice lasts longer than its nominal 2 s when the server lags)
+        while not settled() and time.monotonic() - t0 + WARMUP_SLICE_S <= p.warmup_max_s:
+            level, _ = self.level(sp, load, WARMUP_SLICE_S,
+                                  f"rep{self.rep}-warmup{len(rates) + 1}")
+            rates.append(round(level.rate_rps, 1))
+            if watch:
+                watch.take()
+        ok = settled()
+        took = time.monotonic() - t0
+        shown = " ".join(f"{r / 1000:.1f}k" for r in rates[-6:])
+        if ok:
+            progress(f"{self.tag} warm-up auto: steady after {took:.0f}s at {at} "
+                     f"(last slices {shown} req/s; not recorded){jit_said(watch)}")
+        else:
+            progress(f"{self.tag} warning: warm-up did not settle within WARMUP_MAX="
+                     f"{p.warmup_max_s}s at {at} (last slices {shown} req/s"
+                     f"{jit_said(watch)}): every level of this start is flagged not-steady")
+        return {"mode": "auto", "steady": ok, "seconds": round(took, 1),
+                "slices": len(rates), "slice_rates": rates, "cap_s": p.warmup_max_s,
+                **(watch.record(metrics.jit_quiet(watch.per_s)) if watch else {})}
+
+    def jit_watch(self, sp: ServerProcess) -> jit.Watch | None:
+        """For a JVM server, its JIT's compilations read between warm-up slices."""
+        if not jit.is_jvm(self.server):
+            return None
+        return jit.Watch(lambda: jit.read(sp.where, sp.pid, self.server.run.dir, sp.env,
+                                          self.params.server_cpus))
+
+    # ---- one client run -----------------------------------------------------
+    def level(self, sp: ServerProcess, load: Load, duration: int, tag: str
+              ) -> tuple[Level, metrics.Measured]:
+        """Run the client once at `load`, sampling the server and the host.
+        Several client hosts share the load and run at the same time
+        (run_clients); their figures are combined (metrics.combine)."""
+        p = self.params
+        topo = self.topology
+        several = len(topo.clients) > 1
+        shares = [(host, share) for host, share in zip(topo.clients,
+                                                       split_load(load, len(topo.clients)))
+                  if share.concurrency or share.rate]
+        outs = [self.out / (f"{self.client.name}-{tag}.h{i}.out" if several
+                            else f"{self.client.name}-{tag}.out") for i in range(len(shares))]
+        assert sp.proc is not None
+        for attempt in (1, 2):
+            busy0, steal0 = topo.cpu_times(p.server_cpus, p.client_cpus)
+            try:
+                with topo.server.sampler(sp.proc) as sampler:
+                    runs = self.run_clients(sp, shares, duration, outs)
+                break
+            except ServerDied:
+                raise self.died(sp, load, tag) from None
+            except ClientHung as hung:
+                if attempt == 2:
+                    raise SweepHung(str(hung)) from None
+                # Siege sometimes overruns or hangs at the end of a timed run
+                # (JoeDog/siege#66, #178): keep its output, note it, retry once.
+                for out in outs:
+                    for suffix in (".out", ".err"):
+                        if out.with_suffix(suffix).exists():
+                            out.with_suffix(suffix).rename(out.with_suffix(".hung" + suffix))
+                self.note(f"{tag}: {self.client.name} hung ({hung}); stopped and retried once")
+        busy1, steal1 = topo.cpu_times(p.server_cpus, p.client_cpus)
+        if not sp.alive():
+            raise self.died(sp, load, tag)
+        try:
+            levels = [self.client.parse(ran.stdout, ran.stderr) for ran in runs]
+        except ClientError as e:
+            raise SweepError(f"{tag}: {e}") from e
+        if "warmup" not in tag:
+            self.write_series(tag, runs, getattr(sampler, "points", None))
+        hosts_pct = tuple(100 * ran.cpu_s / (len(p.client_cpus) * max(ran.wall_s, 1e-9))
+                          for ran in runs) if several else ()
+        if several:
+            self.record_hosts(tag, [share for _, share in shares], runs, levels, hosts_pct)
+        last = sampler.last
+        why = getattr(sampler, "memory_error", "") if last is None or last.pss_kb is None \
+            else ""
+        if why and self.start_record.get("memory_split") != why:
+            self.start_record["memory_split"] = why     # shown as "unavailable" with this
+        return metrics.combine(levels), metrics.Measured(
+            server_cpu_s=sampler.cpu_s, rss_end_kb=last.rss_kb if last else 0,
+            rss_peak_kb=sampler.rss_peak_kb, threads_end=last.threads if last else 0,
+            threads_peak=sampler.threads_peak, client_cpu_s=sum(ran.cpu_s for ran in runs),
+            wall_s=max(ran.wall_s for ran in runs),
+            host_busy_s=busy1 - busy0, host_steal_s=steal1 - steal0,
+            sampler_cpu_s=sampler.own_cpu_s, time_wait=topo.time_wait(),
+            client_hosts_cpu_pct=hosts_pct,
+            cgroup_mem_kb=last.cgroup_mem_kb if last else None,
+            cgroup_mem_peak_kb=getattr(sampler, "cgroup_mem_peak_kb", None),
+            pss_kb=last.pss_kb if last else None,
+            private_kb=last.private_kb if last else None,
+            shared_kb=last.shared_kb if last else None,
+            anon_kb=last.anon_kb if last else None,
+            server_sys_s=getattr(sampler, "sys_s", None))
+
+    def write_series(self, tag: str, runs: list[ClientRun],
+                     points: list[series.Point] | None) -> None:
+        """The level's per-second series (lab.record.series): the client's req/s where
+        it gives one (summed over client hosts), the sampler's CPU and RSS."""
+        per_second = getattr(self.client, "per_second", None)
+        rps: list[float] | None = None
+        if per_second is not None:
+            each: list[list[float]] = [per_second(ran.stdout) for ran in runs]
+            rps = [round(sum(x[i] for x in each if i < len(x)), 1)
+                   for i in range(max((len(x) for x in each), default=0))]
+        server = series.server_per_second(points or [])
+        if rps or server:
+            series.write(schema.series_file(self.run, self.server.name, tag), rps, server)
+
+    def died(self, sp: ServerProcess, load: Load, tag: str) -> SweepError:
+        """The server exited during a client run: the level (or warm-up) and its
+        exit status go into the start's record and the message."""
+        assert sp.proc is not None
+        code = sp.proc.poll()
+        at = (f"the warm-up at {fmt_value(self.params.load_axis, load.concurrency or load.rate)}"
+              if "warmup" in tag else fmt_value(self.params.load_axis,
+                                                load.concurrency or load.rate))
+        how = ("status unknown" if code is None else
+               f"killed by {signal_name(-code)}" if code < 0 else f"exit code {code}")
+        self.start_record.update(died_at=at, exit_code=code)
+        return SweepError(f"the server exited during {at} ({tag}): {how}")
+
+    def run_clients(self, sp: ServerProcess, shares: list[tuple[ClientHost, Load]],
+                    duration: int, outs: list[Path]) -> list[ClientRun]:
+        """Each client host's run of its share, to their end. One host: run
+        here and now. Several: one thread each, released together; Ctrl-C or
+        one host's failure stops the others."""
+        p = self.params
+        limit = duration + p.client_grace_s
+        if len(shares) == 1:
+            [(host, share)] = shares
+            return [host.run_client(self.client.command(sp.url, share, duration), p.client_cpus,
+                                    sp.env, outs[0], limit, sp.alive)]
+        stop = threading.Event()
+        barrier = threading.Barrier(len(shares))
+        got: list[ClientRun | BaseException | None] = [None] * len(shares)
+
+        def alive() -> bool:
+            return not stop.is_set() and sp.alive()
+
+        def one(i: int, host: ClientHost, share: Load) -> None:
+            try:
+                argv = self.client.command(sp.url, share, duration)
+                barrier.wait(timeout=60)
+                got[i] = host.run_client(argv, p.client_cpus, sp.env, outs[i], limit, alive)
+            except BaseException as e:          # handed to the main thread below
+                got[i] = e
+                stop.set()
+                barrier.abort()
+
+        threads = [threading.Thread(target=one, args=(i, host, share), daemon=True)
+                   for i, (host, share) in enumerate(shares)]
+        for t in threads:
+            t.start()
+        try:
+            for t in threads:
+                t.join()
+        except BaseException:                   # Ctrl-C: every host stops its client
+            stop.set()
+            barrier.abort()
+            for t in threads:
+                t.join()
+            raise
+        errors = [e for e in got if isinstance(e, BaseException)]
+        # the first cause, not the other hosts' "server died" that stopping them raised
+        first = next((e for e in errors if not isinstance(e, (ServerDied,
+                                                               threading.BrokenBarrierError))),
+                     errors[0] if errors else None)
+        if first is not None:
+            raise first
+        return [ran for ran in got if isinstance(ran, ClientRun)]
+
+    def record_hosts(self, tag: str, shares: list[Load], runs: list[ClientRun],
+                     levels: list[Level], cpu_pct: tuple[float, ...]) -> None:
+        """Each client host's part of one level, a line in <server>/client-hosts.jsonl."""
+        started = [r.started for r in runs if r.started is not None]
+        spread = max(started) - min(started) if len(started) == len(runs) else None
+        line = {"start": self.start_record.get("id"), "tag": tag,
+                "start_spread_s": None if spread is None else round(spread, 3),
+                "percentiles": "the worst host's",
+                "hosts": [{"host": ran.host, "concurrency": share.concurrency,
+                           "rate": share.rate, "rate_rps": round(lv.rate_rps, 2),
+                           "successful": lv.successful, "failed": lv.failed,
+                           "resp_ms": round(lv.resp_ms, 4), "p99_ms": lv.p99_ms,
+                           "client_cpu_s": round(ran.cpu_s, 3),
+                           "client_cpu_pct": round(pct, 1), "wall_s": round(ran.wall_s, 3),
+                           "client_bound": pct >= metrics.CLIENT_BOUND_PCT}
+                          for share, ran, lv, pct in zip(shares, runs, levels, cpu_pct)]}
+        with (self.out / "client-hosts.jsonl").open("a") as f:
+            f.write(json.dumps(line) + "\n")
+        if spread is not None and spread > 1.0:
+            self.note(f"{tag}: the client hosts started {spread:.1f}s apart (more than 1 s): "
+                      "their loads overlapped only in part")
+
+
+def jit_said(watch: jit.Watch | None) -> str:
+    """The JIT's part of a warm-up's progress line."""
+    if watch is None:
+        return ""
+    if watch.unavailable:
+        return f"; JIT compilations unavailable: {watch.error}"
+    rate = "" if watch.per_s is None else f", {watch.per_s:g}/s at the end"
+    return f"; JIT {watch.compiles:,} compilations{rate}"
+
+
+def split_load(load: Load, hosts: int) -> list[Load]:
+    """A level's load shared among `hosts` client hosts as evenly as whole
+    numbers go (the first hosts get one more); a host given nothing sits the
+    level out. The level keeps its meaning: the total in flight or offered."""
+    def part(total: int, i: int) -> int:
+        return total // hosts + (1 if i < total % hosts else 0)
+    return [Load(concurrency=part(load.concurrency, i), rate=part(load.rate, i))
+            for i in range(hosts)]

@@ -1,0 +1,826 @@
+"""A run as one self-contained HTML page (report.html), and an index of the
+runs in a results folder (index.html).
+
+The page needs nothing from outside: the charts are the run's own SVG files,
+inlined (their XML prologs, scripts, event handlers and links to anything
+but the page itself removed, their ids made unique per chart), the styling
+is inline CSS, and there is no JavaScript. Every figure, name and setting is
+escaped with html.escape. The figures come from the run's Analysis
+(lab.analyse.analysis), so the page says what summary.md says, with each flag next
+to the figure it concerns and its one-sentence meaning (lab.analyse.metrics.FLAGS).
+The compare page (`make compare`) is built here too, from the same pieces."""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from html import escape
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from lab.analyse import analysis, costview, memsplit, metrics, profileview, sends
+from lab.record import files, folder, schema
+from lab.analyse.analysis import Analysis
+from lab.analyse.wording import DASH, figure, rng, spread_text
+from lab.analyse.wording import axis_label as axis_name
+from lab.analyse.metrics import LevelStats, Spread
+from lab.record.schema import Manifest, RecordError, ServerRecord, Warmup
+from lab.present.report import rerun_line
+
+REPORT = "report.html"
+INDEX = "index.html"
+CHART_ORDER = ("rps", "latency", "percentiles", "knob", "rss")
+CHART_TITLES = {"rps": "Requests per second", "latency": "Latency", "rss": "Memory (RSS)",
+                "percentiles": "Latency percentiles", "knob": "Server knob"}
+INCOMPLETE = "incomplete"
+MEANINGS: dict[str, str] = {
+    **metrics.FLAGS,
+    INCOMPLETE: "the run stopped before every server finished every repetition: "
+                "some figures are missing",
+}
+# Which figure of a level a flag is about; anything else is about req/s.
+FLAG_FIGURE = {"littles-law": "latency", "failures": "failed"}
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d2127;
+ max-width:1180px;margin:0 auto;padding:12px 20px 40px;background:#fff}
+h1{font-size:1.5em;margin:.3em 0}h2{font-size:1.2em;margin:1.4em 0 .4em;
+ border-bottom:1px solid #d8dde3;padding-bottom:2px}h3{font-size:1.05em;margin:1em 0 .3em}
+table{border-collapse:collapse;margin:.4em 0 .8em;font-size:13px}
+th,td{border:1px solid #d8dde3;padding:3px 7px;vertical-align:top;text-align:left}
+th{background:#f1f3f6;font-weight:600}table.kv th{font-weight:400;white-space:nowrap}td.n{text-align:right;font-variant-numeric:tabular-nums;
+ white-space:nowrap}tr:nth-child(even) td{background:#fafbfc}
+.status{padding:8px 12px;border-radius:4px;margin:.5em 0;font-weight:600}
+.complete{background:#e5f4e8;border:1px solid #9fd3aa;color:#17572a}
+.incomplete{background:#fde8e8;border:3px solid #c81e1e;color:#8a1010;font-size:1.15em}
+.incomplete ul{margin:.3em 0 0;font-weight:400}
+.flag{display:inline-block;font-size:11px;font-weight:600;padding:0 5px;margin:1px 0 1px 4px;
+ border-radius:3px;background:#fff1c2;border:1px solid #e0b400;color:#5c4700;white-space:nowrap}
+.flag.bad{background:#fde0e0;border-color:#d04040;color:#7a1010}
+.flagged{display:block;text-align:left;white-space:normal;max-width:300px;margin:2px 0 0 auto;
+ font-size:11px;color:#4a515c}.flagged .flag{margin-left:0}
+dl.legend{display:grid;grid-template-columns:max-content 1fr;
+ gap:3px 10px;margin:.4em 0}dl.legend dd{margin:0}
+figure{margin:.6em 0 1.2em;max-width:900px}figcaption{font-weight:600;margin-bottom:2px}
+svg.chart{display:block;width:100%;height:auto;border:1px solid #e3e6ea}
+
+pre{background:#f5f6f8;border:1px solid #d8dde3;padding:8px;overflow-x:auto;
+ white-space:pre-wrap;word-break:break-all;user-select:all}
+.muted{color:#5a6270}.facts{margin:.2em 0 .5em}code{background:#f1f3f6;padding:0 3px}
+ul.warn li{margin:.2em 0}.better{color:#1a7f37}.worse{color:#b42318}
+ol.history li.change{list-style:none;margin-left:-1.2em}
+.warnbox{background:#fff4e5;border-left:4px solid #f79009;padding:4px 8px}
+"""
+
+
+def e(value: object) -> str:
+    return escape(str(value), quote=True)
+
+
+def cell(content: str, numeric: bool = False) -> str:
+    """A table cell: content is HTML already."""
+    return f'<td class="n">{content}</td>' if numeric else f"<td>{content}</td>"
+
+
+def table(head: list[str], rows: list[list[str]], numeric: set[int] | None = None,
+          cls: str = "") -> str:
+    """head is plain text; rows are HTML cells' contents; numeric: columns to right-align."""
+    num = numeric or set()
+    ths = "".join(f"<th>{e(h)}</th>" for h in head)
+    body = "".join("<tr>" + "".join(cell(c, i in num) for i, c in enumerate(r)) + "</tr>"
+                   for r in rows)
+    klass = f' class="{e(cls)}"' if cls else ""
+    return f"<table{klass}><thead><tr>{ths}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def kv_table(pairs: Sequence[tuple[str, object]], cls: str = "") -> str:
+    """Two columns, name and value, without a header row."""
+    rows = "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in pairs)
+    return f'<table class="kv {e(cls)}"><tbody>{rows}</tbody></table>'
+
+
+
+# --- flags --------------------------------------------------------------------
+
+def badge(flag: str, label: str | None = None) -> str:
+    bad = " bad" if flag in ("failures", "client-bound", INCOMPLETE, "saturated") else ""
+    return (f'<span class="flag{bad}" data-flag="{e(flag)}" '
+            f'title="{e(MEANINGS.get(flag, ""))}">{e(label or flag)}</span>')
+
+
+def flag_html(flag: str, count: int | None = None, reps: int = 1,
+              label: str | None = None) -> str:
+    """A flag's badge and its one-sentence meaning, as one line under a figure."""
+    label = label or (flag if count is None or reps <= 1 else f"{flag} {count}/{reps}")
+    return (f'<span class="flagged">{badge(flag, label)} '
+            f'<span class="why">{e(MEANINGS.get(flag, ""))}</span></span>')
+
+
+def flags_for(s: LevelStats, figure: str) -> str:
+    """The flags of a level that concern one figure (rate, latency, failed)."""
+    out = []
+    for f in s.all_flags():
+        if FLAG_FIGURE.get(f, "rate") == figure:
+            out.append(flag_html(f, s.flags.get(f), s.rate.n))
+    return "".join(out)
+
+
+def flags_seen(stats: dict[str, list[LevelStats]], m: Manifest) -> list[str]:
+    seen = {f for levels in stats.values() for s in levels for f in s.all_flags()}
+    if m.status != "complete":
+        seen.add(INCOMPLETE)
+    return [f for f in MEANINGS if f in seen] + sorted(seen - set(MEANINGS))
+
+
+def legend(flags: list[str]) -> str:
+    if not flags:
+        return '<p class="muted">No level was flagged.</p>'
+    items = "".join(f"<dt>{badge(f)}</dt><dd>{e(MEANINGS.get(f, ''))}</dd>" for f in flags)
+    return f'<dl class="legend">{items}</dl>'
+
+
+# --- charts -------------------------------------------------------------------
+
+_PROLOG = re.compile(r"<\?xml.*?\?>|<!DOCTYPE[^>]*>|<!--.*?-->", re.S)
+_SCRIPT = re.compile(r"<script\b.*?(?:/>|</script\s*>)", re.S | re.I)
+_HANDLER = re.compile(r"""\s+on[a-z]+\s*=\s*(?:"[^"]*"|'[^']*')""", re.I)
+_HREF = re.compile(r"""\s+((?:xlink:)?href)\s*=\s*(["'])(.*?)\2""", re.S | re.I)
+_ID = re.compile(r"""\bid\s*=\s*(["'])(.*?)\1""")
+_URL = re.compile(r"url\(\s*#([^)\s]+)\s*\)")
+_ROOT = re.compile(r"<svg\b[^>]*>", re.S)
+_XMLNS = re.compile(r"""\s+xmlns(?::\w+)?\s*=\s*(?:"[^"]*"|'[^']*')""")
+
+
+def _local_href(name: str, match: re.Match[str]) -> str:
+    """Keep a link within the chart (renamed); drop any other."""
+    attr, quote_, target = match.group(1), match.group(2), match.group(3).strip()
+    if target.startswith("#"):
+        return f" {attr}={quote_}#{name}-{target[1:]}{quote_}"
+    return ""
+
+
+def _root_tag(name: str, tag: str) -> str:
+    """The outer <svg>: no fixed size, a viewBox, the chart class."""
+    width = re.search(r'\swidth\s*=\s*["\']([\d.]+)', tag)
+    height = re.search(r'\sheight\s*=\s*["\']([\d.]+)', tag)
+    tag = re.sub(r'\s(?:width|height|class|style)\s*=\s*(["\']).*?\1', "", tag)
+    if "viewBox" not in tag and width and height:
+        tag = tag.replace("<svg", f'<svg viewBox="0 0 {width.group(1)} {height.group(1)}"', 1)
+    return tag.replace("<svg", f'<svg class="chart" role="img" aria-label="{e(name)}"'
+                       ' preserveAspectRatio="xMidYMid meet"', 1)
+
+
+def inline_svg(name: str, text: str) -> str:
+    """A gnuplot SVG made fit to sit inside the page: nothing it could fetch
+    or run, no namespace declarations (the HTML parser puts inline svg and
+    xlink: attributes in their namespaces itself), ids unique to the chart,
+    scaling to the page width."""
+    text = _PROLOG.sub("", text)
+    text = _XMLNS.sub("", text)          # HTML knows svg and xlink: no namespace URL is named
+    text = _SCRIPT.sub("", text)
+    text = _HANDLER.sub("", text)
+    text = _HREF.sub(lambda mt: _local_href(name, mt), text)
+    text = _ID.sub(lambda mt: f"id={mt.group(1)}{name}-{mt.group(2)}{mt.group(1)}", text)
+    text = _URL.sub(lambda mt: f"url(#{name}-{mt.group(1)})", text)
+    text = _ROOT.sub(lambda mt: _root_tag(name, mt.group(0)), text, count=1)
+    return text.strip()
+
+
+def chart_files(run: Path) -> list[Path]:
+    found = {p.stem: p for p in run.glob("*.svg")}
+    order = [c for c in CHART_ORDER if c in found] + sorted(set(found) - set(CHART_ORDER))
+    return [found[c] for c in order]
+
+
+def chart_figure(path: Path, title: str) -> str:
+    """One SVG chart file as a <figure>, inlined with inline_svg."""
+    name = re.sub(r"[^A-Za-z0-9_-]", "-", path.stem)
+    try:
+        svg = inline_svg(name, path.read_text(errors="replace"))
+    except OSError as err:
+        return f'<p class="muted">{e(path.name)} unreadable: {e(err.strerror or err)}</p>'
+    return (f'<figure id="chart-{e(name)}"><figcaption>{e(title)} '
+            f'<span class="muted">({e(path.name)})</span></figcaption>{svg}</figure>')
+
+
+def series_title(stem: str) -> str:
+    """A per-second chart's title (series-<server>, lab.present.plot); any other stem as it is."""
+    server = stem.removeprefix("series-")
+    return f"Per second: {server} (req/s, server CPU, RSS)" if server != stem else stem
+
+
+def charts_section(run: Path) -> str:
+    figures = [chart_figure(path, CHART_TITLES.get(path.stem, series_title(path.stem)))
+               for path in chart_files(run)]
+    if not figures:
+        return '<h2>Charts</h2><p class="muted">No charts in this run folder.</p>'
+    return "<h2>Charts</h2>" + "".join(figures)
+
+
+# --- figures per server ---------------------------------------------------------
+
+def axis_label(m: Manifest) -> str:
+    return axis_name(m.params.axis)
+
+
+def spread_html(s: Spread | None, scale: float = 1.0, fmt: str = ",.0f") -> str:
+    return e(rng(s, scale, fmt))
+
+
+def server_facts(name: str, rec: ServerRecord) -> str:
+    bits: list[tuple[str, object]] = [
+        ("language", rec.language), ("framework", rec.framework), ("version", rec.version),
+        ("role", rec.role), ("workers", rec.workers), ("repetitions done", rec.reps_done),
+        ("status", rec.status)]
+    bits += [(k, v) for k, v in (rec.facts or {}).items()]
+    text = "; ".join(f"{k}: <b>{e(v)}</b>" for k, v in bits if v not in (None, ""))
+    summary = f' <span class="muted">({e(rec.summary)})</span>' if rec.summary else ""
+    return f'<p class="facts">{text}{summary}</p>'
+
+
+def failures_flag(levels: list[LevelStats]) -> str:
+    flagged = sum(1 for s in levels if "failures" in s.flags)
+    if not flagged:
+        return ""
+    return flag_html("failures", label=f"failures at {flagged} of {len(levels)} levels")
+
+
+def peak_table(m: Manifest, name: str, levels: list[LevelStats]) -> str:
+    top, last = metrics.peak(levels), levels[-1]
+    rows = [["peak req/s (median [min–max])",
+             f"{spread_html(top.rate)} at {e(axis_label(m))}={e(top.value)}"
+             + flags_for(top, "rate")],
+            ["mean response ms at peak", spread_html(top.resp_ms, fmt=".2f")
+             + flags_for(top, "latency")]]
+    for label, pct in (("p50", top.p50_ms), ("p90", top.p90_ms), ("p99", top.p99_ms)):
+        if pct is not None:
+            rows.append([f"{label} ms at peak", spread_html(pct, fmt=".2f")])
+    rows += [["RSS at the end MB (last level)", spread_html(last.rss_end_kb, 1024, ".1f")],
+             ["RSS peak MB", e(figure(max(s.rss_peak_kb for s in levels), ".1f", 1024))]]
+    if last.cgroup_mem_kb is not None:      # RUNTIME=docker
+        rows += [["container cgroup memory at the end MB (last level; usage less inactive "
+                  "page cache, as docker stats shows it)",
+                  spread_html(last.cgroup_mem_kb, 1024, ".1f")]]
+    rows += [["server CPU µs per request at peak", spread_html(top.cpu_us_per_req)],
+             ["failed requests (all levels)", e(sum(s.failed for s in levels))
+              + failures_flag(levels)]]
+    return table(["figure", "value"], [[e(a), b] for a, b in rows], numeric={1},
+                 cls="peak")
+
+
+def level_rows(levels: list[LevelStats], pcts: list[str]) -> list[list[str]]:
+    out = []
+    for s in levels:
+        row = [e(s.value), spread_html(s.rate) + flags_for(s, "rate"), e(spread_text(s.rate)),
+               spread_html(s.resp_ms, fmt=".2f") + flags_for(s, "latency")]
+        row += [spread_html(getattr(s, f"{p}_ms"), fmt=".2f") for p in pcts]
+        row += [spread_html(s.rss_end_kb, 1024, ".1f"), spread_html(s.cpu_us_per_req),
+                spread_html(s.client_cpu_pct, fmt=".0f"),
+                e(s.failed) + flags_for(s, "failed")]
+        out.append(row)
+    return out
+
+
+def level_table(m: Manifest, levels: list[LevelStats]) -> str:
+    pcts = [p for p in ("p50", "p90", "p99") if any(getattr(s, f"{p}_ms") for s in levels)]
+    head = [axis_label(m), "req/s median [min–max]", "spread", "mean ms",
+            *[f"{p} ms" for p in pcts], "RSS end MB", "CPU µs/req", "client CPU %", "failed"]
+    return table(head, level_rows(levels, pcts), numeric=set(range(len(head))),
+                 cls="levels")
+
+
+def warmup_html(rec: ServerRecord) -> str:
+    rows = []
+    modes = {s.warmup.mode if s.warmup else "none" for s in rec.starts}
+    if modes <= {"none"}:
+        return '<p class="muted">Warm-up: none.</p>'
+    jvm = any(s.warmup and (s.warmup.jit_compiles is not None or s.warmup.jit_error)
+              for s in rec.starts)
+    for start in rec.starts:
+        w = start.warmup
+        if not w:
+            continue
+        steady = {True: "yes", False: "no (hit the cap)"}.get(w.steady, DASH) \
+            if w.steady is not None else DASH
+        flag = flag_html("not-steady") if w.steady is False else ""
+        rows.append([e(start.id), e(w.mode), e(steady) + flag,
+                     e(DASH if w.seconds is None else w.seconds),
+                     e(DASH if w.slices is None else w.slices),
+                     e(", ".join(figure(x) for x in w.slice_rates) or DASH)])
+        if jvm:
+            rows[-1] += jit_cells(w)
+    if not rows:
+        return ""
+    head = ["start", "mode", "steady", "seconds", "slices", "req/s per slice"]
+    if jvm:
+        head += ["JIT compilations", "JIT compilations/s at the end"]
+    return "<h3>Warm-up</h3>" + table(head, rows, numeric={3, 4, 5, 6, 7},
+                                       cls="warmup")
+
+
+def jit_cells(w: Warmup) -> list[str]:
+    """A JVM's JIT at the end of its warm-up (lab.measure.jit), or why it is unknown."""
+    if w.jit_error:
+        return [f'<span title="{e(w.jit_error)}">unavailable</span>', DASH]
+    if w.jit_compiles is None:
+        return [DASH, DASH]
+    quiet = "" if w.jit_quiet is None else (" (quiet)" if w.jit_quiet else " (not quiet)")
+    return [e(f"{w.jit_compiles:,}"),
+            e(DASH if w.jit_per_s is None else f"{w.jit_per_s:g}") + e(quiet)]
+
+
+def _json_cell(value: object) -> str:
+    if isinstance(value, (dict, list)):
+        return e(json.dumps(value, default=str))
+    return e(DASH if value is None else value)
+
+
+def probe_html(probe: dict[str, Any] | str | None) -> str:
+    """A server's probe.json, whatever its exact shape: a list of results, a
+    dict holding such a list, or a plain dict; a str: why it is unreadable."""
+    if probe is None:
+        return ""
+    if isinstance(probe, str):
+        return f'<h3>Robustness probe</h3><p class="muted">probe.json unreadable: {e(probe)}</p>'
+    data: Any = probe
+    inner = next((v for v in data.values() if isinstance(v, list)
+                  and all(isinstance(x, dict) for x in v)), None)
+    rest = [(k, v) for k, v in data.items() if v is not inner]
+    head = kv_table([(k, json.dumps(v, default=str) if isinstance(v, (dict, list)) else v)
+                     for k, v in rest]) if rest else ""
+    items = [x for x in (inner or []) if isinstance(x, dict)]
+    keys: list[str] = []
+    for item in items:
+        keys += [k for k in item if k not in keys]
+    body = table(keys, [[_json_cell(x.get(k)) for k in keys] for x in items],
+                 cls="probe") if items else ""
+    return "<h3>Robustness probe</h3>" + head + body
+
+
+def overview(m: Manifest, stats: dict[str, list[LevelStats]]) -> str:
+    """One line per server: its peak and what it cost."""
+    rows = []
+    for name, levels in stats.items():
+        rec = m.server(name)
+        top, last = metrics.peak(levels), levels[-1]
+        status = rec.status or "?"
+        rows.append([f'<a href="#server-{e(name)}">{e(name)}</a>', e(rec.role),
+                     e(f"{rec.framework or '?'} {rec.version}".strip()),
+                     f"{spread_html(top.rate)} ({e(top.value)})",
+                     spread_html(last.rss_end_kb, 1024, ".1f"),
+                     e(figure(max(s.rss_peak_kb for s in levels), ".1f", 1024)),
+                     spread_html(top.cpu_us_per_req), spread_html(top.p99_ms, fmt=".2f"),
+                     e(sum(s.failed for s in levels)) + failures_flag(levels),
+                     e(status) if status == "complete" else badge(INCOMPLETE, str(status))])
+    head = ["server", "role", "framework", f"peak req/s ({axis_label(m)})", "RSS end MB",
+            "RSS peak MB", "CPU µs/req at peak", "p99 ms at peak", "failed", "status"]
+    return "<h2>Servers</h2>" + table(head, rows, numeric=set(range(3, 9)), cls="overview")
+
+
+def failed_html(lines: list[str]) -> str:
+    """What failed at each level of one server (lab.analyse.analysis.failure_lines)."""
+    if not lines:
+        return ""
+    return ('<h3 class="failed">What failed</h3><ul class="failed">'
+            + "".join(f"<li>{e(x)}</li>" for x in lines) + "</ul>")
+
+
+def server_section(m: Manifest, name: str, levels: list[LevelStats],
+                   probe: dict[str, Any] | str | None, failed: list[str] | None = None) -> str:
+    rec = m.server(name)
+    mark = flag_html(INCOMPLETE) if rec.status not in ("", "complete") else ""
+    parts = [f'<section class="server" id="server-{e(name)}"><h2>{e(name)}{mark}</h2>',
+             server_facts(name, rec)]
+    if levels:
+        parts += [peak_table(m, name, levels), "<h3>Levels</h3>", level_table(m, levels),
+                  failed_html(failed or [])]
+    else:
+        parts.append('<p class="muted">No level measured.</p>')
+    if rec.error:
+        parts.append(f"<p><b>Stopped:</b> {e(rec.error)}</p>")
+    if rec.notes:
+        parts.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in rec.notes) + "</ul>")
+    parts += [warmup_html(rec), probe_html(probe), "</section>"]
+    return "".join(parts)
+
+
+# --- run-wide sections -----------------------------------------------------------
+
+def status_html(m: Manifest) -> str:
+    status = m.status or "unknown"
+    if status == "complete" and m.problems:     # a later step's (make profile)
+        items = "".join(f"<li>{e(p)}</li>" for p in m.problems)
+        return ('<div class="status complete">Status: complete; problems recorded after the '
+                f"run (its figures are complete):<ul>{items}</ul></div>")
+    if status == "complete":
+        return '<div class="status complete">Status: complete</div>'
+    problems = m.problems or ["not every server finished every repetition"]
+    items = "".join(f"<li>{e(p)}</li>" for p in problems)
+    return (f'<div class="status incomplete" id="incomplete">Status: {e(status.upper())} '
+            f"run: figures are missing.<ul>{items}</ul></div>")
+
+
+def verdicts_html(m: Manifest, a: Analysis) -> str:
+    if not a.verdicts:
+        return ('<h2>Verdicts</h2><p class="muted">No verdicts: fewer than two '
+                "measured servers besides the ceiling.</p>")
+    rows = [[e(v.value), e(v.a), e(v.b), e(v.kind), e(v.said())] for v in a.verdicts]
+    cpu = ("; where it cannot rank a pair (client-bound, host-busy, no clear difference), "
+           "also by server CPU per request, through the same gate (lower is better)"
+           if any(v.cpu is not None for v in a.verdicts) else "")
+    return (f"<h2>Verdicts</h2><p class=\"muted\">By {e(a.basis)}{e(cpu)}.</p>"
+            + table([axis_label(m), "a", "b", "kind", "verdict"], rows, numeric={0},
+                    cls="verdicts"))
+
+
+def memory_html(m: Manifest, stats: dict[str, list[LevelStats]]) -> str:
+    """Where the memory goes: RSS beside PSS, private and shared (lab.analyse.memsplit)."""
+    found = memsplit.rows(m, stats)
+    if not found:
+        return ""
+    head = [h if h != "at" else axis_label(m) for h in memsplit.HEAD]
+    return ('<h2 id="memory">Where the memory goes</h2>'
+            + table(head, [[e(c) for c in r] for r in found], numeric={1, 2, 3, 4, 5, 6, 7},
+                    cls="memory")
+            + f'<p class="muted">{e(memsplit.NOTE)}</p>')
+
+
+def sends_html(found: dict[str, sends.Answer]) -> str:
+    """What each server sends (lab.analyse.sends): one row per server, what differs flagged."""
+    if not found:
+        return ""
+    rows = []
+    for r in sends.rows(found):
+        name, line, headers, size, differs = r
+        head = "".join(f'<code style="white-space:pre">{e(h)}</code><br>'
+                       for h in headers.split(" · ")) if headers != DASH else DASH
+        flagged = "".join(badge("differs", d.replace("`", "")) + " "
+                          for d in differs.split("; ")) if differs != DASH else DASH
+        rows.append([e(name), e(line), head, e(size), flagged])
+    asked = sends.request(found) or "GET /api"
+    return ('<h2 id="sends">What each server sends</h2>'
+            f'<p class="muted">Its answer to {e(asked)} when each start was verified; '
+            "flagged: a missing Date or Server header, a Content-Type parameter or another "
+            "Content-Type, odd spacing, another status line, another byte count.</p>"
+            + table(sends.HEAD, rows, numeric={3}, cls="sends"))
+
+
+def calibration_html(m: Manifest, a: Analysis) -> str:
+    cal = m.calibration
+    if cal is None:
+        return ""
+    parts = ["<h2>Against the client's calibrated capacity</h2>"]
+    if a.calibration_note:
+        parts.append(f'<p class="warnbox">Not used for this run: {e(a.calibration_note)}.</p>')
+    elif a.capacity:
+        parts.append("<ul>" + "".join(
+            f'<li class="warnbox">{e(x.text)}</li>' if x.kind == "does-not-hold" else
+            f"<li>{e(x.text)}</li>" for x in a.capacity) + "</ul>")
+    else:
+        parts.append('<p class="muted">No level of this run has a calibrated counterpart.</p>')
+    levels = sorted({c for got in cal.clients.values() for lv in got.modes.values()
+                     for c in lv} | set(cal.levels))
+    rows = []
+    for client, got in cal.clients.items():
+        for mode in schema.MODES:
+            have = got.modes.get(mode) or {}
+            refused = got.refused.get(mode) or {}
+            rows.append([e(f"{client} {got.version}".strip()), e(mode)] + [
+                e(f"{have[c].rate_rps:,.0f} (client CPU {have[c].client_cpu_pct:.0f}%)")
+                if c in have else
+                e(f"{DASH} (not saved: {refused[c]})") if c in refused else DASH
+                for c in levels])
+    if rows:
+        where = f", {cal.topology.split(' ')[0]}" if cal.topology else ""
+        parts.append(f"<p>Calibrated against {e(cal.ceiling or '?')}, "
+                     f"{e(cal.duration_s)}s per level, server CPU "
+                     f"{e(cal.pinning.server_cpus)}, client CPU {e(cal.pinning.client_cpus)}"
+                     f"{e(where)} (req/s):</p>")
+        parts.append(table(["client", "connection", *[f"c={c}" for c in levels]], rows,
+                           numeric=set(range(2, 2 + len(levels))), cls="calibration"))
+    return "".join(parts)
+
+
+def warnings_html(notes: list[str]) -> str:
+    if not notes:
+        return ""
+    return '<h2>Warnings</h2><ul class="warn">' + "".join(f"<li>{e(w)}</li>" for w in notes) \
+        + "</ul>"
+
+
+def conditions_html(m: Manifest) -> str:
+    h, c, p = m.host, m.client, m.params
+    threads = c.threads or p.extra.get("client_threads")
+    host = [("CPU model", h.get("cpu_model")), ("cores", h.get("cores")),
+            ("usable CPUs", " ".join(map(str, h.get("usable_cpus") or []))),
+            ("memory GB", h.get("memory_gb")), ("OS", h.get("os")),
+            ("kernel", h.get("kernel")), ("hostname", h.get("hostname")),
+            ("load average at start", " ".join(
+                f"{x:.2f}" if isinstance(x, (int, float)) else str(x)
+                for x in h.get("load_average_at_start") or []))]
+    sysctl = h.get("sysctl")
+    host += [(f"sysctl {k}", v) for k, v in (sysctl.items() if isinstance(sysctl, dict) else [])]
+    lab = m.lab
+    run = [("topology", m.topology),
+           ("server CPUs", m.pinning.server_cpus), ("client CPUs", m.pinning.client_cpus),
+           ("client", f"{c.tool} {c.version}".strip()),
+           ("connection", c.connection), ("client threads", threads),
+           ("calibrated capacity", "on record (see above)" if m.calibration else
+            "none on record"),
+           ("lab commit", f"{lab.get('commit', '?')}{' (dirty)' if lab.get('dirty') else ''}"),
+           ("started", m.started), ("finished", m.finished), ("plan", m.plan),
+           ("rerun", rerun_line(m))]
+    tools = sorted(m.tools.items())
+    settings = list(m.settings.items())
+    return ("<h2>Conditions</h2><h3>Host</h3>"
+            + kv_table([(k, v) for k, v in host if v not in (None, "")], "conditions")
+            + "<h3>Run</h3>" + kv_table([(k, v) for k, v in run if v not in (None, "")],
+                                        "conditions")
+            + "<h3>Tool versions</h3>" + kv_table(tools, "tools")
+            + "<h3>Settings</h3>" + kv_table([(k, v if v != "" else "(empty)")
+                                              for k, v in settings], "settings")
+            + "<h3>Reproduce</h3>"
+            + f'<pre id="reproduce"><code>{e(m.reproduce)}</code></pre>')
+
+
+def page(title: str, body: str) -> str:
+    """The one page builder: a run's report, the index, a comparison."""
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{e(title)}</title><style>{CSS}</style></head>"
+            f"<body>{body}</body></html>\n")
+
+
+def costs_html(c: costview.CostAnalysis | None) -> str:
+    """make cost's figure: instructions per request, beside the plain start's CPU."""
+    if c is None:
+        return ""
+    body = ['<h2 id="cost">Instructions per request (cachegrind)</h2>',
+            f"<p>{e(costview.KERNEL_NOTE)}</p>", f'<p class="muted">{e(c.condition)}</p>',
+            table(costview.HEAD, [[e(x) for x in r] for r in costview.rows(c.servers)],
+                  numeric={1, 2, 3, 4, 5, 6}, cls="cost")]
+    if c.verdicts:
+        body.append(table(["c", "a", "b", "kind", "verdict"],
+                          [[e(v.level), e(v.a), e(v.b), e(v.kind), e(v.text)]
+                           for v in c.verdicts], numeric={0}, cls="cost-verdicts"))
+    for s in c.servers:
+        for level, found in sorted(s.functions.items())[:1]:
+            body.append(f"<h3>{e(s.server)}: instructions per request by function "
+                        f"(c={e(level)})</h3><p class=\"muted\">{e(costview.FUNCTIONS_NOTE)}</p>")
+            body.append(table(["function", "instructions/request"],
+                              [[f"<code>{e(n)}</code>", e(f"{ir:,.1f}")] for n, ir in found],
+                              numeric={1}, cls="cost-functions"))
+    return "".join(body)
+
+
+def profiles_html(found: dict[str, profileview.ProfileSummary | str]) -> str:
+    """make profile's figure: top functions, the user/kernel split, a link to
+    each flame graph (a separate SVG file: this page stays script-free)."""
+    if not found:
+        return ""
+    parts = [f'<h2 id="profiles">{e(profileview.TITLE)}</h2>']
+    for name, got in found.items():
+        if isinstance(got, str):
+            parts.append(f"<h3>{e(name)}</h3><p>Profile unreadable: {e(got)}</p>")
+            continue
+        link = got.info.flamegraph
+        parts.append(f"<h3>{e(name)}</h3><p>{e(profileview.described(got.info, got.summary))}"
+                     + (f' <a href="{e(quote(link))}">Flame graph of {e(name)}</a>' if link
+                        else "") + "</p>")
+        parts.append(table(profileview.HEAD,
+                           [[f"<code>{e(a)}</code>", e(x), f"<code>{e(b)}</code>", e(y)]
+                            for a, x, b, y in profileview.top_rows(got.summary)],
+                           numeric={1, 3}, cls="profile"))
+    return "".join(parts)
+
+
+def render(run: Path) -> str:
+    rec, a = analysis.of(run)
+    m, stats = rec.manifest, a.stats
+    probes = schema.probe_files(run)
+    names = list(m.servers) + [n for n in stats if n not in m.servers]
+    body = [f"<h1>Run {e(m.run_id)}</h1>", status_html(m),
+            f'<p class="muted">{e(analysis.conditions(m))}</p>',
+            overview(m, stats) if stats else "",
+            "<h2>Flags</h2>", legend(flags_seen(stats, m)),
+            charts_section(run)]
+    body += [costs_html(a.costs), profiles_html(a.profiles)]
+    body += [server_section(m, n, stats.get(n, []), probes.get(n), a.failed.get(n))
+             for n in names]
+    body += [memory_html(m, stats), sends_html(a.answers)]
+    body += [verdicts_html(m, a), calibration_html(m, a), warnings_html(a.warnings),
+             conditions_html(m)]
+    return page(f"Run {m.run_id} ({m.status})", "".join(body))
+
+
+write_atomic = files.write_atomic
+
+
+def write_report(run: Path) -> Path:
+    """report.html in the run folder; returns its path."""
+    return files.write_atomic(run / REPORT, render(run))
+
+
+# --- a comparison --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ComparePage:
+    """What `make compare` shows; cells are HTML already (built with e())."""
+    ids: tuple[str, str]
+    conditions: tuple[str, str]
+    warnings: list[str]
+    head: list[str]
+    rows: list[list[str]]
+    numeric: set[int]
+    other_head: list[str]
+    other_rows: list[list[str]]
+    note: str
+    chart: Path | None
+    chart_problem: str | None
+    differences: list[str]
+    gate_summary: str = ""          # make compare's gate: its outcome and why
+    gate_notes: list[str] = field(default_factory=list)     # the noise floor used, per server
+    gate_head: list[str] = field(default_factory=list)
+    gate_rows: list[list[str]] = field(default_factory=list)
+
+
+def gate_section(c: ComparePage) -> list[str]:
+    if not c.gate_summary:
+        return []
+    return ["<h2>Gate</h2>", f"<p><strong>{e(c.gate_summary)}</strong></p>",
+            "<ul>" + "".join(f"<li>{e(n)}</li>" for n in c.gate_notes) + "</ul>",
+            table(c.gate_head, c.gate_rows, numeric={1}, cls="gate")]
+
+
+def compare_page(c: ComparePage) -> str:
+    title = f"Compare {c.ids[0]} vs {c.ids[1]}"
+    chart = chart_figure(c.chart, "B against A") if c.chart and c.chart.is_file() else \
+        f'<p class="muted">No chart: {e(c.chart_problem or "not drawn")}.</p>'
+    body = [f"<h1>{e(c.ids[0])} (A) vs {e(c.ids[1])} (B)</h1>",
+            f'<p class="muted">A: {e(c.conditions[0])}<br>B: {e(c.conditions[1])}</p>',
+            *[f'<p class="warnbox">{e(w)}</p>' for w in c.warnings],
+            *gate_section(c),
+            "<h2>Requests per second</h2>",
+            table(c.head, c.rows, numeric=c.numeric, cls="compare"),
+            f'<p class="muted">{e(c.note)}</p>', "<h2>Chart</h2>", chart,
+            "<h2>Other ratios (B/A of medians)</h2>",
+            table(c.other_head, c.other_rows, numeric=set(range(1, len(c.other_head))),
+                  cls="ratios"),
+            "<h2>Differences in conditions</h2>",
+            "<ul>" + "".join(f"<li>{e(d)}</li>" for d in c.differences or ["none recorded"])
+            + "</ul>"]
+    return page(title, "".join(body))
+
+
+# --- index of runs ---------------------------------------------------------------
+
+INDEX_SIGNATURE = '<meta name="generator" content="lab index">'
+
+
+def run_entry(folder: Path) -> dict[str, Any] | None:
+    """What the index shows of one folder: a run, a comparison, or an
+    unreadable run with its reason; None when it is none of these."""
+    base: dict[str, Any] = {"folder": folder.name, "started": "", "kind": "run",
+                            "broken": "", "report": False}
+    if (folder / "compare.json").is_file() and not (folder / schema.MANIFEST).exists():
+        try:
+            data = schema.read_json(folder / "compare.json")
+            if not isinstance(data, dict):
+                raise RecordError(folder / "compare.json", "should be an object")
+            a, b = data.get("a") or {}, data.get("b") or {}
+            return {**base, "kind": "compare", "started": str(data.get("made", "")),
+                    "servers": f"{a.get('run_id', '?')} (A) vs {b.get('run_id', '?')} (B)",
+                    "report": (folder / "compare.html").is_file()}
+        except (RecordError, AttributeError) as err:
+            return {**base, "kind": "compare", "broken": str(err)}
+    if not (folder / schema.MANIFEST).exists():
+        return None
+    try:
+        m = schema.read_manifest(folder)
+    except RecordError as err:
+        return {**base, "broken": f"{err.path.name}: {err.problem}"}
+    return {**base, "started": m.started,
+            "servers": " ".join(m.params.servers or list(m.servers)),
+            "client": f"{m.client.tool} {m.client.version}".strip(),
+            "connection": m.client.connection, "repeat": m.params.repeat,
+            "topology": m.topology.split(" ")[0],
+            "status": m.status, "report": (folder / REPORT).is_file()}
+
+
+def index_row(r: dict[str, Any]) -> list[str]:
+    name = e(r["folder"])
+    if r["broken"]:
+        return [e(r["started"]), name, e(r["kind"])] + [""] * 5 + [
+            '<span class="flag bad">unreadable</span> ' + e(r["broken"])]
+    page_name = "compare.html" if r["kind"] == "compare" else REPORT
+    link = (f'<a href="{e(quote(r["folder"], safe="+"))}/{page_name}">{name}</a>'
+            if r["report"] else f'{name} <span class="flag bad">no report</span>')
+    if r["kind"] == "compare":
+        return [e(r["started"].replace("T", " ")), link, "comparison", e(r["servers"]),
+                "", "", "", "", ""]
+    status = e(r["status"]) if r["status"] == "complete" else \
+        f'<span class="flag bad">{e(r["status"])}</span>'
+    return [e(r["started"].replace("T", " ")), link, "run", e(r["servers"]), e(r["client"]),
+            e(r["connection"]), e(r["repeat"]), e(r["topology"]), status]
+
+
+def ours(results_dir: Path) -> str | None:
+    """Why the index may not be written into results_dir (None: it may): the
+    folder must carry the lab's mark, and an index.html there must be the lab's."""
+    if not (results_dir / folder.MARK).is_file():
+        return (f"{results_dir} is not a results folder the lab made (no {folder.MARK}): "
+                "no index written there")
+    index = results_dir / INDEX
+    if index.is_symlink() or (index.exists() and not index.is_file()):
+        return f"{index} is not a plain file: left alone"
+    if index.is_file():
+        try:
+            with index.open("rb") as f:
+                head = f.read(4096).decode("utf-8", "replace")
+        except OSError as err:
+            return f"{index} cannot be read ({err.strerror or err}): left alone"
+        if INDEX_SIGNATURE not in head:
+            return f"{index} was not written by the lab: left alone"
+    return None
+
+
+def history_section(results_dir: Path) -> str:
+    """Per server measured in two runs or more: its trend chart across runs
+    (lab.analyse.history, plots/history.gp) and the numbered runs, each linking to
+    its report; a line breaks where the conditions changed."""
+    from lab.analyse import history
+    found = {n: pts for n, pts in history.points(results_dir).items() if len(pts) > 1}
+    if not found:
+        return ""
+    parts = ["<h2>History per server</h2>",
+             '<p class="muted">Peak requests/s, server CPU µs per request and RSS at the peak '
+             "level, instructions per request (make cost); runs in the order they started. "
+             "A line breaks where the conditions changed (client, connection, topology, "
+             "pinning, host, server version). <code>make history SERVER=&lt;name&gt;</code> "
+             "prints the same as a table.</p>"]
+    for name, pts in sorted(found.items()):
+        parts.append(f"<h3>{e(name)}</h3>")
+        try:
+            svg = inline_svg(f"history-{re.sub(r'[^A-Za-z0-9_-]', '-', name)}",
+                             history.chart_svg(name, pts))
+            parts.append(f'<figure id="history-{e(history.safe_name(name))}">{svg}</figure>')
+        except history.ChartError as err:
+            parts.append(f'<p class="muted">No chart: {e(err)}.</p>')
+        items, i = [], 0
+        for n, seg in enumerate(history.segments(pts)):
+            if n:
+                items.append(f'<li class="muted change">conditions change: '
+                             f"{e('; '.join(history.changes(pts[i - 1], seg[0])))}</li>")
+            for pt in seg:
+                i += 1
+                target = f"{pt.run}/report.html" if pt.report else f"{pt.run}/"
+                items.append(f'<li value="{i}"><a href="{e(target)}">{e(pt.run)}</a> '
+                             f'<span class="muted">{e(pt.started)}</span></li>')
+        parts.append('<ol class="history">' + "".join(items) + "</ol>")
+    return "".join(parts)
+
+
+def write_index(results_dir: Path) -> Path | None:
+    """results_dir/index.html: every run and comparison, newest first; None
+    (with the reason on stderr) when the folder or its index.html is not the lab's."""
+    why = ours(results_dir)
+    if why:
+        print(f"note: {why}", file=sys.stderr)
+        return None
+    entries = [x for d in sorted(results_dir.iterdir())
+               if d.is_dir() and not d.name.startswith(".") and (x := run_entry(d))]
+    entries.sort(key=lambda r: (r["started"], r["folder"]), reverse=True)
+    rows = [index_row(r) for r in entries]
+    runs = sum(1 for r in entries if r["kind"] == "run")
+    body = (f"<h1>Runs in {e(results_dir.name)}</h1>"
+            f'<p class="muted">{runs} run{"s" * (runs != 1)}, '
+            f"{len(entries) - runs} comparison{'s' * (len(entries) - runs != 1)}, "
+            "newest first.</p>"
+            + table(["started", "folder", "kind", "servers", "client", "connection",
+                     "repetitions", "topology", "status"], rows, numeric={6}, cls="runs")
+            + history_section(results_dir))
+    text = page(f"Runs in {results_dir.name}", body).replace(
+        "<head>", f"<head>{INDEX_SIGNATURE}", 1)
+    return files.write_atomic(results_dir / INDEX, text)
+
+
+def main_report(run: Path) -> int:
+    """Write the run's report.html and its results folder's index.html (when
+    that folder is the lab's); 2 when the run cannot be read."""
+    try:
+        print(write_report(run))
+    except RecordError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    try:
+        index = write_index(run.resolve().parent)
+    except OSError as err:
+        print(f"note: no index written in {run.resolve().parent}: {err.strerror or err}",
+              file=sys.stderr)
+        return 0
+    if index is not None:
+        print(index)
+    return 0

@@ -1,0 +1,145 @@
+"""The charts of a run: data files from the level statistics (median, min,
+max over repetitions), then one gnuplot script per chart (plots/*.gp), each
+drawn as PNG and SVG."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from lab.analyse import analysis
+from lab.record import series
+from lab.analyse.analysis import Analysis
+from lab.analyse.wording import gp_quote, problem, xlabel
+from lab.record.schema import RunRecord
+
+PLOTS = Path(__file__).resolve().parents[2] / "plots"
+MB = 1024
+LOAD_AXES = ("concurrency", "rate")   # any other axis is a server knob
+COLUMNS = ("value rate rate_lo rate_hi resp_ms resp_lo resp_hi rss_end_MB rss_peak_MB "
+           "client_bound cpu_us_per_req cpu_lo cpu_hi failed disturbed noisy p50_ms p90_ms "
+           "p99_ms")
+
+
+def num(x: float | None) -> str:
+    """A figure for gnuplot; NaN (a gap in the curve) when missing or impossible."""
+    return "NaN" if x is None or problem(x) else f"{x:g}"
+
+
+def export(rec: RunRecord, a: Analysis) -> tuple[list[str], str, bool]:
+    """Write data/<server>.dat, data/rss.dat and the published two-column
+    <server>/rps.dat (medians); returns the measured servers, the ceiling, and
+    whether any level has latency percentiles."""
+    run, m = rec.folder, rec.manifest
+    data = run / "data"
+    data.mkdir(exist_ok=True)
+    measured, ceiling, rss_lines, percentiles = [], "", [], False
+    for name, levels in a.stats.items():
+        role = m.role(name)
+        lines = ["# " + COLUMNS]
+        for s in levels:
+            flags = s.all_flags()
+            percentiles = percentiles or s.p99_ms is not None
+            lines.append(" ".join([
+                str(s.value), num(s.rate.median), num(s.rate.lo), num(s.rate.hi),
+                num(s.resp_ms.median), num(s.resp_ms.lo), num(s.resp_ms.hi),
+                f"{s.rss_end_kb.median / MB:.2f}", f"{s.rss_peak_kb / MB:.2f}",
+                str(int(s.client_bound)), num(s.cpu_us_per_req.median),
+                num(s.cpu_us_per_req.lo), num(s.cpu_us_per_req.hi), str(s.failed),
+                str(int(bool({"steal", "host-busy"} & set(flags)))), str(int(s.noisy)),
+                *(num(x.median if x else None) for x in (s.p50_ms, s.p90_ms, s.p99_ms))]))
+        (data / f"{name}.dat").write_text("\n".join(lines) + "\n")
+        published = ["# value req/s"] + [f"{s.value} {s.rate.median}" for s in levels]
+        (run / name).mkdir(exist_ok=True)
+        (run / name / "rps.dat").write_text("\n".join(published) + "\n")
+        last = levels[-1]
+        rss_lines.append(f"{name} {last.rss_end_kb.median / MB:.2f} "
+                         f"{max(s.rss_peak_kb for s in levels) / MB:.2f} {role} "
+                         f"{num(last.pss_kb.median / MB if last.pss_kb else None)} "
+                         f"{num(last.private_kb.median / MB if last.private_kb else None)}")
+        if role == "ceiling":
+            ceiling = name
+        else:
+            measured.append(name)
+    if not measured and ceiling:        # a run of the reference alone: draw it as a server
+        measured, ceiling = [ceiling], ""
+    (data / "rss.dat").write_text("# server rss_end_MB rss_peak_MB role pss_end_MB "
+                                  "private_end_MB\n"
+                                  + "\n".join(rss_lines) + "\n")
+    return measured, ceiling, percentiles
+
+
+def charts(axis: str, percentiles: bool) -> list[str]:
+    """Which charts this run gets: a knob sweep has its own three-panel chart."""
+    if axis not in LOAD_AXES:           # a server knob (workers, backlog): a start per value
+        return ["knob", "rss"]
+    return ["rps", "rss", "latency"] + (["percentiles"] if percentiles else [])
+
+
+def ticks(a: Analysis) -> str:
+    """The swept values, as the x axis's tics: whole numbers only."""
+    return " ".join(str(v) for v in sorted({s.value for levels in a.stats.values()
+                                            for s in levels}))
+
+
+def draw(run: Path) -> int:
+    rec, a = analysis.of(run)
+    measured, ceiling, percentiles = export(rec, a)
+    if not measured and not ceiling:
+        print(f"error: {run} has no measured levels to plot", file=sys.stderr)
+        return 1
+    m = rec.manifest
+    axis = m.params.axis
+    cond = analysis.conditions(m) + ("" if m.status == "complete" else " - INCOMPLETE RUN")
+    drawn = charts(axis, percentiles)
+    for chart in drawn:
+        for fmt in ("png", "svg"):
+            setup = (f"run={gp_quote(str(run))}; servers={gp_quote(' '.join(measured))}; "
+                     f"ceiling={gp_quote(ceiling)}; conditions={gp_quote(cond)}; "
+                     f"xlabel={gp_quote(xlabel(axis))}; xticks={gp_quote(ticks(a))}; "
+                     f"fmt='{fmt}'")
+            out = subprocess.run(["gnuplot", "-e", setup, str(PLOTS / f"{chart}.gp")],
+                                 capture_output=True, text=True)
+            if out.returncode != 0:
+                print(f"error: gnuplot {chart}.gp failed: {out.stderr.strip()[-500:]}",
+                      file=sys.stderr)
+                return 1
+    for name in [*measured, *([ceiling] if ceiling else [])]:
+        has_rps = export_series(run, name)
+        if has_rps is None:
+            continue
+        for fmt in ("png", "svg"):
+            setup = (f"run={gp_quote(str(run))}; server={gp_quote(name)}; "
+                     f"client={gp_quote(m.client.tool or 'the client')}; "
+                     f"has_rps={int(has_rps)}; conditions={gp_quote(cond)}; fmt='{fmt}'")
+            out = subprocess.run(["gnuplot", "-e", setup, str(PLOTS / "series.gp")],
+                                 capture_output=True, text=True)
+            if out.returncode != 0:
+                print(f"error: gnuplot series.gp failed for {name}: "
+                      f"{out.stderr.strip()[-500:]}", file=sys.stderr)
+                return 1
+        drawn.append(f"series-{name}")
+    print(f"charts: {', '.join(str(run / f'{c}.png') for c in drawn)}", file=sys.stderr)
+    return 0
+
+
+def export_series(run: Path, name: str) -> bool | None:
+    """data/series-<name>.dat from the server's per-second files (lab.record.series),
+    levels one after another on one time axis, a blank line between them.
+    None when it has none (a run before they were recorded); else whether
+    any second has the client's req/s."""
+    found = series.files(run / name)
+    if not found:
+        return None
+    lines, t, has_rps = ["# t_s rps server_cpu_pct rss_MB"], 0, False
+    for path in found:
+        rows = series.read(path)
+        for second, rps, cpu, rss in rows:
+            has_rps = has_rps or rps is not None
+            lines.append(f"{t + second} {num(rps)} {num(cpu)} "
+                         f"{num(None if rss is None else rss / MB)}")
+        t += len(rows)
+        lines.append("")
+    (run / "data").mkdir(exist_ok=True)
+    (run / "data" / f"series-{name}.dat").write_text("\n".join(lines) + "\n")
+    return has_rps

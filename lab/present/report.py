@@ -1,0 +1,220 @@
+"""A run's summary: conditions, a table per server and level with the spread
+of repetitions, verdicts between servers, and warnings that say what to do.
+
+Writes summary.md (Markdown), levels.csv (one row per server and level:
+median, min, max) and results.json (lab.analyse.analysis.to_json). Every figure comes
+from the run's Analysis (lab.analyse.analysis), computed from its schema."""
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import Any
+
+from lab.analyse import analysis, costview, memsplit, metrics, probeview, profileview, sends
+from lab.record import files, schema
+from lab.analyse.analysis import Analysis
+from lab.analyse.wording import DASH, axis_label, rng, spread_text
+from lab.analyse.metrics import JIT_QUIET_PER_S, LevelStats
+from lab.record.schema import Manifest, RunRecord, Warmup
+
+
+def server_table(m: Manifest, stats: dict[str, list[LevelStats]]) -> list[str]:
+    axis = axis_label(m.params.axis)
+    lines = [f"| server | framework | peak req/s (at {axis}) | mean ms at peak | p99 ms at peak | "
+             "RSS end MB | RSS peak MB | CPU µs/req at peak | client-bound levels | failed |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    cgroup = any(s.cgroup_mem_kb for levels in stats.values() for s in levels)
+    if cgroup:       # RUNTIME=docker: the container's cgroup figure beside the RSS
+        lines = [lines[0].replace("RSS end MB |", "RSS end MB | cgroup memory end MB |"),
+                 lines[1] + "---|"]
+    for name, levels in stats.items():
+        rec = m.server(name)
+        top = metrics.peak(levels)
+        last = levels[-1]
+        bound = sum(1 for s in levels if s.client_bound)
+        framework = f"{rec.framework or '?'} {rec.version}".strip()
+        p99 = rng(top.p99_ms, fmt=".2f")
+        mem = rng(last.rss_end_kb, 1024, '.1f')
+        if cgroup:
+            mem += " | " + rng(last.cgroup_mem_kb, 1024, '.1f')
+        lines.append(
+            f"| {name} | {framework} | {rng(top.rate)} ({top.value}) | "
+            f"{rng(top.resp_ms, fmt='.2f')} | {p99} | {mem} | "
+            f"{top.rss_peak_kb / 1024:.1f} | {rng(top.cpu_us_per_req)} | "
+            f"{bound}/{len(levels)} | {sum(s.failed for s in levels)} |")
+    if cgroup:
+        lines += ["", "RSS: the server's processes' resident memory (/proc, shared library "
+                  "pages counted in full). cgroup memory: what the container's cgroup is "
+                  "charged, less inactive page cache (as `docker stats` shows it; "
+                  "MEM_LIMIT limits this one): page cache the container read or wrote and "
+                  "kernel memory included, pages first charged elsewhere not."]
+    return lines
+
+
+def level_table(m: Manifest, stats: dict[str, list[LevelStats]]) -> list[str]:
+    axis = axis_label(m.params.axis)
+    lines = [f"| server | {axis} | req/s median [min–max] | spread | mean ms | p99 ms | "
+             "client CPU % | flags |", "|---|---|---|---|---|---|---|---|"]
+    for name, levels in stats.items():
+        for s in levels:
+            spread = spread_text(s.rate)
+            p99 = rng(s.p99_ms, fmt=".2f")
+            flags = ", ".join(f"{f} ({s.flags[f]}/{s.rate.n})" if f in s.flags else f
+                              for f in s.all_flags()) or DASH
+            lines.append(f"| {name} | {s.value} | {rng(s.rate)} | {spread} | "
+                         f"{rng(s.resp_ms, fmt='.2f')} | {p99} | "
+                         f"{rng(s.client_cpu_pct, fmt='.0f')} | {flags} |")
+    return lines
+
+
+def verdict_section(m: Manifest, a: Analysis) -> list[str]:
+    if not a.verdicts:
+        return []
+    axis = axis_label(m.params.axis)
+    lines = [f"## Verdicts ({a.basis}, at {axis} = {', '.join(map(str, a.verdict_at))})", "",
+             f"| {axis} | pair | verdict |", "|---|---|---|"]
+    lines += [f"| {v.value} | {v.a} vs {v.b} | {v.said()} |" for v in a.verdicts]
+    if any(v.cpu is not None for v in a.verdicts):
+        lines += ["", "Where req/s cannot rank a pair (client-bound, host-busy, no clear "
+                  "difference), server CPU per request (user+kernel from /proc, per completed "
+                  "request) is judged through the same gate, lower is better."]
+    return lines
+
+
+def warmups(m: Manifest) -> list[str]:
+    lines = []
+    for name, rec in m.servers.items():
+        auto = [s.warmup for s in rec.starts if s.warmup and s.warmup.mode == "auto"]
+        if not auto:
+            continue
+        secs = [w.seconds for w in auto if w.steady and w.seconds is not None]
+        capped = len(auto) - len(secs)
+        said = (f"steady after {min(secs):.0f}–{max(secs):.0f}s in {len(secs)} of {len(auto)} "
+                "starts" if secs else f"never steady in {len(auto)} starts")
+        lines.append(f"- {name}: {said}" + (f"; {capped} hit the cap of {auto[0].cap_s}s "
+                                            "(flagged not-steady)" if capped else "")
+                     + jit_part(auto))
+    return lines
+
+
+def jit_part(warmups: list[Warmup]) -> str:
+    """A JVM's JIT at the end of each warm-up (lab.measure.jit): compilations and their rate."""
+    read = [w for w in warmups if w.jit_compiles is not None]
+    errors = sorted({w.jit_error for w in warmups if w.jit_error})
+    if not read and not errors:
+        return ""
+    said = ", ".join(f"{w.jit_compiles:,}" + ("" if w.jit_per_s is None else
+                                              f" ({w.jit_per_s:g}/s)") for w in read)
+    quiet = sum(1 for w in read if w.jit_quiet)
+    out = (f"; JIT compilations at the end: {said}, quiet (at most "
+           f"{JIT_QUIET_PER_S:g}/s) in {quiet} of {len(read)}" if read else "")
+    return out + (f"; JIT unavailable: {'; '.join(errors)}" if errors else "")
+
+
+def probe_section(probes: dict[str, dict[str, Any] | str]) -> list[str]:
+    """The robustness probe's table (lab.analyse.probeview, from each <server>/probe.json)
+    and one verdict line per server."""
+    if not probes:
+        return []
+    good = {n: p for n, p in probes.items() if isinstance(p, dict) and "results" in p}
+    lines = [probeview.table(good)] if good else []
+    for name, p in probes.items():
+        if isinstance(p, str):
+            lines.append(f"- {name}: probe.json unreadable ({p})")
+            continue
+        said = p.get("verdict")
+        if not isinstance(said, str):       # probe.json of an older lab
+            after = p.get("stopped_after")
+            where = f" after {after}" if isinstance(after, str) and after else ""
+            said = (f"{name}: probe failed: {p['error']}" if p.get("error") else
+                    f"{name}: still answers" if probeview.still_answers(p) else
+                    f"{name}: stopped answering{where}: {p.get('final_error', '')}")
+        lines.append(f"- {said}")
+    return lines
+
+
+def write_levels_csv(run: Path, stats: dict[str, list[LevelStats]]) -> None:
+    cgroup = any(s.cgroup_mem_kb for levels in stats.values() for s in levels)
+    f = io.StringIO(newline="")
+    w = csv.writer(f)
+    w.writerow(["server", "value", "reps", "rate_median", "rate_min", "rate_max",
+                "resp_ms_median", "p99_ms_median", "rss_end_kb_median", "cpu_us_per_req_median",
+                "client_cpu_pct_median", "flags"] + ["cgroup_mem_kb_median"] * cgroup
+               + ["pss_kb_median", "private_kb_median", "shared_kb_median", "anon_kb_median",
+                  "cpu_sys_us_per_req_median"])
+    for name, levels in stats.items():
+        for s in levels:
+            w.writerow([name, s.value, s.rate.n, s.rate.median, s.rate.lo, s.rate.hi,
+                        s.resp_ms.median, s.p99_ms.median if s.p99_ms else "",
+                        s.rss_end_kb.median, s.cpu_us_per_req.median,
+                        s.client_cpu_pct.median, " ".join(s.all_flags())]
+                       + [s.cgroup_mem_kb.median if s.cgroup_mem_kb else ""] * cgroup
+                       + [x.median if x else "" for x in (s.pss_kb, s.private_kb, s.shared_kb,
+                                                          s.anon_kb, s.cpu_sys_us_per_req)])
+    files.write_atomic(run / "levels.csv", f.getvalue())
+
+
+def rerun_line(m: Manifest) -> str:
+    """'Rerun of <run>; PORT given now (18085), not as recorded (8080).'"""
+    rerun = m.extra.get("rerun")
+    if not isinstance(rerun, dict):
+        return ""
+    found = rerun.get("overridden")
+    over: dict[str, Any] = found if isinstance(found, dict) else {}
+    said = "; ".join(f"{k} given now ({v.get('given')!r}), not as recorded ({v.get('recorded')!r})"
+                     for k, v in over.items() if isinstance(v, dict))
+    return f"Rerun of {rerun.get('of', '?')}" + (f"; {said}." if said else
+                                                  " with its recorded settings.")
+
+
+def summary(rec: RunRecord, a: Analysis) -> str:
+    m = rec.manifest
+    lines = [f"# Run {m.run_id} ({m.status})", "", f"Conditions: {analysis.conditions(m)}.", ""]
+    if m.plan:
+        lines += [f"Plan: {m.plan}.", ""]
+    rerun = rerun_line(m)
+    if rerun:
+        lines += [rerun, ""]
+    stats = a.stats
+    if stats:
+        lines += server_table(m, stats) + ["", "## Levels", ""] + level_table(m, stats)
+        verdicts = verdict_section(m, a)
+        lines += [""] + verdicts if verdicts else []
+        if a.capacity:
+            lines += ["", "## Against the client's calibrated capacity", ""]
+            lines += [f"- {x.text}" for x in a.capacity]
+        lines += [""] + memsplit.markdown(m, stats, axis_label(m.params.axis))
+        sampler = max(s.sampler_cpu_pct.hi for levels in stats.values() for s in levels)
+        lines += ["", f"The lab's own /proc sampler used at most {sampler:.2f}% of one core "
+                      "per level."]
+    said = sends.markdown(a.answers)
+    if said:
+        lines += [""] + said
+    if a.failed:
+        lines += ["", "## What failed", "", *[f"- {x}" for found in a.failed.values()
+                                             for x in found]]
+    if a.costs is not None:
+        lines += [""] + costview.markdown(a.costs)
+    if a.profiles:
+        lines += [""] + profileview.markdown(a.profiles)
+    probed = probe_section(schema.probe_files(rec.folder))
+    if probed:
+        lines += ["", "## Robustness probe (a separate start of each server)", "", *probed]
+    warm = warmups(m)
+    if warm:
+        lines += ["", "## Warm-up (WARMUP=auto)", "", *warm]
+    if a.warnings:
+        lines += ["", "## Warnings", "", *[f"- Warning: {w}" for w in a.warnings]]
+    lines += ["", f"Reproduce: `{m.reproduce}`", ""]
+    return "\n".join(lines)
+
+
+def write(run: Path) -> str:
+    """summary.md, levels.csv and results.json of a run; returns the summary."""
+    rec, a = analysis.of(run)
+    text = summary(rec, a)
+    files.write_atomic(run / "summary.md", text)
+    write_levels_csv(run, a.stats)
+    files.write_json(run / schema.RESULTS_JSON, analysis.to_json(rec, a))
+    return text

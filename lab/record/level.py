@@ -1,0 +1,29 @@
+"""What a load client measured at one level: the one type every client's
+output becomes (lab.measure.clients), the sweep records (results.csv) and the
+analysis reads (lab.analyse.metrics)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lab.record.schema import Failure
+
+
+@dataclass(frozen=True)
+class Level:
+    """What the client measured at one level."""
+    transactions: int      # responses received, successful or not
+    successful: int        # 2xx/3xx responses
+    failed: int            # socket errors, timeouts and non-2xx/3xx responses
+    availability_pct: float
+    elapsed_s: float
+    rate_rps: float        # responses per second (achieved throughput)
+    resp_ms: float         # mean response time
+    in_flight: float       # mean requests in flight (rate x mean response time)
+    longest_ms: float
+    data_mb: float
+    p50_ms: float | None = None     # latency percentiles, where the client gives them
+    p90_ms: float | None = None
+    p99_ms: float | None = None
+    offered_rps: float | None = None   # open loop: the rate it was asked to offer
+    # what failed, and how (lab.record.failures): counts summing to `failed`, the client's words
+    failures: tuple[Failure, ...] = ()

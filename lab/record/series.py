@@ -1,0 +1,120 @@
+"""Per-second series of one level: the client's req/s, the server's CPU and RSS.
+
+One CSV per measured level, `<server>/series-<tag>.csv` (declared in
+lab.record.schema: the tag of its client output, e.g. rep1-c8), columns
+`second,rps,server_cpu_pct,rss_kb`:
+second n covers [n, n+1) s from the start of the level. `rps` is empty when
+the client gives no per-second figure: vegeta does (its report every second,
+lab.measure.clients.vegeta), wrk does not (a Lua response() hook costs wrk too much
+req/s, see docs/methodology.md) and siege does not (not available from
+siege). The server's figures come from the sweep's sampler (lab.host.procfs),
+every 0.2 s, cut into 1 s bins.
+
+Pure functions: what measures a run writes these files, what reads one
+(lab.present.plot) reads them; neither side's modules are imported here.
+"""
+from __future__ import annotations
+
+import csv
+import json
+from datetime import datetime
+from pathlib import Path
+
+from lab.record.schema import SERIES_HEADER as HEADER      # the file's schema: lab.record.schema
+from lab.record.schema import SERIES_PREFIX as PREFIX
+
+Point = tuple[float, float, int]          # (monotonic s, tree CPU s so far, RSS kB)
+
+
+def server_per_second(points: list[Point]) -> list[tuple[float, int]]:
+    """(CPU % of one core, RSS kB at the bin's end) for each second covered
+    by the samples, from the first one; a last part-second counts when it
+    lasted at least 0.5 s (a level's end rarely falls on a whole second)."""
+    if len(points) < 2:
+        return []
+    t0 = points[0][0]
+    out: list[tuple[float, int]] = []
+    start = points[0]
+    for p in points[1:]:
+        if p[0] - t0 >= len(out) + 1:       # this sample closes the bin
+            span = p[0] - start[0]
+            out.append((round(100 * (p[1] - start[1]) / span, 1) if span > 0 else 0.0, p[2]))
+            start = p
+    last = points[-1]
+    span = last[0] - start[0]
+    if span >= 0.5:                          # a last part-second of at least half of one
+        out.append((round(100 * (last[1] - start[1]) / span, 1), last[2]))
+    return out
+
+
+def _when(stamp: str) -> float:
+    """vegeta's RFC 3339 time (nanoseconds, Z) as POSIX seconds."""
+    head, _, frac = stamp.rstrip("Z").partition(".")
+    base = datetime.fromisoformat(head + "+00:00").timestamp()
+    return base + (float("0." + frac) if frac else 0.0)
+
+
+def vegeta_per_second(stdout: str) -> list[float]:
+    """Responses per second from `vegeta report -every=1s`'s running reports
+    (cumulative: requests, status 0 = no response, `latest` = the last
+    request's time): the difference of consecutive reports over the time
+    between their `latest`."""
+    reports = []
+    for line in stdout.splitlines():
+        start = line.find("{")
+        if start < 0:
+            continue
+        try:
+            data = json.loads(line[start:])
+            answered = int(data["requests"]) - int(data["status_codes"].get("0", 0))
+            reports.append((_when(str(data["latest"])), answered, _when(str(data["earliest"]))))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue
+    out: list[float] = []
+    prev_t, prev_n = (reports[0][2], 0) if reports else (0.0, 0)
+    for t, n, _ in reports:
+        if t - prev_t >= 0.5 and n >= prev_n:   # the last report repeats the one before
+            out.append(round((n - prev_n) / (t - prev_t), 1))
+            prev_t, prev_n = t, n
+    return out
+
+
+def write(path: Path, rps: list[float] | None, server: list[tuple[float, int]]) -> None:
+    n = max(len(rps or []), len(server))
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(HEADER)
+        for i in range(n):
+            r = rps[i] if rps is not None and i < len(rps) else None
+            cpu, rss = server[i] if i < len(server) else (None, None)
+            w.writerow([i, "" if r is None else r, "" if cpu is None else cpu,
+                        "" if rss is None else rss])
+
+
+Row = tuple[int, float | None, float | None, int | None]
+
+
+def read(path: Path) -> list[Row]:
+    """A series file's rows (None: no figure that second)."""
+    def num(x: str) -> float | None:
+        return float(x) if x.strip() else None
+    rows: list[Row] = []
+    with path.open(newline="") as f:
+        for d in csv.DictReader(f):
+            rss = num(d.get("rss_kb") or "")
+            rows.append((int(d["second"]), num(d.get("rps") or ""),
+                         num(d.get("server_cpu_pct") or ""), None if rss is None else int(rss)))
+    return rows
+
+
+def files(server_folder: Path) -> list[Path]:
+    """The series files of a server, measured levels in the order they ran
+    (rep, then level as the tags sort by their number)."""
+    def number(text: str) -> int:
+        digits = "".join(c for c in text if c.isdigit())
+        return int(digits) if digits else 0
+
+    def key(p: Path) -> tuple[int, int, str]:
+        rep, _, level = p.stem[len(PREFIX):].partition("-")
+        return number(rep), number(level), level
+    return sorted(server_folder.glob(PREFIX + "*.csv"), key=key)

@@ -1,0 +1,916 @@
+"""The run's parameters, read from the environment and validated.
+
+Everything a user can set is here, with its default; bad input raises
+ConfigError (exit 2) before anything is built or started.
+"""
+from __future__ import annotations
+
+import difflib
+import ipaddress
+import os
+import re
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+WARMUP_SLICE_S = 2                           # WARMUP=auto's slice (lab.analyse.metrics)
+PUBLISHED_LEVELS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 35, 40, 45, 50)
+LOAD_AXES = ("concurrency", "rate")          # what a client varies itself
+KNOBS = ("workers", "backlog")               # what a server start is given
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One variable the lab reads: declared here once.
+
+    `kind` and `applies` are what `make help` and docs/settings.md show;
+    `scope` says who reads it: "run" (a benchmark run's setting, recorded in
+    its manifest and its reproduce line), "lab" (where the lab keeps and finds
+    things; checked by `lab check`, not recorded), "calibrate" or "reproduce"
+    (`make calibrate`, `make reproduce` only). `check` validates the value alone (ConfigError);
+    what depends on other settings is checked by from_env."""
+    name: str
+    default: str
+    meaning: str
+    kind: str
+    applies: str = "every run"
+    scope: str = "run"
+    check: Callable[[str], object] | None = None
+
+
+def _s(name: str, default: str, kind: str, meaning: str, applies: str = "every run",
+       scope: str = "run", check: Callable[[str], object] | None = None) -> Setting:
+    return Setting(name, default, meaning, kind, applies, scope, check)
+
+
+def check_choice(name: str, choices: tuple[str, ...]) -> Callable[[str], object]:
+    def check(value: str) -> object:
+        if value.strip() not in choices:
+            raise ConfigError(f"{name}={value!r}: expected {' or '.join(choices)}")
+        return value.strip()
+    return check
+
+
+def check_cache(value: str) -> object:
+    """LAB_CACHE: a folder the lab can make and write (empty: .cache here)."""
+    if not value.strip():
+        return None
+    path = Path(value).expanduser()
+    existing = path
+    while not os.path.lexists(existing):
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ConfigError(f"LAB_CACHE={value!r}: {existing} is not a folder; give a folder "
+                          "the lab may write its toolchains and build logs to")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"LAB_CACHE={value!r}: {existing} is not writable")
+    return path
+
+
+def check_server_path(value: str) -> object:
+    """Colon-separated folders; one that does not exist (yet) adds nothing, as
+    in PATH, but a file there is a mistake."""
+    files = [p for p in value.split(":") if p and os.path.exists(p) and not Path(p).is_dir()]
+    if files:
+        raise ConfigError(f"LAB_SERVER_PATH: {', '.join(files)} is not a folder "
+                          "(colon-separated folders holding server.toml manifests)")
+    return value
+
+
+def check_ada_sources(value: str) -> object:
+    """ADA_SOURCES: a folder (relative: to the repository root) holding at
+    least one archive servers/ada/sources.toml pins, or empty."""
+    root = Path(__file__).resolve().parents[2]
+    folder = root / value.strip()
+    if value.strip() and not folder.is_dir():
+        raise ConfigError(f"ADA_SOURCES={value!r}: no such folder (relative paths are "
+                          "relative to the repository root)")
+    if value.strip():
+        import tomllib
+        with (root / "servers" / "ada" / "sources.toml").open("rb") as f:
+            pinned = [str(t["archive"]) for t in tomllib.load(f).values()
+                      if isinstance(t, dict) and "archive" in t]
+        if pinned and not any((folder / a).is_file() for a in pinned):
+            raise ConfigError(f"ADA_SOURCES={value!r}: holds none of the archives "
+                              f"servers/ada/sources.toml pins ({', '.join(pinned)}); give the "
+                              "folder that holds them, or leave ADA_SOURCES empty to download "
+                              "them once into LAB_CACHE")
+    return value.strip()
+
+
+def check_url(name: str) -> Callable[[str], object]:
+    def check(value: str) -> object:
+        if not re.fullmatch(r"https?://[^\s]+", value.strip()):
+            raise ConfigError(f"{name}={value!r}: expected an http:// or https:// URL")
+        return value.strip()
+    return check
+
+
+def check_flag(name: str) -> Callable[[str], object]:
+    return lambda value: flag(name, value)
+
+
+def check_prefix(name: str, longest: int) -> Callable[[str], object]:
+    def check(value: str) -> object:
+        if value.strip() and not re.fullmatch(rf"[a-z][a-z0-9]{{0,{longest - 1}}}", value.strip()):
+            raise ConfigError(f"{name}={value!r}: expected 1 to {longest} lower-case letters "
+                              "or digits, starting with a letter")
+        return value.strip()
+    return check
+
+
+GATE_METRICS = ("rate", "p99", "cpu", "rss", "instructions")   # lab.present.compare's gate
+
+
+def check_gate(value: str) -> object:
+    """GATE: one or more of GATE_METRICS, space-separated."""
+    words = value.split()
+    wrong = [w for w in words if w not in GATE_METRICS]
+    if not words or wrong:
+        raise ConfigError(f"GATE={value!r}: expected one or more of {' '.join(GATE_METRICS)}"
+                          + (f" ({' '.join(wrong)} is not one)" if wrong else ""))
+    return tuple(dict.fromkeys(words))
+
+
+def check_min_effect(value: str) -> object:
+    """MIN_EFFECT: a percentage from 0 to 100, '5%' or '5'."""
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*%?\s*", value)
+    if m is None or not 0 <= float(m.group(1)) <= 100:
+        raise ConfigError(f"MIN_EFFECT={value!r}: expected a percentage from 0 to 100, "
+                          "e.g. 5%")
+    return float(m.group(1))
+
+
+CLOSED_LOOP = "closed-loop clients"      # shown with their names (shown(), loop())
+OPEN_LOOP = "open-loop clients"
+
+
+def loop(axis: str, axes: Mapping[str, str]) -> str:
+    """'closed-loop clients (CLIENT=siege, wrk)': the clients that vary `axis`."""
+    names = ", ".join(sorted(c for c, a in axes.items() if a == axis))
+    return f"{CLOSED_LOOP if axis == 'concurrency' else OPEN_LOOP} (CLIENT={names})"
+SSH = "SERVER_HOST (ssh)"
+
+REGISTRY: tuple[Setting, ...] = (
+    _s("SERVER", "aws", "server names",
+       "server names (NAME@N: that server with N workers), or 'all' (see `make list`)"),
+    _s("CONCURRENCY", " ".join(map(str, PUBLISHED_LEVELS)), "whole numbers",
+       "concurrency levels swept", CLOSED_LOOP),
+    _s("RATE", "1000 2000 5000 10000 20000", "whole numbers",
+       "offered rates swept, req/s", OPEN_LOOP),
+    _s("DURATION", "10s", "duration", "time per level (10s, 1m)"),
+    _s("REPEAT", "1", "1..100",
+       "repetitions: each a fresh server start with its own warm-up; servers interleaved"),
+    _s("WARMUP", "auto", "auto or duration",
+       "auto: load at the top level until 3 slices of 2s agree within 5% (and a JVM's JIT "
+       "is quiet); or a fixed time (30s); 0 = none"),
+    _s("WARMUP_MAX", "60s", "duration",
+       "cap of WARMUP=auto; hitting it flags the server not-steady", "WARMUP=auto"),
+    _s("KEEPALIVE", "0", "0 or 1",
+       "0: a new connection per request (as published); 1: keep-alive"),
+    _s("CLIENT", "siege", "client name",
+       "load client: siege, wrk (closed loop) or vegeta (fixed rate)"),
+    _s("CLIENT_THREADS", "", "1..1024",
+       "client threads where the client has them (empty: one per client CPU)",
+       "CLIENT=wrk, vegeta"),
+    _s("CLIENT_GRACE", "45s", "duration",
+       "time a client may run past DURATION before it counts as hung (stopped, retried once)"),
+    _s("AXIS", "", "axis",
+       "what is swept: concurrency or rate (the client's own, by default), or a server knob: "
+       "workers, backlog (one server start per value)"),
+    _s("VALUES", "", "whole numbers",
+       "the knob's values when AXIS is a knob, e.g. '1 2 4 8 16 32'", "AXIS=workers, backlog"),
+    _s("VERDICT_AT", "", "whole numbers",
+       "levels the verdict table compares servers at (empty: each server's peak level and "
+       "the highest level)"),
+    _s("WORKERS", "", "1..10000",
+       "server worker threads/tasks for every server alike (empty: each library's own "
+       "default, as shipped; NAME@N sets one server)", "servers with a worker setting"),
+    _s("BACKLOG", "512", "1..65535",
+       "accept backlog every server is given (the published AWS setup)"),
+    _s("BIND", "127.0.0.1", "IP address",
+       "address every server listens on, one of this host's (a topology other than local "
+       "sets it to the server host's address on the lab's link)", "TOPOLOGY=local"),
+    _s("PORT", "8080", "1024..65535", "port the server listens on"),
+    _s("SERVER_CPUS", "", "CPU list",
+       "CPUs for the server (empty: first half of this machine's)"),
+    _s("CLIENT_CPUS", "", "CPU list", "CPUs for the client (empty: the other half)"),
+    _s("PROBE", "1", "0 or 1",
+       "1: run the robustness probe on a separate start of each server first; 0: skip it"),
+    _s("FORCE", "0", "0 or 1",
+       "1: load a server even when the probe left it unanswering (make compare: compare "
+       "runs made under different conditions)"),
+    _s("JAVA_OPTS", "", "JVM options",
+       "JVM options for Java servers (empty: JVM defaults, as published)", "Java servers"),
+    _s("RESULTS", "results", "folder", "where run folders are made"),
+    _s("TOPOLOGY", "local", "local or netns",
+       "where server and client run: local (one host, loopback) or netns (two emulated hosts: "
+       "a network namespace each, joined by a veth pair; root); SERVER_HOST makes it ssh"),
+    _s("LINK", "", "tc rate",
+       "shape the link with tc to this rate, e.g. 1gbit (the published Gigabit Ethernet); "
+       "empty: unshaped", "TOPOLOGY=netns"),
+    _s("LINK_DELAY", "", "tc delay",
+       "one-way delay added by tc netem, e.g. 0.1ms", "TOPOLOGY=netns with LINK"),
+    _s("SERVER_HOST", "", "user@host",
+       "run the server there over OpenSSH (your ssh config and keys); empty: this host"),
+    _s("CLIENT_HOST", "", "user@host list",
+       "user@host of each client host, space-separated; several drive the server together "
+       "(empty: the client runs here)", SSH),
+    _s("SSH_CONFIG", "", "file",
+       "an ssh config file for every ssh the lab runs (ssh -F); empty: ssh's own "
+       "(~/.ssh/config)", SSH),
+    _s("REMOTE_DIR", "", "folder",
+       "the folder on each remote host the lab copies what it runs into (relative: to the "
+       "remote home; empty: ~/.cache/polyglot-lab/<this checkout>)", SSH),
+    _s("RUNTIME", "process", "process or docker",
+       "how the server runs: process (directly) or docker (its compose.yaml service, built "
+       "from the server's Dockerfile)"),
+    _s("MEM_LIMIT", "", "size",
+       "the container's memory limit, e.g. 512m (empty: none)", "RUNTIME=docker"),
+    # where the lab keeps and finds things: checked by `lab check`, not recorded in a run
+    _s("LAB_CACHE", "", "folder",
+       "toolchains, client builds and build logs (empty: .cache in the checkout)",
+       scope="lab", check=check_cache),
+    _s("LAB_SERVER_PATH", "", "folders",
+       "more folders with server.toml manifests, colon-separated (test doubles, your own "
+       "servers)", scope="lab", check=check_server_path),
+    _s("ADA_TOOLCHAIN", "auto", "native, rootfs or auto",
+       "how the Ada servers are built: native (this host's gprbuild), rootfs (a Debian 11 "
+       "root in LAB_CACHE) or auto", "Ada servers", scope="lab",
+       check=check_choice("ADA_TOOLCHAIN", ("native", "rootfs", "auto"))),
+    _s("ADA_SOURCES", "", "folder",
+       "folder holding the pinned archives of servers/ada/sources.toml (relative: to the "
+       "repository root); empty: download them once into LAB_CACHE", "asf, ews, "
+       "simple-components", scope="lab", check=check_ada_sources),
+    _s("DEBIAN_MIRROR", "http://deb.debian.org/debian", "URL",
+       "the Debian mirror debootstrap uses for RUNTIME=docker's base images", "RUNTIME=docker",
+       scope="lab", check=check_url("DEBIAN_MIRROR")),
+    _s("DEBIAN_SECURITY_MIRROR", "http://deb.debian.org/debian-security", "URL",
+       "the Debian security mirror of those images", "RUNTIME=docker", scope="lab",
+       check=check_url("DEBIAN_SECURITY_MIRROR")),
+    _s("LAB_NETNS_PREFIX", "lab", "1-5 letters/digits",
+       "first part of the network namespaces' names (tests use their own)", "TOPOLOGY=netns",
+       scope="lab", check=check_prefix("LAB_NETNS_PREFIX", 5)),
+    _s("LAB_DOCKER_PREFIX", "lab", "letters/digits",
+       "first part of the compose projects' names (tests use their own)", "RUNTIME=docker",
+       scope="lab"),
+    # make cost, make profile (lab/studies/cost.py, lab/studies/profile.py)
+    _s("COST_LEVELS", "1 8", "whole numbers",
+       "the concurrencies at which instructions per request are counted (cachegrind, "
+       "h2load keep-alive)", "make cost", scope="cost"),
+    _s("COST_REQUESTS", "2000 6000", "two whole numbers",
+       "two exact request counts, one start each; (Ir at the larger - Ir at the smaller) / "
+       "their difference = instructions per request", "make cost", scope="cost"),
+    _s("HEADERS", "0", "0..10000",
+       "extra request headers (X-Lab-Pad-N, 32 bytes each) on every request, to see what "
+       "header handling costs", "make cost, make profile", scope="cost"),
+    _s("PROFILE_AT", "", "one of RUN's levels",
+       "the level of RUN at which each server is profiled (perf or async-profiler, a "
+       "separate start, for DURATION)", "make profile", scope="profile"),
+    # make compare (lab/present/compare.py's gate; lab/analyse/floors.py: make noise)
+    _s("GATE", "rate p99", "metric names",
+       "what make compare gates on, space-separated: rate (req/s), p99 (at a fixed offered "
+       "rate), cpu (server CPU per request), rss (RSS at the end), instructions (per request, "
+       "make cost runs)", "make compare", scope="compare", check=check_gate),
+    _s("MIN_EFFECT", "5%", "percent",
+       "the smallest worsening make compare calls a regression (a larger A/A floor of `make "
+       "noise` wins)", "make compare", scope="compare", check=check_min_effect),
+    # make calibrate
+    _s("CLIENTS", "", "client names",
+       "the clients to calibrate, space-separated (empty: every installed one)",
+       "make calibrate", scope="calibrate"),
+    # make reproduce
+    _s("STUDY", "", "study id",
+       "a study id of docs/claims.toml (ada-vs-java, java-containers)", "make reproduce",
+       scope="reproduce"),
+    _s("QUICK", "0", "0 or 1",
+       "1: a smoke version (3 levels, 1s, 1 rep; verdicts mean nothing)", "make reproduce",
+       scope="reproduce", check=check_flag("QUICK")),
+)
+SETTINGS: dict[str, Setting] = {s.name: s for s in REGISTRY}
+# Variables the lab sets for its own processes and reads back: not settings.
+PLUMBING: dict[str, str] = {
+    "LAB_RUN": "the run id, in every server's and client's environment (leftovers are found by it)",
+    "LAB_KEEPER": "the step's token, in what it starts (lab/host/keeper.py kills what carries it)",
+    "LAB_ROOT": "the checkout, for a server's commands",
+    "LAB_SCRATCH": "a start's private folder, removed when it stops",
+    "LAB_GIVEN": "make rerun: the settings given on make's command line",
+    "LAB_RERUN": "make rerun: the run a new run repeats",
+}
+# Other tools' variables the lab reads as they are.
+FOREIGN = ("MAKEFLAGS", "DOCKER_HOST", "HOME", "PATH", "SSH_AUTH_SOCK", "USER", "TMPDIR")
+# The Makefile's own variables (RUN=, A=, B= name a run folder, RUNS= several;
+# PYTHON the interpreter).
+MAKE_VARIABLES = ("RUN", "A", "B", "PYTHON", "RUNS")
+
+
+def run_settings() -> list[str]:
+    """The settings a run records (its manifest, its reproduce line)."""
+    return [s.name for s in REGISTRY if s.scope == "run"]
+
+
+def default(name: str) -> str:
+    return SETTINGS[name].default
+
+
+TOPOLOGIES = ("local", "netns", "ssh")
+RUNTIMES = ("process", "docker")
+
+
+class ConfigError(ValueError):
+    """Bad input: the message says which setting and why."""
+
+
+@dataclass(frozen=True)
+class Params:
+    servers: tuple[str, ...]
+    client: str
+    axis: str                       # concurrency, rate, or a knob (KNOBS)
+    load_axis: str                  # what the client varies: concurrency or rate
+    values: tuple[int, ...]         # the swept values, ascending
+    levels: tuple[int, ...]         # CONCURRENCY
+    rates: tuple[int, ...]          # RATE
+    duration_s: int
+    repeat: int
+    warmup_auto: bool
+    warmup_s: int                   # fixed warm-up (when not auto)
+    warmup_max_s: int
+    keepalive: bool
+    client_threads: int
+    client_grace_s: int
+    workers: int | None
+    backlog: int
+    bind: str
+    port: int
+    server_cpus: tuple[int, ...]
+    client_cpus: tuple[int, ...]
+    verdict_at: tuple[int, ...]
+    probe: bool
+    force: bool
+    java_opts: str
+    results: str
+    topology: str = "local"         # local | netns | ssh (SERVER_HOST given)
+    link: str = ""                  # netns: tc rate (1gbit), empty: unshaped
+    link_delay: str = ""            # netns: tc netem delay (0.1ms)
+    server_host: str = ""           # ssh: user@host
+    client_hosts: tuple[str, ...] = ()   # ssh: user@host each; empty: here
+    ssh_config: str = ""            # ssh: -F file (absolute), empty: ssh's own
+    remote_dir: str = ""            # ssh: folder on the remote hosts, empty: the default
+    runtime: str = "process"        # process | docker
+    mem_limit: str = ""             # docker: memory limit (512m)
+    warnings: tuple[str, ...] = field(default=())
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+    @property
+    def load(self) -> tuple[int, ...]:
+        """The client's levels: concurrencies, or offered rates."""
+        return self.levels if self.load_axis == "concurrency" else self.rates
+
+
+def whole(text: str) -> int | None:
+    """A whole number written in ASCII digits only ('²' and Arabic digits are not)."""
+    t = text.strip()
+    return int(t) if re.fullmatch(r"[0-9]+", t) else None
+
+
+def parse_duration(name: str, text: str, allow_zero: bool = False) -> int:
+    """'10s', '2m' or a bare number of seconds, in ASCII digits."""
+    m = re.fullmatch(r"\s*([0-9]+)\s*([sm]?)\s*", text)
+    if not m:
+        raise ConfigError(f"{name}={text!r}: expected a duration like 10s or 1m")
+    seconds = int(m.group(1)) * (60 if m.group(2) == "m" else 1)
+    if seconds == 0 and not allow_zero:
+        raise ConfigError(f"{name}={text!r}: must be longer than 0s")
+    if seconds > 24 * 3600:
+        raise ConfigError(f"{name}={text!r}: longer than a day")
+    return seconds
+
+
+def parse_list(name: str, text: str, limit: int) -> tuple[int, ...]:
+    """Positive whole numbers separated by spaces or commas, sorted, unique."""
+    words = text.replace(",", " ").split()
+    if not words:
+        raise ConfigError(f"{name} is empty: give values like '1 8 32'")
+    bad = [w for w in words if whole(w) is None or int(w) < 1]
+    if bad:
+        raise ConfigError(f"{name}: {' '.join(bad)} is not a positive whole number")
+    values = sorted({int(w) for w in words})
+    if values[-1] > limit:
+        raise ConfigError(f"{name}: {values[-1]} is above the lab's limit of {limit}")
+    return tuple(values)
+
+
+def parse_levels(text: str) -> tuple[int, ...]:
+    return parse_list("CONCURRENCY", text, 1000)
+
+
+def parse_cpus(name: str, text: str, available: set[int] | None) -> tuple[int, ...]:
+    """A CPU list like '0', '0-1' or '0,2-3', checked against this machine's
+    CPUs (`available`; None: another host's, checked there)."""
+    cpus: set[int] = set()
+    for part in text.replace(" ", "").split(","):
+        m = re.fullmatch(r"([0-9]+)(?:-([0-9]+))?", part)
+        if not m:
+            raise ConfigError(f"{name}={text!r}: expected a CPU list like 0 or 0-1 or 0,2")
+        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        if hi < lo:
+            raise ConfigError(f"{name}={text!r}: range {part} runs backwards")
+        if hi >= 4096:
+            raise ConfigError(f"{name}: CPU {hi} is beyond any machine's")
+        cpus.update(range(lo, hi + 1))
+    missing = sorted(cpus - available) if available is not None else []
+    if missing and available is not None:
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        raise ConfigError(f"{name}={shown!r}: CPU {cpu_ranges(missing)} does not exist "
+                          f"here (usable: {format_cpus(available)})")
+    return tuple(sorted(cpus))
+
+
+def format_cpus(cpus: set[int] | tuple[int, ...]) -> str:
+    return ",".join(map(str, sorted(cpus)))
+
+
+def default_split(available: set[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Server on the first half of the CPUs, client on the rest."""
+    cpus = sorted(available)
+    if len(cpus) == 1:
+        return (cpus[0],), (cpus[0],)
+    half = len(cpus) // 2
+    return tuple(cpus[:half]), tuple(cpus[half:])
+
+
+def positive_int(name: str, text: str, lo: int = 1, hi: int = 1_000_000) -> int:
+    n = whole(text)
+    if n is None or not lo <= n <= hi:
+        raise ConfigError(f"{name}={text!r}: expected a whole number from {lo} to {hi}")
+    return n
+
+
+def flag(name: str, text: str) -> bool:
+    value = text.strip()
+    if value not in ("0", "1"):
+        raise ConfigError(f"{name}={text!r}: expected 0 or 1")
+    return value == "1"
+
+
+def parse_bind(text: str) -> tuple[str, list[str]]:
+    value = text.strip()
+    try:
+        addr = ipaddress.ip_address(value)
+    except ValueError:
+        raise ConfigError(f"BIND={text!r}: expected an IP address such as 127.0.0.1 "
+                          "or ::1") from None
+    notes = []
+    if addr.is_unspecified:
+        notes.append(f"BIND={value} makes every server listen on every interface of this "
+                     "host, as you asked; the lab's default is 127.0.0.1.")
+    return str(addr), notes
+
+
+RATE_TEXT = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:bit|kbit|mbit|gbit|tbit|bps|kbps|mbps|gbps)")
+DELAY_TEXT = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:us|ms|s)")
+MEMORY_TEXT = re.compile(r"[0-9]+[kmg]?")
+HOST_TEXT = re.compile(r"(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9._:-]+|(?:[A-Za-z0-9._-]+@)?\[[0-9A-Fa-f:.]+\]")
+
+
+@dataclass(frozen=True)
+class Where:
+    topology: str
+    link: str
+    link_delay: str
+    server_host: str
+    client_hosts: tuple[str, ...]
+    runtime: str
+    mem_limit: str
+    ssh_config: str = ""
+    remote_dir: str = ""
+
+
+def parse_where(get: Callable[[str], str],
+                topologies: Collection[str] = ("local", "netns")) -> Where:
+    """TOPOLOGY, LINK, LINK_DELAY, SERVER_HOST, CLIENT_HOST, RUNTIME, MEM_LIMIT, checked together."""
+    topology = get("TOPOLOGY").strip()
+    server_host = get("SERVER_HOST").strip()
+    client_hosts = tuple(get("CLIENT_HOST").split())
+    runtime = get("RUNTIME").strip()
+    link, delay, mem = get("LINK").strip(), get("LINK_DELAY").strip(), get("MEM_LIMIT").strip()
+    ssh_config, remote_dir = get("SSH_CONFIG").strip(), get("REMOTE_DIR").strip()
+    if topology not in topologies:
+        raise ConfigError(f"TOPOLOGY={topology!r}: expected {' or '.join(topologies)} "
+                          "(for real hosts give SERVER_HOST=user@host)")
+    for name, host in [("SERVER_HOST", server_host)] * bool(server_host) + \
+            [("CLIENT_HOST", h) for h in client_hosts]:
+        if not HOST_TEXT.fullmatch(host) or host.startswith("-"):
+            raise ConfigError(f"{name}={host!r}: expected user@host or host (an ssh destination)")
+    if len(set(client_hosts)) != len(client_hosts):
+        raise ConfigError(f"CLIENT_HOST lists a host twice: {' '.join(client_hosts)}")
+    if client_hosts and not server_host:
+        raise ConfigError("CLIENT_HOST needs SERVER_HOST: client hosts drive a server host")
+    if server_host:
+        if topology == "netns":
+            raise ConfigError("TOPOLOGY=netns and SERVER_HOST both say where the server runs: "
+                              "give one")
+        topology = "ssh"
+    if (ssh_config or remote_dir) and not server_host:
+        raise ConfigError(f"{'SSH_CONFIG' if ssh_config else 'REMOTE_DIR'} is for real hosts "
+                          "over ssh: add SERVER_HOST=user@host or drop it")
+    if ssh_config:
+        config = os.path.abspath(os.path.expanduser(ssh_config))
+        if not os.path.isfile(config) or not os.access(config, os.R_OK):
+            raise ConfigError(f"SSH_CONFIG={ssh_config!r}: no readable file there "
+                              "(give the path of an ssh config file, or leave it empty)")
+        ssh_config = config
+    if remote_dir and (not re.fullmatch(r"[A-Za-z0-9._/~+-]+", remote_dir)
+                       or ".." in remote_dir.split("/") or remote_dir.strip("/~") == ""):
+        raise ConfigError(f"REMOTE_DIR={remote_dir!r}: expected a folder path of letters, "
+                          "digits and ._-+/ (relative paths are under the remote home), "
+                          "not the home or / itself")
+    if (link or delay) and topology != "netns":
+        raise ConfigError("LINK and LINK_DELAY shape the emulated link of TOPOLOGY=netns: "
+                          "add TOPOLOGY=netns or drop them")
+    if link and not RATE_TEXT.fullmatch(link):
+        raise ConfigError(f"LINK={link!r}: expected a tc rate such as 1gbit or 100mbit")
+    if delay and not DELAY_TEXT.fullmatch(delay):
+        raise ConfigError(f"LINK_DELAY={delay!r}: expected a delay such as 0.1ms or 50us")
+    if delay and not link:
+        raise ConfigError("LINK_DELAY needs LINK (the rate of the shaped link), e.g. LINK=1gbit")
+    if runtime not in RUNTIMES:
+        raise ConfigError(f"RUNTIME={runtime!r}: expected {' or '.join(RUNTIMES)}")
+    if runtime == "docker" and topology != "local":
+        raise ConfigError(f"RUNTIME=docker runs on this host's Docker engine (or DOCKER_HOST's); "
+                          f"it does not combine with TOPOLOGY={topology}")
+    if mem and runtime != "docker":
+        raise ConfigError("MEM_LIMIT is a container's memory limit: add RUNTIME=docker or drop it")
+    if mem and not MEMORY_TEXT.fullmatch(mem.lower()):
+        raise ConfigError(f"MEM_LIMIT={mem!r}: expected a size such as 512m or 2g")
+    return Where(topology=topology, link=link, link_delay=delay, server_host=server_host,
+                 client_hosts=client_hosts, runtime=runtime, mem_limit=mem.lower(),
+                 ssh_config=ssh_config, remote_dir=remote_dir)
+
+
+@dataclass(frozen=True)
+class Traits:
+    """What the settings' checks need to know of a server (from its manifest)."""
+    language: str = ""
+    has_workers: bool = True        # False: it has no worker setting (WORKERS has no effect)
+
+
+def normalise_server(word: str) -> str:
+    """NAME@N with N written plainly: aws@016 is aws@16; bad counts are ConfigError.
+    NAME#K (K 2-9): the same server again, a separate entry (make noise's A/A)."""
+    plain, hash_, entry = word.rpartition("#")
+    if hash_:
+        if not re.fullmatch(r"[2-9]", entry):
+            raise ConfigError(f"SERVER: {word}: after # comes an entry number from 2 to 9 "
+                              "(the same server again, e.g. aws#2)")
+        return f"{normalise_server(plain)}#{entry}"
+    name, at, count = word.partition("@")
+    if not at:
+        return word
+    if not (re.fullmatch(r"[0-9]+", count) and 1 <= int(count) <= 10_000):
+        raise ConfigError(f"SERVER: {word}: after @ comes a worker count from 1 to 10000 "
+                          "(e.g. aws@16)")
+    return f"{name}@{int(count)}"
+
+
+def check_servers(text: str, known: list[str]) -> tuple[str, ...]:
+    names = text.split()
+    if not names:
+        raise ConfigError(f"SERVER is empty: choose from {', '.join(known)} or 'all'")
+    if names == ["all"]:
+        names = list(known)
+    names = [normalise_server(n) for n in names]
+    unknown = [n for n in names if n.partition("@")[0].partition("#")[0] not in known]
+    if unknown:
+        raise ConfigError(f"unknown server {', '.join(unknown)}; known: {', '.join(known)}")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ConfigError(f"SERVER lists a server twice: {' '.join(twice)} "
+                          f"(as given: {text.strip()})")
+    return tuple(names)
+
+
+def check_client(text: str, axes: Mapping[str, str]) -> tuple[str, str]:
+    client = text.strip()
+    if client not in axes:
+        raise ConfigError(f"CLIENT={client!r}: known clients are {', '.join(axes)}")
+    return client, axes[client]
+
+
+@dataclass(frozen=True)
+class Sweep:
+    axis: str
+    values: tuple[int, ...]
+    levels: tuple[int, ...]
+    rates: tuple[int, ...]
+
+
+def check_sweep(get: Callable[[str], str], given: Callable[[str], bool], client: str,
+                client_axis: str, servers: tuple[str, ...],
+                traits: Mapping[str, Traits]) -> Sweep:
+    """AXIS, VALUES, CONCURRENCY, RATE: what is swept, at which load."""
+    axis = get("AXIS").strip() or client_axis
+    if axis not in LOAD_AXES + KNOBS:
+        raise ConfigError(f"AXIS={axis!r}: expected one of {', '.join(LOAD_AXES + KNOBS)}")
+    if axis in LOAD_AXES and axis != client_axis:
+        raise ConfigError(f"AXIS={axis}: {client} varies {client_axis}, not {axis} "
+                          f"(use {'RATE with CLIENT=vegeta' if axis == 'rate' else 'CLIENT=wrk or siege'})")
+    levels = parse_levels(get("CONCURRENCY")) if client_axis == "concurrency" else ()
+    rates = parse_list("RATE", get("RATE"), 10_000_000) if client_axis == "rate" else ()
+    if axis not in KNOBS:
+        if get("VALUES").strip():
+            raise ConfigError(f"VALUES is for a knob axis (AXIS=workers or backlog); "
+                              f"the {axis} levels come from "
+                              f"{'CONCURRENCY' if axis == 'concurrency' else 'RATE'}")
+        return Sweep(axis, levels or rates, levels, rates)
+    if not get("VALUES").strip():
+        raise ConfigError(f"AXIS={axis} needs VALUES, e.g. VALUES='1 2 4 8 16 32'")
+    values = parse_list("VALUES", get("VALUES"), 100_000)
+    load = levels or rates
+    if len(load) != 1:
+        what = "CONCURRENCY" if levels else "RATE"
+        raise ConfigError(f"AXIS={axis} sweeps {axis} at one load: give one {what} level "
+                          f"(got {len(load)}), e.g. {what}=32")
+    if axis == "workers":
+        if any("@" in n for n in servers):
+            raise ConfigError("AXIS=workers sets every server's workers from VALUES; "
+                              "drop the @N from SERVER")
+        fixed = [n for n in servers if not traits.get(n.partition("#")[0], Traits()).has_workers]
+        if fixed:
+            raise ConfigError(f"AXIS=workers: {', '.join(fixed)} "
+                              f"{'has' if len(fixed) == 1 else 'have'} no worker setting "
+                              "(its manifest says WORKERS has no effect): sweeping it would "
+                              "measure one server under several names; drop it from SERVER")
+    if given(axis.upper()):
+        raise ConfigError(f"AXIS={axis} sets {axis.upper()} itself from VALUES; "
+                          f"unset {axis.upper()}")
+    return Sweep(axis, values, levels, rates)
+
+
+@dataclass(frozen=True)
+class Warmup:
+    auto: bool
+    seconds: int
+    max_s: int
+
+
+def check_warmup(get: Callable[[str], str]) -> Warmup:
+    text = get("WARMUP").strip()
+    auto = text == "auto"
+    seconds = 0 if auto else parse_duration("WARMUP", text, allow_zero=True)
+    max_s = parse_duration("WARMUP_MAX", get("WARMUP_MAX"))
+    if auto and max_s < WARMUP_SLICE_S:
+        raise ConfigError(f"WARMUP_MAX={get('WARMUP_MAX')!r}: WARMUP=auto loads in slices of "
+                          f"{WARMUP_SLICE_S}s; give it at least that")
+    return Warmup(auto, seconds, max_s)
+
+
+def check_cpus(get: Callable[[str], str], topology: str, available: set[int]
+               ) -> tuple[tuple[int, ...], tuple[int, ...], list[str]]:
+    """SERVER_CPUS and CLIENT_CPUS (over ssh another host's: `lab check` asks it)."""
+    server_default, client_default = default_split(available)
+    checked = None if topology == "ssh" else available
+    stext, ctext = get("SERVER_CPUS").strip(), get("CLIENT_CPUS").strip()
+    server = parse_cpus("SERVER_CPUS", stext, checked) if stext else server_default
+    client = parse_cpus("CLIENT_CPUS", ctext, checked) if ctext else client_default
+    shared = set(server) & set(client)
+    warnings = [f"server and client share CPU {cpu_ranges(shared)}: they compete, "
+                "and the client's share of it is not the server's. "
+                "Give them disjoint SERVER_CPUS and CLIENT_CPUS if you can."] if shared else []
+    return server, client, warnings
+
+
+def check_verdict_at(text: str, values: tuple[int, ...]) -> tuple[int, ...]:
+    verdict_at = parse_list("VERDICT_AT", text, 10_000_000) if text.strip() else ()
+    missing = sorted(set(verdict_at) - set(values))
+    if missing:
+        raise ConfigError(f"VERDICT_AT: {' '.join(map(str, missing))} is not a swept value "
+                          f"({' '.join(map(str, values))})")
+    return verdict_at
+
+
+def inapplicable(given: Callable[[str], bool], client: str, axes: Mapping[str, str],
+                 where: Where, servers: tuple[str, ...], traits: Mapping[str, Traits]
+                 ) -> tuple[list[str], list[str]]:
+    """Settings given (non-empty) that this run would not use: (refused, warned).
+
+    Refused: a setting of another client, topology or runtime, which would be
+    ignored while the run looks as if it used it (and its reproduce line
+    would repeat it). Warned: a server setting that some of the chosen
+    servers do not have, since the others use it."""
+    refused, warned = [], []
+    client_axis = axes[client]
+    if given("RATE") and client_axis != "rate":
+        refused.append(f"RATE is the offered rate of {loop('rate', axes)}; {client} is "
+                       "closed-loop and sets its load with CONCURRENCY: drop RATE")
+    if given("CONCURRENCY") and client_axis != "concurrency":
+        refused.append(f"CONCURRENCY is the load of {loop('concurrency', axes)}; {client} is "
+                       "open-loop and sets its load with RATE: drop CONCURRENCY")
+    if given("CLIENT_THREADS") and client == "siege":
+        refused.append("CLIENT_THREADS: siege has no threads setting (one process, a thread "
+                       "per user): drop it")
+    base = {n: traits.get(n.partition("@")[0].partition("#")[0], Traits()) for n in servers}
+    if given("JAVA_OPTS") and traits and not any(t.language == "Java" for t in base.values()):
+        refused.append(f"JAVA_OPTS is for Java servers; none of {' '.join(servers)} is one: "
+                       "drop it")
+    if given("ADA_TOOLCHAIN") and traits and not any(t.language == "Ada"
+                                                        for t in base.values()):
+        warned.append(f"ADA_TOOLCHAIN builds the Ada servers; none of {' '.join(servers)} is "
+                      "one, so it has no effect")
+    if given("WORKERS") and traits:
+        fixed = [n for n, t in base.items() if not t.has_workers]
+        if fixed and len(fixed) == len(base):
+            refused.append(f"WORKERS: {' '.join(fixed)} has no worker setting (its manifest "
+                           "says WORKERS has no effect): drop it")
+        elif fixed:
+            warned.append(f"WORKERS has no effect on {', '.join(fixed)} (no worker setting); "
+                          "the other servers use it")
+    with_at = [n for n in servers if "@" in n and traits
+               and not base[n].has_workers]
+    if with_at:
+        warned.append(f"SERVER: {', '.join(with_at)}: this server has no worker setting; "
+                      "@N changes its name only")
+    if given("MEM_LIMIT") and where.runtime != "docker":
+        refused.append("MEM_LIMIT is a container's memory limit: add RUNTIME=docker or drop it")
+    return refused, warned
+
+
+def from_env(env: Mapping[str, str], known_servers: list[str],
+             clients: Mapping[str, str] | Collection[str],
+             available_cpus: set[int] | None = None,
+             traits: Mapping[str, Traits] | None = None,
+             topologies: Collection[str] = ("local", "netns")) -> Params:
+    """The run's Params from the environment, each setting checked by a small
+    function of its own; then the settings given that this run would not use.
+    `clients` maps each client's name to the axis it varies (concurrency or
+    rate); a plain list means closed-loop clients. `traits`: each known
+    server's language and whether it has workers (None: not checked);
+    `topologies`: the names TOPOLOGY accepts (lab.measure.runtimes.selectable())."""
+    def get(name: str) -> str:
+        value = env.get(name)
+        return SETTINGS[name].default if value is None else value
+
+    def given(name: str) -> bool:
+        return bool(env.get(name, "").strip())
+
+    axes = dict(clients) if isinstance(clients, Mapping) else {c: "concurrency" for c in clients}
+    available = available_cpus if available_cpus is not None else os.sched_getaffinity(0)
+    known = traits or {}
+
+    servers = check_servers(get("SERVER"), known_servers)
+    client, client_axis = check_client(get("CLIENT"), axes)
+    where = parse_where(get, topologies)
+    refused, warned = inapplicable(given, client, axes, where, servers, known)
+    if refused:
+        raise ConfigError("; ".join(refused))
+    sweep = check_sweep(get, given, client, client_axis, servers, known)
+    warm = check_warmup(get)
+    workers_text = get("WORKERS").strip()
+    threads_text = get("CLIENT_THREADS").strip()
+    server_cpus, client_cpus, cpu_notes = check_cpus(get, where.topology, available)
+    bind, bind_notes = parse_bind(get("BIND"))
+
+    return Params(
+        servers=servers,
+        client=client,
+        axis=sweep.axis,
+        load_axis=client_axis,
+        values=sweep.values,
+        levels=sweep.levels,
+        rates=sweep.rates,
+        duration_s=parse_duration("DURATION", get("DURATION")),
+        repeat=positive_int("REPEAT", get("REPEAT"), 1, 100),
+        warmup_auto=warm.auto,
+        warmup_s=warm.seconds,
+        warmup_max_s=warm.max_s,
+        keepalive=flag("KEEPALIVE", get("KEEPALIVE")),
+        client_threads=(positive_int("CLIENT_THREADS", threads_text, 1, 1024) if threads_text
+                        else len(client_cpus)),
+        client_grace_s=parse_duration("CLIENT_GRACE", get("CLIENT_GRACE")),
+        workers=positive_int("WORKERS", workers_text, 1, 10_000) if workers_text else None,
+        backlog=positive_int("BACKLOG", get("BACKLOG"), 1, 65535),
+        bind=bind,
+        port=positive_int("PORT", get("PORT"), 1024, 65535),
+        server_cpus=server_cpus,
+        client_cpus=client_cpus,
+        verdict_at=check_verdict_at(get("VERDICT_AT"), sweep.values),
+        probe=flag("PROBE", get("PROBE")),
+        force=flag("FORCE", get("FORCE")),
+        java_opts=get("JAVA_OPTS").strip(),
+        results=get("RESULTS").strip() or "results",
+        topology=where.topology,
+        link=where.link,
+        link_delay=where.link_delay,
+        server_host=where.server_host,
+        client_hosts=where.client_hosts,
+        runtime=where.runtime,
+        mem_limit=where.mem_limit,
+        ssh_config=where.ssh_config,
+        remote_dir=where.remote_dir,
+        warnings=tuple(cpu_notes + bind_notes + warned),
+    )
+
+
+def check_lab_settings(env: Mapping[str, str]) -> None:
+    """Every "lab" and "reproduce" setting given, checked alone (`lab check`)."""
+    for setting in REGISTRY:
+        value = env.get(setting.name)
+        if setting.scope != "run" and setting.check is not None and value is not None:
+            setting.check(value)
+
+
+def command_line_variables(makeflags: str) -> list[str]:
+    """The names of the variables given on make's command line: GNU make puts
+    them in MAKEFLAGS after ' -- ', spaces in values escaped with a backslash."""
+    _, sep, tail = makeflags.partition(" -- ")
+    if not sep:
+        _, sep, tail = makeflags.partition("-- ")
+        if not sep or not makeflags.startswith("-- "):
+            return []
+    words = re.split(r"(?<!\\) ", tail)
+    return [w.split("=", 1)[0] for w in words if "=" in w and not w.startswith("=")]
+
+
+def misspelt(names: Collection[str]) -> list[str]:
+    """For each name not a setting but close to one: "X: did you mean Y?"."""
+    known = list(SETTINGS) + list(MAKE_VARIABLES)
+    found = []
+    for name in names:
+        if name in known or name in PLUMBING or name in FOREIGN or not re.fullmatch(r"[A-Z][A-Z0-9_]*", name):
+            continue
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
+        if close:
+            found.append(f"{name} is not a setting of the lab: did you mean {close[0]}?")
+    return found
+
+
+def cpu_ranges(cpus: set[int] | tuple[int, ...] | list[int]) -> str:
+    """'0-3,8,10-11': a CPU list as taskset and the kernel write it."""
+    out: list[str] = []
+    ordered = sorted(set(cpus))
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        out.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        i = j + 1
+    return ",".join(out)
+
+
+@dataclass(frozen=True)
+class Found:
+    """What the lab found besides the registry, for `make help` and
+    docs/settings.md: each client's help line (lab.measure.clients.described()), the
+    axis each client varies, the names TOPOLOGY accepts. Given by the caller:
+    params imports neither the clients nor the topologies."""
+    clients: str
+    axes: Mapping[str, str]
+    topologies: tuple[str, ...]
+
+
+def shown(st: Setting, found: Found | None) -> Setting:
+    """A setting as `make help` and docs/settings.md show it: CLIENT's choices
+    are the clients found, CONCURRENCY's and RATE's clients those of their
+    loop, TOPOLOGY's the topologies found: adding one adds it here."""
+    if found is None:
+        return st
+    if st.name == "CLIENT":
+        return replace(st, meaning=f"load client, one of: {found.clients}")
+    if st.name in ("CONCURRENCY", "RATE"):
+        return replace(st, applies=loop(st.name.lower(), found.axes))
+    if st.name == "TOPOLOGY":
+        return replace(st, kind=" or ".join(found.topologies))
+    return st
+
+
+def help_text(found: Found | None = None) -> str:
+    """The settings part of `make help`."""
+    width = max(len(st.name) for st in REGISTRY)
+    lines = []
+    for scope, title in (("run", "Settings of a run (make VAR=value or environment):"),
+                         ("lab", "Where the lab keeps and finds things:"),
+                         ("calibrate", "make calibrate:"), ("reproduce", "make reproduce:"),
+                         ("compare", "make compare:"),
+                         ("cost", "make cost (HEADERS: make profile too):"),
+                         ("profile", "make profile:")):
+        lines += ["", title]
+        for st in (shown(x, found) for x in REGISTRY):
+            if st.scope == scope:
+                where = "" if st.applies == "every run" else f"for {st.applies}; "
+                lines.append(f"  {st.name:<{width}} {st.meaning} [{where}default: "
+                             f"{st.default or '-'}]")
+    return "\n".join(lines[1:])
+
+
+def markdown_table(found: Found | None = None) -> str:
+    """docs/settings.md's table, between its marker comments."""
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|")
+    rows = ["| Setting | Default | Type | Applies to | Meaning |", "|---|---|---|---|---|"]
+    for st in (shown(x, found) for x in REGISTRY):
+        rows.append(f"| `{st.name}` | {('`' + cell(st.default) + '`') if st.default else '-'} "
+                    f"| {cell(st.kind)} | {cell(st.applies)} | {cell(st.meaning)} |")
+    return "\n".join(rows)

@@ -1,0 +1,327 @@
+"""Servers, discovered from their `server.toml` manifests.
+
+A server is one folder under servers/ with its code and a manifest; the lab
+knows nothing else about it (see servers/README.md for the format). A
+manifest may also declare variants, `[variants.<v>]`: each is a server of its
+own, named `<server>.<v>`, that inherits the manifest and overrides a few keys.
+"""
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+MANIFEST = "server.toml"
+SKIP_DIRS = {"target", "obj", "bin", "__pycache__", ".cache"}
+ROLES = ("server", "ceiling")
+# What a [variants.<v>] table may set; everything else is inherited.
+VARIANT_KEYS = {"summary", "framework", "version", "env", "run", "build", "workers"}
+VARIANT_TABLE_KEYS = {"run": {"command", "dir", "ready_timeout"},
+                      "build": {"command", "dir", "artifact", "inputs"},
+                      "workers": {"default", "meaning", "fixed", "beyond"}}
+# The lab sets these for every start; a manifest's env must not shadow them.
+LAB_VARIABLES = {"PORT", "WORKERS", "BIND", "BACKLOG", "LAB_ROOT", "LAB_CACHE", "LAB_SCRATCH"}
+
+
+class ManifestError(ValueError):
+    """A manifest that does not follow servers/README.md."""
+
+
+@dataclass(frozen=True)
+class Command:
+    argv: tuple[str, ...]
+    dir: Path
+
+
+@dataclass(frozen=True)
+class Server:
+    name: str
+    folder: Path
+    language: str
+    framework: str
+    version: str
+    role: str
+    summary: str
+    workers_default: int | None        # None: as shipped (the lab passes no WORKERS)
+    workers_meaning: str
+    run: Command
+    ready_timeout: float
+    requires: dict[str, str] = field(default_factory=dict)
+    setup: Command | None = None
+    build: Command | None = None
+    artifact: str | None = None
+    inputs: tuple[str, ...] = ()
+    facts: Command | None = None
+    workers_fixed: int | None = None     # NAME@N in SERVER: this start's workers, whatever WORKERS says
+    has_workers: bool = True             # False: [workers] fixed = true, WORKERS has no effect
+    env: dict[str, str] = field(default_factory=dict)   # extra variables for run/build/facts
+    base: str | None = None              # a variant: the server it derives from ...
+    variant: str | None = None           # ... and its own part of the name (base.variant)
+    workers_beyond: str = ""             # [workers] beyond: what it does with connections
+                                         # past its workers (the failures warning says it)
+    alias_of: str | None = None          # NAME#K in SERVER: the same server and build, a second
+                                         # entry of one run (make noise's A/A)
+
+    def workers(self, asked: int | None) -> int | None:
+        """The worker count a start is given: NAME@N, else WORKERS, else the
+        manifest's default; None: none, the library's own default (as shipped)."""
+        return self.workers_fixed or asked or self.workers_default
+
+    def describe(self) -> dict[str, object]:
+        return {"name": self.name, "folder": str(self.folder), "language": self.language,
+                "framework": self.framework, "version": self.version, "role": self.role,
+                "summary": self.summary, "workers_default": self.workers_default,
+                "workers_meaning": self.workers_meaning, "run": list(self.run.argv),
+                "env": dict(self.env),
+                "variant": (None if self.variant is None
+                            else {"base": self.base, "name": self.variant}),
+                **({"workers_beyond": self.workers_beyond} if self.workers_beyond else {}),
+                **({"alias_of": self.alias_of} if self.alias_of else {})}
+
+
+def _table(data: dict[str, object], key: str, path: Path, required: bool) -> dict[str, object]:
+    value = data.get(key)
+    if value is None:
+        if required:
+            raise ManifestError(f"{path}: missing [{key}] table")
+        return {}
+    if not isinstance(value, dict):
+        raise ManifestError(f"{path}: [{key}] must be a table")
+    return value
+
+
+def _str(data: dict[str, object], key: str, path: Path, default: str | None = None) -> str:
+    value = data.get(key, default)
+    if not isinstance(value, str) or not value:
+        raise ManifestError(f"{path}: '{key}' must be a non-empty string")
+    return value
+
+
+def _command(table: dict[str, object], folder: Path, path: Path, what: str) -> Command:
+    argv = table.get("command")
+    if not isinstance(argv, list) or not argv or not all(isinstance(a, str) and a for a in argv):
+        raise ManifestError(f"{path}: [{what}] command must be a non-empty list of strings")
+    rel = table.get("dir", ".")
+    if not isinstance(rel, str):
+        raise ManifestError(f"{path}: [{what}] dir must be a string")
+    return Command(tuple(argv), (folder / rel).resolve())
+
+
+def _env(data: dict[str, object], path: Path, where: str) -> dict[str, str]:
+    """An `env` table: variable names to string values, none of the lab's own."""
+    table = _table(data, "env", path, required=False)
+    for k, v in table.items():
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k):
+            raise ManifestError(f"{path}: {where}env: '{k}' is not an environment variable name")
+        if k in LAB_VARIABLES:
+            raise ManifestError(f"{path}: {where}env: {k} is set by the lab for every start; "
+                                "a manifest cannot set it")
+        if not isinstance(v, str):
+            raise ManifestError(f"{path}: {where}env: {k} must be a string")
+    return {k: str(v) for k, v in table.items()}
+
+
+def _read(path: Path) -> dict[str, object]:
+    try:
+        return tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ManifestError(f"{path}: not valid TOML: {e}") from e
+
+
+def load(path: Path) -> Server:
+    """The manifest's own server (its variants: load_all)."""
+    return _parse(_read(path), path)
+
+
+def load_all(path: Path) -> list[Server]:
+    """The manifest's server, then one server per [variants.<v>] table."""
+    data = _read(path)
+    base = _parse(data, path)
+    variants = _table(data, "variants", path, required=False)
+    return [base] + [_variant(data, base, vname, vdata, path)
+                     for vname, vdata in variants.items()]
+
+
+def _variant(data: dict[str, object], base: Server, vname: str, vdata: object,
+             path: Path) -> Server:
+    """Variant vname: the base manifest's data with the variant's keys laid over
+    it (tables key by key, so [variants.v.run] may change only the command),
+    parsed and checked like any manifest."""
+    where = f"[variants.{vname}]"
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", vname):
+        why = ("a dot would make the name ambiguous" if "." in vname else
+               "@ introduces a worker count in SERVER" if "@" in vname else
+               "use letters, digits, - and _")
+        raise ManifestError(f"{path}: variant name '{vname}' is not allowed: {why}")
+    if not isinstance(vdata, dict):
+        raise ManifestError(f"{path}: {where} must be a table")
+    unknown = sorted(set(vdata) - VARIANT_KEYS)
+    if unknown:
+        raise ManifestError(f"{path}: {where}: unknown key(s) {', '.join(unknown)}; a variant "
+                            f"may set {', '.join(sorted(VARIANT_KEYS))}")
+    merged = {k: v for k, v in data.items() if k != "variants"}
+    for key in ("summary", "framework", "version"):
+        if key in vdata:
+            merged[key] = vdata[key]
+    for key, allowed in VARIANT_TABLE_KEYS.items():
+        if key not in vdata:
+            continue
+        table = _table(vdata, key, path, required=False)
+        extra = sorted(set(table) - allowed)
+        if extra:
+            raise ManifestError(f"{path}: {where}.{key}: unknown key(s) {', '.join(extra)}; "
+                                f"allowed: {', '.join(sorted(allowed))}")
+        merged[key] = {**_table(data, key, path, required=False), **table}
+    if "build" in vdata:
+        # Sharing the base's artifact would let one build pass for the other
+        # (is_built compares only times), so a rebuilt variant names its own.
+        artifact = _table(vdata, "build", path, required=False).get("artifact")
+        if not isinstance(artifact, str) or artifact == base.artifact:
+            raise ManifestError(f"{path}: {where}.build must name its own artifact "
+                                f"(not the base's {base.artifact})")
+    merged["env"] = {**base.env, **_env(vdata, path, f"{where}.")}
+    try:
+        server = _parse(merged, path, name=f"{base.name}.{vname}")
+    except ManifestError as e:      # say which variant the inherited check failed in
+        raise ManifestError(f"{path}: {where}: {str(e).removeprefix(f'{path}: ')}") from None
+    return replace(server, base=base.name, variant=vname)
+
+
+def _parse(data: dict[str, object], path: Path, name: str | None = None) -> Server:
+    """One server from manifest data; name is given for a variant (else the folder's)."""
+    folder = path.parent.resolve()
+    own = _str(data, "name", path)
+    if own != folder.name:
+        raise ManifestError(f"{path}: name '{own}' must equal its folder name '{folder.name}'")
+    if "." in own or "@" in own:
+        raise ManifestError(f"{path}: name '{own}' may contain neither '.' (it separates a "
+                            "variant) nor '@' (it introduces a worker count)")
+    role = _str(data, "role", path, "server")
+    if role not in ROLES:
+        raise ManifestError(f"{path}: role '{role}' must be one of {', '.join(ROLES)}")
+
+    run = _table(data, "run", path, required=True)
+    workers = _table(data, "workers", path, required=True)
+    default = workers.get("default")
+    if default is not None and (not isinstance(default, int) or isinstance(default, bool)
+                                or default < 1):
+        raise ManifestError(f"{path}: [workers] default must be a positive integer (or "
+                            "absent: the library's own default, as shipped)")
+    fixed = workers.get("fixed", False)
+    if not isinstance(fixed, bool):
+        raise ManifestError(f"{path}: [workers] fixed must be true or false")
+    timeout = run.get("ready_timeout", 30)
+    if not isinstance(timeout, (int, float)) or timeout <= 0:
+        raise ManifestError(f"{path}: [run] ready_timeout must be a positive number")
+
+    requires = _table(data, "requires", path, required=False)
+    if not all(isinstance(v, str) for v in requires.values()):
+        raise ManifestError(f"{path}: [requires] maps a command to a Debian package name")
+
+    build_t = _table(data, "build", path, required=False)
+    build = _command(build_t, folder, path, "build") if build_t else None
+    artifact = build_t.get("artifact") if build_t else None
+    inputs = build_t.get("inputs", ["."]) if build_t else []
+    if build is not None and not isinstance(artifact, str):
+        raise ManifestError(f"{path}: [build] needs an 'artifact' path")
+    if not isinstance(inputs, list) or not all(isinstance(i, str) for i in inputs):
+        raise ManifestError(f"{path}: [build] inputs must be a list of paths")
+
+    setup_t = _table(data, "setup", path, required=False)
+    facts_t = _table(data, "facts", path, required=False)
+    return Server(
+        name=name or own, folder=folder,
+        language=_str(data, "language", path), framework=_str(data, "framework", path),
+        version=_str(data, "version", path), role=role,
+        summary=str(data.get("summary", "")),
+        workers_default=default, workers_meaning=str(workers.get("meaning", "")),
+        workers_beyond=str(workers.get("beyond", "")), has_workers=not fixed,
+        run=_command(run, folder, path, "run"), ready_timeout=float(timeout),
+        requires={str(k): str(v) for k, v in requires.items()},
+        setup=_command(setup_t, folder, path, "setup") if setup_t else None,
+        build=build, artifact=artifact if isinstance(artifact, str) else None,
+        inputs=tuple(inputs),
+        facts=_command(facts_t, folder, path, "facts") if facts_t else None,
+        env=_env(data, path, ""),
+    )
+
+
+def discover(root: Path, extra: str = "") -> dict[str, Server]:
+    """Every server under root/servers (and the folders of `extra`, a
+    colon-separated LAB_SERVER_PATH), variants included, by name; duplicates
+    are an error."""
+    found: dict[str, Server] = {}
+    tops = [root / "servers"] + [Path(p) for p in extra.split(":") if p]
+    paths = [path for top in tops for path in sorted(top.rglob(MANIFEST))
+             if not SKIP_DIRS & set(path.relative_to(top).parts)]
+    for path in paths:
+        for server in load_all(path):
+            if server.name in found:
+                raise ManifestError(f"{path}: server name '{server.name}' is also used by "
+                                    f"{found[server.name].folder}")
+            found[server.name] = server
+    return found
+
+
+def found_here(root: Path) -> dict[str, Server]:
+    """discover() over root/servers and LAB_SERVER_PATH's folders."""
+    from lab.setup.paths import server_path
+    return discover(root, ":".join(map(str, server_path())))
+
+
+def split_spec(spec: str) -> tuple[str, int | None]:
+    """'aws@16' -> ('aws', 16); 'aws' -> ('aws', None). Bad counts raise ValueError."""
+    name, at, count = spec.partition("@")
+    if not at:
+        return name, None
+    if not re.fullmatch(r"[0-9]+", count) or not 1 <= int(count) <= 10_000:
+        raise ValueError(f"{spec}: after @ comes a worker count from 1 to 10000")
+    return name, int(count)
+
+
+def lookup(found: dict[str, Server], spec: str) -> Server:
+    """The server a SERVER word names: NAME, or NAME@N (that server with N workers,
+    under the name NAME@N in results); either with #K (K 2-9): the same server
+    and build again, as a separate entry under the name NAME#K (make noise)."""
+    plain, hash_, entry = spec.rpartition("#")
+    if hash_ and entry in "23456789" and len(entry) == 1:
+        return replace(lookup(found, plain), name=spec, alias_of=plain)
+    name, workers = split_spec(spec)
+    server = found[name]
+    return server if workers is None else replace(server, name=spec, workers_fixed=workers)
+
+
+def expand(argv: tuple[str, ...], values: dict[str, str]) -> list[str]:
+    """Fill {port} {workers} {root} {cache} in each token."""
+    return [a.format(**values) for a in argv]
+
+
+def artifact_path(server: Server, values: dict[str, str]) -> Path | None:
+    if server.artifact is None:
+        return None
+    return (server.folder / server.artifact.format(**values)).resolve()
+
+
+def newest_input(server: Server) -> float:
+    """mtime of the newest file under the server's build inputs."""
+    newest = 0.0
+    for rel in server.inputs:
+        top = (server.folder / rel).resolve()
+        if top.is_file():
+            newest = max(newest, top.stat().st_mtime)
+            continue
+        for dirpath, dirnames, filenames in os.walk(top):
+            dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
+            for f in filenames:
+                newest = max(newest, os.stat(os.path.join(dirpath, f)).st_mtime)
+    return newest
+
+
+def is_built(server: Server, values: dict[str, str]) -> bool:
+    """True when there is nothing to build or the artifact is newer than every input."""
+    artifact = artifact_path(server, values)
+    if artifact is None:
+        return True
+    return artifact.exists() and artifact.stat().st_mtime >= newest_input(server)

@@ -1,0 +1,3 @@
+"""Studies: steps made of the others (calibrate, storm, cost, profile, reproduce,
+claims runs, noise).
+"""

@@ -1,0 +1,167 @@
+"""`make calibrate`: what each installed client can drive on this machine.
+
+Each client loads the ceiling reference (nginx with the lab's config) with
+the same pinning as real runs, at a few concurrency levels (default 1 8 64),
+with connection close and with keep-alive. The figures go to the cache
+(`calibration.json`); every later run records them, and its summary states a
+server's rate as a share of what its client drove against the ceiling here.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from lab.measure import hostinfo, runtimes
+from lab.record import files, folder, schema
+from lab.measure.clients import Options, axes, clients
+from lab.analyse.metrics import calibration_refusal
+from lab.setup.params import ConfigError, Params, format_cpus, from_env, parse_list, positive_int
+from lab.setup.servers import Server
+from lab.measure.sweep import ServerSweep, SweepError
+
+FILE = "calibration.json"
+DEFAULTS = {"CONCURRENCY": "1 8 64", "DURATION": "5s", "WARMUP": "2s"}
+
+
+def last(cache: Path) -> schema.Calibration | None:
+    """The last calibration saved on this machine, or None (an unreadable one
+    is named on stderr and not used)."""
+    path = cache / FILE
+    if not path.exists():
+        return None
+    try:
+        return schema.read_calibration(path)
+    except schema.RecordError as e:
+        print(f"warning: calibration not used: {e}; run `make calibrate` again",
+              file=sys.stderr)
+        return None
+
+
+def installed() -> list[str]:
+    return [name for name, cls in clients().items() if cls().version() != "not installed"]
+
+
+def settings(env: dict[str, str], servers: dict[str, Server]) -> tuple[Params, list[str]]:
+    """The calibration's parameters (bad input: ConfigError) and the clients to calibrate."""
+    from lab.setup import stepcheck
+    stepcheck.warn(stepcheck.check_step("calibrate", env))
+    ceiling = next((s.name for s in servers.values() if s.role == "ceiling"), None)
+    if ceiling is None:
+        raise ConfigError("no server with role = \"ceiling\" to calibrate against")
+    wanted = env.get("CLIENTS", "").split() or installed()
+    unknown = [c for c in wanted if c not in clients()]
+    if unknown:
+        raise ConfigError(f"CLIENTS: unknown client {' '.join(unknown)}; "
+                          f"known: {' '.join(clients())}")
+    if not wanted:
+        raise ConfigError("no load client is installed: `make bench` installs siege, "
+                          "CLIENT=wrk installs wrk")
+    merged = {**DEFAULTS, **{k: v for k, v in env.items() if k in DEFAULTS}}
+    merged.update(SERVER=ceiling, CLIENT="siege", REPEAT="1", PROBE="0", AXIS="",
+                  PORT=env.get("PORT", "8080"), BIND=env.get("BIND", "127.0.0.1"),
+                  SERVER_CPUS=env.get("SERVER_CPUS", ""), CLIENT_CPUS=env.get("CLIENT_CPUS", ""),
+                  CLIENT_THREADS="")          # siege has none: given below, to the others
+    params = from_env(merged, list(servers), axes())
+    threads = env.get("CLIENT_THREADS", "").strip()
+    if threads:
+        params = replace(params, client_threads=positive_int("CLIENT_THREADS", threads, 1, 1024))
+    levels = parse_list("CONCURRENCY", merged["CONCURRENCY"], 1000)
+    # Every client is calibrated in closed loop, vegeta too (rate 0: as fast
+    # as its workers can): capacity is a concurrency's worth of requests/s.
+    return replace(params, axis="concurrency", load_axis="concurrency", levels=levels,
+                   values=levels, rates=()), wanted
+
+
+def run(root: Path, cache: Path, servers: dict[str, Server]) -> int:
+    params, wanted = settings(dict(os.environ), servers)
+    ceiling = servers[params.servers[0]]
+    run_folder = folder.new_run(cache / "calibration", (ceiling.name,))
+    out: dict[str, Any] = {
+        "made": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "folder": str(run_folder),
+        "ceiling": ceiling.name, "duration_s": params.duration_s, "levels": list(params.levels),
+        "pinning": {"server_cpus": format_cpus(params.server_cpus),
+                    "client_cpus": format_cpus(params.client_cpus)},
+        "topology": runtimes.current(params).summary,
+        "client_threads": params.client_threads,
+        "host": {k: v for k, v in hostinfo.host().items()
+                 if k in ("hostname", "cpu_model", "cores", "kernel")},
+        "clients": {}}
+    for name in wanted:
+        for keepalive in (False, True):
+            mode = "keep-alive" if keepalive else "close"
+            p = replace(params, client=name, keepalive=keepalive)
+            sub = run_folder / f"{name}-{mode}"
+            sub.mkdir()
+            client = clients()[name]()
+            conditions = client.prepare(sub, Options(keepalive, p.client_threads))
+            schema.write_manifest(sub, schema.Manifest(
+                run_id=sub.name,
+                params=schema.RunParams.parse(schema.obj(p.to_json(), sub / schema.MANIFEST,
+                                                         "params")),
+                client=schema.ClientInfo.parse(schema.obj(conditions, sub / schema.MANIFEST,
+                                                          "client"))))
+            print(f"[calibrate] {name}, connection {mode}, against {ceiling.name}",
+                  file=sys.stderr, flush=True)
+            try:
+                ServerSweep(root, cache, sub, ceiling, p, client).run_all()
+            except SweepError as e:
+                print(f"error: calibration of {name} ({mode}) failed: {e}", file=sys.stderr)
+                return 1
+            got = out["clients"].setdefault(name, {"version": conditions.get("version", ""),
+                                                   "refused": {}})
+            got[mode], got["refused"][mode] = levels_of(schema.read_rows(sub))
+            for level, why in got["refused"][mode].items():
+                print(f"[calibrate] {name} ({mode}) c={level} not saved: {why}",
+                      file=sys.stderr)
+    cal = schema.Calibration.parse(schema.obj(out, cache / FILE, ""))
+    print(table(cal))
+    if not any(levels for c in cal.clients.values() for levels in c.modes.values()):
+        print(f"error: no level was saved (each is listed above with why); "
+              f"{cache / FILE} is left as it was", file=sys.stderr)
+        return 1
+    files.write_json(cache / FILE, cal.to_json())
+    print(f"saved to {cache / FILE}; every run whose conditions match (client, connection, "
+          "pinning, topology) now uses it", file=sys.stderr)
+    return 0
+
+
+def levels_of(rows: list[schema.Row]) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    """The levels to save (figures with host-busy and steal) and those refused, with why."""
+    saved, refused = {}, {}
+    for r in rows:
+        why = calibration_refusal(r)
+        if why is not None:
+            refused[str(r.value)] = why
+            continue
+        saved[str(r.value)] = {"rate_rps": r.rate_rps, "client_cpu_pct": r.client_cpu_pct,
+                               "client_bound": r.client_bound, "failed": r.failed,
+                               "server_cpu_pct": r.server_cpu_pct,
+                               "host_busy_pct": r.other_cpu_pct, "steal_pct": r.steal_pct}
+    return saved, refused
+
+
+def table(cal: schema.Calibration) -> str:
+    """Markdown: each client's req/s against the ceiling, per mode and level;
+    a level not saved says why."""
+    levels = cal.levels
+    lines = [f"Client capacity against {cal.ceiling} ({cal.duration_s}s per level, "
+             f"server CPU {cal.pinning.server_cpus}, client CPU {cal.pinning.client_cpus}, "
+             f"{cal.topology.split(' ')[0] or '?'}, {cal.host.get('cpu_model', '?')}):", "",
+             "| client | connection | " + " | ".join(f"c={c}" for c in levels) + " |",
+             "|---|---|" + "---|" * len(levels)]
+    for name, got in cal.clients.items():
+        for mode in schema.MODES:
+            cells = []
+            have, refused = got.modes.get(mode, {}), got.refused.get(mode, {})
+            for c in levels:
+                x = have.get(c)
+                cells.append(f"{x.rate_rps:,.0f} req/s (client CPU {x.client_cpu_pct:.0f}%, "
+                             f"host busy {x.host_busy_pct or 0:.0f}%, steal "
+                             f"{x.steal_pct or 0:.0f}%)" if x is not None else
+                             f"– (not saved: {refused[c]})" if c in refused else "–")
+            lines.append(f"| {name} {got.version} | {mode} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)

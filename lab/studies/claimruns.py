@@ -1,0 +1,381 @@
+"""`make claims STUDY=<id> RUNS="results/<x> results/<y>"`: a study's claims
+judged on runs made earlier (`make bench`, `make reproduce`); nothing is run.
+
+Each run's conditions are checked against the study's setup (lab.analyse.claims.Setup):
+client, connection mode, levels, duration, repetitions, servers with their @N,
+pinning, topology, JAVA_OPTS. A mismatch is either
+
+- blocking (the claim is not judged on that run: inconclusive, and why):
+  another connection mode, a server started with another worker count than
+  the study's; or
+- noted beside the verdict: another client than the study's (the claims are
+  judged per client, as `make reproduce` judges its two), fewer levels,
+  shorter levels, fewer repetitions, other pinning, a server sharing the
+  client's CPU, another topology, a JAVA_OPTS variant, a run not complete.
+
+Runs are grouped by client. Within a client, a claim is judged on the last
+run (in RUNS order) that holds all its servers; when its servers are in
+different runs (parts made on different days), it is judged across them only
+when their conditions match (connection, duration, repetitions, pinning,
+topology, JAVA_OPTS, host CPU): the reason says so.
+
+Each claim that is not reproduced or inconclusive carries its reasons
+(lab.analyse.reasons). The result is results/claims-<study>-<stamp>[-N]/ with
+claims.md (printed too) and claims.json.
+
+Exit codes (lab.setup.exits): 0 judged, 2 bad input (no RUNS, unknown STUDY, a folder
+that is not a run, a run still running): nothing written.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from lab.analyse import analysis, claims, reasons
+from lab.record import files, folder, runlock, schema
+from lab.setup import stepcheck
+from lab.analyse.claims import ClaimResult, Study
+from lab.setup.exits import Exit
+from lab.analyse.metrics import MIN_REPS_FOR_VERDICT, LevelStats
+from lab.setup.params import ConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class BadInput(ValueError):
+    """Nothing judged, nothing written: exit 2."""
+
+
+@dataclass(frozen=True)
+class Run:
+    folder: Path
+    manifest: schema.Manifest
+    stats: dict[str, list[LevelStats]]       # keyed as the run started them (aws@8)
+
+    @property
+    def client(self) -> str:
+        return self.manifest.client.tool or self.manifest.params.client
+
+
+@dataclass(frozen=True)
+class Check:
+    blocking: tuple[str, ...]                # server-independent: the run cannot judge
+    noted: tuple[str, ...]
+    wrong_workers: dict[str, str]            # study name -> why its start is not the study's
+
+
+@dataclass(frozen=True)
+class Judged:
+    client: str
+    result: ClaimResult
+    runs: tuple[Path, ...]                   # the runs it was judged on
+    notes: tuple[str, ...]
+    reasons: tuple[str, ...]
+
+
+# --------------------------------------------------------------------------- input
+
+def open_run(folder: Path) -> Run:
+    """A finished run folder, read; BadInput when it is not a run or still running."""
+    if not folder.is_dir():
+        raise BadInput(f"{folder}: no such folder")
+    if not (folder / schema.MANIFEST).exists() or not (folder / schema.CSV).exists():
+        raise BadInput(f"{folder}: not a run folder (no {schema.MANIFEST} and {schema.CSV}); "
+                       "give folders made by `make bench` or `make reproduce`")
+    try:
+        runlock.refuse_busy(folder, "make claims")
+    except runlock.Busy as e:
+        raise BadInput(str(e)) from None
+    try:
+        rec, a = analysis.of(folder)
+    except schema.RecordError as e:
+        raise BadInput(f"{folder}: unreadable run ({e})") from None
+    return Run(folder, rec.manifest, a.stats)
+
+
+def expand(words: Sequence[str]) -> list[Path]:
+    """RUNS words as folders; a `make reproduce` folder stands for its runs."""
+    out: list[Path] = []
+    for w in words:
+        p = Path(w)
+        plan = p / "claims.json"
+        if not (p / schema.MANIFEST).exists() and plan.exists():
+            data = schema.read_json(plan)
+            found = [Path(r["folder"]) for r in data.get("runs", []) if r.get("folder")]
+            if not found:
+                raise BadInput(f"{p}: a reproduce folder without run folders")
+            out += found
+        else:
+            out.append(p)
+    return list(dict.fromkeys(out))
+
+
+# --------------------------------------------------------------------------- conditions
+
+def started_as(run: Run, name: str, spec: str) -> str | None:
+    """The key under which `run` holds study server `name` (wanted as `spec`)."""
+    if spec in run.stats:
+        return spec
+    if name in run.stats and "@" in spec:
+        rec = run.manifest.servers.get(name)
+        if rec is not None and rec.workers == int(spec.split("@", 1)[1]):
+            return name
+    return None
+
+
+def check(study: Study, run: Run, specs: Mapping[str, str]) -> Check:
+    s, m = study.setup, run.manifest
+    blocking: list[str] = []
+    noted: list[str] = []
+    conn = analysis.mode(m.params.keepalive)
+    if conn != s.connection:
+        blocking.append(f"connection {conn}, the study's is {s.connection}")
+    if run.client != s.client:
+        noted.append(f"client {run.client}, the study's is {s.client} (judged as a second "
+                     "client)")
+    levels = sorted({x.value for v in run.stats.values() for x in v})
+    missing = sorted(set(s.levels) - set(levels))
+    if m.params.axis != "concurrency":
+        blocking.append(f"axis {m.params.axis}, the study sweeps concurrency")
+    elif missing:
+        noted.append(f"{len(set(s.levels) & set(levels))} of the study's {len(s.levels)} "
+                     f"levels (missing {' '.join(map(str, missing))})")
+    if m.params.duration_s < s.duration_s:
+        noted.append(f"{m.params.duration_s}s per level, the study's is {s.duration_s}s")
+    if m.params.repeat < s.repetitions:
+        noted.append(f"{m.params.repeat} repetition(s), the study's setup has {s.repetitions}"
+                     + (" (no spread: no verdict)" if m.params.repeat < MIN_REPS_FOR_VERDICT
+                        else ""))
+    if reasons.shares_client_cpu(m):
+        noted.append(f"server CPU {m.pinning.server_cpus} shares the client's CPU "
+                     f"{m.pinning.client_cpus}: they compete")
+    topo = str(m.topology_details.get("name") or m.params.extra.get("topology") or "local")
+    if topo != "local":
+        noted.append(f"topology {topo}")
+    opts = reasons.java_opts(m)
+    if opts:
+        noted.append(f"variant JAVA_OPTS={opts}")
+    if m.status != "complete":
+        noted.append(f"run {m.status}")
+    wrong: dict[str, str] = {}
+    for name, spec in specs.items():
+        if started_as(run, name, spec) is None:
+            other = [k for k in run.stats if claims.base(k) == claims.base(spec)
+                     and k not in specs.values()]
+            if other:
+                wrong[name] = f"{', '.join(other)} started, the study's is {spec}"
+    return Check(tuple(blocking), tuple(noted), wrong)
+
+
+def same_conditions(a: Run, b: Run) -> list[str]:
+    """What differs between two runs that a joined claim needs equal."""
+    def key(r: Run) -> dict[str, str]:
+        m = r.manifest
+        return {"connection": analysis.mode(m.params.keepalive),
+                "duration": f"{m.params.duration_s}s", "repetitions": str(m.params.repeat),
+                "server CPU": m.pinning.server_cpus, "client CPU": m.pinning.client_cpus,
+                "topology": (m.topology or "?").split(" ")[0],
+                "JAVA_OPTS": reasons.java_opts(m),
+                "host": f"{m.host.get('cpu_model', '?')} x{m.host.get('cores', '?')}"}
+    ka, kb = key(a), key(b)
+    return [f"{k} {ka[k] or '-'} against {kb[k] or '-'}" for k in ka if ka[k] != kb[k]]
+
+
+# --------------------------------------------------------------------------- judge
+
+def judge_claim(study: Study, c: claims.Claim, runs: list[Run], checks: dict[Path, Check],
+                specs: Mapping[str, str], available: set[str]) -> Judged | None:
+    """One claim on one client's runs; None when no run holds any of its servers."""
+    client = runs[0].client
+
+    def holds(r: Run, x: str) -> str | None:
+        return started_as(r, x, specs.get(x, x))
+
+    usable = [r for r in runs if not checks[r.folder].blocking]
+    blocked = [f"{r.folder.name}: {'; '.join(checks[r.folder].blocking)}" for r in runs
+               if checks[r.folder].blocking]
+    whole = [r for r in usable if all(holds(r, x) for x in c.servers)]
+    chosen: list[Run]
+    joined = ""
+    also = ""
+    if whole:
+        chosen = [whole[-1]]
+        if len(whole) > 1:
+            also = (f"also measured in {', '.join(r.folder.name for r in whole[:-1])}: "
+                    "the last given in RUNS is judged")
+    else:
+        chosen = []
+        for x in c.servers:
+            r = next((r for r in reversed(usable) if holds(r, x)), None)
+            if r is not None and r not in chosen:
+                chosen.append(r)
+        if not chosen:
+            if not any(any(holds(r, x) or checks[r.folder].wrong_workers.get(x)
+                           for x in c.servers) for r in runs):
+                return None
+            why = [f"{r.folder.name}: {checks[r.folder].wrong_workers[x]}"
+                   for r in runs for x in c.servers if x in checks[r.folder].wrong_workers]
+            res = ClaimResult(c, claims.INCONCLUSIVE,
+                              "not judged: " + "; ".join(blocked + why or ["not measured"]))
+            return Judged(client, res, tuple(r.folder for r in runs), (), ())
+        differ = [f"{a.folder.name} / {b.folder.name}: {d}" for a, b in zip(chosen, chosen[1:])
+                  for d in same_conditions(a, b)]
+        if differ:
+            res = ClaimResult(c, claims.INCONCLUSIVE,
+                              "its servers are in runs whose conditions differ, so they are "
+                              "not judged across them: " + "; ".join(differ))
+            return Judged(client, res, tuple(r.folder for r in chosen), (), ())
+        if len(chosen) > 1:
+            joined = ("judged across runs " + ", ".join(r.folder.name for r in chosen)
+                      + " (their conditions match)")
+    stats: dict[str, list[LevelStats]] = {}
+    for x in c.servers:
+        r = next((r for r in chosen if holds(r, x)), None)
+        if r is not None:
+            key = holds(r, x)
+            assert key is not None
+            stats[x] = r.stats[key]
+    starts = [specs.get(x, x) for x in c.servers]
+    if len(set(starts)) < len(starts):
+        res = ClaimResult(c, claims.INCONCLUSIVE, f"not measured: {', '.join(c.servers)} are "
+                          f"one start here ({', '.join(starts)})")
+    else:
+        res = claims.evaluate(c, stats, available)
+    wrong = [f"{checks[r.folder].wrong_workers[x]}" for r in chosen for x in c.servers
+             if x not in stats and x in checks[r.folder].wrong_workers]
+    if wrong:
+        res = replace_reason(res, res.reason + "; " + "; ".join(wrong))
+    if joined:
+        res = replace_reason(res, f"{res.reason}; {joined}")
+    notes = tuple(dict.fromkeys([n for r in chosen for n in checks[r.folder].noted]
+                                + ([also] if also else [])))
+    said: tuple[str, ...] = ()
+    if res.verdict != claims.REPRODUCED and stats:
+        said = tuple(reasons.reasons(res, study, chosen[-1].manifest, stats))
+    return Judged(client, res, tuple(r.folder for r in chosen), notes, said)
+
+
+def replace_reason(r: ClaimResult, reason: str) -> ClaimResult:
+    return ClaimResult(r.claim, r.verdict, reason, r.measured, r.order, r.beside)
+
+
+def judge_all(study: Study, runs: list[Run], specs: Mapping[str, str],
+              available: set[str]) -> tuple[list[Judged], dict[Path, Check]]:
+    checks = {r.folder: check(study, r, specs) for r in runs}
+    by_client: dict[str, list[Run]] = {}
+    for r in runs:
+        by_client.setdefault(r.client, []).append(r)
+    out: list[Judged] = []
+    for c in study.claims:
+        found = [j for client_runs in by_client.values()
+                 if (j := judge_claim(study, c, client_runs, checks, specs, available))]
+        if not found:                      # listed all the same: the study is judged whole
+            missing = ", ".join(specs.get(x, x) for x in c.servers)
+            found = [Judged("—", ClaimResult(c, claims.INCONCLUSIVE, "not measured: no run "
+                                             f"holds {missing}"), (), (), ())]
+        out += found
+    return out, checks
+
+
+# --------------------------------------------------------------------------- output
+
+def render(study: Study, runs: list[Run], judged: list[Judged], checks: dict[Path, Check],
+           specs: Mapping[str, str], out: Path) -> str:
+    lines = [f"# Claims of `{study.id}` judged on runs made earlier", "",
+             f"{study.title}: {study.author}, {study.source}, {study.date}. Nothing was run: "
+             "`make claims` reads the runs below.", "", "## Runs", "",
+             "| run | client | conditions | differs from the study's setup |", "|---|---|---|---|"]
+    for r in runs:
+        ch = checks[r.folder]
+        said = [f"**not judged**: {b}" for b in ch.blocking] + list(ch.noted) + \
+            [f"**not the study's**: {w}" for w in ch.wrong_workers.values()]
+        rel = os.path.relpath(r.folder, out)
+        lines.append(claims.row([f"[{r.folder.name}]({rel}/)", r.client,
+                                 analysis.conditions(r.manifest), "; ".join(said) or "—"]))
+    lines += ["", "## Claims", "",
+              "| claim | published | client | measured | verdict | reason | conditions noted |",
+              "|---|---|---|---|---|---|---|"]
+    for j in judged:
+        lines.append(claims.row([claims.label(j.result.claim),
+                                 claims.published_text(j.result.claim), j.client,
+                                 claims.measured_text(j.result), f"**{j.result.verdict}**",
+                                 j.result.reason, "; ".join(j.notes) or "—"]))
+    lines += ["", "## Why not reproduced", ""]
+    lines += why_lines(study, judged, specs) or ["Every claim judged was reproduced."]
+    if runs:
+        lines += ["", "## Conditions, published against here", "",
+                  f"Here: the manifest of {runs[-1].folder.name}.", ""]
+        lines += reasons.conditions_table(study, runs[-1].manifest)
+    return "\n".join(lines) + "\n"
+
+
+def why_lines(study: Study, judged: Sequence[Judged], specs: Mapping[str, str]) -> list[str]:
+    lines: list[str] = []
+    for j in judged:
+        if j.result.verdict == claims.REPRODUCED:
+            continue
+        lines += reasons.block(j.result.claim, j.client, j.result.verdict, j.reasons, study,
+                               specs)
+    return lines
+
+
+def to_json(study: Study, runs: list[Run], judged: list[Judged],
+            checks: dict[Path, Check]) -> dict[str, Any]:
+    return {
+        "study": study.id,
+        "runs": [{"folder": str(r.folder), "client": r.client,
+                  "conditions": analysis.conditions(r.manifest),
+                  "blocking": list(checks[r.folder].blocking),
+                  "noted": list(checks[r.folder].noted),
+                  "wrong_workers": checks[r.folder].wrong_workers} for r in runs],
+        "claims": [{"id": j.result.claim.id, "client": j.client,
+                    "published": claims.published_text(j.result.claim),
+                    "verdict": j.result.verdict, "reason": j.result.reason,
+                    "measured": asdict(j.result.measured) if j.result.measured else None,
+                    "order": [[s, asdict(x)] for s, x in j.result.order],
+                    "runs": [str(p) for p in j.runs], "noted": list(j.notes),
+                    "why": list(j.reasons)} for j in judged],
+    }
+
+
+# --------------------------------------------------------------------------- main
+
+def prepare(name: str, words: Sequence[str], env: Mapping[str, str]
+            ) -> tuple[Study, list[Run], dict[str, str], set[str]]:
+    from lab.studies import reproduce
+    try:
+        stepcheck.warn(stepcheck.check_step("claims", env))
+    except ConfigError as e:
+        raise BadInput(str(e)) from None
+    if not words:
+        raise BadInput('give RUNS="results/<run> ..." (runs made by make bench or make '
+                       "reproduce)")
+    try:
+        available = reproduce.lab_servers(env)
+        study = reproduce.find_study(name, available)
+    except (reproduce.ReproduceError, ValueError) as e:
+        raise BadInput(str(e)) from None
+    runs = [open_run(p) for p in expand(words)]
+    return study, runs, reproduce.server_specs(study), available
+
+
+def main(name: str, words: Sequence[str], env: Mapping[str, str]) -> int:
+    try:
+        study, runs, specs, available = prepare(name, words, env)
+    except BadInput as e:
+        print(f"error: {e}", file=sys.stderr)
+        return int(Exit.BAD_INPUT)
+    judged, checks = judge_all(study, runs, specs, available)
+    root = ROOT / (env.get("RESULTS", "").strip() or "results")
+    out = folder.new_folder(root, f"claims-{study.id}-{time.strftime('%Y%m%d-%H%M%S')}")
+    text = render(study, runs, judged, checks, specs, out)
+    (out / "claims.md").write_text(text)
+    files.write_json(out / "claims.json", to_json(study, runs, judged, checks))
+    print(text)
+    print(f"claims: {out / 'claims.md'}", file=sys.stderr)
+    return int(Exit.OK)

@@ -1,0 +1,597 @@
+"""`make reproduce STUDY=<id>`: run a published study's setup and check its claims.
+
+The study comes from docs/claims.toml (lab.analyse.claims). Its setup becomes lab
+settings: client, connection mode, levels, duration, warm-up, repetitions,
+each server as NAME@N with the published worker count, every NAME@N a claim
+names, and the ceiling. Because a client can be the limit, the setup runs
+twice: once with the study's client and once with a second client (Siege and
+wrk swap roles), same connection mode and levels. Each is an ordinary lab run
+(./run-benchmark.sh as a child process) with its own run folder, report,
+probe and verification. Settings the user gives override the study's; QUICK=1
+is a smoke version whose verdicts mean nothing.
+
+The result is results/reproduce-<study>-<stamp>[-N]/ with claims.md (printed
+too), claims.json and plan.json: per claim and client, the measured value as
+median [min–max], the verdict and its reason.
+
+Exit codes: 0 done, 1 a run failed (what was measured is still judged),
+2 bad input (nothing run, no folder made), 130 interrupted.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from lab.analyse import analysis, claims, costview, reasons
+from lab.record import files, folder, schema
+from lab.setup import stepcheck
+from lab.analyse.claims import ClaimResult, ClaimsError, Study
+from lab.measure.clients import clients
+from lab.analyse.metrics import LevelStats
+from lab.setup.params import ConfigError, flag, run_settings
+from lab.setup.servers import ManifestError, Server, discover, found_here
+
+ROOT = Path(__file__).resolve().parents[2]
+CLAIMS = ROOT / "docs" / "claims.toml"
+# Settings the study decides; a user's value would make it another experiment.
+STUDY_OWNED = ("SERVER", "CLIENT", "KEEPALIVE", "AXIS", "VALUES", "WORKERS")
+QUICK = {"DURATION": "1s", "REPEAT": "1", "WARMUP": "0", "PROBE": "0"}
+SMOKE = "smoke run: verdicts not meaningful"
+# (key, value here, the study's value): why the difference does not matter
+SYSCTL_SAME = {("net.ipv4.tcp_tw_reuse", "2", "1"):
+               "2 = reuse for loopback only; the lab runs over loopback, so in effect as published"}
+RUN_FOLDER = re.compile(r"^run folder: (.+)$")
+
+
+class ReproduceError(ValueError):
+    """Bad input: nothing has run."""
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    role: str                    # "published client" | "second client"
+    client: str
+    settings: dict[str, str]     # what the run's environment gets
+
+
+@dataclass(frozen=True)
+class Plan:
+    study: Study
+    quick: bool
+    specs: dict[str, str]        # name in the study (aws, aws@16) -> SERVER word (aws@8)
+    runs: tuple[RunPlan, ...]
+    overrides: dict[str, str]    # the user's settings that replaced the study's
+
+
+# --------------------------------------------------------------------------- plan
+
+def server_specs(study: Study) -> dict[str, str]:
+    """Each server the run loads, as named in the study -> its SERVER word.
+    A plain name gets the study's worker count (NAME@N); a claim's NAME@N is
+    its own entry, placed after its plain name; the ceiling comes last."""
+    workers = study.setup.workers
+
+    def spec(name: str) -> str:
+        return name if "@" in name or name not in workers else f"{name}@{workers[name]}"
+
+    named = [s for c in study.claims for s in c.servers if "@" in s]
+    lab = {claims.base(s) for s in named} | set(study.setup.servers)
+    specs: dict[str, str] = {}
+    for name in study.setup.servers:
+        specs[name] = spec(name)
+        for s in named:
+            if claims.base(s) == name:
+                specs[s] = s
+    for s in named:                       # NAME@N of a server the setup does not list
+        if claims.base(s) in lab:
+            specs.setdefault(s, s)
+    if study.setup.ceiling:
+        specs.setdefault(study.setup.ceiling, spec(study.setup.ceiling))
+    return specs
+
+
+def quick_levels(study: Study) -> tuple[int, ...]:
+    """Three published levels at most: the lowest, the highest, and a level a
+    claim is judged at (else the middle one)."""
+    levels = sorted(study.setup.levels)
+    wanted = {levels[0], levels[-1]}
+    for c in study.claims:
+        if c.at in levels and len(wanted) < 3:
+            wanted.add(c.at)
+    if len(wanted) < 3 and len(levels) >= 3:
+        wanted.add(levels[len(levels) // 2])
+    return tuple(sorted(wanted))
+
+
+def study_settings(study: Study, quick: bool) -> dict[str, str]:
+    """The study's setup as lab settings (without CLIENT)."""
+    s = study.setup
+    settings = {
+        "SERVER": " ".join(dict.fromkeys(server_specs(study).values())),
+        "KEEPALIVE": "1" if s.connection == "keep-alive" else "0",
+        "CONCURRENCY": " ".join(map(str, s.levels)),
+        "DURATION": f"{s.duration_s}s",
+        "WARMUP": f"{s.warmup_s}s" if s.warmup_s else "0",
+        "REPEAT": str(s.repetitions),
+    }
+    if quick:
+        settings |= QUICK | {"CONCURRENCY": " ".join(map(str, quick_levels(study)))}
+    return settings
+
+
+def user_settings(env: Mapping[str, str]) -> dict[str, str]:
+    """The lab settings the user gave; those the study owns are refused."""
+    owned = [k for k in STUDY_OWNED if env.get(k, "").strip()]
+    if owned:
+        raise ReproduceError(
+            f"{', '.join(owned)} {'is' if len(owned) == 1 else 'are'} set by the study "
+            f"(docs/claims.toml); unset {'it' if len(owned) == 1 else 'them'} for "
+            "`make reproduce`, or use `make bench` for another setup")
+    return {k: env[k] for k in run_settings() if k in env and k not in STUDY_OWNED}
+
+
+def make_plan(study: Study, env: Mapping[str, str]) -> Plan:
+    try:
+        quick = flag("QUICK", env.get("QUICK", "").strip() or "0")
+    except ConfigError as e:
+        raise ReproduceError(str(e)) from None
+    given = user_settings(env)
+    base = study_settings(study, quick)
+    first = study.setup.client
+    found = clients()
+    second = found[first].cross_check if first in found else ""   # a client's own pairing
+    published = study.setup.published_client
+    role = "published client" if first in published.lower() else \
+        f"study's client (published: {published.split(' (')[0] or first})"
+    runs = [RunPlan(role, first, base | given | {"CLIENT": first})]
+    if second:
+        runs.append(RunPlan("second client", second, base | given | {"CLIENT": second}))
+    overrides = {k: v for k, v in given.items() if base.get(k) != v}
+    return Plan(study, quick, server_specs(study), tuple(runs), overrides)
+
+
+def find_study(name: str, lab_servers: set[str]) -> Study:
+    """The study `name` from docs/claims.toml, its names checked against the lab's."""
+    try:
+        if not name:
+            raise ReproduceError(f"give STUDY=<id>; known studies: "
+                                 f"{', '.join(claims.ids(CLAIMS))}")
+        studies = claims.load(CLAIMS, lab_servers, only=name)
+    except ClaimsError as e:
+        raise ReproduceError(str(e)) from None
+    return next(s for s in studies if s.id == name)
+
+
+# --------------------------------------------------------------------------- run
+
+@dataclass(frozen=True)
+class RunDone:
+    plan: RunPlan
+    code: int
+    folder: Path | None          # the run folder run-benchmark.sh made
+
+
+def child_env(env: Mapping[str, str], run: RunPlan) -> dict[str, str]:
+    """A run's environment: without make reproduce's own settings (STUDY,
+    QUICK), which make bench would refuse."""
+    return {**stepcheck.only_for("bench", env), **run.settings}
+
+
+def preflight(plan: Plan, env: Mapping[str, str]) -> int:
+    """`lab check` for every run before anything starts: bad settings exit 2."""
+    for run in plan.runs:
+        code = subprocess.run([sys.executable, "-m", "lab", "check"], cwd=ROOT,
+                              env=child_env(env, run), stdin=subprocess.DEVNULL).returncode
+        if code:
+            return code
+    return 0
+
+
+def run_benchmark(run: RunPlan, env: Mapping[str, str]) -> RunDone:
+    """./run-benchmark.sh with the run's settings; its stderr is passed on and
+    read for the run folder it names."""
+    folder: Path | None = None
+    # A SIGTERM when this process dies, however (util-linux setpriv, where it
+    # is): the script then stops its step and finishes the run, as on `kill`.
+    wrap = ["setpriv", "--pdeathsig", "TERM"] if shutil.which("setpriv") else []
+    with subprocess.Popen([*wrap, str(ROOT / "run-benchmark.sh")], cwd=ROOT,
+                          env=child_env(env, run),
+                          stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                          errors="replace") as child:
+        assert child.stderr is not None
+        try:
+            for line in child.stderr:
+                sys.stderr.write(line)
+                sys.stderr.flush()
+                m = RUN_FOLDER.match(line.rstrip("\n"))
+                if m and folder is None:
+                    folder = (ROOT / m.group(1)).resolve()
+            code = child.wait()
+        except KeyboardInterrupt:     # Ctrl-C reached the child too; SIGTERM only us: pass it on
+            child.terminate()         # it stops its step and closes its run (a few seconds);
+            for line in child.stderr:  # its last lines still say where and why
+                sys.stderr.write(line)
+                m = RUN_FOLDER.match(line.rstrip("\n"))
+                if m and folder is None:
+                    folder = (ROOT / m.group(1)).resolve()
+            child.wait()
+            raise Interrupted(RunDone(run, 130, folder)) from None
+    return RunDone(run, code, folder)
+
+
+class Interrupted(KeyboardInterrupt):
+    """The run was interrupted; what it measured is in `done`."""
+
+    def __init__(self, done: RunDone) -> None:
+        super().__init__()
+        self.done = done
+
+
+# --------------------------------------------------------------------------- judge
+
+@dataclass(frozen=True)
+class Judged:
+    done: RunDone
+    results: tuple[ClaimResult, ...]
+    conditions: str
+
+
+def run_stats(folder: Path) -> dict[str, list[LevelStats]]:
+    """A run's level statistics, from its analysis (RecordError when unreadable)."""
+    return analysis.of(folder)[1].stats
+
+
+def stats_by_name(plan: Plan, folder: Path | None) -> dict[str, list[LevelStats]]:
+    """The run's level statistics under the names the claims use (aws, not aws@8)."""
+    if folder is None or not (folder / schema.CSV).exists():
+        return {}
+    try:
+        by_spec = run_stats(folder)
+    except schema.RecordError as e:
+        print(f"warning: {e}", file=sys.stderr)
+        return {}
+    return {name: by_spec[spec] for name, spec in plan.specs.items() if spec in by_spec}
+
+
+def stand_in_note(study: Study, c: claims.Claim) -> str:
+    notes = [f"stand-in: {s.lab} for {s.published} ({s.note})" for s in study.stands_for
+             if s.stand_in and s.lab in {claims.base(x) for x in c.servers}]
+    return "; ".join(notes)
+
+
+def judge(plan: Plan, done: RunDone, available: set[str]) -> Judged:
+    stats = stats_by_name(plan, done.folder)
+    out = []
+    for c in plan.study.claims:
+        starts = [plan.specs.get(x, x) for x in c.servers]
+        if len(set(starts)) < len(starts):     # aws and aws@8 where aws runs as aws@8
+            out.append(ClaimResult(c, claims.INCONCLUSIVE, "not measured: "
+                                   f"{', '.join(c.servers)} are one start here "
+                                   f"({', '.join(starts)}); a comparison would hold by "
+                                   "construction"))
+            continue
+        r = claims.evaluate(c, stats, available)
+        note = stand_in_note(plan.study, c)
+        out.append(ClaimResult(c, r.verdict, f"{r.reason}; {note}" if note else r.reason,
+                               r.measured, r.order))
+    cond = "no run folder"
+    if done.folder is not None and (done.folder / schema.MANIFEST).exists():
+        try:
+            cond = analysis.conditions(schema.read_manifest(done.folder))
+        except schema.RecordError as e:
+            cond = f"manifest unreadable ({e})"
+    return Judged(done, tuple(out), cond)
+
+
+def overall(a: ClaimResult, b: ClaimResult | None) -> str:
+    """What the two clients together say about a claim."""
+    if b is None:
+        return a.verdict
+    verdicts = {a.verdict, b.verdict}
+    if verdicts == {claims.REPRODUCED}:
+        return "reproduced with both clients: a property of the servers"
+    if verdicts == {claims.NOT_REPRODUCED}:
+        return "not reproduced with either client"
+    if verdicts == {claims.REPRODUCED, claims.NOT_REPRODUCED}:
+        return "depends on the client"
+    return "open (inconclusive with at least one client)"
+
+
+# --------------------------------------------------------------------------- output
+
+def sysctl_lines(study: Study) -> list[str]:
+    out = []
+    for item in study.setup.sysctl:
+        key, _, want = item.partition("=")
+        try:
+            here = Path("/proc/sys", *key.split(".")).read_text().strip()
+        except OSError:
+            here = "not present"
+        same = "as published" if here == want.strip() else \
+            SYSCTL_SAME.get((key, here, want.strip()), "differs; the lab does not change it")
+        out.append(f"- `{key}`: study {want.strip()}, here {here} ({same})")
+    return out
+
+
+def runs_section(folder: Path, judged: list[Judged]) -> list[str]:
+    lines = ["| client | role | exit | run folder | report | conditions |",
+             "|---|---|---|---|---|---|"]
+    for j in judged:
+        d = j.done
+        if d.folder is None:
+            where, rep = "—", "—"
+        else:
+            rel = os.path.relpath(d.folder, folder)
+            where, rep = f"[{d.folder.name}]({rel}/)", f"[report.html]({rel}/report.html)"
+        lines.append(claims.row([d.plan.client, d.plan.role, str(d.code), where, rep,
+                                 j.conditions]))
+    return lines
+
+
+def claims_section(judged: list[Judged]) -> list[str]:
+    head = ["claim", "published"]
+    for j in judged:
+        head += [f"{j.done.plan.client}: measured", f"{j.done.plan.client}: verdict (reason)"]
+    head.append("both clients" if len(judged) > 1 else "overall")
+    lines = [claims.row(head), "|" + "---|" * len(head)]
+    for i, c in enumerate(judged[0].results if judged else []):
+        cells = [claims.label(c.claim), claims.published_text(c.claim)]
+        for j in judged:
+            r = j.results[i]
+            cells += [claims.measured_text(r), f"**{r.verdict}**: {r.reason}"]
+        cells.append(overall(judged[0].results[i], judged[1].results[i] if len(judged) > 1
+                             else None))
+        lines.append(claims.row(cells))
+    return lines
+
+
+def render(plan: Plan, folder: Path, judged: list[Judged]) -> str:
+    st = plan.study
+    lines = [f"# Reproduction of `{st.id}`: {st.title}", "",
+             f"{st.author}, {st.source}, {st.date}. {st.url}", ""]
+    if plan.quick:
+        lines += [f"**{SMOKE}** (QUICK=1: {', '.join(f'{k}={v}' for k, v in QUICK.items())}, "
+                  f"levels {plan.runs[0].settings['CONCURRENCY']}).", ""]
+    if plan.overrides:
+        lines += ["Settings given by the user (they replace the study's): "
+                  + ", ".join(f"{k}={v}" for k, v in plan.overrides.items()) + ".", ""]
+    lines += ["## Claims", ""] + claims_section(judged) + [""] + why_section(plan, judged)
+    lines += ["## Runs", ""]
+    lines += runs_section(folder, judged) + [""]
+    for j in judged:
+        s = j.done.plan.settings
+        lines.append(f"- {j.done.plan.client}: " + " ".join(
+            f"{k}={s[k]!r}" if " " in s[k] else f"{k}={s[k]}" for k in sorted(s)))
+    lines += ["", "## Published conditions", "", st.conditions, ""]
+    lines += [f"Published client: {st.setup.published_client or st.setup.client}. "
+              + st.setup.notes, ""]
+    lines += sysctl_lines(st)
+    lines += ["", "## Servers", ""]
+    lines += [f"- {name} runs as `{spec}`" for name, spec in plan.specs.items()]
+    lines += [f"- {s.published}: `{s.lab}`{' (stand-in)' if s.stand_in else ''}: {s.note}"
+              for s in st.stands_for]
+    lines += [f"- {u.published}: unavailable ({u.reason})" for u in st.unavailable]
+    return "\n".join(lines) + "\n"
+
+
+def why_section(plan: Plan, judged: list[Judged]) -> list[str]:
+    """Each claim not reproduced, per client: its three measured reasons
+    (lab.analyse.reasons) and the variants that test them; then the conditions,
+    published against here."""
+    lines: list[str] = []
+    last: schema.Manifest | None = None
+    for j in judged:
+        folder = j.done.folder
+        if folder is None or not (folder / schema.MANIFEST).exists():
+            continue
+        try:
+            m = schema.read_manifest(folder)
+        except schema.RecordError:
+            continue
+        last, stats = m, stats_by_name(plan, folder)
+        for r in j.results:
+            if r.verdict != claims.REPRODUCED:
+                lines += reasons.block(r.claim, j.done.plan.client, r.verdict,
+                                       reasons.reasons(r, plan.study, m, stats) if stats else [],
+                                       plan.study, plan.specs)
+    if last is None:
+        return []
+    return (["## Why not reproduced", ""] + (lines or ["Every claim was reproduced."])
+            + ["", "## Conditions, published against here", ""]
+            + reasons.conditions_table(plan.study, last) + [""])
+
+
+def to_json(plan: Plan, judged: list[Judged]) -> dict[str, Any]:
+    def result(r: ClaimResult) -> dict[str, Any]:
+        return {"verdict": r.verdict, "reason": r.reason,
+                "measured": asdict(r.measured) if r.measured else None,
+                "order": [[s, asdict(x)] for s, x in r.order]}
+    return {
+        "study": plan.study.id, "quick": plan.quick, "smoke": SMOKE if plan.quick else None,
+        "specs": plan.specs, "overrides": plan.overrides,
+        "runs": [{"client": j.done.plan.client, "role": j.done.plan.role,
+                  "settings": j.done.plan.settings, "exit": j.done.code,
+                  "folder": str(j.done.folder) if j.done.folder else None,
+                  "report": str(j.done.folder / "report.html") if j.done.folder else None,
+                  "conditions": j.conditions} for j in judged],
+        "claims": [{"id": c.id, "text": c.text, "published": claims.published_text(c),
+                    "by_client": {j.done.plan.client: result(j.results[i]) for j in judged},
+                    "overall": overall(judged[0].results[i],
+                                       judged[1].results[i] if len(judged) > 1 else None)}
+                   for i, c in enumerate(plan.study.claims)] if judged else [],
+    }
+
+
+def plan_json(plan: Plan) -> dict[str, Any]:
+    return {"study": plan.study.id, "quick": plan.quick, "specs": plan.specs,
+            "overrides": plan.overrides,
+            "runs": [{"client": r.client, "role": r.role, "settings": r.settings}
+                     for r in plan.runs]}
+
+
+# --------------------------------------------------------------------------- main
+
+# --------------------------------------------------------------------------- instructions
+
+def ada_claims(plan: Plan, known: dict[str, Server]) -> list[claims.Claim]:
+    """Throughput ratios between Ada servers (ASF against AWS, EWS against AWS)."""
+    return [c for c in plan.study.claims if c.kind == "ratio" and c.metric == "peak_rps"
+            and all(claims.base(x) in c.unavailable or
+                    (claims.base(x) in known and known[claims.base(x)].language == "Ada")
+                    for x in c.servers)]
+
+
+def instruction_ratios(plan: Plan, env: Mapping[str, str]) -> list[str]:
+    """`make cost` (lab.studies.cost, cachegrind) on the Ada servers of the throughput
+    claims between Ada servers, and each claim's instruction ratio beside its
+    throughput ratio: noise-free where the throughput is not. Each side is
+    counted as the throughput run started it (plan.specs: aws as aws@8, aws@16
+    with 16 workers); two sides that are one start get no ratio."""
+    known = discover(ROOT, env.get("LAB_SERVER_PATH", ""))
+    found = ada_claims(plan, known)
+    if not found:
+        return []
+    # a ratio needs both sides: a claim with an unavailable server is not counted
+    started = {x: plan.specs.get(x, x) for c in found for x in c.servers}
+    names = sorted({started[x] for c in found for x in c.servers
+                    if not any(claims.base(y) in c.unavailable for y in c.servers)})
+    lines = ["## Instructions per request beside the throughput ratio", "",
+             "Claims that compare Ada servers, counted by `make cost` (cachegrind, user "
+             "space only, c=1, a separate start each, each server with the workers the "
+             "throughput runs gave it): for a throughput ratio a/b, "
+             "instructions(b)/instructions(a) is what that ratio would be if both spent "
+             "their time in their own user-space code.", ""]
+    per: dict[str, float] = {}
+    if names:
+        cost_env = {**stepcheck.only_for("cost", env), "SERVER": " ".join(names),
+                    "COST_LEVELS": "1"}
+        if plan.quick:
+            cost_env.update(COST_REQUESTS="1000 3000", REPEAT="1")
+        out = subprocess.run([sys.executable, "-m", "lab", "cost"], cwd=ROOT, env=cost_env,
+                             stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        folder = next((Path(m.group(1)) for line in out.stderr.splitlines()
+                       if (m := RUN_FOLDER.match(line))), None)
+        counted = schema.read_costs(folder) if folder is not None else None
+        if counted is None:
+            lines += [f"- make cost failed (exit {out.returncode}): "
+                      f"{out.stderr.strip()[-300:]}", ""]
+        else:
+            for sc in costview.server_costs(counted):
+                if sc.levels:
+                    per[sc.server] = sc.levels[0].per_request.median
+            lines += [f"Run folder: `{folder}`.", ""]
+    for c in found:
+        lines.append(instruction_line(c, started, per))
+    return lines + [""]
+
+
+def not_counted(plan: Plan, env: Mapping[str, str]) -> list[str]:
+    """In place of instruction_ratios after an interrupt: what was not counted."""
+    if not ada_claims(plan, discover(ROOT, env.get("LAB_SERVER_PATH", ""))):
+        return []
+    return ["## Instructions per request beside the throughput ratio", "",
+            "Not counted: the reproduction was interrupted (`make cost` runs after both "
+            "runs).", ""]
+def instruction_line(c: claims.Claim, started: Mapping[str, str],
+                     per: Mapping[str, float]) -> str:
+    """One claim's instruction figures, each named by the start it was counted
+    on (NAME@N); none when both sides are one start or one was not counted."""
+    x, y = c.servers[:2]
+    a, b = started.get(x, x), started.get(y, y)
+    head = f"- {claims.label(c)}: published throughput ratio {c.published}; "
+    if a == b:
+        return head + (f"no instruction count: both sides are {a} as started, so a ratio "
+                       "would be 1 by construction")
+    missing = [s for s in (x, y) if started.get(s, s) not in per]
+    if missing:
+        why = "; ".join(c.unavailable.get(claims.base(s), "not counted") for s in missing)
+        return head + (f"instructions not counted for "
+                       f"{', '.join(started.get(s, s) for s in missing)} ({why})")
+    return head + (f"instructions per request {a} {per[a]:,.0f} instructions, "
+                   f"{b} {per[b]:,.0f} instructions: instruction ratio {b}/{a} = "
+                   f"{per[b] / per[a]:.3f} ×")
+
+
+def lab_servers(env: Mapping[str, str]) -> set[str]:
+    return set(found_here(ROOT))            # LAB_SERVER_PATH as lab.setup.paths reads it
+
+
+def prepare(name: str, env: Mapping[str, str]) -> Plan:
+    """The plan for study `name`; ReproduceError (exit 2) when it cannot run."""
+    try:
+        stepcheck.warn(stepcheck.check_step("reproduce", env))   # what it would not use
+    except ConfigError as e:
+        raise ReproduceError(str(e)) from None
+    try:
+        servers = lab_servers(env)
+    except ManifestError as e:
+        raise ReproduceError(str(e)) from None
+    return make_plan(find_study(name, servers), env)
+
+
+def main(name: str, env: Mapping[str, str]) -> int:
+    try:
+        plan = prepare(name, env)
+    except ReproduceError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    code = preflight(plan, env)
+    if code:
+        return code
+    root = ROOT / (env.get("RESULTS", "").strip() or "results")
+    out = folder.new_folder(root, f"reproduce-{plan.study.id}-"
+                                      f"{time.strftime('%Y%m%d-%H%M%S')}")
+    files.write_json(out / "plan.json", plan_json(plan))
+    print(f"reproduce folder: {out}", file=sys.stderr, flush=True)
+    done: list[RunDone] = []
+    stopped = False
+    try:
+        for run in plan.runs:
+            print(f"[reproduce] {plan.study.id}: {run.client} ({run.role})", file=sys.stderr,
+                  flush=True)
+            done.append(run_benchmark(run, env))
+            if done[-1].code in (2, 130):     # bad input or interrupted: the next fares no better
+                stopped = done[-1].code == 130
+                break
+    except Interrupted as e:
+        done.append(e.done)
+        stopped = True
+    except KeyboardInterrupt:
+        stopped = True
+    if stopped:                             # nothing new starts after an interrupt
+        print("[reproduce] interrupted: judging what was measured, nothing more is run",
+              file=sys.stderr, flush=True)
+    available = lab_servers(env)
+    judged = [judge(plan, d, available) for d in done]
+    text = render(plan, out, judged)
+    counted: list[str] = []
+    if not stopped:
+        try:
+            counted = instruction_ratios(plan, env)
+        except KeyboardInterrupt:           # during `make cost`: it stops and marks its run
+            stopped = True
+            print("[reproduce] interrupted: the claims are written without instruction counts",
+                  file=sys.stderr, flush=True)
+    if stopped:
+        counted = not_counted(plan, env)
+    text += "\n" + "\n".join(counted)
+    (out / "claims.md").write_text(text)
+    files.write_json(out / "claims.json", to_json(plan, judged))
+    print(text)
+    print(f"claims: {out / 'claims.md'}", file=sys.stderr)
+    codes = [d.code for d in done]
+    if stopped and 2 not in codes:
+        return 130
+    if 2 in codes or 130 in codes:
+        return 2 if 2 in codes else 130
+    if len(done) < len(plan.runs):
+        return 130
+    return 1 if any(codes) else 0
