@@ -321,6 +321,16 @@ build_library() {
     say "built library $lib in $((SECONDS - t0)) s"
 }
 
+# Copy folder $1 to $2 (in the root): fresh sources every time, but $2's
+# obj/ and bin/ are kept for incremental builds; $1's own are not copied.
+copy_fresh() {
+    local from=$1 dest=$2
+    mkdir -p "$dest"
+    find "$dest" -mindepth 1 -maxdepth 1 ! -name obj ! -name bin -exec rm -rf {} +
+    (cd "$from" && find . -mindepth 1 -maxdepth 1 ! -name obj ! -name bin ! -name lab-sources \
+         -exec cp -a {} "$dest/" \;)
+}
+
 cmd_build() {
     local name=${1:?usage: toolchain.sh build NAME} dir mode gpr exe hostbin
     dir=$(server_dir "$name")
@@ -342,12 +352,10 @@ cmd_build() {
         fi
         flags=$(gprflags_of "$dir")
         local dest=$ROOT/lab/$name
-        say "copying $name sources into the root"
-        mkdir -p "$dest"
-        # Fresh sources every time, but keep obj/ for incremental builds.
-        find "$dest" -mindepth 1 -maxdepth 1 ! -name obj ! -name bin -exec rm -rf {} +
-        (cd "$dir" && find . -mindepth 1 -maxdepth 1 ! -name obj ! -name bin ! -name lab-sources \
-             -exec cp -a {} "$dest/" \;)
+        say "copying $name and labenv sources into the root"
+        copy_fresh "$dir" "$dest"
+        # The shared settings package: every .gpr says with "../labenv/labenv.gpr".
+        copy_fresh "$HERE/labenv" "$ROOT/lab/labenv"
         say "gprbuild -P $gpr (chroot, gnat of $SUITE)"
         chroot "$ROOT" /usr/bin/env ADA_PROJECT_PATH="$PREFIX/share/gpr:$path" \
             /bin/sh -c "cd /lab/$name && exec gprbuild -p -q -j2 $flags -P $gpr" \
