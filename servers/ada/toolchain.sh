@@ -260,15 +260,15 @@ cmd_sources() {
     [[ -n $libs ]] || return 0
     [[ -f $READY ]] || die "rootfs not ready; run: toolchain.sh ensure"
     # shellcheck disable=SC2086  # a list of library names
-    # Also staged in the server folder (lab-sources/, git-ignored) with the
-    # build recipe: the Dockerfile's build stage takes them from there.
+    # Also staged in the server folder (lab-sources/, git-ignored) with their
+    # facts: the build stage of servers/ada/Dockerfile takes them from there.
     (cd "$LAB_ROOT" && python3 -m lab.sources fetch $libs --into "$ROOT$SRC" \
          --stage "$dir/lab-sources" >/dev/null) || {
         local code=$?
         say "error: the sources of $(basename "$dir") are not usable (see above)"
         exit "$code"
     }
-    cp -p "$HERE/build-library.sh" "$dir/lab-sources/build-library.sh"
+    rm -f "$dir/lab-sources/build-library.sh"   # staged by older labs: the image takes ../build-library.sh
     # shellcheck disable=SC2086  # a list of library names
     (cd "$LAB_ROOT" && python3 -m lab.sources facts $libs) > "$dir/lab-sources/facts.txt.tmp"
     if cmp -s "$dir/lab-sources/facts.txt.tmp" "$dir/lab-sources/facts.txt"; then
