@@ -355,7 +355,11 @@ cmd_build() {
         say "copying $name and labenv sources into the root"
         copy_fresh "$dir" "$dest"
         # The shared settings package: every .gpr says with "../labenv/labenv.gpr".
-        copy_fresh "$HERE/labenv" "$ROOT/lab/labenv"
+        # Copied only when it differs, so that a build of another server
+        # reading it at the same time does not see it half-copied.
+        if ! diff -r -q -x obj -x bin "$HERE/labenv" "$ROOT/lab/labenv" >/dev/null 2>&1; then
+            copy_fresh "$HERE/labenv" "$ROOT/lab/labenv"
+        fi
         say "gprbuild -P $gpr (chroot, gnat of $SUITE)"
         chroot "$ROOT" /usr/bin/env ADA_PROJECT_PATH="$PREFIX/share/gpr:$path" \
             /bin/sh -c "cd /lab/$name && exec gprbuild -p -q -j2 $flags -P $gpr" \
