@@ -66,8 +66,9 @@ def test_every_dockerfile_has_a_service_and_every_service_a_dockerfile() -> None
     services = compose.services()
     assert "client" in services                       # Siege and wrk
     built = {s.folder for s in services.values()}
-    # a Dockerfile of its own in a server's folder, or a shared one (servers/java)
-    # that builds the module its SERVER argument names: each server folder beside it
+    # a Dockerfile of its own in a server's folder, or a shared one (servers/java,
+    # servers/ada) that builds the folder its SERVER argument names: each server
+    # folder beside it
     own, shared = set(), set()
     for p in ROOT.glob("servers/**/Dockerfile"):
         if "target" in p.parts:
@@ -78,12 +79,14 @@ def test_every_dockerfile_has_a_service_and_every_service_a_dockerfile() -> None
             own.add(p.parent.resolve())
     assert shared >= {(ROOT / "servers/java" / m).resolve()
                       for m in ("grizzly", "jersey", "undertow", "jetty", "tomcat")}
+    assert shared >= {(ROOT / "servers/ada" / m).resolve()
+                      for m in ("aws", "asf", "ews", "simple-components", "ada-mini")}
     assert own | shared == built - {(ROOT / "client").resolve()}
     by_folder = servers_by_folder()
     for name, svc in services.items():
         assert svc.dockerfile is not None and svc.dockerfile.exists(), name
         if "ARG SERVER" in svc.dockerfile.read_text():
-            assert svc.args == {"SERVER": name}, name
+            assert svc.args.get("SERVER") == name, name
         assert svc.image == f"restlab/{name}"
         assert svc.profiles == (name,), f"{name}: `--profile {name}` must start it alone"
         if name == "client":
@@ -127,13 +130,20 @@ def test_dockerfiles_start_from_the_issue_bases_and_ship_their_facts() -> None:
                      if s.name == name), "client")
         assert bases == (["debian:bullseye"] if lang == "Ada" else ["debian:bookworm"]), name
         if lang == "Ada":
-            pinned = "-- lab-libraries:" in (svc.dockerfile.parent.joinpath(
-                next(p.name for p in svc.dockerfile.parent.glob("*.gpr")))).read_text()
-            assert "libaws20-dev" in text or name in ("ada-mini", "ews", "simple-components")
-            if pinned:     # sources from the lab's checked archives only, no download
-                assert "COPY lab-sources/ " in text, name
-                assert not any(w in text for w in ("curl ", "wget ", "git clone", "ADD http"))
-            assert "gprbuild" in text and "AS build" in text      # multi-stage: small image
+            # one Dockerfile for the five (servers/ada), its build stage reading
+            # the server's .gpr as toolchain.sh does (image-build.sh)
+            assert svc.dockerfile == (ROOT / "servers/ada/Dockerfile").resolve(), name
+            assert svc.folder is not None
+            [gpr] = svc.folder.glob("*.gpr")
+            assert "libaws20-dev" in text
+            # AWS's runtime where the server is linked against it, GNAT's else
+            on_aws = any(f'with "{p}";' in gpr.read_text() for p in ("aws", "servletada_aws"))
+            assert (svc.args.get("RUNTIME_PACKAGES") == "libaws6") == on_aws, name
+            # sources from the lab's checked archives only, no download
+            assert f"COPY {name}/*.gpr {name}/*.patch {name}/lab-source[s] " in text, name
+            assert "COPY labenv/ " in text                       # Lab_Settings
+            assert not any(w in text for w in ("curl ", "wget ", "git clone", "ADD http"))
+            assert "image-build.sh" in text and "AS build" in text  # multi-stage: small image
         if lang == "Java":
             assert "openjdk-17-jre-headless" in text
             # the build context (servers/java) sends this server's Dockerfile and jar
@@ -142,7 +152,7 @@ def test_dockerfiles_start_from_the_issue_bases_and_ship_their_facts() -> None:
             assert f"COPY {name}/target/{name}.jar " in text
         if name != "client":
             assert "/lab/facts" in text and "USER nobody" in text, name
-    assert compose.base_images(ROOT / "servers/ada/aws/Dockerfile") == ["debian:bullseye"]
+    assert compose.base_images(ROOT / "servers/ada/Dockerfile") == ["debian:bullseye"]
 
 
 def test_only_the_java_images_need_the_labs_own_build() -> None:

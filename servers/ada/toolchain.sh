@@ -260,15 +260,15 @@ cmd_sources() {
     [[ -n $libs ]] || return 0
     [[ -f $READY ]] || die "rootfs not ready; run: toolchain.sh ensure"
     # shellcheck disable=SC2086  # a list of library names
-    # Also staged in the server folder (lab-sources/, git-ignored) with the
-    # build recipe: the Dockerfile's build stage takes them from there.
+    # Also staged in the server folder (lab-sources/, git-ignored) with their
+    # facts: the build stage of servers/ada/Dockerfile takes them from there.
     (cd "$LAB_ROOT" && python3 -m lab.setup.sources fetch $libs --into "$ROOT$SRC" \
          --stage "$dir/lab-sources" >/dev/null) || {
         local code=$?
         say "error: the sources of $(basename "$dir") are not usable (see above)"
         exit "$code"
     }
-    cp -p "$HERE/build-library.sh" "$dir/lab-sources/build-library.sh"
+    rm -f "$dir/lab-sources/build-library.sh"   # staged by older labs: the image takes ../build-library.sh
     # shellcheck disable=SC2086  # a list of library names
     (cd "$LAB_ROOT" && python3 -m lab.setup.sources facts $libs) > "$dir/lab-sources/facts.txt.tmp"
     if cmp -s "$dir/lab-sources/facts.txt.tmp" "$dir/lab-sources/facts.txt"; then
@@ -321,6 +321,16 @@ build_library() {
     say "built library $lib in $((SECONDS - t0)) s"
 }
 
+# Copy folder $1 to $2 (in the root): fresh sources every time, but $2's
+# obj/ and bin/ are kept for incremental builds; $1's own are not copied.
+copy_fresh() {
+    local from=$1 dest=$2
+    mkdir -p "$dest"
+    find "$dest" -mindepth 1 -maxdepth 1 ! -name obj ! -name bin -exec rm -rf {} +
+    (cd "$from" && find . -mindepth 1 -maxdepth 1 ! -name obj ! -name bin ! -name lab-sources \
+         -exec cp -a {} "$dest/" \;)
+}
+
 cmd_build() {
     local name=${1:?usage: toolchain.sh build NAME} dir mode gpr exe hostbin
     dir=$(server_dir "$name")
@@ -342,12 +352,14 @@ cmd_build() {
         fi
         flags=$(gprflags_of "$dir")
         local dest=$ROOT/lab/$name
-        say "copying $name sources into the root"
-        mkdir -p "$dest"
-        # Fresh sources every time, but keep obj/ for incremental builds.
-        find "$dest" -mindepth 1 -maxdepth 1 ! -name obj ! -name bin -exec rm -rf {} +
-        (cd "$dir" && find . -mindepth 1 -maxdepth 1 ! -name obj ! -name bin ! -name lab-sources \
-             -exec cp -a {} "$dest/" \;)
+        say "copying $name and labenv sources into the root"
+        copy_fresh "$dir" "$dest"
+        # The shared settings package: every .gpr says with "../labenv/labenv.gpr".
+        # Copied only when it differs, so that a build of another server
+        # reading it at the same time does not see it half-copied.
+        if ! diff -r -q -x obj -x bin "$HERE/labenv" "$ROOT/lab/labenv" >/dev/null 2>&1; then
+            copy_fresh "$HERE/labenv" "$ROOT/lab/labenv"
+        fi
         say "gprbuild -P $gpr (chroot, gnat of $SUITE)"
         chroot "$ROOT" /usr/bin/env ADA_PROJECT_PATH="$PREFIX/share/gpr:$path" \
             /bin/sh -c "cd /lab/$name && exec gprbuild -p -q -j2 $flags -P $gpr" \

@@ -15,6 +15,8 @@ with Ada.Text_IO;
 
 with GNAT.Sockets;
 
+with Lab_Settings; use Lab_Settings;   --  servers/ada/labenv
+
 with Mini_Server;
 
 procedure Ada_Mini is
@@ -22,54 +24,12 @@ procedure Ada_Mini is
    use Ada.Text_IO;
    use GNAT.Sockets;
 
-   Invalid_Setting : exception;
-
-   --  The text of the environment variable Name, "" when unset.
-   function Env (Name : String) return String is
-     (if Exists (Name) then Value (Name) else "");
-
-   --  The environment variable Name as a number from 1 to Last, Default
-   --  when it is unset or empty; Invalid_Setting otherwise.
-   function Env_Positive
-     (Name : String; Default, Last : Positive) return Positive
-   is
-      Text : constant String := Env (Name);
-   begin
-      if Text = "" then
-         return Default;
-      end if;
-      declare
-         N : constant Positive := Positive'Value (Text);
-      begin
-         if N <= Last then
-            return N;
-         end if;
-      end;
-      raise Constraint_Error;
-   exception
-      when Constraint_Error =>
-         raise Invalid_Setting with Name & "=""" & Text
-           & """: expected a whole number from 1 to" & Positive'Image (Last);
-   end Env_Positive;
-
-   --  The environment variable Name as an IPv4 or IPv6 address (inet_pton:
-   --  a host name is refused), Default when it is unset or empty.
-   function Env_Address (Name, Default : String) return Inet_Addr_Type is
-      Text : constant String := Env (Name);
-   begin
-      return Inet_Addr (if Text = "" then Default else Text);
-   exception
-      when Socket_Error | Constraint_Error =>
-         raise Invalid_Setting with Name & "=""" & Text
-           & """: expected an IP address such as 127.0.0.1 or ::1";
-   end Env_Address;
-
 begin
    declare
       Address  : constant Sock_Addr_Type := Network_Socket_Address
-        (Addr => Env_Address ("BIND", "127.0.0.1"),
-         Port => Port_Type (Env_Positive ("PORT", 8080, 65_535)));
-      Backlog  : constant Positive := Env_Positive ("BACKLOG", 512, 65_535);
+        (Addr => Inet_Addr (Lab_Settings.Bind),
+         Port => Port_Type (Lab_Settings.Port));
+      Backlog  : constant Positive := Lab_Settings.Backlog;
       --  Bound and listening before it says so (a bind error ends it here).
       Listener : constant Socket_Type := Mini_Server.Listen (Address, Backlog);
    begin

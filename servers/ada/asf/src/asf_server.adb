@@ -11,16 +11,15 @@ with Ada.Command_Line;
 with Ada.Exceptions;
 with Ada.Text_IO;
 
-with GNAT.Sockets;
-
 with AWS.Config.Set;
 
 with Servlet.Core.Rest;
 with Servlet.Rest;
 with Servlet.Server.Web;
 
+with Lab_Settings; use Lab_Settings;   --  servers/ada/labenv
+
 with Greeting_API;
-with Lab_Settings; use Lab_Settings;
 
 procedure ASF_Server is
 
@@ -32,12 +31,11 @@ begin
    --  The settings are read inside the block, so that an invalid one reaches
    --  the handler below (a message, exit 1), not the runtime's.
    declare
-      Bind    : constant String := Env_Address ("BIND", "127.0.0.1");
-      Port    : constant Positive := Env_Positive ("PORT", 8080, 65_535);
-      Backlog : constant Positive := Env_Positive ("BACKLOG", 512, 65_535);
+      Bind    : constant String := Lab_Settings.Bind;
+      Port    : constant Positive := Lab_Settings.Port;
+      Backlog : constant Positive := Lab_Settings.Backlog;
       Workers : Natural :=   --  0: AWS's default
-        (if Env ("WORKERS") = "" then 0
-         else Env_Positive ("WORKERS", 5, 10_000));
+        (if Workers_Given then Lab_Settings.Workers (5) else 0);
 
       procedure Setup (Config : in out AWS.Config.Object) is
       begin
@@ -62,8 +60,7 @@ begin
 
       Ada.Text_IO.Put_Line
         ("asf_server: Ada Servlet REST on AWS listening on "
-         & (if GNAT.Sockets.Is_IPv6_Address (Bind) then "[" & Bind & "]" else Bind)
-         & ":" & Image (Port) & " (backlog " & Image (Backlog) & ") with "
+         & Endpoint (Bind, Port) & " (backlog " & Image (Backlog) & ") with "
          & Image (Workers) & " tasks");
       Ada.Text_IO.Flush;
    end;

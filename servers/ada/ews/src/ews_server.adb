@@ -19,7 +19,7 @@ with EWS.HTTP;
 with EWS.Server;
 with EWS.Types;
 
-with Lab_Settings; use Lab_Settings;
+with Lab_Settings; use Lab_Settings;   --  servers/ada/labenv
 
 procedure EWS_Server is
 
@@ -37,10 +37,10 @@ procedure EWS_Server is
 
 begin
    declare
-      Bind    : constant String := Env_Address ("BIND", "127.0.0.1");
-      Port    : constant Positive := Env_Positive ("PORT", 8080, 65_535);
-      Backlog : constant Positive := Env_Positive ("BACKLOG", 512, 65_535);
-      Workers : constant Positive := Env_Positive ("WORKERS", 1, 10_000);
+      Bind    : constant String := Lab_Settings.Bind;
+      Port    : constant Positive := Lab_Settings.Port;
+      Backlog : constant Positive := Lab_Settings.Backlog;
+      Workers : constant Positive := Lab_Settings.Workers (1);
       pragma Unreferenced (Workers);   --  checked, then ignored: one task
    begin
       EWS.Dynamic.Register (Greet'Unrestricted_Access, "/api");
@@ -49,9 +49,8 @@ begin
          At_Address   => GNAT.Sockets.Inet_Addr (Bind),
          With_Backlog => Backlog);
       Ada.Text_IO.Put_Line
-        ("ews_server: EWS listening on "
-         & (if GNAT.Sockets.Is_IPv6_Address (Bind) then "[" & Bind & "]" else Bind)
-         & ":" & Image (Port) & " (backlog " & Image (Backlog) & ") with 1 task");
+        ("ews_server: EWS listening on " & Endpoint (Bind, Port)
+         & " (backlog " & Image (Backlog) & ") with 1 task");
       Ada.Text_IO.Flush;
    end;
    --  EWS's server task runs until the process is terminated.

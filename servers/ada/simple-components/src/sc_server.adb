@@ -14,18 +14,18 @@ with Ada.Text_IO;
 with GNAT.Sockets;
 
 with Greeting_Servers; use Greeting_Servers;
-with Lab_Settings;     use Lab_Settings;
+with Lab_Settings;     use Lab_Settings;   --  servers/ada/labenv
 
 procedure SC_Server is
 begin
    declare
-      Bind    : constant String := Env_Address ("BIND", "127.0.0.1");
-      Port    : constant Positive := Env_Positive ("PORT", 8080, 65_535);
-      Workers : constant Positive := Env_Positive ("WORKERS", 1, 10_000);
+      Bind    : constant String := Lab_Settings.Bind;
+      Port    : constant Positive := Lab_Settings.Port;
+      Workers : constant Positive := Lab_Settings.Workers (1);
       pragma Unreferenced (Workers);   --  checked, then ignored: one task
       Delay_Text : constant String := Env ("SC_NODELAY");
    begin
-      Greeting_Servers.Backlog := Env_Positive ("BACKLOG", 512, 65_535);
+      Greeting_Servers.Backlog := Lab_Settings.Backlog;
       Greeting_Servers.Bind_Address := GNAT.Sockets.Inet_Addr (Bind);
       if Delay_Text = "1" then
          Greeting_Servers.Set_No_Delay := True;
@@ -40,9 +40,7 @@ begin
       begin
          Ada.Text_IO.Put_Line
            ("sc_server: Simple Components HTTP listening on "
-            & (if GNAT.Sockets.Is_IPv6_Address (Bind)
-               then "[" & Bind & "]" else Bind)
-            & ":" & Image (Port) & " (backlog "
+            & Endpoint (Bind, Port) & " (backlog "
             & Image (Greeting_Servers.Backlog) & "), 1 I/O task, TCP_NODELAY "
             & (if Greeting_Servers.Set_No_Delay then "on" else "off (default)"));
          Ada.Text_IO.Flush;

@@ -44,4 +44,21 @@ package body Lab_Settings is
    function Image (N : Positive) return String is
      (Positive'Image (N) (2 .. Positive'Image (N)'Last));
 
+   function Bind return String is (Env_Address ("BIND", "127.0.0.1"));
+
+   function Port return Positive is (Env_Positive ("PORT", 8080, 65_535));
+
+   function Backlog return Positive is
+     (Env_Positive ("BACKLOG", 512, 65_535));
+
+   function Workers (Default : Positive) return Positive is
+     (Env_Positive ("WORKERS", Default, 10_000));
+
+   function Workers_Given return Boolean is (Env ("WORKERS") /= "");
+
+   function Endpoint (Address : String; Port : Positive) return String is
+     ((if GNAT.Sockets.Is_IPv6_Address (Address)
+       then "[" & Address & "]" else Address)
+      & ":" & Image (Port));
+
 end Lab_Settings;
