@@ -120,6 +120,9 @@ def test_paths_and_environment_as_the_remote_host_sees_them(tmp_path: Path) -> N
     assert mapped(str(cache / "ada-bullseye")) == "/home/u/lab/cache/ada-bullseye"
     assert mapped(str(ROOT) + "2/x") == str(ROOT) + "2/x"          # not a path under ROOT
     assert mapped(f"--x={ROOT}/a b {ROOT}") == "--x=/home/u/lab/root/a b /home/u/lab/root"
+    for first in ("/a/long/prefix", "/z"):       # a sibling of any mapped path, whatever its rank
+        two = ssh_ship.PathMap([(first, "/r1"), ("/q/x", "/r2")])
+        assert two(f"{first}2/y /q/x2 /q/x/y {first}/y") == f"{first}2/y /q/x2 /r2/y /r1/y"
     env = dict(os.environ, PORT="8080", LAB_ROOT=str(ROOT), LAB_RUN="r1", LAB_SCRATCH="/tmp/s",
                UNDERTOW_ANSWER_ON="io", JAVA_OPTS="-Xmx64m")
     got = ssh_ship.remote_env(env, mapped)

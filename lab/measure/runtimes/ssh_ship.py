@@ -32,8 +32,10 @@ class PathMap:
 
     def __init__(self, pairs: Iterable[tuple[Path | str, str]]) -> None:
         self.pairs = sorted(((str(a), b) for a, b in pairs), key=lambda p: -len(p[0]))
-        self.pattern = re.compile("|".join(re.escape(a) for a, _ in self.pairs)
-                                  + r"(?![A-Za-z0-9._-])") if self.pairs else None
+        # (?:...): the look-ahead (a whole path component, not a sibling that
+        # shares the prefix) applies to every alternative, not only the last
+        self.pattern = re.compile("(?:" + "|".join(re.escape(a) for a, _ in self.pairs)
+                                  + r")(?![A-Za-z0-9._-])") if self.pairs else None
         self.to = dict(self.pairs)
 
     def __call__(self, text: str) -> str:
