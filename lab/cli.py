@@ -607,6 +607,12 @@ def cmd_claims(args: argparse.Namespace) -> int:
     return claimruns.main(args.study, args.runs, os.environ)
 
 
+def cmd_agree(args: argparse.Namespace) -> int:
+    """How many verdicts two runs share (lab.analyse.agree)."""
+    from lab.analyse import agree
+    return agree.main([args.run_a, args.run_b])
+
+
 def cmd_cost(args: argparse.Namespace) -> int:
     """make cost: instructions per request under cachegrind (lab.studies.cost)."""
     from lab.studies import cost
@@ -700,6 +706,10 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("--study", default="", help="a study id from docs/claims.toml")
     sp.add_argument("runs", nargs="*", help="run folders (or make reproduce folders)")
     sp.set_defaults(fn=cmd_claims)
+    sp = sub.add_parser("agree", help="the verdicts two runs share (an A/A or a rerun check)")
+    sp.add_argument("run_a")
+    sp.add_argument("run_b")
+    sp.set_defaults(fn=cmd_agree)
     return p
 
 

@@ -189,6 +189,9 @@ def test_agree_counts_identical_verdicts_of_two_runs(tmp_path: Path,
     assert "Identical verdicts, req/s: 2 of 2" in capsys.readouterr().out
     assert agree.main([str(src), str(tmp_path / "nope")]) == 2
     assert "no such run folder" in capsys.readouterr().err
+    from lab import cli
+    assert cli.main(["agree", str(src), str(src)]) == 0      # the front door: python3 -m lab agree
+    assert "Identical verdicts, req/s: 2 of 2" in capsys.readouterr().out
 
 
 

@@ -4,7 +4,7 @@ and the server-CPU-per-request verdict (lab.analyse.metrics.efficiency, judged f
 every pair, not only where req/s cannot rank), each counted identical when
 both runs give the same outcome (the same kind and the same winner).
 
-    python3 -m lab.analyse.agree RUN_A RUN_B
+    python3 -m lab agree RUN_A RUN_B
 
 Prints one line per pair and level and the two counts, for docs/results.md.
 Pure reading: it imports nothing of the measuring side."""
@@ -82,7 +82,7 @@ def report(found: list[Pair], ids: tuple[str, str]) -> list[str]:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
-        print("usage: python3 -m lab.analyse.agree RUN_A RUN_B", file=sys.stderr)
+        print("usage: python3 -m lab agree RUN_A RUN_B", file=sys.stderr)
         return Exit.BAD_INPUT
     try:
         (_, x), (_, y) = analysis.of(Path(argv[0])), analysis.of(Path(argv[1]))
