@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from lab.analyse import analysis, claims, metrics
-from lab.present import compare
+from lab.analyse import analysis, claims, diff, metrics
 from lab.record import schema
 from lab.record.level import Level
 from lab.record.schema import Row
@@ -57,7 +56,7 @@ def test_run_verdicts_compare_and_claims_agree(case: str) -> None:
     a, b = level("A", ra, ba), level("B", rb, bb)
     gate = metrics.judge(metrics.Sample("A", tuple(ra), ba), metrics.Sample("B", tuple(rb), bb))
     run = metrics.verdict(a, b)
-    kind, text, _ = compare.judge(a, b)
+    kind, text, _ = diff.judge(a, b)
     ordering = claims.evaluate(ORDER, {"A": [a], "B": [b]}, {"A", "B"})
     # the same words for the same question
     assert run.text == text == gate.text
