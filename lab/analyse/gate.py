@@ -161,7 +161,8 @@ def of(sa: Stats, sb: Stats, costs: tuple[costview.CostAnalysis | None,
     servers = [n for n in sa if n in sb] + [n for (n, lv) in ca if (n, lv) in cb
                                             and n not in sa]
     for name in dict.fromkeys(servers):
-        if any(schema.manifest_value(m, f"servers.{name}.role") == "ceiling" for m in ms) and "." not in name:
+        if "." not in name and any(schema.manifest_value(m, f"servers.{name}.role") == "ceiling"
+                                   for m in ms):
             in_b = {s.value for s in sb.get(name, [])}
             checks += [Check(name, s.value, metric, NOT_APPLICABLE, None, None, None,
                              "the ceiling reference is not gated: it measures the host and "
