@@ -29,6 +29,7 @@ from lab.analyse.wording import axis_label
 from lab.analyse.metrics import LevelStats, Spread
 from lab.record.schema import Manifest, RecordError, ServerRecord, Warmup
 from lab.present.report import rerun_line
+from lab.setup.reason import Reason
 
 REPORT = "report.html"
 INDEX = "index.html"
@@ -372,7 +373,8 @@ def overview(m: Manifest, stats: dict[str, list[LevelStats]]) -> str:
                      e(sum(s.failed for s in levels)) + failures_flag(levels),
                      e(status) if status == "complete" else badge(INCOMPLETE, str(status))])
     head = ["server", "role", "framework", f"peak req/s ({axis_label(m.params.axis)})",
-            "RSS end MB", "RSS peak MB", "CPU µs/req at peak", "p99 ms at peak", "failed", "status"]
+            "RSS end MB", "RSS peak MB", "CPU µs/req at peak", "p99 ms at peak", "failed",
+            "status"]
     return "<h2>Servers</h2>" + table(head, rows, numeric=set(range(3, 9)), cls="overview")
 
 
@@ -723,9 +725,9 @@ def index_row(r: dict[str, Any]) -> list[str]:
             e(r["connection"]), e(r["repeat"]), e(r["topology"]), status]
 
 
-def ours(results_dir: Path) -> str | None:
-    """Why the index may not be written into results_dir (None: it may): the
-    folder must carry the lab's mark, and an index.html there must be the lab's."""
+def why_not_ours(results_dir: Path) -> Reason:
+    """Why the index may not be written into results_dir, or None when it may:
+    the folder must carry the lab's mark, and an index.html there must be the lab's."""
     if not (results_dir / folder.MARK).is_file():
         return (f"{results_dir} is not a results folder the lab made (no {folder.MARK}): "
                 "no index written there")
@@ -782,7 +784,7 @@ def history_section(results_dir: Path) -> str:
 def write_index(results_dir: Path) -> Path | None:
     """results_dir/index.html: every run and comparison, newest first; None
     (with the reason on stderr) when the folder or its index.html is not the lab's."""
-    why = ours(results_dir)
+    why = why_not_ours(results_dir)
     if why:
         print(f"note: {why}", file=sys.stderr)
         return None
