@@ -11,9 +11,9 @@ compare.png/.svg (plots/compare.gp) and compare.html, and prints the table.
 """
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
-import shutil
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -87,6 +87,21 @@ def markdown(ids: tuple[str, str], ms: tuple[Manifest, Manifest], rows: list[Com
     lines += [f"- {d.text()}" for d in hard + soft] or ["- none recorded"]
     lines += ["", NOTE, ""]
     return "\n".join(lines)
+
+
+def gate_lines(g: Gate) -> list[str]:
+    """The gate's part of compare.md (and of what compare prints)."""
+    lines = [f"## Gate: {g.outcome} (exit {g.code})", "",
+             f"Gated on {' '.join(g.metrics)}; MIN_EFFECT={g.min_effect_pct:g}%. {g.reason}.",
+             ""]
+    lines += [f"- noise floor for {name}: {note}" for name, note in g.floors.items()]
+    lines += ["", "| server | level | metric | gate | B worse by | threshold | why |",
+              "|---|---|---|---|---|---|---|"]
+    lines += [f"| {c.server} | {c.value} | {c.metric} | {c.outcome} | "
+              f"{'–' if c.worse_pct is None else f'{c.worse_pct:.1f}%'} | "
+              f"{'–' if c.threshold_pct is None else f'{c.threshold_pct:.1f}%'} | "
+              f"{c.text.replace('|', '/')} |" for c in g.checks]
+    return lines
 
 
 def as_json(ids: tuple[str, str], runs: tuple[Path, Path], ms: tuple[Manifest, Manifest],
@@ -184,23 +199,6 @@ def page(ids: tuple[str, str], ms: tuple[Manifest, Manifest], rows: list[Compari
 
 
 GATE_CLASS = {"regression": "worse", "pass": "better"}
-
-
-# ---- the gate ------------------------------------------------------------------
-
-def gate_lines(g: Gate) -> list[str]:
-    """The gate's part of compare.md (and of what compare prints)."""
-    lines = [f"## Gate: {g.outcome} (exit {g.code})", "",
-             f"Gated on {' '.join(g.metrics)}; MIN_EFFECT={g.min_effect_pct:g}%. {g.reason}.",
-             ""]
-    lines += [f"- noise floor for {name}: {note}" for name, note in g.floors.items()]
-    lines += ["", "| server | level | metric | gate | B worse by | threshold | why |",
-              "|---|---|---|---|---|---|---|"]
-    lines += [f"| {c.server} | {c.value} | {c.metric} | {c.outcome} | "
-              f"{'–' if c.worse_pct is None else f'{c.worse_pct:.1f}%'} | "
-              f"{'–' if c.threshold_pct is None else f'{c.threshold_pct:.1f}%'} | "
-              f"{c.text.replace('|', '/')} |" for c in g.checks]
-    return lines
 
 
 # ---- the command ---------------------------------------------------------------
