@@ -98,7 +98,7 @@ def cmd_list(_: argparse.Namespace) -> int:
 def cmd_check(_: argparse.Namespace) -> int:
     notes = stepcheck.check_step("bench", os.environ)   # what make bench would not use: exit 2
     params, _servers = load_params()
-    problem = folder.unwritable(ROOT / params.results)     # before deps or builds run
+    problem = folder.why_not_writable(ROOT / params.results)     # before deps or builds run
     if problem:
         raise ConfigError(f"RESULTS={params.results}: {problem}; choose a writable place")
     if params.topology == "local":

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from lab.analyse import analysis, claims, metrics
-from lab.present import compare
+from lab.analyse import analysis, claims, diff, metrics
 from lab.record import schema
 from lab.record.level import Level
 from lab.record.schema import Row
@@ -57,7 +56,7 @@ def test_run_verdicts_compare_and_claims_agree(case: str) -> None:
     a, b = level("A", ra, ba), level("B", rb, bb)
     gate = metrics.judge(metrics.Sample("A", tuple(ra), ba), metrics.Sample("B", tuple(rb), bb))
     run = metrics.verdict(a, b)
-    kind, text, _ = compare.judge(a, b)
+    kind, text, _ = diff.judge(a, b)
     ordering = claims.evaluate(ORDER, {"A": [a], "B": [b]}, {"A", "B"})
     # the same words for the same question
     assert run.text == text == gate.text
@@ -161,13 +160,13 @@ def cal_row(client_pct: float, other_pct: float = 0.0, steal: float = 0.0,
 
 
 def test_a_calibration_level_is_refused_unless_the_client_was_the_limit() -> None:
-    assert metrics.calibration_refusal(cal_row(95)) is None
+    assert metrics.why_not_calibrated(cal_row(95)) is None
     # the case: wrk at 43% CPU on a loaded host measured the host
-    busy = metrics.calibration_refusal(cal_row(43, other_pct=40))
+    busy = metrics.why_not_calibrated(cal_row(43, other_pct=40))
     assert busy is not None and "measured the host" in busy
-    idle = metrics.calibration_refusal(cal_row(43))
+    idle = metrics.why_not_calibrated(cal_row(43))
     assert idle is not None and "was not the limit" in idle and "43%" in idle
-    steal = metrics.calibration_refusal(cal_row(95, steal=20))
+    steal = metrics.why_not_calibrated(cal_row(95, steal=20))
     assert steal is not None and "steal" in steal
-    failed = metrics.calibration_refusal(cal_row(95, failed=3))
+    failed = metrics.why_not_calibrated(cal_row(95, failed=3))
     assert failed is not None and "3 requests failed" in failed

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import bench, free_port, lab_env, run_folders
 from lab.present import compare
-from lab.analyse import metrics
+from lab.analyse import diff, metrics
 from lab.record import files, folder, schema
 from lab.record.schema import Row
 
@@ -83,38 +83,38 @@ def paced_rows(rates: dict[int, list[int]], server: str = "paced") -> list[Row]:
 # ---- verdicts -----------------------------------------------------------------
 
 def test_overlapping_ranges_are_no_change_even_with_a_different_median() -> None:
-    c = compare.compare_level(stats("s", 4, [100, 110, 130]), stats("s", 4, [125, 140, 150]))
+    c = diff.compare_level(stats("s", 4, [100, 110, 130]), stats("s", 4, [125, 140, 150]))
     assert c.kind == "no-clear-difference" and c.text == "no clear difference (ranges overlap)"
     assert c.ratios["rate"] == pytest.approx(140 / 110)
 
 
 def test_separate_ranges_give_faster_or_slower_with_the_percent_of_a() -> None:
     a, b = stats("s", 4, [100, 102, 104]), stats("s", 4, [120, 125, 130])
-    up = compare.compare_level(a, b)
+    up = diff.compare_level(a, b)
     assert (up.kind, up.text) == ("faster", "B is faster than A by 23% (min-max ranges do "
                                             "not overlap)")
     assert up.percent == pytest.approx(100 * (125 / 102 - 1))
-    down = compare.compare_level(b, a)
+    down = diff.compare_level(b, a)
     assert (down.kind, down.text) == ("slower", "A is faster than B by 23% (min-max ranges "
                                                 "do not overlap)")
     assert down.percent == pytest.approx(100 * (102 / 125 - 1))
-    small = compare.compare_level(stats("s", 1, [100, 100, 101]), stats("s", 1, [102, 103, 103]))
+    small = diff.compare_level(stats("s", 1, [100, 100, 101]), stats("s", 1, [102, 103, 103]))
     assert small.text.startswith("B is faster than A by 3% ")
 
 
 def test_client_bound_ranks_only_as_a_lower_bound_of_the_faster_side() -> None:
     good, bound = stats("s", 8, [100, 101, 102]), stats("s", 8, [200, 201, 202], "client-bound")
-    up = compare.compare_level(good, bound)
+    up = diff.compare_level(good, bound)
     assert up.kind == "faster-at-least" and up.text.startswith("B is faster than A by at least")
-    assert compare.compare_level(bound, good).kind == "slower-at-least"
-    assert compare.compare_level(bound, bound).kind == "not-comparable"
+    assert diff.compare_level(bound, good).kind == "slower-at-least"
+    assert diff.compare_level(bound, bound).kind == "not-comparable"
     slow_bound = stats("s", 8, [50, 51, 52], "client-bound")
-    assert compare.compare_level(good, slow_bound).text == "not comparable (client-bound: B)"
+    assert diff.compare_level(good, slow_bound).text == "not comparable (client-bound: B)"
 
 
 def test_fewer_than_min_reps_is_inconclusive() -> None:
     assert metrics.MIN_REPS_FOR_VERDICT == 3
-    c = compare.compare_level(stats("s", 1, [100, 101]), stats("s", 1, [200, 201, 202]))
+    c = diff.compare_level(stats("s", 1, [100, 101]), stats("s", 1, [200, 201, 202]))
     assert c.kind == "inconclusive"
     assert c.text.startswith("inconclusive (2 repetitions; REPEAT=3")
 
@@ -127,22 +127,22 @@ def test_open_loop_levels_are_judged_by_p99_latency() -> None:
         return s
     a = open_loop([1000, 1000, 1000], [10, 11, 12])
     b = open_loop([1000, 1000, 1000], [5, 5.5, 6])
-    up = compare.compare_level(a, b)
+    up = diff.compare_level(a, b)
     assert up.text.startswith("B has lower p99 latency than A by 100%") and up.kind == "faster"
     assert up.percent == pytest.approx(100)
-    down = compare.compare_level(b, a)
+    down = diff.compare_level(b, a)
     assert down.kind == "slower" and down.percent == pytest.approx(-50)
-    assert compare.compare_level(a, open_loop([1000] * 3, [9, 10, 11])).kind == \
+    assert diff.compare_level(a, open_loop([1000] * 3, [9, 10, 11])).kind == \
         "no-clear-difference"
-    assert compare.compare_level(a, open_loop([1000] * 3, None)).kind == "inconclusive"
+    assert diff.compare_level(a, open_loop([1000] * 3, None)).kind == "inconclusive"
 
 
 def test_ratios_of_p99_rss_and_cpu() -> None:
-    c = compare.compare_level(stats("s", 1, [100, 100, 100], p99=[2, 2, 2]),
+    c = diff.compare_level(stats("s", 1, [100, 100, 100], p99=[2, 2, 2]),
                               stats("s", 1, [200, 200, 200], p99=[1, 1, 1]))
     assert c.ratios == {"rate": 2.0, "p99_ms": 0.5, "rss_end_kb": 1.0,
                         "cpu_us_per_req": 0.5}
-    plain = compare.compare_level(stats("s", 1, [100] * 3), stats("s", 1, [100] * 3))
+    plain = diff.compare_level(stats("s", 1, [100] * 3), stats("s", 1, [100] * 3))
     assert plain.ratios["p99_ms"] is None
 
 
@@ -151,7 +151,7 @@ def test_a_server_or_level_in_one_run_only_is_listed_as_missing() -> None:
           "gone": [stats("gone", 1, [1, 1, 1])]}
     sb = {"paced": [stats("paced", 1, [1, 1, 1]), stats("paced", 8, [8, 8, 8])],
           "new": [stats("new", 1, [1, 1, 1])]}
-    got = {(c.server, c.value): c for c in compare.compare_stats(sa, sb)}
+    got = {(c.server, c.value): c for c in diff.compare_stats(sa, sb)}
     assert got[("paced", 1)].kind == "no-clear-difference"
     assert got[("paced", 4)].text == "missing in B (level not measured)"
     assert got[("paced", 8)].text == "missing in A (level not measured)"
@@ -199,7 +199,7 @@ def test_differences_that_may_matter_are_listed_not_refused() -> None:
                     "pinning.server_cpus": "0-1", "params.duration_s": 10,
                     "params.warmup_s": 5, "lab.commit": "def5678",
                     "host.load_average_at_start": [2.0, 1.0, 1.0]})
-    diffs = compare.differences(MANIFEST, b)
+    diffs = diff.differences(MANIFEST, b)
     assert not any(d.matters for d in diffs)
     listed = {d.what: (d.a, d.b) for d in diffs}
     assert listed["kernel"] == ("6.1", "6.18")
@@ -214,7 +214,7 @@ def test_differences_that_may_matter_are_listed_not_refused() -> None:
     assert listed["warm-up (s)"] == ("0", "5")
     assert listed["lab commit"] == ("abc1234", "def5678")
     assert listed["load average at start (1 min)"] == ("0.5", "2.0")
-    assert compare.differences(MANIFEST, copy.deepcopy(MANIFEST)) == []
+    assert diff.differences(MANIFEST, copy.deepcopy(MANIFEST)) == []
 
 
 def test_not_a_run_folder_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

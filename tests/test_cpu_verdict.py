@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from lab.analyse import agree, analysis, claims, metrics
+from lab.analyse import agree, analysis, claims, diff, metrics
 from lab.present import compare, html, report
 from lab.record import schema
 from lab.record.level import Level
@@ -111,11 +111,11 @@ def test_a_repetition_that_completed_nothing_has_no_cpu_figure() -> None:
 def test_compare_shows_cpu_per_request_where_req_s_cannot_rank() -> None:
     a = level(rows("aws", [6000, 6100, 6050], [3.9, 3.965, 3.9325], client_cpu_s=BOUND))
     b = level(rows("aws", [6020, 6080, 6040], [2.408, 2.432, 2.416], client_cpu_s=BOUND))
-    c = compare.compare_level(a, b)
+    c = diff.compare_level(a, b)
     assert c.kind == "not-comparable"
     assert c.cpu_text.startswith("B needs 38% less server CPU per request than A")
     assert c.cpu_text in "\n".join(compare.table([c], "c"))
-    quiet = compare.compare_level(level(rows("x", [2000, 2010, 2020], [0.8] * 3)),
+    quiet = diff.compare_level(level(rows("x", [2000, 2010, 2020], [0.8] * 3)),
                                   level(rows("x", [1000, 1010, 1020], [0.8] * 3)))
     assert quiet.kind == "slower" and quiet.cpu_text == ""
 

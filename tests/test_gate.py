@@ -13,6 +13,7 @@ import pytest
 
 from conftest import ROOT, lab_env
 from lab.present import compare
+from lab.analyse.gate import GateSettings
 from lab.analyse import floors
 from lab.setup.exits import Exit
 from lab.record.schema import Row
@@ -21,7 +22,7 @@ from test_compare import make_run, manifest, paced_rows, row
 import subprocess
 import sys
 
-CLEAN = compare.GateSettings()
+CLEAN = GateSettings()
 
 
 def run_pair(tmp: Path, a: dict[int, list[int]], b: dict[int, list[int]],
@@ -73,7 +74,7 @@ def test_a_30_percent_drop_on_clean_levels_is_a_regression(
 def test_a_drop_smaller_than_min_effect_passes_and_a_larger_one_fails(tmp_path: Path) -> None:
     a, b = run_pair(tmp_path, {1: [100, 101, 102]}, {1: [96, 97, 97]})   # 4% slower
     assert compare.main(a, b, False, tmp_path / "o5", CLEAN) == Exit.OK
-    one = compare.GateSettings(min_effect_pct=1.0)
+    one = GateSettings(min_effect_pct=1.0)
     assert compare.main(a, b, False, tmp_path / "o1", one) == Exit.FAILED
 
 
@@ -106,7 +107,7 @@ def test_gate_on_cpu_per_request(tmp_path: Path) -> None:
     a = make_run(tmp_path, "ra", manifest(), rows([100, 101, 102]))
     b = make_run(tmp_path, "rb", manifest(), rows([140, 141, 139]))
     assert compare.main(a, b, False, tmp_path / "o1", CLEAN) == Exit.OK    # rate: the same
-    cpu = compare.GateSettings(metrics=("cpu",))
+    cpu = GateSettings(metrics=("cpu",))
     assert compare.main(a, b, False, tmp_path / "o2", cpu) == Exit.FAILED
 
 
@@ -120,7 +121,7 @@ def test_p99_is_gated_at_a_fixed_offered_rate_only(tmp_path: Path) -> None:
     assert compare.main(a, b, False, tmp_path / "o1", CLEAN) == Exit.FAILED
     c = make_run(tmp_path, "rc", manifest(), rows([10, 11, 12], False))
     d = make_run(tmp_path, "rd", manifest(), rows([20, 21, 22], False))
-    p99 = compare.GateSettings(metrics=("p99",))
+    p99 = GateSettings(metrics=("p99",))
     assert compare.main(c, d, False, tmp_path / "o2", p99) == Exit.NOT_COMPARABLE
 
 
@@ -136,11 +137,11 @@ def test_a_difference_under_the_a_a_floor_is_not_a_regression_and_the_floor_is_n
     a, b = run_pair(tmp_path, {1: [100, 101, 102]}, {1: [92, 93, 93]})   # 8% slower
     cache = tmp_path / "cache"
     assert compare.main(a, b, False, tmp_path / "o1",
-                        compare.GateSettings(cache=cache)) == Exit.FAILED
+                        GateSettings(cache=cache)) == Exit.FAILED
     assert "no A/A floor for paced" in capsys.readouterr().err
     floors.add(cache, floor("paced", 12.0))
     assert compare.main(a, b, False, tmp_path / "o2",
-                        compare.GateSettings(cache=cache)) == Exit.OK
+                        GateSettings(cache=cache)) == Exit.OK
     err = capsys.readouterr().err
     assert "noise floor for paced: A/A floor of paced from `make noise`" in err
     assert "rate 12.0%" in err
@@ -150,7 +151,7 @@ def test_a_difference_under_the_a_a_floor_is_not_a_regression_and_the_floor_is_n
     elsewhere = tmp_path / "cache2"
     floors.add(elsewhere, floor("paced", 30.0, **{"client tool": "wrk"}))
     assert compare.main(a, b, False, tmp_path / "o3",
-                        compare.GateSettings(cache=elsewhere)) == Exit.FAILED
+                        GateSettings(cache=elsewhere)) == Exit.FAILED
     assert "taken under other conditions" in capsys.readouterr().err
 
 
@@ -221,7 +222,7 @@ def test_gate_on_instructions_per_request_of_cost_runs(tmp_path: Path) -> None:
     a = cost_run(tmp_path, "ca", [10000, 10010, 10020])
     same = cost_run(tmp_path, "cb", [10005, 10000, 10015])
     more = cost_run(tmp_path, "cc", [12000, 12010, 12020])
-    gate = compare.GateSettings(metrics=("instructions",))
+    gate = GateSettings(metrics=("instructions",))
     assert compare.main(a, same, False, tmp_path / "o1", gate) == Exit.OK
     assert compare.main(a, more, False, tmp_path / "o2", gate) == Exit.FAILED
     [check] = gate_of(tmp_path / "o2")["checks"]   # type: ignore[misc]

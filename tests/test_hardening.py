@@ -86,7 +86,7 @@ def read_only_mount(tmp_path: Path) -> Iterator[Path]:
 
 
 def test_read_only_results_is_refused(read_only_mount: Path) -> None:
-    problem = folder.unwritable(read_only_mount / "results")
+    problem = folder.why_not_writable(read_only_mount / "results")
     assert problem is not None and f"cannot make a folder in {read_only_mount}" in problem
 
 
@@ -96,13 +96,13 @@ def test_writable_results_passes_and_leaves_nothing(tmp_path: Path, exists: bool
     if exists:
         target.mkdir(parents=True)
     before = tree(tmp_path)
-    assert folder.unwritable(target) is None
+    assert folder.why_not_writable(target) is None
     assert tree(tmp_path) == before
 
 
 def test_a_dangling_link_in_the_way_is_refused(tmp_path: Path) -> None:
     (tmp_path / "link").symlink_to(tmp_path / "gone")
-    problem = folder.unwritable(tmp_path / "link" / "results")
+    problem = folder.why_not_writable(tmp_path / "link" / "results")
     assert problem is not None and "is not a folder" in problem
 
 

@@ -15,6 +15,7 @@ import pytest
 
 from conftest import ROOT, bench, free_port, lab, lab_env, run_folders
 from lab.present import compare
+from lab.analyse.gate import GateSettings
 from lab.analyse import floors, metrics
 from lab.studies import noise
 from lab.setup.exits import Exit
@@ -76,9 +77,9 @@ def test_a_floor_is_recorded_from_an_a_a_run_and_compare_names_it(
     # a 6% drop: a regression at MIN_EFFECT=5% alone, not under the 7.9% floor
     a = make_run(tmp_path, "ra", manifest(), paced_rows({1: [100, 101, 102]}))
     b = make_run(tmp_path, "rb", manifest(), paced_rows({1: [94, 95, 95]}))
-    assert compare.main(a, b, False, tmp_path / "o1", compare.GateSettings()) == Exit.FAILED
+    assert compare.main(a, b, False, tmp_path / "o1", GateSettings()) == Exit.FAILED
     assert compare.main(a, b, False, tmp_path / "o2",
-                        compare.GateSettings(cache=cache)) == Exit.OK
+                        GateSettings(cache=cache)) == Exit.OK
     err = capsys.readouterr().err
     assert "noise floor for paced: A/A floor of paced from `make noise`" in err
     assert f"run {aa.name}" in err

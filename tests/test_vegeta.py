@@ -206,8 +206,9 @@ def test_install_without_go_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert "there is no go on PATH" in capsys.readouterr().err
 
 
-needs_go = pytest.mark.skipif(vegeta.go_problem() is not None,
-                              reason=f"building vegeta needs Go >= 1.22: {vegeta.go_problem()}")
+needs_go = pytest.mark.skipif(
+    vegeta.why_not_buildable() is not None,
+    reason=f"building vegeta needs Go >= 1.22: {vegeta.why_not_buildable()}")
 
 
 @needs_go
@@ -230,8 +231,9 @@ def test_install_is_idempotent(tmp_path: Path, capfd: pytest.CaptureFixture[str]
 def live_vegeta() -> Vegeta:
     v = Vegeta()
     if v.version() != vegeta.VEGETA_VERSION:
-        if vegeta.go_problem() is not None:
-            pytest.skip(f"vegeta is not in the lab cache and cannot be built: {vegeta.go_problem()}")
+        why = vegeta.why_not_buildable()
+        if why is not None:
+            pytest.skip(f"vegeta is not in the lab cache and cannot be built: {why}")
         assert vegeta.build(paths.cache_dir()) == 0
     return v
 

@@ -18,6 +18,7 @@ from lab.record import failures, schema
 from lab.analyse.wording import axis_label
 from lab.analyse.metrics import LevelStats, Verdict
 from lab.record.schema import CalLevel, Calibration, Manifest, RunRecord
+from lab.setup.reason import Reason
 
 CLIENT_LIMITED = "client-limited"
 BELOW = "below the client's limit"
@@ -85,9 +86,9 @@ def mode(keepalive: bool) -> str:
     return "keep-alive" if keepalive else "close"
 
 
-def calibration_mismatch(m: Manifest, cal: Calibration) -> str | None:
+def why_calibration_differs(m: Manifest, cal: Calibration) -> Reason:
     """Why the calibration on record does not describe this run's conditions
-    (client, connection mode, pinning, topology); None when it does."""
+    (client, connection mode, pinning, topology), or None when it does."""
     tool, conn = m.client.tool, mode(m.params.keepalive)
     got = cal.clients.get(tool)
     if got is None:
@@ -148,7 +149,7 @@ def capacity_note(m: Manifest, s: LevelStats) -> CapacityNote | None:
     cal = m.calibration
     if cal is None or s.open_loop or m.params.axis != "concurrency":
         return None
-    if calibration_mismatch(m, cal) is not None:
+    if why_calibration_differs(m, cal) is not None:
         return None
     got = capacity(cal, m.client.tool, m.params.keepalive, s.value)
     if got is None:
@@ -319,7 +320,7 @@ def analyse(rec: RunRecord) -> Analysis:
     found = [replace(v, wire_text=sends.size_note(v.a, v.b, answers)) for v in found]
     basis = ("p99 latency at the same offered rate" if any(
         s.open_loop for n in compared for s in stats[n]) else "requests/s")
-    note = "" if m.calibration is None else (calibration_mismatch(m, m.calibration) or "")
+    note = "" if m.calibration is None else (why_calibration_differs(m, m.calibration) or "")
     notes = [x for levels in stats.values() if levels
              if (x := capacity_note(m, metrics.peak(levels)))]
     return Analysis(stats=stats, compared=compared, verdict_at=at, basis=basis,

@@ -55,7 +55,7 @@ class Floor:
     made: str
     run: str                       # the A/A run folder
     conditions: dict[str, Any]
-    floors_pct: dict[str, float]   # metric (lab.present.compare.METRICS): largest A/A difference
+    floors_pct: dict[str, float]   # metric (lab.analyse.gate.METRICS): largest A/A difference
     levels: list[int]              # the levels measured cleanly in both entries
     duration_s: int
     repeat: int

@@ -14,6 +14,7 @@ from itertools import combinations
 from lab.record import failures as failure_kinds
 from lab.record.level import Level
 from lab.record.schema import Failure, Row, encode_failures
+from lab.setup.reason import Reason
 
 CLIENT_BOUND_PCT = 90.0        # client CPU, % of its CPUs: it measured itself
 HOST_BUSY_PCT = 10.0           # CPU of other processes on the lab's CPUs
@@ -322,9 +323,9 @@ def peak(stats: list[LevelStats]) -> LevelStats:
     return max(stats, key=lambda s: s.rate.median)
 
 
-def calibration_refusal(row: Row) -> str | None:
-    """Why a calibration level may not be saved as the client's capacity
-    (None: it may). It measures the client only when the client was the
+def why_not_calibrated(row: Row) -> Reason:
+    """Why a calibration level may not be saved as the client's capacity, or
+    None when it may. It measures the client only when the client was the
     limit (client-bound) on a quiet host: else it measured the host, the
     network or the ceiling, and every later share of it would be wrong."""
     if row.has("host-busy"):

@@ -134,7 +134,7 @@ def client_reason(claim: claims.Claim, m: Manifest,
     at = claim.at or top
     if cal is None:
         drives = "no calibration on record: run `make calibrate` to know what the client drives"
-    elif (why := analysis.calibration_mismatch(m, cal)) is not None:
+    elif (why := analysis.why_calibration_differs(m, cal)) is not None:
         drives = f"the calibration on record does not apply ({why})"
     else:
         got = analysis.capacity(cal, m.client.tool, m.params.keepalive, at)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from lab.analyse.metrics import Spread
+from lab.setup.reason import Reason
 
 DASH = "–"
 # The swept axis: a table column, and a chart's x label.
@@ -24,8 +25,8 @@ def xlabel(axis: str) -> str:
     return XLABEL.get(axis, axis)
 
 
-def problem(x: float | None) -> str | None:
-    """Why a figure cannot be shown (None: it can)."""
+def why_not_a_figure(x: float | None) -> Reason:
+    """Why x cannot be shown as a figure, or None when it can."""
     if x is None:
         return "not measured"
     if math.isnan(x):
@@ -43,7 +44,7 @@ def missing(why: str) -> str:
 
 def figure(x: float | None, fmt: str = ",.0f", scale: float = 1.0) -> str:
     """One figure, or '– (why)' when it is missing or impossible."""
-    why = problem(x)
+    why = why_not_a_figure(x)
     if why is not None or x is None:
         return missing(why or "not measured")
     return format(x / scale, fmt)
@@ -53,7 +54,7 @@ def rng(s: Spread | None, scale: float = 1.0, fmt: str = ",.0f") -> str:
     """'median [min–max]', the value alone for one repetition, or '– (why)'."""
     if s is None:
         return DASH
-    why = next((w for w in (problem(s.median), problem(s.lo), problem(s.hi)) if w), None)
+    why = next((w for w in map(why_not_a_figure, (s.median, s.lo, s.hi)) if w), None)
     if why is not None:
         return missing(why)
     med = format(s.median / scale, fmt)
@@ -63,7 +64,7 @@ def rng(s: Spread | None, scale: float = 1.0, fmt: str = ",.0f") -> str:
 
 
 def ratio(x: float | None) -> str:
-    return DASH if x is None or problem(x) else f"{x:.3f}"
+    return DASH if x is None or why_not_a_figure(x) else f"{x:.3f}"
 
 
 def md_cell(text: str) -> str:
@@ -79,6 +80,6 @@ def gp_quote(text: str) -> str:
 def spread_text(s: Spread) -> str:
     """How far the repetitions spread (max/min - 1), or '–' for one repetition
     or figures without a meaningful ratio."""
-    if s.n <= 1 or problem(s.lo) or problem(s.hi) or s.ratio == float("inf"):
+    if s.n <= 1 or why_not_a_figure(s.lo) or why_not_a_figure(s.hi) or s.ratio == float("inf"):
         return DASH
     return f"{s.ratio - 1:.0%}"

@@ -25,10 +25,11 @@ from lab.analyse import analysis, costview, memsplit, metrics, profileview, send
 from lab.record import files, folder, schema
 from lab.analyse.analysis import Analysis
 from lab.analyse.wording import DASH, figure, rng, spread_text
-from lab.analyse.wording import axis_label as axis_name
+from lab.analyse.wording import axis_label
 from lab.analyse.metrics import LevelStats, Spread
 from lab.record.schema import Manifest, RecordError, ServerRecord, Warmup
 from lab.present.report import rerun_line
+from lab.setup.reason import Reason
 
 REPORT = "report.html"
 INDEX = "index.html"
@@ -222,10 +223,6 @@ def charts_section(run: Path) -> str:
 
 # --- figures per server ---------------------------------------------------------
 
-def axis_label(m: Manifest) -> str:
-    return axis_name(m.params.axis)
-
-
 def spread_html(s: Spread | None, scale: float = 1.0, fmt: str = ",.0f") -> str:
     return e(rng(s, scale, fmt))
 
@@ -251,7 +248,7 @@ def failures_flag(levels: list[LevelStats]) -> str:
 def peak_table(m: Manifest, name: str, levels: list[LevelStats]) -> str:
     top, last = metrics.peak(levels), levels[-1]
     rows = [["peak req/s (median [min–max])",
-             f"{spread_html(top.rate)} at {e(axis_label(m))}={e(top.value)}"
+             f"{spread_html(top.rate)} at {e(axis_label(m.params.axis))}={e(top.value)}"
              + flags_for(top, "rate")],
             ["mean response ms at peak", spread_html(top.resp_ms, fmt=".2f")
              + flags_for(top, "latency")]]
@@ -286,7 +283,7 @@ def level_rows(levels: list[LevelStats], pcts: list[str]) -> list[list[str]]:
 
 def level_table(m: Manifest, levels: list[LevelStats]) -> str:
     pcts = [p for p in ("p50", "p90", "p99") if any(getattr(s, f"{p}_ms") for s in levels)]
-    head = [axis_label(m), "req/s median [min–max]", "spread", "mean ms",
+    head = [axis_label(m.params.axis), "req/s median [min–max]", "spread", "mean ms",
             *[f"{p} ms" for p in pcts], "RSS end MB", "CPU µs/req", "client CPU %", "failed"]
     return table(head, level_rows(levels, pcts), numeric=set(range(len(head))),
                  cls="levels")
@@ -375,8 +372,9 @@ def overview(m: Manifest, stats: dict[str, list[LevelStats]]) -> str:
                      spread_html(top.cpu_us_per_req), spread_html(top.p99_ms, fmt=".2f"),
                      e(sum(s.failed for s in levels)) + failures_flag(levels),
                      e(status) if status == "complete" else badge(INCOMPLETE, str(status))])
-    head = ["server", "role", "framework", f"peak req/s ({axis_label(m)})", "RSS end MB",
-            "RSS peak MB", "CPU µs/req at peak", "p99 ms at peak", "failed", "status"]
+    head = ["server", "role", "framework", f"peak req/s ({axis_label(m.params.axis)})",
+            "RSS end MB", "RSS peak MB", "CPU µs/req at peak", "p99 ms at peak", "failed",
+            "status"]
     return "<h2>Servers</h2>" + table(head, rows, numeric=set(range(3, 9)), cls="overview")
 
 
@@ -432,7 +430,7 @@ def verdicts_html(m: Manifest, a: Analysis) -> str:
            "also by server CPU per request, through the same gate (lower is better)"
            if any(v.cpu is not None for v in a.verdicts) else "")
     return (f"<h2>Verdicts</h2><p class=\"muted\">By {e(a.basis)}{e(cpu)}.</p>"
-            + table([axis_label(m), "a", "b", "kind", "verdict"], rows, numeric={0},
+            + table([axis_label(m.params.axis), "a", "b", "kind", "verdict"], rows, numeric={0},
                     cls="verdicts"))
 
 
@@ -441,7 +439,7 @@ def memory_html(m: Manifest, stats: dict[str, list[LevelStats]]) -> str:
     found = memsplit.rows(m, stats)
     if not found:
         return ""
-    head = [h if h != "at" else axis_label(m) for h in memsplit.HEAD]
+    head = [h if h != "at" else axis_label(m.params.axis) for h in memsplit.HEAD]
     return ('<h2 id="memory">Where the memory goes</h2>'
             + table(head, [[e(c) for c in r] for r in found], numeric={1, 2, 3, 4, 5, 6, 7},
                     cls="memory")
@@ -727,9 +725,9 @@ def index_row(r: dict[str, Any]) -> list[str]:
             e(r["connection"]), e(r["repeat"]), e(r["topology"]), status]
 
 
-def ours(results_dir: Path) -> str | None:
-    """Why the index may not be written into results_dir (None: it may): the
-    folder must carry the lab's mark, and an index.html there must be the lab's."""
+def why_not_ours(results_dir: Path) -> Reason:
+    """Why the index may not be written into results_dir, or None when it may:
+    the folder must carry the lab's mark, and an index.html there must be the lab's."""
     if not (results_dir / folder.MARK).is_file():
         return (f"{results_dir} is not a results folder the lab made (no {folder.MARK}): "
                 "no index written there")
@@ -786,7 +784,7 @@ def history_section(results_dir: Path) -> str:
 def write_index(results_dir: Path) -> Path | None:
     """results_dir/index.html: every run and comparison, newest first; None
     (with the reason on stderr) when the folder or its index.html is not the lab's."""
-    why = ours(results_dir)
+    why = why_not_ours(results_dir)
     if why:
         print(f"note: {why}", file=sys.stderr)
         return None

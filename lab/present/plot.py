@@ -10,7 +10,7 @@ from pathlib import Path
 from lab.analyse import analysis
 from lab.record import series
 from lab.analyse.analysis import Analysis
-from lab.analyse.wording import gp_quote, problem, xlabel
+from lab.analyse.wording import gp_quote, why_not_a_figure, xlabel
 from lab.record.schema import RunRecord
 
 PLOTS = Path(__file__).resolve().parents[2] / "plots"
@@ -23,7 +23,7 @@ COLUMNS = ("value rate rate_lo rate_hi resp_ms resp_lo resp_hi rss_end_MB rss_pe
 
 def num(x: float | None) -> str:
     """A figure for gnuplot; NaN (a gap in the curve) when missing or impossible."""
-    return "NaN" if x is None or problem(x) else f"{x:g}"
+    return "NaN" if x is None or why_not_a_figure(x) else f"{x:g}"
 
 
 def export(rec: RunRecord, a: Analysis) -> tuple[list[str], str, bool]:

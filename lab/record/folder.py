@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.record import schema
+from lab.setup.reason import Reason
 
 
 MARK = ".lab-results"      # a RESULTS folder the lab made (or made a run in) holds this file
@@ -46,7 +47,7 @@ def new_run(results: Path, servers: tuple[str, ...]) -> Path:
     return new_folder(results, f"{time.strftime('%Y%m%d-%H%M%S')}-{names}")
 
 
-def unwritable(results: Path) -> str | None:
+def why_not_writable(results: Path) -> Reason:
     """Why run folders cannot be made under `results`, or None when they can.
 
     Tried for real rather than with os.access, which says yes to root on

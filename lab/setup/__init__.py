@@ -1,4 +1,5 @@
-"""Setup: the settings registry, the server manifests, the pinned sources, paths and exit codes.
+"""Setup: the settings registry, the server manifests, the pinned sources, paths,
+exit codes and the "reason, or None" type.
 
 What every other package reads; imports nothing of the lab's own.
 """

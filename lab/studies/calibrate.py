@@ -18,7 +18,7 @@ from typing import Any
 from lab.measure import hostinfo, runtimes
 from lab.record import files, folder, schema
 from lab.measure.clients import Options, axes, clients
-from lab.analyse.metrics import calibration_refusal
+from lab.analyse.metrics import why_not_calibrated
 from lab.setup.params import ConfigError, Params, format_cpus, from_env, parse_list, positive_int
 from lab.setup.servers import Server
 from lab.measure.sweep import ServerSweep, SweepError
@@ -133,7 +133,7 @@ def levels_of(rows: list[schema.Row]) -> tuple[dict[str, dict[str, Any]], dict[s
     """The levels to save (figures with host-busy and steal) and those refused, with why."""
     saved, refused = {}, {}
     for r in rows:
-        why = calibration_refusal(r)
+        why = why_not_calibrated(r)
         if why is not None:
             refused[str(r.value)] = why
             continue

@@ -123,7 +123,7 @@ def check(env: dict[str, str]) -> tuple[Params, list[Server], tuple[int, ...], t
     levels, counts, repeat = cost_settings(env)
     repeat = repeat if env.get("REPEAT") is None else params.repeat
     headers(env)
-    problem = folder.unwritable(ROOT / params.results)
+    problem = folder.why_not_writable(ROOT / params.results)
     if problem:
         raise ConfigError(f"RESULTS={params.results}: {problem}")
     procs.check_port_free(params.port, params.bind)

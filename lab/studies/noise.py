@@ -21,8 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from lab.analyse import analysis, floors
-from lab.present import compare
+from lab.analyse import analysis, floors, gate
 from lab.record import schema
 from lab.setup.exits import Exit
 from lab.analyse.metrics import LevelStats, Spread
@@ -73,7 +72,7 @@ def floors_of(stats: dict[str, list[LevelStats]], server: str
         if y is None:
             left_out.append(f"{x.value}: not measured in {second(server)}")
             continue
-        dirty = sorted(set(compare.unclean(x)) | set(compare.unclean(y)))
+        dirty = sorted(set(gate.unclean(x)) | set(gate.unclean(y)))
         if dirty:
             left_out.append(f"{x.value}: {', '.join(dirty)}")
             continue

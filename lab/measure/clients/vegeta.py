@@ -53,6 +53,7 @@ from lab.record import series
 from lab.measure.clients import ClientError, Load, Options
 from lab.record.level import Level
 from lab.record.schema import Failure
+from lab.setup.reason import Reason
 
 MIB = 1024 * 1024        # siege's data_transferred unit
 NS_PER_MS = 1e6
@@ -81,7 +82,7 @@ def go_version(go: str) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-def go_problem() -> str | None:
+def why_not_buildable() -> Reason:
     """Why the Go on PATH cannot build vegeta, or None when it can."""
     wanted = ".".join(map(str, GO_MINIMUM))
     advice = (f"install Go >= {wanted} and put its bin folder first on PATH "
@@ -104,7 +105,7 @@ def build(cache: Path) -> int:
     binary = vegeta_binary(cache)
     if binary_version(binary) == VEGETA_VERSION:
         return 0
-    problem = go_problem()
+    problem = why_not_buildable()
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2

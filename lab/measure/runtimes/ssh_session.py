@@ -23,6 +23,7 @@ from typing import Any
 
 from lab.setup import paths
 from lab.setup.params import ConfigError, Params
+from lab.setup.reason import Reason
 from lab.measure.runtimes import HostLost
 
 AGENT = "lab/measure/runtimes/agent.py"
@@ -78,8 +79,9 @@ class Link:
         except subprocess.TimeoutExpired:
             raise HostLost(f"{self.dest} did not answer within {timeout:.0f}s") from None
 
-    def open_master(self) -> str | None:
-        """Open the master connection (in the background); None, or why it failed."""
+    def open_master(self) -> Reason:
+        """Open the master connection (in the background): why it failed, or None
+        when it is open."""
         Path(self.control).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         if self.master_up():
             return None

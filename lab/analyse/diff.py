@@ -1,0 +1,261 @@
+"""Two runs side by side, read: what differs in the conditions they were
+measured under, and each server at each swept value, A against B.
+
+The per-level verdict goes through the lab's one verdict gate
+(lab.analyse.metrics.judge): a change whose min–max ranges overlap is no
+change. Conditions that decide the figures (CPUs, topology, client,
+connection mode, swept axis) are marked `matters`: `make compare` refuses
+them unless forced; lesser differences are listed. The regression gate is
+lab.analyse.gate; what `make compare` writes and prints, lab.present.compare.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lab.analyse import analysis, costview, metrics
+from lab.analyse.metrics import LevelStats, Spread
+from lab.record import schema
+from lab.setup.reason import Reason
+
+Stats = dict[str, list[LevelStats]]
+Manifest = dict[str, Any]          # a run's manifest as JSON (schema.Manifest.to_json)
+Costs = costview.CostAnalysis | None
+
+
+# ---- conditions ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Difference:
+    """One condition that is not the same in both runs."""
+    what: str
+    a: str
+    b: str
+    matters: bool          # True: refused unless forced
+
+    def text(self) -> str:
+        return f"{self.what}: A {self.a}, B {self.b}"
+
+
+
+def shown(value: Any) -> str:
+    if value is None:
+        return "(not recorded)"
+    if isinstance(value, list):
+        return ",".join(map(str, value)) if value else "(none)"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+# Conditions that decide the figures: a difference refuses the comparison.
+MATTERS: list[tuple[str, str]] = [
+    ("host CPU count", "host.cores"),
+    ("usable CPUs", "host.usable_cpus"),
+    ("topology", "topology"),
+    ("client tool", "client.tool"),
+    ("connection mode", "client.connection"),
+    ("swept axis", "params.axis"),
+]
+
+# Conditions that may move the figures: listed, never refused.
+MAY_MATTER: list[tuple[str, str]] = [
+    ("kernel", "host.kernel"),
+    ("OS", "host.os"),
+    ("CPU model", "host.cpu_model"),
+    ("memory GB", "host.memory_gb"),
+    ("client version", "client.version"),
+    ("client threads", "client.threads"),
+    ("server CPUs (pinning)", "pinning.server_cpus"),
+    ("client CPUs (pinning)", "pinning.client_cpus"),
+    ("duration per level (s)", "params.duration_s"),
+    ("repetitions", "params.repeat"),
+    ("warm-up auto", "params.warmup_auto"),
+    ("warm-up (s)", "params.warmup_s"),
+    ("warm-up cap (s)", "params.warmup_max_s"),
+    ("server workers", "params.workers"),
+    ("accept backlog", "params.backlog"),
+    ("lab commit", "lab.commit"),
+    ("lab tree dirty", "lab.dirty"),
+    ("run status", "status"),
+]
+
+
+def path_differences(ma: Manifest, mb: Manifest, paths: list[tuple[str, str]],
+                     matters: bool) -> list[Difference]:
+    out = []
+    for what, path in paths:
+        a, b = schema.manifest_value(ma, path), schema.manifest_value(mb, path)
+        if a != b:
+            out.append(Difference(what, shown(a), shown(b), matters))
+    return out
+
+
+def tool_differences(ma: Manifest, mb: Manifest) -> list[Difference]:
+    """Every tool version recorded by either run (siege, wrk, java, nginx, ...)."""
+    ta, tb = ma.get("tools") or {}, mb.get("tools") or {}
+    return [Difference(f"{name} version", shown(ta.get(name)), shown(tb.get(name)), False)
+            for name in sorted(set(ta) | set(tb)) if ta.get(name) != tb.get(name)]
+
+
+def server_differences(ma: Manifest, mb: Manifest) -> list[Difference]:
+    """Framework version and recorded facts (java_version, ...) of servers in both runs."""
+    sa, sb = ma.get("servers") or {}, mb.get("servers") or {}
+    out = []
+    for name in [n for n in sa if n in sb]:
+        a, b = sa[name], sb[name]
+        if a.get("version") != b.get("version"):
+            out.append(Difference(f"{name} framework version", shown(a.get("version")),
+                                  shown(b.get("version")), False))
+        fa, fb = a.get("facts") or {}, b.get("facts") or {}
+        for key in sorted(set(fa) | set(fb)):
+            if fa.get(key) != fb.get(key):
+                out.append(Difference(f"{name} {key}", shown(fa.get(key)),
+                                      shown(fb.get(key)), False))
+    return out
+
+
+def load_difference(ma: Manifest, mb: Manifest) -> list[Difference]:
+    """The 1-minute load average at the start, when it differs at one decimal."""
+    def first(m: Manifest) -> str:
+        load = schema.manifest_value(m, "host.load_average_at_start")
+        return f"{load[0]:.1f}" if isinstance(load, list) and load else shown(None)
+    a, b = first(ma), first(mb)
+    return [] if a == b else [Difference("load average at start (1 min)", a, b, False)]
+
+
+def differences(ma: Manifest, mb: Manifest) -> list[Difference]:
+    """What differs between the runs' conditions: those that matter first."""
+    return (path_differences(ma, mb, MATTERS, True)
+            + path_differences(ma, mb, MAY_MATTER, False)
+            + tool_differences(ma, mb) + server_differences(ma, mb)
+            + load_difference(ma, mb))
+
+
+# ---- verdicts -----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Comparison:
+    """One server at one swept value, A against B."""
+    server: str
+    value: int
+    kind: str            # faster | slower | no-change | not-comparable | inconclusive | missing
+    text: str
+    percent: float | None          # B against A, signed (+ is faster in B)
+    a: Spread | None               # req/s over repetitions
+    b: Spread | None
+    ratios: dict[str, float | None]   # B/A of the medians: rate, p99_ms, rss_end_kb, cpu_us_per_req
+    cpu_text: str = ""   # where req/s cannot rank: server CPU per request (metrics.efficiency)
+
+    def said(self) -> str:
+        return f"{self.text}; {self.cpu_text}" if self.cpu_text else self.text
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    """b/a, or None when either is unknown or a is 0."""
+    if a is None or b is None or a == 0:
+        return None
+    return b / a
+
+
+def median(s: Spread | None) -> float | None:
+    return s.median if s is not None else None
+
+
+def ratios(a: LevelStats, b: LevelStats) -> dict[str, float | None]:
+    return {"rate": ratio(a.rate.median, b.rate.median),
+            "p99_ms": ratio(median(a.p99_ms), median(b.p99_ms)),
+            "rss_end_kb": ratio(a.rss_end_kb.median, b.rss_end_kb.median),
+            "cpu_us_per_req": ratio(a.cpu_us_per_req.median, b.cpu_us_per_req.median)}
+
+
+def judge(a: LevelStats, b: LevelStats) -> tuple[str, str, float | None]:
+    """(kind, text, signed percent) for one server at one level, A against B,
+    through the one verdict gate (lab.analyse.metrics.judge): by requests/s, or in
+    open loop by p99 latency. kind: faster or slower (B against A; with
+    -at-least when the better side was client-bound), else the gate's kind."""
+    sa, sb, higher, phrase = metrics.samples(a, b)
+    j = metrics.judge(metrics.Sample("A", sa.values, sa.client_bound),
+                      metrics.Sample("B", sb.values, sb.client_bound),
+                      higher_is_better=higher, better=phrase)
+    if j.kind == "missing":
+        return "inconclusive", "inconclusive (open loop without latency percentiles)", None
+    if j.kind not in metrics.RANKED:
+        return j.kind, j.text, None
+    x, y = (a.rate.median, b.rate.median) if higher else \
+        (b.p99_ms.median if b.p99_ms else 0.0, a.p99_ms.median if a.p99_ms else 0.0)
+    pct = 100 * (y / x - 1) if x else None
+    kind = "faster" if j.winner == "B" else "slower"
+    return kind + ("-at-least" if j.kind == "better-at-least" else ""), j.text, pct
+
+
+def compare_level(a: LevelStats, b: LevelStats) -> Comparison:
+    kind, text, pct = judge(a, b)
+    cpu = metrics.efficiency(a, b, ("A", "B"))[1] \
+        if metrics.needs_cpu_verdict(kind, a, b) else ""    # req/s cannot rank: CPU per request
+    return Comparison(a.server, a.value, kind, text, pct, a.rate, b.rate, ratios(a, b), cpu)
+
+
+def missing(server: str, value: int, a: LevelStats | None, b: LevelStats | None,
+            why: str) -> Comparison:
+    return Comparison(server, value, "missing", why, None, a.rate if a else None,
+                      b.rate if b else None, {})
+
+
+def compare_server(name: str, la: list[LevelStats], lb: list[LevelStats]) -> list[Comparison]:
+    at_a, at_b = {s.value: s for s in la}, {s.value: s for s in lb}
+    out = []
+    for value in sorted(set(at_a) | set(at_b)):
+        a, b = at_a.get(value), at_b.get(value)
+        if a is not None and b is not None:
+            out.append(compare_level(a, b))
+        else:
+            side = "B" if b is None else "A"
+            out.append(missing(name, value, a, b, f"missing in {side} (level not measured)"))
+    return out
+
+
+def compare_stats(sa: Stats, sb: Stats) -> list[Comparison]:
+    """Every server and level of either run: compared where both measured it."""
+    out = []
+    for name in list(sa) + [n for n in sb if n not in sa]:
+        la, lb = sa.get(name, []), sb.get(name, [])
+        if la and lb:
+            out += compare_server(name, la, lb)
+            continue
+        side = "B" if la else "A"           # the run that lacks the server
+        why = f"missing in {side} (server not in {side})"
+        out += [missing(name, s.value, s, None, why) for s in la]
+        out += [missing(name, s.value, None, s, why) for s in lb]
+    return out
+
+
+# ---- the runs ------------------------------------------------------------------
+
+def load(run: Path) -> tuple[Manifest, Stats, Costs] | str:
+    """The run's manifest, level statistics and instructions per request
+    (make cost runs), or why it cannot be compared."""
+    try:
+        rec, a = analysis.of(run)
+    except schema.RecordError as e:
+        return str(e)
+    if not a.stats and a.costs is None:
+        return f"{run} has no measured levels ({schema.CSV} is missing or empty)"
+    return rec.manifest.to_json(), a.stats, a.costs
+
+
+def why_not_two_runs(a: Path, b: Path, ma: Manifest, mb: Manifest) -> Reason:
+    """Why A and B are not two runs (their ratios would all be 1.000), or None
+    when they are. The same folder is an error; a copy (same run id, same
+    rows) is a reason starting "warning:", to print and go on."""
+    if a.resolve() == b.resolve():
+        return (f"A and B are the same run folder ({a.resolve()}): every ratio would be "
+                "1.000; give B a run of the changed server (make noise SERVER=... measures "
+                "this host's own spread)")
+    rows = [(r / schema.CSV).read_bytes() if (r / schema.CSV).is_file() else b""
+            for r in (a, b)]
+    if ma.get("run_id") == mb.get("run_id") and rows[0] == rows[1]:
+        return (f"warning: A and B hold the same measurements (run {ma.get('run_id')} and a "
+                "copy of it): every ratio is 1.000")
+    return None
