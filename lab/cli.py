@@ -330,9 +330,9 @@ def cmd_down(_: argparse.Namespace) -> int:
 
 def cmd_images(_: argparse.Namespace) -> int:
     """RUNTIME=docker's base images, made locally where they cannot be pulled."""
-    from lab.measure.runtimes import docker
+    from lab.measure.runtimes import docker_images
     try:
-        return docker.images_step()
+        return docker_images.images_step()
     except runtimes.SetupError as e:
         return fail(str(e), Exit.FAILED)
 
