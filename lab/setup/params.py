@@ -475,7 +475,9 @@ HOST_TEXT = re.compile(r"(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9._:-]+|(?:[A-Za-z0-9._-]
 
 
 @dataclass(frozen=True)
-class Where:
+class TopologySettings:
+    """Where the run's processes run, as the settings say (parse_where): the
+    topology, its link, its hosts, the runtime and its memory limit."""
     topology: str
     link: str
     link_delay: str
@@ -488,7 +490,7 @@ class Where:
 
 
 def parse_where(get: Callable[[str], str],
-                topologies: Collection[str] = ("local", "netns")) -> Where:
+                topologies: Collection[str] = ("local", "netns")) -> TopologySettings:
     """TOPOLOGY, LINK, LINK_DELAY, SERVER_HOST, CLIENT_HOST, RUNTIME, MEM_LIMIT, checked together."""
     topology = get("TOPOLOGY").strip()
     server_host = get("SERVER_HOST").strip()
@@ -544,9 +546,10 @@ def parse_where(get: Callable[[str], str],
         raise ConfigError("MEM_LIMIT is a container's memory limit: add RUNTIME=docker or drop it")
     if mem and not MEMORY_TEXT.fullmatch(mem.lower()):
         raise ConfigError(f"MEM_LIMIT={mem!r}: expected a size such as 512m or 2g")
-    return Where(topology=topology, link=link, link_delay=delay, server_host=server_host,
-                 client_hosts=client_hosts, runtime=runtime, mem_limit=mem.lower(),
-                 ssh_config=ssh_config, remote_dir=remote_dir)
+    return TopologySettings(topology=topology, link=link, link_delay=delay,
+                            server_host=server_host, client_hosts=client_hosts,
+                            runtime=runtime, mem_limit=mem.lower(),
+                            ssh_config=ssh_config, remote_dir=remote_dir)
 
 
 @dataclass(frozen=True)
@@ -649,13 +652,14 @@ def check_sweep(get: Callable[[str], str], given: Callable[[str], bool], client:
 
 
 @dataclass(frozen=True)
-class Warmup:
+class WarmupSettings:
+    """WARMUP and WARMUP_MAX, checked together (check_warmup)."""
     auto: bool
     seconds: int
     max_s: int
 
 
-def check_warmup(get: Callable[[str], str]) -> Warmup:
+def check_warmup(get: Callable[[str], str]) -> WarmupSettings:
     text = get("WARMUP").strip()
     auto = text == "auto"
     seconds = 0 if auto else parse_duration("WARMUP", text, allow_zero=True)
@@ -663,7 +667,7 @@ def check_warmup(get: Callable[[str], str]) -> Warmup:
     if auto and max_s < WARMUP_SLICE_S:
         raise ConfigError(f"WARMUP_MAX={get('WARMUP_MAX')!r}: WARMUP=auto loads in slices of "
                           f"{WARMUP_SLICE_S}s; give it at least that")
-    return Warmup(auto, seconds, max_s)
+    return WarmupSettings(auto, seconds, max_s)
 
 
 def check_cpus(get: Callable[[str], str], topology: str, available: set[int]
@@ -691,7 +695,7 @@ def check_verdict_at(text: str, values: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def inapplicable(given: Callable[[str], bool], client: str, axes: Mapping[str, str],
-                 where: Where, servers: tuple[str, ...], traits: Mapping[str, Traits]
+                 where: TopologySettings, servers: tuple[str, ...], traits: Mapping[str, Traits]
                  ) -> tuple[list[str], list[str]]:
     """Settings given (non-empty) that this run would not use: (refused, warned).
 
