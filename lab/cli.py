@@ -31,9 +31,10 @@ from lab.setup.exits import Exit
 from lab.setup.paths import cache_dir
 from lab.measure.clients import Client, Options, axes, clients
 from lab.measure.launch import Knobs, lab_env, placeholders
-from lab.setup.params import (SETTINGS, ConfigError, Found, Params, Traits, check_lab_settings,
-                        command_line_variables, cpu_ranges, format_cpus, from_env, help_text,
-                        markdown_table, misspelt, run_settings)
+from lab.setup.makeflags import command_line_variables, misspelt
+from lab.setup.params import (SETTINGS, ConfigError, Params, Traits, check_lab_settings,
+                        cpu_ranges, format_cpus, from_env, run_settings)
+from lab.setup.settings_doc import Found, help_text, markdown_table
 from lab.setup.servers import ManifestError, Server, expand, found_here, is_built, lookup
 from lab.measure.sweep import ServerSweep, SweepError
 
@@ -330,9 +331,9 @@ def cmd_down(_: argparse.Namespace) -> int:
 
 def cmd_images(_: argparse.Namespace) -> int:
     """RUNTIME=docker's base images, made locally where they cannot be pulled."""
-    from lab.measure.runtimes import docker
+    from lab.measure.runtimes import docker_images
     try:
-        return docker.images_step()
+        return docker_images.images_step()
     except runtimes.SetupError as e:
         return fail(str(e), Exit.FAILED)
 

@@ -252,7 +252,8 @@ def test_make_reproduce_output_carries_the_reasons(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("word", ["RUNS"])
 def test_runs_is_a_make_variable_not_a_misspelt_setting(word: str) -> None:
-    from lab.setup.params import MAKE_VARIABLES, misspelt
+    from lab.setup.makeflags import misspelt
+    from lab.setup.params import MAKE_VARIABLES
     assert word in MAKE_VARIABLES and not misspelt([word])
 
 

@@ -13,9 +13,10 @@ import pytest
 from conftest import ROOT, bench, lab, lab_env, run_folders
 from lab.measure.runtimes import selectable
 from lab.measure.clients import axes, described
-from lab.setup.params import (FOREIGN, PLUMBING, REGISTRY, SETTINGS, ConfigError, Found, Traits,
-                        command_line_variables,
-                        cpu_ranges, from_env, markdown_table, misspelt)
+from lab.setup.makeflags import command_line_variables, misspelt
+from lab.setup.params import (FOREIGN, PLUMBING, REGISTRY, SETTINGS, ConfigError, Traits,
+                        cpu_ranges, from_env)
+from lab.setup.settings_doc import Found, markdown_table
 
 KNOWN = ["aws", "ada-mini", "grizzly", "nginx"]
 CLIENTS = {"siege": "concurrency", "wrk": "concurrency", "vegeta": "rate"}

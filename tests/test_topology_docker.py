@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, bench, free_port, lab, lab_env, leftovers, run_folders
-from lab.record import folder
+from lab.record import folder, schema
 from lab.setup.params import from_env
-from lab.measure.runtimes import cgroups, compose, docker
+from lab.measure.runtimes import cgroups, compose, docker, docker_engine
 from lab.setup.servers import discover
 
 PREFIX = "dockertest"                     # compose projects of these tests: dockertest-<port>
@@ -301,7 +301,7 @@ def test_a_normal_user_gets_the_steps_and_exit_2(readable_repo: Path) -> None:
 # ---------------------------------------------------------------- through Compose, for real
 
 def engine_usable() -> bool:
-    return os.geteuid() == 0 or docker.engine_version() is not None
+    return os.geteuid() == 0 or docker_engine.engine_version() is not None
 
 
 NEEDS_DOCKER = pytest.mark.skipif(not engine_usable(),
@@ -311,13 +311,13 @@ NEEDS_DOCKER = pytest.mark.skipif(not engine_usable(),
 
 def project_leftovers(port: int) -> list[str]:
     """Containers and networks of this port's compose project (none may remain)."""
-    if shutil.which("docker") is None or docker.engine_version() is None:
+    if shutil.which("docker") is None or docker_engine.engine_version() is None:
         return []
     label = f"label=com.docker.compose.project={PREFIX}-{port}"
-    containers = docker.run(["docker", "ps", "-a", "--filter", label, "--format",
-                             "{{.Names}} {{.Status}}"]).stdout.splitlines()
-    networks = docker.run(["docker", "network", "ls", "--filter", label, "--format",
-                           "{{.Name}}"]).stdout.splitlines()
+    containers = docker_engine.run(["docker", "ps", "-a", "--filter", label, "--format",
+                                    "{{.Names}} {{.Status}}"]).stdout.splitlines()
+    networks = docker_engine.run(["docker", "network", "ls", "--filter", label, "--format",
+                                  "{{.Name}}"]).stdout.splitlines()
     return containers + networks
 
 
@@ -342,7 +342,7 @@ def test_aws_and_undertow_through_compose(tmp_path: Path) -> None:
     details = m["topology_details"]
     assert details["runtime"] == "docker" and details["memory_limit"] == "512m"
     assert details["published_on"] == f"127.0.0.1:{port}"
-    found = docker.find_compose()                    # v2 where the plugin is, else v1
+    found = docker_engine.find_compose()             # v2 where the plugin is, else v1
     assert found is not None and details["compose"] == found.describe()
     assert details["engine"] and details["project"] == f"{PREFIX}-{port}"
     assert set(details["memory_figures"]) == {"rss_end_kb", "cgroup_mem_kb"}
@@ -407,9 +407,9 @@ def test_a_container_that_dies_mid_sweep_leaves_nothing(tmp_path: Path) -> None:
     port = free_port()
     proc, run = start_docker_bench(tmp_path, port)
     container = live_container(run)
-    published = docker.run(["docker", "port", container]).stdout.split()
+    published = docker_engine.run(["docker", "port", container]).stdout.split()
     assert published == [f"{port}/tcp", "->", f"127.0.0.1:{port}"]   # loopback only
-    assert docker.run(["docker", "kill", container]).returncode == 0
+    assert docker_engine.run(["docker", "kill", container]).returncode == 0
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 1, err
     assert "the server exited" in err and "finished levels are kept" in err
@@ -436,15 +436,16 @@ def test_ctrl_c_mid_sweep_removes_the_container(tmp_path: Path) -> None:
 def test_compose_reads_compose_yaml_as_the_lab_does(tmp_path: Path) -> None:
     port = free_port()
     assert lab(docker_env(tmp_path, port, SERVER="aws"), "deps").returncode == 0
-    found = docker.find_compose()
+    found = docker_engine.find_compose()
     assert found is not None
     profiles = ",".join(compose.services())
     env = {**os.environ, "COMPOSE_PROFILES": profiles, "PORT": "18080", "BIND": "127.0.0.1",
            "SERVER_CPUS": "0", "MEM_LIMIT": "0"}
-    listed = docker.run([*found.argv, "-f", str(compose.FILE), "config", "--services"], env=env)
+    listed = docker_engine.run([*found.argv, "-f", str(compose.FILE), "config", "--services"],
+                               env=env)
     assert listed.returncode == 0, listed.stderr
     assert sorted(listed.stdout.split()) == sorted(compose.services())
-    config = docker.run([*found.argv, "-f", str(compose.FILE), "config"], env=env)
+    config = docker_engine.run([*found.argv, "-f", str(compose.FILE), "config"], env=env)
     assert config.returncode == 0, config.stderr
     assert "127.0.0.1" in config.stdout and "18080" in config.stdout
 
@@ -457,15 +458,15 @@ def test_the_client_service_runs_siege_and_wrk(tmp_path: Path) -> None:
     up = lab(env, "up", timeout=2400)              # the engine and the bases, as a run has them
     try:
         assert up.returncode == 0, up.stderr[-3000:]
-        found = docker.find_compose()
+        found = docker_engine.find_compose()
         assert found is not None
         base = [*found.argv, "-f", str(compose.FILE), "-p", f"{PREFIX}-{port}",
                 "--profile", "client"]
-        built = docker.run([*base, "build", "client"], timeout=1800)
+        built = docker_engine.run([*base, "build", "client"], timeout=1800)
         assert built.returncode == 0, built.stderr[-3000:]
         for tool, expect in (("wrk", "wrk"), ("siege", "SIEGE")):
-            out = docker.run([*base, "run", "--rm", "-T", "client", tool, "--version"],
-                             timeout=300)
+            out = docker_engine.run([*base, "run", "--rm", "-T", "client", tool,
+                                     "--version"], timeout=300)
             assert expect in out.stdout + out.stderr, out
     finally:
         lab(env, "down")

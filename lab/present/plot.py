@@ -12,10 +12,10 @@ from lab.record import series
 from lab.analyse.analysis import Analysis
 from lab.analyse.wording import gp_quote, why_not_a_figure, xlabel
 from lab.record.schema import RunRecord
+from lab.setup.params import LOAD_AXES
 
 PLOTS = Path(__file__).resolve().parents[2] / "plots"
 MB = 1024
-LOAD_AXES = ("concurrency", "rate")   # any other axis is a server knob
 COLUMNS = ("value rate rate_lo rate_hi resp_ms resp_lo resp_hi rss_end_MB rss_peak_MB "
            "client_bound cpu_us_per_req cpu_lo cpu_hi failed disturbed noisy p50_ms p90_ms "
            "p99_ms")

@@ -5,12 +5,11 @@ ConfigError (exit 2) before anything is built or started.
 """
 from __future__ import annotations
 
-import difflib
 import ipaddress
 import os
 import re
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 WARMUP_SLICE_S = 2                           # WARMUP=auto's slice (lab.analyse.metrics)
@@ -119,7 +118,7 @@ def check_prefix(name: str, longest: int) -> Callable[[str], object]:
     return check
 
 
-GATE_METRICS = ("rate", "p99", "cpu", "rss", "instructions")   # lab.present.compare's gate
+GATE_METRICS = ("rate", "p99", "cpu", "rss", "instructions")   # lab.analyse.gate
 
 
 def check_gate(value: str) -> object:
@@ -267,7 +266,7 @@ REGISTRY: tuple[Setting, ...] = (
     _s("PROFILE_AT", "", "one of RUN's levels",
        "the level of RUN at which each server is profiled (perf or async-profiler, a "
        "separate start, for DURATION)", "make profile", scope="profile"),
-    # make compare (lab/present/compare.py's gate; lab/analyse/floors.py: make noise)
+    # make compare (lab/analyse/gate.py; lab/analyse/floors.py: make noise)
     _s("GATE", "rate p99", "metric names",
        "what make compare gates on, space-separated: rate (req/s), p99 (at a fixed offered "
        "rate), cpu (server CPU per request), rss (RSS at the end), instructions (per request, "
@@ -476,7 +475,9 @@ HOST_TEXT = re.compile(r"(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9._:-]+|(?:[A-Za-z0-9._-]
 
 
 @dataclass(frozen=True)
-class Where:
+class TopologySettings:
+    """Where the run's processes run, as the settings say (parse_where): the
+    topology, its link, its hosts, the runtime and its memory limit."""
     topology: str
     link: str
     link_delay: str
@@ -489,7 +490,7 @@ class Where:
 
 
 def parse_where(get: Callable[[str], str],
-                topologies: Collection[str] = ("local", "netns")) -> Where:
+                topologies: Collection[str] = ("local", "netns")) -> TopologySettings:
     """TOPOLOGY, LINK, LINK_DELAY, SERVER_HOST, CLIENT_HOST, RUNTIME, MEM_LIMIT, checked together."""
     topology = get("TOPOLOGY").strip()
     server_host = get("SERVER_HOST").strip()
@@ -545,9 +546,10 @@ def parse_where(get: Callable[[str], str],
         raise ConfigError("MEM_LIMIT is a container's memory limit: add RUNTIME=docker or drop it")
     if mem and not MEMORY_TEXT.fullmatch(mem.lower()):
         raise ConfigError(f"MEM_LIMIT={mem!r}: expected a size such as 512m or 2g")
-    return Where(topology=topology, link=link, link_delay=delay, server_host=server_host,
-                 client_hosts=client_hosts, runtime=runtime, mem_limit=mem.lower(),
-                 ssh_config=ssh_config, remote_dir=remote_dir)
+    return TopologySettings(topology=topology, link=link, link_delay=delay,
+                            server_host=server_host, client_hosts=client_hosts,
+                            runtime=runtime, mem_limit=mem.lower(),
+                            ssh_config=ssh_config, remote_dir=remote_dir)
 
 
 @dataclass(frozen=True)
@@ -650,13 +652,14 @@ def check_sweep(get: Callable[[str], str], given: Callable[[str], bool], client:
 
 
 @dataclass(frozen=True)
-class Warmup:
+class WarmupSettings:
+    """WARMUP and WARMUP_MAX, checked together (check_warmup)."""
     auto: bool
     seconds: int
     max_s: int
 
 
-def check_warmup(get: Callable[[str], str]) -> Warmup:
+def check_warmup(get: Callable[[str], str]) -> WarmupSettings:
     text = get("WARMUP").strip()
     auto = text == "auto"
     seconds = 0 if auto else parse_duration("WARMUP", text, allow_zero=True)
@@ -664,7 +667,7 @@ def check_warmup(get: Callable[[str], str]) -> Warmup:
     if auto and max_s < WARMUP_SLICE_S:
         raise ConfigError(f"WARMUP_MAX={get('WARMUP_MAX')!r}: WARMUP=auto loads in slices of "
                           f"{WARMUP_SLICE_S}s; give it at least that")
-    return Warmup(auto, seconds, max_s)
+    return WarmupSettings(auto, seconds, max_s)
 
 
 def check_cpus(get: Callable[[str], str], topology: str, available: set[int]
@@ -692,7 +695,7 @@ def check_verdict_at(text: str, values: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def inapplicable(given: Callable[[str], bool], client: str, axes: Mapping[str, str],
-                 where: Where, servers: tuple[str, ...], traits: Mapping[str, Traits]
+                 where: TopologySettings, servers: tuple[str, ...], traits: Mapping[str, Traits]
                  ) -> tuple[list[str], list[str]]:
     """Settings given (non-empty) that this run would not use: (refused, warned).
 
@@ -821,31 +824,6 @@ def check_lab_settings(env: Mapping[str, str]) -> None:
             setting.check(value)
 
 
-def command_line_variables(makeflags: str) -> list[str]:
-    """The names of the variables given on make's command line: GNU make puts
-    them in MAKEFLAGS after ' -- ', spaces in values escaped with a backslash."""
-    _, sep, tail = makeflags.partition(" -- ")
-    if not sep:
-        _, sep, tail = makeflags.partition("-- ")
-        if not sep or not makeflags.startswith("-- "):
-            return []
-    words = re.split(r"(?<!\\) ", tail)
-    return [w.split("=", 1)[0] for w in words if "=" in w and not w.startswith("=")]
-
-
-def misspelt(names: Collection[str]) -> list[str]:
-    """For each name not a setting but close to one: "X: did you mean Y?"."""
-    known = list(SETTINGS) + list(MAKE_VARIABLES)
-    found = []
-    for name in names:
-        if name in known or name in PLUMBING or name in FOREIGN or not re.fullmatch(r"[A-Z][A-Z0-9_]*", name):
-            continue
-        close = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
-        if close:
-            found.append(f"{name} is not a setting of the lab: did you mean {close[0]}?")
-    return found
-
-
 def cpu_ranges(cpus: set[int] | tuple[int, ...] | list[int]) -> str:
     """'0-3,8,10-11': a CPU list as taskset and the kernel write it."""
     out: list[str] = []
@@ -858,59 +836,3 @@ def cpu_ranges(cpus: set[int] | tuple[int, ...] | list[int]) -> str:
         out.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
         i = j + 1
     return ",".join(out)
-
-
-@dataclass(frozen=True)
-class Found:
-    """What the lab found besides the registry, for `make help` and
-    docs/settings.md: each client's help line (lab.measure.clients.described()), the
-    axis each client varies, the names TOPOLOGY accepts. Given by the caller:
-    params imports neither the clients nor the topologies."""
-    clients: str
-    axes: Mapping[str, str]
-    topologies: tuple[str, ...]
-
-
-def shown(st: Setting, found: Found | None) -> Setting:
-    """A setting as `make help` and docs/settings.md show it: CLIENT's choices
-    are the clients found, CONCURRENCY's and RATE's clients those of their
-    loop, TOPOLOGY's the topologies found: adding one adds it here."""
-    if found is None:
-        return st
-    if st.name == "CLIENT":
-        return replace(st, meaning=f"load client, one of: {found.clients}")
-    if st.name in ("CONCURRENCY", "RATE"):
-        return replace(st, applies=loop(st.name.lower(), found.axes))
-    if st.name == "TOPOLOGY":
-        return replace(st, kind=" or ".join(found.topologies))
-    return st
-
-
-def help_text(found: Found | None = None) -> str:
-    """The settings part of `make help`."""
-    width = max(len(st.name) for st in REGISTRY)
-    lines = []
-    for scope, title in (("run", "Settings of a run (make VAR=value or environment):"),
-                         ("lab", "Where the lab keeps and finds things:"),
-                         ("calibrate", "make calibrate:"), ("reproduce", "make reproduce:"),
-                         ("compare", "make compare:"),
-                         ("cost", "make cost (HEADERS: make profile too):"),
-                         ("profile", "make profile:")):
-        lines += ["", title]
-        for st in (shown(x, found) for x in REGISTRY):
-            if st.scope == scope:
-                where = "" if st.applies == "every run" else f"for {st.applies}; "
-                lines.append(f"  {st.name:<{width}} {st.meaning} [{where}default: "
-                             f"{st.default or '-'}]")
-    return "\n".join(lines[1:])
-
-
-def markdown_table(found: Found | None = None) -> str:
-    """docs/settings.md's table, between its marker comments."""
-    def cell(text: str) -> str:
-        return text.replace("|", "\\|")
-    rows = ["| Setting | Default | Type | Applies to | Meaning |", "|---|---|---|---|---|"]
-    for st in (shown(x, found) for x in REGISTRY):
-        rows.append(f"| `{st.name}` | {('`' + cell(st.default) + '`') if st.default else '-'} "
-                    f"| {cell(st.kind)} | {cell(st.applies)} | {cell(st.meaning)} |")
-    return "\n".join(rows)

@@ -20,8 +20,9 @@ import os
 import sys
 from collections.abc import Mapping
 
+from lab.setup.makeflags import command_line_variables, misspelt
 from lab.setup.params import (REGISTRY, SETTINGS, ConfigError, check_lab_settings,
-                        command_line_variables, misspelt, run_settings)
+                        run_settings)
 
 LAB = frozenset(s.name for s in REGISTRY if s.scope == "lab")
 RUN = frozenset(run_settings())

@@ -26,9 +26,9 @@ from typing import ClassVar, Protocol
 
 from lab.measure import hostinfo
 from lab.record.level import Level
+from lab.setup.params import LOAD_AXES
 
 __path__ = pkgutil.extend_path(__path__, __name__)   # clients kept outside the checkout
-LOAD_AXES = ("concurrency", "rate")
 
 
 class ClientError(RuntimeError):

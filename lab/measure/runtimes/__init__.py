@@ -17,7 +17,7 @@ sets it up and down around the run. Found here:
   local   one host, loopback (the default)          lab/measure/runtimes/local.py
   netns   two network namespaces, a veth pair       lab/measure/runtimes/netns.py
   ssh     real hosts over OpenSSH (SERVER_HOST)      lab/measure/runtimes/ssh*.py
-  docker  each server in a compose.yaml container   lab/measure/runtimes/docker.py
+  docker  each server in a compose.yaml container   lab/measure/runtimes/docker*.py
 docs/extending.md says how to add one.
 """
 from __future__ import annotations

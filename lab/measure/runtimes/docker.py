@@ -23,208 +23,48 @@ Top-down, per run (the steps of run-benchmark.sh):
 The compose project is `<LAB_DOCKER_PREFIX or restlab>-<PORT>`: derivable from
 the settings, so `lab down` (another process) finds what `lab up` and the
 sweeps made; containers also carry the label restlab.run=<run id>.
+
+The engine and Compose (finding them, starting dockerd, running their
+commands) are lab/measure/runtimes/docker_engine.py; the images (debootstrap
+bases, compose build) lab/measure/runtimes/docker_images.py.
 """
 from __future__ import annotations
 
 import json
 import os
 import re
-import shlex
 import shutil
 import subprocess
-import sys
-import tempfile
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from lab.measure import deps as lab_deps
 from lab.host import procfs, procs
-from lab.setup.params import ConfigError, Params, default, format_cpus
+from lab.setup.params import ConfigError, Params, format_cpus
 from lab.setup.paths import ROOT, cache_dir
 from lab.host.procfs import TreeSample
 from lab.measure.runtimes import Placement, SetupError, Started, Topology, TreeSampler, compose
 from lab.measure.runtimes.cgroups import cgroup_memory, cgroup_version
+from lab.measure.runtimes.docker_engine import (Compose, compose_argv, compose_env,
+                                                engine_version, ensure_engine, find_compose,
+                                                is_root, manual_steps, project_name,
+                                                remote_engine, run, run_logged, say)
+from lab.measure.runtimes.docker_images import (build_images, ensure_bases, image_exists,
+                                                image_facts, needed_bases)
 from lab.measure.runtimes.local import LocalClientHost, LocalServerHost
 from lab.setup.servers import Server, found_here, lookup
 
-PREFIX_VARIABLE = "LAB_DOCKER_PREFIX"   # compose projects are <prefix>-<port>
-DEFAULT_PREFIX = "restlab"
 PROJECT_LABEL = "com.docker.compose.project"
-# The lab's own engine, when it has to start one. The userland proxy is off:
-# with it, every connection to a published port is relayed by a docker-proxy
-# process (unpinned, its CPU on nobody's account); without it the kernel
-# forwards 127.0.0.1:PORT to the container (iptables DNAT).
-DOCKERD_ARGS = ("--userland-proxy=false",)
-MIRROR = os.environ.get("DEBIAN_MIRROR") or default("DEBIAN_MIRROR")   # for debootstrap
-BASES = {"debian:bullseye": "bullseye", "debian:bookworm": "bookworm"}
-# The archives a base made here installs from: the packages the process
-# runtime runs, so that the two runtimes differ in the container only. Debian
-# 11 as the lab's own Debian 11 root (the suite alone: AWS 20.2-2, GNAT
-# 10.2.1); Debian 12 as a Debian 12 host is set up (its updates and security:
-# the same JDK 17 build). Docker's own images also list bullseye-security,
-# where an online build gets libaws 20.2-2+deb11u1; the facts record which.
-SOURCES = {"bullseye": ("bullseye",),
-           "bookworm": ("bookworm", "bookworm-updates", "bookworm-security")}
-SECURITY_MIRROR = (os.environ.get("DEBIAN_SECURITY_MIRROR")
-                   or default("DEBIAN_SECURITY_MIRROR"))
 MIN_MEMORY = 6 * 1024 * 1024            # Docker refuses a smaller limit
-
-
-# ---------------------------------------------------------------- small helpers
-
-def say(text: str) -> None:
-    print(f"docker: {text}", file=sys.stderr, flush=True)
-
-
-def run(argv: list[str], timeout: float = 60, env: dict[str, str] | None = None,
-        ) -> subprocess.CompletedProcess[str]:
-    """argv to its end, output captured; a missing program or a timeout is exit 127/124."""
-    try:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env,
-                              stdin=subprocess.DEVNULL)
-    except FileNotFoundError as e:
-        return subprocess.CompletedProcess(argv, 127, "", str(e))
-    except subprocess.TimeoutExpired as e:
-        err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else ""
-        return subprocess.CompletedProcess(argv, 124, "", f"{err}\ntimed out after {timeout}s")
-
-
-def run_logged(argv: list[str], log: Path, timeout: float, env: dict[str, str] | None = None,
-               cwd: Path | None = None, stdin: Any = subprocess.DEVNULL) -> int:
-    with log.open("ab") as f:
-        f.write(f"\n$ {shlex.join(argv)}\n".encode())
-        f.flush()
-        try:
-            return subprocess.run(argv, stdout=f, stderr=f, stdin=stdin, env=env, cwd=cwd,
-                                  timeout=timeout).returncode
-        except FileNotFoundError as e:
-            f.write(f"{e}\n".encode())
-            return 127
-        except subprocess.TimeoutExpired:
-            f.write(f"timed out after {timeout:.0f}s\n".encode())
-            return 124
-
-
-def project_name(port: int) -> str:
-    prefix = re.sub(r"[^a-z0-9_-]", "", os.environ.get(PREFIX_VARIABLE, DEFAULT_PREFIX).lower())
-    return f"{prefix or DEFAULT_PREFIX}-{port}"
 
 
 def state_file(port: int) -> Path:
     return cache_dir() / "docker" / f"{project_name(port)}.json"
 
 
-def is_root() -> bool:
-    return os.geteuid() == 0
-
-
-# ---------------------------------------------------------------- the engine and Compose
-
-def remote_engine() -> str | None:
-    """Where the engine is when it is elsewhere (DOCKER_HOST=ssh://..., tcp://..., or
-    the current docker context's endpoint); None: this host's socket."""
-    host = os.environ.get("DOCKER_HOST", "").strip()
-    if host:
-        return None if host.startswith("unix://") else f"DOCKER_HOST={host}"
-    if shutil.which("docker") is None:
-        return None
-    out = run(["docker", "context", "inspect", "--format", "{{.Endpoints.docker.Host}}"],
-              timeout=30)
-    endpoint = out.stdout.strip()
-    if out.returncode == 0 and endpoint and not endpoint.startswith("unix://"):
-        return f"the docker context's endpoint {endpoint}"
-    return None
-
-
-def engine_version() -> str | None:
-    """The engine's version, or None when no engine answers."""
-    if shutil.which("docker") is None:
-        return None
-    out = run(["docker", "version", "--format", "{{.Server.Version}}"], timeout=30)
-    return out.stdout.strip() or None if out.returncode == 0 else None
-
-
-@dataclass(frozen=True)
-class Compose:
-    """The Compose that runs: v2 (`docker compose`) where it exists, else v1."""
-    argv: tuple[str, ...]
-    kind: str            # v2 | v1
-    version: str
-
-    def describe(self) -> str:
-        return f"{' '.join(self.argv)} {self.version} ({self.kind})"
-
-
-def find_compose() -> Compose | None:
-    if shutil.which("docker"):
-        out = run(["docker", "compose", "version", "--short"], timeout=30)
-        if out.returncode == 0 and out.stdout.strip():
-            return Compose(("docker", "compose"), "v2", out.stdout.strip())
-    if shutil.which("docker-compose"):
-        out = run(["docker-compose", "version", "--short"], timeout=60)
-        if out.returncode == 0 and out.stdout.strip():
-            version = out.stdout.strip()
-            return Compose(("docker-compose",), "v2" if version.startswith("2") else "v1",
-                           version)
-    return None
-
-
-def dockerd_log() -> Path:
-    return cache_dir() / "docker" / "dockerd.log"
-
-
-def start_engine() -> dict[str, Any]:
-    """Start dockerd (as root, when none answers) and wait until it does."""
-    if shutil.which("dockerd") is None:
-        raise SetupError("no Docker engine answers and there is no dockerd: run `lab deps` "
-                         "(as root it installs Debian's docker.io)")
-    log = dockerd_log()
-    log.parent.mkdir(parents=True, exist_ok=True)
-    argv = ["dockerd", *DOCKERD_ARGS]
-    say(f"starting the engine: {shlex.join(argv)} (log: {log})")
-    with log.open("ab") as f:
-        # A daemon of its own session: it outlives this run, as an engine does.
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=f, stderr=f,
-                                start_new_session=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        version = engine_version()
-        if version:
-            return {"engine": version, "engine_started_by_lab": True, "dockerd_pid": proc.pid,
-                    "dockerd_args": list(DOCKERD_ARGS), "dockerd_log": str(log)}
-        if proc.poll() is not None:
-            break
-        time.sleep(0.5)
-    raise SetupError(f"dockerd did not start (exit {proc.poll()}); last lines of {log}:\n"
-                     f"{procs.tail(log, 15)}")
-
-
-def ensure_engine() -> dict[str, Any]:
-    version = engine_version()
-    if version:
-        return {"engine": version, "engine_started_by_lab": False}
-    if remote_engine():
-        raise SetupError(f"the Docker engine at {remote_engine()} does not answer "
-                         "(docker version)")
-    if not is_root():
-        raise SetupError(manual_steps(["no Docker engine answers"]))
-    return start_engine()
-
-
-def manual_steps(problems: list[str]) -> str:
-    return (f"RUNTIME=docker: {'; '.join(problems)}. As root, `make bench RUNTIME=docker` "
-            "does all of this itself; or run as root:\n"
-            "  apt-get update && apt-get install -y --no-install-recommends docker.io "
-            "docker-compose debootstrap\n"
-            "  service docker start    # or: dockerd --userland-proxy=false &\n"
-            "  make images             # debian:bullseye and debian:bookworm, where they "
-            "cannot be pulled\n"
-            "and give your user the engine (adduser $USER docker, then log in again)")
-
-
-# ---------------------------------------------------------------- services and images
+# ---------------------------------------------------------------- services
 
 def service_of(server: Server) -> str:
     """A server's compose service: its base name (jersey for jersey.jetty and jersey@16)."""
@@ -266,98 +106,6 @@ def check_services(servers: list[Server]) -> dict[str, compose.Service]:
                               f"({svc.dockerfile})")
         out[svc.name] = svc
     return out
-
-
-def image_exists(name: str) -> bool:
-    return run(["docker", "image", "inspect", name], timeout=30).returncode == 0
-
-
-def needed_bases(services: dict[str, compose.Service]) -> list[str]:
-    return sorted({b for s in services.values() if s.dockerfile
-                   for b in compose.base_images(s.dockerfile)})
-
-
-def unmount_below(path: Path) -> None:
-    """Unmount whatever an interrupted debootstrap left mounted under path."""
-    mounts = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines()]
-    for m in sorted((m for m in mounts if m == str(path) or m.startswith(f"{path}/")),
-                    reverse=True):
-        subprocess.run(["umount", "-l", m], check=False, capture_output=True)
-
-
-def make_base_image(name: str, suite: str, log: Path) -> float:
-    """debootstrap --variant=minbase SUITE, then docker import as NAME: the image
-    an online user pulls, made from the same archive. Seconds it took."""
-    if not is_root():
-        raise SetupError(manual_steps([f"{name} is missing and cannot be pulled here"]))
-    if shutil.which("debootstrap") is None:
-        raise SetupError("debootstrap is missing: run `lab deps` (as root it installs it)")
-    t0 = time.monotonic()
-    work = cache_dir() / "docker"
-    work.mkdir(parents=True, exist_ok=True)
-    root = Path(tempfile.mkdtemp(prefix=f"base-{suite}.", dir=work))
-    try:
-        say(f"{name}: debootstrap --variant=minbase {suite} (log: {log})")
-        if run_logged(["debootstrap", "--variant=minbase", suite, str(root), MIRROR], log,
-                      timeout=1800) != 0:
-            raise SetupError(f"debootstrap {suite} failed; last lines of {log}:\n"
-                             f"{procs.tail(log, 15)}")
-        unmount_below(root)
-        (root / "etc/apt/sources.list").write_text("".join(
-            f"deb {SECURITY_MIRROR if s.endswith('-security') else MIRROR} {s} main\n"
-            for s in SOURCES.get(suite, (suite,))))
-        for junk in ("var/lib/apt/lists", "var/cache/apt/archives"):
-            for p in (root / junk).glob("*"):
-                if p.is_file():
-                    p.unlink()
-        say(f"{name}: docker import")
-        tar = subprocess.Popen(["tar", "--numeric-owner", "-C", str(root), "--exclude=./dev/*",
-                                "--exclude=./proc/*", "--exclude=./sys/*", "-c", "."],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        code = run_logged(["docker", "import", "--change", 'CMD ["bash"]',
-                           "--change", f"LABEL restlab.base=debootstrap-{suite}",
-                           "-", name], log, timeout=900, stdin=tar.stdout)
-        if tar.stdout is not None:
-            tar.stdout.close()
-        tar.wait()
-        if code != 0 or tar.returncode != 0:
-            raise SetupError(f"docker import {name} failed; see {log}")
-    finally:
-        unmount_below(root)
-        subprocess.run(["rm", "-rf", "--one-file-system", str(root)], check=False)
-    return time.monotonic() - t0
-
-
-def ensure_bases(names: list[str], log: Path) -> dict[str, str]:
-    """Each base image: found, pulled, or made here (debootstrap + import). Their origin."""
-    origin = {}
-    for name in names:
-        if image_exists(name):
-            label = run(["docker", "image", "inspect", "--format",
-                         '{{index .Config.Labels "restlab.base"}}', name], timeout=30)
-            made = label.stdout.strip() if label.returncode == 0 else ""
-            origin[name] = f"present ({'made here: ' + made if made else 'pulled'})"
-            continue
-        if name not in BASES:
-            origin[name] = "pulled by the build"
-            continue
-        say(f"{name} is missing; trying docker pull")
-        if run_logged(["docker", "pull", name], log, timeout=300) == 0:
-            origin[name] = "pulled"
-            continue
-        took = make_base_image(name, BASES[name], log)
-        origin[name] = f"made here (debootstrap + docker import, {took:.0f}s)"
-        say(f"{name}: made in {took:.0f}s")
-    return origin
-
-
-def image_facts(image: str) -> dict[str, Any]:
-    out = run(["docker", "image", "inspect", "--format", "{{.Id}} {{.Size}}", image],
-              timeout=30)
-    if out.returncode != 0 or not out.stdout.split():
-        return {}
-    ident, size = out.stdout.split()[:2]
-    return {"id": ident[:19], "size_mb": round(int(size) / 1e6, 1)}
 
 
 # ---------------------------------------------------------------- the steps' hooks
@@ -456,22 +204,7 @@ def up(params: Params) -> None:
                  project=project_name(params.port),
                  base_images=ensure_bases(needed_bases(services), logs / "docker-images.log"))
     remove_project(params.port, found, quiet=False)
-    images = {}
-    for name, svc in services.items():
-        log = logs / f"docker-build-{name}.log"
-        t1 = time.monotonic()
-        say(f"[{name}] compose build (log: {log})")
-        # v1's classic builder keeps a failed step's container unless told not to
-        argv = compose_argv(found, params.port, name, "build",
-                            *(["--force-rm"] if found.kind == "v1" else []), name)
-        if run_logged(argv, log, timeout=3600, env=compose_env(dict(os.environ), params),
-                      cwd=ROOT) != 0:
-            raise SetupError(f"{name}: the image did not build; last lines of {log}:\n"
-                             f"{procs.tail(log, 20)}")
-        images[name] = {"image": svc.image, **image_facts(svc.image)}
-        say(f"[{name}] image {svc.image} ready in {time.monotonic() - t1:.1f}s "
-            f"({images[name].get('size_mb', '?')} MB)")
-    state["images"] = images
+    state["images"] = build_images(services, found, params, logs)
     state["cgroup"] = cgroup_version()
     path = state_file(params.port)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -522,18 +255,6 @@ def down(params: Params) -> None:
         say(f"error: containers of {project} remain: {' '.join(left)}")
     elif gone:
         say(f"down: removed {', '.join(gone)} of {project}")
-
-
-def images_step() -> int:
-    """`make images`: debian:bullseye and debian:bookworm, made here unless present."""
-    state = ensure_engine()
-    logs = cache_dir() / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    origin = ensure_bases(sorted(BASES), logs / "docker-images.log")
-    for name, how in origin.items():
-        print(f"{name}: {how}")
-    say(f"engine {state['engine']}")
-    return 0
 
 
 # ---------------------------------------------------------------- one container
@@ -827,24 +548,6 @@ def docker_proxy(port: int) -> int | None:
             if i + 1 < len(cmd) and cmd[i + 1] == str(port).encode():
                 return int(pid)
     return None
-
-
-def compose_argv(found: Compose, port: int, service: str, *args: str) -> list[str]:
-    return [*found.argv, "-f", str(compose.FILE), "-p", project_name(port),
-            "--profile", service, *args]
-
-
-def compose_env(env: dict[str, str], params: Params | None,
-                cpus: tuple[int, ...] | None = None) -> dict[str, str]:
-    out = dict(env)
-    if params is not None:
-        out.update(BIND=params.bind, PORT=str(params.port),
-                   SERVER_CPUS=format_cpus(cpus or params.server_cpus),
-                   CLIENT_CPUS=format_cpus(params.client_cpus),
-                   MEM_LIMIT=params.mem_limit or "0")
-    out["LAB_RUN"] = env.get(procs.MARKER, "")
-    out.pop("COMPOSE_PROFILES", None)            # the lab names the one profile itself
-    return out
 
 
 # ---------------------------------------------------------------- the topology
