@@ -205,7 +205,7 @@ def summary(rec: RunRecord, a: Analysis) -> str:
     if warm:
         lines += ["", "## Warm-up (WARMUP=auto)", "", *warm]
     if a.warnings:
-        lines += ["", "## Warnings", "", *[f"- Warning: {w}" for w in a.warnings]]
+        lines += ["", "## Warnings", "", *[f"- Warning: {w.text()}" for w in a.warnings]]
     lines += ["", f"Reproduce: `{m.reproduce}`", ""]
     return "\n".join(lines)
 
