@@ -157,3 +157,34 @@ def test_ews_spacing_and_no_date_pass() -> None:
         assert verify("127.0.0.1", port) == [
             "GET /api 200", "Content-Type", "Content-Length 27", "exact body",
             "keep-alive", "404 elsewhere"]
+
+
+class SecondWrong(BaseHTTPRequestHandler):
+    """Right on a connection's first request, a wrong body on the next."""
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        served = getattr(self, "served", 0)
+        self.served = served + 1
+        if self.path != "/api":
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        body = BODY if served == 0 else BODY.replace(b"!", b"?")
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_a_second_answer_unlike_the_first_breaks_keep_alive_only() -> None:
+    with serving(SecondWrong) as port, pytest.raises(VerifyError) as err:
+        verify("127.0.0.1", port)
+    [breach] = err.value.breaches
+    assert breach.name == "keep-alive" and "second answer" in breach.rule
+    assert "exactly" in breach.got and "World?" in breach.got

@@ -6,8 +6,7 @@ reported, not only the first that fails.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 REACHABLE = "reachable"        # the check that, failed, leaves nothing else to check
 
@@ -25,9 +24,6 @@ class Check:
     def text(self) -> str:
         """A passed check: its label; a breach: the rule, then what came back."""
         return self.name if self.ok else f"{self.rule}; got: {self.got}"
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
     @classmethod
     def from_json(cls, data: object) -> Check | None:
