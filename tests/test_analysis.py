@@ -113,7 +113,7 @@ def test_a_calibration_is_used_only_where_its_conditions_match(tmp_path: Path) -
         a = analysis.analyse(with_calibration(tmp_path, **changes))
         assert not a.calibration_used and not a.capacity
         assert why in a.calibration_note
-        assert any(a.calibration_note in w for w in a.warnings)
+        assert any(a.calibration_note in w.text() for w in a.warnings)
 
 
 def test_above_the_calibrated_capacity_the_calibration_does_not_hold(tmp_path: Path) -> None:
@@ -128,7 +128,7 @@ def test_above_the_calibrated_capacity_the_calibration_does_not_hold(tmp_path: P
         assert c.share > 1 and "client-limited" not in c.text
         assert "the calibration does not hold here: run `make calibrate` on a quiet host" \
             in c.text
-    assert any("does not hold" in w for w in a.warnings)
+    assert any("does not hold" in w.text() for w in a.warnings)
 
 
 def test_above_a_quiet_calibration_the_client_depends_on_the_server(tmp_path: Path) -> None:
@@ -143,7 +143,7 @@ def test_above_a_quiet_calibration_the_client_depends_on_the_server(tmp_path: Pa
     assert a.capacity and all(c.kind == "does-not-hold" for c in a.capacity)
     for c in a.capacity:
         assert analysis.ABOVE_QUIET in c.text and "on a quiet host: run" not in c.text
-    assert any(analysis.ABOVE_QUIET in w for w in a.warnings)
+    assert any(analysis.ABOVE_QUIET in w.text() for w in a.warnings)
     for lv in cal.clients["siege"].modes["close"].values():
         lv.host_busy_pct = metrics.HOST_BUSY_PCT + 1      # a busy calibration: redo it
     assert all(analysis.DOES_NOT_HOLD in c.text for c in analysis.analyse(rec).capacity)

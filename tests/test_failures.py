@@ -318,7 +318,7 @@ def test_the_warning_names_the_workers_and_what_the_server_does_past_them(
     at_5 = [dataclasses.replace(r, value=5, concurrency=5) if r.value == 64 else r
             for r in at_64]
     assert analysis.workers_note(m, name, metrics.level_stats(at_5)) is None
-    text = analysis.warnings(m, {name: metrics.level_stats(at_64)}, "", [])
+    text = [w.text() for w in analysis.warnings(m, {name: metrics.level_stats(at_64)}, "", [])]
     assert any(w.startswith(f"{name} has 5 workers") for w in text)
     # the top level: two repetitions of 3 resets each
     assert any("requests failed at" in w and "reset or closed by the server (6: w)" in w

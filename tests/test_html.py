@@ -151,7 +151,7 @@ def test_verdicts_calibration_warmup_and_warnings(results_dir: Path) -> None:
     assert not a.calibration_used and "does not record its topology" in a.calibration_note
     assert "Not used for this run: " + escape(a.calibration_note) in complete
     for w in a.warnings:
-        assert escape(w) in complete
+        assert escape(w.text()) in complete
     assert "<h2>Against the client" not in page(results_dir, INCOMPLETE)
 
 

@@ -145,6 +145,8 @@ def test_fragile_stops_answering_after_garbage(tmp_path: Path, port: int) -> Non
     first, *rest = report.results
     assert first.probe == "garbage" and first.ran and not first.answers_after
     assert "timed out" in first.error_after
+    assert [b.name for b in first.breaches_after] == ["reachable"]    # typed, the one breach
+    assert report.final_breaches and report.final_error in report.verdict()
     assert first.outcome == "no answer within 1.5s"
     assert rest and all(not r.ran for r in rest)
     assert probe.exit_code(report, force=True) == 0

@@ -1,4 +1,5 @@
-"""verify() against small real HTTP servers, right and wrong in one way each."""
+"""verify() against small real HTTP servers, right and wrong in one way each,
+and wrong in three ways at once: every breach reported in one pass."""
 from __future__ import annotations
 
 import threading
@@ -8,7 +9,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from lab.measure.verify import BODY, VerifyError, verify
+from lab.analyse import contract
+from lab.measure.verify import BODY, VerifyError, checks, verify
 
 
 def handler(body: bytes = BODY, ctype: str = "application/json", version: str = "HTTP/1.1",
@@ -71,13 +73,50 @@ def test_each_broken_server_fails_its_check(h: type[BaseHTTPRequestHandler], che
         verify("127.0.0.1", port)
     assert check in err.value.check
     assert got in err.value.got
+    assert all(not b.ok for b in err.value.breaches)
+    assert str(err.value).splitlines() == [b.text() for b in err.value.breaches]
+
+
+def test_three_breaches_at_once_are_all_reported() -> None:
+    """Wrong Content-Type, wrong body, and 200 where 404 is due: all three, in
+    one pass, each with what came back; what the server got right passes."""
+    broken = handler(body=b'{"greeting":"Hello World?"}', ctype="text/plain", missing=200)
+    with serving(broken) as port:
+        found = checks("127.0.0.1", port)
+        with pytest.raises(VerifyError) as err:
+            verify("127.0.0.1", port)
+    assert [c.name for c in found if c.ok] == ["GET /api 200", "Content-Length 27",
+                                               "keep-alive"]
+    breaches = err.value.breaches
+    assert [b.name for b in breaches] == ["Content-Type", "exact body", "404 elsewhere"]
+    assert breaches == contract.breaches(found)
+    assert "'text/plain'" in breaches[0].got and "World?" in breaches[1].got
+    assert breaches[2].got.startswith("200 ")
+    message = str(err.value).splitlines()          # one breach per line
+    assert len(message) == 3
+    for line, b in zip(message, breaches):
+        assert line == b.text() and b.rule in line and b.got in line
+    said = contract.listed(breaches)               # the step's error (lab.measure.sweep)
+    assert said.startswith("3 breaches:") and said.count("\n  - ") == 3
+
+
+def test_a_closed_connection_still_gets_the_404_checked() -> None:
+    """HTTP/1.0 closes after each answer: keep-alive is the breach, and 404
+    elsewhere is still checked, on a connection of its own."""
+    with serving(handler(version="HTTP/1.0", missing=500)) as port, \
+            pytest.raises(VerifyError) as err:
+        verify("127.0.0.1", port)
+    assert [b.name for b in err.value.breaches] == ["keep-alive", "404 elsewhere"]
+    assert err.value.breaches[1].got.startswith("500 ")
 
 
 def test_nothing_listening() -> None:
     with serving(handler()) as port:
         pass
-    with pytest.raises(VerifyError, match="must answer HTTP"):
+    with pytest.raises(VerifyError, match="must answer HTTP") as err:
         verify("127.0.0.1", port)
+    [breach] = err.value.breaches                  # one: the rest cannot be checked
+    assert breach.name == contract.REACHABLE and "ConnectionRefused" in breach.got
 
 
 def test_a_media_type_parameter_passes_and_is_recorded() -> None:
@@ -118,3 +157,34 @@ def test_ews_spacing_and_no_date_pass() -> None:
         assert verify("127.0.0.1", port) == [
             "GET /api 200", "Content-Type", "Content-Length 27", "exact body",
             "keep-alive", "404 elsewhere"]
+
+
+class SecondWrong(BaseHTTPRequestHandler):
+    """Right on a connection's first request, a wrong body on the next."""
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        served = getattr(self, "served", 0)
+        self.served = served + 1
+        if self.path != "/api":
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        body = BODY if served == 0 else BODY.replace(b"!", b"?")
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_a_second_answer_unlike_the_first_breaks_keep_alive_only() -> None:
+    with serving(SecondWrong) as port, pytest.raises(VerifyError) as err:
+        verify("127.0.0.1", port)
+    [breach] = err.value.breaches
+    assert breach.name == "keep-alive" and "second answer" in breach.rule
+    assert "exactly" in breach.got and "World?" in breach.got

@@ -13,9 +13,10 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from lab.analyse import costlink, costview, metrics, profileview, sends
+from lab.analyse import costlink, costview, findings, metrics, profileview, sends
 from lab.record import failures, schema
 from lab.analyse.wording import axis_label
+from lab.analyse.findings import Finding
 from lab.analyse.metrics import LevelStats, Verdict
 from lab.record.schema import CalLevel, Calibration, Manifest, RunRecord
 from lab.setup.reason import Reason
@@ -55,7 +56,7 @@ class Analysis:
     calibration_used: bool
     calibration_note: str                   # why a calibration on record is not used
     capacity: list[CapacityNote]
-    warnings: list[str]
+    warnings: list[Finding]                 # each kind writes its own text (findings)
     costs: costview.CostAnalysis | None = None       # make cost: instructions per request
     profiles: dict[str, profileview.ProfileSummary | str] = field(default_factory=dict)
     answers: dict[str, sends.Answer] = field(default_factory=dict)   # what each server sends
@@ -197,6 +198,12 @@ def workers_note(m: Manifest, name: str, levels: list[LevelStats]) -> str | None
     """'aws has 5 workers (AWS Max_Connection, AWS's default) for 64 connections; <what
     the server does with the rest>: use aws@64', when requests failed at a
     concurrency above the workers the server ran with."""
+    found = few_workers(m, name, levels)
+    return None if found is None else found.note()
+
+
+def few_workers(m: Manifest, name: str, levels: list[LevelStats]) -> findings.FewWorkers | None:
+    """The workers a server ran with, when requests failed at a concurrency above them."""
     rec = m.server(name)
     ran: list[tuple[int, str]] = []
     for start in rec.starts:
@@ -212,26 +219,21 @@ def workers_note(m: Manifest, name: str, levels: list[LevelStats]) -> str | None
     over = [s.value for s in levels if s.failed and s.value > workers]
     if not over:
         return None
-    beyond = str(rec.extra.get("workers_beyond") or "")
-    what = beyond or "what it does with the others is in its client's failures above"
-    levels_text = f"{len(over)} level{'s' * (len(over) != 1)}"
-    return (f"{name} has {workers} workers ({detail}) for up to {max(over)} connections at "
-            f"the {levels_text} where requests failed above {workers}; {what}: "
-            f"use {name}@{max(over)} (or WORKERS) to give it one per connection")
+    return findings.FewWorkers(server=name, workers=workers, detail=detail, top=max(over),
+                               over=len(over), beyond=str(rec.extra.get("workers_beyond") or ""))
 
 
 # --------------------------------------------------------------------------- warnings
 
 def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
-             capacity_notes: list[CapacityNote]) -> list[str]:
-    """hyperfine-style: what was seen, then what to do."""
-    out = []
+             capacity_notes: list[CapacityNote]) -> list[Finding]:
+    """hyperfine-style: what was seen, then what to do (each kind's text is
+    lab.analyse.findings')."""
+    out: list[Finding] = []
     if m.status != "complete":
-        out.append(f"This run is {m.status}: " +
-                   ("; ".join(m.problems) or "not every server finished") + ".")
+        out.append(findings.RunNotComplete(m.status, tuple(m.problems)))
     elif m.problems:                   # a later step's (make profile): the figures stand
-        out.append("Problems recorded after the run (its figures are complete): " +
-                   "; ".join(m.problems) + ".")
+        out.append(findings.LaterProblems(tuple(m.problems)))
     tool = m.client.tool
     reps = m.params.repeat
     for name, levels in stats.items():
@@ -240,66 +242,41 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
         def count(flag: str) -> int:
             return sum(1 for s in levels if flag in s.all_flags())
         if count("client-bound"):
-            out.append(f"{tool} used at least {metrics.CLIENT_BOUND_PCT:.0f}% of its CPU at "
-                       f"{count('client-bound')} of {n} levels of {name}: those points measure "
-                       f"{tool}, not {name}. Give the client more CPUs (CLIENT_CPUS), use "
-                       "KEEPALIVE=1, or a faster client (CLIENT=wrk).")
+            out.append(findings.ClientBound(name, tool, count("client-bound"), n))
         if count("noisy"):
             worst = max(levels, key=lambda s: s.rate.ratio)
-            out.append(f"{name}: {count('noisy')} of {n} levels spread more than "
-                       f"{metrics.NOISY_SPREAD - 1:.0%} across {reps} repetitions (worst: "
-                       f"{worst.rate.ratio - 1:.0%} at {worst.value}). Consider more repetitions "
-                       "(REPEAT), a longer DURATION, or a quieter machine.")
+            out.append(findings.Noisy(name, count("noisy"), n, reps, worst.rate.ratio,
+                                      worst.value))
         if count("littles-law"):
-            out.append(f"{name}: at {count('littles-law')} of {n} levels the requests in flight "
-                       f"did not match the concurrency ({metrics.LITTLES_LOW}-"
-                       f"{metrics.LITTLES_HIGH}, Little's law): usually client-side queueing, "
-                       "errors or timeouts. Check the failures and the client's CPU.")
+            out.append(findings.LittlesLaw(name, count("littles-law"), n))
         if count("saturated"):
-            out.append(f"{name}: at {count('saturated')} of {n} offered rates the achieved rate "
-                       f"fell more than {metrics.SATURATED_SHORTFALL:.0%} short: past its "
-                       "saturation point; latency there is queueing.")
+            out.append(findings.Saturated(name, count("saturated"), n))
         if count("not-steady"):
-            out.append(f"{name}: the warm-up never settled (WARMUP_MAX); its figures may still "
-                       "be climbing. Raise WARMUP_MAX or use a fixed WARMUP.")
+            out.append(findings.NotSteady(name))
         if count("host-busy"):
-            out.append(f"{count('host-busy')} of {n} levels of {name} ran while other "
-                       f"processes took more than {metrics.HOST_BUSY_PCT:.0f}% of the lab's "
-                       "CPUs: those figures are not the server's alone. Rerun on a quiet host.")
+            out.append(findings.HostBusy(name, count("host-busy"), n))
         if count("steal"):
-            out.append(f"{count('steal')} of {n} levels of {name} lost more than "
-                       f"{metrics.STEAL_PCT:.0f}% of the lab's CPU time to the hypervisor "
-                       "(steal): on a shared VM, figures vary from run to run; repeat, or "
-                       "compare runs on a dedicated host.")
+            out.append(findings.Steal(name, count("steal"), n))
         if count("failures"):
             found = [f for s in levels for f in s.failures]
-            what = failures.said(found) if found else \
-                "how is not recorded (a run made before the lab kept the kinds)"
-            out.append(f"{name}: {sum(s.failed for s in levels):,} of "
-                       f"{sum(s.attempts for s in levels):,} requests failed at "
-                       f"{count('failures')} of {n} levels: {what}. Each level is under "
-                       f"\"What failed\"; {tool}'s output is in {name}/ in the run folder.")
-            note = workers_note(m, name, levels)
-            if note:
-                out.append(note + ".")
-        out.extend(f"{name}: {note}." for note in m.server(name).notes)
+            out.append(findings.Failures(
+                name, tool, sum(s.failed for s in levels), sum(s.attempts for s in levels),
+                count("failures"), n, failures.said(found) if found else findings.NOT_RECORDED))
+            few = few_workers(m, name, levels)
+            if few is not None:
+                out.append(few)
+        out.extend(findings.ServerNote(name, note) for note in m.server(name).notes)
     if reps < metrics.MIN_REPS_FOR_VERDICT and len(stats) > 1:
-        out.append(f"One run per level ranks nothing on a noisy host: use "
-                   f"REPEAT={metrics.MIN_REPS_FOR_VERDICT} or more for verdicts."
-                   if reps == 1 else
-                   f"{reps} repetitions per level rank nothing on a noisy host: use "
-                   f"REPEAT={metrics.MIN_REPS_FOR_VERDICT} or more for verdicts.")
+        out.append(findings.FewRepetitions(reps))
     if m.calibration is None and m.extra.get("kind") != "cost":
-        out.append("No calibration on record: run `make calibrate` once to see each "
-                   "server's rate as a share of what the client can drive here.")
+        out.append(findings.NoCalibration())
     elif cal_note:
-        out.append(f"The calibration on record is not used for this run: {cal_note}.")
+        out.append(findings.CalibrationUnused(cal_note))
     for c in capacity_notes:
         if c.kind == "does-not-hold":
             cal = m.calibration
             why = above_why(cal, m, c.level) if cal is not None else DOES_NOT_HOLD
-            out.append(f"{c.server} reached {c.share:.0%} of the calibrated capacity of "
-                       f"{m.client.tool} at c={c.value}: {why}.")
+            out.append(findings.AboveCapacity(c.server, m.client.tool, c.value, c.share, why))
     return out
 
 
@@ -371,7 +348,8 @@ def to_json(rec: RunRecord, a: Analysis) -> dict[str, Any]:
             "answers": {n: asdict(x) for n, x in a.answers.items()},
             "capacity": [asdict(c) for c in a.capacity],
             "calibration_note": a.calibration_note,
-            "warnings": a.warnings,
+            "warnings": findings.texts(a.warnings),
+            "findings": [f.to_json() for f in a.warnings],     # the same, kind and figures
             "failed": a.failed,
             "costs": None if a.costs is None else asdict(a.costs),
             "rows": {n: [asdict(r) for r in rows] for n, rows in rec.by_server().items()}}

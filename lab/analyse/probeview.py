@@ -1,12 +1,21 @@
 """The robustness probe's results as a Markdown table, from what each
 server's probe.json holds (ProbeReport.to_json). The reading side (a run's
-summary) draws it without importing the probe itself, which runs servers."""
+summary) draws it without importing the probe itself, which runs servers.
+
+What a server's probe came to is a typed value, `ProbeOutcome` (its kind:
+unprobed, still-answers, recovered, stopped-answering; the contract's
+breaches as lab.analyse.contract.Check values), and its `text()` is the one
+place the verdict is written: the probe's own report (lab.measure.probe), the
+pipeline's problem line and the run's summary all say it through it."""
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from lab.analyse import contract
+from lab.analyse.contract import Check
 from lab.analyse.wording import md_cell as cell
 
 REASON = re.compile(r"^([1-5][0-9][0-9]) [A-Z][A-Za-z -]*[A-Za-z]")
@@ -47,6 +56,63 @@ def still_answers(rep: Report) -> bool:
     if "still_answers" in rep:
         return bool(rep["still_answers"])
     return not rep.get("error") and bool(rep.get("final_ok"))
+
+
+@dataclass(frozen=True)
+class ProbeOutcome:
+    """What one server's probe came to. error: the instance could not be
+    started or probed at all; stopped_after: the first probe after which the
+    contract check failed; breaches: the final check's (older probe.json:
+    final_error, their text, only)."""
+    server: str
+    still_answers: bool
+    error: str = ""
+    stopped_after: str | None = None
+    breaches: tuple[Check, ...] = ()
+    final_error: str = ""
+
+    @property
+    def kind(self) -> str:
+        if self.error:
+            return "unprobed"
+        if self.still_answers:
+            return "recovered" if self.stopped_after else "still-answers"
+        return "stopped-answering"
+
+    def why(self) -> str:
+        """Why it does not answer: the final check's breaches, on one line."""
+        return contract.one_line(list(self.breaches)) if self.breaches else self.final_error
+
+    def text(self) -> str:
+        """One line for logs, the run's problems and its summary."""
+        where = f" after {self.stopped_after}" if self.stopped_after else ""
+        if self.kind == "unprobed":
+            return f"{self.server}: probe failed: {self.error}"
+        if self.kind == "recovered":
+            return f"{self.server}: still answers (stopped answering{where} and recovered)"
+        if self.kind == "still-answers":
+            return f"{self.server}: still answers"
+        return f"{self.server}: stopped answering{where}: {self.why()}"
+
+
+def checks_of(data: object) -> tuple[Check, ...]:
+    """Checks read back from probe.json (none in one written before they were kept)."""
+    if not isinstance(data, (list, tuple)):
+        return ()
+    return tuple(c for c in (Check.from_json(x) for x in data) if c is not None)
+
+
+def outcome(name: str, rep: Report) -> ProbeOutcome:
+    """A probe.json's outcome, of this lab or an older one."""
+    after = rep.get("stopped_after")
+    if not isinstance(after, str):           # older: the first probe it failed after
+        after = next((str(r.get("probe", "?")) for r in results(rep)
+                      if r.get("ran") and not r.get("answers_after")), None)
+    return ProbeOutcome(server=name,
+                        still_answers=still_answers(rep), error=str(rep.get("error") or ""),
+                        stopped_after=after or None,
+                        breaches=checks_of(rep.get("final_breaches")),
+                        final_error=str(rep.get("final_error") or ""))
 
 
 def table(reports: dict[str, Report]) -> str:

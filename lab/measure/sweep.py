@@ -18,7 +18,7 @@ from typing import Any
 
 from lab.record import failures, schema, series
 from lab.measure import jit, runtimes
-from lab.analyse import metrics
+from lab.analyse import contract, metrics
 from lab.host import procs
 from lab.measure.clients import Client, ClientError, Load
 from lab.record.level import Level
@@ -201,7 +201,8 @@ class ServerSweep:
         try:
             passed = verify(sp.host, self.params.port)
         except VerifyError as e:
-            raise NotLoaded(f"{name} failed verification, not loaded: {e}") from e
+            raise NotLoaded(f"{name} failed verification, not loaded: "
+                            f"{contract.listed(e.breaches)}") from e
         try:                                # what it sends, byte for byte (lab.analyse.sends)
             sends: dict[str, object] = wire(sp.host, self.params.port, self.params.keepalive)
         except (VerifyError, OSError) as e:

@@ -2,6 +2,9 @@
 
 GET /api: 200, Content-Type application/json, Content-Length 27, the exact
 body; another path: 404; two requests answered on one keep-alive connection.
+Every check is made and every breach reported in one pass (`checks`, typed
+lab.analyse.contract.Check values); `verify` raises VerifyError with all of
+them. A server that does not answer at all is one breach.
 
 Content-Type is compared by its media type: a parameter is legal HTTP
 (RFC 9110 8.3), so `application/json; charset=utf-8` (ASF) passes, and the
@@ -14,17 +17,25 @@ import socket
 from email.message import Message
 from dataclasses import dataclass
 
+from lab.analyse import contract
+from lab.analyse.contract import Check
+
 BODY = b'{"greeting":"Hello World!"}'
 CONTENT_TYPE = "application/json"
 
 
 class VerifyError(AssertionError):
-    """A failed check: `check` names it, `got` shows what came back."""
+    """The contract not met: `breaches` holds every failed check (lab.analyse.contract),
+    its message one breach per line; `check` and `got` are the first breach's."""
 
-    def __init__(self, check: str, got: str) -> None:
-        super().__init__(f"{check}\n    got: {got}")
-        self.check = check
-        self.got = got
+    def __init__(self, check: str | Check, got: str = "",
+                 breaches: list[Check] | None = None) -> None:
+        found = breaches or [check if isinstance(check, Check) else
+                             Check(name=check, rule=check, ok=False, got=got)]
+        super().__init__(contract.lines(found))
+        self.breaches = found
+        self.check = found[0].rule
+        self.got = found[0].got
 
 
 @dataclass(frozen=True)
@@ -63,55 +74,93 @@ def media_type(value: str) -> tuple[str, list[str]]:
     return kind, [f"{k.lower()}={v}" for k, v in params[1:]]
 
 
-def check_api(reply: Reply) -> str:
-    """Raises VerifyError on a broken answer; returns the Content-Type check
-    as passed, with its parameters if any."""
-    if reply.status != 200:
-        raise VerifyError("GET /api must answer 200", reply.show())
+def api_checks(reply: Reply) -> list[Check]:
+    """The checks of one answer to GET /api: status, Content-Type (its parameters,
+    if any, in the passed label), Content-Length, the exact body."""
     ctype = reply.header("Content-Type")
     kind, params = media_type(ctype) if ctype is not None else ("", [])
-    if kind != CONTENT_TYPE:
-        raise VerifyError(f"GET /api must send Content-Type: {CONTENT_TYPE} "
-                          "(parameters allowed)", f"{ctype!r}")
     length = reply.header("Content-Length")
-    if length is None or length.strip() != str(len(BODY)):
-        raise VerifyError(f"GET /api must send Content-Length: {len(BODY)} (not chunked)",
-                          f"Content-Length={length!r}, "
-                          f"Transfer-Encoding={reply.header('Transfer-Encoding')!r}")
-    if reply.body != BODY:
-        raise VerifyError(f"GET /api must return exactly {BODY.decode()}", repr(reply.body))
-    return f"Content-Type ({'; '.join(params)})" if params else "Content-Type"
+    return [
+        Check("GET /api 200", "GET /api must answer 200", reply.status == 200, reply.show()),
+        Check(f"Content-Type ({'; '.join(params)})" if params else "Content-Type",
+              f"GET /api must send Content-Type: {CONTENT_TYPE} (parameters allowed)",
+              kind == CONTENT_TYPE, f"{ctype!r}"),
+        Check(f"Content-Length {len(BODY)}",
+              f"GET /api must send Content-Length: {len(BODY)} (not chunked)",
+              length is not None and length.strip() == str(len(BODY)),
+              f"Content-Length={length!r}, "
+              f"Transfer-Encoding={reply.header('Transfer-Encoding')!r}"),
+        Check("exact body", f"GET /api must return exactly {BODY.decode()}",
+              reply.body == BODY, repr(reply.body))]
 
 
-def verify(host: str, port: int, timeout: float = 5.0) -> list[str]:
-    """Run every check; returns what passed, raises VerifyError at the first failure."""
-    passed = []
+def failed(name: str, rule: str, e: BaseException) -> Check:
+    """A check the server broke by not answering (an exception on our side)."""
+    return Check(name, rule, False, f"{type(e).__name__}: {e}")
+
+
+def keep_alive(conn: http.client.HTTPConnection, first: Reply) -> Check:
+    """Two requests answered on one connection, the second as the first."""
+    name = "keep-alive"
+    if first.will_close or conn.sock is None:
+        return Check(name, "an HTTP/1.1 request must keep the connection open", False,
+                     first.show())
+    sock = conn.sock
+    try:
+        second = get(conn, "/api")
+    except (http.client.HTTPException, OSError) as e:
+        return failed(name, "a second request on the same connection must be answered", e)
+    if conn.sock is not sock:
+        return Check(name, "the second request must reuse the connection", False,
+                     "a new connection")
+    # what the first answer broke is already a breach: only what differs counts here
+    wrong = [c for c, was in zip(api_checks(second), api_checks(first)) if was.ok and not c.ok]
+    if wrong:
+        return Check(name, "the second answer on the connection must meet the contract too",
+                     False, "; ".join(f"{c.rule}: got {c.got}" for c in wrong))
+    return Check(name, "two requests answered on one keep-alive connection", True)
+
+
+def elsewhere(conn: http.client.HTTPConnection) -> Check:
+    """GET /no-such-path: 404 (on the kept-alive connection when it was kept)."""
+    name, rule = "404 elsewhere", "GET /no-such-path must answer 404"
+    try:
+        missing = get(conn, "/no-such-path")
+    except (http.client.HTTPException, OSError) as e:
+        return failed(name, rule, e)
+    return Check(name, rule, missing.status == 404, missing.show())
+
+
+def checks(host: str, port: int, timeout: float = 5.0) -> list[Check]:
+    """Every check of the contract, passed or not, in one pass: GET /api's
+    status, Content-Type, Content-Length and body, keep-alive, 404 elsewhere.
+    A server that does not answer GET /api at all is one breach: the rest
+    cannot be checked."""
     conn = http.client.HTTPConnection(host, port, timeout=timeout)
     try:
         first = get(conn, "/api")
-        passed += ["GET /api 200", check_api(first), "Content-Length 27", "exact body"]
-        if first.will_close or conn.sock is None:
-            raise VerifyError("an HTTP/1.1 request must keep the connection open",
-                              first.show())
-        sock = conn.sock
-        try:
-            second = get(conn, "/api")
-        except (http.client.HTTPException, OSError) as e:
-            raise VerifyError("a second request on the same connection must be answered",
-                              f"{type(e).__name__}: {e}") from e
-        if conn.sock is not sock:
-            raise VerifyError("the second request must reuse the connection", "a new connection")
-        check_api(second)
-        passed.append("keep-alive")
-        missing = get(conn, "/no-such-path")
-        if missing.status != 404:
-            raise VerifyError("GET /no-such-path must answer 404", missing.show())
-        passed.append("404 elsewhere")
     except (http.client.HTTPException, OSError) as e:
-        raise VerifyError("the server must answer HTTP on 127.0.0.1", f"{type(e).__name__}: {e}")
+        conn.close()
+        return [failed(contract.REACHABLE, "the server must answer HTTP on 127.0.0.1", e)]
+    try:
+        found = [*api_checks(first), keep_alive(conn, first)]
+        if not found[-1].ok:            # the 404 on a connection of its own
+            conn.close()
+            conn = http.client.HTTPConnection(host, port, timeout=timeout)
+        found.append(elsewhere(conn))
     finally:
         conn.close()
-    return passed
+    return [c if not c.ok else Check(c.name, c.rule, True) for c in found]
+
+
+def verify(host: str, port: int, timeout: float = 5.0) -> list[str]:
+    """Run every check; returns the labels of what passed, or raises VerifyError
+    with every breach."""
+    found = checks(host, port, timeout)
+    broken = contract.breaches(found)
+    if broken:
+        raise VerifyError(broken[0], breaches=broken)
+    return [c.name for c in found]
 
 
 # --------------------------------------------------------------------------- what it sends

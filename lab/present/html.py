@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from lab.analyse import analysis, costview, memsplit, metrics, profileview, sends
+from lab.analyse import analysis, costview, findings, memsplit, metrics, profileview, sends
 from lab.record import files, folder, schema
 from lab.analyse.analysis import Analysis
 from lab.analyse.wording import DASH, figure, rng, spread_text
@@ -609,8 +609,8 @@ def render(run: Path) -> str:
     body += [server_section(m, n, stats.get(n, []), probes.get(n), a.failed.get(n))
              for n in names]
     body += [memory_html(m, stats), sends_html(a.answers)]
-    body += [verdicts_html(m, a), calibration_html(m, a), warnings_html(a.warnings),
-             conditions_html(m)]
+    body += [verdicts_html(m, a), calibration_html(m, a),
+             warnings_html(findings.texts(a.warnings)), conditions_html(m)]
     return page(f"Run {m.run_id} ({m.status})", "".join(body))
 
 

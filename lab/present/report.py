@@ -123,14 +123,7 @@ def probe_section(probes: dict[str, dict[str, Any] | str]) -> list[str]:
         if isinstance(p, str):
             lines.append(f"- {name}: probe.json unreadable ({p})")
             continue
-        said = p.get("verdict")
-        if not isinstance(said, str):       # probe.json of an older lab
-            after = p.get("stopped_after")
-            where = f" after {after}" if isinstance(after, str) and after else ""
-            said = (f"{name}: probe failed: {p['error']}" if p.get("error") else
-                    f"{name}: still answers" if probeview.still_answers(p) else
-                    f"{name}: stopped answering{where}: {p.get('final_error', '')}")
-        lines.append(f"- {said}")
+        lines.append(f"- {probeview.outcome(name, p).text()}")   # this lab's or an older one's
     return lines
 
 
@@ -205,7 +198,7 @@ def summary(rec: RunRecord, a: Analysis) -> str:
     if warm:
         lines += ["", "## Warm-up (WARMUP=auto)", "", *warm]
     if a.warnings:
-        lines += ["", "## Warnings", "", *[f"- Warning: {w}" for w in a.warnings]]
+        lines += ["", "## Warnings", "", *[f"- Warning: {w.text()}" for w in a.warnings]]
     lines += ["", f"Reproduce: `{m.reproduce}`", ""]
     return "\n".join(lines)
 

@@ -38,19 +38,21 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any
 
-from lab.analyse import probeview
+from lab.analyse import contract, probeview
+from lab.analyse.contract import Check
 from lab.host import procfs, procs
 from lab.measure import runtimes
 from lab.analyse.wording import md_cell as cell
-from lab.analyse.probeview import settled_text
+from lab.analyse.probeview import ProbeOutcome, checks_of, settled_text
 from lab.host.procfs import TreeSample
 from lab.measure.runtimes import Placement, ServerHost
 from lab.measure.launch import Knobs, ServerProcess
 from lab.setup.params import Params
 from lab.setup.servers import Server
 from lab.setup.paths import ROOT, cache_dir
-from lab.measure.verify import VerifyError, verify
+from lab.measure.verify import checks
 from lab.measure.probe.wire import (Facts, Limits, Target, describe, exchange, parse_answers,
                              receive_queue)
 
@@ -100,23 +102,20 @@ def wait_cpus_quiet(cpus: tuple[int, ...], bound_s: float, share: float = 0.10,
         prev = cur
 
 
-def check(t: Target) -> tuple[bool, str]:
-    """The contract (lab.measure.verify), with the probe's short timeout; the error on one line."""
-    try:
-        verify(t.host, t.port, timeout=t.limits.verify_timeout_s)
-        return True, ""
-    except VerifyError as e:
-        return False, " / ".join(line.strip() for line in str(e).splitlines())
+def check(t: Target) -> tuple[Check, ...]:
+    """The contract (lab.measure.verify), with the probe's short timeout: every
+    breach (none: it answers)."""
+    return tuple(contract.breaches(checks(t.host, t.port, timeout=t.limits.verify_timeout_s)))
 
 
-def check_until(t: Target, bound_s: float) -> tuple[bool, str, float]:
-    """Check the contract until it passes or bound_s is over; (ok, last error, seconds)."""
+def check_until(t: Target, bound_s: float) -> tuple[tuple[Check, ...], float]:
+    """Check the contract until it passes or bound_s is over; (the last breaches, seconds)."""
     t0 = time.monotonic()
     while True:
-        ok, error = check(t)
+        breaches = check(t)
         elapsed = time.monotonic() - t0
-        if ok or elapsed >= bound_s:
-            return ok, error, elapsed
+        if not breaches or elapsed >= bound_s:
+            return breaches, elapsed
         time.sleep(min(0.5, max(bound_s - elapsed, 0.0)))
 
 
@@ -132,9 +131,14 @@ class ProbeResult:
     elapsed_s: float             # the probe itself (not the settling, not the check)
     settled_s: float | None      # after the probe, until its CPU went quiet; None: still busy
     answers_after: bool          # passed the contract right after this probe
-    error_after: str = ""        # why not
+    error_after: str = ""        # why not: breaches_after on one line
     recovered_s: float | None = None   # not answering after the previous probe: time until it did
     facts: Facts = field(default_factory=dict)
+    breaches_after: tuple[Check, ...] = ()      # why not, typed (lab.analyse.contract)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ProbeResult:
+        return cls(**data | {"breaches_after": checks_of(data.get("breaches_after"))})
 
 
 @dataclass(frozen=True)
@@ -151,11 +155,12 @@ class ProbeReport:
     limits: Limits
     results: tuple[ProbeResult, ...] = ()
     final_ok: bool = False
-    final_error: str = ""
+    final_error: str = ""                # final_breaches on one line
     quiet_s: float | None = None         # after the last probe: tree < 5% of a core over 1 s
     cpus_quiet_s: float | None = None    # after the stop (probe_server): CPUs < 10% busy over 1 s
     elapsed_s: float = 0.0               # the probe (run_probe) from first probe to final check
     error: str = ""                      # the instance could not be started or probed at all
+    final_breaches: tuple[Check, ...] = ()   # the final check's, typed (lab.analyse.contract)
 
     @property
     def still_answers(self) -> bool:
@@ -173,18 +178,18 @@ class ProbeReport:
     def to_json(self) -> dict[str, object]:
         data = asdict(self)
         data.update(still_answers=self.still_answers, stopped_after=self.stopped_after,
-                    cpu_s=round(self.cpu_s, 3), verdict=self.verdict())
+                    cpu_s=round(self.cpu_s, 3), kind=self.outcome().kind,
+                    verdict=self.verdict())
         return data
 
+    def outcome(self) -> ProbeOutcome:
+        return ProbeOutcome(server=self.server, still_answers=self.still_answers,
+                            error=self.error, stopped_after=self.stopped_after,
+                            breaches=self.final_breaches, final_error=self.final_error)
+
     def verdict(self) -> str:
-        """One line for logs and the run summary."""
-        if self.error:
-            return f"{self.server}: probe failed: {self.error}"
-        where = f" after {self.stopped_after}" if self.stopped_after else ""
-        if self.still_answers:
-            recovered = f" (stopped answering{where} and recovered)" if where else ""
-            return f"{self.server}: still answers{recovered}"
-        return f"{self.server}: stopped answering{where}: {self.final_error}"
+        """One line for logs and the run summary (lab.analyse.probeview.ProbeOutcome)."""
+        return self.outcome().text()
 
     def markdown(self) -> str:
         """A table row per probe, then the verdict and the CPU waits."""
@@ -213,9 +218,10 @@ def load_report(path: Path) -> ProbeReport:
     """A probe.json read back (for the run summary)."""
     data = json.loads(path.read_text())
     limits = Limits(**data["limits"])
-    results = tuple(ProbeResult(**r) for r in data["results"])
-    keep = {f.name for f in fields(ProbeReport)} - {"limits", "results"}   # not the verdict
+    results = tuple(ProbeResult.from_json(r) for r in data["results"])
+    keep = {f.name for f in fields(ProbeReport)} - {"limits", "results", "final_breaches"}
     return ProbeReport(limits=limits, results=results,
+                       final_breaches=checks_of(data.get("final_breaches")),
                        **{k: v for k, v in data.items() if k in keep})
 
 
@@ -235,12 +241,14 @@ def run_one(probe: Probe, t: Target) -> ProbeResult:
     after = tree_cpu(t)
     if after is None:
         outcome += "; server process exited"
-    ok, error = check(t)
+    breaches = check(t)
     cpu = after - before if after is not None and before is not None else 0.0
     return ProbeResult(probe=probe.name, title=probe.title, ran=True, outcome=outcome,
                        cpu_s=round(max(cpu, 0.0), 3), elapsed_s=round(elapsed, 3),
                        settled_s=None if settled is None else round(settled, 2),
-                       answers_after=ok, error_after=error, facts=facts)
+                       answers_after=not breaches,
+                       error_after=contract.one_line(list(breaches)), facts=facts,
+                       breaches_after=breaches)
 
 
 def skipped(probe: Probe, since: str) -> ProbeResult:
@@ -271,8 +279,8 @@ def run_probe(host: str, port: int, pid: int, workers: int, limits: Limits | Non
             continue
         recovered: float | None = None
         if previous is not None and not previous.answers_after:
-            ok, _, waited = check_until(t, lim.recover_s)
-            if not ok:
+            still, waited = check_until(t, lim.recover_s)
+            if still:
                 gave_up = previous.probe
                 results.append(skipped(probe, gave_up))
                 continue
@@ -280,9 +288,10 @@ def run_probe(host: str, port: int, pid: int, workers: int, limits: Limits | Non
         result = run_one(probe, t)
         results.append(replace(result, recovered_s=recovered))
     quiet = wait_quiet(t, lim.quiet_s, window_s=1.0, share=0.05)
-    final_ok, final_error, _ = check_until(t, lim.recover_s)
+    final, _ = check_until(t, lim.recover_s)
     return ProbeReport(server=server, host=host, port=port, workers=workers, limits=lim,
-                       results=tuple(results), final_ok=final_ok, final_error=final_error,
+                       results=tuple(results), final_ok=not final,
+                       final_error=contract.one_line(list(final)), final_breaches=final,
                        quiet_s=None if quiet is None else round(quiet, 2),
                        elapsed_s=round(time.monotonic() - t0, 2))
 

@@ -1,0 +1,255 @@
+"""A run's warnings as typed values, each kind the one owner of its text.
+
+Like hyperfine's `Warnings` enum, whose Display is the one place its words
+are written: lab.analyse.analysis.warnings finds them (the figures), and the
+summary (lab.present.report), the report page (lab.present.html) and
+results.json (analysis.to_json: `warnings`, the texts; `findings`, kind +
+figures + text) all render the same values through `text()`. A warning says
+what was seen, then what to do.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass
+from typing import Any, ClassVar
+
+from lab.analyse import metrics
+
+
+@dataclass(frozen=True)
+class Finding(ABC):
+    """One warning: its kind (a short stable name for tools) and its figures."""
+    kind: ClassVar[str]
+
+    @abstractmethod
+    def text(self) -> str:
+        """What happened and what to do, as one sentence or two."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, **asdict(self), "text": self.text()}
+
+
+@dataclass(frozen=True)
+class RunNotComplete(Finding):
+    kind: ClassVar[str] = "run-not-complete"
+    status: str
+    problems: tuple[str, ...]
+
+    def text(self) -> str:
+        return (f"This run is {self.status}: " +
+                ("; ".join(self.problems) or "not every server finished") + ".")
+
+
+@dataclass(frozen=True)
+class LaterProblems(Finding):
+    """A later step's problems (make profile): the run's figures stand."""
+    kind: ClassVar[str] = "later-problems"
+    problems: tuple[str, ...]
+
+    def text(self) -> str:
+        return ("Problems recorded after the run (its figures are complete): " +
+                "; ".join(self.problems) + ".")
+
+
+@dataclass(frozen=True)
+class ClientBound(Finding):
+    kind: ClassVar[str] = "client-bound"
+    server: str
+    tool: str
+    count: int                  # levels flagged
+    levels: int                 # levels of the server
+
+    def text(self) -> str:
+        return (f"{self.tool} used at least {metrics.CLIENT_BOUND_PCT:.0f}% of its CPU at "
+                f"{self.count} of {self.levels} levels of {self.server}: those points measure "
+                f"{self.tool}, not {self.server}. Give the client more CPUs (CLIENT_CPUS), use "
+                "KEEPALIVE=1, or a faster client (CLIENT=wrk).")
+
+
+@dataclass(frozen=True)
+class Noisy(Finding):
+    kind: ClassVar[str] = "noisy"
+    server: str
+    count: int
+    levels: int
+    repeat: int
+    worst_ratio: float          # max/min of req/s over the repetitions, at the worst level
+    worst_value: int
+
+    def text(self) -> str:
+        return (f"{self.server}: {self.count} of {self.levels} levels spread more than "
+                f"{metrics.NOISY_SPREAD - 1:.0%} across {self.repeat} repetitions (worst: "
+                f"{self.worst_ratio - 1:.0%} at {self.worst_value}). Consider more "
+                "repetitions (REPEAT), a longer DURATION, or a quieter machine.")
+
+
+@dataclass(frozen=True)
+class LittlesLaw(Finding):
+    kind: ClassVar[str] = "littles-law"
+    server: str
+    count: int
+    levels: int
+
+    def text(self) -> str:
+        return (f"{self.server}: at {self.count} of {self.levels} levels the requests in "
+                f"flight did not match the concurrency ({metrics.LITTLES_LOW}-"
+                f"{metrics.LITTLES_HIGH}, Little's law): usually client-side queueing, "
+                "errors or timeouts. Check the failures and the client's CPU.")
+
+
+@dataclass(frozen=True)
+class Saturated(Finding):
+    kind: ClassVar[str] = "saturated"
+    server: str
+    count: int
+    levels: int
+
+    def text(self) -> str:
+        return (f"{self.server}: at {self.count} of {self.levels} offered rates the achieved "
+                f"rate fell more than {metrics.SATURATED_SHORTFALL:.0%} short: past its "
+                "saturation point; latency there is queueing.")
+
+
+@dataclass(frozen=True)
+class NotSteady(Finding):
+    kind: ClassVar[str] = "not-steady"
+    server: str
+
+    def text(self) -> str:
+        return (f"{self.server}: the warm-up never settled (WARMUP_MAX); its figures may "
+                "still be climbing. Raise WARMUP_MAX or use a fixed WARMUP.")
+
+
+@dataclass(frozen=True)
+class HostBusy(Finding):
+    kind: ClassVar[str] = "host-busy"
+    server: str
+    count: int
+    levels: int
+
+    def text(self) -> str:
+        return (f"{self.count} of {self.levels} levels of {self.server} ran while other "
+                f"processes took more than {metrics.HOST_BUSY_PCT:.0f}% of the lab's "
+                "CPUs: those figures are not the server's alone. Rerun on a quiet host.")
+
+
+@dataclass(frozen=True)
+class Steal(Finding):
+    kind: ClassVar[str] = "steal"
+    server: str
+    count: int
+    levels: int
+
+    def text(self) -> str:
+        return (f"{self.count} of {self.levels} levels of {self.server} lost more than "
+                f"{metrics.STEAL_PCT:.0f}% of the lab's CPU time to the hypervisor "
+                "(steal): on a shared VM, figures vary from run to run; repeat, or "
+                "compare runs on a dedicated host.")
+
+
+NOT_RECORDED = "how is not recorded (a run made before the lab kept the kinds)"
+
+
+@dataclass(frozen=True)
+class Failures(Finding):
+    kind: ClassVar[str] = "failures"
+    server: str
+    tool: str
+    failed: int                 # requests, over the levels and repetitions
+    attempts: int
+    count: int                  # levels where a request failed
+    levels: int
+    how: str                    # lab.record.failures.said of the kinds, or NOT_RECORDED
+
+    def text(self) -> str:
+        return (f"{self.server}: {self.failed:,} of {self.attempts:,} requests failed at "
+                f"{self.count} of {self.levels} levels: {self.how}. Each level is under "
+                f"\"What failed\"; {self.tool}'s output is in {self.server}/ in the run "
+                "folder.")
+
+
+@dataclass(frozen=True)
+class FewWorkers(Finding):
+    """Requests failed at a concurrency above the workers the server ran with."""
+    kind: ClassVar[str] = "few-workers"
+    server: str
+    workers: int
+    detail: str                 # where the count comes from: WORKERS, or as shipped
+    top: int                    # the highest concurrency where requests failed
+    over: int                   # levels where requests failed above the workers
+    beyond: str                 # what the server does with the others ("" : not known)
+
+    def note(self) -> str:
+        """The sentence without its full stop (analysis.workers_note)."""
+        what = self.beyond or "what it does with the others is in its client's failures above"
+        levels = f"{self.over} level{'s' * (self.over != 1)}"
+        return (f"{self.server} has {self.workers} workers ({self.detail}) for up to "
+                f"{self.top} connections at the {levels} where requests failed above "
+                f"{self.workers}; {what}: use {self.server}@{self.top} (or WORKERS) to give "
+                "it one per connection")
+
+    def text(self) -> str:
+        return self.note() + "."
+
+
+@dataclass(frozen=True)
+class ServerNote(Finding):
+    """A note the server's record carries (a `make noise` alias, a setting ignored)."""
+    kind: ClassVar[str] = "server-note"
+    server: str
+    note: str
+
+    def text(self) -> str:
+        return f"{self.server}: {self.note}."
+
+
+@dataclass(frozen=True)
+class FewRepetitions(Finding):
+    kind: ClassVar[str] = "few-repetitions"
+    repeat: int
+
+    def text(self) -> str:
+        need = metrics.MIN_REPS_FOR_VERDICT
+        if self.repeat == 1:
+            return ("One run per level ranks nothing on a noisy host: use "
+                    f"REPEAT={need} or more for verdicts.")
+        return (f"{self.repeat} repetitions per level rank nothing on a noisy host: use "
+                f"REPEAT={need} or more for verdicts.")
+
+
+@dataclass(frozen=True)
+class NoCalibration(Finding):
+    kind: ClassVar[str] = "no-calibration"
+
+    def text(self) -> str:
+        return ("No calibration on record: run `make calibrate` once to see each "
+                "server's rate as a share of what the client can drive here.")
+
+
+@dataclass(frozen=True)
+class CalibrationUnused(Finding):
+    kind: ClassVar[str] = "calibration-unused"
+    why: str                    # analysis.calibration_mismatch
+
+    def text(self) -> str:
+        return f"The calibration on record is not used for this run: {self.why}."
+
+
+@dataclass(frozen=True)
+class AboveCapacity(Finding):
+    """A server's peak above what its client drove against the ceiling."""
+    kind: ClassVar[str] = "above-capacity"
+    server: str
+    tool: str
+    value: int
+    share: float
+    why: str                    # analysis.above_why
+
+    def text(self) -> str:
+        return (f"{self.server} reached {self.share:.0%} of the calibrated capacity of "
+                f"{self.tool} at c={self.value}: {self.why}.")
+
+
+def texts(found: list[Finding]) -> list[str]:
+    """results.json's `warnings`, the summary's and the page's lines."""
+    return [f.text() for f in found]

@@ -1,0 +1,94 @@
+"""A run's warnings are typed values (lab/analyse/findings.py), each kind the
+one owner of its text: the summary, report.html and results.json render the
+same values (issue 21)."""
+from __future__ import annotations
+
+import json
+import shutil
+from html import escape
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from lab.analyse import analysis, findings, metrics
+from lab.analyse.findings import Finding
+from lab.present import html, report
+
+RUNS = ROOT / "tests" / "fixtures" / "runs"
+SAVED = sorted(p.name for p in RUNS.iterdir() if (p / "manifest.json").is_file())
+
+# one of each kind, with made-up figures
+EXAMPLES: list[Finding] = [
+    findings.RunNotComplete("failed", ("aws stopped answering",)),
+    findings.RunNotComplete("interrupted", ()),
+    findings.LaterProblems(("perf is not installed",)),
+    findings.ClientBound("aws", "siege", 2, 5),
+    findings.Noisy("aws", 1, 4, 3, 1.31, 64),
+    findings.LittlesLaw("aws", 3, 4),
+    findings.Saturated("aws", 2, 6),
+    findings.NotSteady("aws"),
+    findings.HostBusy("aws", 1, 4),
+    findings.Steal("aws", 1, 4),
+    findings.Failures("aws", "wrk", 1234, 100000, 2, 4, "reset or closed by the server"),
+    findings.FewWorkers("aws", 5, "its default", 64, 1, ""),
+    findings.ServerNote("aws", "alias of aws@4"),
+    findings.FewRepetitions(1),
+    findings.FewRepetitions(2),
+    findings.NoCalibration(),
+    findings.CalibrationUnused("siege was not calibrated"),
+    findings.AboveCapacity("aws", "siege", 8, 1.12, analysis.DOES_NOT_HOLD),
+]
+
+
+def kinds() -> list[type[Finding]]:
+    return [k for k in vars(findings).values()
+            if isinstance(k, type) and issubclass(k, Finding) and k is not Finding]
+
+
+def test_every_kind_has_its_own_name_and_an_example() -> None:
+    names = [k.kind for k in kinds()]
+    assert len(names) == len(set(names)) and all(names)
+    assert {type(f) for f in EXAMPLES} == set(kinds())
+
+
+@pytest.mark.parametrize("f", EXAMPLES, ids=lambda f: f.kind)
+def test_each_text_is_a_sentence_with_its_figures(f: Finding) -> None:
+    text = f.text()
+    assert text.endswith(".") and not text.endswith("..")
+    data = f.to_json()
+    assert data["kind"] == f.kind and data["text"] == text
+    assert json.loads(json.dumps(data)) == data | {   # results.json holds it as it is
+        k: list(v) for k, v in data.items() if isinstance(v, tuple)}
+    for key, value in data.items():               # the figures a reader needs are in it
+        if key in ("server", "tool", "status") and value:
+            assert str(value) in text, key
+
+
+def test_the_thresholds_are_the_gate_s() -> None:
+    assert f"{metrics.CLIENT_BOUND_PCT:.0f}%" in findings.ClientBound("a", "b", 1, 1).text()
+    assert f"REPEAT={metrics.MIN_REPS_FOR_VERDICT}" in findings.FewRepetitions(2).text()
+    assert findings.FewWorkers("x", 5, "WORKERS", 64, 2, "").text() == \
+        findings.FewWorkers("x", 5, "WORKERS", 64, 2, "").note() + "."
+
+
+@pytest.mark.parametrize("name", SAVED)
+def test_summary_page_and_results_json_render_the_same_findings(tmp_path: Path,
+                                                                name: str) -> None:
+    run = tmp_path / name
+    shutil.copytree(RUNS / name, run)
+    _, a = analysis.of(run)
+    assert a.warnings and all(isinstance(w, Finding) for w in a.warnings)
+    texts = [w.text() for w in a.warnings]
+    summary = report.write(run)
+    assert [line.removeprefix("- Warning: ") for line in summary.splitlines()
+            if line.startswith("- Warning: ")] == texts
+    data = json.loads((run / "results.json").read_text())
+    assert data["warnings"] == texts
+    assert [f["text"] for f in data["findings"]] == texts
+    assert [f["kind"] for f in data["findings"]] == [w.kind for w in a.warnings]
+    page = html.write_report(run).read_text()
+    warned = page.split("<h2>Warnings</h2>", 1)[1].split("</ul>", 1)[0]
+    assert warned.count("<li>") == len(texts)
+    for t in texts:
+        assert f"<li>{escape(t)}</li>" in warned
