@@ -12,14 +12,13 @@ import json
 import os
 import shlex
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Collection, Mapping
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
+from lab.setup.paths import ROOT
 from lab.measure.clients import host_tools
 from lab.studies import calibrate
 from lab.measure import deps, hostinfo, runtimes
@@ -38,7 +37,6 @@ from lab.setup.settings_doc import Found, help_text, markdown_table
 from lab.setup.servers import ManifestError, Server, expand, found_here, is_built, lookup
 from lab.measure.sweep import ServerSweep, SweepError
 
-ROOT = Path(__file__).resolve().parents[1]
 
 
 

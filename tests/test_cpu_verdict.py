@@ -162,7 +162,7 @@ def test_a_landed_run_says_it_in_summary_report_and_results_json(tmp_path: Path)
     results = (run / schema.RESULTS_JSON).read_text()
     for v in a.verdicts:
         assert v.said() in summary
-        assert html.e(v.said()) in page
+        assert html.escaped(v.said()) in page
         assert json.dumps(v.cpu_text)[1:-1] in results
 
 

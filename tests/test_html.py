@@ -74,10 +74,10 @@ def flagged_cell(text: str, figure: str, flag: str) -> bool:
 def figure_of(s: metrics.LevelStats, flag: str) -> str:
     concerns = html.FLAG_FIGURE.get(flag, "rate")
     if concerns == "latency":
-        return escape(wording.rng(s.resp_ms, fmt=".2f"))
+        return escape(wording.median_range(s.resp_ms, fmt=".2f"))
     if concerns == "failed":
         return str(s.failed)
-    return escape(wording.rng(s.rate))
+    return escape(wording.median_range(s.rate))
 
 
 def test_every_flag_in_the_data_sits_next_to_its_figure(results_dir: Path) -> None:
@@ -109,11 +109,11 @@ def test_report_figures_per_server(results_dir: Path) -> None:
     for server, levels in stats_of(results_dir / COMPLETE).items():
         part = section(text, server)
         top = metrics.peak(levels)
-        assert f"{escape(wording.rng(top.rate))} at c={top.value}" in part
+        assert f"{escape(wording.median_range(top.rate))} at c={top.value}" in part
         for s in levels:
-            assert escape(wording.rng(s.rate)) in part
-            assert escape(wording.rng(s.cpu_us_per_req)) in part
-        assert escape(wording.rng(levels[-1].rss_end_kb, 1024, ".1f")) in part
+            assert escape(wording.median_range(s.rate)) in part
+            assert escape(wording.median_range(s.cpu_us_per_req)) in part
+        assert escape(wording.median_range(levels[-1].rss_end_kb, 1024, ".1f")) in part
         rec = m["servers"][server]
         assert f"framework: <b>{escape(rec['framework'])}</b>" in part
         assert f"version: <b>{escape(rec['version'])}</b>" in part

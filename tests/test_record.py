@@ -134,7 +134,7 @@ def test_case2_a_malformed_sibling_is_listed_with_its_reason(tmp_path: Path, con
     assert done.returncode == 0, done.stderr
     index = (top / "index.html").read_text()
     row = next(r for r in index.split("<tr>") if ">bad<" in r)
-    assert "unreadable" in row and html.e(reason) in row
+    assert "unreadable" in row and html.escaped(reason) in row
     assert 'href="good/report.html"' in index
 
 
@@ -283,7 +283,7 @@ def test_case7_nan_and_negative_figures_show_as_a_dash_with_the_reason(tmp_path:
     assert "nan" not in text.lower().replace("nanosecond", "") and "-6,280" not in text
     assert "– (not a number in the record)" in text
     assert "– (negative in the record (-6280): impossible)" in text
-    assert wording.rng(None) == "–" and wording.figure(math.nan).startswith("– (")
+    assert wording.median_range(None) == "–" and wording.figure(math.nan).startswith("– (")
 
 
 def test_case7_concurrency_ticks_are_whole_numbers(tmp_path: Path) -> None:

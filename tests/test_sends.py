@@ -178,7 +178,7 @@ def test_a_run_records_and_shows_what_each_server_sends(tmp_path: Path) -> None:
     assert "| bare |" in table and "| sturdy |" in table
     assert "no Date header" in table and "`Content-Length:  27` (spacing)" in table
     page = (run / "report.html").read_text()
-    assert 'id="sends"' in page and html.e("Content-Length:  27") in page
+    assert 'id="sends"' in page and html.escaped("Content-Length:  27") in page
     _, a = analysis.of(run)
     [v] = a.verdicts
     assert sturdy.bytes is not None

@@ -33,12 +33,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from lab.setup.paths import ROOT
 from lab.analyse.wording import md_cell
 from lab.analyse.metrics import (MIN_REPS_FOR_VERDICT, RANKED, LevelStats, Sample, Spread, efficiency,
                          judge_spreads, peak, unjudgeable)
 from lab.setup.servers import discover
 
-ROOT = Path(__file__).resolve().parents[2]
 
 KINDS = ("ratio", "value", "ordering")
 METRICS: dict[str, str] = {

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from itertools import combinations
 
 from lab.analyse import metrics
-from lab.analyse.wording import DASH, rng
+from lab.analyse.wording import DASH, median_range
 from lab.analyse.metrics import Spread
 from lab.record.schema import Costs
 
@@ -147,9 +147,9 @@ def rows(found: list[ServerCost]) -> list[list[str]]:
         elif s.error and not s.levels:
             out.append([s.server, DASH, f"failed: {s.error}", "", "", "", ""])
         for x in s.levels:
-            out.append([s.server, str(x.level), rng(x.per_request, fmt=",.1f"),
-                        pct(x.per_request), rng(x.user_us, fmt=".1f"),
-                        rng(x.sys_us, fmt=".1f"), rng(x.rate_rps)])
+            out.append([s.server, str(x.level), median_range(x.per_request, fmt=",.1f"),
+                        pct(x.per_request), median_range(x.user_us, fmt=".1f"),
+                        median_range(x.sys_us, fmt=".1f"), median_range(x.rate_rps)])
     return out
 
 

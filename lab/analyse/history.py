@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lab.setup.paths import PLOTS
 from lab.analyse import analysis, metrics
 from lab.record import schema
 from lab.analyse.wording import gp_quote
 
-PLOTS = Path(__file__).resolve().parents[2] / "plots"
 
 # What makes two runs one series: a change of any breaks the line.
 CONDITIONS: tuple[tuple[str, str], ...] = (

@@ -5,7 +5,7 @@ over the server's process tree at the end of each level; lab.host.procfs.Memory)
 Pure: reads an Analysis's statistics and the manifest's reasons."""
 from __future__ import annotations
 
-from lab.analyse.wording import rng
+from lab.analyse.wording import median_range
 from lab.analyse.metrics import LevelStats
 from lab.record.schema import Manifest
 
@@ -37,14 +37,14 @@ def rows(m: Manifest, stats: dict[str, list[LevelStats]]) -> list[list[str]]:
         last = levels[-1]
         at = f"{last.value}"
         if last.pss_kb is None or last.private_kb is None or last.shared_kb is None:
-            out.append([name, at, rng(last.rss_end_kb, 1024, ".1f"), unavailable(m, name),
+            out.append([name, at, median_range(last.rss_end_kb, 1024, ".1f"), unavailable(m, name),
                         "–", "–", "–", "–"])
             continue
         whole = last.private_kb.median + last.shared_kb.median
         share = f"{last.private_kb.median / whole:.0%}" if whole > 0 else "–"
-        out.append([name, at, rng(last.rss_end_kb, 1024, ".1f"), rng(last.pss_kb, 1024, ".1f"),
-                    rng(last.private_kb, 1024, ".1f"), rng(last.shared_kb, 1024, ".1f"),
-                    rng(last.anon_kb, 1024, ".1f"), share])
+        out.append([name, at, median_range(last.rss_end_kb, 1024, ".1f"), median_range(last.pss_kb, 1024, ".1f"),
+                    median_range(last.private_kb, 1024, ".1f"), median_range(last.shared_kb, 1024, ".1f"),
+                    median_range(last.anon_kb, 1024, ".1f"), share])
     return out
 
 

@@ -50,7 +50,7 @@ def figure(x: float | None, fmt: str = ",.0f", scale: float = 1.0) -> str:
     return format(x / scale, fmt)
 
 
-def rng(s: Spread | None, scale: float = 1.0, fmt: str = ",.0f") -> str:
+def median_range(s: Spread | None, scale: float = 1.0, fmt: str = ",.0f") -> str:
     """'median [min–max]', the value alone for one repetition, or '– (why)'."""
     if s is None:
         return DASH

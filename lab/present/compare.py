@@ -19,17 +19,17 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
 
+from lab.setup.paths import PLOTS
 from lab.analyse import analysis, diff, gate
 from lab.analyse.diff import Comparison, Difference, Manifest, Stats
 from lab.analyse.gate import Gate, GateSettings
 from lab.analyse.metrics import MIN_REPS_FOR_VERDICT
-from lab.analyse.wording import axis_label, gp_quote, ratio as times, rng, xlabel
+from lab.analyse.wording import axis_label, gp_quote, ratio as times, median_range, xlabel
 from lab.present import html
 from lab.record import files, folder, schema
 from lab.setup.exits import Exit
 from lab.setup.reason import Reason
 
-PLOTS = Path(__file__).resolve().parents[2] / "plots"
 EXIT_REFUSED = int(Exit.BAD_INPUT)
 
 
@@ -43,7 +43,7 @@ def level_column(m: Manifest) -> str:
 def table(rows: list[Comparison], level: str) -> list[str]:
     lines = [f"| server | {level} | A req/s median [min–max] | B req/s median [min–max] | "
              "B/A | verdict |", "|---|---|---|---|---|---|"]
-    lines += [f"| {c.server} | {c.value} | {rng(c.a)} | {rng(c.b)} | "
+    lines += [f"| {c.server} | {c.value} | {median_range(c.a)} | {median_range(c.b)} | "
               f"{times(c.ratios.get('rate'))} | {c.said()} |" for c in rows]
     return lines
 
@@ -170,13 +170,12 @@ KIND_CLASS = {"faster": "better", "faster-at-least": "better", "slower": "worse"
 def page(ids: tuple[str, str], ms: tuple[Manifest, Manifest], rows: list[Comparison],
          diffs: list[Difference], forced: bool, chart_path: Path | None,
          chart_problem: Reason, g: Gate | None = None) -> str:
-    e = html.e
     level = level_column(ms[0])
-    cells = [[e(c.server), e(c.value), e(rng(c.a)), e(rng(c.b)), e(times(c.ratios.get("rate"))),
-              f'<span class="{KIND_CLASS.get(c.kind, "")}">{e(c.said())}</span>'] for c in rows]
-    others = [[f"{e(c.server)} at {e(level)}={e(c.value)}",
-               e(times(c.ratios.get("p99_ms"))), e(times(c.ratios.get("rss_end_kb"))),
-               e(times(c.ratios.get("cpu_us_per_req")))] for c in rows if c.kind != "missing"]
+    cells = [[html.escaped(c.server), html.escaped(c.value), html.escaped(median_range(c.a)), html.escaped(median_range(c.b)), html.escaped(times(c.ratios.get("rate"))),
+              f'<span class="{KIND_CLASS.get(c.kind, "")}">{html.escaped(c.said())}</span>'] for c in rows]
+    others = [[f"{html.escaped(c.server)} at {html.escaped(level)}={html.escaped(c.value)}",
+               html.escaped(times(c.ratios.get("p99_ms"))), html.escaped(times(c.ratios.get("rss_end_kb"))),
+               html.escaped(times(c.ratios.get("cpu_us_per_req")))] for c in rows if c.kind != "missing"]
     return html.compare_page(html.ComparePage(
         ids=ids, conditions=(conditions(ms[0]), conditions(ms[1])),
         warnings=[f"FORCE=1: {d.text()} — the figures may not be comparable."
@@ -191,11 +190,11 @@ def page(ids: tuple[str, str], ms: tuple[Manifest, Manifest], rows: list[Compari
         gate_notes=[f"GATE={' '.join(g.metrics)}, MIN_EFFECT={g.min_effect_pct:g}%"]
         + [f"noise floor for {n}: {t}" for n, t in g.floors.items()] if g else [],
         gate_head=["server", "level", "metric", "gate", "B worse by", "threshold", "why"],
-        gate_rows=[[e(c.server), e(c.value), e(c.metric),
-                    f'<span class="{GATE_CLASS.get(c.outcome, "")}">{e(c.outcome)}</span>',
-                    e("–" if c.worse_pct is None else f"{c.worse_pct:.1f}%"),
-                    e("–" if c.threshold_pct is None else f"{c.threshold_pct:.1f}%"),
-                    e(c.text)] for c in (g.checks if g else [])]))
+        gate_rows=[[html.escaped(c.server), html.escaped(c.value), html.escaped(c.metric),
+                    f'<span class="{GATE_CLASS.get(c.outcome, "")}">{html.escaped(c.outcome)}</span>',
+                    html.escaped("–" if c.worse_pct is None else f"{c.worse_pct:.1f}%"),
+                    html.escaped("–" if c.threshold_pct is None else f"{c.threshold_pct:.1f}%"),
+                    html.escaped(c.text)] for c in (g.checks if g else [])]))
 
 
 GATE_CLASS = {"regression": "worse", "pass": "better"}

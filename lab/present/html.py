@@ -24,7 +24,7 @@ from urllib.parse import quote
 from lab.analyse import analysis, costview, findings, memsplit, metrics, profileview, sends
 from lab.record import files, folder, schema
 from lab.analyse.analysis import Analysis
-from lab.analyse.wording import DASH, figure, rng, spread_text
+from lab.analyse.wording import DASH, figure, median_range, spread_text
 from lab.analyse.wording import axis_label
 from lab.analyse.metrics import LevelStats, Spread
 from lab.record.schema import Manifest, RecordError, ServerRecord, Warmup
@@ -77,7 +77,8 @@ ol.history li.change{list-style:none;margin-left:-1.2em}
 """
 
 
-def e(value: object) -> str:
+def escaped(value: object) -> str:
+    """`value` as HTML text (quotes too, for attributes)."""
     return escape(str(value), quote=True)
 
 
@@ -90,17 +91,17 @@ def table(head: list[str], rows: list[list[str]], numeric: set[int] | None = Non
           cls: str = "") -> str:
     """head is plain text; rows are HTML cells' contents; numeric: columns to right-align."""
     num = numeric or set()
-    ths = "".join(f"<th>{e(h)}</th>" for h in head)
+    ths = "".join(f"<th>{escaped(h)}</th>" for h in head)
     body = "".join("<tr>" + "".join(cell(c, i in num) for i, c in enumerate(r)) + "</tr>"
                    for r in rows)
-    klass = f' class="{e(cls)}"' if cls else ""
+    klass = f' class="{escaped(cls)}"' if cls else ""
     return f"<table{klass}><thead><tr>{ths}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def kv_table(pairs: Sequence[tuple[str, object]], cls: str = "") -> str:
     """Two columns, name and value, without a header row."""
-    rows = "".join(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in pairs)
-    return f'<table class="kv {e(cls)}"><tbody>{rows}</tbody></table>'
+    rows = "".join(f"<tr><th>{escaped(k)}</th><td>{escaped(v)}</td></tr>" for k, v in pairs)
+    return f'<table class="kv {escaped(cls)}"><tbody>{rows}</tbody></table>'
 
 
 
@@ -108,8 +109,8 @@ def kv_table(pairs: Sequence[tuple[str, object]], cls: str = "") -> str:
 
 def badge(flag: str, label: str | None = None) -> str:
     bad = " bad" if flag in ("failures", "client-bound", INCOMPLETE, "saturated") else ""
-    return (f'<span class="flag{bad}" data-flag="{e(flag)}" '
-            f'title="{e(MEANINGS.get(flag, ""))}">{e(label or flag)}</span>')
+    return (f'<span class="flag{bad}" data-flag="{escaped(flag)}" '
+            f'title="{escaped(MEANINGS.get(flag, ""))}">{escaped(label or flag)}</span>')
 
 
 def flag_html(flag: str, count: int | None = None, reps: int = 1,
@@ -117,7 +118,7 @@ def flag_html(flag: str, count: int | None = None, reps: int = 1,
     """A flag's badge and its one-sentence meaning, as one line under a figure."""
     label = label or (flag if count is None or reps <= 1 else f"{flag} {count}/{reps}")
     return (f'<span class="flagged">{badge(flag, label)} '
-            f'<span class="why">{e(MEANINGS.get(flag, ""))}</span></span>')
+            f'<span class="why">{escaped(MEANINGS.get(flag, ""))}</span></span>')
 
 
 def flags_for(s: LevelStats, figure: str) -> str:
@@ -139,7 +140,7 @@ def flags_seen(stats: dict[str, list[LevelStats]], m: Manifest) -> list[str]:
 def legend(flags: list[str]) -> str:
     if not flags:
         return '<p class="muted">No level was flagged.</p>'
-    items = "".join(f"<dt>{badge(f)}</dt><dd>{e(MEANINGS.get(f, ''))}</dd>" for f in flags)
+    items = "".join(f"<dt>{badge(f)}</dt><dd>{escaped(MEANINGS.get(f, ''))}</dd>" for f in flags)
     return f'<dl class="legend">{items}</dl>'
 
 
@@ -170,7 +171,7 @@ def _root_tag(name: str, tag: str) -> str:
     tag = re.sub(r'\s(?:width|height|class|style)\s*=\s*(["\']).*?\1', "", tag)
     if "viewBox" not in tag and width and height:
         tag = tag.replace("<svg", f'<svg viewBox="0 0 {width.group(1)} {height.group(1)}"', 1)
-    return tag.replace("<svg", f'<svg class="chart" role="img" aria-label="{e(name)}"'
+    return tag.replace("<svg", f'<svg class="chart" role="img" aria-label="{escaped(name)}"'
                        ' preserveAspectRatio="xMidYMid meet"', 1)
 
 
@@ -202,9 +203,9 @@ def chart_figure(path: Path, title: str) -> str:
     try:
         svg = inline_svg(name, path.read_text(errors="replace"))
     except OSError as err:
-        return f'<p class="muted">{e(path.name)} unreadable: {e(err.strerror or err)}</p>'
-    return (f'<figure id="chart-{e(name)}"><figcaption>{e(title)} '
-            f'<span class="muted">({e(path.name)})</span></figcaption>{svg}</figure>')
+        return f'<p class="muted">{escaped(path.name)} unreadable: {escaped(err.strerror or err)}</p>'
+    return (f'<figure id="chart-{escaped(name)}"><figcaption>{escaped(title)} '
+            f'<span class="muted">({escaped(path.name)})</span></figcaption>{svg}</figure>')
 
 
 def series_title(stem: str) -> str:
@@ -224,7 +225,7 @@ def charts_section(run: Path) -> str:
 # --- figures per server ---------------------------------------------------------
 
 def spread_html(s: Spread | None, scale: float = 1.0, fmt: str = ",.0f") -> str:
-    return e(rng(s, scale, fmt))
+    return escaped(median_range(s, scale, fmt))
 
 
 def server_facts(name: str, rec: ServerRecord) -> str:
@@ -233,8 +234,8 @@ def server_facts(name: str, rec: ServerRecord) -> str:
         ("role", rec.role), ("workers", rec.workers), ("repetitions done", rec.reps_done),
         ("status", rec.status)]
     bits += [(k, v) for k, v in (rec.facts or {}).items()]
-    text = "; ".join(f"{k}: <b>{e(v)}</b>" for k, v in bits if v not in (None, ""))
-    summary = f' <span class="muted">({e(rec.summary)})</span>' if rec.summary else ""
+    text = "; ".join(f"{k}: <b>{escaped(v)}</b>" for k, v in bits if v not in (None, ""))
+    summary = f' <span class="muted">({escaped(rec.summary)})</span>' if rec.summary else ""
     return f'<p class="facts">{text}{summary}</p>'
 
 
@@ -248,7 +249,7 @@ def failures_flag(levels: list[LevelStats]) -> str:
 def peak_table(m: Manifest, name: str, levels: list[LevelStats]) -> str:
     top, last = metrics.peak(levels), levels[-1]
     rows = [["peak req/s (median [min–max])",
-             f"{spread_html(top.rate)} at {e(axis_label(m.params.axis))}={e(top.value)}"
+             f"{spread_html(top.rate)} at {escaped(axis_label(m.params.axis))}={escaped(top.value)}"
              + flags_for(top, "rate")],
             ["mean response ms at peak", spread_html(top.resp_ms, fmt=".2f")
              + flags_for(top, "latency")]]
@@ -256,27 +257,27 @@ def peak_table(m: Manifest, name: str, levels: list[LevelStats]) -> str:
         if pct is not None:
             rows.append([f"{label} ms at peak", spread_html(pct, fmt=".2f")])
     rows += [["RSS at the end MB (last level)", spread_html(last.rss_end_kb, 1024, ".1f")],
-             ["RSS peak MB", e(figure(max(s.rss_peak_kb for s in levels), ".1f", 1024))]]
+             ["RSS peak MB", escaped(figure(max(s.rss_peak_kb for s in levels), ".1f", 1024))]]
     if last.cgroup_mem_kb is not None:      # RUNTIME=docker
         rows += [["container cgroup memory at the end MB (last level; usage less inactive "
                   "page cache, as docker stats shows it)",
                   spread_html(last.cgroup_mem_kb, 1024, ".1f")]]
     rows += [["server CPU µs per request at peak", spread_html(top.cpu_us_per_req)],
-             ["failed requests (all levels)", e(sum(s.failed for s in levels))
+             ["failed requests (all levels)", escaped(sum(s.failed for s in levels))
               + failures_flag(levels)]]
-    return table(["figure", "value"], [[e(a), b] for a, b in rows], numeric={1},
+    return table(["figure", "value"], [[escaped(a), b] for a, b in rows], numeric={1},
                  cls="peak")
 
 
 def level_rows(levels: list[LevelStats], pcts: list[str]) -> list[list[str]]:
     out = []
     for s in levels:
-        row = [e(s.value), spread_html(s.rate) + flags_for(s, "rate"), e(spread_text(s.rate)),
+        row = [escaped(s.value), spread_html(s.rate) + flags_for(s, "rate"), escaped(spread_text(s.rate)),
                spread_html(s.resp_ms, fmt=".2f") + flags_for(s, "latency")]
         row += [spread_html(getattr(s, f"{p}_ms"), fmt=".2f") for p in pcts]
         row += [spread_html(s.rss_end_kb, 1024, ".1f"), spread_html(s.cpu_us_per_req),
                 spread_html(s.client_cpu_pct, fmt=".0f"),
-                e(s.failed) + flags_for(s, "failed")]
+                escaped(s.failed) + flags_for(s, "failed")]
         out.append(row)
     return out
 
@@ -303,10 +304,10 @@ def warmup_html(rec: ServerRecord) -> str:
         steady = {True: "yes", False: "no (hit the cap)"}.get(w.steady, DASH) \
             if w.steady is not None else DASH
         flag = flag_html("not-steady") if w.steady is False else ""
-        rows.append([e(start.id), e(w.mode), e(steady) + flag,
-                     e(DASH if w.seconds is None else w.seconds),
-                     e(DASH if w.slices is None else w.slices),
-                     e(", ".join(figure(x) for x in w.slice_rates) or DASH)])
+        rows.append([escaped(start.id), escaped(w.mode), escaped(steady) + flag,
+                     escaped(DASH if w.seconds is None else w.seconds),
+                     escaped(DASH if w.slices is None else w.slices),
+                     escaped(", ".join(figure(x) for x in w.slice_rates) or DASH)])
         if jvm:
             rows[-1] += jit_cells(w)
     if not rows:
@@ -321,18 +322,18 @@ def warmup_html(rec: ServerRecord) -> str:
 def jit_cells(w: Warmup) -> list[str]:
     """A JVM's JIT at the end of its warm-up (lab.measure.jit), or why it is unknown."""
     if w.jit_error:
-        return [f'<span title="{e(w.jit_error)}">unavailable</span>', DASH]
+        return [f'<span title="{escaped(w.jit_error)}">unavailable</span>', DASH]
     if w.jit_compiles is None:
         return [DASH, DASH]
     quiet = "" if w.jit_quiet is None else (" (quiet)" if w.jit_quiet else " (not quiet)")
-    return [e(f"{w.jit_compiles:,}"),
-            e(DASH if w.jit_per_s is None else f"{w.jit_per_s:g}") + e(quiet)]
+    return [escaped(f"{w.jit_compiles:,}"),
+            escaped(DASH if w.jit_per_s is None else f"{w.jit_per_s:g}") + escaped(quiet)]
 
 
 def _json_cell(value: object) -> str:
     if isinstance(value, (dict, list)):
-        return e(json.dumps(value, default=str))
-    return e(DASH if value is None else value)
+        return escaped(json.dumps(value, default=str))
+    return escaped(DASH if value is None else value)
 
 
 def probe_html(probe: dict[str, Any] | str | None) -> str:
@@ -341,7 +342,7 @@ def probe_html(probe: dict[str, Any] | str | None) -> str:
     if probe is None:
         return ""
     if isinstance(probe, str):
-        return f'<h3>Robustness probe</h3><p class="muted">probe.json unreadable: {e(probe)}</p>'
+        return f'<h3>Robustness probe</h3><p class="muted">probe.json unreadable: {escaped(probe)}</p>'
     data: Any = probe
     inner = next((v for v in data.values() if isinstance(v, list)
                   and all(isinstance(x, dict) for x in v)), None)
@@ -364,14 +365,14 @@ def overview(m: Manifest, stats: dict[str, list[LevelStats]]) -> str:
         rec = m.server(name)
         top, last = metrics.peak(levels), levels[-1]
         status = rec.status or "?"
-        rows.append([f'<a href="#server-{e(name)}">{e(name)}</a>', e(rec.role),
-                     e(f"{rec.framework or '?'} {rec.version}".strip()),
-                     f"{spread_html(top.rate)} ({e(top.value)})",
+        rows.append([f'<a href="#server-{escaped(name)}">{escaped(name)}</a>', escaped(rec.role),
+                     escaped(f"{rec.framework or '?'} {rec.version}".strip()),
+                     f"{spread_html(top.rate)} ({escaped(top.value)})",
                      spread_html(last.rss_end_kb, 1024, ".1f"),
-                     e(figure(max(s.rss_peak_kb for s in levels), ".1f", 1024)),
+                     escaped(figure(max(s.rss_peak_kb for s in levels), ".1f", 1024)),
                      spread_html(top.cpu_us_per_req), spread_html(top.p99_ms, fmt=".2f"),
-                     e(sum(s.failed for s in levels)) + failures_flag(levels),
-                     e(status) if status == "complete" else badge(INCOMPLETE, str(status))])
+                     escaped(sum(s.failed for s in levels)) + failures_flag(levels),
+                     escaped(status) if status == "complete" else badge(INCOMPLETE, str(status))])
     head = ["server", "role", "framework", f"peak req/s ({axis_label(m.params.axis)})",
             "RSS end MB", "RSS peak MB", "CPU µs/req at peak", "p99 ms at peak", "failed",
             "status"]
@@ -383,14 +384,14 @@ def failed_html(lines: list[str]) -> str:
     if not lines:
         return ""
     return ('<h3 class="failed">What failed</h3><ul class="failed">'
-            + "".join(f"<li>{e(x)}</li>" for x in lines) + "</ul>")
+            + "".join(f"<li>{escaped(x)}</li>" for x in lines) + "</ul>")
 
 
 def server_section(m: Manifest, name: str, levels: list[LevelStats],
                    probe: dict[str, Any] | str | None, failed: list[str] | None = None) -> str:
     rec = m.server(name)
     mark = flag_html(INCOMPLETE) if rec.status not in ("", "complete") else ""
-    parts = [f'<section class="server" id="server-{e(name)}"><h2>{e(name)}{mark}</h2>',
+    parts = [f'<section class="server" id="server-{escaped(name)}"><h2>{escaped(name)}{mark}</h2>',
              server_facts(name, rec)]
     if levels:
         parts += [peak_table(m, name, levels), "<h3>Levels</h3>", level_table(m, levels),
@@ -398,9 +399,9 @@ def server_section(m: Manifest, name: str, levels: list[LevelStats],
     else:
         parts.append('<p class="muted">No level measured.</p>')
     if rec.error:
-        parts.append(f"<p><b>Stopped:</b> {e(rec.error)}</p>")
+        parts.append(f"<p><b>Stopped:</b> {escaped(rec.error)}</p>")
     if rec.notes:
-        parts.append("<ul>" + "".join(f"<li>{e(n)}</li>" for n in rec.notes) + "</ul>")
+        parts.append("<ul>" + "".join(f"<li>{escaped(n)}</li>" for n in rec.notes) + "</ul>")
     parts += [warmup_html(rec), probe_html(probe), "</section>"]
     return "".join(parts)
 
@@ -410,14 +411,14 @@ def server_section(m: Manifest, name: str, levels: list[LevelStats],
 def status_html(m: Manifest) -> str:
     status = m.status or "unknown"
     if status == "complete" and m.problems:     # a later step's (make profile)
-        items = "".join(f"<li>{e(p)}</li>" for p in m.problems)
+        items = "".join(f"<li>{escaped(p)}</li>" for p in m.problems)
         return ('<div class="status complete">Status: complete; problems recorded after the '
                 f"run (its figures are complete):<ul>{items}</ul></div>")
     if status == "complete":
         return '<div class="status complete">Status: complete</div>'
     problems = m.problems or ["not every server finished every repetition"]
-    items = "".join(f"<li>{e(p)}</li>" for p in problems)
-    return (f'<div class="status incomplete" id="incomplete">Status: {e(status.upper())} '
+    items = "".join(f"<li>{escaped(p)}</li>" for p in problems)
+    return (f'<div class="status incomplete" id="incomplete">Status: {escaped(status.upper())} '
             f"run: figures are missing.<ul>{items}</ul></div>")
 
 
@@ -425,11 +426,11 @@ def verdicts_html(m: Manifest, a: Analysis) -> str:
     if not a.verdicts:
         return ('<h2>Verdicts</h2><p class="muted">No verdicts: fewer than two '
                 "measured servers besides the ceiling.</p>")
-    rows = [[e(v.value), e(v.a), e(v.b), e(v.kind), e(v.said())] for v in a.verdicts]
+    rows = [[escaped(v.value), escaped(v.a), escaped(v.b), escaped(v.kind), escaped(v.said())] for v in a.verdicts]
     cpu = ("; where it cannot rank a pair (client-bound, host-busy, no clear difference), "
            "also by server CPU per request, through the same gate (lower is better)"
            if any(v.cpu is not None for v in a.verdicts) else "")
-    return (f"<h2>Verdicts</h2><p class=\"muted\">By {e(a.basis)}{e(cpu)}.</p>"
+    return (f"<h2>Verdicts</h2><p class=\"muted\">By {escaped(a.basis)}{escaped(cpu)}.</p>"
             + table([axis_label(m.params.axis), "a", "b", "kind", "verdict"], rows, numeric={0},
                     cls="verdicts"))
 
@@ -441,9 +442,9 @@ def memory_html(m: Manifest, stats: dict[str, list[LevelStats]]) -> str:
         return ""
     head = [h if h != "at" else axis_label(m.params.axis) for h in memsplit.HEAD]
     return ('<h2 id="memory">Where the memory goes</h2>'
-            + table(head, [[e(c) for c in r] for r in found], numeric={1, 2, 3, 4, 5, 6, 7},
+            + table(head, [[escaped(c) for c in r] for r in found], numeric={1, 2, 3, 4, 5, 6, 7},
                     cls="memory")
-            + f'<p class="muted">{e(memsplit.NOTE)}</p>')
+            + f'<p class="muted">{escaped(memsplit.NOTE)}</p>')
 
 
 def sends_html(found: dict[str, sends.Answer]) -> str:
@@ -453,14 +454,14 @@ def sends_html(found: dict[str, sends.Answer]) -> str:
     rows = []
     for r in sends.rows(found):
         name, line, headers, size, differs = r
-        head = "".join(f'<code style="white-space:pre">{e(h)}</code><br>'
+        head = "".join(f'<code style="white-space:pre">{escaped(h)}</code><br>'
                        for h in headers.split(" · ")) if headers != DASH else DASH
         flagged = "".join(badge("differs", d.replace("`", "")) + " "
                           for d in differs.split("; ")) if differs != DASH else DASH
-        rows.append([e(name), e(line), head, e(size), flagged])
+        rows.append([escaped(name), escaped(line), head, escaped(size), flagged])
     asked = sends.request(found) or "GET /api"
     return ('<h2 id="sends">What each server sends</h2>'
-            f'<p class="muted">Its answer to {e(asked)} when each start was verified; '
+            f'<p class="muted">Its answer to {escaped(asked)} when each start was verified; '
             "flagged: a missing Date or Server header, a Content-Type parameter or another "
             "Content-Type, odd spacing, another status line, another byte count.</p>"
             + table(sends.HEAD, rows, numeric={3}, cls="sends"))
@@ -472,11 +473,11 @@ def calibration_html(m: Manifest, a: Analysis) -> str:
         return ""
     parts = ["<h2>Against the client's calibrated capacity</h2>"]
     if a.calibration_note:
-        parts.append(f'<p class="warnbox">Not used for this run: {e(a.calibration_note)}.</p>')
+        parts.append(f'<p class="warnbox">Not used for this run: {escaped(a.calibration_note)}.</p>')
     elif a.capacity:
         parts.append("<ul>" + "".join(
-            f'<li class="warnbox">{e(x.text)}</li>' if x.kind == "does-not-hold" else
-            f"<li>{e(x.text)}</li>" for x in a.capacity) + "</ul>")
+            f'<li class="warnbox">{escaped(x.text)}</li>' if x.kind == "does-not-hold" else
+            f"<li>{escaped(x.text)}</li>" for x in a.capacity) + "</ul>")
     else:
         parts.append('<p class="muted">No level of this run has a calibrated counterpart.</p>')
     levels = sorted({c for got in cal.clients.values() for lv in got.modes.values()
@@ -486,17 +487,17 @@ def calibration_html(m: Manifest, a: Analysis) -> str:
         for mode in schema.MODES:
             have = got.modes.get(mode) or {}
             refused = got.refused.get(mode) or {}
-            rows.append([e(f"{client} {got.version}".strip()), e(mode)] + [
-                e(f"{have[c].rate_rps:,.0f} (client CPU {have[c].client_cpu_pct:.0f}%)")
+            rows.append([escaped(f"{client} {got.version}".strip()), escaped(mode)] + [
+                escaped(f"{have[c].rate_rps:,.0f} (client CPU {have[c].client_cpu_pct:.0f}%)")
                 if c in have else
-                e(f"{DASH} (not saved: {refused[c]})") if c in refused else DASH
+                escaped(f"{DASH} (not saved: {refused[c]})") if c in refused else DASH
                 for c in levels])
     if rows:
         where = f", {cal.topology.split(' ')[0]}" if cal.topology else ""
-        parts.append(f"<p>Calibrated against {e(cal.ceiling or '?')}, "
-                     f"{e(cal.duration_s)}s per level, server CPU "
-                     f"{e(cal.pinning.server_cpus)}, client CPU {e(cal.pinning.client_cpus)}"
-                     f"{e(where)} (req/s):</p>")
+        parts.append(f"<p>Calibrated against {escaped(cal.ceiling or '?')}, "
+                     f"{escaped(cal.duration_s)}s per level, server CPU "
+                     f"{escaped(cal.pinning.server_cpus)}, client CPU {escaped(cal.pinning.client_cpus)}"
+                     f"{escaped(where)} (req/s):</p>")
         parts.append(table(["client", "connection", *[f"c={c}" for c in levels]], rows,
                            numeric=set(range(2, 2 + len(levels))), cls="calibration"))
     return "".join(parts)
@@ -505,7 +506,7 @@ def calibration_html(m: Manifest, a: Analysis) -> str:
 def warnings_html(notes: list[str]) -> str:
     if not notes:
         return ""
-    return '<h2>Warnings</h2><ul class="warn">' + "".join(f"<li>{e(w)}</li>" for w in notes) \
+    return '<h2>Warnings</h2><ul class="warn">' + "".join(f"<li>{escaped(w)}</li>" for w in notes) \
         + "</ul>"
 
 
@@ -541,14 +542,14 @@ def conditions_html(m: Manifest) -> str:
             + "<h3>Settings</h3>" + kv_table([(k, v if v != "" else "(empty)")
                                               for k, v in settings], "settings")
             + "<h3>Reproduce</h3>"
-            + f'<pre id="reproduce"><code>{e(m.reproduce)}</code></pre>')
+            + f'<pre id="reproduce"><code>{escaped(m.reproduce)}</code></pre>')
 
 
 def page(title: str, body: str) -> str:
     """The one page builder: a run's report, the index, a comparison."""
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>{e(title)}</title><style>{CSS}</style></head>"
+            f"<title>{escaped(title)}</title><style>{CSS}</style></head>"
             f"<body>{body}</body></html>\n")
 
 
@@ -557,19 +558,19 @@ def costs_html(c: costview.CostAnalysis | None) -> str:
     if c is None:
         return ""
     body = ['<h2 id="cost">Instructions per request (cachegrind)</h2>',
-            f"<p>{e(costview.KERNEL_NOTE)}</p>", f'<p class="muted">{e(c.condition)}</p>',
-            table(costview.HEAD, [[e(x) for x in r] for r in costview.rows(c.servers)],
+            f"<p>{escaped(costview.KERNEL_NOTE)}</p>", f'<p class="muted">{escaped(c.condition)}</p>',
+            table(costview.HEAD, [[escaped(x) for x in r] for r in costview.rows(c.servers)],
                   numeric={1, 2, 3, 4, 5, 6}, cls="cost")]
     if c.verdicts:
         body.append(table(["c", "a", "b", "kind", "verdict"],
-                          [[e(v.level), e(v.a), e(v.b), e(v.kind), e(v.text)]
+                          [[escaped(v.level), escaped(v.a), escaped(v.b), escaped(v.kind), escaped(v.text)]
                            for v in c.verdicts], numeric={0}, cls="cost-verdicts"))
     for s in c.servers:
         for level, found in sorted(s.functions.items())[:1]:
-            body.append(f"<h3>{e(s.server)}: instructions per request by function "
-                        f"(c={e(level)})</h3><p class=\"muted\">{e(costview.FUNCTIONS_NOTE)}</p>")
+            body.append(f"<h3>{escaped(s.server)}: instructions per request by function "
+                        f"(c={escaped(level)})</h3><p class=\"muted\">{escaped(costview.FUNCTIONS_NOTE)}</p>")
             body.append(table(["function", "instructions/request"],
-                              [[f"<code>{e(n)}</code>", e(f"{ir:,.1f}")] for n, ir in found],
+                              [[f"<code>{escaped(n)}</code>", escaped(f"{ir:,.1f}")] for n, ir in found],
                               numeric={1}, cls="cost-functions"))
     return "".join(body)
 
@@ -579,17 +580,17 @@ def profiles_html(found: dict[str, profileview.ProfileSummary | str]) -> str:
     each flame graph (a separate SVG file: this page stays script-free)."""
     if not found:
         return ""
-    parts = [f'<h2 id="profiles">{e(profileview.TITLE)}</h2>']
+    parts = [f'<h2 id="profiles">{escaped(profileview.TITLE)}</h2>']
     for name, got in found.items():
         if isinstance(got, str):
-            parts.append(f"<h3>{e(name)}</h3><p>Profile unreadable: {e(got)}</p>")
+            parts.append(f"<h3>{escaped(name)}</h3><p>Profile unreadable: {escaped(got)}</p>")
             continue
         link = got.info.flamegraph
-        parts.append(f"<h3>{e(name)}</h3><p>{e(profileview.described(got.info, got.summary))}"
-                     + (f' <a href="{e(quote(link))}">Flame graph of {e(name)}</a>' if link
+        parts.append(f"<h3>{escaped(name)}</h3><p>{escaped(profileview.described(got.info, got.summary))}"
+                     + (f' <a href="{escaped(quote(link))}">Flame graph of {escaped(name)}</a>' if link
                         else "") + "</p>")
         parts.append(table(profileview.HEAD,
-                           [[f"<code>{e(a)}</code>", e(x), f"<code>{e(b)}</code>", e(y)]
+                           [[f"<code>{escaped(a)}</code>", escaped(x), f"<code>{escaped(b)}</code>", escaped(y)]
                             for a, x, b, y in profileview.top_rows(got.summary)],
                            numeric={1, 3}, cls="profile"))
     return "".join(parts)
@@ -600,8 +601,8 @@ def render(run: Path) -> str:
     m, stats = rec.manifest, a.stats
     probes = schema.probe_files(run)
     names = list(m.servers) + [n for n in stats if n not in m.servers]
-    body = [f"<h1>Run {e(m.run_id)}</h1>", status_html(m),
-            f'<p class="muted">{e(analysis.conditions(m))}</p>',
+    body = [f"<h1>Run {escaped(m.run_id)}</h1>", status_html(m),
+            f'<p class="muted">{escaped(analysis.conditions(m))}</p>',
             overview(m, stats) if stats else "",
             "<h2>Flags</h2>", legend(flags_seen(stats, m)),
             charts_section(run)]
@@ -626,7 +627,7 @@ def write_report(run: Path) -> Path:
 
 @dataclass(frozen=True)
 class ComparePage:
-    """What `make compare` shows; cells are HTML already (built with e())."""
+    """What `make compare` shows; cells are HTML already (built with escaped())."""
     ids: tuple[str, str]
     conditions: tuple[str, str]
     warnings: list[str]
@@ -648,27 +649,27 @@ class ComparePage:
 def gate_section(c: ComparePage) -> list[str]:
     if not c.gate_summary:
         return []
-    return ["<h2>Gate</h2>", f"<p><strong>{e(c.gate_summary)}</strong></p>",
-            "<ul>" + "".join(f"<li>{e(n)}</li>" for n in c.gate_notes) + "</ul>",
+    return ["<h2>Gate</h2>", f"<p><strong>{escaped(c.gate_summary)}</strong></p>",
+            "<ul>" + "".join(f"<li>{escaped(n)}</li>" for n in c.gate_notes) + "</ul>",
             table(c.gate_head, c.gate_rows, numeric={1}, cls="gate")]
 
 
 def compare_page(c: ComparePage) -> str:
     title = f"Compare {c.ids[0]} vs {c.ids[1]}"
     chart = chart_figure(c.chart, "B against A") if c.chart and c.chart.is_file() else \
-        f'<p class="muted">No chart: {e(c.chart_problem or "not drawn")}.</p>'
-    body = [f"<h1>{e(c.ids[0])} (A) vs {e(c.ids[1])} (B)</h1>",
-            f'<p class="muted">A: {e(c.conditions[0])}<br>B: {e(c.conditions[1])}</p>',
-            *[f'<p class="warnbox">{e(w)}</p>' for w in c.warnings],
+        f'<p class="muted">No chart: {escaped(c.chart_problem or "not drawn")}.</p>'
+    body = [f"<h1>{escaped(c.ids[0])} (A) vs {escaped(c.ids[1])} (B)</h1>",
+            f'<p class="muted">A: {escaped(c.conditions[0])}<br>B: {escaped(c.conditions[1])}</p>',
+            *[f'<p class="warnbox">{escaped(w)}</p>' for w in c.warnings],
             *gate_section(c),
             "<h2>Requests per second</h2>",
             table(c.head, c.rows, numeric=c.numeric, cls="compare"),
-            f'<p class="muted">{e(c.note)}</p>', "<h2>Chart</h2>", chart,
+            f'<p class="muted">{escaped(c.note)}</p>', "<h2>Chart</h2>", chart,
             "<h2>Other ratios (B/A of medians)</h2>",
             table(c.other_head, c.other_rows, numeric=set(range(1, len(c.other_head))),
                   cls="ratios"),
             "<h2>Differences in conditions</h2>",
-            "<ul>" + "".join(f"<li>{e(d)}</li>" for d in c.differences or ["none recorded"])
+            "<ul>" + "".join(f"<li>{escaped(d)}</li>" for d in c.differences or ["none recorded"])
             + "</ul>"]
     return page(title, "".join(body))
 
@@ -709,20 +710,20 @@ def run_entry(folder: Path) -> dict[str, Any] | None:
 
 
 def index_row(r: dict[str, Any]) -> list[str]:
-    name = e(r["folder"])
+    name = escaped(r["folder"])
     if r["broken"]:
-        return [e(r["started"]), name, e(r["kind"])] + [""] * 5 + [
-            '<span class="flag bad">unreadable</span> ' + e(r["broken"])]
+        return [escaped(r["started"]), name, escaped(r["kind"])] + [""] * 5 + [
+            '<span class="flag bad">unreadable</span> ' + escaped(r["broken"])]
     page_name = "compare.html" if r["kind"] == "compare" else REPORT
-    link = (f'<a href="{e(quote(r["folder"], safe="+"))}/{page_name}">{name}</a>'
+    link = (f'<a href="{escaped(quote(r["folder"], safe="+"))}/{page_name}">{name}</a>'
             if r["report"] else f'{name} <span class="flag bad">no report</span>')
     if r["kind"] == "compare":
-        return [e(r["started"].replace("T", " ")), link, "comparison", e(r["servers"]),
+        return [escaped(r["started"].replace("T", " ")), link, "comparison", escaped(r["servers"]),
                 "", "", "", "", ""]
-    status = e(r["status"]) if r["status"] == "complete" else \
-        f'<span class="flag bad">{e(r["status"])}</span>'
-    return [e(r["started"].replace("T", " ")), link, "run", e(r["servers"]), e(r["client"]),
-            e(r["connection"]), e(r["repeat"]), e(r["topology"]), status]
+    status = escaped(r["status"]) if r["status"] == "complete" else \
+        f'<span class="flag bad">{escaped(r["status"])}</span>'
+    return [escaped(r["started"].replace("T", " ")), link, "run", escaped(r["servers"]), escaped(r["client"]),
+            escaped(r["connection"]), escaped(r["repeat"]), escaped(r["topology"]), status]
 
 
 def why_not_ours(results_dir: Path) -> Reason:
@@ -760,23 +761,23 @@ def history_section(results_dir: Path) -> str:
              "pinning, host, server version). <code>make history SERVER=&lt;name&gt;</code> "
              "prints the same as a table.</p>"]
     for name, pts in sorted(found.items()):
-        parts.append(f"<h3>{e(name)}</h3>")
+        parts.append(f"<h3>{escaped(name)}</h3>")
         try:
             svg = inline_svg(f"history-{re.sub(r'[^A-Za-z0-9_-]', '-', name)}",
                              history.chart_svg(name, pts))
-            parts.append(f'<figure id="history-{e(history.safe_name(name))}">{svg}</figure>')
+            parts.append(f'<figure id="history-{escaped(history.safe_name(name))}">{svg}</figure>')
         except history.ChartError as err:
-            parts.append(f'<p class="muted">No chart: {e(err)}.</p>')
+            parts.append(f'<p class="muted">No chart: {escaped(err)}.</p>')
         items, i = [], 0
         for n, seg in enumerate(history.segments(pts)):
             if n:
                 items.append(f'<li class="muted change">conditions change: '
-                             f"{e('; '.join(history.changes(pts[i - 1], seg[0])))}</li>")
+                             f"{escaped('; '.join(history.changes(pts[i - 1], seg[0])))}</li>")
             for pt in seg:
                 i += 1
                 target = f"{pt.run}/report.html" if pt.report else f"{pt.run}/"
-                items.append(f'<li value="{i}"><a href="{e(target)}">{e(pt.run)}</a> '
-                             f'<span class="muted">{e(pt.started)}</span></li>')
+                items.append(f'<li value="{i}"><a href="{escaped(target)}">{escaped(pt.run)}</a> '
+                             f'<span class="muted">{escaped(pt.started)}</span></li>')
         parts.append('<ol class="history">' + "".join(items) + "</ol>")
     return "".join(parts)
 
@@ -793,7 +794,7 @@ def write_index(results_dir: Path) -> Path | None:
     entries.sort(key=lambda r: (r["started"], r["folder"]), reverse=True)
     rows = [index_row(r) for r in entries]
     runs = sum(1 for r in entries if r["kind"] == "run")
-    body = (f"<h1>Runs in {e(results_dir.name)}</h1>"
+    body = (f"<h1>Runs in {escaped(results_dir.name)}</h1>"
             f'<p class="muted">{runs} run{"s" * (runs != 1)}, '
             f"{len(entries) - runs} comparison{'s' * (len(entries) - runs != 1)}, "
             "newest first.</p>"

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from lab.setup.paths import PLOTS
 from lab.analyse import analysis
 from lab.record import series
 from lab.analyse.analysis import Analysis
@@ -14,7 +15,6 @@ from lab.analyse.wording import gp_quote, why_not_a_figure, xlabel
 from lab.record.schema import RunRecord
 from lab.setup.params import LOAD_AXES
 
-PLOTS = Path(__file__).resolve().parents[2] / "plots"
 MB = 1024
 COLUMNS = ("value rate rate_lo rate_hi resp_ms resp_lo resp_hi rss_end_MB rss_peak_MB "
            "client_bound cpu_us_per_req cpu_lo cpu_hi failed disturbed noisy p50_ms p90_ms "

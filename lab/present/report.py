@@ -14,7 +14,7 @@ from typing import Any
 from lab.analyse import analysis, costview, memsplit, metrics, probeview, profileview, sends
 from lab.record import files, schema
 from lab.analyse.analysis import Analysis
-from lab.analyse.wording import DASH, axis_label, rng, spread_text
+from lab.analyse.wording import DASH, axis_label, median_range, spread_text
 from lab.analyse.metrics import JIT_QUIET_PER_S, LevelStats
 from lab.record.schema import Manifest, RunRecord, Warmup
 
@@ -34,14 +34,14 @@ def server_table(m: Manifest, stats: dict[str, list[LevelStats]]) -> list[str]:
         last = levels[-1]
         bound = sum(1 for s in levels if s.client_bound)
         framework = f"{rec.framework or '?'} {rec.version}".strip()
-        p99 = rng(top.p99_ms, fmt=".2f")
-        mem = rng(last.rss_end_kb, 1024, '.1f')
+        p99 = median_range(top.p99_ms, fmt=".2f")
+        mem = median_range(last.rss_end_kb, 1024, '.1f')
         if cgroup:
-            mem += " | " + rng(last.cgroup_mem_kb, 1024, '.1f')
+            mem += " | " + median_range(last.cgroup_mem_kb, 1024, '.1f')
         lines.append(
-            f"| {name} | {framework} | {rng(top.rate)} ({top.value}) | "
-            f"{rng(top.resp_ms, fmt='.2f')} | {p99} | {mem} | "
-            f"{top.rss_peak_kb / 1024:.1f} | {rng(top.cpu_us_per_req)} | "
+            f"| {name} | {framework} | {median_range(top.rate)} ({top.value}) | "
+            f"{median_range(top.resp_ms, fmt='.2f')} | {p99} | {mem} | "
+            f"{top.rss_peak_kb / 1024:.1f} | {median_range(top.cpu_us_per_req)} | "
             f"{bound}/{len(levels)} | {sum(s.failed for s in levels)} |")
     if cgroup:
         lines += ["", "RSS: the server's processes' resident memory (/proc, shared library "
@@ -59,12 +59,12 @@ def level_table(m: Manifest, stats: dict[str, list[LevelStats]]) -> list[str]:
     for name, levels in stats.items():
         for s in levels:
             spread = spread_text(s.rate)
-            p99 = rng(s.p99_ms, fmt=".2f")
+            p99 = median_range(s.p99_ms, fmt=".2f")
             flags = ", ".join(f"{f} ({s.flags[f]}/{s.rate.n})" if f in s.flags else f
                               for f in s.all_flags()) or DASH
-            lines.append(f"| {name} | {s.value} | {rng(s.rate)} | {spread} | "
-                         f"{rng(s.resp_ms, fmt='.2f')} | {p99} | "
-                         f"{rng(s.client_cpu_pct, fmt='.0f')} | {flags} |")
+            lines.append(f"| {name} | {s.value} | {median_range(s.rate)} | {spread} | "
+                         f"{median_range(s.resp_ms, fmt='.2f')} | {p99} | "
+                         f"{median_range(s.client_cpu_pct, fmt='.0f')} | {flags} |")
     return lines
 
 

@@ -18,6 +18,7 @@ import os
 import sys
 from pathlib import Path
 
+from lab.setup import paths
 from lab.host import procs
 from lab.setup.params import ConfigError
 
@@ -96,7 +97,7 @@ def guard(run: Path, remove: Path | None = None, problem: str = "") -> list[str]
     killer): `lab gone RUN` marks the run interrupted (lab.record.folder.mark_gone),
     removes `remove` (a partial folder inside the run) and records `problem`.
     Returns the command, for unguard once the step has done it itself."""
-    root = Path(__file__).resolve().parents[2]
+    root = paths.ROOT
     argv = ["env", "-C", str(root), sys.executable, "-m", "lab", "gone", str(run.resolve())]
     if remove is not None:
         argv += ["--remove", str(remove.resolve())]

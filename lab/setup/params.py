@@ -12,6 +12,8 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from lab.setup import paths
+
 WARMUP_SLICE_S = 2                           # WARMUP=auto's slice (lab.analyse.metrics)
 PUBLISHED_LEVELS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 35, 40, 45, 50)
 LOAD_AXES = ("concurrency", "rate")          # what a client varies itself
@@ -37,8 +39,9 @@ class Setting:
     check: Callable[[str], object] | None = None
 
 
-def _s(name: str, default: str, kind: str, meaning: str, applies: str = "every run",
-       scope: str = "run", check: Callable[[str], object] | None = None) -> Setting:
+def declare(name: str, default: str, kind: str, meaning: str, applies: str = "every run",
+            scope: str = "run", check: Callable[[str], object] | None = None) -> Setting:
+    """One REGISTRY entry, in the order a reader of the table wants them."""
     return Setting(name, default, meaning, kind, applies, scope, check)
 
 
@@ -79,14 +82,13 @@ def check_server_path(value: str) -> object:
 def check_ada_sources(value: str) -> object:
     """ADA_SOURCES: a folder (relative: to the repository root) holding at
     least one archive servers/ada/sources.toml pins, or empty."""
-    root = Path(__file__).resolve().parents[2]
-    folder = root / value.strip()
+    folder = paths.ROOT / value.strip()
     if value.strip() and not folder.is_dir():
         raise ConfigError(f"ADA_SOURCES={value!r}: no such folder (relative paths are "
                           "relative to the repository root)")
     if value.strip():
         import tomllib
-        with (root / "servers" / "ada" / "sources.toml").open("rb") as f:
+        with (paths.ROOT / "servers" / "ada" / "sources.toml").open("rb") as f:
             pinned = [str(t["archive"]) for t in tomllib.load(f).values()
                       if isinstance(t, dict) and "archive" in t]
         if pinned and not any((folder / a).is_file() for a in pinned):
@@ -151,140 +153,140 @@ def loop(axis: str, axes: Mapping[str, str]) -> str:
 SSH = "SERVER_HOST (ssh)"
 
 REGISTRY: tuple[Setting, ...] = (
-    _s("SERVER", "aws", "server names",
-       "server names (NAME@N: that server with N workers), or 'all' (see `make list`)"),
-    _s("CONCURRENCY", " ".join(map(str, PUBLISHED_LEVELS)), "whole numbers",
-       "concurrency levels swept", CLOSED_LOOP),
-    _s("RATE", "1000 2000 5000 10000 20000", "whole numbers",
-       "offered rates swept, req/s", OPEN_LOOP),
-    _s("DURATION", "10s", "duration", "time per level (10s, 1m)"),
-    _s("REPEAT", "1", "1..100",
-       "repetitions: each a fresh server start with its own warm-up; servers interleaved"),
-    _s("WARMUP", "auto", "auto or duration",
-       "auto: load at the top level until 3 slices of 2s agree within 5% (and a JVM's JIT "
-       "is quiet); or a fixed time (30s); 0 = none"),
-    _s("WARMUP_MAX", "60s", "duration",
-       "cap of WARMUP=auto; hitting it flags the server not-steady", "WARMUP=auto"),
-    _s("KEEPALIVE", "0", "0 or 1",
-       "0: a new connection per request (as published); 1: keep-alive"),
-    _s("CLIENT", "siege", "client name",
-       "load client: siege, wrk (closed loop) or vegeta (fixed rate)"),
-    _s("CLIENT_THREADS", "", "1..1024",
-       "client threads where the client has them (empty: one per client CPU)",
-       "CLIENT=wrk, vegeta"),
-    _s("CLIENT_GRACE", "45s", "duration",
-       "time a client may run past DURATION before it counts as hung (stopped, retried once)"),
-    _s("AXIS", "", "axis",
-       "what is swept: concurrency or rate (the client's own, by default), or a server knob: "
-       "workers, backlog (one server start per value)"),
-    _s("VALUES", "", "whole numbers",
-       "the knob's values when AXIS is a knob, e.g. '1 2 4 8 16 32'", "AXIS=workers, backlog"),
-    _s("VERDICT_AT", "", "whole numbers",
-       "levels the verdict table compares servers at (empty: each server's peak level and "
-       "the highest level)"),
-    _s("WORKERS", "", "1..10000",
-       "server worker threads/tasks for every server alike (empty: each library's own "
-       "default, as shipped; NAME@N sets one server)", "servers with a worker setting"),
-    _s("BACKLOG", "512", "1..65535",
-       "accept backlog every server is given (the published AWS setup)"),
-    _s("BIND", "127.0.0.1", "IP address",
-       "address every server listens on, one of this host's (a topology other than local "
-       "sets it to the server host's address on the lab's link)", "TOPOLOGY=local"),
-    _s("PORT", "8080", "1024..65535", "port the server listens on"),
-    _s("SERVER_CPUS", "", "CPU list",
-       "CPUs for the server (empty: first half of this machine's)"),
-    _s("CLIENT_CPUS", "", "CPU list", "CPUs for the client (empty: the other half)"),
-    _s("PROBE", "1", "0 or 1",
-       "1: run the robustness probe on a separate start of each server first; 0: skip it"),
-    _s("FORCE", "0", "0 or 1",
-       "1: load a server even when the probe left it unanswering (make compare: compare "
-       "runs made under different conditions)"),
-    _s("JAVA_OPTS", "", "JVM options",
-       "JVM options for Java servers (empty: JVM defaults, as published)", "Java servers"),
-    _s("RESULTS", "results", "folder", "where run folders are made"),
-    _s("TOPOLOGY", "local", "local or netns",
-       "where server and client run: local (one host, loopback) or netns (two emulated hosts: "
-       "a network namespace each, joined by a veth pair; root); SERVER_HOST makes it ssh"),
-    _s("LINK", "", "tc rate",
-       "shape the link with tc to this rate, e.g. 1gbit (the published Gigabit Ethernet); "
-       "empty: unshaped", "TOPOLOGY=netns"),
-    _s("LINK_DELAY", "", "tc delay",
-       "one-way delay added by tc netem, e.g. 0.1ms", "TOPOLOGY=netns with LINK"),
-    _s("SERVER_HOST", "", "user@host",
-       "run the server there over OpenSSH (your ssh config and keys); empty: this host"),
-    _s("CLIENT_HOST", "", "user@host list",
-       "user@host of each client host, space-separated; several drive the server together "
-       "(empty: the client runs here)", SSH),
-    _s("SSH_CONFIG", "", "file",
-       "an ssh config file for every ssh the lab runs (ssh -F); empty: ssh's own "
-       "(~/.ssh/config)", SSH),
-    _s("REMOTE_DIR", "", "folder",
-       "the folder on each remote host the lab copies what it runs into (relative: to the "
-       "remote home; empty: ~/.cache/polyglot-lab/<this checkout>)", SSH),
-    _s("RUNTIME", "process", "process or docker",
-       "how the server runs: process (directly) or docker (its compose.yaml service, built "
-       "from the server's Dockerfile)"),
-    _s("MEM_LIMIT", "", "size",
-       "the container's memory limit, e.g. 512m (empty: none)", "RUNTIME=docker"),
+    declare("SERVER", "aws", "server names",
+            "server names (NAME@N: that server with N workers), or 'all' (see `make list`)"),
+    declare("CONCURRENCY", " ".join(map(str, PUBLISHED_LEVELS)), "whole numbers",
+            "concurrency levels swept", CLOSED_LOOP),
+    declare("RATE", "1000 2000 5000 10000 20000", "whole numbers",
+            "offered rates swept, req/s", OPEN_LOOP),
+    declare("DURATION", "10s", "duration", "time per level (10s, 1m)"),
+    declare("REPEAT", "1", "1..100",
+            "repetitions: each a fresh server start with its own warm-up; servers interleaved"),
+    declare("WARMUP", "auto", "auto or duration",
+            "auto: load at the top level until 3 slices of 2s agree within 5% (and a JVM's JIT "
+            "is quiet); or a fixed time (30s); 0 = none"),
+    declare("WARMUP_MAX", "60s", "duration",
+            "cap of WARMUP=auto; hitting it flags the server not-steady", "WARMUP=auto"),
+    declare("KEEPALIVE", "0", "0 or 1",
+            "0: a new connection per request (as published); 1: keep-alive"),
+    declare("CLIENT", "siege", "client name",
+            "load client: siege, wrk (closed loop) or vegeta (fixed rate)"),
+    declare("CLIENT_THREADS", "", "1..1024",
+            "client threads where the client has them (empty: one per client CPU)",
+            "CLIENT=wrk, vegeta"),
+    declare("CLIENT_GRACE", "45s", "duration",
+            "time a client may run past DURATION before it counts as hung (stopped, retried once)"),
+    declare("AXIS", "", "axis",
+            "what is swept: concurrency or rate (the client's own, by default), or a server knob: "
+            "workers, backlog (one server start per value)"),
+    declare("VALUES", "", "whole numbers",
+            "the knob's values when AXIS is a knob, e.g. '1 2 4 8 16 32'", "AXIS=workers, backlog"),
+    declare("VERDICT_AT", "", "whole numbers",
+            "levels the verdict table compares servers at (empty: each server's peak level and "
+            "the highest level)"),
+    declare("WORKERS", "", "1..10000",
+            "server worker threads/tasks for every server alike (empty: each library's own "
+            "default, as shipped; NAME@N sets one server)", "servers with a worker setting"),
+    declare("BACKLOG", "512", "1..65535",
+            "accept backlog every server is given (the published AWS setup)"),
+    declare("BIND", "127.0.0.1", "IP address",
+            "address every server listens on, one of this host's (a topology other than local "
+            "sets it to the server host's address on the lab's link)", "TOPOLOGY=local"),
+    declare("PORT", "8080", "1024..65535", "port the server listens on"),
+    declare("SERVER_CPUS", "", "CPU list",
+            "CPUs for the server (empty: first half of this machine's)"),
+    declare("CLIENT_CPUS", "", "CPU list", "CPUs for the client (empty: the other half)"),
+    declare("PROBE", "1", "0 or 1",
+            "1: run the robustness probe on a separate start of each server first; 0: skip it"),
+    declare("FORCE", "0", "0 or 1",
+            "1: load a server even when the probe left it unanswering (make compare: compare "
+            "runs made under different conditions)"),
+    declare("JAVA_OPTS", "", "JVM options",
+            "JVM options for Java servers (empty: JVM defaults, as published)", "Java servers"),
+    declare("RESULTS", "results", "folder", "where run folders are made"),
+    declare("TOPOLOGY", "local", "local or netns",
+            "where server and client run: local (one host, loopback) or netns (two emulated hosts: "
+            "a network namespace each, joined by a veth pair; root); SERVER_HOST makes it ssh"),
+    declare("LINK", "", "tc rate",
+            "shape the link with tc to this rate, e.g. 1gbit (the published Gigabit Ethernet); "
+            "empty: unshaped", "TOPOLOGY=netns"),
+    declare("LINK_DELAY", "", "tc delay",
+            "one-way delay added by tc netem, e.g. 0.1ms", "TOPOLOGY=netns with LINK"),
+    declare("SERVER_HOST", "", "user@host",
+            "run the server there over OpenSSH (your ssh config and keys); empty: this host"),
+    declare("CLIENT_HOST", "", "user@host list",
+            "user@host of each client host, space-separated; several drive the server together "
+            "(empty: the client runs here)", SSH),
+    declare("SSH_CONFIG", "", "file",
+            "an ssh config file for every ssh the lab runs (ssh -F); empty: ssh's own "
+            "(~/.ssh/config)", SSH),
+    declare("REMOTE_DIR", "", "folder",
+            "the folder on each remote host the lab copies what it runs into (relative: to the "
+            "remote home; empty: ~/.cache/polyglot-lab/<this checkout>)", SSH),
+    declare("RUNTIME", "process", "process or docker",
+            "how the server runs: process (directly) or docker (its compose.yaml service, built "
+            "from the server's Dockerfile)"),
+    declare("MEM_LIMIT", "", "size",
+            "the container's memory limit, e.g. 512m (empty: none)", "RUNTIME=docker"),
     # where the lab keeps and finds things: checked by `lab check`, not recorded in a run
-    _s("LAB_CACHE", "", "folder",
-       "toolchains, client builds and build logs (empty: .cache in the checkout)",
-       scope="lab", check=check_cache),
-    _s("LAB_SERVER_PATH", "", "folders",
-       "more folders with server.toml manifests, colon-separated (test doubles, your own "
-       "servers)", scope="lab", check=check_server_path),
-    _s("ADA_TOOLCHAIN", "auto", "native, rootfs or auto",
-       "how the Ada servers are built: native (this host's gprbuild), rootfs (a Debian 11 "
-       "root in LAB_CACHE) or auto", "Ada servers", scope="lab",
-       check=check_choice("ADA_TOOLCHAIN", ("native", "rootfs", "auto"))),
-    _s("ADA_SOURCES", "", "folder",
-       "folder holding the pinned archives of servers/ada/sources.toml (relative: to the "
-       "repository root); empty: download them once into LAB_CACHE", "asf, ews, "
-       "simple-components", scope="lab", check=check_ada_sources),
-    _s("DEBIAN_MIRROR", "http://deb.debian.org/debian", "URL",
-       "the Debian mirror debootstrap uses for RUNTIME=docker's base images", "RUNTIME=docker",
-       scope="lab", check=check_url("DEBIAN_MIRROR")),
-    _s("DEBIAN_SECURITY_MIRROR", "http://deb.debian.org/debian-security", "URL",
-       "the Debian security mirror of those images", "RUNTIME=docker", scope="lab",
-       check=check_url("DEBIAN_SECURITY_MIRROR")),
-    _s("LAB_NETNS_PREFIX", "lab", "1-5 letters/digits",
-       "first part of the network namespaces' names (tests use their own)", "TOPOLOGY=netns",
-       scope="lab", check=check_prefix("LAB_NETNS_PREFIX", 5)),
-    _s("LAB_DOCKER_PREFIX", "lab", "letters/digits",
-       "first part of the compose projects' names (tests use their own)", "RUNTIME=docker",
-       scope="lab"),
+    declare("LAB_CACHE", "", "folder",
+            "toolchains, client builds and build logs (empty: .cache in the checkout)",
+            scope="lab", check=check_cache),
+    declare("LAB_SERVER_PATH", "", "folders",
+            "more folders with server.toml manifests, colon-separated (test doubles, your own "
+            "servers)", scope="lab", check=check_server_path),
+    declare("ADA_TOOLCHAIN", "auto", "native, rootfs or auto",
+            "how the Ada servers are built: native (this host's gprbuild), rootfs (a Debian 11 "
+            "root in LAB_CACHE) or auto", "Ada servers", scope="lab",
+            check=check_choice("ADA_TOOLCHAIN", ("native", "rootfs", "auto"))),
+    declare("ADA_SOURCES", "", "folder",
+            "folder holding the pinned archives of servers/ada/sources.toml (relative: to the "
+            "repository root); empty: download them once into LAB_CACHE", "asf, ews, "
+            "simple-components", scope="lab", check=check_ada_sources),
+    declare("DEBIAN_MIRROR", "http://deb.debian.org/debian", "URL",
+            "the Debian mirror debootstrap uses for RUNTIME=docker's base images", "RUNTIME=docker",
+            scope="lab", check=check_url("DEBIAN_MIRROR")),
+    declare("DEBIAN_SECURITY_MIRROR", "http://deb.debian.org/debian-security", "URL",
+            "the Debian security mirror of those images", "RUNTIME=docker", scope="lab",
+            check=check_url("DEBIAN_SECURITY_MIRROR")),
+    declare("LAB_NETNS_PREFIX", "lab", "1-5 letters/digits",
+            "first part of the network namespaces' names (tests use their own)", "TOPOLOGY=netns",
+            scope="lab", check=check_prefix("LAB_NETNS_PREFIX", 5)),
+    declare("LAB_DOCKER_PREFIX", "lab", "letters/digits",
+            "first part of the compose projects' names (tests use their own)", "RUNTIME=docker",
+            scope="lab"),
     # make cost, make profile (lab/studies/cost.py, lab/studies/profile.py)
-    _s("COST_LEVELS", "1 8", "whole numbers",
-       "the concurrencies at which instructions per request are counted (cachegrind, "
-       "h2load keep-alive)", "make cost", scope="cost"),
-    _s("COST_REQUESTS", "2000 6000", "two whole numbers",
-       "two exact request counts, one start each; (Ir at the larger - Ir at the smaller) / "
-       "their difference = instructions per request", "make cost", scope="cost"),
-    _s("HEADERS", "0", "0..10000",
-       "extra request headers (X-Lab-Pad-N, 32 bytes each) on every request, to see what "
-       "header handling costs", "make cost, make profile", scope="cost"),
-    _s("PROFILE_AT", "", "one of RUN's levels",
-       "the level of RUN at which each server is profiled (perf or async-profiler, a "
-       "separate start, for DURATION)", "make profile", scope="profile"),
+    declare("COST_LEVELS", "1 8", "whole numbers",
+            "the concurrencies at which instructions per request are counted (cachegrind, "
+            "h2load keep-alive)", "make cost", scope="cost"),
+    declare("COST_REQUESTS", "2000 6000", "two whole numbers",
+            "two exact request counts, one start each; (Ir at the larger - Ir at the smaller) / "
+            "their difference = instructions per request", "make cost", scope="cost"),
+    declare("HEADERS", "0", "0..10000",
+            "extra request headers (X-Lab-Pad-N, 32 bytes each) on every request, to see what "
+            "header handling costs", "make cost, make profile", scope="cost"),
+    declare("PROFILE_AT", "", "one of RUN's levels",
+            "the level of RUN at which each server is profiled (perf or async-profiler, a "
+            "separate start, for DURATION)", "make profile", scope="profile"),
     # make compare (lab/analyse/gate.py; lab/analyse/floors.py: make noise)
-    _s("GATE", "rate p99", "metric names",
-       "what make compare gates on, space-separated: rate (req/s), p99 (at a fixed offered "
-       "rate), cpu (server CPU per request), rss (RSS at the end), instructions (per request, "
-       "make cost runs)", "make compare", scope="compare", check=check_gate),
-    _s("MIN_EFFECT", "5%", "percent",
-       "the smallest worsening make compare calls a regression (a larger A/A floor of `make "
-       "noise` wins)", "make compare", scope="compare", check=check_min_effect),
+    declare("GATE", "rate p99", "metric names",
+            "what make compare gates on, space-separated: rate (req/s), p99 (at a fixed offered "
+            "rate), cpu (server CPU per request), rss (RSS at the end), instructions (per request, "
+            "make cost runs)", "make compare", scope="compare", check=check_gate),
+    declare("MIN_EFFECT", "5%", "percent",
+            "the smallest worsening make compare calls a regression (a larger A/A floor of `make "
+            "noise` wins)", "make compare", scope="compare", check=check_min_effect),
     # make calibrate
-    _s("CLIENTS", "", "client names",
-       "the clients to calibrate, space-separated (empty: every installed one)",
-       "make calibrate", scope="calibrate"),
+    declare("CLIENTS", "", "client names",
+            "the clients to calibrate, space-separated (empty: every installed one)",
+            "make calibrate", scope="calibrate"),
     # make reproduce
-    _s("STUDY", "", "study id",
-       "a study id of docs/claims.toml (ada-vs-java, java-containers)", "make reproduce",
-       scope="reproduce"),
-    _s("QUICK", "0", "0 or 1",
-       "1: a smoke version (3 levels, 1s, 1 rep; verdicts mean nothing)", "make reproduce",
-       scope="reproduce", check=check_flag("QUICK")),
+    declare("STUDY", "", "study id",
+            "a study id of docs/claims.toml (ada-vs-java, java-containers)", "make reproduce",
+            scope="reproduce"),
+    declare("QUICK", "0", "0 or 1",
+            "1: a smoke version (3 levels, 1s, 1 rep; verdicts mean nothing)", "make reproduce",
+            scope="reproduce", check=check_flag("QUICK")),
 )
 SETTINGS: dict[str, Setting] = {s.name: s for s in REGISTRY}
 # Variables the lab sets for its own processes and reads back: not settings.

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[2]   # the checkout: every module names it from here
+PLOTS = ROOT / "plots"                       # the gnuplot files, one per chart
 
 
 def cache_dir() -> Path:

@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from lab.setup.paths import ROOT
 from lab.analyse import analysis, claims, reasons
 from lab.record import files, folder, runlock, schema
 from lab.setup import stepcheck
@@ -44,7 +45,6 @@ from lab.setup.exits import Exit
 from lab.analyse.metrics import MIN_REPS_FOR_VERDICT, LevelStats
 from lab.setup.params import ConfigError
 
-ROOT = Path(__file__).resolve().parents[2]
 
 
 class BadInput(ValueError):

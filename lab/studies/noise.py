@@ -21,13 +21,13 @@ import sys
 import time
 from pathlib import Path
 
+from lab.setup.paths import ROOT
 from lab.analyse import analysis, floors, gate
 from lab.record import schema
 from lab.setup.exits import Exit
 from lab.analyse.metrics import LevelStats, Spread
 from lab.setup.params import ConfigError
 
-ROOT = Path(__file__).resolve().parents[2]
 METRIC_OF = {"rate": "rate", "p99": "p99_ms", "cpu": "cpu_us_per_req", "rss": "rss_end_kb"}
 
 

@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from lab.setup.paths import ROOT
 from lab.analyse import analysis, claims, costview, reasons
 from lab.record import files, folder, schema
 from lab.setup import stepcheck
@@ -39,7 +40,6 @@ from lab.analyse.metrics import LevelStats
 from lab.setup.params import ConfigError, flag, run_settings
 from lab.setup.servers import ManifestError, Server, discover, found_here
 
-ROOT = Path(__file__).resolve().parents[2]
 CLAIMS = ROOT / "docs" / "claims.toml"
 # Settings the study decides; a user's value would make it another experiment.
 STUDY_OWNED = ("SERVER", "CLIENT", "KEEPALIVE", "AXIS", "VALUES", "WORKERS")

@@ -29,12 +29,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lab.setup.paths import ROOT
 from lab.host import procs
 from lab.measure.launch import Knobs, ServerProcess, placeholders
 from lab.setup.paths import cache_dir
 from lab.setup.servers import discover, is_built
 
-ROOT = Path(__file__).resolve().parents[2]
 REQUEST = b"GET /api HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
 BODY = b'{"greeting":"Hello World!"}'
 COUNTERS = ("ListenOverflows", "ListenDrops", "TCPSynRetrans")

@@ -12,13 +12,14 @@ import re
 from pathlib import Path
 from typing import ClassVar
 
+from lab.setup.paths import ROOT
 from lab.record import failures as kinds
 from lab.measure import hostinfo
 from lab.measure.clients import ClientError, Load, Options
 from lab.record.level import Level
 from lab.record.schema import Failure
 
-RC_TEMPLATE = Path(__file__).resolve().parents[3] / "client" / "siegerc"
+RC_TEMPLATE = ROOT / "client" / "siegerc"
 VERSION = (["siege", "--version"], r"SIEGE\s+(\S+)")     # its version probe
 FIELDS = ("transactions", "availability", "elapsed_time", "data_transferred",
           "transaction_rate", "concurrency", "successful_transactions",

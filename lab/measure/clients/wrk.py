@@ -18,12 +18,13 @@ import shutil
 from pathlib import Path
 from typing import Any, ClassVar
 
+from lab.setup.paths import ROOT
 from lab.measure import hostinfo
 from lab.measure.clients import ClientError, Load, Options
 from lab.record.level import Level
 from lab.record.schema import Failure
 
-SCRIPT = Path(__file__).resolve().parents[3] / "client" / "wrk-report.lua"
+SCRIPT = ROOT / "client" / "wrk-report.lua"
 MARKER = "wrk-report "
 COUNTS = ("requests", "duration_us", "bytes", "connect", "read", "write", "status", "timeout")
 TIMES = ("mean_us", "max_us", "p50_us", "p90_us", "p99_us")
