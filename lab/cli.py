@@ -129,23 +129,16 @@ def refuse_unchecked(params: Params, servers: dict[str, Server], names: list[str
     build would meet (and under RUNTIME=docker, the images); ConfigError
     (exit 2) with every line."""
     tree = checklist.Tree(ROOT, compose_services() if params.runtime == "docker" else {})
-    plain = {n.partition("#")[0].partition("@")[0] for n in names}
-    chosen = {s.name: s for s in (servers[n] for n in plain if n in servers)}
-    chosen |= {b.name: b for b in (servers.get(s.base or "") for s in list(chosen.values()))
-               if b is not None}
-    # a server without a service: RUNTIME=docker's own check refuses it (runtimes.check)
-    found = [f for s in chosen.values() for f in (
-        checklist.build_checks(s, tree)
-        + (checklist.docker(s, tree) if s.name in tree.services else []))]
+    found = checklist.asked(servers, names, tree)
     if found:
         raise ConfigError("the servers' checklist (python3 -m lab check-servers):\n  "
-                          + "\n  ".join(dict.fromkeys(f.line() for f in found)))
+                          + "\n  ".join(f.line() for f in found))
 
 
 def cmd_check(_: argparse.Namespace) -> int:
     notes = stepcheck.check_step("bench", os.environ)   # what make bench would not use: exit 2
     params, servers = load_params()
-    refuse_unchecked(params, servers, list(params.servers))   # before deps or builds run
+    refuse_unchecked(params, servers, list(params.servers))
     problem = folder.unwritable(ROOT / params.results)     # before deps or builds run
     if problem:
         raise ConfigError(f"RESULTS={params.results}: {problem}; choose a writable place")

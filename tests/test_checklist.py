@@ -361,3 +361,19 @@ def test_the_test_doubles_say_what_they_lack() -> None:
     assert count == len(list(FAKES.glob("*/server.toml")))
     assert {f.problem for f in found} == {"no compose.yaml service (RUNTIME=docker cannot "
                                           "run it)"}
+
+
+def test_the_servers_a_step_is_asked_for(checkout: Path) -> None:
+    """NAME@N, NAME#K and a variant (with its base) are checked as the server
+    they name; the image checks only where a service exists (RUNTIME=docker)."""
+    from lab.setup.servers import discover
+    tree = checklist.Tree(ROOT, compose.services())
+    assert checklist.asked(discover(ROOT), ["jersey.jetty@8", "aws#2", "nginx"], tree) == []
+    add_java(checkout, "hello", module=False)
+    (checkout / "servers" / "ada" / "aws" / "Dockerfile").write_text("FROM debian:bullseye\n")
+    found = discover(checkout)
+    copy = checklist.Tree(checkout, compose.services(checkout / "compose.yaml"))
+    assert [f.fix for f in checklist.asked(found, ["hello@4", "aws#2"], copy)] == [
+        "delete servers/ada/aws/Dockerfile",
+        "add <module>hello</module> to servers/java/pom.xml"]
+    assert [f.fix for f in checklist.asked(found, ["aws"], checklist.Tree(checkout, {}))] == []

@@ -272,6 +272,19 @@ def server_checks(server: Server, tree: Tree) -> list[Finding]:
     return found if server.variant is not None else found + docker(server, tree)
 
 
+def asked(servers: Mapping[str, Server], names: list[str], tree: Tree) -> list[Finding]:
+    """The checks of the servers a step was asked for (NAME, NAME@N, NAME#K;
+    a variant with its base): the build checks, and the image checks of those
+    with a service in tree.services (one without: RUNTIME=docker's own check
+    refuses it, lab.measure.runtimes.docker)."""
+    plain = {n.partition("#")[0].partition("@")[0] for n in names}
+    chosen = {s.name: s for s in (servers[n] for n in sorted(plain) if n in servers)}
+    chosen |= {s.base: servers[s.base] for s in list(chosen.values())
+               if s.base and s.base in servers}
+    return [f for s in chosen.values() for f in
+            build_checks(s, tree) + (docker(s, tree) if s.name in tree.services else [])]
+
+
 def counted(n: int, what: str) -> str:
     """'1 problem', '2 problems'."""
     return f"{n} {what}" if n == 1 else f"{n} {what}s"
