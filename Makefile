@@ -20,7 +20,7 @@ STEP = status=0; $(1) || status=$$?; if [ $$status -eq 130 ]; then kill -INT $$P
 # The names given on the command line (rerun: they override the recorded ones):
 GIVEN := $(strip $(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v))))
 
-.PHONY: help bench calibrate claims compare noise history workshop-check cost profile list build images plots rerun report reproduce test lint clean distclean
+.PHONY: help bench calibrate claims compare noise history workshop-check cost profile list check-servers build images plots rerun report reproduce test lint clean distclean
 
 help: ## this help
 	@echo "Polyglot REST server comparison lab"
@@ -48,6 +48,9 @@ profile: ## CPU profiles and flame graphs of a run's servers at one of its level
 
 list: ## servers found from their manifests, built or not
 	@$(LAB) list
+
+check-servers: ## each server's checklist before a build: manifest, Maven module / Ada project, inputs, Dockerfile + compose service
+	@$(call STEP,$(LAB) check-servers)
 
 build: ## set up toolchains and build SERVER (only what changed)
 	@$(call STEP,$(LAB) build)

@@ -25,7 +25,7 @@ from lab.measure import deps, hostinfo, runtimes
 from lab.host import procs
 from lab.record import folder, runlock, schema
 from lab.present import report
-from lab.setup import stepcheck
+from lab.setup import checklist, stepcheck
 from lab.setup.exits import Exit
 from lab.setup.paths import cache_dir
 from lab.measure.clients import Client, Options, axes, clients
@@ -94,9 +94,50 @@ def cmd_list(_: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check_servers(args: argparse.Namespace) -> int:
+    """The servers' checklist (lab.setup.checklist): every server found, or the
+    one in FOLDER; one line per problem with its fix, exit 2 if any."""
+    from lab.setup.paths import server_path
+    from lab.setup.servers import MANIFEST, manifests
+    paths = ([Path(args.folder).resolve() / MANIFEST] if args.folder
+             else manifests(ROOT, ":".join(map(str, server_path()))))
+    count, found = checklist.check(paths, checklist.Tree(ROOT, compose_services()))
+    for finding in found:
+        print(finding.line())
+    if found:
+        return fail(f"{checklist.counted(len(found), 'problem')} in "
+                    f"{len({f.server for f in found})} of "
+                    f"{checklist.counted(len(paths), 'server folder')}: fix them before "
+                    "`make build`", Exit.BAD_INPUT)
+    print(f"{checklist.counted(len(paths), 'server folder')}, "
+          f"{checklist.counted(count, 'server')}: every check passes", file=sys.stderr)
+    return 0
+
+
+def compose_services() -> dict[str, checklist.Service]:
+    """compose.yaml's services (ConfigError: exit 2)."""
+    from lab.measure.runtimes import compose
+    try:
+        return dict(compose.services())
+    except compose.ComposeFileError as e:
+        raise ConfigError(str(e)) from None
+
+
+def refuse_unchecked(params: Params, servers: dict[str, Server], names: list[str]) -> None:
+    """The checklist of the servers asked, before anything is built: what the
+    build would meet (and under RUNTIME=docker, the images); ConfigError
+    (exit 2) with every line."""
+    tree = checklist.Tree(ROOT, compose_services() if params.runtime == "docker" else {})
+    found = checklist.asked(servers, names, tree)
+    if found:
+        raise ConfigError("the servers' checklist (python3 -m lab check-servers):\n  "
+                          + "\n  ".join(f.line() for f in found))
+
+
 def cmd_check(_: argparse.Namespace) -> int:
     notes = stepcheck.check_step("bench", os.environ)   # what make bench would not use: exit 2
-    params, _servers = load_params()
+    params, servers = load_params()
+    refuse_unchecked(params, servers, list(params.servers))
     problem = folder.why_not_writable(ROOT / params.results)     # before deps or builds run
     if problem:
         raise ConfigError(f"RESULTS={params.results}: {problem}; choose a writable place")
@@ -198,6 +239,7 @@ def run_own_log(argv: list[str], cwd: Path, env: dict[str, str], log: Path
 
 def cmd_build(args: argparse.Namespace) -> int:
     params, servers = load_params()
+    refuse_unchecked(params, servers, list(args.servers or params.servers))
     cache = cache_dir()
     logs = cache / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -630,6 +672,11 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="step", required=True)
     sub.add_parser("list", help="servers found from their manifests").set_defaults(fn=cmd_list)
     sub.add_parser("check", help="validate the settings (exit 2 when bad)").set_defaults(fn=cmd_check)
+    sp = sub.add_parser("check-servers", help="each server's checklist: manifest, Maven module "
+                        "or Ada project, build inputs, Dockerfile and compose service (exit 2 "
+                        "with one line per problem)")
+    sp.add_argument("folder", nargs="?", default="", help="one server folder (default: all)")
+    sp.set_defaults(fn=cmd_check_servers)
     sp = sub.add_parser("settings", help="every setting the lab reads (make help)")
     sp.add_argument("--markdown", action="store_true", help="docs/settings.md's table")
     sp.set_defaults(fn=cmd_settings)

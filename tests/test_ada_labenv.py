@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 from conftest import ROOT
-from lab.servers import discover, newest_input
+from lab.setup.servers import discover, newest_input
 
 ADA = ROOT / "servers" / "ada"
 LABENV = ADA / "labenv"

@@ -63,6 +63,8 @@ class Server:
                                          # past its workers (the failures warning says it)
     alias_of: str | None = None          # NAME#K in SERVER: the same server and build, a second
                                          # entry of one run (make noise's A/A)
+    docker: bool = True                  # False (`docker = false`): no image, no compose
+                                         # service; RUNTIME=docker cannot run it
 
     def workers(self, asked: int | None) -> int | None:
         """The worker count a start is given: NAME@N, else WORKERS, else the
@@ -229,6 +231,11 @@ def _parse(data: dict[str, object], path: Path, name: str | None = None) -> Serv
     if not isinstance(inputs, list) or not all(isinstance(i, str) for i in inputs):
         raise ManifestError(f"{path}: [build] inputs must be a list of paths")
 
+    docker = data.get("docker", True)
+    if not isinstance(docker, bool):
+        raise ManifestError(f"{path}: 'docker' must be true or false (false: the server has "
+                            "no Dockerfile and no compose.yaml service)")
+
     setup_t = _table(data, "setup", path, required=False)
     facts_t = _table(data, "facts", path, required=False)
     return Server(
@@ -244,8 +251,25 @@ def _parse(data: dict[str, object], path: Path, name: str | None = None) -> Serv
         build=build, artifact=artifact if isinstance(artifact, str) else None,
         inputs=tuple(inputs),
         facts=_command(facts_t, folder, path, "facts") if facts_t else None,
-        env=_env(data, path, ""),
+        env=_env(data, path, ""), docker=docker,
     )
+
+
+def manifests(root: Path, extra: str = "") -> list[Path]:
+    """Every manifest under root/servers and the folders of `extra` (a
+    colon-separated LAB_SERVER_PATH), build outputs left out."""
+    tops = [root / "servers"] + [Path(p) for p in extra.split(":") if p]
+    return [path for top in tops for path in sorted(top.rglob(MANIFEST))
+            if not SKIP_DIRS & set(path.relative_to(top).parts)]
+
+
+def add(found: dict[str, Server], path: Path, servers: list[Server]) -> None:
+    """One manifest's servers (load_all) into found; a name used twice is an error."""
+    for server in servers:
+        if server.name in found:
+            raise ManifestError(f"{path}: server name '{server.name}' is also used by "
+                                f"{found[server.name].folder}")
+        found[server.name] = server
 
 
 def discover(root: Path, extra: str = "") -> dict[str, Server]:
@@ -253,15 +277,8 @@ def discover(root: Path, extra: str = "") -> dict[str, Server]:
     colon-separated LAB_SERVER_PATH), variants included, by name; duplicates
     are an error."""
     found: dict[str, Server] = {}
-    tops = [root / "servers"] + [Path(p) for p in extra.split(":") if p]
-    paths = [path for top in tops for path in sorted(top.rglob(MANIFEST))
-             if not SKIP_DIRS & set(path.relative_to(top).parts)]
-    for path in paths:
-        for server in load_all(path):
-            if server.name in found:
-                raise ManifestError(f"{path}: server name '{server.name}' is also used by "
-                                    f"{found[server.name].folder}")
-            found[server.name] = server
+    for path in manifests(root, extra):
+        add(found, path, load_all(path))
     return found
 
 
