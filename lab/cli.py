@@ -98,8 +98,8 @@ def cmd_check_servers(args: argparse.Namespace) -> int:
     """The servers' checklist (lab.setup.checklist): every server found, or the
     one in FOLDER; one line per problem with its fix, exit 2 if any."""
     from lab.setup.paths import server_path
-    from lab.setup.servers import MANIFEST, manifests
-    paths = ([Path(args.folder).resolve() / MANIFEST] if args.folder
+    from lab.setup.servers import SERVER_TOML, manifests
+    paths = ([Path(args.folder).resolve() / SERVER_TOML] if args.folder
              else manifests(ROOT, ":".join(map(str, server_path()))))
     count, found = checklist.check(paths, checklist.Tree(ROOT, compose_services()))
     for finding in found:

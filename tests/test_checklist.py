@@ -137,6 +137,8 @@ def env_for(checkout: Path, **settings: str) -> dict[str, str]:
     env = lab_env(checkout.parent, **{"LAB_SERVER_PATH": "", "LAB_CACHE": str(cache),
                                       **settings})
     env["PATH"] = f"{checkout.parent / 'bin'}:{env['PATH']}"
+    if env.get("ADA_SOURCES"):          # relative to this checkout, not to the copy
+        env["ADA_SOURCES"] = str((ROOT / env["ADA_SOURCES"]).resolve())
     return env
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FAKES, ROOT
-from lab.setup.servers import (MANIFEST, SKIP_DIRS, Command, ManifestError, discover, is_built,
+from lab.setup.servers import (SERVER_TOML, SKIP_DIRS, Command, ManifestError, discover, is_built,
                          load)
 
 GOOD = """
@@ -43,7 +43,7 @@ def manifests_under(top: Path) -> list[Path]:
     found = []
     for dirpath, dirnames, filenames in os.walk(top):
         dirnames[:] = [d for d in dirnames if d not in SKIP_DIRS]
-        found += [Path(dirpath, f).resolve() for f in filenames if f == MANIFEST]
+        found += [Path(dirpath, f).resolve() for f in filenames if f == SERVER_TOML]
     return found
 
 
@@ -61,7 +61,7 @@ def test_every_manifest_in_the_repository_loads(extra: str) -> None:
     servers = discover(ROOT, extra)
     assert "nginx" in servers and servers["nginx"].role == "ceiling"
     manifests = manifests_under(ROOT / "servers") + (manifests_under(FAKES) if extra else [])
-    assert sorted({s.folder / MANIFEST for s in servers.values()}) == sorted(manifests)
+    assert sorted({s.folder / SERVER_TOML for s in servers.values()}) == sorted(manifests)
     bases = [s for s in servers.values() if s.variant is None]
     names = [s.folder.name for s in bases]
     assert len(names) == len(set(names)) == len(manifests)

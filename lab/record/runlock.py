@@ -18,11 +18,11 @@ import os
 import sys
 from pathlib import Path
 
+from lab.record import folder
 from lab.setup import paths
 from lab.host import procs
 from lab.setup.params import ConfigError
 
-LOCK = "lock"          # lab.record.folder.LOCK
 
 
 class Busy(ConfigError):
@@ -41,7 +41,7 @@ def inherited(run: Path) -> bool:
     """True when this process has the run's lock file open (inherited from the
     script or step that holds it: it is that holder's own step)."""
     try:
-        st = os.stat(run / LOCK)
+        st = os.stat(run / folder.LOCK)
         fds = os.listdir("/proc/self/fd")
     except OSError:
         return False
@@ -51,7 +51,7 @@ def inherited(run: Path) -> bool:
 def holder(run: Path) -> str | None:
     """What holds the run's lock ("held by run-benchmark.sh"), when a live step
     other than this process and its holder holds it; None when it is free."""
-    path = run / LOCK
+    path = run / folder.LOCK
     if not path.exists() or inherited(run):
         return None
     try:
@@ -81,7 +81,7 @@ def hold(run: Path, who: str) -> int:
     """Take the run's lock for this step (Busy when another step holds it); the
     descriptor (close-on-exec: not inherited by what the step starts) is kept
     until the step closes it or ends."""
-    fd = os.open(run / LOCK, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    fd = os.open(run / folder.LOCK, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -37,7 +37,7 @@ RESULTS_SCHEMA = 1         # results.json's own version: docs/results.schema.jso
 MANIFEST = "manifest.json"
 CSV = "results.csv"
 RESULTS_JSON = "results.json"   # the analysis of a run (lab.analyse.analysis.to_json), written by its report
-LOCK = ".manifest.lock"
+MANIFEST_LOCK = ".manifest.lock"
 
 T = TypeVar("T")
 
@@ -576,7 +576,7 @@ def write_manifest(run: Path, m: Manifest) -> None:
 @contextmanager
 def _locked(run: Path) -> Iterator[None]:
     """One writer of the manifest at a time (a sweep, a probe, finish)."""
-    with open(run / LOCK, "a") as f:
+    with open(run / MANIFEST_LOCK, "a") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         try:
             yield

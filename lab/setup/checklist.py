@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from lab.setup.servers import MANIFEST, SKIP_DIRS, ManifestError, Server, add, load_all
+from lab.setup.servers import SERVER_TOML, SKIP_DIRS, ManifestError, Server, add, load_all
 
 DASH = "\u2014"
 LABENV_GPR = "../labenv/labenv.gpr"
@@ -88,19 +88,19 @@ def load(path: Path, tree: Tree) -> tuple[list[Server], list[Finding]]:
     servers.py refuses it."""
     toml = tree.rel(path)
     if not path.is_file():
-        return [], [Finding(path.parent.name, f"no {MANIFEST} in {tree.rel(path.parent)}",
+        return [], [Finding(path.parent.name, f"no {SERVER_TOML} in {tree.rel(path.parent)}",
                             f"write {toml} (servers/README.md gives the format)")]
     try:
         return load_all(path), []
     except ManifestError as e:
         why = str(e).removeprefix(f"{path}: ")
-        return [], [Finding(path.parent.name, f"{MANIFEST} refused: {why}",
+        return [], [Finding(path.parent.name, f"{SERVER_TOML} refused: {why}",
                             f"correct {toml} (servers/README.md gives the format)")]
 
 
 def inputs(server: Server, tree: Tree) -> list[Finding]:
     """Every [build] inputs path exists (a missing one never triggers a build)."""
-    toml = tree.rel(server.folder / MANIFEST)
+    toml = tree.rel(server.folder / SERVER_TOML)
     return [Finding(server.name, f'[build] inputs names "{rel}", which does not exist',
                     f'correct or remove "{rel}" in [build] inputs of {toml}')
             for rel in server.inputs if not (server.folder / rel).exists()]
@@ -162,7 +162,7 @@ def _labenv_input(server: Server, tree: Tree) -> list[Finding]:
     if server.build is None or "../labenv" in server.inputs:
         return []
     return [Finding(server.name, "a change to ../labenv does not rebuild it",
-                    f'add "../labenv" to [build] inputs of {tree.rel(server.folder / MANIFEST)}')]
+                    f'add "../labenv" to [build] inputs of {tree.rel(server.folder / SERVER_TOML)}')]
 
 
 def ada(server: Server, tree: Tree) -> list[Finding]:
@@ -198,7 +198,7 @@ def docker(server: Server, tree: Tree) -> list[Finding]:
     """A compose.yaml service named after the folder that builds this folder
     from a Dockerfile that exists; or `docker = false` and no service."""
     name, folder = server.name, server.folder
-    toml = tree.rel(folder / MANIFEST)
+    toml = tree.rel(folder / SERVER_TOML)
     svc = tree.services.get(name)
     if not server.docker:
         return [] if svc is None else [

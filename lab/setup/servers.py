@@ -13,7 +13,7 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-MANIFEST = "server.toml"
+SERVER_TOML = "server.toml"
 SKIP_DIRS = {"target", "obj", "bin", "__pycache__", ".cache"}
 ROLES = ("server", "ceiling")
 # What a [variants.<v>] table may set; everything else is inherited.
@@ -259,7 +259,7 @@ def manifests(root: Path, extra: str = "") -> list[Path]:
     """Every manifest under root/servers and the folders of `extra` (a
     colon-separated LAB_SERVER_PATH), build outputs left out."""
     tops = [root / "servers"] + [Path(p) for p in extra.split(":") if p]
-    return [path for top in tops for path in sorted(top.rglob(MANIFEST))
+    return [path for top in tops for path in sorted(top.rglob(SERVER_TOML))
             if not SKIP_DIRS & set(path.relative_to(top).parts)]
 
 

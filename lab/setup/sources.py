@@ -39,7 +39,7 @@ from pathlib import Path, PurePosixPath
 
 from lab.setup.paths import ROOT, cache_dir
 
-MANIFEST = ROOT / "servers" / "ada" / "sources.toml"
+PINS = ROOT / "servers" / "ada" / "sources.toml"
 STAMP = ".lab-sources"             # written last inside an unpacked tree
 
 
@@ -65,7 +65,7 @@ class Source:
         return self.archive.removesuffix(".tar.gz")
 
 
-def load(path: Path = MANIFEST) -> dict[str, Source]:
+def load(path: Path = PINS) -> dict[str, Source]:
     with path.open("rb") as f:
         data = tomllib.load(f)
     found: dict[str, Source] = {}

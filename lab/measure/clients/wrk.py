@@ -25,7 +25,7 @@ from lab.record.level import Level
 from lab.record.schema import Failure
 
 SCRIPT = ROOT / "client" / "wrk-report.lua"
-MARKER = "wrk-report "
+REPORT_LINE = "wrk-report "
 COUNTS = ("requests", "duration_us", "bytes", "connect", "read", "write", "status", "timeout")
 TIMES = ("mean_us", "max_us", "p50_us", "p90_us", "p99_us")
 MIB = 1024 * 1024        # siege's data_transferred unit
@@ -48,9 +48,9 @@ def threads_for(concurrency: int, wanted: int) -> int:
 def report_line(stdout: str) -> dict[str, Any] | None:
     """The script's JSON line, or None when wrk never reached done()."""
     for line in reversed(stdout.splitlines()):
-        if line.startswith(MARKER):
+        if line.startswith(REPORT_LINE):
             try:
-                data = json.loads(line[len(MARKER):])
+                data = json.loads(line[len(REPORT_LINE):])
             except json.JSONDecodeError:
                 return None
             ok = isinstance(data, dict) and all(

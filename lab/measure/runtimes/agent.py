@@ -36,11 +36,10 @@ from typing import Any, Dict, List, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from lab.measure.clients import host_tools
-from lab.measure import hostinfo
 from lab.host import procfs
-
-MARKER = "LAB_RUN"
+from lab.host.procs import MARKER
+from lab.measure import hostinfo
+from lab.measure.clients import host_tools
 
 
 def emit(data: Dict[str, Any]) -> None:

@@ -26,7 +26,7 @@ from lab.setup.paths import cache_dir
 from lab.measure.runtimes import SetupError, compose
 
 PREFIX_VARIABLE = "LAB_DOCKER_PREFIX"   # compose projects are <prefix>-<port>
-DEFAULT_PREFIX = "restlab"
+DEFAULT_PROJECT_PREFIX = "restlab"
 # The lab's own engine, when it has to start one. The userland proxy is off:
 # with it, every connection to a published port is relayed by a docker-proxy
 # process (unpinned, its CPU on nobody's account); without it the kernel
@@ -70,8 +70,8 @@ def run_logged(argv: list[str], log: Path, timeout: float, env: dict[str, str] |
 
 
 def project_name(port: int) -> str:
-    prefix = re.sub(r"[^a-z0-9_-]", "", os.environ.get(PREFIX_VARIABLE, DEFAULT_PREFIX).lower())
-    return f"{prefix or DEFAULT_PREFIX}-{port}"
+    prefix = re.sub(r"[^a-z0-9_-]", "", os.environ.get(PREFIX_VARIABLE, DEFAULT_PROJECT_PREFIX).lower())
+    return f"{prefix or DEFAULT_PROJECT_PREFIX}-{port}"
 
 
 def is_root() -> bool:

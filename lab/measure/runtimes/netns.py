@@ -54,7 +54,7 @@ from lab.measure.runtimes.local import LocalClientHost, LocalServerHost
 T = TypeVar("T")
 
 PREFIX_ENV = "LAB_NETNS_PREFIX"
-DEFAULT_PREFIX = "lab"
+DEFAULT_NETNS_PREFIX = "lab"
 PREFIX_TEXT = re.compile(r"[a-z][a-z0-9]{0,4}")       # names stay <= 15 chars (IFNAMSIZ)
 NETWORK = ipaddress.IPv4Network("10.200.0.0/14")      # 4 addresses per port, 1024..65535
 NETNS_DIR = Path("/run/netns")
@@ -116,7 +116,7 @@ class Names:
 
 
 def prefix() -> str:
-    value = os.environ.get(PREFIX_ENV, "").strip() or DEFAULT_PREFIX
+    value = os.environ.get(PREFIX_ENV, "").strip() or DEFAULT_NETNS_PREFIX
     if not PREFIX_TEXT.fullmatch(value):
         raise NetnsError(f"{PREFIX_ENV}={value!r}: expected 1 to 5 lower-case letters or "
                          "digits, starting with a letter (the names must fit 15 characters)")
