@@ -6,7 +6,7 @@ with a verdict that respects the spread of repetitions (lab.analyse.diff), and
 the regression gate (lab.analyse.gate). Runs whose conditions decide the
 figures are refused unless FORCE=1; lesser differences are listed.
 
-Writes results/compare-<A>-vs-<B>[-N]/: compare.md, compare.json,
+Writes results/compare-<A>-vs-<B>[-N]/: compare.md, compare.json, compare.xml (JUnit),
 compare.png/.svg (plots/compare.gp) and compare.html, and prints the table.
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ from lab.analyse.diff import Comparison, Difference, Manifest, Stats
 from lab.analyse.gate import Gate, GateSettings
 from lab.analyse.metrics import MIN_REPS_FOR_VERDICT
 from lab.analyse.wording import axis_label, gp_quote, ratio as times, median_range, xlabel
-from lab.present import html
+from lab.present import html, junit
 from lab.record import files, folder, schema
 from lab.setup.exits import Exit
 from lab.setup.reason import Reason
@@ -246,6 +246,7 @@ def main(a: Path, b: Path, force: bool, out_root: Path,
         files.write_atomic(out / "compare.html", page(ids, ms, rows, diffs, force,
                                                      svg if svg.is_file() else None, problem,
                                                      g))
+        junit.write(out / "compare.xml", g, ids, level_column(ms[0]))
         # compare.json last: the index lists a folder with it as a finished comparison
         files.write_json(out / "compare.json",
                           {**as_json(ids, (a, b), ms, rows, diffs, force), "gate": asdict(g)})
