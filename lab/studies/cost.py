@@ -317,7 +317,9 @@ def write_manifest(run: Path, params: Params, levels: tuple[int, ...], counts: t
     settings = {k: os.environ.get(k, SETTINGS[k].default) for k in SETTINGS
                 if k in stepcheck.COST}
     settings["REPEAT"] = str(repeat)
-    h2load = subprocess.run(["h2load", "--version"], capture_output=True, text=True).stdout
+    # None when h2load is not installed: a run of JVMs only starts nothing, and
+    # no install step ran for it (make cost installs only for native servers)
+    h2load = hostinfo.probe_version(["h2load", "--version"], r"nghttp2/(\S+)")
     path = run / schema.MANIFEST
     schema.write_manifest(run, schema.Manifest(
         run_id=run.name, status="running", started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -332,7 +334,7 @@ def write_manifest(run: Path, params: Params, levels: tuple[int, ...], counts: t
         topology="loopback (one host, server and client pinned to disjoint CPUs)",
         pinning=schema.Pinning(server_cpus=format_cpus(params.server_cpus),
                                client_cpus=format_cpus(params.client_cpus)),
-        client=schema.ClientInfo(tool="h2load", version=h2load.strip().split("/")[-1],
+        client=schema.ClientInfo(tool="h2load", version=h2load or "not installed",
                                  connection="keep-alive", threads="1"),
         host=hostinfo.host(), tools=dict(host_tools()), lab=hostinfo.lab_revision(ROOT),
         servers={s.name: schema.ServerRecord.new({**s.describe(), "status": "pending",
