@@ -34,7 +34,8 @@ from lab.setup.makeflags import command_line_variables, misspelt
 from lab.setup.params import (SETTINGS, ConfigError, Params, Traits, check_lab_settings,
                         cpu_ranges, format_cpus, from_env, run_settings)
 from lab.setup.settings_doc import Found, help_text, markdown_table
-from lab.setup.servers import ManifestError, Server, expand, found_here, is_built, lookup
+from lab.setup.servers import (ManifestError, Server, expand, found_here, is_built, lookup,
+                               outside)
 from lab.measure.sweep import ServerSweep, SweepError
 
 
@@ -99,7 +100,7 @@ def cmd_check_servers(args: argparse.Namespace) -> int:
     one in FOLDER; one line per problem with its fix, exit 2 if any."""
     from lab.setup.paths import server_path
     from lab.setup.servers import SERVER_TOML, manifests
-    paths = ([Path(args.folder).resolve() / SERVER_TOML] if args.folder
+    paths = (checklist.folder_manifests(Path(args.folder).resolve()) if args.folder
              else manifests(ROOT, ":".join(map(str, server_path()))))
     count, found = checklist.check(paths, checklist.Tree(ROOT, compose_services()))
     for finding in found:
@@ -291,8 +292,7 @@ def cmd_new_run(_: argparse.Namespace) -> int:
         run_id=run.name,
         status="running",
         started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        reproduce="make bench " + " ".join(f"{k}={shlex.quote(v)}"
-                                           for k, v in settings.items() if v),
+        reproduce=stepcheck.reproduce_line("bench", settings, outside(params.servers, servers)),
         settings=settings,
         params=schema.RunParams.parse(schema.obj(params.to_json(), run / schema.MANIFEST,
                                                  "params")),

@@ -12,6 +12,7 @@ import shutil
 import xml.etree.ElementTree as ET
 from typing import Any
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -181,6 +182,18 @@ def test_the_artifacts_and_the_junit_report_are_kept_when_the_gate_fails() -> No
     assert re.search(r"^    paths: \[lab-results\]$", art, re.M)
 
 
+def test_an_outside_server_not_found_is_told_of_lab_server_path(tmp_path: Path) -> None:
+    """A Reproduce line pasted without LAB_SERVER_PATH (or a typo in it):
+    "unknown server" says where a server of one's own is found."""
+    env = lab_env(tmp_path, SERVER="myserver", PORT=str(free_port()))
+    env.pop("LAB_SERVER_PATH")
+    done = subprocess.run([sys.executable, "-m", "lab", "check"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "unknown server myserver" in done.stderr and "LAB_SERVER_PATH" in done.stderr
+    assert "<name>/server.toml" in done.stderr
+
+
 def recipe_code(done: subprocess.CompletedProcess[str]) -> int:
     """The lab's own exit code through make: make passes it through, or
     exits 2 and names it ("*** [Makefile:N: compare] Error 1")."""
@@ -255,6 +268,10 @@ def test_the_ci_commands_pass_the_same_code_and_fail_a_slowed_variant(tmp_path: 
     # the main branch's job: its run folder is the artifact the others compare with
     [main] = job(tmp_path, "main-results", folder, tmp_path / "none", port, COMMANDS[:1])
     assert main.returncode == 0, main.stderr[-3000:]
+    # its Reproduce line finds the server again: it carries LAB_SERVER_PATH
+    [manifest] = (tmp_path / "main-results").glob("*/manifest.json")
+    line = json.loads(manifest.read_text())["reproduce"]
+    assert line.startswith(f"make bench LAB_SERVER_PATH={folder.resolve()} ")
     baseline = tmp_path / "baseline"
     shutil.copytree(tmp_path / "main-results", baseline)
     # a merge request that changes nothing: exit 0

@@ -30,7 +30,7 @@ def case_name(c: Check, axis: str) -> str:
     return f"{c.server} {axis}={c.value} {c.metric}"
 
 
-def tree(g: Gate, ids: tuple[str, str], axis: str = "c") -> ET.ElementTree:
+def tree(g: Gate, ids: tuple[str, str], axis: str = "c") -> ET.Element:
     """The report: one <testsuite> named after the two runs."""
     cases = gated(g)
     failures = sum(c.outcome == REGRESSION for c in cases)
@@ -54,9 +54,9 @@ def tree(g: Gate, ids: tuple[str, str], axis: str = "c") -> ET.ElementTree:
         elif c.outcome != PASS:
             ET.SubElement(case, "skipped", {"message": f"{c.outcome}: {c.text}"})
     ET.indent(root)
-    return ET.ElementTree(root)
+    return root
 
 
 def write(path: Path, g: Gate, ids: tuple[str, str], axis: str = "c") -> None:
-    text = ET.tostring(tree(g, ids, axis).getroot(), encoding="unicode")
+    text = ET.tostring(tree(g, ids, axis), encoding="unicode")
     files.write_atomic(path, '<?xml version="1.0" encoding="utf-8"?>\n' + text + "\n")

@@ -57,7 +57,7 @@ from lab.setup.params import (SETTINGS, ConfigError, Params, Traits, format_cpus
                         parse_list, positive_int)
 from lab.setup.paths import ROOT, cache_dir
 from lab.measure.runtimes.local import LocalServerHost
-from lab.setup.servers import Server, discover, lookup
+from lab.setup.servers import Server, discover, lookup, outside
 from lab.measure.sweep import server_facts
 
 TOOLS = {"valgrind": "valgrind", "h2load": "nghttp2-client"}
@@ -323,8 +323,8 @@ def write_manifest(run: Path, params: Params, levels: tuple[int, ...], counts: t
     path = run / schema.MANIFEST
     schema.write_manifest(run, schema.Manifest(
         run_id=run.name, status="running", started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        reproduce="make cost " + " ".join(f"{k}={shlex.quote(v)}"
-                                          for k, v in settings.items() if v),
+        reproduce=stepcheck.reproduce_line(
+            "cost", settings, outside([s.name for s in servers], {s.name: s for s in servers})),
         settings=settings,
         params=schema.RunParams.parse(schema.obj({**params.to_json(), "repeat": repeat},
                                                  path, "params")),
