@@ -758,7 +758,8 @@ def history_section(results_dir: Path) -> str:
              '<p class="muted">Peak requests/s, server CPU µs per request and RSS at the peak '
              "level, instructions per request (make cost); runs in the order they started. "
              "A line breaks where the conditions changed (client, connection, topology, "
-             "pinning, host, server version). <code>make history SERVER=&lt;name&gt;</code> "
+             "pinning, host, server version); a run flagged at its peak level (client-bound, "
+             "host-busy) is ringed in red and not joined to the line. <code>make history SERVER=&lt;name&gt;</code> "
              "prints the same as a table.</p>"]
     for name, pts in sorted(found.items()):
         parts.append(f"<h3>{escaped(name)}</h3>")
@@ -776,8 +777,10 @@ def history_section(results_dir: Path) -> str:
             for pt in seg:
                 i += 1
                 target = f"{pt.run}/report.html" if pt.report else f"{pt.run}/"
+                flag = (f' <span class="worse">{escaped(pt.flag_text())}</span>'
+                        if pt.flags else "")
                 items.append(f'<li value="{i}"><a href="{escaped(target)}">{escaped(pt.run)}</a> '
-                             f'<span class="muted">{escaped(pt.started)}</span></li>')
+                             f'<span class="muted">{escaped(pt.started)}</span>{flag}</li>')
         parts.append('<ol class="history">' + "".join(items) + "</ol>")
     return "".join(parts)
 
