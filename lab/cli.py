@@ -554,6 +554,23 @@ def cmd_plot(args: argparse.Namespace) -> int:
         return fail(f"cannot write the charts into {run}: {e.strerror or e}", Exit.FAILED)
 
 
+def cmd_bmf(args: argparse.Namespace) -> int:
+    """A run in bencher.dev's metric format (lab.present.bmf): to --output,
+    else stdout; what was left out (flagged levels, the ceiling) on stderr."""
+    from lab.present import bmf
+    run = Path(args.run)
+    schema.load(run)                    # a folder that is not a readable run: exit 2
+    data, left_out = bmf.of_run(run)
+    for why in left_out:
+        print(f"note: left out of the BMF export: {why}", file=sys.stderr)
+    if args.output:
+        bmf.write(Path(args.output), data)
+        print(f"bmf: {args.output} ({len(data)} benchmarks)", file=sys.stderr)
+    else:
+        print(json.dumps(data, indent=2, sort_keys=True))
+    return 0
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from lab.present import html
     run = Path(args.run)
@@ -735,6 +752,11 @@ def parser() -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=text)
         sp.add_argument("run")
         sp.set_defaults(fn=fn)
+    sp = sub.add_parser("bmf", help="a run in bencher.dev's metric format (BMF JSON), one "
+                        "measure per gated figure")
+    sp.add_argument("run")
+    sp.add_argument("--output", default="", help="the file to write (default: stdout)")
+    sp.set_defaults(fn=cmd_bmf)
     sp = sub.add_parser("cost", help="instructions per request under cachegrind, "
                         "separate starts (make cost)")
     sp.add_argument("--check", action="store_true",

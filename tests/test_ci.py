@@ -20,6 +20,7 @@ import pytest
 from conftest import ROOT, free_port, lab_env
 from lab.measure import deps
 from lab.measure.clients import clients
+from lab.present import bmf
 from lab.setup.makeflags import misspelt
 from lab.setup.params import SETTINGS
 
@@ -96,7 +97,7 @@ def lab_lines(text: str) -> list[str]:
 
 
 def test_both_workflows_run_the_commands_this_test_runs() -> None:
-    [shell] = blocks("sh")
+    shell = blocks("sh")[0]
     github, gitlab = blocks("yaml")
     assert "runs-on:" in github and "actions/upload-artifact" in github
     assert "script:" in gitlab and "artifacts:" in gitlab
@@ -192,6 +193,17 @@ def test_an_outside_server_not_found_is_told_of_lab_server_path(tmp_path: Path) 
     assert done.returncode == 2
     assert "unknown server myserver" in done.stderr and "LAB_SERVER_PATH" in done.stderr
     assert "<name>/server.toml" in done.stderr
+
+
+def test_the_bmf_export_is_documented_as_it_is_made() -> None:
+    """docs/ci.md cites Bencher's own reference for BMF and names the
+    measures lab.present.bmf writes; its command is the lab's."""
+    text = DOC.read_text()
+    assert "https://bencher.dev/docs/reference/bencher-metric-format/" in text
+    for slug, _ in bmf.MEASURES.values():
+        assert f"`{slug}`" in text
+    sh = blocks("sh")[1]
+    assert sh.startswith("python3 -m lab bmf ") and "--adapter json" in sh
 
 
 def recipe_code(done: subprocess.CompletedProcess[str]) -> int:
