@@ -125,11 +125,12 @@ def test_flagged_runs_say_so_and_are_no_step_of_the_trend(tmp_path: Path) -> Non
     assert any("2 of 4 runs flagged" in ln for ln in lines)
     history.data_file(tmp_path / "paced.dat", pts)
     dat = (tmp_path / "paced.dat").read_text().split("\n")[1:-1]
-    # blank lines: no segment of the line ends on or starts from a flagged run
+    # the line joins the clean runs (1 and 4); each flagged run stands apart
     blocks = "\n".join(dat).split("\n\n")
     assert [[ln.split()[0] for ln in b.splitlines()] for b in blocks] == \
-        [["1"], ["2"], ["3"], ["4"]]
-    assert [ln.split()[-1] for ln in dat if ln] == ["0", "1", "1", "0"]
+        [["1", "4"], ["2"], ["3"]]
+    assert {ln.split()[0]: ln.split()[-1] for ln in dat if ln} == \
+        {"1": "0", "2": "1", "3": "1", "4": "0"}
     assert history.chart_svg("paced", pts).lstrip().startswith("<")
     folder.mark(top)
     index = html.write_index(top)

@@ -170,26 +170,31 @@ def safe_name(server: str) -> str:
 
 
 def data_file(path: Path, pts: list[Point]) -> None:
-    """# n rps cpu rss instructions; a blank line between segments (gnuplot
-    breaks the line there); ? for a figure the run did not measure."""
+    """# n rps cpu rss instructions flagged; a blank line between segments
+    (gnuplot breaks the line there), each segment's clean runs first and
+    each flagged run after them, alone; ? for a figure the run did not measure."""
     lines = ["# n peak_rps cpu_us_per_req rss_mb instructions_per_req flagged"]
     i = 0
+
     def gap() -> None:
-        if lines[-1] != "":
+        if len(lines) > 1 and lines[-1] != "":
             lines.append("")
 
-    for n, seg in enumerate(segments(pts)):
-        if n:
-            gap()
-        for p in seg:
-            i += 1
-            if p.flags and i > 1:
-                gap()                          # a flagged run is no step of the line
-            lines.append(" ".join([str(i)] + [num(v, "g").replace("–", "?") for v in
-                                              (p.peak_rps, p.cpu_us_per_req, p.rss_mb,
-                                               p.instructions)] + [str(int(bool(p.flags)))]))
+    def row(n: int, p: Point) -> str:
+        return " ".join([str(n)] + [num(v, "g").replace("–", "?") for v in
+                                    (p.peak_rps, p.cpu_us_per_req, p.rss_mb, p.instructions)]
+                        + [str(int(bool(p.flags)))])
+
+    for seg in segments(pts):
+        numbered = [(i + k + 1, p) for k, p in enumerate(seg)]
+        i += len(seg)
+        gap()
+        # the clean runs are the line; each flagged run a point of its own, apart
+        lines += [row(n, p) for n, p in numbered if not p.flags]
+        for n, p in numbered:
             if p.flags:
                 gap()
+                lines.append(row(n, p))
     path.write_text("\n".join(lines) + "\n")
 
 
