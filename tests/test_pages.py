@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from dataclasses import replace
 from html import unescape
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from lab.analyse import contract
 from lab.present import compare, html
 from lab.record import folder
 from lab.setup.exits import Exit
+from test_compare import make_run, manifest, paced_rows
 from test_gate import CLEAN, run_pair
 from test_html import COMPLETE, FIXTURES
 
@@ -77,6 +79,23 @@ def test_compare_words_a_refused_level_from_the_gate_and_marks_it(tmp_path: Path
     index = (out / "index.html").read_text()
     row = next(r for r in index.split("<tr>") if cmp.name in r)
     assert "gate: not-comparable (exit 3)" in row
+
+
+def test_the_ceiling_beside_a_not_comparable_gate_says_it_is_not_gated(tmp_path: Path) -> None:
+    """nginx 17 times faster in B, paced host-busy: the gate is not
+    comparable, and no row says "faster" beside it."""
+    m = manifest(**{"servers.nginx": {"version": "1.22", "role": "ceiling", "facts": {}}})
+    busy = [replace(r, flags="host-busy") for r in paced_rows({1: [50, 51, 52]})]
+    a = make_run(tmp_path, "ra", m, paced_rows({1: [100, 101, 102]}) +
+                 paced_rows({1: [100, 101, 102]}, server="nginx"))
+    b = make_run(tmp_path, "rb", m, busy + paced_rows({1: [1866, 1870, 1868]}, server="nginx"))
+    out = tmp_path / "out"
+    assert compare.main(a, b, False, out, CLEAN) == Exit.NOT_COMPARABLE
+    [cmp] = out.glob("compare-*")
+    table = (cmp / "compare.html").read_text().split('<table class="compare">')[1]
+    table = unescape(table.split("</table>")[0])
+    assert "faster" not in table and "slower" not in table
+    assert "not gated: the ceiling reference is not gated" in table
 
 
 def test_a_regression_reads_red_and_a_pass_does_not(tmp_path: Path) -> None:

@@ -53,7 +53,9 @@ def row_said(c: Comparison, g: Gate | None) -> tuple[str, str]:
     if refused:
         return f"not judged by the gate: {refused[0].text}", ""
     if not mine and g.outcome == gate.OUTCOMES[Exit.NOT_COMPARABLE]:
-        return f"not gated ({c.said()})", ""
+        why = next((k.text for k in g.checks if k.server == c.server and k.value == c.value),
+                   "no gated figure at this level")
+        return f"not gated: {why}", ""
     worse = any(k.outcome == gate.REGRESSION for k in mine)
     return c.said(), GATE_CLASS[gate.REGRESSION] if worse else ""
 
