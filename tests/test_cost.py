@@ -77,7 +77,11 @@ def test_a_jvm_gets_not_applicable_with_the_reason(tmp_path: Path) -> None:
     assert entry["applicable"] is False and "JIT" in entry["reason"]
     assert not (run / "undertow").exists()          # nothing was started
     assert "not applicable (JIT)" in (run / "summary.md").read_text()
-    assert "not applicable (JIT)" in (run / "report.html").read_text()
+    page = (run / "report.html").read_text()
+    assert "not applicable (JIT)" in page
+    # the page's first line: what make cost measures, and its verdict in words
+    assert "How: instructions per request under cachegrind" in page
+    assert "Verdict: undertow: not applicable (JIT)" in page
     manifest = schema.read_manifest(run)
     assert manifest.client.version == "not installed"
 

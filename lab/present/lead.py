@@ -49,9 +49,34 @@ def flagged(stats: dict[str, list[LevelStats]]) -> str:
             "figure measures the client or the host, not the server")
 
 
+def cost_verdict(a: Analysis) -> str:
+    """A make cost run's verdict: its verdicts on instructions per request,
+    else each server's count or why it has none."""
+    c = a.costs
+    if c is None:
+        return "nothing was counted"
+    if c.verdicts:
+        return "; ".join(f"at c={v.level}: {v.a} vs {v.b}: {v.text}" for v in c.verdicts[:3])
+    said = []
+    for s in c.servers:
+        if not s.applicable:
+            why = s.reason if s.reason.startswith("not applicable") else \
+                f"not applicable: {s.reason}"
+            said.append(f"{s.server}: {why}")
+        elif s.error:
+            said.append(f"{s.server}: not counted ({s.error})")
+        elif s.levels:
+            x = min(s.levels, key=lambda lv: lv.level)
+            said.append(f"{s.server}: {x.per_request.median:,.0f} instructions per request "
+                        f"at c={x.level}")
+    return "; ".join(said) or "nothing was counted"
+
+
 def run_verdict(m: Manifest, a: Analysis) -> str:
     """The run's verdict in words: the verdicts at the highest level every
     server measured, or a single server's peak."""
+    if m.extra.get("kind") == "cost":
+        return cost_verdict(a)
     stats = {n: s for n, s in a.stats.items() if s and "." not in n}
     if not stats:
         return "nothing was measured"
@@ -68,6 +93,11 @@ def run_verdict(m: Manifest, a: Analysis) -> str:
 
 
 def run_line(m: Manifest, a: Analysis) -> str:
+    if m.extra.get("kind") == "cost":
+        way = ("instructions per request under cachegrind (make cost), the difference of two "
+               f"exact request counts sent by {m.client.tool} over keep-alive connections; "
+               "c = simultaneous connections")
+        return f"Measured: {measured()}. How: {way}. Verdict: {cost_verdict(a)}."
     return f"Measured: {measured()}. How: {how(m)}. Verdict: {run_verdict(m, a)}."
 
 
