@@ -34,7 +34,8 @@ from lab.setup.makeflags import command_line_variables, misspelt
 from lab.setup.params import (SETTINGS, ConfigError, Params, Traits, check_lab_settings,
                         cpu_ranges, format_cpus, from_env, run_settings)
 from lab.setup.settings_doc import Found, help_text, markdown_table
-from lab.setup.servers import ManifestError, Server, expand, found_here, is_built, lookup
+from lab.setup.servers import (ManifestError, Server, expand, found_here, is_built, lookup,
+                               outside)
 from lab.measure.sweep import ServerSweep, SweepError
 
 
@@ -99,7 +100,7 @@ def cmd_check_servers(args: argparse.Namespace) -> int:
     one in FOLDER; one line per problem with its fix, exit 2 if any."""
     from lab.setup.paths import server_path
     from lab.setup.servers import SERVER_TOML, manifests
-    paths = ([Path(args.folder).resolve() / SERVER_TOML] if args.folder
+    paths = (checklist.folder_manifests(Path(args.folder).resolve()) if args.folder
              else manifests(ROOT, ":".join(map(str, server_path()))))
     count, found = checklist.check(paths, checklist.Tree(ROOT, compose_services()))
     for finding in found:
@@ -291,8 +292,7 @@ def cmd_new_run(_: argparse.Namespace) -> int:
         run_id=run.name,
         status="running",
         started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        reproduce="make bench " + " ".join(f"{k}={shlex.quote(v)}"
-                                           for k, v in settings.items() if v),
+        reproduce=stepcheck.reproduce_line("bench", settings, outside(params.servers, servers)),
         settings=settings,
         params=schema.RunParams.parse(schema.obj(params.to_json(), run / schema.MANIFEST,
                                                  "params")),
@@ -554,6 +554,23 @@ def cmd_plot(args: argparse.Namespace) -> int:
         return fail(f"cannot write the charts into {run}: {e.strerror or e}", Exit.FAILED)
 
 
+def cmd_bmf(args: argparse.Namespace) -> int:
+    """A run in bencher.dev's metric format (lab.present.bmf): to --output,
+    else stdout; what was left out (flagged levels, the ceiling) on stderr."""
+    from lab.present import bmf
+    run = Path(args.run)
+    schema.load(run)                    # a folder that is not a readable run: exit 2
+    data, left_out = bmf.of_run(run)
+    for why in left_out:
+        print(f"note: left out of the BMF export: {why}", file=sys.stderr)
+    if args.output:
+        bmf.write(Path(args.output), data)
+        print(f"bmf: {args.output} ({len(data)} benchmarks)", file=sys.stderr)
+    else:
+        print(json.dumps(data, indent=2, sort_keys=True))
+    return 0
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from lab.present import html
     run = Path(args.run)
@@ -735,6 +752,11 @@ def parser() -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=text)
         sp.add_argument("run")
         sp.set_defaults(fn=fn)
+    sp = sub.add_parser("bmf", help="a run in bencher.dev's metric format (BMF JSON), one "
+                        "measure per gated figure")
+    sp.add_argument("run")
+    sp.add_argument("--output", default="", help="the file to write (default: stdout)")
+    sp.set_defaults(fn=cmd_bmf)
     sp = sub.add_parser("cost", help="instructions per request under cachegrind, "
                         "separate starts (make cost)")
     sp.add_argument("--check", action="store_true",

@@ -1,7 +1,8 @@
 # compare.gp - requests/s of two runs overlaid: per server, run A solid and run B dashed in the same colour,
 # median of the repetitions with min-max bars.
 # Call: gnuplot -e "dir='OUT'; servers='a b'; label_a='A-id'; label_b='B-id'; cond_a='A: ...'; cond_b='B: ...'; fmt='png'" plots/compare.gp
-# Reads OUT/data/a-<server>.dat and OUT/data/b-<server>.dat (1 value, 2 req/s, 3-4 min-max, 5 client_bound);
+# Reads OUT/data/a-<server>.dat and OUT/data/b-<server>.dat (1 value, 2 req/s, 3-4 min-max, 5 client_bound,
+# 6 host_busy: a repetition measured beside other load, a point the gate refuses);
 # writes OUT/compare.<fmt>.
 
 # ---- arguments --------------------------------------------------------------
@@ -22,12 +23,15 @@ do for [s in servers] {
 }
 
 nbound = 0
+nbusy = 0
 xmax = 0
 do for [s in servers] {
     stats dat("a", s) using 1 nooutput; xmax = STATS_max > xmax ? STATS_max : xmax
     stats dat("b", s) using 1 nooutput; xmax = STATS_max > xmax ? STATS_max : xmax
     stats dat("a", s) using 5 nooutput; nbound = nbound + STATS_sum
     stats dat("b", s) using 5 nooutput; nbound = nbound + STATS_sum
+    stats dat("a", s) using 6 nooutput; nbusy = nbusy + STATS_sum
+    stats dat("b", s) using 6 nooutput; nbusy = nbusy + STATS_sum
 }
 
 # ---- output -----------------------------------------------------------------
@@ -57,6 +61,7 @@ if (exists("xticks") && words(xticks) > 0) { set xtics (); do for [w in xticks] 
 set key outside right top vertical Left reverse noautotitle
 
 bound(y) = column(5) == 1 ? y : NaN             # keep only client-bound points
+busy(y) = column(6) == 1 ? y : NaN              # keep only host-busy points
 dx = 0.006 * xmax                               # B's bars a little to the right of A's
 
 # ---- plot -------------------------------------------------------------------
@@ -75,4 +80,9 @@ plot for [i=1:words(servers)] dat("a", word(servers, i)) using 1:2:3:4 \
          with points pt 6 ps 2.2 lw 1.5 lc rgb "black" \
          title (i == 1 && nbound > 0 ? "client-bound (measures the client)" : ""), \
      for [i=1:words(servers)] dat("b", word(servers, i)) using ($1 + dx):(bound($2)) \
-         with points pt 6 ps 2.2 lw 1.5 lc rgb "black" notitle
+         with points pt 6 ps 2.2 lw 1.5 lc rgb "black" notitle, \
+     for [i=1:words(servers)] dat("a", word(servers, i)) using 1:(busy($2)) \
+         with points pt 4 ps 2.6 lw 1.5 lc rgb "#f79009" \
+         title (i == 1 && nbusy > 0 ? "host-busy (refused by the gate)" : ""), \
+     for [i=1:words(servers)] dat("b", word(servers, i)) using ($1 + dx):(busy($2)) \
+         with points pt 4 ps 2.6 lw 1.5 lc rgb "#f79009" notitle

@@ -379,3 +379,18 @@ def test_the_servers_a_step_is_asked_for(checkout: Path) -> None:
         "delete servers/ada/aws/Dockerfile",
         "add <module>hello</module> to servers/java/pom.xml"]
     assert [f.fix for f in checklist.asked(found, ["aws"], checklist.Tree(checkout, {}))] == []
+
+
+def test_check_servers_of_a_folder_of_servers_checks_each_and_advises_the_layout(
+        checkout: Path) -> None:
+    """`check-servers lab-server` (the folder LAB_SERVER_PATH names, issue
+    30): its servers are checked; an empty one is told the documented
+    lab-server/<name>/server.toml layout, not lab-server/server.toml alone."""
+    folder = add_outside(checkout, "outside", inputs='[".", "../nowhere"]')
+    out = run(checkout, "check-servers", str(folder.parent))
+    assert out.returncode == 2 and '"../nowhere"' in out.stdout, out.stdout + out.stderr
+    empty = checkout.parent / "lab-server"
+    empty.mkdir()
+    out = run(checkout, "check-servers", str(empty))
+    assert out.returncode == 2, out.stderr
+    assert f"{empty}/<name>/server.toml" in out.stdout and "LAB_SERVER_PATH" in out.stdout

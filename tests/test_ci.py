@@ -6,25 +6,34 @@ and GitLab CI files of the doc are read, and their lab commands must be the
 ones run here, so the two cannot drift apart."""
 from __future__ import annotations
 
+import json
 import re
 import shutil
+import xml.etree.ElementTree as ET
+from typing import Any
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from conftest import ROOT, free_port, lab_env
+from lab.measure import deps
+from lab.measure.clients import clients
+from lab.present import bmf
+from lab.setup.makeflags import misspelt
+from lab.setup.params import SETTINGS
 
 DOC = ROOT / "docs" / "ci.md"
 # What the test runs: the lab lines of both workflows, in order.
 COMMANDS = [
-    'make bench SERVER="$LAB_SERVER" RESULTS="$LAB_RESULTS"',
+    'make bench SERVER=myserver',
     'make compare A="$(dirname "$BASELINE"/*/manifest.json)" '
-    'B="$(dirname "$LAB_RESULTS"/*/manifest.json)" RESULTS="$LAB_RESULTS"',
+    'B="$(dirname "$RESULTS"/*/manifest.json)"',
 ]
 
 SERVER_TOML = """\
-name = "ci-example"
+name = "myserver"
 language = "Python"
 framework = "http.server"
 version = "1.0"
@@ -88,7 +97,7 @@ def lab_lines(text: str) -> list[str]:
 
 
 def test_both_workflows_run_the_commands_this_test_runs() -> None:
-    [shell] = blocks("sh")
+    shell = blocks("sh")[0]
     github, gitlab = blocks("yaml")
     assert "runs-on:" in github and "actions/upload-artifact" in github
     assert "script:" in gitlab and "artifacts:" in gitlab
@@ -97,6 +106,104 @@ def test_both_workflows_run_the_commands_this_test_runs() -> None:
     assert lab_lines(gitlab) == COMMANDS
     for text in (github, gitlab):       # the baseline is the main build's artifact
         assert "main" in text and "BASELINE" in text and "LAB_SERVER_PATH" in text
+
+
+def variables(text: str) -> list[str]:
+    """The names a workflow sets at its top (env: or variables:)."""
+    head = re.search(r"^(?:env|variables):\n((?:  .*\n)+)", text, re.M)
+    assert head, text[:300]
+    return re.findall(r"^  ([A-Z][A-Z0-9_]*):", head.group(1), re.M)
+
+
+def test_the_workflows_variables_are_settings_of_the_lab_or_their_own() -> None:
+    """No "X is not a setting of the lab: did you mean Y?" from the docs'
+    own variables (it was LAB_RESULTS and LAB_SERVER)."""
+    for text in blocks("yaml"):
+        names = variables(text)
+        assert "RESULTS" in names and "LAB_SERVER_PATH" in names
+        assert misspelt(names) == [], names
+        assert [n for n in names if n not in SETTINGS] == ["BASELINE"]
+
+
+def steps(github: str) -> list[str]:
+    """The GitHub workflow's steps, each as its text."""
+    body = github.split("    steps:\n", 1)[1]
+    return ["      - " + s for s in re.split(r"^      - ", body, flags=re.M) if s.strip()]
+
+
+def installed(line: str) -> set[str]:
+    words = line.split("apt-get install", 1)[1].split()
+    return {w for w in words if not w.startswith("-")}
+
+
+def test_each_workflow_installs_what_the_lab_asks_for_and_sudo_where_not_root() -> None:
+    """What `make bench` would otherwise refuse with "missing packages; as
+    root run: apt-get ..." (the lab's own list: lab.measure.deps and the
+    default client), installed before the bench step; on GitHub's hosted
+    runner, which is not root, through sudo."""
+    github, gitlab = blocks("yaml")
+    want = set(deps.LAB.values()) | set(clients()[SETTINGS["CLIENT"].default].packages.values())
+    want |= {"make", "python3"}
+    [gh] = [s for s in steps(github) if "apt-get install" in s]
+    assert "sudo apt-get update" in gh
+    [line] = [x for x in gh.splitlines() if "apt-get install" in x]
+    assert line.strip().startswith("sudo apt-get install -y")
+    assert want <= installed(line), want - installed(line)
+    order = [i for i, s in enumerate(steps(github)) if "apt-get install" in s
+             or "make bench" in s]
+    assert len(order) == 2 and "apt-get" in steps(github)[order[0]]
+    [gl] = [x for x in gitlab.splitlines() if "apt-get install" in x]
+    assert "sudo" not in gl and "image: debian:" in gitlab     # root in Debian's image
+    assert want | {"git", "ca-certificates", "curl", "unzip"} <= installed(gl)
+    assert gitlab.index("apt-get install") < gitlab.index("make bench")
+    assert " gnuplot " not in gl + " " and " gnuplot " not in line + " "
+
+
+def test_the_lab_is_where_the_prose_says_in_both_workflows() -> None:
+    github, gitlab = blocks("yaml")
+    assert "checks the lab out inside" in DOC.read_text() and "as `lab/`" in DOC.read_text()
+    assert "path: lab\n" in github and "working-directory: lab" in github
+    assert re.search(r"git clone .* lab$", gitlab, re.M) and "- cd lab" in gitlab
+
+
+def test_the_artifacts_and_the_junit_report_are_kept_when_the_gate_fails() -> None:
+    github, gitlab = blocks("yaml")
+    names = [s.split("\n", 1)[0] for s in steps(github)]
+    every = steps(github)
+    compare = next(i for i, s in enumerate(every) if "make compare" in s)
+    [upload] = [i for i, s in enumerate(every) if "actions/upload-artifact" in s]
+    assert upload > compare, names
+    assert "if: always()\n" in every[upload]                 # for pull requests too
+    [junit] = [i for i, s in enumerate(every) if "compare.xml" in s]
+    assert junit > compare and "if: always()" in every[junit]
+    assert "checks: write" in github
+    art = gitlab.split("  artifacts:\n", 1)[1]
+    assert re.search(r"^    when: always$", art, re.M)
+    assert re.search(r"^    reports:\n      junit: .*compare\.xml$", art, re.M)
+    assert re.search(r"^    paths: \[lab-results\]$", art, re.M)
+
+
+def test_an_outside_server_not_found_is_told_of_lab_server_path(tmp_path: Path) -> None:
+    """A Reproduce line pasted without LAB_SERVER_PATH (or a typo in it):
+    "unknown server" says where a server of one's own is found."""
+    env = lab_env(tmp_path, SERVER="myserver", PORT=str(free_port()))
+    env.pop("LAB_SERVER_PATH")
+    done = subprocess.run([sys.executable, "-m", "lab", "check"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "unknown server myserver" in done.stderr and "LAB_SERVER_PATH" in done.stderr
+    assert "<name>/server.toml" in done.stderr
+
+
+def test_the_bmf_export_is_documented_as_it_is_made() -> None:
+    """docs/ci.md cites Bencher's own reference for BMF and names the
+    measures lab.present.bmf writes; its command is the lab's."""
+    text = DOC.read_text()
+    assert "https://bencher.dev/docs/reference/bencher-metric-format/" in text
+    for slug, _ in bmf.MEASURES.values():
+        assert f"`{slug}`" in text
+    sh = blocks("sh")[1]
+    assert sh.startswith("python3 -m lab bmf ") and "--adapter json" in sh
 
 
 def recipe_code(done: subprocess.CompletedProcess[str]) -> int:
@@ -110,10 +217,9 @@ def job(tmp: Path, name: str, server: Path, baseline: Path, port: int,
         commands: list[str]) -> list[subprocess.CompletedProcess[str]]:
     """One CI job: the commands in order, as the workflow runs them, in the
     lab's checkout; stops at the first that fails, as a job does."""
-    env = lab_env(tmp, LAB_SERVER="ci-example", LAB_SERVER_PATH=str(server),
-                  LAB_RESULTS=str(tmp / name), BASELINE=str(baseline), CONCURRENCY="1 4",
+    env = lab_env(tmp, LAB_SERVER_PATH=str(server), RESULTS=str(tmp / name),
+                  BASELINE=str(baseline), CONCURRENCY="1 4",
                   DURATION="1s", REPEAT="3", WARMUP="0", PORT=str(port))
-    env.pop("RESULTS", None)
     out = []
     for command in commands:
         done = subprocess.run(["bash", "-c", command], cwd=ROOT, env=env, capture_output=True,
@@ -124,21 +230,48 @@ def job(tmp: Path, name: str, server: Path, baseline: Path, port: int,
     return out
 
 
-def verdict(runs: list[subprocess.CompletedProcess[str]], expected: int) -> None:
+def verdict(runs: list[subprocess.CompletedProcess[str]], expected: int,
+            results: Path) -> None:
     bench, *compare = runs
     assert bench.returncode == 0, bench.stderr[-3000:]
     [cmp] = compare
+    for step in runs:
+        assert "not a setting" not in step.stderr, step.stderr[-2000:]
+    junit_report(results)        # kept whatever the outcome, for the job's artifacts
     code = recipe_code(cmp)
     if code == 3 and "host-busy" in cmp.stderr:
         pytest.skip("this host was busy (host-busy at the compared levels): the gate "
                     "said so with exit 3, as it must; no verdict to check")
     assert code == expected, cmp.stdout[-2000:] + cmp.stderr[-3000:]
     assert f"gate: {'pass' if expected == 0 else 'regression'} (exit {expected})" in cmp.stderr
+    root, checks = junit_report(results)
+    outcome = {"passed": "pass", "failure": "regression", "skipped": ""}
+    got = {(c.get("name"), outcome[junit_kind(c)]) for c in root.iter("testcase")}
+    want = {(f"{c['server']} c={c['value']} {c['metric']}", c["outcome"]) for c in checks
+            if c["outcome"] in ("pass", "regression")}
+    assert want <= got and len(got) == len([c for c in checks
+                                            if c["outcome"] != "not-applicable"])
+    assert any(kind == "regression" for _, kind in got) == (expected == 1)
+
+
+def junit_kind(case: ET.Element) -> str:
+    kinds = [child.tag for child in case if child.tag in ("failure", "skipped", "error")]
+    return kinds[0] if kinds else "passed"
+
+
+def junit_report(results: Path) -> tuple[ET.Element, list[dict[str, Any]]]:
+    """compare.xml of the comparison folder under RESULTS: it parses, and
+    holds one test case per gated figure of compare.json."""
+    [folder] = results.glob("compare-*")
+    checks = json.loads((folder / "compare.json").read_text())["gate"]["checks"]
+    root = ET.parse(folder / "compare.xml").getroot()
+    assert root.get("tests") == str(len([c for c in checks if c["outcome"] != "not-applicable"]))
+    return root, checks
 
 
 def test_the_ci_commands_pass_the_same_code_and_fail_a_slowed_variant(tmp_path: Path) -> None:
     folder = tmp_path / "my-server-repo" / "lab-server"     # outside the lab's checkout
-    server = folder / "ci-example"
+    server = folder / "myserver"
     server.mkdir(parents=True)
     (server / "server.toml").write_text(SERVER_TOML)
     (server / "app.py").write_text(APP)
@@ -147,10 +280,14 @@ def test_the_ci_commands_pass_the_same_code_and_fail_a_slowed_variant(tmp_path: 
     # the main branch's job: its run folder is the artifact the others compare with
     [main] = job(tmp_path, "main-results", folder, tmp_path / "none", port, COMMANDS[:1])
     assert main.returncode == 0, main.stderr[-3000:]
+    # its Reproduce line finds the server again: it carries LAB_SERVER_PATH
+    [manifest] = (tmp_path / "main-results").glob("*/manifest.json")
+    line = json.loads(manifest.read_text())["reproduce"]
+    assert line.startswith(f"make bench LAB_SERVER_PATH={folder.resolve()} ")
     baseline = tmp_path / "baseline"
     shutil.copytree(tmp_path / "main-results", baseline)
     # a merge request that changes nothing: exit 0
-    verdict(job(tmp_path, "pr-same", folder, baseline, port, COMMANDS), 0)
+    verdict(job(tmp_path, "pr-same", folder, baseline, port, COMMANDS), 0, tmp_path / "pr-same")
     # a merge request that slows every request down (5 ms -> 12 ms): exit 1
     (server / "delay_ms").write_text("12\n")
-    verdict(job(tmp_path, "pr-slow", folder, baseline, port, COMMANDS), 1)
+    verdict(job(tmp_path, "pr-slow", folder, baseline, port, COMMANDS), 1, tmp_path / "pr-slow")

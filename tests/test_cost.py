@@ -5,6 +5,8 @@ profiles name the servers' own code."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import statistics
 from pathlib import Path
 
@@ -43,16 +45,45 @@ def test_cost_bad_input_exits_2_before_anything_starts(tmp_path: Path, settings:
     assert run_folders(tmp_path) == []
 
 
+def path_without(tmp: Path, *missing: str) -> str:
+    """A PATH holding every program of this one but `missing`: a fresh
+    machine where the tool was never installed, whatever other tests
+    installed here before."""
+    bin_dir = tmp / "fresh-bin"
+    bin_dir.mkdir()
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        if not folder or not Path(folder).is_dir():
+            continue
+        for prog in Path(folder).iterdir():
+            link = bin_dir / prog.name
+            if prog.name in missing or link.exists() or link.is_symlink():
+                continue
+            if prog.is_file() and os.access(prog, os.X_OK):
+                link.symlink_to(prog)
+    return str(bin_dir)
+
+
 def test_a_jvm_gets_not_applicable_with_the_reason(tmp_path: Path) -> None:
+    """On a machine without h2load (make cost installs it only for native
+    servers): the manifest records it as not installed, no traceback."""
     env = lab_env(tmp_path, PORT=str(free_port()), SERVER="undertow", **SMALL)
+    env["PATH"] = path_without(tmp_path, "h2load")
+    assert shutil.which("h2load", path=env["PATH"]) is None
     out = lab(env, "cost")
     assert out.returncode == 0, out.stderr
+    assert "Traceback" not in out.stderr
     [run] = run_folders(tmp_path)
     entry = json.loads((run / schema.COST).read_text())["servers"]["undertow"]
     assert entry["applicable"] is False and "JIT" in entry["reason"]
     assert not (run / "undertow").exists()          # nothing was started
     assert "not applicable (JIT)" in (run / "summary.md").read_text()
-    assert "not applicable (JIT)" in (run / "report.html").read_text()
+    page = (run / "report.html").read_text()
+    assert "not applicable (JIT)" in page
+    # the page's first line: what make cost measures, and its verdict in words
+    assert "How: instructions per request under cachegrind" in page
+    assert "Verdict: undertow: not applicable (JIT)" in page
+    manifest = schema.read_manifest(run)
+    assert manifest.client.version == "not installed"
 
 
 def test_two_cost_runs_agree_within_half_a_percent(tmp_path: Path) -> None:

@@ -79,3 +79,16 @@ def test_root_installs_pytest_through_the_labs_installer(tmp_path: Path) -> None
     assert "installing python3-pytest" in out.stderr
     assert log.read_text().splitlines() == [
         "update -qq", "install -y --no-install-recommends python3-pytest"]
+
+
+def test_not_root_is_also_given_the_sudo_line(monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """A CI runner that is not root (GitHub's) is told the sudo line too (issue 30)."""
+    from lab.measure import deps
+    monkeypatch.setattr(deps.os, "geteuid", lambda: 1000)
+    assert deps.ensure({"no-such-command-i30": "no-such-package"}) == 2
+    err = capsys.readouterr().err
+    assert "as root run:\n  apt-get update && apt-get install -y --no-install-recommends " \
+        "no-such-package\n" in err
+    assert "sudo apt-get update && sudo apt-get install -y --no-install-recommends " \
+        "no-such-package" in err

@@ -56,7 +56,7 @@ def test_make_history_prints_the_table(tmp_path: Path) -> None:
     lines = done.stdout.splitlines()
     assert lines[0] == "# paced across 4 runs"
     assert "| 1 | r1 | 2026-11-20T10:00:00+0000 | 101 (4) |" in done.stdout
-    assert "| | **conditions change:** client siege → wrk | | | | | |" in lines
+    assert "| | **conditions change:** client siege → wrk | | | | | | |" in lines
     rows = [ln for ln in lines if re.match(r"\| \d ", ln)]
     assert [r.split(" | ")[1] for r in rows] == ["r1", "r2", "r3", "r4"]
     bad = subprocess.run(["make", "-s", "history"], cwd=ROOT,
@@ -88,8 +88,8 @@ def test_the_index_has_a_trend_chart_per_server_with_linked_runs(tmp_path: Path)
     # the data gnuplot draws: a blank line (a break in every line) at each change
     history.data_file(tmp_path / "paced.dat", history.points(top)["paced"])
     dat = (tmp_path / "paced.dat").read_text().split("\n")[1:-1]
-    assert dat == ["1 101 4950.5 10 ?", "2 121 4132.23 10 ?", "",
-                   "3 301 1661.13 10 ?", "", "4 91 5494.51 10 ?"]
+    assert dat == ["1 101 4950.5 10 ? 0", "2 121 4132.23 10 ? 0", "",
+                   "3 301 1661.13 10 ? 0", "", "4 91 5494.51 10 ? 0"]
 
 
 
@@ -101,3 +101,37 @@ def test_a_chart_that_cannot_be_drawn_says_why(tmp_path: Path) -> None:
     with pytest.raises(history.ChartError, match="no figure of paced in any run"):
         history.chart_svg("paced", pts)
     assert history.chart_svg("paced", history.points(top)["paced"]).lstrip().startswith("<")
+
+
+def test_flagged_runs_say_so_and_are_no_step_of_the_trend(tmp_path: Path) -> None:
+    """Issue 30: client-bound and host-busy runs read as a trend (14,376 ->
+    6,579 -> 2,259). Each says its flag in the table's flags column, and the
+    chart's line does not join it to the others."""
+    top = tmp_path / "results"
+    for i, (rate, flag) in enumerate([(100, ""), (60, "host-busy"), (30, "client-bound"),
+                                      (102, "")]):
+        rows = paced_rows({4: [rate, rate + 1, rate + 2]})
+        rows = [replace(r, flags=flag, client_bound=flag == "client-bound") if r.rep == 1
+                else r for r in rows]
+        make_run(top, f"r{i + 1}", manifest(started=f"2026-11-2{i}T10:00:00+0000"), rows)
+    pts = history.points(top)["paced"]
+    assert [p.flags for p in pts] == [(), ("host-busy",), ("client-bound",), ()]
+    lines = history.table("paced", pts)
+    assert lines[2].endswith("| flags |")
+    rows = {ln.split(" | ")[1]: ln for ln in lines if re.match(r"\| \d ", ln)}
+    assert rows["r1"].endswith("|  |") and rows["r4"].endswith("|  |")
+    assert rows["r2"].endswith("| host-busy: not a trend point |")
+    assert rows["r3"].endswith("| client-bound (req/s a lower bound): not a trend point |")
+    assert any("2 of 4 runs flagged" in ln for ln in lines)
+    history.data_file(tmp_path / "paced.dat", pts)
+    dat = (tmp_path / "paced.dat").read_text().split("\n")[1:-1]
+    # the line joins the clean runs (1 and 4); each flagged run stands apart
+    blocks = "\n".join(dat).split("\n\n")
+    assert [[ln.split()[0] for ln in b.splitlines()] for b in blocks] == \
+        [["1", "4"], ["2"], ["3"]]
+    assert {ln.split()[0]: ln.split()[-1] for ln in dat if ln} == \
+        {"1": "0", "2": "1", "3": "1", "4": "0"}
+    assert history.chart_svg("paced", pts).lstrip().startswith("<")
+    folder.mark(top)
+    index = html.write_index(top)
+    assert index is not None and "host-busy: not a trend point" in index.read_text()

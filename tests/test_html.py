@@ -217,8 +217,12 @@ def test_probe_rendered_when_present_and_escaped(tmp_path: Path) -> None:
     text = html.write_report(run).read_text()
     part = section(text, "paced")
     assert "<h3>Robustness probe</h3>" in part
-    for key in ("name", "outcome", "cpu_s", "answers_after", "extra"):
-        assert f"<th>{key}</th>" in part
+    # worded headers and rounded values, no internals' names or Python words
+    for head in ("probe", "outcome", "answers GET /api after", "server CPU"):
+        assert f"<th>{head}</th>" in part
+    assert "<th>cpu_s</th>" not in part and "<th>answers_after</th>" not in part
+    assert "0.12 s" in part and "<td>yes</td>" in part
+    assert "True" not in part and "None" not in part
     assert "slowloris" in part and "&lt;huge header&gt;" in part and "431" in part
     assert "<script>" not in text and "&lt;script&gt;" in text
     assert "Robustness probe" not in section(text, "nginx")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, bench, free_port, lab_env, run_folders
+from conftest import FAKES, ROOT, bench, free_port, lab_env, run_folders
 from lab.studies import cost
 from lab.record import schema
 
@@ -169,8 +169,10 @@ def test_bench_reproduce_line_is_its_manifest(bench_run: Path) -> None:
     m = json.loads((bench_run / schema.MANIFEST).read_text())
     words = shlex.split(m["reproduce"])
     assert words[:2] == ["make", "bench"]
-    assert dict(w.split("=", 1) for w in words[2:]) == \
-        {k: v for k, v in m["settings"].items() if v}
+    line = dict(w.split("=", 1) for w in words[2:])
+    # the test double lives outside the lab: the line carries where it is found
+    assert line.pop("LAB_SERVER_PATH") == str(FAKES.resolve())
+    assert line == {k: v for k, v in m["settings"].items() if v}
 
 
 def test_not_built_names_the_servers_to_build(tmp_path: Path, bench_run: Path) -> None:

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# What every server answers: GET PATH -> 200, Content-Type CONTENT_TYPE, BODY.
+PATH = "/api"
+BODY = b'{"greeting":"Hello World!"}'
+CONTENT_TYPE = "application/json"
 REACHABLE = "reachable"        # the check that, failed, leaves nothing else to check
 
 

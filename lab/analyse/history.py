@@ -7,7 +7,11 @@ at the end at that level, and instructions per request (make cost runs: the
 median at the lowest level counted). Runs are in the order they started. A
 line breaks wherever the conditions change (CONDITIONS: client, connection
 mode, topology, pinning, host, server version): figures on either side of a
-break are not one series. Reads runs only: no import of what measures one.
+break are not one series. A run whose peak level was flagged (client-bound,
+host-busy, steal or failed requests in a repetition: lab.analyse.gate's
+UNCLEAN) says so in the table's flags column and stands apart in the chart:
+its figure measures the client or the host, not a step of a trend. Reads
+runs only: no import of what measures one.
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ from typing import Any
 
 from lab.setup.paths import PLOTS
 from lab.analyse import analysis, metrics
+from lab.analyse.gate import UNCLEAN
 from lab.record import schema
 from lab.analyse.wording import gp_quote
 
@@ -47,6 +52,14 @@ class Point:
     instructions: float | None     # per request (make cost)
     conditions: tuple[tuple[str, str], ...]
     report: bool                   # the run folder has report.html
+    flags: tuple[str, ...] = ()    # UNCLEAN flags of the peak level's repetitions
+
+    def flag_text(self) -> str:
+        """The table's flags column: what the flag makes of the figure."""
+        if not self.flags:
+            return ""
+        bound = " (req/s a lower bound)" if "client-bound" in self.flags else ""
+        return f"{', '.join(self.flags)}{bound}: not a trend point"
 
 
 
@@ -77,7 +90,8 @@ def run_points(run: Path) -> list[Point]:
             cpu_us_per_req=top.cpu_us_per_req.median if top else None,
             rss_mb=round(top.rss_end_kb.median / 1024, 2) if top else None,
             instructions=costs.get(name), conditions=conditions(m, name),
-            report=(run / "report.html").is_file()))
+            report=(run / "report.html").is_file(),
+            flags=tuple(f for f in UNCLEAN if top is not None and top.flags.get(f, 0))))
     return out
 
 
@@ -127,20 +141,25 @@ def table(server: str, pts: list[Point]) -> list[str]:
     """`make history`'s table: one row per run, a line where conditions change."""
     lines = [f"# {server} across {len(pts)} run{'s' * (len(pts) != 1)}", "",
              "| # | run | started | peak req/s (at) | CPU µs/req at peak | RSS MB at peak | "
-             "instructions/req |", "|---|---|---|---|---|---|---|"]
+             "instructions/req | flags |", "|---|---|---|---|---|---|---|---|"]
     i = 0
     for n, seg in enumerate(segments(pts)):
         head = ", ".join(f"{k} {v}" for k, v in seg[0].conditions)
         if n:
             lines.append(f"| | **conditions change:** {'; '.join(changes(pts[i - 1], seg[0]))} "
-                         "| | | | | |")
-        lines.append(f"| | *{head}* | | | | | |")
+                         "| | | | | | |")
+        lines.append(f"| | *{head}* | | | | | | |")
         for p in seg:
             i += 1
             at = f" ({p.peak_at})" if p.peak_at is not None else ""
             lines.append(f"| {i} | {p.run} | {p.started} | {num(p.peak_rps, ',.0f')}{at} | "
                          f"{num(p.cpu_us_per_req, '.1f')} | {num(p.rss_mb, '.1f')} | "
-                         f"{num(p.instructions, ',.0f')} |")
+                         f"{num(p.instructions, ',.0f')} | {p.flag_text()} |")
+    flagged = sum(bool(p.flags) for p in pts)
+    if flagged:
+        lines += ["", f"{flagged} of {len(pts)} runs flagged at their peak level: their "
+                  "figures measure the client or the host, not the server; read the trend "
+                  "from the others."]
     return lines
 
 
@@ -151,18 +170,31 @@ def safe_name(server: str) -> str:
 
 
 def data_file(path: Path, pts: list[Point]) -> None:
-    """# n rps cpu rss instructions; a blank line between segments (gnuplot
-    breaks the line there); ? for a figure the run did not measure."""
-    lines = ["# n peak_rps cpu_us_per_req rss_mb instructions_per_req"]
+    """# n rps cpu rss instructions flagged; a blank line between segments
+    (gnuplot breaks the line there), each segment's clean runs first and
+    each flagged run after them, alone; ? for a figure the run did not measure."""
+    lines = ["# n peak_rps cpu_us_per_req rss_mb instructions_per_req flagged"]
     i = 0
-    for n, seg in enumerate(segments(pts)):
-        if n:
+
+    def gap() -> None:
+        if len(lines) > 1 and lines[-1] != "":
             lines.append("")
-        for p in seg:
-            i += 1
-            lines.append(" ".join([str(i)] + [num(v, "g").replace("–", "?") for v in
-                                              (p.peak_rps, p.cpu_us_per_req, p.rss_mb,
-                                               p.instructions)]))
+
+    def row(n: int, p: Point) -> str:
+        return " ".join([str(n)] + [num(v, "g").replace("–", "?") for v in
+                                    (p.peak_rps, p.cpu_us_per_req, p.rss_mb, p.instructions)]
+                        + [str(int(bool(p.flags)))])
+
+    for seg in segments(pts):
+        numbered = [(i + k + 1, p) for k, p in enumerate(seg)]
+        i += len(seg)
+        gap()
+        # the clean runs are the line; each flagged run a point of its own, apart
+        lines += [row(n, p) for n, p in numbered if not p.flags]
+        for n, p in numbered:
+            if p.flags:
+                gap()
+                lines.append(row(n, p))
     path.write_text("\n".join(lines) + "\n")
 
 

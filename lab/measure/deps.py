@@ -36,8 +36,9 @@ def ensure(want: dict[str, str]) -> int:
         return 0
     line = "apt-get install -y --no-install-recommends " + " ".join(packages)
     if os.geteuid() != 0:
-        print(f"error: missing packages; as root run:\n  apt-get update && {line}",
-              file=sys.stderr)
+        print(f"error: missing packages; as root run:\n  apt-get update && {line}\n"
+              "or, not root but allowed sudo (a CI runner: docs/ci.md):\n"
+              f"  sudo apt-get update && sudo {line}", file=sys.stderr)
         return 2
     if shutil.which("apt-get") is None:
         print(f"error: missing {' '.join(packages)} and no apt-get to install them",

@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from lab.analyse import contract
 from lab.analyse.contract import Check
 
-BODY = b'{"greeting":"Hello World!"}'
-CONTENT_TYPE = "application/json"
+BODY, CONTENT_TYPE = contract.BODY, contract.CONTENT_TYPE     # the contract's, one owner
 
 
 class VerifyError(AssertionError):

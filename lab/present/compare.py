@@ -6,7 +6,7 @@ with a verdict that respects the spread of repetitions (lab.analyse.diff), and
 the regression gate (lab.analyse.gate). Runs whose conditions decide the
 figures are refused unless FORCE=1; lesser differences are listed.
 
-Writes results/compare-<A>-vs-<B>[-N]/: compare.md, compare.json,
+Writes results/compare-<A>-vs-<B>[-N]/: compare.md, compare.json, compare.xml (JUnit),
 compare.png/.svg (plots/compare.gp) and compare.html, and prints the table.
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ from lab.analyse.diff import Comparison, Difference, Manifest, Stats
 from lab.analyse.gate import Gate, GateSettings
 from lab.analyse.metrics import MIN_REPS_FOR_VERDICT
 from lab.analyse.wording import axis_label, gp_quote, ratio as times, median_range, xlabel
-from lab.present import html
+from lab.present import html, junit, lead
 from lab.record import files, folder, schema
 from lab.setup.exits import Exit
 from lab.setup.reason import Reason
@@ -40,11 +40,31 @@ def level_column(m: Manifest) -> str:
     return axis_label(str(schema.manifest_value(m, "params.axis") or "level"))
 
 
-def table(rows: list[Comparison], level: str) -> list[str]:
+def row_said(c: Comparison, g: Gate | None) -> tuple[str, str]:
+    """A row's verdict and its colour class, worded from the gate where the
+    gate refused the level (not measured cleanly, no verdict possible): a
+    ratio beside a refused level is a figure, never "faster by N%". The
+    colour comes from the gate's outcome only (red: a regression)."""
+    if g is None:
+        return c.said(), KIND_CLASS.get(c.kind, "")
+    mine = [k for k in g.checks if k.server == c.server and k.value == c.value
+            and k.metric in ("rate", "p99") and k.outcome != gate.NOT_APPLICABLE]
+    refused = [k for k in mine if k.outcome not in (gate.PASS, gate.REGRESSION)]
+    if refused:
+        return f"not judged by the gate: {refused[0].text}", ""
+    if not mine and g.outcome == gate.OUTCOMES[Exit.NOT_COMPARABLE]:
+        why = next((k.text for k in g.checks if k.server == c.server and k.value == c.value),
+                   "no gated figure at this level")
+        return f"not gated: {why}", ""
+    worse = any(k.outcome == gate.REGRESSION for k in mine)
+    return c.said(), GATE_CLASS[gate.REGRESSION] if worse else ""
+
+
+def table(rows: list[Comparison], level: str, g: Gate | None = None) -> list[str]:
     lines = [f"| server | {level} | A req/s median [min–max] | B req/s median [min–max] | "
              "B/A | verdict |", "|---|---|---|---|---|---|"]
     lines += [f"| {c.server} | {c.value} | {median_range(c.a)} | {median_range(c.b)} | "
-              f"{times(c.ratios.get('rate'))} | {c.said()} |" for c in rows]
+              f"{times(c.ratios.get('rate'))} | {row_said(c, g)[0]} |" for c in rows]
     return lines
 
 
@@ -61,6 +81,11 @@ def conditions(m: Manifest) -> str:
     return analysis.conditions(schema.parse_manifest(m, Path(schema.MANIFEST)))
 
 
+def lead_line(m: Manifest, g: Gate | None) -> str:
+    """The first line of compare.md and compare.html (lab.present.lead)."""
+    return lead.compare_line(schema.parse_manifest(m, Path(schema.MANIFEST)), g)
+
+
 def run_id(run: Path, m: Manifest) -> str:
     return str(m.get("run_id") or run.name)
 
@@ -72,15 +97,15 @@ NOTE = (f"Verdicts: by median requests/s (open loop: by p99 latency), through th
 
 
 def markdown(ids: tuple[str, str], ms: tuple[Manifest, Manifest], rows: list[Comparison],
-             diffs: list[Difference], forced: bool) -> str:
+             diffs: list[Difference], forced: bool, g: Gate | None = None) -> str:
     level = level_column(ms[0])
-    lines = [f"# Compare {ids[0]} (A) vs {ids[1]} (B)", "",
+    lines = [f"# Compare {ids[0]} (A) vs {ids[1]} (B)", "", lead_line(ms[0], g), "",
              f"A: {conditions(ms[0])}.", f"B: {conditions(ms[1])}.", ""]
     hard = [d for d in diffs if d.matters]
     if forced and hard:
         lines += [f"- Warning (FORCE=1): {d.text()} — the figures may not be comparable."
                   for d in hard] + [""]
-    lines += table(rows, level) + ["", "## Other ratios (B/A of medians)", ""]
+    lines += table(rows, level, g) + ["", "## Other ratios (B/A of medians)", ""]
     lines += other_ratios(rows, level)
     lines += ["", "## Differences in conditions", ""]
     soft = [d for d in diffs if not d.matters]
@@ -123,13 +148,15 @@ def num(x: float) -> str:
 
 
 def export(out: Path, stats: Stats, side: str, servers: list[str]) -> None:
-    """data/<side>-<server>.dat: value median min max client_bound."""
+    """data/<side>-<server>.dat: value median min max client_bound host_busy
+    (host-busy: a level the gate refuses, marked on the chart)."""
     data = out / "data"
     data.mkdir(exist_ok=True)
     for name in servers:
-        lines = ["# value rate rate_lo rate_hi client_bound"]
+        lines = ["# value rate rate_lo rate_hi client_bound host_busy"]
         lines += [f"{s.value} {num(s.rate.median)} {num(s.rate.lo)} {num(s.rate.hi)} "
-                  f"{int(s.client_bound)}" for s in stats[name]]
+                  f"{int(s.client_bound)} {int(bool(s.flags.get('host-busy', 0)))}"
+                  for s in stats[name]]
         (data / f"{side}-{name}.dat").write_text("\n".join(lines) + "\n")
 
 
@@ -171,13 +198,17 @@ def page(ids: tuple[str, str], ms: tuple[Manifest, Manifest], rows: list[Compari
          diffs: list[Difference], forced: bool, chart_path: Path | None,
          chart_problem: Reason, g: Gate | None = None) -> str:
     level = level_column(ms[0])
-    cells = [[html.escaped(c.server), html.escaped(c.value), html.escaped(median_range(c.a)), html.escaped(median_range(c.b)), html.escaped(times(c.ratios.get("rate"))),
-              f'<span class="{KIND_CLASS.get(c.kind, "")}">{html.escaped(c.said())}</span>'] for c in rows]
+    said = [row_said(c, g) for c in rows]
+    cells = [[html.escaped(c.server), html.escaped(c.value), html.escaped(median_range(c.a)),
+              html.escaped(median_range(c.b)), html.escaped(times(c.ratios.get("rate"))),
+              f'<span class="{cls}">{html.escaped(text)}</span>']
+             for c, (text, cls) in zip(rows, said)]
     others = [[f"{html.escaped(c.server)} at {html.escaped(level)}={html.escaped(c.value)}",
                html.escaped(times(c.ratios.get("p99_ms"))), html.escaped(times(c.ratios.get("rss_end_kb"))),
                html.escaped(times(c.ratios.get("cpu_us_per_req")))] for c in rows if c.kind != "missing"]
     return html.compare_page(html.ComparePage(
         ids=ids, conditions=(conditions(ms[0]), conditions(ms[1])),
+        lead=lead_line(ms[0], g), outcome=g.outcome if g else "",
         warnings=[f"FORCE=1: {d.text()} — the figures may not be comparable."
                   for d in diffs if d.matters and forced],
         head=["server", level, "A req/s median [min–max]", "B req/s median [min–max]", "B/A",
@@ -239,13 +270,14 @@ def main(a: Path, b: Path, force: bool, out_root: Path,
         return int(Exit.NOT_COMPARABLE)
     out = folder.new_folder(out_root, f"compare-{ids[0]}-vs-{ids[1]}")
     try:
-        text = markdown(ids, ms, rows, diffs, force) + "\n".join(gate_lines(g)) + "\n"
+        text = markdown(ids, ms, rows, diffs, force, g) + "\n".join(gate_lines(g)) + "\n"
         (out / "compare.md").write_text(text)
         problem = chart(out, (sa, sb), ids, ms) if rows else None
         svg = out / "compare.svg"
         files.write_atomic(out / "compare.html", page(ids, ms, rows, diffs, force,
                                                      svg if svg.is_file() else None, problem,
                                                      g))
+        junit.write(out / "compare.xml", g, ids, level_column(ms[0]))
         # compare.json last: the index lists a folder with it as a finished comparison
         files.write_json(out / "compare.json",
                           {**as_json(ids, (a, b), ms, rows, diffs, force), "gate": asdict(g)})

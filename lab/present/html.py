@@ -21,13 +21,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from lab.analyse import analysis, costview, findings, memsplit, metrics, profileview, sends
+from lab.analyse import (analysis, costview, findings, memsplit, metrics, probeview,
+                         profileview, sends)
 from lab.record import files, folder, schema
 from lab.analyse.analysis import Analysis
 from lab.analyse.wording import DASH, figure, median_range, spread_text
 from lab.analyse.wording import axis_label
 from lab.analyse.metrics import LevelStats, Spread
 from lab.record.schema import Manifest, RecordError, ServerRecord, Warmup
+from lab.present import lead
 from lab.present.report import rerun_line
 from lab.setup.reason import Reason
 
@@ -55,7 +57,7 @@ th,td{border:1px solid #d8dde3;padding:3px 7px;vertical-align:top;text-align:lef
 th{background:#f1f3f6;font-weight:600}table.kv th{font-weight:400;white-space:nowrap}td.n{text-align:right;font-variant-numeric:tabular-nums;
  white-space:nowrap}tr:nth-child(even) td{background:#fafbfc}
 .status{padding:8px 12px;border-radius:4px;margin:.5em 0;font-weight:600}
-.complete{background:#e5f4e8;border:1px solid #9fd3aa;color:#17572a}
+.complete{background:#f1f3f6;border:1px solid #c5ccd6;color:#1d2127;font-weight:400}
 .incomplete{background:#fde8e8;border:3px solid #c81e1e;color:#8a1010;font-size:1.15em}
 .incomplete ul{margin:.3em 0 0;font-weight:400}
 .flag{display:inline-block;font-size:11px;font-weight:600;padding:0 5px;margin:1px 0 1px 4px;
@@ -74,6 +76,10 @@ pre{background:#f5f6f8;border:1px solid #d8dde3;padding:8px;overflow-x:auto;
 ul.warn li{margin:.2em 0}.better{color:#1a7f37}.worse{color:#b42318}
 ol.history li.change{list-style:none;margin-left:-1.2em}
 .warnbox{background:#fff4e5;border-left:4px solid #f79009;padding:4px 8px}
+p.lead{font-size:1.05em;background:#f5f7fa;border-left:4px solid #8a94a3;padding:6px 10px}
+.gate.warn{background:#fff4e5;border-left:4px solid #f79009;padding:2px 6px}
+.gate.worse{color:#b42318;font-weight:600}
+details.internals{margin:.4em 0}details.internals summary{cursor:pointer;color:#5a6270}
 """
 
 
@@ -98,9 +104,21 @@ def table(head: list[str], rows: list[list[str]], numeric: set[int] | None = Non
     return f"<table{klass}><thead><tr>{ths}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def worded(v: object) -> object:
+    """A value as a person reads it: no None, True or long float."""
+    if v is None:
+        return DASH
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return f"{v:.2f}".rstrip("0").rstrip(".") if abs(v) < 1e6 else f"{v:,.0f}"
+    return v
+
+
 def kv_table(pairs: Sequence[tuple[str, object]], cls: str = "") -> str:
     """Two columns, name and value, without a header row."""
-    rows = "".join(f"<tr><th>{escaped(k)}</th><td>{escaped(v)}</td></tr>" for k, v in pairs)
+    rows = "".join(f"<tr><th>{escaped(k)}</th><td>{escaped(worded(v))}</td></tr>"
+                   for k, v in pairs)
     return f'<table class="kv {escaped(cls)}"><tbody>{rows}</tbody></table>'
 
 
@@ -336,9 +354,70 @@ def _json_cell(value: object) -> str:
     return escaped(DASH if value is None else value)
 
 
-def probe_html(probe: dict[str, Any] | str | None) -> str:
-    """A server's probe.json, whatever its exact shape: a list of results, a
-    dict holding such a list, or a plain dict; a str: why it is unreadable."""
+def seconds(x: object, digits: int = 2) -> str:
+    """A duration a person reads: rounded, with its unit; a dash when none."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return DASH
+    return f"{x:.{digits}f} s"
+
+
+def yes_no(x: object) -> str:
+    return "yes" if x is True else "no" if x is False else DASH
+
+
+def facts_text(facts: object) -> str:
+    """What a probe sent and saw, worded: "sent 2,052 B; read by the server 49,152 B"."""
+    if not isinstance(facts, dict):
+        return DASH
+    words = {"sent": "sent", "read_by_server": "read by the server", "size": "size"}
+    out = []
+    for key, value in facts.items():
+        if isinstance(value, dict):
+            inner = facts_text(value)
+            if inner != DASH:
+                out.append(f"{key.replace('_', ' ')}: {inner}")
+            continue
+        if value in ("", None) or isinstance(value, list):
+            continue
+        name = words.get(key, key.replace("_", " "))
+        if isinstance(value, bool):
+            out.append(name if value else f"not {name}")
+        elif isinstance(value, int) and key in words:
+            out.append(f"{name} {value:,} B")
+        elif isinstance(value, float):
+            out.append(f"{name} {value:.2f}")
+        else:
+            out.append(f"{name} {value}")
+    return "; ".join(out) or DASH
+
+
+PROBE_KEYS = {"probe", "title", "name", "ran", "outcome", "cpu_s", "elapsed_s", "settled_s",
+              "answers_after", "error_after", "recovered_s", "facts", "breaches_after"}
+
+
+def probe_row(r: dict[str, Any]) -> list[str]:
+    """One probe, every value worded and rounded (a record of another shape:
+    its other fields worded beside what was sent)."""
+    title = r.get("title") or r.get("probe") or r.get("name") or "?"
+    if not r.get("ran", True):
+        return [escaped(title), "not run"] + [DASH] * 5
+    others = {k: v for k, v in r.items() if k not in PROBE_KEYS}
+    given = r.get("facts")
+    facts: dict[str, Any] = {**(given if isinstance(given, dict) else {}), **others}
+    after = "yes" if r.get("answers_after") else \
+        f"no: {r.get('error_after') or 'it did not answer'}"
+    recovered = r.get("recovered_s")
+    return [escaped(title), escaped(r.get("outcome", DASH)), escaped(after),
+            escaped(seconds(r.get("settled_s")) if r.get("settled_s") is not None
+                    else "not within the probe's wait"),
+            escaped(seconds(recovered) if recovered is not None else DASH),
+            escaped(seconds(r.get("cpu_s"))), escaped(facts_text(facts))]
+
+
+def probe_html(probe: dict[str, Any] | str | None, name: str = "") -> str:
+    """A server's probe.json: its outcome in words, one worded row per probe,
+    and the raw record (limits, internals) behind a <details> element; a str:
+    why it is unreadable."""
     if probe is None:
         return ""
     if isinstance(probe, str):
@@ -347,15 +426,22 @@ def probe_html(probe: dict[str, Any] | str | None) -> str:
     inner = next((v for v in data.values() if isinstance(v, list)
                   and all(isinstance(x, dict) for x in v)), None)
     rest = [(k, v) for k, v in data.items() if v is not inner]
-    head = kv_table([(k, json.dumps(v, default=str) if isinstance(v, (dict, list)) else v)
-                     for k, v in rest]) if rest else ""
+    said = probeview.outcome(name or str(data.get("server", "?")), data)
+    head = (f"<p><b>{escaped(said.text())}</b>. The probe took "
+            f"{escaped(seconds(data.get('elapsed_s'), 1))}, the server's CPU "
+            f"{escaped(seconds(data.get('cpu_s')))}; the final check of GET /api "
+            f"{'passed' if data.get('final_ok') else 'failed'}"
+            + (f": {escaped(data.get('final_error'))}" if data.get("final_error") else "")
+            + ".</p>")
     items = [x for x in (inner or []) if isinstance(x, dict)]
-    keys: list[str] = []
-    for item in items:
-        keys += [k for k in item if k not in keys]
-    body = table(keys, [[_json_cell(x.get(k)) for k in keys] for x in items],
-                 cls="probe") if items else ""
-    return "<h3>Robustness probe</h3>" + head + body
+    body = table(["probe", "outcome", "answers GET /api after", "settled in", "recovered in",
+                  "server CPU", "what was sent"], [probe_row(x) for x in items],
+                 numeric={3, 4, 5}, cls="probe") if items else ""
+    raw = kv_table([(k, json.dumps(v, default=str) if isinstance(v, (dict, list)) else
+                     DASH if v is None else v) for k, v in rest]) if rest else ""
+    internals = ('<details class="internals"><summary>The probe\'s record (limits and raw '
+                 f"fields of probe.json)</summary>{raw}</details>") if raw else ""
+    return "<h3>Robustness probe</h3>" + head + body + internals
 
 
 def overview(m: Manifest, stats: dict[str, list[LevelStats]]) -> str:
@@ -402,20 +488,25 @@ def server_section(m: Manifest, name: str, levels: list[LevelStats],
         parts.append(f"<p><b>Stopped:</b> {escaped(rec.error)}</p>")
     if rec.notes:
         parts.append("<ul>" + "".join(f"<li>{escaped(n)}</li>" for n in rec.notes) + "</ul>")
-    parts += [warmup_html(rec), probe_html(probe), "</section>"]
+    parts += [warmup_html(rec), probe_html(probe, name), "</section>"]
     return "".join(parts)
 
 
 # --- run-wide sections -----------------------------------------------------------
 
+COMPLETE = "complete: every level measured (whether a figure is clean: its flags)"
+
+
 def status_html(m: Manifest) -> str:
     status = m.status or "unknown"
     if status == "complete" and m.problems:     # a later step's (make profile)
         items = "".join(f"<li>{escaped(p)}</li>" for p in m.problems)
-        return ('<div class="status complete">Status: complete; problems recorded after the '
-                f"run (its figures are complete):<ul>{items}</ul></div>")
+        return (f'<div class="status complete">Status: {COMPLETE}; problems recorded after '
+                f"the run (its figures are complete):<ul>{items}</ul></div>")
     if status == "complete":
-        return '<div class="status complete">Status: complete</div>'
+        # neutral, not green: complete says every level was measured, not that
+        # the figures are good (flags and verdicts say that)
+        return f'<div class="status complete">Status: {COMPLETE}</div>'
     problems = m.problems or ["not every server finished every repetition"]
     items = "".join(f"<li>{escaped(p)}</li>" for p in problems)
     return (f'<div class="status incomplete" id="incomplete">Status: {escaped(status.upper())} '
@@ -521,7 +612,7 @@ def conditions_html(m: Manifest) -> str:
                 f"{x:.2f}" if isinstance(x, (int, float)) else str(x)
                 for x in h.get("load_average_at_start") or []))]
     sysctl = h.get("sysctl")
-    host += [(f"sysctl {k}", v) for k, v in (sysctl.items() if isinstance(sysctl, dict) else [])]
+    kernel = [(f"sysctl {k}", v) for k, v in (sysctl.items() if isinstance(sysctl, dict) else [])]
     lab = m.lab
     run = [("topology", m.topology),
            ("server CPUs", m.pinning.server_cpus), ("client CPUs", m.pinning.client_cpus),
@@ -532,15 +623,20 @@ def conditions_html(m: Manifest) -> str:
            ("lab commit", f"{lab.get('commit', '?')}{' (dirty)' if lab.get('dirty') else ''}"),
            ("started", m.started), ("finished", m.finished), ("plan", m.plan),
            ("rerun", rerun_line(m))]
-    tools = sorted(m.tools.items())
+    tools = [(k, v or "not installed") for k, v in sorted(m.tools.items())]
     settings = list(m.settings.items())
     return ("<h2>Conditions</h2><h3>Host</h3>"
             + kv_table([(k, v) for k, v in host if v not in (None, "")], "conditions")
+            + ('<details class="internals"><summary>The host\'s kernel settings (sysctl)'
+               "</summary>" + kv_table(kernel, "conditions") + "</details>" if kernel else "")
             + "<h3>Run</h3>" + kv_table([(k, v) for k, v in run if v not in (None, "")],
                                         "conditions")
+            + '<details class="internals"><summary>Tool versions and every setting of the '
+            "run</summary>"
             + "<h3>Tool versions</h3>" + kv_table(tools, "tools")
             + "<h3>Settings</h3>" + kv_table([(k, v if v != "" else "(empty)")
                                               for k, v in settings], "settings")
+            + "</details>"
             + "<h3>Reproduce</h3>"
             + f'<pre id="reproduce"><code>{escaped(m.reproduce)}</code></pre>')
 
@@ -601,7 +697,8 @@ def render(run: Path) -> str:
     m, stats = rec.manifest, a.stats
     probes = schema.probe_files(run)
     names = list(m.servers) + [n for n in stats if n not in m.servers]
-    body = [f"<h1>Run {escaped(m.run_id)}</h1>", status_html(m),
+    body = [f"<h1>Run {escaped(m.run_id)}</h1>",
+            f'<p class="lead" id="lead">{escaped(lead.run_line(m, a))}</p>', status_html(m),
             f'<p class="muted">{escaped(analysis.conditions(m))}</p>',
             overview(m, stats) if stats else "",
             "<h2>Flags</h2>", legend(flags_seen(stats, m)),
@@ -644,12 +741,15 @@ class ComparePage:
     gate_notes: list[str] = field(default_factory=list)     # the noise floor used, per server
     gate_head: list[str] = field(default_factory=list)
     gate_rows: list[list[str]] = field(default_factory=list)
+    lead: str = ""                  # the first line: what, how, the verdict in words
+    outcome: str = ""               # the gate's outcome (pass, regression, not-comparable)
 
 
 def gate_section(c: ComparePage) -> list[str]:
     if not c.gate_summary:
         return []
-    return ["<h2>Gate</h2>", f"<p><strong>{escaped(c.gate_summary)}</strong></p>",
+    return ["<h2>Gate</h2>", f'<p class="gate {GATE_LOOK.get(c.outcome, "")}"><strong>'
+            f"{escaped(c.gate_summary)}</strong></p>",
             "<ul>" + "".join(f"<li>{escaped(n)}</li>" for n in c.gate_notes) + "</ul>",
             table(c.gate_head, c.gate_rows, numeric={1}, cls="gate")]
 
@@ -659,6 +759,7 @@ def compare_page(c: ComparePage) -> str:
     chart = chart_figure(c.chart, "B against A") if c.chart and c.chart.is_file() else \
         f'<p class="muted">No chart: {escaped(c.chart_problem or "not drawn")}.</p>'
     body = [f"<h1>{escaped(c.ids[0])} (A) vs {escaped(c.ids[1])} (B)</h1>",
+            f'<p class="lead" id="lead">{escaped(c.lead)}</p>' if c.lead else "",
             f'<p class="muted">A: {escaped(c.conditions[0])}<br>B: {escaped(c.conditions[1])}</p>',
             *[f'<p class="warnbox">{escaped(w)}</p>' for w in c.warnings],
             *gate_section(c),
@@ -690,9 +791,13 @@ def run_entry(folder: Path) -> dict[str, Any] | None:
             if not isinstance(data, dict):
                 raise RecordError(folder / "compare.json", "should be an object")
             a, b = data.get("a") or {}, data.get("b") or {}
+            found = data.get("gate")
+            g: dict[str, Any] = found if isinstance(found, dict) else {}
             return {**base, "kind": "compare", "started": str(data.get("made", "")),
                     "servers": f"{a.get('run_id', '?')} (A) vs {b.get('run_id', '?')} (B)",
-                    "report": (folder / "compare.html").is_file()}
+                    "report": (folder / "compare.html").is_file(),
+                    "gate": str(g.get("outcome", "")), "gate_code": g.get("code"),
+                    "gate_reason": str(g.get("reason", ""))}
         except (RecordError, AttributeError) as err:
             return {**base, "kind": "compare", "broken": str(err)}
     if not (folder / schema.MANIFEST).exists():
@@ -709,6 +814,22 @@ def run_entry(folder: Path) -> dict[str, Any] | None:
             "status": m.status, "report": (folder / REPORT).is_file()}
 
 
+# The gate's outcome as the index shows it (compare.json's gate.outcome).
+GATE_LOOK = {"pass": "", "regression": "worse", "not-comparable": "warn"}
+
+
+def gate_outcome_html(r: dict[str, Any]) -> str:
+    """A comparison's status cell: its gate's outcome and exit code, the
+    reason on hover; "no gate recorded" for a comparison made without one."""
+    outcome = r.get("gate") or ""
+    if not outcome:
+        return '<span class="muted">no gate recorded</span>'
+    code = r.get("gate_code")
+    said = f"gate: {outcome}" + (f" (exit {code})" if code is not None else "")
+    return (f'<span class="gate {GATE_LOOK.get(outcome, "")}" '
+            f'title="{escaped(r.get("gate_reason", ""))}">{escaped(said)}</span>')
+
+
 def index_row(r: dict[str, Any]) -> list[str]:
     name = escaped(r["folder"])
     if r["broken"]:
@@ -719,7 +840,7 @@ def index_row(r: dict[str, Any]) -> list[str]:
             if r["report"] else f'{name} <span class="flag bad">no report</span>')
     if r["kind"] == "compare":
         return [escaped(r["started"].replace("T", " ")), link, "comparison", escaped(r["servers"]),
-                "", "", "", "", ""]
+                "", "", "", "", gate_outcome_html(r)]
     status = escaped(r["status"]) if r["status"] == "complete" else \
         f'<span class="flag bad">{escaped(r["status"])}</span>'
     return [escaped(r["started"].replace("T", " ")), link, "run", escaped(r["servers"]), escaped(r["client"]),
@@ -758,7 +879,8 @@ def history_section(results_dir: Path) -> str:
              '<p class="muted">Peak requests/s, server CPU µs per request and RSS at the peak '
              "level, instructions per request (make cost); runs in the order they started. "
              "A line breaks where the conditions changed (client, connection, topology, "
-             "pinning, host, server version). <code>make history SERVER=&lt;name&gt;</code> "
+             "pinning, host, server version); a run flagged at its peak level (client-bound, "
+             "host-busy) is ringed in red and not joined to the line. <code>make history SERVER=&lt;name&gt;</code> "
              "prints the same as a table.</p>"]
     for name, pts in sorted(found.items()):
         parts.append(f"<h3>{escaped(name)}</h3>")
@@ -776,8 +898,10 @@ def history_section(results_dir: Path) -> str:
             for pt in seg:
                 i += 1
                 target = f"{pt.run}/report.html" if pt.report else f"{pt.run}/"
+                flag = (f' <span class="worse">{escaped(pt.flag_text())}</span>'
+                        if pt.flags else "")
                 items.append(f'<li value="{i}"><a href="{escaped(target)}">{escaped(pt.run)}</a> '
-                             f'<span class="muted">{escaped(pt.started)}</span></li>')
+                             f'<span class="muted">{escaped(pt.started)}</span>{flag}</li>')
         parts.append('<ol class="history">' + "".join(items) + "</ol>")
     return "".join(parts)
 

@@ -83,13 +83,30 @@ class Tree:
         return (self.root / "servers" / "ada").resolve()
 
 
+def folder_manifests(folder: Path) -> list[Path]:
+    """What `check-servers FOLDER` checks: FOLDER's own server.toml (a server
+    folder), else those of its server folders (a folder LAB_SERVER_PATH
+    names, e.g. lab-server/<name>/server.toml); FOLDER/server.toml when it
+    has neither, for the line that says what to write."""
+    own = folder / SERVER_TOML
+    if own.is_file():
+        return [own]
+    inner = [p for p in sorted(folder.rglob(SERVER_TOML)) if folder.is_dir()
+             and not SKIP_DIRS & set(p.relative_to(folder).parts)]
+    return inner or [own]
+
+
 def load(path: Path, tree: Tree) -> tuple[list[Server], list[Finding]]:
     """A manifest's servers (its variants included), or the line saying why
     servers.py refuses it."""
     toml = tree.rel(path)
+    # outside the lab: more likely a folder of servers, as LAB_SERVER_PATH names
+    or_folder = "" if path.resolve().is_relative_to(tree.root.resolve() / "servers") else (
+        f" for one server, or {tree.rel(path.parent)}/<name>/{SERVER_TOML} in a folder of "
+        "servers (what LAB_SERVER_PATH names)")
     if not path.is_file():
         return [], [Finding(path.parent.name, f"no {SERVER_TOML} in {tree.rel(path.parent)}",
-                            f"write {toml} (servers/README.md gives the format)")]
+                            f"write {toml}{or_folder} (servers/README.md gives the format)")]
     try:
         return load_all(path), []
     except ManifestError as e:

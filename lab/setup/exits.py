@@ -12,7 +12,7 @@ class Exit(IntEnum):
     OK = 0
     FAILED = 1          # compare: REGRESSION
     BAD_INPUT = 2
-    NOT_COMPARABLE = 3  # compare only
+    NOT_COMPARABLE = 3  # compare and noise only
     INTERRUPTED = 130
 
 
@@ -24,7 +24,8 @@ TABLE: tuple[tuple[int, str], ...] = (
     (Exit.FAILED, "a failure while running: results kept and marked incomplete "
                   "(compare: B is worse than A beyond the noise at a cleanly measured level)"),
     (Exit.BAD_INPUT, "bad input or a missing prerequisite: nothing was built or started"),
-    (Exit.NOT_COMPARABLE, "compare: nothing could be compared cleanly (the reason is printed)"),
+    (Exit.NOT_COMPARABLE, "compare: nothing could be compared cleanly; noise: no level was "
+                          "measured cleanly, no floor recorded (the reason is printed)"),
     (Exit.INTERRUPTED, "interrupted (SIGINT, SIGTERM or SIGHUP): the run is marked interrupted"),
 )
 

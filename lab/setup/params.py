@@ -579,6 +579,11 @@ def normalise_server(word: str) -> str:
     return f"{name}@{int(count)}"
 
 
+# what "unknown server" adds: where a server of one's own is found
+UNKNOWN_HINT = ("a server outside the lab's servers/ folder is found through "
+                "LAB_SERVER_PATH: the folder that holds <name>/server.toml")
+
+
 def check_servers(text: str, known: list[str]) -> tuple[str, ...]:
     names = text.split()
     if not names:
@@ -588,7 +593,8 @@ def check_servers(text: str, known: list[str]) -> tuple[str, ...]:
     names = [normalise_server(n) for n in names]
     unknown = [n for n in names if n.partition("@")[0].partition("#")[0] not in known]
     if unknown:
-        raise ConfigError(f"unknown server {', '.join(unknown)}; known: {', '.join(known)}")
+        raise ConfigError(f"unknown server {', '.join(unknown)}; known: {', '.join(known)}"
+                          f" ({UNKNOWN_HINT})")
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise ConfigError(f"SERVER lists a server twice: {' '.join(twice)} "

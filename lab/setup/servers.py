@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -286,6 +287,21 @@ def found_here(root: Path) -> dict[str, Server]:
     """discover() over root/servers and LAB_SERVER_PATH's folders."""
     from lab.setup.paths import server_path
     return discover(root, ":".join(map(str, server_path())))
+
+
+def outside(chosen: Iterable[str], found: Mapping[str, Server]) -> str:
+    """The LAB_SERVER_PATH folders (colon-separated) that hold the chosen
+    servers ("aws@16", "x#2" as SERVER names them): what a reproduce line must
+    carry for a server outside the lab; "" when every one is the lab's own."""
+    from lab.setup.paths import server_path
+    folders, used = server_path(), []
+    for spec in chosen:
+        s = found.get(spec.partition("#")[0].partition("@")[0])
+        where = s.folder.resolve() if s is not None else None
+        for top in folders:
+            if where is not None and where.is_relative_to(top) and top not in used:
+                used.append(top)
+    return ":".join(map(str, used))
 
 
 def split_spec(spec: str) -> tuple[str, int | None]:

@@ -17,6 +17,7 @@ that makes no run folder is a warning; on make's command line it is refused.
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from collections.abc import Mapping
 
@@ -104,6 +105,16 @@ def check_step(step: str, env: Mapping[str, str], recorded: Mapping[str, str] | 
         raise ConfigError("; ".join(refused))
     check_lab_settings({k: v for k, v in env.items() if k in read})   # LAB_CACHE, ADA_SOURCES...
     return warnings
+
+
+def reproduce_line(step: str, settings: Mapping[str, str], outside: str = "") -> str:
+    """The line that makes a run again: `make <step>` with its settings, and
+    LAB_SERVER_PATH first when a server of the run lives outside the lab
+    (`outside`: lab.setup.servers.outside) - without it the line fails with
+    "unknown server"."""
+    words = ([f"LAB_SERVER_PATH={shlex.quote(outside)}"] if outside else []) + \
+        [f"{k}={shlex.quote(v)}" for k, v in settings.items() if v]
+    return f"make {step} " + " ".join(words)
 
 
 def warn(warnings: list[str]) -> None:

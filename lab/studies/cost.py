@@ -57,7 +57,7 @@ from lab.setup.params import (SETTINGS, ConfigError, Params, Traits, format_cpus
                         parse_list, positive_int)
 from lab.setup.paths import ROOT, cache_dir
 from lab.measure.runtimes.local import LocalServerHost
-from lab.setup.servers import Server, discover, lookup
+from lab.setup.servers import Server, discover, lookup, outside
 from lab.measure.sweep import server_facts
 
 TOOLS = {"valgrind": "valgrind", "h2load": "nghttp2-client"}
@@ -317,12 +317,14 @@ def write_manifest(run: Path, params: Params, levels: tuple[int, ...], counts: t
     settings = {k: os.environ.get(k, SETTINGS[k].default) for k in SETTINGS
                 if k in stepcheck.COST}
     settings["REPEAT"] = str(repeat)
-    h2load = subprocess.run(["h2load", "--version"], capture_output=True, text=True).stdout
+    # None when h2load is not installed: a run of JVMs only starts nothing, and
+    # no install step ran for it (make cost installs only for native servers)
+    h2load = hostinfo.probe_version(["h2load", "--version"], r"nghttp2/(\S+)")
     path = run / schema.MANIFEST
     schema.write_manifest(run, schema.Manifest(
         run_id=run.name, status="running", started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        reproduce="make cost " + " ".join(f"{k}={shlex.quote(v)}"
-                                          for k, v in settings.items() if v),
+        reproduce=stepcheck.reproduce_line(
+            "cost", settings, outside([s.name for s in servers], {s.name: s for s in servers})),
         settings=settings,
         params=schema.RunParams.parse(schema.obj({**params.to_json(), "repeat": repeat},
                                                  path, "params")),
@@ -332,7 +334,7 @@ def write_manifest(run: Path, params: Params, levels: tuple[int, ...], counts: t
         topology="loopback (one host, server and client pinned to disjoint CPUs)",
         pinning=schema.Pinning(server_cpus=format_cpus(params.server_cpus),
                                client_cpus=format_cpus(params.client_cpus)),
-        client=schema.ClientInfo(tool="h2load", version=h2load.strip().split("/")[-1],
+        client=schema.ClientInfo(tool="h2load", version=h2load or "not installed",
                                  connection="keep-alive", threads="1"),
         host=hostinfo.host(), tools=dict(host_tools()), lab=hostinfo.lab_revision(ROOT),
         servers={s.name: schema.ServerRecord.new({**s.describe(), "status": "pending",

@@ -94,7 +94,7 @@ def record_floor(run: Path, server: str, cache: Path) -> int:
         print(f"error: no level of {run.name} was measured cleanly in both {server} and "
               f"{second(server)}: no floor recorded; run `make noise SERVER={server}` again "
               "on a quieter host", file=sys.stderr)
-        return int(Exit.FAILED)
+        return int(Exit.NOT_COMPARABLE)      # as compare says it: nothing measured cleanly
     m = rec.manifest.to_json()
     floor = floors.Floor(server=server, made=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                          run=str(run.resolve()), conditions=floors.conditions_of(m),

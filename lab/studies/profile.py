@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from lab.studies import cost
-from lab.measure import deps
+from lab.measure import deps, hostinfo
 from lab.host import procfs, procs
 from lab.record import files, runlock, schema
 from lab.present import report
@@ -85,8 +85,10 @@ def asprof_library(cache: Path) -> Path:
 
 
 def perf_version() -> str:
-    out = subprocess.run(["perf", "--version"], capture_output=True, text=True)
-    return out.stdout.strip()
+    """perf's version line ("not installed" when it is not there: the tool's
+    absence is recorded, never a traceback)."""
+    return hostinfo.probe_version(["perf", "--version"], r"(perf version \S+)") or \
+        "not installed"
 
 
 def check(env: dict[str, str], run: Path) -> tuple[dict[str, Any], list[Server], int, int]:

@@ -49,7 +49,7 @@ from lab.analyse.probeview import ProbeOutcome, checks_of, settled_text
 from lab.host.procfs import TreeSample
 from lab.measure.runtimes import Placement, ServerHost
 from lab.measure.launch import Knobs, ServerProcess
-from lab.setup.params import Params
+from lab.setup.params import UNKNOWN_HINT, Params
 from lab.setup.servers import Server
 from lab.setup.paths import ROOT, cache_dir
 from lab.measure.verify import checks
@@ -408,8 +408,8 @@ def main(argv: list[str]) -> int:
     names = list(known) if args.servers == ["all"] else args.servers
     unknown = [n for n in names if n not in known]
     if unknown:
-        print(f"error: unknown server {', '.join(unknown)}; known: {', '.join(known)}",
-              file=sys.stderr)
+        print(f"error: unknown server {', '.join(unknown)}; known: {', '.join(known)} "
+              f"({UNKNOWN_HINT})", file=sys.stderr)
         return 2
     run = args.run or Path(tempfile.mkdtemp(prefix="lab-probe."))
     cpus = tuple(int(c) for c in args.cpus.split(","))
