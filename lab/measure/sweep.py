@@ -20,7 +20,7 @@ from typing import Any
 from lab.record import failures, schema, series
 from lab.measure import jit, runtimes
 from lab.analyse import contract, metrics
-from lab.host import procs
+from lab.host import logcap, procs
 from lab.measure.clients import Client, ClientError, Load
 from lab.record.level import Level
 from lab.measure.launch import Knobs, ListenError, ServerProcess
@@ -161,6 +161,10 @@ class ServerSweep:
         finally:
             self.start_record["exit_code"] = sp.stop()
             self.save()
+            if logcap.capped(sp.log):
+                self.note(f"its log {sp.log.name} reached SERVER_LOG_MAX "
+                          f"({self.params.server_log_max:,} bytes): what it wrote past that "
+                          "was discarded (the log's last lines say how much)")
         progress(f"{self.tag} stopped")
 
     def launch(self, knob_value: int | None) -> ServerProcess:
@@ -170,7 +174,7 @@ class ServerSweep:
         suffix = f"-rep{self.rep}" + (f"-{p.axis}{knob_value}" if knob_value is not None else "")
         sp = ServerProcess(self.server, self.root, self.cache, self.run.name, knobs,
                            p.server_cpus, self.out / f"server{suffix}.log",
-                           self.topology.server, self.topology.connect)
+                           self.topology.server, self.topology.connect, p.server_log_max)
         self.start_record = {"id": suffix.lstrip("-"), "rep": self.rep, "knob": knob_value,
                              "workers": knobs.workers,          # None: as shipped
                              "backlog": knobs.backlog,
