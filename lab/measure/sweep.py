@@ -264,7 +264,7 @@ class ServerSweep:
             level, m = self.level(sp, load, p.duration_s, tag)
         # the answer checked again after the load (a server may change it mid-run):
         # a level whose answers changed is flagged and not ranked
-        broken = recheck(sp.host, p.port)
+        broken = recheck(sp.host, p.port) if level.successful else []   # none: the sweep ends
         if broken:
             m = replace(m, answer_changed="after the level, " + contract.one_line(broken))
         where = metrics.Where(
