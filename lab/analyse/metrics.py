@@ -385,6 +385,8 @@ def why_not_calibrated(row: Row) -> Reason:
     None when it may. It measures the client only when the client was the
     limit (client-bound) on a quiet host: else it measured the host, the
     network or the ceiling, and every later share of it would be wrong."""
+    if any(row.has(f) for f in UNRANKED):
+        return f"{row.unranked or 'not a whole level'}: measure again"
     if row.has("host-busy"):
         return (f"other processes took {row.other_cpu_pct:.0f}% of the lab's CPUs "
                 f"(over {HOST_BUSY_PCT:.0f}%): it measured the host; calibrate on a quiet host")
