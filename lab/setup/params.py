@@ -199,7 +199,7 @@ REGISTRY: tuple[Setting, ...] = (
     declare("SERVER_LOG_MAX", "64M", "size",
             "the most each server start's log keeps (its stdout and stderr; 100k, 64M, 1G): "
             "past it, the rest is read and discarded, and the report says so",
-            "RUNTIME=process"),
+            "RUNTIME=process, TOPOLOGY=local or netns"),
     declare("PROBE", "1", "0 or 1",
             "1: run the robustness probe on a separate start of each server first; 0: skip it"),
     declare("FORCE", "0", "0 or 1",
