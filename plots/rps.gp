@@ -1,6 +1,7 @@
 # rps.gp - requests/s by the swept axis (median of the repetitions, min-max bars), one filled curve per server.
 # Call: gnuplot -e "run='RUN'; servers='a b'; ceiling='nginx'; conditions='...'; fmt='png'" plots/rps.gp
-# Reads RUN/data/<server>.dat (1 value, 2 req/s, 3-4 min-max, 10 client_bound, 15 disturbed); writes RUN/rps.<fmt>.
+# Reads RUN/data/<server>.dat (1 value, 2 req/s, 3-4 min-max, 10 client_bound, 15 disturbed,
+# 20 unranked: the client stopped early or the answer changed); writes RUN/rps.<fmt>.
 
 # ---- arguments --------------------------------------------------------------
 if (!exists("run") || !exists("servers")) exit error "rps.gp: pass run='RUN' and servers='a b ...' with -e"
@@ -20,7 +21,9 @@ do for [s in all] { if (!usable(dat(s))) { exit error "rps.gp: missing or empty 
 # how many client-bound points are there? (legend entry only when > 0)
 nbound = 0
 ndisturbed = 0
+nunranked = 0
 do for [s in all] { stats dat(s) using 10 nooutput; nbound = nbound + STATS_sum }
+do for [s in all] { stats dat(s) using 20 nooutput; nunranked = nunranked + STATS_sum }
 do for [s in all] { stats dat(s) using 15 nooutput; ndisturbed = ndisturbed + STATS_sum }
 
 # ---- output -----------------------------------------------------------------
@@ -52,6 +55,7 @@ set key outside right top vertical Left reverse noautotitle
 
 bound(y) = column(10) == 1 ? y : NaN            # keep only client-bound points
 disturbed(y) = column(15) == 1 ? y : NaN        # levels flagged steal or host-busy
+unranked(y) = column(20) == 1 ? y : NaN         # levels not ranked: no level's rate
 
 # ---- plot -------------------------------------------------------------------
 plot for [i=1:words(servers)] dat(word(servers, i)) using 1:2 \
@@ -70,4 +74,7 @@ plot for [i=1:words(servers)] dat(word(servers, i)) using 1:2 \
          title (i == 1 && nbound > 0 ? "client-bound (measures the client)" : ""), \
      for [i=1:words(all)] dat(word(all, i)) using 1:(disturbed($2)) \
          with points pt 8 ps 2.2 lw 1.5 lc rgb "#ff7f0e" \
-         title (i == 1 && ndisturbed > 0 ? "host disturbed (steal or other load)" : "")
+         title (i == 1 && ndisturbed > 0 ? "host disturbed (steal or other load)" : ""), \
+     for [i=1:words(all)] dat(word(all, i)) using 1:(unranked($2)) \
+         with points pt 2 ps 2.4 lw 2 lc rgb "#d62728" \
+         title (i == 1 && nunranked > 0 ? "not ranked (client stopped early, or answer changed)" : "")

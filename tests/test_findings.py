@@ -38,6 +38,9 @@ EXAMPLES: list[Finding] = [
     findings.NoCalibration(),
     findings.CalibrationUnused("siege was not calibrated"),
     findings.AboveCapacity("aws", "siege", 8, 1.12, analysis.DOES_NOT_HOLD),
+    findings.ClientStopped("aws", "siege", 1, 3, ("c=8: client stopped early: siege stopped "
+                                                  "after 0.16 s of the 5 s level",)),
+    findings.AnswerChanged("aws", 1, 3, ("c=8: answer changed: after the level, exact body",)),
 ]
 
 

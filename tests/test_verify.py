@@ -2,15 +2,23 @@
 and wrong in three ways at once: every breach reported in one pass."""
 from __future__ import annotations
 
+import os
+import re
+import socket
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from lab.analyse import contract
-from lab.measure.verify import BODY, VerifyError, checks, verify
+from conftest import ROOT, free_port
+from lab.measure.verify import BODY, VerifyError, checks, recheck, verify
 
 
 def handler(body: bytes = BODY, ctype: str = "application/json", version: str = "HTTP/1.1",
@@ -188,3 +196,91 @@ def test_a_second_answer_unlike_the_first_breaks_keep_alive_only() -> None:
     [breach] = err.value.breaches
     assert breach.name == "keep-alive" and "second answer" in breach.rule
     assert "exactly" in breach.got and "World?" in breach.got
+
+
+# --------------------------------------------------------------------------- connection close
+
+CLOSE_SAID = "a request with Connection: close must be answered with Connection: close"
+CLOSED = "after answering a request with Connection: close, the server must close"
+
+
+def closing(say: bool = True, close: bool = True) -> type[BaseHTTPRequestHandler]:
+    """The greeting; a request that asks to close is answered with (say) or
+    without `Connection: close`, and then the connection closed (close) or kept."""
+    class H(handler()):  # type: ignore[misc,valid-type]
+        def end_headers(self) -> None:
+            asked = self.close_connection
+            if asked and say:
+                self.send_header("Connection", "close")
+            super().end_headers()
+            self.close_connection = asked and close
+    return H
+
+
+def test_close_mode_passes_a_server_that_says_close_and_closes() -> None:
+    with serving(closing()) as port:
+        passed = verify("127.0.0.1", port, keepalive=False)
+    assert passed[-2:] == ["Connection: close", "closed after it"]
+
+
+def test_a_server_that_closes_without_saying_so_fails_close_mode() -> None:
+    """As the workshop's hello.py did: wrk reused the connection, and exactly
+    half its requests failed. Keep-alive mode does not ask it."""
+    with serving(handler()) as port:
+        assert "Connection: close" not in verify("127.0.0.1", port, keepalive=True)
+        with pytest.raises(VerifyError) as e:
+            verify("127.0.0.1", port, keepalive=False)
+    [breach] = e.value.breaches
+    assert breach.rule.startswith(CLOSE_SAID)
+    assert breach.got == "HTTP/1.1 200 OK with no Connection header"
+    assert CLOSE_SAID in contract.listed(e.value.breaches)
+
+
+def test_a_server_that_says_close_but_keeps_the_connection_fails_close_mode() -> None:
+    with serving(closing(close=False)) as port:
+        with pytest.raises(VerifyError) as e:
+            verify("127.0.0.1", port, keepalive=False)
+    [breach] = e.value.breaches
+    assert breach.rule == CLOSED and "still open" in breach.got
+
+
+def test_the_workshops_own_server_passes_close_mode(tmp_path: Path) -> None:
+    """docs/workshop.md exercise 7's hello.py, as the document gives it."""
+    text = (ROOT / "docs" / "workshop.md").read_text()
+    code = re.search(r"^```python servers/hello/hello.py\n(.*?)^```", text, re.M | re.S)
+    assert code, "exercise 7 gives hello.py"
+    (tmp_path / "hello.py").write_text(code.group(1))
+    port = free_port()
+    env = dict(os.environ, BIND="127.0.0.1", PORT=str(port), BACKLOG="16")
+    proc = subprocess.Popen([sys.executable, "hello.py"], cwd=tmp_path, env=env)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.05)
+        assert "closed after it" in verify("127.0.0.1", port, keepalive=False)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+# --------------------------------------------------------------------------- after a level
+
+def test_recheck_sees_an_answer_that_changed() -> None:
+    with serving(handler()) as port:
+        assert recheck("127.0.0.1", port) == []
+    with serving(handler(body=b'{"greeting":"Hello World?"}')) as port:
+        [breach] = recheck("127.0.0.1", port)
+    assert breach.name == "exact body" and "Hello World?" in breach.got
+
+
+def test_recheck_of_a_server_gone_is_one_breach() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]           # nothing listens there
+    [breach] = recheck("127.0.0.1", port, timeout=1)
+    assert breach.name == contract.REACHABLE and "after the load" in breach.rule

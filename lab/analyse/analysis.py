@@ -251,6 +251,13 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
             out.append(findings.LittlesLaw(name, count("littles-law"), n))
         if count("saturated"):
             out.append(findings.Saturated(name, count("saturated"), n))
+        for flag in metrics.UNRANKED:        # each flagged level, with its reasons
+            said = tuple(f"{at_value(m.params.axis, s.value)}: {'; '.join(s.unranked)}"
+                         for s in levels if s.flags.get(flag))
+            if said:
+                out.append(findings.ClientStopped(name, tool, len(said), n, said)
+                           if flag == "client-stopped"
+                           else findings.AnswerChanged(name, len(said), n, said))
         if count("not-steady"):
             out.append(findings.NotSteady(name))
         if count("host-busy"):

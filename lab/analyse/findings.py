@@ -147,6 +147,39 @@ class Steal(Finding):
                 "compare runs on a dedicated host.")
 
 
+@dataclass(frozen=True)
+class ClientStopped(Finding):
+    """The client ended levels before their length (Siege after 1,024 failures)."""
+    kind: ClassVar[str] = "client-stopped"
+    server: str
+    tool: str
+    count: int                  # levels flagged
+    levels: int
+    why: tuple[str, ...]        # each flagged level's reason, "c=8: ..."
+
+    def text(self) -> str:
+        return (f"{self.server}: {self.tool} stopped early at {self.count} of {self.levels} "
+                f"levels ({'; '.join(self.why)}): those levels are not ranked and their rate "
+                "is not the server's. See what failed there; for Siege, fewer failures (more "
+                "workers, KEEPALIVE=0) or another client (CLIENT=wrk).")
+
+
+@dataclass(frozen=True)
+class AnswerChanged(Finding):
+    """The server's answer broke the contract after the load had started."""
+    kind: ClassVar[str] = "answer-changed"
+    server: str
+    count: int
+    levels: int
+    why: tuple[str, ...]
+
+    def text(self) -> str:
+        return (f"{self.server}: its answer changed during the load at {self.count} of "
+                f"{self.levels} levels ({'; '.join(self.why)}): those levels are not ranked, "
+                "their requests/s count answers that are not the contract's. Fix the "
+                "server; its log is in the run folder.")
+
+
 NOT_RECORDED = "how is not recorded (a run made before the lab kept the kinds)"
 
 

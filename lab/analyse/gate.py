@@ -27,7 +27,7 @@ METRICS: dict[str, tuple[str, bool]] = {
     "instructions": ("instructions per request", False),
 }
 # A level is measured cleanly when no repetition on either side has one of these.
-UNCLEAN = ("client-bound", "host-busy", "steal", "failures")
+UNCLEAN = ("client-bound", "host-busy", "steal", "failures", *metrics.UNRANKED)
 # What the gate says of one metric at one level; the first two are the only
 # ones that count as "compared cleanly".
 REGRESSION, PASS = "regression", "pass"

@@ -31,6 +31,9 @@ MIN_REPS_FOR_VERDICT = 3       # fewer repetitions show no spread worth ranking 
 CAPACITY_LIMITED = 0.90        # a server at 90%+ of the client's calibrated capacity
 FAILED_SHARE_PCT = 1.0         # failed requests, % of a repetition's: more, and the level's
                                # req/s (or latency) is not ranked
+RAN_SHORT = 0.20               # the client's own elapsed time more than this share short of
+                               # the level's length (Siege ends 2 s levels up to 7% short on
+                               # its own): it stopped early, and its rate is not a level's
 
 # What each flag means, in one sentence: for summaries and reports.
 FLAGS: dict[str, str] = {
@@ -46,7 +49,16 @@ FLAGS: dict[str, str] = {
     "not-steady": "the warm-up hit WARMUP_MAX before three slices agreed within 5% (and, "
                   f"for a JVM, before its JIT compiled at most {JIT_QUIET_PER_S:g} method/s)",
     "noisy": f"repetitions spread more than {NOISY_SPREAD - 1:.0%} (max/min)",
+    "client-stopped": f"the client stopped early: its own elapsed time fell more than "
+                      f"{RAN_SHORT:.0%} short of the level's length, so its rate is not the "
+                      "level's; not ranked",
+    "answer-changed": "the server's answer checked after the level (status and exact body, "
+                      "on a fresh connection) or sampled during it was not the contract's: "
+                      "not ranked",
 }
+# A level with one of these in any repetition is not ranked (its verdicts are
+# "not comparable", it is nobody's peak), whatever the other flags say.
+UNRANKED = ("client-stopped", "answer-changed")
 
 
 @dataclass(frozen=True)
@@ -73,6 +85,9 @@ class Measured:
     shared_kb: int | None = None
     anon_kb: int | None = None
     server_sys_s: float | None = None      # the kernel's part of server_cpu_s
+    # the answers checked after the level (or sampled during it) broke the
+    # contract: what was seen ("" : they held)
+    answer_changed: str = ""
 
 
 @dataclass(frozen=True)
@@ -93,9 +108,27 @@ class Where:
     not_steady: bool = False
 
 
+def ran_short(level: Level, duration_s: float, client: str) -> str:
+    """Why a client run is no whole level, or "" when it ran its length: the
+    client's own elapsed time fell more than RAN_SHORT short of `duration_s`,
+    or the client said it gave up (Level.stopped, its own words). An
+    open-loop client's elapsed time may end one request interval early."""
+    slack = 1 / level.offered_rps if level.offered_rps else 0.0
+    short = level.elapsed_s < (1 - RAN_SHORT) * max(duration_s - slack, 0.0)
+    if not short and not level.stopped:
+        return ""
+    said = f": {level.stopped}" if level.stopped else ""
+    return (f"{client} stopped after {level.elapsed_s:.2f} s of the {duration_s:g} s level "
+            f"(its own elapsed time){said}")
+
+
 def level_flags(level: Level, client_pct: float, other_pct: float, steal_pct: float,
-                littles: float | None, not_steady: bool) -> list[str]:
+                littles: float | None, not_steady: bool, answer_changed: str = "") -> list[str]:
     flags = []
+    if level.stopped:
+        flags.append("client-stopped")
+    if answer_changed:
+        flags.append("answer-changed")
     if client_pct >= CLIENT_BOUND_PCT:
         flags.append("client-bound")
     if level.failed:
@@ -121,7 +154,11 @@ def make_row(where: Where, level: Level, m: Measured) -> Row:
     other_pct = max(0.0, 100 * (m.host_busy_s - m.server_cpu_s - m.client_cpu_s) / allotment)
     steal_pct = 100 * m.host_steal_s / allotment
     littles = round(level.in_flight / where.concurrency, 3) if where.concurrency else None
-    flags = level_flags(level, client_pct, other_pct, steal_pct, littles, where.not_steady)
+    flags = level_flags(level, client_pct, other_pct, steal_pct, littles, where.not_steady,
+                        m.answer_changed)
+    unranked = "; ".join(x for x in (level.stopped and f"client stopped early: {level.stopped}",
+                                     m.answer_changed and f"answer changed: {m.answer_changed}")
+                         if x)
     return Row(
         server=where.server, rep=where.rep, axis=where.axis, value=where.value,
         concurrency=where.concurrency, offered_rps=where.offered_rps,
@@ -145,7 +182,7 @@ def make_row(where: Where, level: Level, m: Measured) -> Row:
         pss_kb=m.pss_kb, private_kb=m.private_kb, shared_kb=m.shared_kb, anon_kb=m.anon_kb,
         server_sys_us_per_req=round(1e6 * m.server_sys_s / level.transactions, 2)
         if m.server_sys_s is not None and level.transactions else None,
-        failure_kinds=encode_failures(level.failures))
+        failure_kinds=encode_failures(level.failures), unranked=unranked)
 
 
 def combine(levels: list[Level]) -> Level:
@@ -179,7 +216,8 @@ def combine(levels: list[Level]) -> Level:
         p90_ms=worst([x.p90_ms for x in levels]),
         p99_ms=worst([x.p99_ms for x in levels]),
         offered_rps=None if None in offered else sum(v for v in offered if v is not None),
-        failures=tuple(failure_kinds.merged(f for x in levels for f in x.failures)))
+        failures=tuple(failure_kinds.merged(f for x in levels for f in x.failures)),
+        stopped="; ".join(dict.fromkeys(x.stopped for x in levels if x.stopped)))
 
 
 def steady(rates: list[float], slices: int = STEADY_SLICES,
@@ -253,6 +291,13 @@ class LevelStats:
     failures: tuple[Failure, ...] = ()    # by kind, over the repetitions (lab.record.failures)
     failed_pct: float = 0.0               # the worst repetition's failed share, %
     failed_by_rep: tuple[int, ...] = ()   # failed requests of each repetition, in rep order
+    unranked: tuple[str, ...] = ()        # why it is not ranked (UNRANKED), a line per
+                                          # repetition flagged: "rep 2: client stopped early: ..."
+
+    @property
+    def ranked(self) -> bool:
+        """No repetition has an UNRANKED flag."""
+        return not any(self.flags.get(f, 0) for f in UNRANKED)
 
     @property
     def noisy(self) -> bool:
@@ -308,7 +353,9 @@ def level_stats(rows: list[Row]) -> list[LevelStats]:
             attempts=sum(r.successful + r.failed for r in group),
             failures=tuple(failure_kinds.merged(f for r in group for f in r.failures())),
             failed_pct=max(failed_share(r) for r in group),
-            failed_by_rep=tuple(r.failed for r in sorted(group, key=lambda r: r.rep))))
+            failed_by_rep=tuple(r.failed for r in sorted(group, key=lambda r: r.rep)),
+            unranked=tuple(f"rep {r.rep}: {r.unranked}" if len(group) > 1 else r.unranked
+                           for r in sorted(group, key=lambda r: r.rep) if r.unranked)))
     return out
 
 
@@ -319,8 +366,18 @@ def failed_share(row: Row) -> float:
 
 
 def peak(stats: list[LevelStats]) -> LevelStats:
-    """The level with the highest median rate."""
-    return max(stats, key=lambda s: s.rate.median)
+    """The level with the highest median rate, among the ranked ones (a level
+    the client abandoned, or whose answers changed, is nobody's peak) when
+    there are any."""
+    return max([s for s in stats if s.ranked] or stats, key=lambda s: s.rate.median)
+
+
+def unranked_text(stats: list[LevelStats]) -> str:
+    """'not comparable (aws: client stopped early ...)' when a side has an
+    UNRANKED flag, else ""."""
+    said = [f"{s.server}: {'; '.join(s.unranked) or ', '.join(f for f in UNRANKED if f in s.flags)}"
+            for s in stats if not s.ranked]
+    return f"not comparable ({'; '.join(said)}; such a level is not ranked)" if said else ""
 
 
 def why_not_calibrated(row: Row) -> Reason:
@@ -328,6 +385,8 @@ def why_not_calibrated(row: Row) -> Reason:
     None when it may. It measures the client only when the client was the
     limit (client-bound) on a quiet host: else it measured the host, the
     network or the ceiling, and every later share of it would be wrong."""
+    if any(row.has(f) for f in UNRANKED):
+        return f"{row.unranked or 'not a whole level'}: measure again"
     if row.has("host-busy"):
         return (f"other processes took {row.other_cpu_pct:.0f}% of the lab's CPUs "
                 f"(over {HOST_BUSY_PCT:.0f}%): it measured the host; calibrate on a quiet host")
@@ -544,6 +603,9 @@ def efficiency(a: LevelStats, b: LevelStats, labels: tuple[str, str] | None = No
 def verdict(a: LevelStats, b: LevelStats) -> Verdict:
     """Two servers at one level, through the gate; where req/s (or p99)
     cannot rank them, server CPU per request too."""
+    unranked = unranked_text([a, b])
+    if unranked:            # a level that is no whole, honest level is not ranked at all
+        return Verdict(a.value, a.server, b.server, "not-comparable", None, unranked)
     sa, sb, higher, phrase = samples(a, b)
     j = judge(sa, sb, higher_is_better=higher, better=phrase)
     if j.kind == "missing":

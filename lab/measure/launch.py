@@ -79,8 +79,9 @@ class ServerProcess:
 
     def __init__(self, server: Server, root: Path, cache: Path, run_id: str, knobs: Knobs,
                  cpus: tuple[int, ...], log: Path, where: ServerHost | None = None,
-                 connect: str | None = None) -> None:
+                 connect: str | None = None, log_max: int | None = None) -> None:
         self.server, self.knobs, self.log, self.cpus = server, knobs, log, cpus
+        self.log_max = log_max          # SERVER_LOG_MAX (lab.host.logcap); None: uncapped
         self.where: ServerHost = where or LocalServerHost()
         self.connect = connect
         self.values = placeholders(root, cache, knobs)
@@ -117,7 +118,7 @@ class ServerProcess:
         self.env["LAB_SCRATCH"] = str(self.scratch)
         procs.Keeper.undo(self._undo_scratch())    # the step killed: its keeper removes it
         self.proc = self.where.start(self.command, self.server.run.dir, self.env, self.log,
-                                     self.cpus)
+                                     self.cpus, self.log_max)
         return self.proc
 
     def _undo_scratch(self) -> list[str]:

@@ -7,19 +7,20 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from lab.record import failures, schema, series
 from lab.measure import jit, runtimes
 from lab.analyse import contract, metrics
-from lab.host import procs
+from lab.host import logcap, procs
 from lab.measure.clients import Client, ClientError, Load
 from lab.record.level import Level
 from lab.measure.launch import Knobs, ListenError, ServerProcess
@@ -27,7 +28,7 @@ from lab.setup.params import KNOBS, WARMUP_SLICE_S, Params
 from lab.record.schema import Row
 from lab.measure.runtimes import ClientHost, ClientHung, ClientRun, Placement, ServerDied, ServerHost
 from lab.setup.servers import Server, expand
-from lab.measure.verify import VerifyError, verify, wire
+from lab.measure.verify import VerifyError, recheck, verify, wire
 
 WARMUP_WORKERS = 64            # an open-loop client's warm-up connections
 
@@ -160,6 +161,10 @@ class ServerSweep:
         finally:
             self.start_record["exit_code"] = sp.stop()
             self.save()
+            if logcap.capped(sp.log):
+                self.note(f"its log {sp.log.name} reached SERVER_LOG_MAX "
+                          f"({self.params.server_log_max:,} bytes): what it wrote past that "
+                          "was discarded (the log's last lines say how much)")
         progress(f"{self.tag} stopped")
 
     def launch(self, knob_value: int | None) -> ServerProcess:
@@ -169,7 +174,7 @@ class ServerSweep:
         suffix = f"-rep{self.rep}" + (f"-{p.axis}{knob_value}" if knob_value is not None else "")
         sp = ServerProcess(self.server, self.root, self.cache, self.run.name, knobs,
                            p.server_cpus, self.out / f"server{suffix}.log",
-                           self.topology.server, self.topology.connect)
+                           self.topology.server, self.topology.connect, p.server_log_max)
         self.start_record = {"id": suffix.lstrip("-"), "rep": self.rep, "knob": knob_value,
                              "workers": knobs.workers,          # None: as shipped
                              "backlog": knobs.backlog,
@@ -199,7 +204,7 @@ class ServerSweep:
         except ListenError as e:
             raise NotLoaded(f"{e}; not loaded") from None
         try:
-            passed = verify(sp.host, self.params.port)
+            passed = verify(sp.host, self.params.port, keepalive=self.params.keepalive)
         except VerifyError as e:
             raise NotLoaded(f"{name} failed verification, not loaded: "
                             f"{contract.listed(e.breaches)}") from e
@@ -247,6 +252,21 @@ class ServerSweep:
         tag = f"rep{self.rep}-" + (f"{p.axis}{knob_value}-" if knob_value is not None else "")
         tag += f"c{level_value}" if load.concurrency else f"r{level_value}"
         level, m = self.level(sp, load, p.duration_s, tag)
+        if level.stopped and sp.alive():
+            # Siege sometimes ends a timed run early with nothing failed (and always
+            # after 1,024 failures): once more, the first output kept aside
+            stem = f"{self.client.name}-{tag}"
+            for f in self.out.glob(f"{stem}.*"):
+                if re.fullmatch(r"(\.h\d+)?\.(out|err)", f.name[len(stem):]):
+                    f.rename(f.with_name(f"{stem}.stopped{f.name[len(stem):]}"))
+            self.note(f"{tag}: {level.stopped}; measured once more (the first output is "
+                      f"{self.client.name}-{tag}.stopped.*)")
+            level, m = self.level(sp, load, p.duration_s, tag)
+        # the answer checked again after the load (a server may change it mid-run):
+        # a level whose answers changed is flagged and not ranked
+        broken = recheck(sp.host, p.port) if level.successful else []   # none: the sweep ends
+        if broken:
+            m = replace(m, answer_changed="after the level, " + contract.one_line(broken))
         where = metrics.Where(
             server=self.server.name, rep=self.rep, axis=p.axis,
             value=knob_value if knob_value is not None else level_value,
@@ -268,8 +288,12 @@ class ServerSweep:
             counts = ", ".join(f"{key} {sum(f.count for f in group):,}" for key, group in
                                failures.by_kind(row.failures()).items())
             note += f"  failed {row.failed:,}" + (f" ({counts})" if counts else "")
+        if row.unranked:        # client stopped early, answers changed: the reason, and so
+            note += f"  NOT RANKED: {row.unranked}"
+        ran = f"{row.elapsed_s:.2f}s of {p.duration_s}s" if row.has("client-stopped") \
+            else f"{p.duration_s}s"
         progress(f"{self.tag} {fmt_value(p.axis, row.value)} ({i}/{n}) "
-                 f"{p.duration_s}s  {row.rate_rps:,.0f} req/s  {row.resp_ms:.2f} ms{p99}  "
+                 f"{ran}  {row.rate_rps:,.0f} req/s  {row.resp_ms:.2f} ms{p99}  "
                  f"rss {row.rss_end_kb / 1024:.1f} MB{cgroup}  cpu server "
                  f"{row.server_cpu_pct:.0f}% client {row.client_cpu_pct:.0f}%  "
                  f"ETA {fmt_eta(eta)}{note}")
@@ -387,6 +411,9 @@ class ServerSweep:
             levels = [self.client.parse(ran.stdout, ran.stderr) for ran in runs]
         except ClientError as e:
             raise SweepError(f"{tag}: {e}") from e
+        # a rate is a level's only when the client ran its length, by its own clock
+        levels = [replace(lv, stopped=metrics.ran_short(lv, duration, self.client.name))
+                  for lv in levels]
         if "warmup" not in tag:
             self.write_series(tag, runs, getattr(sampler, "points", None))
         hosts_pct = tuple(100 * ran.cpu_s / (len(p.client_cpus) * max(ran.wall_s, 1e-9))

@@ -1,7 +1,11 @@
 """The contract every server meets before it is loaded.
 
 GET /api: 200, Content-Type application/json, Content-Length 27, the exact
-body; another path: 404; two requests answered on one keep-alive connection.
+body; another path: 404; two requests answered on one keep-alive connection;
+and, for a run with connection close, what that mode promises: a request
+that says `Connection: close` gets `Connection: close` back and then a closed
+connection (a client such as wrk reuses a connection whose answer did not
+say close: a server that closes it anyway fails every other request).
 Every check is made and every breach reported in one pass (`checks`, typed
 lab.analyse.contract.Check values); `verify` raises VerifyError with all of
 them. A server that does not answer at all is one breach.
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import http.client
 import socket
+import time
 from email.message import Message
 from dataclasses import dataclass
 
@@ -130,11 +135,54 @@ def elsewhere(conn: http.client.HTTPConnection) -> Check:
     return Check(name, rule, missing.status == 404, missing.show())
 
 
-def checks(host: str, port: int, timeout: float = 5.0) -> list[Check]:
+CLOSE_WAIT_S = 2.0       # how long a server may take to close after its last answer
+
+
+def has_token(value: str | None, token: str) -> bool:
+    """A Connection header's value lists `token` (comma-separated, any case)."""
+    return value is not None and token in (t.strip().lower() for t in value.split(","))
+
+
+def connection_close(host: str, port: int, timeout: float = 5.0) -> list[Check]:
+    """What connection close promises (RFC 9112 9.6): a GET /api that says
+    `Connection: close` is answered with `Connection: close`, then the server
+    closes the connection."""
+    header = "Connection: close"
+    said_rule = ("a request with Connection: close must be answered with Connection: close "
+                 "(a client then knows not to send another request on that connection)")
+    closed_rule = "after answering a request with Connection: close, the server must close"
+    request = (f"GET /api HTTP/1.1\r\nHost: {host}:{port}\r\nAccept: application/json\r\n"
+               "Connection: close\r\n\r\n")
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.sendall(request.encode())
+            raw = read_response(sock)
+            sock.settimeout(CLOSE_WAIT_S)
+            try:
+                more = sock.recv(1)
+                closed, after = not more, f"{more!r} more bytes"
+            except (ConnectionResetError, BrokenPipeError):
+                closed, after = True, ""
+            except TimeoutError:
+                closed, after = False, f"still open {CLOSE_WAIT_S:g} s after the answer"
+    except (VerifyError, OSError) as e:
+        return [failed(header, said_rule, e)]
+    head = raw.partition(b"\r\n\r\n")[0].decode("latin-1").split("\r\n")
+    said = [v.strip() for k, _, v in (line.partition(":") for line in head[1:])
+            if k.strip().lower() == "connection"]
+    return [Check(header, said_rule, any(has_token(v, "close") for v in said),
+                  f"{head[0]} with " + (f"Connection: {', '.join(said)}" if said
+                                        else "no Connection header")),
+            Check("closed after it", closed_rule, closed, after)]
+
+
+def checks(host: str, port: int, timeout: float = 5.0,
+           keepalive: bool = True) -> list[Check]:
     """Every check of the contract, passed or not, in one pass: GET /api's
-    status, Content-Type, Content-Length and body, keep-alive, 404 elsewhere.
-    A server that does not answer GET /api at all is one breach: the rest
-    cannot be checked."""
+    status, Content-Type, Content-Length and body, keep-alive, 404 elsewhere,
+    and, when the run's connection mode is close (keepalive False), what
+    close promises (connection_close). A server that does not answer GET /api
+    at all is one breach: the rest cannot be checked."""
     conn = http.client.HTTPConnection(host, port, timeout=timeout)
     try:
         first = get(conn, "/api")
@@ -149,17 +197,40 @@ def checks(host: str, port: int, timeout: float = 5.0) -> list[Check]:
         found.append(elsewhere(conn))
     finally:
         conn.close()
+    if not keepalive:
+        found += connection_close(host, port, timeout)
     return [c if not c.ok else Check(c.name, c.rule, True) for c in found]
 
 
-def verify(host: str, port: int, timeout: float = 5.0) -> list[str]:
-    """Run every check; returns the labels of what passed, or raises VerifyError
-    with every breach."""
-    found = checks(host, port, timeout)
+def verify(host: str, port: int, timeout: float = 5.0, keepalive: bool = True) -> list[str]:
+    """Run every check (those of the run's connection mode); returns the labels
+    of what passed, or raises VerifyError with every breach."""
+    found = checks(host, port, timeout, keepalive)
     broken = contract.breaches(found)
     if broken:
         raise VerifyError(broken[0], breaches=broken)
     return [c.name for c in found]
+
+
+def recheck(host: str, port: int, timeout: float = 5.0) -> list[Check]:
+    """The contract's cheap part again, after a level: one GET /api on a fresh
+    connection, its status, Content-Type, Content-Length and exact body. The
+    breaches ([]: the answer held). A connection that fails is tried once more
+    after a second (a backlog still draining); failed twice, it is a breach."""
+    for attempt in (1, 2):
+        conn = http.client.HTTPConnection(host, port, timeout=timeout)
+        try:
+            reply = get(conn, "/api")
+        except (http.client.HTTPException, OSError) as e:
+            if attempt == 2:
+                return [failed(contract.REACHABLE, "GET /api must still be answered after "
+                                                   "the load (a fresh connection, twice)", e)]
+            time.sleep(1)
+            continue
+        finally:
+            conn.close()
+        return contract.breaches(api_checks(reply))
+    return []
 
 
 # --------------------------------------------------------------------------- what it sends

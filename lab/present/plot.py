@@ -18,7 +18,7 @@ from lab.setup.params import LOAD_AXES
 MB = 1024
 COLUMNS = ("value rate rate_lo rate_hi resp_ms resp_lo resp_hi rss_end_MB rss_peak_MB "
            "client_bound cpu_us_per_req cpu_lo cpu_hi failed disturbed noisy p50_ms p90_ms "
-           "p99_ms")
+           "p99_ms unranked")
 
 
 def num(x: float | None) -> str:
@@ -47,7 +47,8 @@ def export(rec: RunRecord, a: Analysis) -> tuple[list[str], str, bool]:
                 str(int(s.client_bound)), num(s.cpu_us_per_req.median),
                 num(s.cpu_us_per_req.lo), num(s.cpu_us_per_req.hi), str(s.failed),
                 str(int(bool({"steal", "host-busy"} & set(flags)))), str(int(s.noisy)),
-                *(num(x.median if x else None) for x in (s.p50_ms, s.p90_ms, s.p99_ms))]))
+                *(num(x.median if x else None) for x in (s.p50_ms, s.p90_ms, s.p99_ms)),
+                str(int(not s.ranked))]))
         (data / f"{name}.dat").write_text("\n".join(lines) + "\n")
         published = ["# value req/s"] + [f"{s.value} {s.rate.median}" for s in levels]
         (run / name).mkdir(exist_ok=True)

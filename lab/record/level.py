@@ -27,3 +27,6 @@ class Level:
     offered_rps: float | None = None   # open loop: the rate it was asked to offer
     # what failed, and how (lab.record.failures): counts summing to `failed`, the client's words
     failures: tuple[Failure, ...] = ()
+    # why the client ended before the level's length ("" : it ran its length):
+    # lab.analyse.metrics.ran_short, from the client's own elapsed time and words
+    stopped: str = ""

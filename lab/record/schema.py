@@ -733,6 +733,10 @@ class Row:
     # what failed, and how: `encode_failures` of the client's report (absent,
     # None, in runs made before it was recorded; "" when nothing failed)
     failure_kinds: str | None = None
+    # why this level is not ranked, in the lab's words (the client stopped
+    # early, the answers changed: lab.analyse.metrics.UNRANKED); "" when it is,
+    # None in runs made before it was recorded
+    unranked: str | None = None
 
     def has(self, flag: str) -> bool:
         return flag in self.flags.split()

@@ -196,6 +196,10 @@ REGISTRY: tuple[Setting, ...] = (
     declare("SERVER_CPUS", "", "CPU list",
             "CPUs for the server (empty: first half of this machine's)"),
     declare("CLIENT_CPUS", "", "CPU list", "CPUs for the client (empty: the other half)"),
+    declare("SERVER_LOG_MAX", "64M", "size",
+            "the most each server start's log keeps (its stdout and stderr; 100k, 64M, 1G): "
+            "past it, the rest is read and discarded, and the report says so",
+            "RUNTIME=process, TOPOLOGY=local or netns"),
     declare("PROBE", "1", "0 or 1",
             "1: run the robustness probe on a separate start of each server first; 0: skip it"),
     declare("FORCE", "0", "0 or 1",
@@ -359,6 +363,7 @@ class Params:
     remote_dir: str = ""            # ssh: folder on the remote hosts, empty: the default
     runtime: str = "process"        # process | docker
     mem_limit: str = ""             # docker: memory limit (512m)
+    server_log_max: int = 64 << 20  # SERVER_LOG_MAX, bytes (lab.host.logcap)
     warnings: tuple[str, ...] = field(default=())
 
     def to_json(self) -> dict[str, object]:
@@ -387,6 +392,20 @@ def parse_duration(name: str, text: str, allow_zero: bool = False) -> int:
     if seconds > 24 * 3600:
         raise ConfigError(f"{name}={text!r}: longer than a day")
     return seconds
+
+
+SIZE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+def parse_size(name: str, text: str) -> int:
+    """'100k', '64M', '1G' or a bare number of bytes, in ASCII digits; at least 1k."""
+    m = re.fullmatch(r"\s*([0-9]+)\s*([kKmMgG]?)\s*", text)
+    if not m:
+        raise ConfigError(f"{name}={text!r}: expected a size like 100k, 64M or 1G")
+    size = int(m.group(1)) * SIZE_UNITS[m.group(2).lower()]
+    if not 1 << 10 <= size <= 1 << 40:
+        raise ConfigError(f"{name}={text!r}: must be from 1k to 1024G")
+    return size
 
 
 def parse_list(name: str, text: str, limit: int) -> tuple[int, ...]:
@@ -818,6 +837,7 @@ def from_env(env: Mapping[str, str], known_servers: list[str],
         client_hosts=where.client_hosts,
         runtime=where.runtime,
         mem_limit=where.mem_limit,
+        server_log_max=parse_size("SERVER_LOG_MAX", get("SERVER_LOG_MAX")),
         ssh_config=where.ssh_config,
         remote_dir=where.remote_dir,
         warnings=tuple(cpu_notes + bind_notes + warned),

@@ -224,23 +224,34 @@ class Loads:
             load.stop()
 
 
+def tool_said(code: int, stdout: bytes, stderr: bytes, chars: int = 500) -> str:
+    """A failed tool's own words, always: the end of its error output (else of
+    its output), with its exit status; a tool that printed nothing is said so."""
+    words = (stderr.decode(errors="replace").strip()
+             or stdout.decode(errors="replace").strip())
+    words = " | ".join(line.strip() for line in words[-chars:].splitlines() if line.strip())
+    status = f"killed by signal {-code}" if code < 0 else f"exit {code}"
+    return f"{words} ({status})" if words else f"{status}, and it printed no message"
+
+
 def record_native(instance: ServerProcess, seconds: int, out: Path) -> dict[str, Any]:
     pids = ",".join(str(s.pid) for s in procfs.tree(instance.pid))
     data = out / "perf.data"
-    argv = ["perf", "record", "-q", "-e", "cpu-clock", "-F", str(PERF_HZ),
+    # no -q: it silences perf's own error messages too, and a failure must say why
+    argv = ["perf", "record", "-e", "cpu-clock", "-F", str(PERF_HZ),
             "--call-graph", f"dwarf,{PERF_STACK}", "-p", pids, "-o", str(data),
             "--", "sleep", str(seconds)]
     # each a group the keeper watches: an interrupt or a kill of the step ends
     # perf and its `sleep` too
-    code, _, err = procs.run(argv, seconds + 120, cwd=out)
+    code, stdout, err = procs.run(argv, seconds + 120, cwd=out)
     if code != 0 or not data.is_file():
-        raise ProfileError(f"perf record failed: {err.decode(errors='replace').strip()[-500:]}")
+        missing = "" if code != 0 else f"; it wrote no {data.name}"
+        raise ProfileError(f"perf record failed: {tool_said(code, stdout, err)}{missing}")
     with (out / FOLDED).open("wb") as f:
-        code, _, err = procs.run(["perf", "script", "report", "stackcollapse", "-i", str(data),
-                                  "--", "--kernel"], 600, stdout=f, cwd=out)
+        code, stdout, err = procs.run(["perf", "script", "report", "stackcollapse", "-i",
+                                       str(data), "--", "--kernel"], 600, stdout=f, cwd=out)
     if code != 0:
-        raise ProfileError("perf script report stackcollapse failed: "
-                           f"{err.decode(errors='replace')[-500:]}")
+        raise ProfileError(f"perf script report stackcollapse failed: {tool_said(code, b'', err)}")
     data.unlink()                   # tens of MB; the folded stacks are what is read
     return {"profiler": perf_version(), "thread_root": True,
             "settings": f"perf record -e cpu-clock -F {PERF_HZ} --call-graph "

@@ -40,6 +40,11 @@ ERROR_LINE = re.compile(r"^\[(error|alert|fatal)\]\s*(.*)$")
 SILENT = ("siege printed no error line (it prints none for a connection reset or closed "
           "before the answer, an empty answer or a 5xx, and lines for only some of its "
           "connect failures)")
+# Siege ends a run, silently and with exit 0, once this many connections
+# failed (its `failures` setting, which client/siegerc leaves at the default)
+GIVES_UP = 1024
+GAVE_UP = ("siege gives up after {failures:,} failed connections (its `failures` setting) "
+           "and says nothing: {failed:,} failed")
 STATUS = ("siege: answers of 400 or more (it counts them as transactions, not failures, "
           "and does not say which status)")
 
@@ -95,6 +100,7 @@ def parse(stdout: str, stderr: str) -> Level:
         longest_ms=float(data["longest_transaction"]) * 1000,
         data_mb=float(data["data_transferred"]),
         failures=failures(failed, status, stderr),
+        stopped=GAVE_UP.format(failures=GIVES_UP, failed=failed) if failed >= GIVES_UP else "",
     )
 
 

@@ -298,7 +298,7 @@ def run_probe(host: str, port: int, pid: int, workers: int, limits: Limits | Non
 
 def probe_server(server: Server, root: Path, cache: Path, run_dir: Path, knobs: Knobs,
                  cpus: tuple[int, ...], limits: Limits | None = None,
-                 topology: Placement | None = None) -> ProbeReport:
+                 topology: Placement | None = None, log_max: int | None = None) -> ProbeReport:
     """Start a separate instance of `server` (its log: <run_dir>/<server>/
     probe-server.log), probe it, stop it, then wait (bounded) until its CPUs
     are quiet so that nothing the probe left running leaks into the measured
@@ -308,7 +308,8 @@ def probe_server(server: Server, root: Path, cache: Path, run_dir: Path, knobs: 
     out.mkdir(parents=True, exist_ok=True)
     where = topology.server if topology is not None else None
     instance = ServerProcess(server, root, cache, run_dir.name, knobs, cpus, out / SERVER_LOG,
-                             where, topology.connect if topology is not None else None)
+                             where, topology.connect if topology is not None else None,
+                             log_max)
     host = instance.host
     report = ProbeReport(server=server.name, host=host, port=knobs.port,
                          workers=knobs.workers or 0, limits=lim)
@@ -365,7 +366,7 @@ def main_step(params: Params, server: Server, root: Path, cache: Path, run_dir: 
     print(f"[{server.name}] probe: {len(PROBES)} probes on a separate start "
           f"(CPU {','.join(map(str, params.server_cpus))})", file=sys.stderr, flush=True)
     report = probe_server(server, root, cache, run_dir, knobs, params.server_cpus, limits,
-                          topology)
+                          topology, params.server_log_max)
     print(report.markdown(), file=sys.stderr)
     code = exit_code(report, params.force)
     if not report.still_answers:

@@ -104,8 +104,10 @@ class ServerHost(ABC):
 
     @abstractmethod
     def start(self, argv: list[str], cwd: Path, env: dict[str, str], log: Path,
-              cpus: tuple[int, ...]) -> Started:
-        """Start argv pinned to `cpus`, in a session of its own, stdout and stderr to `log`."""
+              cpus: tuple[int, ...], log_max: int | None = None) -> Started:
+        """Start argv pinned to `cpus`, in a session of its own, stdout and stderr to
+        `log`; with `log_max`, at most that many bytes of it kept (lab.host.logcap),
+        where the runtime can (a local process: TOPOLOGY=local, netns)."""
 
     @abstractmethod
     def run(self, argv: list[str], cwd: Path, env: dict[str, str], cpus: tuple[int, ...],

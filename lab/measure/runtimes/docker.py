@@ -417,7 +417,8 @@ class DockerServerHost(LocalServerHost):
         return compose_env(env, self.params, cpus)
 
     def start(self, argv: list[str], cwd: Path, env: dict[str, str], log: Path,
-              cpus: tuple[int, ...]) -> Started:
+              cpus: tuple[int, ...], log_max: int | None = None) -> Started:
+        # log_max: not applied here yet (the server's log is not capped in this runtime)
         service = service_for(cwd)
         cenv = self.environment(env, cpus)
         command = self.compose_cmd(service, "up", "-d", "--no-build", "--force-recreate",

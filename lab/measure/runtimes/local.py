@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from lab.host import hang, procfs, procs
+from lab.host import hang, logcap, procfs, procs
 from lab.measure import hostinfo
 from lab.setup.params import Params
 from lab.host.procfs import TreeSample
@@ -19,10 +19,12 @@ from lab.measure.runtimes import (ClientHost, ClientHung, ClientRun, Placement, 
 
 
 class LocalProcess:
-    """A local child in a session of its own (its process group is its tree)."""
+    """A local child in a session of its own (its process group is its tree);
+    `log_reader`: what keeps its log under its cap (lab.host.logcap), if any."""
 
-    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
-        self.popen = popen
+    def __init__(self, popen: subprocess.Popen[bytes],
+                 log_reader: subprocess.Popen[bytes] | None = None) -> None:
+        self.popen, self.log_reader = popen, log_reader
 
     @property
     def pid(self) -> int:
@@ -41,6 +43,8 @@ class LocalProcess:
     def stop(self, grace: float = 10.0) -> int | None:
         code = procs.stop(self.popen, grace)
         procs.kill_group(self.popen.pid)
+        if self.log_reader is not None:
+            logcap.finish(self.log_reader)
         return code
 
 
@@ -56,9 +60,19 @@ class LocalServerHost(ServerHost):
         return [*self.prefix, *procs.pinned(argv, cpus)]
 
     def start(self, argv: list[str], cwd: Path, env: dict[str, str], log: Path,
-              cpus: tuple[int, ...]) -> Started:
-        with log.open("ab") as f:
-            return LocalProcess(procs.start(self.command(argv, cpus), cwd, env, f))
+              cpus: tuple[int, ...], log_max: int | None = None) -> Started:
+        if log_max is None:
+            with log.open("ab") as f:
+                return LocalProcess(procs.start(self.command(argv, cpus), cwd, env, f))
+        writer, reader = logcap.start(log, log_max, cpus)
+        try:
+            proc = procs.start(self.command(argv, cpus), cwd, env, writer)
+        except BaseException:
+            os.close(writer)
+            logcap.finish(reader)
+            raise
+        os.close(writer)                # the server holds its own copy
+        return LocalProcess(proc, reader)
 
     def run(self, argv: list[str], cwd: Path, env: dict[str, str], cpus: tuple[int, ...],
             timeout: float) -> tuple[int, str, str]:

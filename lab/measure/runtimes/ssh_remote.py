@@ -227,7 +227,8 @@ class SshServerHost(Host, ServerHost):
                 + " ".join(shlex.quote(self.mapped(a)) for a in argv))
 
     def start(self, argv: list[str], cwd: Path, env: dict[str, str], log: Path,
-              cpus: tuple[int, ...]) -> Started:
+              cpus: tuple[int, ...], log_max: int | None = None) -> Started:
+        # log_max: not applied here yet (the server's log is not capped in this runtime)
         run = env.get(procs.MARKER, "run")
         folder = shlex.quote(f"{self.remote.runs}/{run}")
         # sshd made this shell a session leader; exec keeps its id for the server

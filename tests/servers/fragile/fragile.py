@@ -39,6 +39,8 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(200 if found else 404)
         self.send_header("Content-Type", "application/json" if found else "text/plain")
         self.send_header("Content-Length", str(len(body)))
+        if self.close_connection:               # the request asked to close: say so
+            self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.write(body)
 

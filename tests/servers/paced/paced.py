@@ -65,7 +65,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(BODY)))
-        if CLOSE:
+        if CLOSE or self.close_connection:      # asked to close (or always): said so
             self.send_header("Connection", "close")
             self.close_connection = True
         self.end_headers()

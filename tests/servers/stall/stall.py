@@ -1,4 +1,4 @@
-"""Answers the first three requests correctly, then holds every request."""
+"""Answers the first four requests correctly, then holds every request."""
 import itertools
 import os
 import threading
@@ -19,12 +19,14 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         with lock:
             n = next(counter)
-        if n >= 3:
+        if n >= 4:
             time.sleep(600)
         ok = self.path == "/api"
         self.send_response(200 if ok else 404)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(BODY) if ok else 0))
+        if self.close_connection:
+            self.send_header("Connection", "close")
         self.end_headers()
         if ok:
             self.wfile.write(BODY)

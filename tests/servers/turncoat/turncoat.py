@@ -1,0 +1,72 @@
+"""Serves the lab's contract, then stops keeping it (a test double).
+
+GET /api: 200, application/json, Content-Length 27, the greeting; any other
+path: 404; HTTP/1.1 keep-alive, and `Connection: close` said back to a
+request that asks for it. Each option changes what it does after its first
+N answers to GET /api:
+
+  --body-after N    answers a different body of the same length ("Hello World?")
+  --reset-after N   resets the connection of 9 in 10 later requests (no answer)
+  --log-bytes B     writes B bytes to its standard output for every request
+"""
+import argparse
+import os
+import socket
+import struct
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+BODY = b'{"greeting":"Hello World!"}'
+CHANGED = b'{"greeting":"Hello World?"}'
+parser = argparse.ArgumentParser()
+parser.add_argument("--body-after", type=int, default=-1)
+parser.add_argument("--reset-after", type=int, default=-1)
+parser.add_argument("--log-bytes", type=int, default=0)
+args = parser.parse_args()
+lock = threading.Lock()
+answered = 0
+LINE = b"x" * 99 + b"\n"
+
+
+def past(n: int) -> bool:
+    return 0 <= n <= answered
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        global answered
+        if args.log_bytes:
+            whole, rest = divmod(args.log_bytes, len(LINE))
+            os.write(1, LINE * whole + LINE[-rest:] if rest else LINE * whole)
+        found = self.path == "/api"
+        with lock:
+            if found:
+                answered += 1
+            reset = past(args.reset_after) and answered % 10 != 0
+            changed = past(args.body_after)
+        if found and reset:
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                       struct.pack("ii", 1, 0))
+            self.close_connection = True        # close() now sends RST, no answer
+            return
+        body = (CHANGED if changed else BODY) if found else b"not found\n"
+        self.send_response(200 if found else 404)
+        self.send_header("Content-Type", "application/json" if found else "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = int(os.environ.get("BACKLOG", "512"))
+
+
+Server((os.environ.get("BIND", "127.0.0.1"), int(os.environ["PORT"])), Handler).serve_forever()

@@ -1,0 +1,204 @@
+"""Measurement integrity: a level the client abandoned, or whose answers
+changed, is no level. Its rate is not taken, it is not ranked, and it says why
+(issue 32, measurement defect 1; issue 29 #11).
+
+The client's own elapsed time judges whether it ran the level's length:
+Siege's `elapsed_time` (it gives up after 1,024 failures, silently, and also
+ends some timed runs early with nothing failed), wrk's duration and vegeta's
+duration plus wait. Real captured outputs where one shows it, constructed ones
+(a captured output with its duration changed) where none does.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from conftest import bench, free_port, lab_env, leftovers, run_folders
+from lab.analyse import analysis, findings, gate, metrics
+from lab.measure.clients import siege, vegeta, wrk
+from lab.record.level import Level
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def fixture(name: str) -> tuple[str, str]:
+    return ((FIXTURES / f"{name}.out").read_text(), (FIXTURES / f"{name}.err").read_text())
+
+
+# --------------------------------------------------------------------------- each client
+
+def test_siege_that_gave_up_after_1024_failures_stopped_early() -> None:
+    # siege-reset: `siege -t1S` against a server that resets every connection
+    level = siege.parse(*fixture("siege-reset"))
+    assert level.elapsed_s == 0.19 and level.failed == 1025
+    assert "gives up after 1,024 failed connections" in level.stopped
+    why = metrics.ran_short(level, 1, "siege")
+    assert why.startswith("siege stopped after 0.19 s of the 1 s level (its own elapsed time)")
+    assert "1,025 failed" in why
+
+
+@pytest.mark.parametrize("name, duration", [("siege-ok", 2), ("siege-aws-c50", 2)])
+def test_siege_that_ran_its_length_did_not_stop(name: str, duration: int) -> None:
+    level = siege.parse(*fixture(name))         # 1.87 s and 1.91 s of 2: Siege's own slack
+    assert level.stopped == "" and metrics.ran_short(level, duration, "siege") == ""
+
+
+def test_siege_that_ended_early_with_nothing_failed_stopped_early() -> None:
+    out, err = fixture("siege-ok")              # 1.87 s: of a 5 s level, it stopped early
+    level = siege.parse(out, err)
+    assert level.failed == 0 and level.stopped == ""
+    assert metrics.ran_short(level, 5, "siege") == \
+        "siege stopped after 1.87 s of the 5 s level (its own elapsed time)"
+
+
+def wrk_with_duration(seconds: float) -> tuple[str, str]:
+    out, err = fixture("wrk-ok")
+    lines = []
+    for line in out.splitlines():
+        if line.startswith(wrk.REPORT_LINE):
+            data = json.loads(line[len(wrk.REPORT_LINE):])
+            data["duration_us"] = int(seconds * 1e6)
+            line = wrk.REPORT_LINE + json.dumps(data)
+        lines.append(line)
+    return "\n".join(lines) + "\n", err
+
+
+def test_wrk_by_its_own_duration() -> None:
+    assert metrics.ran_short(wrk.parse(*fixture("wrk-ok")), 2, "wrk") == ""   # -d 2s
+    short = wrk.parse(*wrk_with_duration(0.16))
+    assert metrics.ran_short(short, 2, "wrk") == \
+        "wrk stopped after 0.16 s of the 2 s level (its own elapsed time)"
+
+
+def vegeta_with_duration(seconds: float) -> tuple[str, str]:
+    out, err = fixture("vegeta-ok")
+    data = json.loads(out)
+    data["duration"], data["wait"] = int(seconds * 1e9), 1_000_000
+    return json.dumps(data) + "\n", err
+
+
+def test_vegeta_by_its_own_duration() -> None:
+    assert metrics.ran_short(vegeta.parse(*fixture("vegeta-ok")), 2, "vegeta") == ""
+    assert metrics.ran_short(vegeta.parse(*fixture("vegeta-close")), 2, "vegeta") == ""
+    short = vegeta.parse(*vegeta_with_duration(0.3))
+    assert "vegeta stopped after 0.30 s of the 2 s level" in metrics.ran_short(short, 2, "vegeta")
+
+
+def test_vegeta_at_a_low_rate_may_end_one_interval_early() -> None:
+    # 5 requests/s for 1 s: the last is sent at 0.8 s; that is the whole level
+    level = Level(5, 5, 0, 100.0, 0.801, 6.2, 1.0, 0.0, 1.0, 0.0, offered_rps=5.0)
+    assert metrics.ran_short(level, 1, "vegeta") == ""
+
+
+# --------------------------------------------------------------------------- the level
+
+WHERE = metrics.Where(server="aws", rep=1, axis="concurrency", value=8, concurrency=8,
+                      offered_rps=None, workers=5, backlog=512, duration_s=5,
+                      server_cpus=1, client_cpus=1, lab_cpus=2)
+
+
+def measured(answer_changed: str = "") -> metrics.Measured:
+    return metrics.Measured(server_cpu_s=1.0, rss_end_kb=1000, rss_peak_kb=1000,
+                            threads_end=5, threads_peak=5, client_cpu_s=1.0, wall_s=5.0,
+                            host_busy_s=2.0, host_steal_s=0.0, sampler_cpu_s=0.0,
+                            time_wait=0, answer_changed=answer_changed)
+
+
+def rows_of(server: str, rates: dict[int, float], stopped_at: int | None = None,
+            changed_at: int | None = None, reps: int = 3) -> list:
+    out = []
+    for rep in range(1, reps + 1):
+        for value, rate in rates.items():
+            level = Level(int(rate * 5), int(rate * 5), 0, 100.0, 5.0, rate, 0.5, 8.0,
+                          2.0, 1.0)
+            if value == stopped_at:
+                level = replace(level, elapsed_s=0.16, failed=1024,
+                                stopped="siege stopped after 0.16 s of the 5 s level")
+            m = measured("after the level, body changed" if value == changed_at else "")
+            out.append(metrics.make_row(replace(WHERE, server=server, value=value,
+                                                concurrency=value, rep=rep), level, m))
+    return out
+
+
+def test_a_stopped_level_is_flagged_with_its_reason_and_not_ranked() -> None:
+    rows = rows_of("aws", {4: 9000.0, 8: 14038.0}, stopped_at=8)
+    row = next(r for r in rows if r.value == 8)
+    assert row.has("client-stopped")
+    assert row.unranked == "client stopped early: siege stopped after 0.16 s of the 5 s level"
+    stats = metrics.level_stats(rows)
+    at8 = next(s for s in stats if s.value == 8)
+    assert not at8.ranked and at8.unranked[0].startswith("rep 1: client stopped early")
+    assert metrics.peak(stats).value == 4           # 14,038 req/s is nobody's peak
+    other = metrics.level_stats(rows_of("ada-mini", {4: 5000.0, 8: 5000.0}))
+    v = metrics.verdict(at8, next(s for s in other if s.value == 8))
+    assert v.kind == "not-comparable" and "client stopped early" in v.text
+    assert "client-stopped" in gate.unclean(at8)
+
+
+def test_a_level_whose_answer_changed_is_flagged_and_not_ranked() -> None:
+    rows = rows_of("turncoat", {1: 3000.0, 2: 9000.0}, changed_at=2)
+    row = next(r for r in rows if r.value == 2)
+    assert row.has("answer-changed")
+    assert row.unranked == "answer changed: after the level, body changed"
+    stats = metrics.level_stats(rows)
+    assert metrics.peak(stats).value == 1
+    other = metrics.level_stats(rows_of("ada-mini", {1: 3000.0, 2: 5000.0}))
+    v = metrics.verdict(stats[1], other[1])
+    assert v.kind == "not-comparable" and "answer changed" in v.text
+    assert metrics.verdict(stats[0], other[0]).kind != "not-comparable"
+
+
+# --------------------------------------------------------------------------- live
+
+def show(out: object) -> str:
+    return f"{getattr(out, 'stdout', '')}\n{getattr(out, 'stderr', '')}"
+
+
+def test_siege_giving_up_is_caught_live(tmp_path: Path) -> None:
+    """dropper resets 9 in 10 connections once verified: Siege gives up after
+    1,024 failures within a second of a 3 s level."""
+    env = lab_env(tmp_path, SERVER="dropper", CLIENT="siege", CONCURRENCY="8",
+                  DURATION="3s", WARMUP="0", PORT=str(free_port()))
+    out = bench(env, timeout=300)
+    [run] = run_folders(tmp_path)
+    assert leftovers(run) == []
+    assert "NOT RANKED: client stopped early: siege stopped after" in out.stderr, show(out)
+    assert "gives up after 1,024 failed connections" in out.stderr
+    data = json.loads((run / "results.json").read_text())
+    [level] = data["levels"]["dropper"]
+    assert "client-stopped" in level["flags"] and level["unranked"]
+    [row] = data["rows"]["dropper"]
+    assert row["elapsed_s"] < 0.8 * 3 and "client-stopped" in row["flags"].split()
+    kinds = {f["kind"]: f for f in data["findings"]}
+    assert "siege stopped early" in kinds["client-stopped"]["text"]
+    assert "client stopped early" in (run / "summary.md").read_text()
+    assert "stopped early" in (run / "report.html").read_text()
+
+
+def test_a_body_changed_mid_run_is_caught_live(tmp_path: Path) -> None:
+    """turncoat answers another body after its first 300 answers: the check
+    after each level sees it."""
+    env = lab_env(tmp_path, SERVER="turncoat", CLIENT="siege", CONCURRENCY="1 2",
+                  DURATION="1s", WARMUP="0", PORT=str(free_port()))
+    out = bench(env, timeout=300)
+    [run] = run_folders(tmp_path)
+    assert leftovers(run) == []
+    assert "NOT RANKED: answer changed: after the level, GET /api must return exactly" \
+        in out.stderr, show(out)
+    data = json.loads((run / "results.json").read_text())
+    flagged = [r for r in data["rows"]["turncoat"] if "answer-changed" in r["flags"].split()]
+    assert flagged and all("Hello World?" in r["unranked"] for r in flagged)
+    kinds = {f["kind"]: f for f in data["findings"]}
+    assert "its answer changed during the load" in kinds["answer-changed"]["text"]
+    assert "its answer changed during the load" in (run / "summary.md").read_text()
+
+
+def test_findings_own_their_text() -> None:
+    f = findings.ClientStopped("aws", "siege", 1, 3, ("c=8: client stopped early: x",))
+    assert f.to_json()["kind"] == "client-stopped" and "c=8" in f.text()
+    a = findings.AnswerChanged("t", 1, 2, ("c=2: answer changed: y",))
+    assert a.to_json()["kind"] == "answer-changed" and "not ranked" in a.text()
+    assert analysis.findings is findings
