@@ -23,7 +23,7 @@ from lab.measure.clients import host_tools
 from lab.studies import calibrate
 from lab.measure import deps, hostinfo, runtimes
 from lab.host import procs
-from lab.record import folder, runlock, schema
+from lab.record import files, folder, runlock, schema
 from lab.present import report
 from lab.setup import checklist, stepcheck
 from lab.setup.exits import Exit
@@ -284,7 +284,7 @@ def cmd_new_run(_: argparse.Namespace) -> int:
         print(f"note: {gone.name} was left running by a lab that is gone: marked interrupted",
               file=sys.stderr)
     run = folder.new_run(ROOT / params.results, params.servers)
-    (run / folder.LOCK).touch()            # run-benchmark.sh holds it while the run lives
+    files.open_binary(run / folder.LOCK, run, append=True).close()   # run-benchmark.sh holds it
     _client, conditions = client_for(params, run)
     settings = recorded_settings(params)
     schema.write_manifest(run, schema.Manifest(

@@ -125,12 +125,12 @@ def num(x: float) -> str:
 def export(out: Path, stats: Stats, side: str, servers: list[str]) -> None:
     """data/<side>-<server>.dat: value median min max client_bound."""
     data = out / "data"
-    data.mkdir(exist_ok=True)
     for name in servers:
         lines = ["# value rate rate_lo rate_hi client_bound"]
         lines += [f"{s.value} {num(s.rate.median)} {num(s.rate.lo)} {num(s.rate.hi)} "
                   f"{int(s.client_bound)}" for s in stats[name]]
-        (data / f"{side}-{name}.dat").write_text("\n".join(lines) + "\n")
+        files.write_atomic(data / f"{side}-{files.part(name)}.dat", "\n".join(lines) + "\n",
+                           out)
 
 
 def chart(out: Path, stats: tuple[Stats, Stats], ids: tuple[str, str],
@@ -240,7 +240,7 @@ def main(a: Path, b: Path, force: bool, out_root: Path,
     out = folder.new_folder(out_root, f"compare-{ids[0]}-vs-{ids[1]}")
     try:
         text = markdown(ids, ms, rows, diffs, force) + "\n".join(gate_lines(g)) + "\n"
-        (out / "compare.md").write_text(text)
+        files.write_atomic(out / "compare.md", text)
         problem = chart(out, (sa, sb), ids, ms) if rows else None
         svg = out / "compare.svg"
         files.write_atomic(out / "compare.html", page(ids, ms, rows, diffs, force,
