@@ -338,15 +338,23 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return 0
     except (SweepError, procs.PortBusy, procs.NotReady, runtimes.HostLost) as e:
         status, message, code = "failed", str(e), Exit.FAILED
+    except files.UnsafePath as e:       # a link planted in the run folder: not written through
+        status, message, code = "failed", str(e), Exit.BAD_INPUT
+    except OSError as e:                # a full disk, a write refused: what was written stays
+        where = f" {e.filename}" if e.filename else ""
+        status, message, code = "failed", f"cannot write{where}: {e.strerror or e}", Exit.FAILED
     except KeyboardInterrupt:
         status, message, code = "interrupted", "interrupted (Ctrl-C or SIGTERM)", Exit.INTERRUPTED
     if sweep.start_record:
         sweep.start_record["status"] = status
-    sweep.save(status=status, error=message)
     where = f"{args.server} (rep {args.rep})" if params.repeat > 1 else args.server
-    # incomplete now, not only in `lab finish`: a SIGTERM to the whole group
-    # ends run-benchmark.sh before it gets there
-    schema.add_problem(run, f"{where}: {message}", status="incomplete")
+    try:
+        sweep.save(status=status, error=message)
+        # incomplete now, not only in `lab finish`: a SIGTERM to the whole group
+        # ends run-benchmark.sh before it gets there
+        schema.add_problem(run, f"{where}: {message}", status="incomplete")
+    except OSError as e:
+        message += f" (and the manifest could not record it: {e.strerror or e})"
     return fail(f"{where}: {message}\n  finished levels are kept in {run}", code)
 
 
@@ -475,11 +483,18 @@ def cmd_finish(args: argparse.Namespace) -> int:
         m.problems += [p for p in missing if p not in m.problems]
         if not complete and not m.problems:
             m.problems = ["not every server finished every repetition"]
-        m.status = ("complete" if complete else "interrupted" if args.status == 130
+        # complete: written by the report step once every output exists
+        m.status = ("incomplete" if complete else "interrupted" if args.status == 130
                     else "incomplete")
+        if complete:
+            m.problems = [schema.REPORT_PENDING]
         m.finished = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         return complete, m.problems
-    complete, problems = schema.update(run, finish)
+    try:
+        complete, problems = schema.update(run, finish)
+    except OSError as e:
+        return fail(f"cannot record the end of {run.name} ({e.strerror or e}): its manifest "
+                    "still says it runs", Exit.FAILED)
     if not complete and args.status == 0:
         print(f"error: {run.name} is incomplete: {'; '.join(problems)}", file=sys.stderr)
         return Exit.FAILED
@@ -549,7 +564,8 @@ def cmd_plot(args: argparse.Namespace) -> int:
     schema.load(run)                    # a folder that is not a readable run: exit 2
     runlock.refuse_busy(run, "make plots")
     try:
-        return plot.draw(run)
+        with schema.as_reported():
+            return plot.draw(run)
     except OSError as e:
         return fail(f"cannot write the charts into {run}: {e.strerror or e}", Exit.FAILED)
 
@@ -560,11 +576,43 @@ def cmd_report(args: argparse.Namespace) -> int:
     schema.load(run)                    # a folder that is not a readable run: exit 2
     runlock.refuse_busy(run, "make report")
     folder.mark_gone_runs(run.resolve().parent)    # this run's index says it too
+    done, why = False, ""
     try:
-        print(report.write(run))
-        return html.main_report(run)
+        if schema.read_manifest(run).status == "complete":   # written again: pending until done
+            schema.update(run, pend)
+        with schema.as_reported():
+            print(report.write(run))
+            code = html.main_report(run)
+        missing = [name for name in schema.OUTPUTS if not (run / name).is_file()]
+        if code == 0 and not missing:
+            schema.update(run, schema.reported)
+            done = True
+        elif code == 0:
+            why = f"not written: {', '.join(missing)}"
+        return code
     except OSError as e:
-        return fail(f"cannot write the report into {run}: {e.strerror or e}", Exit.FAILED)
+        why = f"{e.strerror or e}"
+        return fail(f"cannot write the report into {run}: {why}", Exit.FAILED)
+    except KeyboardInterrupt:
+        why = "interrupted"
+        raise
+    finally:
+        if not done:
+            try:
+                schema.update(run, lambda m: pend(m, why))
+            except (OSError, schema.RecordError):
+                pass
+
+
+def pend(m: schema.Manifest, why: str = "") -> None:
+    """A complete run whose report is being (re)written, or could not be: incomplete
+    (REPORT_PENDING, and why) until every output is written."""
+    if m.status == "complete":
+        m.status = "incomplete"
+    elif not schema.pending(m):
+        return                          # incomplete for its own reasons: they stand
+    m.problems = [p for p in m.problems if not p.startswith(schema.REPORT_PENDING)]
+    m.problems.append(f"{schema.REPORT_PENDING}{f' ({why})' if why else ''}")
 
 
 def rerun_settings(recorded: dict[str, str], environ: Mapping[str, str],
@@ -782,5 +830,8 @@ def main(argv: list[str]) -> int:
         return int(args.fn(args))
     except (ConfigError, ManifestError, procs.PortBusy, schema.RecordError) as e:
         return fail(str(e), Exit.BAD_INPUT)
+    except OSError as e:               # a full disk, a folder that cannot be written: one line
+        where = f"{e.filename}: " if e.filename else ""
+        return fail(f"{where}{e.strerror or e}", Exit.FAILED)
     except KeyboardInterrupt:
         return fail("interrupted", Exit.INTERRUPTED)
