@@ -32,9 +32,10 @@ from lab.measure.clients import Client, Options, axes, clients
 from lab.measure.launch import Knobs, lab_env, placeholders
 from lab.setup.makeflags import command_line_variables, misspelt
 from lab.setup.params import (SETTINGS, ConfigError, Params, Traits, check_lab_settings,
-                        cpu_ranges, format_cpus, from_env, run_settings)
+                        cpu_ranges, format_cpus, from_env, results_folder, run_settings)
 from lab.setup.settings_doc import Found, help_text, markdown_table
-from lab.setup.servers import ManifestError, Server, expand, found_here, is_built, lookup
+from lab.setup.servers import (Discovered, ManifestError, Server, expand, found_here, is_built,
+                               lookup)
 from lab.measure.sweep import ServerSweep, SweepError
 
 
@@ -46,15 +47,22 @@ def fail(message: str, code: int) -> int:
     return code
 
 
-def servers_found() -> dict[str, Server]:
+def servers_found() -> Discovered:
     return found_here(ROOT)
+
+
+def refuse_unusable(servers: Discovered, words: list[str]) -> None:
+    """ConfigError (exit 2) when a server asked for has a manifest that cannot be used."""
+    bad = [why for w in words if w not in servers and (why := servers.why_unusable(w))]
+    if bad:
+        raise ManifestError("; ".join(dict.fromkeys(bad)))
 
 
 def traits(servers: dict[str, Server]) -> dict[str, Traits]:
     return {name: Traits(s.language, s.has_workers) for name, s in servers.items()}
 
 
-def load_params() -> tuple[Params, dict[str, Server]]:
+def load_params() -> tuple[Params, Discovered]:
     """The run's settings, checked (ConfigError: exit 2). A variable given on
     make's command line that is close to a setting's name is refused."""
     wrong = misspelt(command_line_variables(os.environ.get("MAKEFLAGS", "")))
@@ -62,6 +70,7 @@ def load_params() -> tuple[Params, dict[str, Server]]:
         raise ConfigError("; ".join(wrong))
     check_lab_settings(os.environ)
     servers = servers_found()
+    refuse_unusable(servers, os.environ.get("SERVER", "").split())
     params = from_env(os.environ, list(servers), axes(), traits=traits(servers),
                       topologies=runtimes.selectable())
     return params, servers
@@ -91,6 +100,10 @@ def cmd_list(_: argparse.Namespace) -> int:
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     for row in table:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    for name, why in sorted(servers.broken.items()):
+        print(f"unusable: {name}: {why}", file=sys.stderr)
+    for note in servers.skipped:
+        print(f"note: {note}", file=sys.stderr)
     return 0
 
 
@@ -146,6 +159,10 @@ def cmd_check(_: argparse.Namespace) -> int:
     if params.topology == "local" and params.runtime == "process":
         procs.check_port_free(params.port, params.bind)   # other topologies: in `lab up`
     stepcheck.warn(notes)
+    for name, why in sorted(servers.broken.items()):     # those asked for: refused above
+        print(f"warning: server {name} cannot be used: {why}", file=sys.stderr)
+    for note in servers.skipped:
+        print(f"note: {note}", file=sys.stderr)
     runtimes.check(params)          # exit 2: not available here, host unreachable or lacking
     for w in params.warnings:
         print(f"warning: {w}", file=sys.stderr)
@@ -411,7 +428,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from lab.present import compare
     for run in (args.a, args.b):
         runlock.refuse_busy(Path(run), "make compare")
-    params_root = ROOT / (os.environ.get("RESULTS") or "results")
+    params_root = ROOT / results_folder(os.environ)
     settings = compare.gate_settings(os.environ.get, cache_dir())   # ConfigError: exit 2
     return compare.main(Path(args.a), Path(args.b), os.environ.get("FORCE") == "1", params_root,
                         settings)
@@ -424,7 +441,7 @@ def cmd_noise(_: argparse.Namespace) -> int:
 
 def cmd_history(args: argparse.Namespace) -> int:
     from lab.analyse import history
-    return history.main(ROOT / (os.environ.get("RESULTS") or "results"),
+    return history.main(ROOT / results_folder(os.environ),
                         os.environ.get("SERVER", ""))
 
 
