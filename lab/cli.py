@@ -302,6 +302,7 @@ def cmd_new_run(_: argparse.Namespace) -> int:
               file=sys.stderr)
     run = folder.new_run(ROOT / params.results, params.servers)
     files.open_binary(run / folder.LOCK, run, append=True).close()   # run-benchmark.sh holds it
+    files.reserve(run)                     # room for the manifest's last words on a full disk
     _client, conditions = client_for(params, run)
     settings = recorded_settings(params)
     schema.write_manifest(run, schema.Manifest(
@@ -604,6 +605,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         if code == 0 and not missing:
             schema.update(run, schema.reported)
             done = True
+            files.release(run)              # the run has ended: its reserve is not needed
         elif code == 0:
             why = f"not written: {', '.join(missing)}"
         return code

@@ -27,6 +27,10 @@ from typing import IO, Any
 
 MAX_BYTES = 64 * 1024 * 1024      # the most the lab reads of one file of a run or its cache
 MAX_DEPTH = 100                   # JSON nesting the lab reads (its own files nest < 10 deep)
+# Room kept in a run folder while the run lives: on a full disk it is given up
+# so that the manifest can still record what happened (write_atomic, spare=True).
+RESERVE = ".lab-reserve"
+RESERVE_BYTES = 128 * 1024
 
 
 class RecordError(ValueError):
@@ -114,12 +118,41 @@ def make_dirs(path: Path, root: Path | None = None) -> Path:
 
 # --------------------------------------------------------------------------- writing
 
-def write_atomic(path: Path, text: str | bytes, root: Path | None = None) -> Path:
+def reserve(folder: Path) -> None:
+    """Keep RESERVE_BYTES in `folder` for the manifest's last words on a full
+    disk (best effort: none when there is no room even for that)."""
+    try:
+        write_atomic(folder / RESERVE, bytes(RESERVE_BYTES))
+    except OSError:
+        pass
+
+
+def release(folder: Path) -> bool:
+    """Give the reserve up; True when there was one."""
+    try:
+        os.unlink(folder / RESERVE)
+        return True
+    except OSError:
+        return False
+
+
+def write_atomic(path: Path, text: str | bytes, root: Path | None = None,
+                 spare: bool = False) -> Path:
     """`path` written whole or not at all: a temporary file of this writer's
     own (concurrent writers never share one), then a rename over the name (a
     link there is replaced, never followed). The folders from `root` (the run
     folder; default: the file's own folder) down to it are made as needed and
-    must not be links."""
+    must not be links. `spare`: on a full disk, the folder's RESERVE is given
+    up and the write tried once more."""
+    try:
+        return _write_atomic(path, text, root)
+    except OSError as e:
+        if not (spare and e.errno == errno.ENOSPC and release(path.parent)):
+            raise
+        return _write_atomic(path, text, root)
+
+
+def _write_atomic(path: Path, text: str | bytes, root: Path | None) -> Path:
     root = path.parent if root is None else root
     parts = _relative(path, root)
     data = text.encode("utf-8") if isinstance(text, str) else text
@@ -144,9 +177,9 @@ def write_atomic(path: Path, text: str | bytes, root: Path | None = None) -> Pat
     return path
 
 
-def write_json(path: Path, data: Any, root: Path | None = None) -> None:
+def write_json(path: Path, data: Any, root: Path | None = None, spare: bool = False) -> None:
     """JSON, written atomically."""
-    write_atomic(path, json.dumps(data, indent=2, default=str) + "\n", root)
+    write_atomic(path, json.dumps(data, indent=2, default=str) + "\n", root, spare)
 
 
 def open_binary(path: Path, root: Path | None = None, append: bool = False) -> IO[bytes]:

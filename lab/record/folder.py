@@ -139,7 +139,7 @@ def mark_gone(run: Path) -> bool:
             schema.parse_manifest(data, path)        # a manifest this lab reads, else untouched
             if not statuses(data):
                 return False
-            files.write_json(path, data)
+            files.write_json(path, data, spare=True)
             return True
     except (OSError, schema.RecordError):
         return False
