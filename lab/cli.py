@@ -367,10 +367,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         sweep.start_record["status"] = status
     where = f"{args.server} (rep {args.rep})" if params.repeat > 1 else args.server
     try:
-        sweep.save(status=status, error=message)
-        # incomplete now, not only in `lab finish`: a SIGTERM to the whole group
-        # ends run-benchmark.sh before it gets there
-        schema.add_problem(run, f"{where}: {message}", status="incomplete")
+        with files.last_words():
+            sweep.save(status=status, error=message)
+            # incomplete now, not only in `lab finish`: a SIGTERM to the whole
+            # group ends run-benchmark.sh before it gets there
+            schema.add_problem(run, f"{where}: {message}", status="incomplete")
     except OSError as e:
         message += f" (and the manifest could not record it: {e.strerror or e})"
     return fail(f"{where}: {message}\n  finished levels are kept in {run}", code)
@@ -509,7 +510,8 @@ def cmd_finish(args: argparse.Namespace) -> int:
         m.finished = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         return complete, m.problems
     try:
-        complete, problems = schema.update(run, finish)
+        with files.last_words():
+            complete, problems = schema.update(run, finish)
     except OSError as e:
         return fail(f"cannot record the end of {run.name} ({e.strerror or e}): its manifest "
                     "still says it runs", Exit.FAILED)
@@ -618,7 +620,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     finally:
         if not done:
             try:
-                schema.update(run, lambda m: pend(m, why))
+                with files.last_words():
+                    schema.update(run, lambda m: pend(m, why))
             except (OSError, schema.RecordError):
                 pass
 

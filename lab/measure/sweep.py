@@ -361,6 +361,7 @@ class ServerSweep:
                   if share.concurrency or share.rate]
         outs = [self.out / (f"{self.client.name}-{tag}.h{i}.out" if several
                             else f"{self.client.name}-{tag}.out") for i in range(len(shares))]
+        files.make_dirs(self.out, self.run)     # still no link in its place (UnsafePath)
         assert sp.proc is not None
         for attempt in (1, 2):
             busy0, steal0 = topo.cpu_times(p.server_cpus, p.client_cpus)

@@ -22,6 +22,9 @@ import json
 import os
 import secrets
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import IO, Any
 
@@ -71,7 +74,7 @@ def _relative(path: Path, root: Path) -> list[str]:
 
 
 def _refusal(path: Path, e: OSError, what: str) -> OSError | UnsafePath:
-    if e.errno in (errno.ELOOP, errno.EMLINK):
+    if e.errno in (errno.ELOOP, errno.EMLINK) or os.path.islink(path):
         return UnsafePath(path, f"is a link: the lab never writes through one ({what} refused)")
     if e.errno == errno.ENOTDIR:
         return UnsafePath(path, f"is not a folder ({what} refused)")
@@ -119,12 +122,30 @@ def make_dirs(path: Path, root: Path | None = None) -> Path:
 # --------------------------------------------------------------------------- writing
 
 def reserve(folder: Path) -> None:
-    """Keep RESERVE_BYTES in `folder` for the manifest's last words on a full
-    disk (best effort: none when there is no room even for that)."""
+    """Keep RESERVE_BYTES in `folder` (at most half the free space) for the
+    manifest's last words on a full disk (best effort: none when there is no
+    room even for that)."""
     try:
-        write_atomic(folder / RESERVE, bytes(RESERVE_BYTES))
+        st = os.statvfs(folder)
+        size = min(RESERVE_BYTES, st.f_bavail * st.f_frsize // 2) // 4096 * 4096
+        if size >= 8192:
+            write_atomic(folder / RESERVE, bytes(size))
     except OSError:
         pass
+
+
+_last_words: ContextVar[bool] = ContextVar("last_words", default=False)
+
+
+@contextmanager
+def last_words() -> Iterator[None]:
+    """Within: a write that meets a full disk gives the folder's reserve up and
+    tries once more (what a failing step records of its end)."""
+    token = _last_words.set(True)
+    try:
+        yield
+    finally:
+        _last_words.reset(token)
 
 
 def release(folder: Path) -> bool:
@@ -147,7 +168,8 @@ def write_atomic(path: Path, text: str | bytes, root: Path | None = None,
     try:
         return _write_atomic(path, text, root)
     except OSError as e:
-        if not (spare and e.errno == errno.ENOSPC and release(path.parent)):
+        if not ((spare or _last_words.get()) and e.errno == errno.ENOSPC
+                and release(path.parent)):
             raise
         return _write_atomic(path, text, root)
 

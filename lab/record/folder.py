@@ -139,7 +139,8 @@ def mark_gone(run: Path) -> bool:
             schema.parse_manifest(data, path)        # a manifest this lab reads, else untouched
             if not statuses(data):
                 return False
-            files.write_json(path, data, spare=True)
+            with files.last_words():
+                files.write_json(path, data)
             return True
     except (OSError, schema.RecordError):
         return False

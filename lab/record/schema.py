@@ -590,9 +590,8 @@ def read_manifest(run: Path) -> Manifest:
 
 
 def write_manifest(run: Path, m: Manifest) -> None:
-    """The manifest, atomically; on a full disk with the run's reserve given up
-    (lab.record.files.RESERVE), so that the run's end is still recorded."""
-    write_json(run / MANIFEST, m.to_json(), spare=True)
+    """The manifest, atomically (a failing step's last words: files.last_words)."""
+    write_json(run / MANIFEST, m.to_json())
 
 
 @contextmanager
