@@ -577,6 +577,8 @@ framework = "test"
 version = "1"
 [run]
 command = ["python3", "{paced}"]
+[workers]
+default = 1
 """
 
 
@@ -663,5 +665,7 @@ def test_workers_is_optional_as_the_readme_says(tmp_path: Path) -> None:
     from lab.setup.servers import load
     assert "# optional" in (ROOT / "servers" / "README.md").read_text().split("[workers]")[1][:40]
     top = server_path(tmp_path)
-    s = load(top / "fine" / "server.toml")
+    path = top / "fine" / "server.toml"
+    path.write_text(path.read_text().replace("[workers]\ndefault = 1\n", ""))
+    s = load(path)
     assert s.has_workers and s.workers_default is None
