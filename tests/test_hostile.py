@@ -311,6 +311,9 @@ def test_a_corrupt_neighbour_never_stops_a_step(tmp_path: Path) -> None:
     out = lab(env, "history", timeout=120)
     no_traceback(out)
     assert out.returncode == 0, out.stderr
+    for b in bad:                            # each said, in one line
+        assert len([x for x in out.stderr.splitlines()
+                    if x.startswith(f"note: {b.name} left out, unreadable: ")]) == 1, out.stderr
     out = lab(env, "compare", str(run), str(other), timeout=120)
     no_traceback(out)
     assert out.returncode in (0, 1, 3), out.stderr
