@@ -358,9 +358,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         status, message, code = "failed", str(e), Exit.FAILED
     except files.UnsafePath as e:       # a link planted in the run folder: not written through
         status, message, code = "failed", str(e), Exit.BAD_INPUT
-    except OSError as e:                # a full disk, a write refused: what was written stays
-        where = f" {e.filename}" if e.filename else ""
-        status, message, code = "failed", f"cannot write{where}: {e.strerror or e}", Exit.FAILED
+    except OSError as e:                # a full disk, a missing folder: what was written stays
+        where = f": {e.filename}" if e.filename else ""
+        status, message, code = "failed", f"{e.strerror or e}{where}", Exit.FAILED
     except KeyboardInterrupt:
         status, message, code = "interrupted", "interrupted (Ctrl-C or SIGTERM)", Exit.INTERRUPTED
     if sweep.start_record:

@@ -252,11 +252,12 @@ def test_a_report_never_rewrites_another_runs_manifest(tmp_path: Path) -> None:
     data["servers"]["paced"]["status"] = "running"
     (running / schema.MANIFEST).write_text(json.dumps(data, indent=1))
     gone_lock(running)
-    kept = (done_one / schema.MANIFEST).read_bytes()
+    kept = snapshot(done_one)
     out = lab(env_for(tmp_path), "report", str(run), timeout=120)
     no_traceback(out)
     assert out.returncode == 0, out.stderr
-    assert (done_one / schema.MANIFEST).read_bytes() == kept
+    assert snapshot(done_one) == kept        # every file of it, not only its manifest
+    assert not (running / schema.MANIFEST_LOCK).exists()
     after = json.loads((running / schema.MANIFEST).read_text())
     assert after["status"] == "interrupted" and "schema" not in after
     assert after["servers"]["paced"]["status"] == "interrupted"

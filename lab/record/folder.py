@@ -133,7 +133,7 @@ def mark_gone(run: Path) -> bool:
             "(killed, or the machine stopped); found by a later lab step"]
         return True
     try:
-        with schema.locked(run):
+        with schema.locked(run, make=False):
             path = run / schema.MANIFEST
             data = files.read_json(path)
             schema.parse_manifest(data, path)        # a manifest this lab reads, else untouched

@@ -595,8 +595,13 @@ def write_manifest(run: Path, m: Manifest) -> None:
 
 
 @contextmanager
-def locked(run: Path) -> Iterator[None]:
-    """One writer of the manifest at a time (a sweep, a probe, finish)."""
+def locked(run: Path, make: bool = True) -> Iterator[None]:
+    """One writer of the manifest at a time (a sweep, a probe, finish).
+    make=False: no lock file is made where there is none (another run's
+    folder, in which the lab adds nothing)."""
+    if not make and not os.path.lexists(run / MANIFEST_LOCK):
+        yield
+        return
     with files.open_binary(run / MANIFEST_LOCK, run, append=True) as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         try:
