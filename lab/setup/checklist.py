@@ -23,6 +23,7 @@ check(): lab/setup imports no other role.
 """
 from __future__ import annotations
 
+import os
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
@@ -87,7 +88,7 @@ def load(path: Path, tree: Tree) -> tuple[list[Server], list[Finding]]:
     """A manifest's servers (its variants included), or the line saying why
     servers.py refuses it."""
     toml = tree.rel(path)
-    if not path.is_file():
+    if not os.path.lexists(path):
         return [], [Finding(path.parent.name, f"no {SERVER_TOML} in {tree.rel(path.parent)}",
                             f"write {toml} (servers/README.md gives the format)")]
     try:
