@@ -132,7 +132,7 @@ for rep in $(seq 1 "$repeat"); do       # repetitions interleave the servers, so
   done
 done
 
-lab finish "$run" "$status" || status=1 # complete, incomplete or interrupted, with the reasons
+lab finish "$run" "$status" || status=1 # incomplete or interrupted with the reasons (complete: by the report)
 lab plot "$run" || status=$((status ? status : 1))
 lab report "$run" || status=$((status ? status : 1))
 exit "$status"

@@ -23,7 +23,7 @@ from lab.measure.clients import host_tools
 from lab.studies import calibrate
 from lab.measure import deps, hostinfo, runtimes
 from lab.host import procs
-from lab.record import folder, runlock, schema
+from lab.record import files, folder, runlock, schema
 from lab.present import report
 from lab.setup import checklist, stepcheck
 from lab.setup.exits import Exit
@@ -32,10 +32,10 @@ from lab.measure.clients import Client, Options, axes, clients
 from lab.measure.launch import Knobs, lab_env, placeholders
 from lab.setup.makeflags import command_line_variables, misspelt
 from lab.setup.params import (SETTINGS, ConfigError, Params, Traits, check_lab_settings,
-                        cpu_ranges, format_cpus, from_env, run_settings)
+                        cpu_ranges, format_cpus, from_env, results_folder, run_settings)
 from lab.setup.settings_doc import Found, help_text, markdown_table
-from lab.setup.servers import (ManifestError, Server, expand, found_here, is_built, lookup,
-                               outside)
+from lab.setup.servers import (Discovered, ManifestError, Server, expand, found_here, is_built,
+                               lookup, outside)
 from lab.measure.sweep import ServerSweep, SweepError
 
 
@@ -47,15 +47,22 @@ def fail(message: str, code: int) -> int:
     return code
 
 
-def servers_found() -> dict[str, Server]:
+def servers_found() -> Discovered:
     return found_here(ROOT)
+
+
+def refuse_unusable(servers: Discovered, words: list[str]) -> None:
+    """ConfigError (exit 2) when a server asked for has a manifest that cannot be used."""
+    bad = [why for w in words if w not in servers and (why := servers.why_unusable(w))]
+    if bad:
+        raise ManifestError("; ".join(dict.fromkeys(bad)))
 
 
 def traits(servers: dict[str, Server]) -> dict[str, Traits]:
     return {name: Traits(s.language, s.has_workers) for name, s in servers.items()}
 
 
-def load_params() -> tuple[Params, dict[str, Server]]:
+def load_params() -> tuple[Params, Discovered]:
     """The run's settings, checked (ConfigError: exit 2). A variable given on
     make's command line that is close to a setting's name is refused."""
     wrong = misspelt(command_line_variables(os.environ.get("MAKEFLAGS", "")))
@@ -63,6 +70,7 @@ def load_params() -> tuple[Params, dict[str, Server]]:
         raise ConfigError("; ".join(wrong))
     check_lab_settings(os.environ)
     servers = servers_found()
+    refuse_unusable(servers, os.environ.get("SERVER", "").split())
     params = from_env(os.environ, list(servers), axes(), traits=traits(servers),
                       topologies=runtimes.selectable())
     return params, servers
@@ -92,6 +100,10 @@ def cmd_list(_: argparse.Namespace) -> int:
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     for row in table:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    for name, why in sorted(servers.broken.items()):
+        print(f"unusable: {name}: {why}", file=sys.stderr)
+    for note in servers.skipped:
+        print(f"note: {note}", file=sys.stderr)
     return 0
 
 
@@ -147,6 +159,10 @@ def cmd_check(_: argparse.Namespace) -> int:
     if params.topology == "local" and params.runtime == "process":
         procs.check_port_free(params.port, params.bind)   # other topologies: in `lab up`
     stepcheck.warn(notes)
+    for name, why in sorted(servers.broken.items()):     # those asked for: refused above
+        print(f"warning: server {name} cannot be used: {why}", file=sys.stderr)
+    for note in servers.skipped:
+        print(f"note: {note}", file=sys.stderr)
     runtimes.check(params)          # exit 2: not available here, host unreachable or lacking
     for w in params.warnings:
         print(f"warning: {w}", file=sys.stderr)
@@ -285,7 +301,8 @@ def cmd_new_run(_: argparse.Namespace) -> int:
         print(f"note: {gone.name} was left running by a lab that is gone: marked interrupted",
               file=sys.stderr)
     run = folder.new_run(ROOT / params.results, params.servers)
-    (run / folder.LOCK).touch()            # run-benchmark.sh holds it while the run lives
+    files.open_binary(run / folder.LOCK, run, append=True).close()   # run-benchmark.sh holds it
+    files.reserve(run)                     # room for the manifest's last words on a full disk
     _client, conditions = client_for(params, run)
     settings = recorded_settings(params)
     schema.write_manifest(run, schema.Manifest(
@@ -338,15 +355,24 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         return 0
     except (SweepError, procs.PortBusy, procs.NotReady, runtimes.HostLost) as e:
         status, message, code = "failed", str(e), Exit.FAILED
+    except files.UnsafePath as e:       # a link planted in the run folder: not written through
+        status, message, code = "failed", str(e), Exit.BAD_INPUT
+    except OSError as e:                # a full disk, a missing folder: what was written stays
+        where = f": {e.filename}" if e.filename else ""
+        status, message, code = "failed", f"{e.strerror or e}{where}", Exit.FAILED
     except KeyboardInterrupt:
         status, message, code = "interrupted", "interrupted (Ctrl-C or SIGTERM)", Exit.INTERRUPTED
     if sweep.start_record:
         sweep.start_record["status"] = status
-    sweep.save(status=status, error=message)
     where = f"{args.server} (rep {args.rep})" if params.repeat > 1 else args.server
-    # incomplete now, not only in `lab finish`: a SIGTERM to the whole group
-    # ends run-benchmark.sh before it gets there
-    schema.add_problem(run, f"{where}: {message}", status="incomplete")
+    try:
+        with files.last_words():
+            sweep.save(status=status, error=message)
+            # incomplete now, not only in `lab finish`: a SIGTERM to the whole
+            # group ends run-benchmark.sh before it gets there
+            schema.add_problem(run, f"{where}: {message}", status="incomplete")
+    except OSError as e:
+        message += f" (and the manifest could not record it: {e.strerror or e})"
     return fail(f"{where}: {message}\n  finished levels are kept in {run}", code)
 
 
@@ -403,7 +429,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from lab.present import compare
     for run in (args.a, args.b):
         runlock.refuse_busy(Path(run), "make compare")
-    params_root = ROOT / (os.environ.get("RESULTS") or "results")
+    params_root = ROOT / results_folder(os.environ)
     settings = compare.gate_settings(os.environ.get, cache_dir())   # ConfigError: exit 2
     return compare.main(Path(args.a), Path(args.b), os.environ.get("FORCE") == "1", params_root,
                         settings)
@@ -416,7 +442,7 @@ def cmd_noise(_: argparse.Namespace) -> int:
 
 def cmd_history(args: argparse.Namespace) -> int:
     from lab.analyse import history
-    return history.main(ROOT / (os.environ.get("RESULTS") or "results"),
+    return history.main(ROOT / results_folder(os.environ),
                         os.environ.get("SERVER", ""))
 
 
@@ -475,11 +501,19 @@ def cmd_finish(args: argparse.Namespace) -> int:
         m.problems += [p for p in missing if p not in m.problems]
         if not complete and not m.problems:
             m.problems = ["not every server finished every repetition"]
-        m.status = ("complete" if complete else "interrupted" if args.status == 130
+        # complete: written by the report step once every output exists
+        m.status = ("incomplete" if complete else "interrupted" if args.status == 130
                     else "incomplete")
+        if complete:
+            m.problems = [schema.REPORT_PENDING]
         m.finished = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         return complete, m.problems
-    complete, problems = schema.update(run, finish)
+    try:
+        with files.last_words():
+            complete, problems = schema.update(run, finish)
+    except OSError as e:
+        return fail(f"cannot record the end of {run.name} ({e.strerror or e}): its manifest "
+                    "still says it runs", Exit.FAILED)
     if not complete and args.status == 0:
         print(f"error: {run.name} is incomplete: {'; '.join(problems)}", file=sys.stderr)
         return Exit.FAILED
@@ -549,7 +583,8 @@ def cmd_plot(args: argparse.Namespace) -> int:
     schema.load(run)                    # a folder that is not a readable run: exit 2
     runlock.refuse_busy(run, "make plots")
     try:
-        return plot.draw(run)
+        with schema.as_reported():
+            return plot.draw(run)
     except OSError as e:
         return fail(f"cannot write the charts into {run}: {e.strerror or e}", Exit.FAILED)
 
@@ -577,11 +612,45 @@ def cmd_report(args: argparse.Namespace) -> int:
     schema.load(run)                    # a folder that is not a readable run: exit 2
     runlock.refuse_busy(run, "make report")
     folder.mark_gone_runs(run.resolve().parent)    # this run's index says it too
+    done, why = False, ""
     try:
-        print(report.write(run))
-        return html.main_report(run)
+        if schema.read_manifest(run).status == "complete":   # written again: pending until done
+            schema.update(run, pend)
+        with schema.as_reported():
+            print(report.write(run))
+            code = html.main_report(run)
+        missing = [name for name in schema.OUTPUTS if not (run / name).is_file()]
+        if code == 0 and not missing:
+            schema.update(run, schema.reported)
+            done = True
+            files.release(run)              # the run has ended: its reserve is not needed
+        elif code == 0:
+            why = f"not written: {', '.join(missing)}"
+        return code
     except OSError as e:
-        return fail(f"cannot write the report into {run}: {e.strerror or e}", Exit.FAILED)
+        why = f"{e.strerror or e}"
+        return fail(f"cannot write the report into {run}: {why}", Exit.FAILED)
+    except KeyboardInterrupt:
+        why = "interrupted"
+        raise
+    finally:
+        if not done:
+            try:
+                with files.last_words():
+                    schema.update(run, lambda m: pend(m, why))
+            except (OSError, schema.RecordError):
+                pass
+
+
+def pend(m: schema.Manifest, why: str = "") -> None:
+    """A complete run whose report is being (re)written, or could not be: incomplete
+    (REPORT_PENDING, and why) until every output is written."""
+    if m.status == "complete":
+        m.status = "incomplete"
+    elif not schema.pending(m):
+        return                          # incomplete for its own reasons: they stand
+    m.problems = [p for p in m.problems if not p.startswith(schema.REPORT_PENDING)]
+    m.problems.append(f"{schema.REPORT_PENDING}{f' ({why})' if why else ''}")
 
 
 def rerun_settings(recorded: dict[str, str], environ: Mapping[str, str],
@@ -804,5 +873,8 @@ def main(argv: list[str]) -> int:
         return int(args.fn(args))
     except (ConfigError, ManifestError, procs.PortBusy, schema.RecordError) as e:
         return fail(str(e), Exit.BAD_INPUT)
+    except OSError as e:               # a full disk, a folder that cannot be written: one line
+        where = f"{e.filename}: " if e.filename else ""
+        return fail(f"{where}{e.strerror or e}", Exit.FAILED)
     except KeyboardInterrupt:
         return fail("interrupted", Exit.INTERRUPTED)

@@ -28,7 +28,8 @@ nceil = CEIL_sum                                  # ceiling rows: legend entries
 if (fmt eq "png") { set terminal pngcairo size 1000,600 font "sans,10" noenhanced } \
 else { if (fmt eq "svg") { set terminal svg size 1000,600 font "sans,10" noenhanced background "white" } \
 else { exit error "rss.gp: fmt must be png or svg" } }
-set output run . "/rss." . fmt
+if (!exists("out")) out = run           # the lab passes a private folder, then moves the chart in
+set output out . "/rss." . fmt
 
 # ---- look -------------------------------------------------------------------
 set title "Memory per server: RSS, and where it goes (PSS, private)" font ",13"

@@ -102,8 +102,9 @@ def test_bad_manifests_are_refused(tmp_path: Path, change: tuple[str, str], mess
 def test_duplicate_names_are_refused(tmp_path: Path) -> None:
     write(tmp_path / "a", GOOD)
     write(tmp_path / "b", GOOD)
-    with pytest.raises(ManifestError, match="also used by"):
-        discover(tmp_path / "nowhere", f"{tmp_path / 'a'}:{tmp_path / 'b'}")
+    found = discover(tmp_path / "nowhere", f"{tmp_path / 'a'}:{tmp_path / 'b'}")
+    assert found["demo"].folder == (tmp_path / "a" / "demo").resolve()  # the first stands
+    assert "also used by" in found.broken["demo"]          # the second is not used
 
 
 def test_build_is_needed_only_when_an_input_is_newer(tmp_path: Path) -> None:

@@ -164,8 +164,9 @@ def test_a_base_name_with_a_dot_or_at_is_refused(tmp_path: Path) -> None:
 def test_a_variant_name_equal_to_another_server_is_refused(tmp_path: Path) -> None:
     write(tmp_path / "a", BASE + "\n[variants.x]\n")
     write(tmp_path / "b", BASE + "\n[variants.x]\n")
-    with pytest.raises(ManifestError, match="'demo' is also used"):
-        discover(tmp_path / "nowhere", f"{tmp_path / 'a'}:{tmp_path / 'b'}")
+    found = discover(tmp_path / "nowhere", f"{tmp_path / 'a'}:{tmp_path / 'b'}")
+    assert "'demo' is also used" in found.broken["demo"]     # the second manifest: unusable
+    assert found["demo.x"].folder == (tmp_path / "a" / "demo").resolve()
 
 
 def test_lab_env_passes_the_manifest_env_under_the_knobs(tmp_path: Path) -> None:

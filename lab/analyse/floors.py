@@ -16,9 +16,10 @@ what measures one.
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,34 @@ def path_for(cache: Path, server: str) -> Path:
     return cache / FOLDER / f"{server}.json"
 
 
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def floor_of(f: Any, i: int) -> Floor:
+    """One kept floor, checked field by field (ValueError says which is wrong):
+    a floor of NaN or infinity, or conditions that are not an object, is refused."""
+    where = f"floors[{i}]"
+    if not isinstance(f, dict):
+        raise ValueError(f"{where} should be an object")
+    for key, kind in (("server", str), ("made", str), ("run", str), ("conditions", dict),
+                      ("floors_pct", dict), ("levels", list), ("duration_s", int),
+                      ("repeat", int)):
+        if not isinstance(f.get(key), kind) or isinstance(f.get(key), bool):
+            raise ValueError(f"{where}.{key} should be {kind.__name__}, found "
+                             f"{type(f.get(key)).__name__}")
+    bad = [k for k, v in f["floors_pct"].items() if not _number(v) or v < 0]
+    if bad:
+        raise ValueError(f"{where}.floors_pct: {', '.join(map(str, bad))} should be a finite "
+                         "percentage, not negative, NaN or infinite")
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in f["levels"]):
+        raise ValueError(f"{where}.levels should be whole numbers")
+    unknown = set(f) - {x.name for x in fields(Floor)}
+    if unknown:
+        raise ValueError(f"{where} has unknown keys {', '.join(sorted(unknown))}")
+    return Floor(**{**f, "floors_pct": {str(k): float(v) for k, v in f["floors_pct"].items()}})
+
+
 def read_all(cache: Path, server: str) -> list[Floor]:
     """Every floor kept for server, oldest first ([] when none; an unreadable
     file is named on stderr and not used)."""
@@ -78,8 +107,9 @@ def read_all(cache: Path, server: str) -> list[Floor]:
         return []
     try:
         data = schema.read_json(path)
-        return [Floor(**{**f, "floors_pct": {k: float(v) for k, v in f["floors_pct"].items()}})
-                for f in data["floors"]]
+        if not isinstance(data, dict) or not isinstance(data.get("floors"), list):
+            raise ValueError("should be an object with a list of `floors`")
+        return [floor_of(f, i) for i, f in enumerate(data["floors"])]
     except (schema.RecordError, KeyError, TypeError, AttributeError, ValueError) as e:
         print(f"warning: noise floor not used: {path}: {e}; run `make noise SERVER={server}` "
               "again", file=sys.stderr)

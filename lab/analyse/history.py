@@ -15,6 +15,7 @@ runs only: no import of what measures one.
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -95,19 +96,23 @@ def run_points(run: Path) -> list[Point]:
     return out
 
 
-def points(results_dir: Path) -> dict[str, list[Point]]:
+def points(results_dir: Path, unreadable: dict[str, str] | None = None
+           ) -> dict[str, list[Point]]:
     """Every server's points across the run folders of results_dir, oldest
     first; a folder that cannot be read is left out (the index lists it as
-    unreadable, with the reason)."""
+    unreadable, with the reason; so does `unreadable`, folder: reason)."""
     found: dict[str, list[Point]] = {}
     if not results_dir.is_dir():
         return found
     for run in sorted(results_dir.iterdir()):
-        if run.name.startswith(".") or not (run / schema.MANIFEST).is_file():
+        if run.name.startswith(".") or not run.is_dir() or \
+                not os.path.lexists(run / schema.MANIFEST):
             continue
         try:
             got = run_points(run)
-        except schema.RecordError:
+        except schema.RecordError as e:
+            if unreadable is not None:
+                unreadable[run.name] = f"{e.path.name}: {e.problem}"
             continue
         for p in got:
             found.setdefault(p.server, []).append(p)
@@ -230,7 +235,10 @@ class ChartError(RuntimeError):
 def main(results_dir: Path, server: str) -> int:
     """`make history SERVER=x`: 0 printed, 2 no such server in results_dir."""
     names = server.split()
-    found = points(results_dir)
+    unreadable: dict[str, str] = {}
+    found = points(results_dir, unreadable)
+    for name, why in unreadable.items():
+        print(f"note: {name} left out, unreadable: {why}", file=sys.stderr)
     if len(names) != 1:
         print(f"error: give one server: make history SERVER=<name> (in {results_dir}: "
               f"{' '.join(sorted(found)) or 'no runs'})", file=sys.stderr)

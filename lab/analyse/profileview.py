@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
+from lab.record import files
 from lab.record.schema import FOLDED, Profile, read_folded
 
 FLAMEGRAPH = "flamegraph.svg"
@@ -132,7 +133,7 @@ def write_flamegraph(folder: Path, title: str, thread_root: bool = False) -> str
     stacks = read_folded(folder / FOLDED)
     if thread_root:
         stacks = [(frames[1:] if len(frames) > 1 else frames, n) for frames, n in stacks]
-    (folder / FLAMEGRAPH).write_text(svg(stacks, title))
+    files.write_atomic(folder / FLAMEGRAPH, svg(stacks, title))
     return FLAMEGRAPH
 
 

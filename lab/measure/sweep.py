@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from lab.record import failures, schema, series
+from lab.record import failures, files, schema, series
 from lab.measure import jit, runtimes
 from lab.analyse import contract, metrics
 from lab.host import logcap, procs
@@ -130,7 +130,7 @@ class ServerSweep:
     # ---- the steps, top-down --------------------------------------------------
     def run_all(self) -> None:
         """Every start of this repetition; the record says where it stopped."""
-        self.out.mkdir(exist_ok=True)
+        files.make_dirs(self.out, self.run)   # never a link planted in the run (UnsafePath)
         for knob_value, levels in self.starts():
             try:
                 self.one_start(knob_value, levels)
@@ -385,6 +385,7 @@ class ServerSweep:
                   if share.concurrency or share.rate]
         outs = [self.out / (f"{self.client.name}-{tag}.h{i}.out" if several
                             else f"{self.client.name}-{tag}.out") for i in range(len(shares))]
+        files.make_dirs(self.out, self.run)     # still no link in its place (UnsafePath)
         assert sp.proc is not None
         for attempt in (1, 2):
             busy0, steal0 = topo.cpu_times(p.server_cpus, p.client_cpus)
@@ -453,7 +454,8 @@ class ServerSweep:
                    for i in range(max((len(x) for x in each), default=0))]
         server = series.server_per_second(points or [])
         if rps or server:
-            series.write(schema.series_file(self.run, self.server.name, tag), rps, server)
+            series.write(schema.series_file(self.run, self.server.name, tag), rps, server,
+                         self.run)
 
     def died(self, sp: ServerProcess, load: Load, tag: str) -> SweepError:
         """The server exited during a client run: the level (or warm-up) and its
@@ -534,7 +536,7 @@ class ServerSweep:
                            "client_cpu_pct": round(pct, 1), "wall_s": round(ran.wall_s, 3),
                            "client_bound": pct >= metrics.CLIENT_BOUND_PCT}
                           for share, ran, lv, pct in zip(shares, runs, levels, cpu_pct)]}
-        with (self.out / "client-hosts.jsonl").open("a") as f:
+        with files.open_text(self.out / "client-hosts.jsonl", self.run, append=True) as f:
             f.write(json.dumps(line) + "\n")
         if spread is not None and spread > 1.0:
             self.note(f"{tag}: the client hosts started {spread:.1f}s apart (more than 1 s): "

@@ -151,13 +151,13 @@ def export(out: Path, stats: Stats, side: str, servers: list[str]) -> None:
     """data/<side>-<server>.dat: value median min max client_bound host_busy
     (host-busy: a level the gate refuses, marked on the chart)."""
     data = out / "data"
-    data.mkdir(exist_ok=True)
     for name in servers:
         lines = ["# value rate rate_lo rate_hi client_bound host_busy"]
         lines += [f"{s.value} {num(s.rate.median)} {num(s.rate.lo)} {num(s.rate.hi)} "
                   f"{int(s.client_bound)} {int(bool(s.flags.get('host-busy', 0)))}"
                   for s in stats[name]]
-        (data / f"{side}-{name}.dat").write_text("\n".join(lines) + "\n")
+        files.write_atomic(data / f"{side}-{files.part(name)}.dat", "\n".join(lines) + "\n",
+                           out)
 
 
 def chart(out: Path, stats: tuple[Stats, Stats], ids: tuple[str, str],
@@ -271,7 +271,7 @@ def main(a: Path, b: Path, force: bool, out_root: Path,
     out = folder.new_folder(out_root, f"compare-{ids[0]}-vs-{ids[1]}")
     try:
         text = markdown(ids, ms, rows, diffs, force, g) + "\n".join(gate_lines(g)) + "\n"
-        (out / "compare.md").write_text(text)
+        files.write_atomic(out / "compare.md", text)
         problem = chart(out, (sa, sb), ids, ms) if rows else None
         svg = out / "compare.svg"
         files.write_atomic(out / "compare.html", page(ids, ms, rows, diffs, force,

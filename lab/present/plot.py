@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from lab.setup.paths import PLOTS
@@ -12,7 +13,9 @@ from lab.analyse import analysis
 from lab.record import series
 from lab.analyse.analysis import Analysis
 from lab.analyse.wording import gp_quote, why_not_a_figure, xlabel
+from lab.record import files, schema
 from lab.record.schema import RunRecord
+from lab.setup.names import why_not_a_recorded_name
 from lab.setup.params import LOAD_AXES
 
 MB = 1024
@@ -32,7 +35,6 @@ def export(rec: RunRecord, a: Analysis) -> tuple[list[str], str, bool]:
     whether any level has latency percentiles."""
     run, m = rec.folder, rec.manifest
     data = run / "data"
-    data.mkdir(exist_ok=True)
     measured, ceiling, rss_lines, percentiles = [], "", [], False
     for name, levels in a.stats.items():
         role = m.role(name)
@@ -49,10 +51,9 @@ def export(rec: RunRecord, a: Analysis) -> tuple[list[str], str, bool]:
                 str(int(bool({"steal", "host-busy"} & set(flags)))), str(int(s.noisy)),
                 *(num(x.median if x else None) for x in (s.p50_ms, s.p90_ms, s.p99_ms)),
                 str(int(not s.ranked))]))
-        (data / f"{name}.dat").write_text("\n".join(lines) + "\n")
+        files.write_atomic(data / f"{safe(name, run)}.dat", "\n".join(lines) + "\n", run)
         published = ["# value req/s"] + [f"{s.value} {s.rate.median}" for s in levels]
-        (run / name).mkdir(exist_ok=True)
-        (run / name / "rps.dat").write_text("\n".join(published) + "\n")
+        files.write_atomic(run / name / "rps.dat", "\n".join(published) + "\n", run)
         last = levels[-1]
         rss_lines.append(f"{name} {last.rss_end_kb.median / MB:.2f} "
                          f"{max(s.rss_peak_kb for s in levels) / MB:.2f} {role} "
@@ -64,10 +65,31 @@ def export(rec: RunRecord, a: Analysis) -> tuple[list[str], str, bool]:
             measured.append(name)
     if not measured and ceiling:        # a run of the reference alone: draw it as a server
         measured, ceiling = [ceiling], ""
-    (data / "rss.dat").write_text("# server rss_end_MB rss_peak_MB role pss_end_MB "
-                                  "private_end_MB\n"
-                                  + "\n".join(rss_lines) + "\n")
+    files.write_atomic(data / "rss.dat", "# server rss_end_MB rss_peak_MB role pss_end_MB "
+                       "private_end_MB\n" + "\n".join(rss_lines) + "\n", run)
     return measured, ceiling, percentiles
+
+
+def safe(name: str, run: Path) -> str:
+    """A server name read from the run, checked before it becomes a path."""
+    why = why_not_a_recorded_name(name)
+    if why:
+        raise files.UnsafePath(run / schema.CSV, why)
+    return name
+
+
+def gnuplot(script: str, setup: str, run: Path, outputs: list[str]) -> str:
+    """Run plots/<script> with gnuplot writing into a private temporary folder
+    (`out`), then move each of `outputs` into the run with the lab's one writer
+    (never through a link planted there); the error text, or "" when done."""
+    with tempfile.TemporaryDirectory(prefix=".lab-plot-") as tmp:
+        out = subprocess.run(["gnuplot", "-e", f"{setup}; out={gp_quote(tmp)}",
+                              str(PLOTS / script)], capture_output=True, text=True)
+        if out.returncode != 0:
+            return out.stderr.strip()[-500:] or f"exit code {out.returncode}"
+        for name in outputs:
+            files.copy_into(Path(tmp) / name, run / name, run)
+    return ""
 
 
 def charts(axis: str, percentiles: bool) -> list[str]:
@@ -99,11 +121,9 @@ def draw(run: Path) -> int:
                      f"ceiling={gp_quote(ceiling)}; conditions={gp_quote(cond)}; "
                      f"xlabel={gp_quote(xlabel(axis))}; xticks={gp_quote(ticks(a))}; "
                      f"fmt='{fmt}'")
-            out = subprocess.run(["gnuplot", "-e", setup, str(PLOTS / f"{chart}.gp")],
-                                 capture_output=True, text=True)
-            if out.returncode != 0:
-                print(f"error: gnuplot {chart}.gp failed: {out.stderr.strip()[-500:]}",
-                      file=sys.stderr)
+            err = gnuplot(f"{chart}.gp", setup, run, [f"{chart}.{fmt}"])
+            if err:
+                print(f"error: gnuplot {chart}.gp failed: {err}", file=sys.stderr)
                 return 1
     for name in [*measured, *([ceiling] if ceiling else [])]:
         has_rps = export_series(run, name)
@@ -113,11 +133,9 @@ def draw(run: Path) -> int:
             setup = (f"run={gp_quote(str(run))}; server={gp_quote(name)}; "
                      f"client={gp_quote(m.client.tool or 'the client')}; "
                      f"has_rps={int(has_rps)}; conditions={gp_quote(cond)}; fmt='{fmt}'")
-            out = subprocess.run(["gnuplot", "-e", setup, str(PLOTS / "series.gp")],
-                                 capture_output=True, text=True)
-            if out.returncode != 0:
-                print(f"error: gnuplot series.gp failed for {name}: "
-                      f"{out.stderr.strip()[-500:]}", file=sys.stderr)
+            err = gnuplot("series.gp", setup, run, [f"series-{name}.{fmt}"])
+            if err:
+                print(f"error: gnuplot series.gp failed for {name}: {err}", file=sys.stderr)
                 return 1
         drawn.append(f"series-{name}")
     print(f"charts: {', '.join(str(run / f'{c}.png') for c in drawn)}", file=sys.stderr)
@@ -129,7 +147,7 @@ def export_series(run: Path, name: str) -> bool | None:
     levels one after another on one time axis, a blank line between them.
     None when it has none (a run before they were recorded); else whether
     any second has the client's req/s."""
-    found = series.files(run / name)
+    found = series.files(run / safe(name, run))
     if not found:
         return None
     lines, t, has_rps = ["# t_s rps server_cpu_pct rss_MB"], 0, False
@@ -141,6 +159,5 @@ def export_series(run: Path, name: str) -> bool | None:
                          f"{num(None if rss is None else rss / MB)}")
         t += len(rows)
         lines.append("")
-    (run / "data").mkdir(exist_ok=True)
-    (run / "data" / f"series-{name}.dat").write_text("\n".join(lines) + "\n")
+    files.write_atomic(run / "data" / f"series-{name}.dat", "\n".join(lines) + "\n", run)
     return has_rps

@@ -1,29 +1,336 @@
-"""A run folder's files written whole or not at all: the one writer of every
-file the lab puts in a run folder, a results folder or its cache."""
+"""A run folder's files: the one writer and the one reader of every file the
+lab puts in (or reads from) a run folder, a results folder or its cache.
+
+Writing never follows a link. A file is written whole or not at all (a
+temporary file of the writer's own, then a rename that replaces the name,
+never what a link at that name points to); an appended or streamed file is
+opened with O_NOFOLLOW and must be a regular file. Every folder between the
+`root` given (the run folder) and the file is opened one level at a time
+without following links, so a link planted inside a run folder (during the
+run, too) is refused instead of written through. A name that comes from a
+run folder or a manifest is checked (`part`) before it becomes a path.
+
+Reading takes only regular files (no FIFO, no device, no link), at most
+MAX_BYTES, and JSON nested at most MAX_DEPTH deep; every failure is one
+`RecordError` that names the file and what is wrong.
+"""
 from __future__ import annotations
 
+import errno
+import io
 import json
 import os
-import tempfile
+import secrets
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
+
+MAX_BYTES = 64 * 1024 * 1024      # the most the lab reads of one file of a run or its cache
+MAX_DEPTH = 100                   # JSON nesting the lab reads (its own files nest < 10 deep)
+# Room kept in a run folder while the run lives: on a full disk it is given up
+# so that the manifest can still record what happened (write_atomic, spare=True).
+RESERVE = ".lab-reserve"
+RESERVE_BYTES = 128 * 1024
 
 
-def write_atomic(path: Path, text: str) -> Path:
-    """`path` written whole or not at all: a temporary file of this writer's
-    own (concurrent writers never share one), then a rename."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+class RecordError(ValueError):
+    """A run folder's file that cannot be read as this lab's record."""
+
+    def __init__(self, path: Path | str, problem: str) -> None:
+        self.path, self.problem = Path(path), problem
+        super().__init__(f"{path}: {problem}")
+
+
+class UnsafePath(RecordError):
+    """A write refused: it would go through a link, outside the run folder, or
+    to a name no lab file has."""
+
+
+# --------------------------------------------------------------------------- names
+
+def part(name: str, where: Path | str = "") -> str:
+    """`name` (read from a run folder or a manifest) as one path component:
+    UnsafePath when it is empty, '.', '..', or holds a separator or a NUL."""
+    if name in ("", ".", "..") or "/" in name or "\0" in name or "\\" in name:
+        raise UnsafePath(where or name, f"{name!r} cannot be a file or folder name of a run "
+                                        "(empty, '.', '..', or a path): refused")
+    return name
+
+
+def _relative(path: Path, root: Path) -> list[str]:
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)                 # as a plain write would (mkstemp makes 0600)
-        os.replace(tmp, path)
+        rel = path.relative_to(root)
+    except ValueError:
+        raise UnsafePath(path, f"is outside {root}: the lab writes only inside it") from None
+    parts = list(rel.parts)
+    if not parts:
+        raise UnsafePath(path, "is the folder itself, not a file in it")
+    for p in parts:
+        part(p, path)
+    return parts
+
+
+def _refusal(path: Path, e: OSError, what: str) -> OSError | UnsafePath:
+    if e.errno in (errno.ELOOP, errno.EMLINK) or os.path.islink(path):
+        return UnsafePath(path, f"is a link: the lab never writes through one ({what} refused)")
+    if e.errno == errno.ENOTDIR:
+        return UnsafePath(path, f"is not a folder ({what} refused)")
+    if e.errno == errno.ENXIO:
+        return UnsafePath(path, f"is not a regular file ({what} refused)")
+    return e
+
+
+def _dir_fd(root: Path, parts: list[str], create: bool) -> int:
+    """An open descriptor of root/parts..., each level opened without
+    following a link (made when `create`)."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    here = root
+    try:
+        for p in parts:
+            here = here / p
+            if create:
+                try:
+                    os.mkdir(p, 0o755, dir_fd=fd)
+                except FileExistsError:
+                    pass
+            try:
+                nxt = os.open(p, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                              dir_fd=fd)
+            except OSError as e:
+                raise _refusal(here, e, "a folder on the way") from None
+            os.close(fd)
+            fd = nxt
+        return fd
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        os.close(fd)
         raise
+
+
+def make_dirs(path: Path, root: Path | None = None) -> Path:
+    """path (and the folders between root and it) made, none of them a link."""
+    parts = _relative(path, root) if root is not None else []
+    if root is None:
+        root = path.parent
+        parts = [part(path.name, path)]
+    os.close(_dir_fd(root, parts, create=True))
     return path
 
 
-def write_json(path: Path, data: Any) -> None:
+# --------------------------------------------------------------------------- writing
+
+def reserve(folder: Path) -> None:
+    """Keep RESERVE_BYTES in `folder` (at most half the free space) for the
+    manifest's last words on a full disk (best effort: none when there is no
+    room even for that)."""
+    try:
+        st = os.statvfs(folder)
+        size = min(RESERVE_BYTES, st.f_bavail * st.f_frsize // 2) // 4096 * 4096
+        if size >= 8192:
+            write_atomic(folder / RESERVE, bytes(size))
+    except OSError:
+        pass
+
+
+_last_words: ContextVar[bool] = ContextVar("last_words", default=False)
+
+
+@contextmanager
+def last_words() -> Iterator[None]:
+    """Within: a write that meets a full disk gives the folder's reserve up and
+    tries once more (what a failing step records of its end)."""
+    token = _last_words.set(True)
+    try:
+        yield
+    finally:
+        _last_words.reset(token)
+
+
+def release(folder: Path) -> bool:
+    """Give the reserve up; True when there was one."""
+    try:
+        os.unlink(folder / RESERVE)
+        return True
+    except OSError:
+        return False
+
+
+def write_atomic(path: Path, text: str | bytes, root: Path | None = None,
+                 spare: bool = False) -> Path:
+    """`path` written whole or not at all: a temporary file of this writer's
+    own (concurrent writers never share one), then a rename over the name (a
+    link there is replaced, never followed). The folders from `root` (the run
+    folder; default: the file's own folder) down to it are made as needed and
+    must not be links. `spare`: on a full disk, the folder's RESERVE is given
+    up and the write tried once more."""
+    try:
+        return _write_atomic(path, text, root)
+    except OSError as e:
+        if not ((spare or _last_words.get()) and e.errno == errno.ENOSPC
+                and release(path.parent)):
+            raise
+        return _write_atomic(path, text, root)
+
+
+def _write_atomic(path: Path, text: str | bytes, root: Path | None) -> Path:
+    root = path.parent if root is None else root
+    parts = _relative(path, root)
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    dfd = _dir_fd(root, parts[:-1], create=True)
+    try:
+        name = parts[-1]
+        tmp = f".{name[:60]}.{secrets.token_hex(6)}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o644, dir_fd=dfd)
+        try:
+            with open(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        except BaseException:
+            try:
+                os.unlink(tmp, dir_fd=dfd)
+            except OSError:
+                pass
+            raise
+    finally:
+        os.close(dfd)
+    return path
+
+
+def write_json(path: Path, data: Any, root: Path | None = None, spare: bool = False) -> None:
     """JSON, written atomically."""
-    write_atomic(path, json.dumps(data, indent=2, default=str) + "\n")
+    write_atomic(path, json.dumps(data, indent=2, default=str) + "\n", root, spare)
+
+
+def open_binary(path: Path, root: Path | None = None, append: bool = False) -> IO[bytes]:
+    """`path` opened for writing (appending, or from empty), never through a
+    link and only when it is (or becomes) a regular file; the folders from
+    `root` down made as needed, none a link."""
+    root = path.parent if root is None else root
+    parts = _relative(path, root)
+    dfd = _dir_fd(root, parts[:-1], create=True)
+    try:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | \
+            (os.O_APPEND if append else 0)
+        try:
+            fd = os.open(parts[-1], flags, 0o644, dir_fd=dfd)
+        except OSError as e:
+            raise _refusal(path, e, "writing") from None
+    finally:
+        os.close(dfd)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UnsafePath(path, "is not a regular file (writing refused)")
+    if not append:
+        os.ftruncate(fd, 0)
+    return open(fd, "ab" if append else "wb")
+
+
+def open_text(path: Path, root: Path | None = None, append: bool = False) -> IO[str]:
+    """open_binary as UTF-8 text (newline='' for csv)."""
+    return io.TextIOWrapper(open_binary(path, root, append), encoding="utf-8", newline="")
+
+
+def copy_into(source: Path, path: Path, root: Path | None = None) -> Path:
+    """A file the lab made elsewhere (a private temporary folder: gnuplot's
+    output) written to `path` as write_atomic does."""
+    return write_atomic(path, read_bytes(source), root)
+
+
+# --------------------------------------------------------------------------- reading
+
+def read_bytes(path: Path, limit: int = MAX_BYTES) -> bytes:
+    """A regular file's bytes (no link, FIFO or device; at most `limit`), or
+    RecordError saying why not."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise RecordError(path, "missing") from None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise RecordError(path, "is a link: the lab reads only regular files of a run"
+                              ) from None
+        raise RecordError(path, f"cannot be read ({e.strerror or e})") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise RecordError(path, "is a folder, not a file")
+        if not stat.S_ISREG(st.st_mode):
+            raise RecordError(path, "is not a regular file (a FIFO, device or socket): "
+                                    "not read")
+        if st.st_size > limit:
+            raise RecordError(path, f"is {st.st_size} bytes, more than the {limit} the lab "
+                                    "reads of one file")
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:
+            raise RecordError(path, f"grew past the {limit} bytes the lab reads of one file")
+        return b"".join(chunks)
+    except OSError as e:
+        raise RecordError(path, f"cannot be read ({e.strerror or e})") from None
+    finally:
+        os.close(fd)
+
+
+def read_text(path: Path, limit: int = MAX_BYTES) -> str:
+    """read_bytes as UTF-8 text."""
+    raw = read_bytes(path, limit)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise RecordError(path, f"is not UTF-8 text (binary or corrupt at byte {e.start})"
+                          ) from None
+
+
+def depth(data: Any) -> int:
+    """How deep lists and objects nest in `data` (0: a scalar), without recursion."""
+    deepest, todo = 0, [(data, 1)]
+    while todo:
+        node, level = todo.pop()
+        if isinstance(node, dict):
+            node = list(node.values())
+        if isinstance(node, list):
+            deepest = max(deepest, level)
+            if level > MAX_DEPTH:
+                return level
+            todo.extend((x, level + 1) for x in node)
+    return deepest
+
+
+def parse_json(text: str, path: Path | str) -> Any:
+    """JSON text as the lab reads it (nesting and number limits), or RecordError."""
+    if not text.strip():
+        raise RecordError(path, "is empty (the run was stopped while writing it?)")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise RecordError(path, f"is not valid JSON (line {e.lineno}, column {e.colno}: "
+                                f"{e.msg}): truncated or corrupt") from None
+    except RecursionError:
+        raise RecordError(path, f"nests deeper than the {MAX_DEPTH} levels the lab reads"
+                          ) from None
+    except ValueError as e:             # int's digit limit: a number thousands of digits long
+        raise RecordError(path, f"holds a number the lab does not read ({e})") from None
+    if depth(data) > MAX_DEPTH:
+        raise RecordError(path, f"nests deeper than the {MAX_DEPTH} levels the lab reads")
+    return data
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file, or RecordError saying why it is not one."""
+    raw = read_bytes(path)
+    if not raw.strip():
+        raise RecordError(path, "is empty (the run was stopped while writing it?)")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise RecordError(path, f"is not UTF-8 text (binary or corrupt at byte {e.start})"
+                          ) from None
+    return parse_json(text, path)

@@ -7,12 +7,13 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
+import stat
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from lab.record import schema
+from lab.record import files, schema
 from lab.setup.reason import Reason
 
 
@@ -22,8 +23,8 @@ MARK = ".lab-results"      # a RESULTS folder the lab made (or made a run in) ho
 def mark(root: Path) -> None:
     """Mark `root` as a results folder of the lab's: its index.html is the lab's to write."""
     path = root / MARK
-    if not path.exists():
-        path.write_text("The lab's results folder: the lab writes index.html here.\n")
+    if not os.path.lexists(path):       # a link there (dangling or not) is not written through
+        files.write_atomic(path, "The lab's results folder: the lab writes index.html here.\n")
 
 
 def new_folder(root: Path, base: str) -> Path:
@@ -87,11 +88,12 @@ def lab_gone(run: Path) -> bool:
     (the few ms between `lab new-run` and the script's flock), or none (a run
     made by steps called one by one), says nothing: False."""
     try:
-        fd = os.open(run / LOCK, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(run / LOCK, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return False
     try:
-        if os.fstat(fd).st_size == 0:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size == 0:
             return False
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
@@ -104,25 +106,42 @@ def lab_gone(run: Path) -> bool:
 
 def mark_gone(run: Path) -> bool:
     """Mark a run "interrupted" when its manifest says running and its lab is
-    gone (SIGKILL, the OOM killer, a reboot); True when it did."""
+    gone (SIGKILL, the OOM killer, a reboot); True when it did. Only the
+    statuses change and one problem is added: the rest of that run's manifest
+    is written back as it was read (never upgraded to this lab's schema), and
+    a manifest this lab cannot read is left alone."""
     if not lab_gone(run):
         return False
 
-    def change(m: schema.Manifest) -> bool:
-        if m.status != "running":
+    def statuses(data: dict[str, Any]) -> bool:
+        if data.get("status") != "running":
             return False
-        for rec in m.servers.values():
-            if rec.status not in ("complete", "failed", "not loaded"):
-                rec.status = "interrupted"
-            for start in rec.starts:
-                if start.status in ("starting", "verified", "measuring"):
-                    start.status = "interrupted"
-        m.status = "interrupted"
-        m.problems.append("interrupted: the lab's processes ended without finishing the run "
-                          "(killed, or the machine stopped); found by a later lab step")
+        servers = data.get("servers")
+        for rec in servers.values() if isinstance(servers, dict) else []:
+            if not isinstance(rec, dict):
+                continue
+            if rec.get("status") not in ("complete", "failed", "not loaded"):
+                rec["status"] = "interrupted"
+            for start in rec.get("starts") or []:
+                if isinstance(start, dict) and \
+                        start.get("status") in ("starting", "verified", "measuring"):
+                    start["status"] = "interrupted"
+        data["status"] = "interrupted"
+        problems = data.get("problems")
+        data["problems"] = (problems if isinstance(problems, list) else []) + [
+            "interrupted: the lab's processes ended without finishing the run "
+            "(killed, or the machine stopped); found by a later lab step"]
         return True
     try:
-        return schema.update(run, change)
+        with schema.locked(run, make=False):
+            path = run / schema.MANIFEST
+            data = files.read_json(path)
+            schema.parse_manifest(data, path)        # a manifest this lab reads, else untouched
+            if not statuses(data):
+                return False
+            with files.last_words():
+                files.write_json(path, data)
+            return True
     except (OSError, schema.RecordError):
         return False
 
@@ -132,4 +151,5 @@ def mark_gone_runs(results: Path) -> list[Path]:
     if not results.is_dir():
         return []
     return [run for run in sorted(results.iterdir())
-            if (run / LOCK).exists() and mark_gone(run)]
+            if run.is_dir() and not run.is_symlink() and (run / LOCK).exists()
+            and mark_gone(run)]

@@ -18,7 +18,7 @@ import os
 import sys
 from pathlib import Path
 
-from lab.record import folder
+from lab.record import files, folder
 from lab.setup import paths
 from lab.host import procs
 from lab.setup.params import ConfigError
@@ -55,14 +55,18 @@ def holder(run: Path) -> str | None:
     if not path.exists() or inherited(run):
         return None
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
-            text = path.read_text(errors="replace").strip().splitlines()
+            try:
+                text = files.read_bytes(path, 64 * 1024).decode(errors="replace").strip(
+                    ).splitlines()
+            except files.RecordError:
+                text = []
             return text[-1] if text else "held"
         return None
     finally:
@@ -81,7 +85,12 @@ def hold(run: Path, who: str) -> int:
     """Take the run's lock for this step (Busy when another step holds it); the
     descriptor (close-on-exec: not inherited by what the step starts) is kept
     until the step closes it or ends."""
-    fd = os.open(run / folder.LOCK, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    try:
+        fd = os.open(run / folder.LOCK, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+                     | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
+    except OSError as e:
+        raise files.UnsafePath(run / folder.LOCK, f"cannot be opened ({e.strerror or e})"
+                               ) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

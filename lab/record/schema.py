@@ -20,17 +20,20 @@ from __future__ import annotations
 
 import csv
 import fcntl
+import io
 import json
 import math
 import os
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
-from lab.record.files import write_atomic, write_json
+from lab.record import files
+from lab.setup.names import why_not_a_recorded_name
+from lab.record.files import write_json
 
 SCHEMA = 2                 # 1: the landed tree's manifest, without a "schema" key
 RESULTS_SCHEMA = 1         # results.json's own version: docs/results.schema.json, docs/run-folder.md
@@ -42,38 +45,10 @@ MANIFEST_LOCK = ".manifest.lock"
 T = TypeVar("T")
 
 
-class RecordError(ValueError):
-    """A run folder's file that cannot be read as this lab's record."""
-
-    def __init__(self, path: Path | str, problem: str) -> None:
-        self.path, self.problem = Path(path), problem
-        super().__init__(f"{path}: {problem}")
-
-
-# --------------------------------------------------------------------------- json
-
-def read_json(path: Path) -> Any:
-    """A JSON file, or RecordError saying why it is not one."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise RecordError(path, "missing") from None
-    except IsADirectoryError:
-        raise RecordError(path, "is a folder, not a file") from None
-    except OSError as e:
-        raise RecordError(path, f"cannot be read ({e.strerror or e})") from None
-    if not raw.strip():
-        raise RecordError(path, "is empty (the run was stopped while writing it?)")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise RecordError(path, f"is not UTF-8 text (binary or corrupt at byte {e.start})"
-                          ) from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise RecordError(path, f"is not valid JSON (line {e.lineno}, column {e.colno}: "
-                                f"{e.msg}): truncated or corrupt") from None
+# RecordError and read_json are lab.record.files' (the one reader); kept here
+# under their old names for every reader of a run.
+RecordError = files.RecordError
+read_json = files.read_json
 
 
 class _Obj:
@@ -515,7 +490,48 @@ class Manifest:
         return self.server(name).role
 
 
+# "complete" is written by the report step only, once every output exists
+# (lab finish records a complete run as incomplete with this one problem; the
+# report step, and `make plots`, read such a run as the complete run it will
+# be, `as_reported`). Killed, or on a full disk, before the end, the run stays
+# incomplete with this reason.
+REPORT_PENDING = ("report pending: summary.md, levels.csv, results.json and report.html are "
+                  "not all written (the report step did not finish: run `make report "
+                  "RUN=<run>` again)")
+OUTPUTS = ("summary.md", "levels.csv", RESULTS_JSON, "report.html")
+_as_reported: ContextVar[bool] = ContextVar("as_reported", default=False)
+
+
+@contextmanager
+def as_reported() -> Iterator[None]:
+    """Within: a run whose only problem is its pending report reads as complete."""
+    token = _as_reported.set(True)
+    try:
+        yield
+    finally:
+        _as_reported.reset(token)
+
+
+def pending(m: Manifest) -> bool:
+    """The run is complete but for its report (REPORT_PENDING, and why)."""
+    return m.status == "incomplete" and any(p.startswith(REPORT_PENDING) for p in m.problems)
+
+
+def reported(m: Manifest) -> None:
+    """m as it is once its report is written: a run complete but for it is complete."""
+    if pending(m):
+        m.status = "complete"
+        m.problems = [p for p in m.problems if not p.startswith(REPORT_PENDING)]
+
+
 def parse_manifest(data: Any, path: Path) -> Manifest:
+    m = _parse_manifest(data, path)
+    if _as_reported.get():
+        reported(m)
+    return m
+
+
+def _parse_manifest(data: Any, path: Path) -> Manifest:
     o = _Obj(data, path, "")
     schema = o.integer("schema", 1)
     if schema > SCHEMA:
@@ -527,6 +543,10 @@ def parse_manifest(data: Any, path: Path) -> Manifest:
     for key in ("params", "client"):
         o.need(key, foreign)
     servers = o.obj("servers")
+    for name in [*servers.data, *o.obj("params").texts("servers")]:
+        why = why_not_a_recorded_name(name)
+        if why:
+            raise RecordError(path, why)
     settings = o.obj("settings")
     return Manifest(
         schema=SCHEMA, run_id=o.text("run_id") or path.parent.name,
@@ -570,13 +590,19 @@ def read_manifest(run: Path) -> Manifest:
 
 
 def write_manifest(run: Path, m: Manifest) -> None:
+    """The manifest, atomically (a failing step's last words: files.last_words)."""
     write_json(run / MANIFEST, m.to_json())
 
 
 @contextmanager
-def _locked(run: Path) -> Iterator[None]:
-    """One writer of the manifest at a time (a sweep, a probe, finish)."""
-    with open(run / MANIFEST_LOCK, "a") as f:
+def locked(run: Path, make: bool = True) -> Iterator[None]:
+    """One writer of the manifest at a time (a sweep, a probe, finish).
+    make=False: no lock file is made where there is none (another run's
+    folder, in which the lab adds nothing)."""
+    if not make and not os.path.lexists(run / MANIFEST_LOCK):
+        yield
+        return
+    with files.open_binary(run / MANIFEST_LOCK, run, append=True) as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         try:
             yield
@@ -586,7 +612,7 @@ def _locked(run: Path) -> Iterator[None]:
 
 def update(run: Path, change: Callable[[Manifest], T]) -> T:
     """Read the manifest, change it in place, write it back: one writer at a time."""
-    with _locked(run):
+    with locked(run):
         m = read_manifest(run)
         out = change(m)
         write_manifest(run, m)
@@ -752,8 +778,8 @@ OPTIONAL = {f.name for f in fields(Row) if f.default is None}   # columns newer 
 
 def append_row(run: Path, row: Row) -> None:
     path = run / CSV
-    new = not path.exists()
-    with path.open("a", newline="") as f:
+    new = not os.path.lexists(path)
+    with files.open_text(path, run, append=True) as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS)
         if new:
             w.writeheader()
@@ -795,6 +821,9 @@ def from_record(record: dict[str, str | None], path: Path = Path(CSV), line: int
         except ValueError:
             raise RecordError(path, f"{where}`{f.name}` is {cell!r}, not a "
                                     f"{str(f.type).split(' ')[0]}") from None
+    why = why_not_a_recorded_name(values["server"])
+    if why:
+        raise RecordError(path, f"{where}{why}")
     try:
         decode_failures(values["failure_kinds"] or "", path)
     except RecordError as e:
@@ -807,18 +836,14 @@ def read_rows(run: Path) -> list[Row]:
     path = run / CSV
     if not path.exists() and not path.is_symlink():
         return []
+    text = files.read_text(path)
+    if "\0" in text:
+        raise RecordError(path, "holds a NUL byte: binary or corrupt, not CSV")
     try:
-        with path.open(newline="", encoding="utf-8") as f:
-            return [from_record(r, path, i + 2) for i, r in enumerate(csv.DictReader(f))]
-    except IsADirectoryError:
-        raise RecordError(path, "is a folder, not a file") from None
-    except UnicodeDecodeError as e:
-        raise RecordError(path, f"is not UTF-8 text (binary or corrupt at byte {e.start})"
-                          ) from None
+        return [from_record(r, path, i + 2)
+                for i, r in enumerate(csv.DictReader(io.StringIO(text, newline="")))]
     except csv.Error as e:
         raise RecordError(path, f"is not valid CSV ({e})") from None
-    except OSError as e:
-        raise RecordError(path, f"cannot be read ({e.strerror or e})") from None
 
 
 def group(rows: list[Row]) -> dict[str, list[Row]]:
@@ -970,7 +995,7 @@ class Profile:
 def read_folded(path: Path) -> list[tuple[list[str], int]]:
     """Folded stacks: "frame;frame;frame count" per line."""
     stacks = []
-    for line in path.read_text(errors="replace").splitlines():
+    for line in files.read_bytes(path).decode(errors="replace").splitlines():
         stack, _, count = line.rpartition(" ")
         if stack and count.isdigit():
             stacks.append((stack.split(";"), int(count)))

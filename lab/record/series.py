@@ -16,10 +16,12 @@ Pure functions: what measures a run writes these files, what reads one
 from __future__ import annotations
 
 import csv
+import io
 import json
 from datetime import datetime
 from pathlib import Path
 
+from lab.record.files import RecordError, open_text, read_text
 from lab.record.schema import SERIES_HEADER as HEADER      # the file's schema: lab.record.schema
 from lab.record.schema import SERIES_PREFIX as PREFIX
 
@@ -79,9 +81,11 @@ def vegeta_per_second(stdout: str) -> list[float]:
     return out
 
 
-def write(path: Path, rps: list[float] | None, server: list[tuple[float, int]]) -> None:
+def write(path: Path, rps: list[float] | None, server: list[tuple[float, int]],
+          root: Path | None = None) -> None:
+    """The series file, never written through a link (lab.record.files)."""
     n = max(len(rps or []), len(server))
-    with path.open("w", newline="") as f:
+    with open_text(path, root) as f:
         w = csv.writer(f)
         w.writerow(HEADER)
         for i in range(n):
@@ -99,11 +103,15 @@ def read(path: Path) -> list[Row]:
     def num(x: str) -> float | None:
         return float(x) if x.strip() else None
     rows: list[Row] = []
-    with path.open(newline="") as f:
-        for d in csv.DictReader(f):
+    try:
+        for d in csv.DictReader(io.StringIO(read_text(path), newline="")):
             rss = num(d.get("rss_kb") or "")
             rows.append((int(d["second"]), num(d.get("rps") or ""),
                          num(d.get("server_cpu_pct") or ""), None if rss is None else int(rss)))
+    except (ValueError, KeyError, TypeError, csv.Error) as e:
+        if isinstance(e, RecordError):
+            raise
+        raise RecordError(path, f"is not a series file the lab wrote ({e})") from None
     return rows
 
 

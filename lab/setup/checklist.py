@@ -23,6 +23,7 @@ check(): lab/setup imports no other role.
 """
 from __future__ import annotations
 
+import os
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
@@ -89,7 +90,7 @@ def folder_manifests(folder: Path) -> list[Path]:
     names, e.g. lab-server/<name>/server.toml); FOLDER/server.toml when it
     has neither, for the line that says what to write."""
     own = folder / SERVER_TOML
-    if own.is_file():
+    if os.path.lexists(own):
         return [own]
     inner = [p for p in sorted(folder.rglob(SERVER_TOML)) if folder.is_dir()
              and not SKIP_DIRS & set(p.relative_to(folder).parts)]
@@ -104,7 +105,7 @@ def load(path: Path, tree: Tree) -> tuple[list[Server], list[Finding]]:
     or_folder = "" if path.resolve().is_relative_to(tree.root.resolve() / "servers") else (
         f" for one server, or {tree.rel(path.parent)}/<name>/{SERVER_TOML} in a folder of "
         "servers (what LAB_SERVER_PATH names)")
-    if not path.is_file():
+    if not os.path.lexists(path):
         return [], [Finding(path.parent.name, f"no {SERVER_TOML} in {tree.rel(path.parent)}",
                             f"write {toml}{or_folder} (servers/README.md gives the format)")]
     try:

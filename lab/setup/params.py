@@ -53,6 +53,18 @@ def check_choice(name: str, choices: tuple[str, ...]) -> Callable[[str], object]
     return check
 
 
+def results_folder(env: Mapping[str, str]) -> str:
+    """RESULTS as given (unset: its default); an empty RESULTS= is an error, as
+    an empty CONCURRENCY= is, not a silent `results`."""
+    value = env.get("RESULTS")
+    if value is None:
+        return SETTINGS["RESULTS"].default
+    if not value.strip():
+        raise ConfigError("RESULTS is empty: give a folder (unset, it is "
+                          f"{SETTINGS['RESULTS'].default!r})")
+    return value.strip()
+
+
 def check_cache(value: str) -> object:
     """LAB_CACHE: a folder the lab can make and write (empty: .cache here)."""
     if not value.strip():
@@ -829,7 +841,7 @@ def from_env(env: Mapping[str, str], known_servers: list[str],
         probe=flag("PROBE", get("PROBE")),
         force=flag("FORCE", get("FORCE")),
         java_opts=get("JAVA_OPTS").strip(),
-        results=get("RESULTS").strip() or "results",
+        results=results_folder(env),
         topology=where.topology,
         link=where.link,
         link_delay=where.link_delay,

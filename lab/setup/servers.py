@@ -7,12 +7,16 @@ own, named `<server>.<v>`, that inherits the manifest and overrides a few keys.
 """
 from __future__ import annotations
 
+import errno
 import os
 import re
+import stat
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+from lab.setup.names import why_not_a_server_name
 
 SERVER_TOML = "server.toml"
 SKIP_DIRS = {"target", "obj", "bin", "__pycache__", ".cache"}
@@ -24,6 +28,12 @@ VARIANT_TABLE_KEYS = {"run": {"command", "dir", "ready_timeout"},
                       "workers": {"default", "meaning", "fixed", "beyond"}}
 # The lab sets these for every start; a manifest's env must not shadow them.
 LAB_VARIABLES = {"PORT", "WORKERS", "BIND", "BACKLOG", "LAB_ROOT", "LAB_CACHE", "LAB_SCRATCH"}
+# Variables a manifest may not set: the lab's own tools (taskset, the client)
+# are found on PATH and run with the server's environment, and a preloaded
+# library would change what is measured (or run code in the lab's processes).
+REFUSED_VARIABLES = {"PATH"}
+REFUSED_PREFIXES = ("LD_",)
+MAX_MANIFEST_BYTES = 1024 * 1024
 
 
 class ManifestError(ValueError):
@@ -121,16 +131,51 @@ def _env(data: dict[str, object], path: Path, where: str) -> dict[str, str]:
         if k in LAB_VARIABLES:
             raise ManifestError(f"{path}: {where}env: {k} is set by the lab for every start; "
                                 "a manifest cannot set it")
+        if k in REFUSED_VARIABLES or k.startswith(REFUSED_PREFIXES):
+            raise ManifestError(f"{path}: {where}env: {k} may not be set by a manifest (the "
+                                "lab's own tools run with it, and it changes what runs); "
+                                "set it in the run command's script instead")
         if not isinstance(v, str):
             raise ManifestError(f"{path}: {where}env: {k} must be a string")
     return {k: str(v) for k, v in table.items()}
 
 
+def read_text(path: Path) -> str:
+    """A manifest's text: a regular file only (no folder, FIFO or device; never
+    waits), at most MAX_MANIFEST_BYTES, UTF-8; else ManifestError saying why."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        raise ManifestError(f"{path}: cannot be read ({e.strerror or e})") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise ManifestError(f"{path}: is a folder, not a manifest file")
+        if not stat.S_ISREG(st.st_mode):
+            raise ManifestError(f"{path}: is not a regular file (a FIFO, device or socket)")
+        if st.st_size > MAX_MANIFEST_BYTES:
+            raise ManifestError(f"{path}: is {st.st_size} bytes, more than a manifest "
+                                f"({MAX_MANIFEST_BYTES})")
+        raw = os.read(fd, MAX_MANIFEST_BYTES + 1)
+    except OSError as e:
+        what = "is a folder" if e.errno == errno.EISDIR else f"cannot be read ({e.strerror or e})"
+        raise ManifestError(f"{path}: {what}") from None
+    finally:
+        os.close(fd)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ManifestError(f"{path}: is not UTF-8 text (binary or corrupt at byte "
+                            f"{e.start})") from None
+
+
 def _read(path: Path) -> dict[str, object]:
     try:
-        return tomllib.loads(path.read_text())
+        return tomllib.loads(read_text(path))
     except tomllib.TOMLDecodeError as e:
         raise ManifestError(f"{path}: not valid TOML: {e}") from e
+    except RecursionError:
+        raise ManifestError(f"{path}: not valid TOML: nested too deep") from None
 
 
 def load(path: Path) -> Server:
@@ -201,12 +246,15 @@ def _parse(data: dict[str, object], path: Path, name: str | None = None) -> Serv
     if "." in own or "@" in own:
         raise ManifestError(f"{path}: name '{own}' may contain neither '.' (it separates a "
                             "variant) nor '@' (it introduces a worker count)")
+    why = why_not_a_server_name(own)
+    if why:
+        raise ManifestError(f"{path}: {why}")
     role = _str(data, "role", path, "server")
     if role not in ROLES:
         raise ManifestError(f"{path}: role '{role}' must be one of {', '.join(ROLES)}")
 
     run = _table(data, "run", path, required=True)
-    workers = _table(data, "workers", path, required=True)
+    workers = _table(data, "workers", path, required=False)   # absent: as shipped
     default = workers.get("default")
     if default is not None and (not isinstance(default, int) or isinstance(default, bool)
                                 or default < 1):
@@ -215,6 +263,11 @@ def _parse(data: dict[str, object], path: Path, name: str | None = None) -> Serv
     fixed = workers.get("fixed", False)
     if not isinstance(fixed, bool):
         raise ManifestError(f"{path}: [workers] fixed must be true or false")
+    run_dir = run.get("dir", ".")
+    if isinstance(run_dir, str) and not (folder / run_dir).resolve().is_dir() and \
+            not (folder / run_dir).resolve().is_relative_to(folder):
+        raise ManifestError(f"{path}: [run] dir '{run_dir}' does not exist (only a folder "
+                            "inside the server's, which its build may make, can be missing)")
     timeout = run.get("ready_timeout", 30)
     if not isinstance(timeout, (int, float)) or timeout <= 0:
         raise ManifestError(f"{path}: [run] ready_timeout must be a positive number")
@@ -256,34 +309,64 @@ def _parse(data: dict[str, object], path: Path, name: str | None = None) -> Serv
     )
 
 
-def manifests(root: Path, extra: str = "") -> list[Path]:
+def manifests(root: Path, extra: str = "", skipped: list[str] | None = None) -> list[Path]:
     """Every manifest under root/servers and the folders of `extra` (a
-    colon-separated LAB_SERVER_PATH), build outputs left out."""
+    colon-separated LAB_SERVER_PATH), build outputs left out (each one left
+    out is said in `skipped`, when given)."""
     tops = [root / "servers"] + [Path(p) for p in extra.split(":") if p]
-    return [path for top in tops for path in sorted(top.rglob(SERVER_TOML))
-            if not SKIP_DIRS & set(path.relative_to(top).parts)]
+    found = []
+    for top in tops:
+        for path in sorted(top.rglob(SERVER_TOML)):
+            inside = SKIP_DIRS & set(path.relative_to(top).parts)
+            if not inside:
+                found.append(path)
+            elif skipped is not None:
+                skipped.append(f"{path}: skipped: a folder named {', '.join(sorted(inside))} "
+                               f"is a build output ({', '.join(sorted(SKIP_DIRS))}); rename "
+                               "the server's folder to use it")
+    return found
+
+
+class Discovered(dict[str, Server]):
+    """The servers found, by name; and the manifests that could not be used
+    (`broken`: folder name -> the one-line reason; `skipped`: notes)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.broken: dict[str, str] = {}
+        self.skipped: list[str] = []
+
+    def why_unusable(self, spec: str) -> str | None:
+        """Why a SERVER word names a server whose manifest cannot be used, or None."""
+        base = spec.partition("#")[0].partition("@")[0].partition(".")[0]
+        return self.broken.get(base)
 
 
 def add(found: dict[str, Server], path: Path, servers: list[Server]) -> None:
-    """One manifest's servers (load_all) into found; a name used twice is an error."""
+    """One manifest's servers (load_all) into found; a name used twice is an
+    error (and none of the manifest's servers is added)."""
     for server in servers:
         if server.name in found:
             raise ManifestError(f"{path}: server name '{server.name}' is also used by "
                                 f"{found[server.name].folder}")
+    for server in servers:
         found[server.name] = server
 
 
-def discover(root: Path, extra: str = "") -> dict[str, Server]:
+def discover(root: Path, extra: str = "") -> Discovered:
     """Every server under root/servers (and the folders of `extra`, a
     colon-separated LAB_SERVER_PATH), variants included, by name; duplicates
     are an error."""
-    found: dict[str, Server] = {}
-    for path in manifests(root, extra):
-        add(found, path, load_all(path))
+    found = Discovered()
+    for path in manifests(root, extra, found.skipped):
+        try:
+            add(found, path, load_all(path))
+        except ManifestError as e:          # this server unusable, never the others
+            found.broken.setdefault(path.parent.name, str(e))
     return found
 
 
-def found_here(root: Path) -> dict[str, Server]:
+def found_here(root: Path) -> Discovered:
     """discover() over root/servers and LAB_SERVER_PATH's folders."""
     from lab.setup.paths import server_path
     return discover(root, ":".join(map(str, server_path())))

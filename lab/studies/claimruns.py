@@ -374,7 +374,7 @@ def main(name: str, words: Sequence[str], env: Mapping[str, str]) -> int:
     root = ROOT / (env.get("RESULTS", "").strip() or "results")
     out = folder.new_folder(root, f"claims-{study.id}-{time.strftime('%Y%m%d-%H%M%S')}")
     text = render(study, runs, judged, checks, specs, out)
-    (out / "claims.md").write_text(text)
+    files.write_atomic(out / "claims.md", text)
     files.write_json(out / "claims.json", to_json(study, runs, judged, checks))
     print(text)
     print(f"claims: {out / 'claims.md'}", file=sys.stderr)

@@ -435,8 +435,7 @@ def level_folder(run: Path, server: Server, axis: str, at: int) -> Path:
     """<run>/<server>/profile/c8 (rate: r500): one profile per level, each start
     its own folder and log; a second profile at a level gets c8-2, never
     replacing the first."""
-    top = run / server.name / PROFILE_DIR
-    top.mkdir(parents=True, exist_ok=True)
+    top = files.make_dirs(run / server.name / PROFILE_DIR, run)   # no link on the way
     name = f"{'c' if axis == 'concurrency' else 'r'}{at}"
     for n in range(1, 1000):
         path = top / (name if n == 1 else f"{name}-{n}")

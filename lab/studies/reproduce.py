@@ -583,7 +583,7 @@ def main(name: str, env: Mapping[str, str]) -> int:
     if stopped:
         counted = not_counted(plan, env)
     text += "\n" + "\n".join(counted)
-    (out / "claims.md").write_text(text)
+    files.write_atomic(out / "claims.md", text)
     files.write_json(out / "claims.json", to_json(plan, judged))
     print(text)
     print(f"claims: {out / 'claims.md'}", file=sys.stderr)

@@ -16,6 +16,7 @@ from lab.setup.paths import ROOT
 from lab.record import failures as kinds
 from lab.measure import hostinfo
 from lab.measure.clients import ClientError, Load, Options
+from lab.record import files
 from lab.record.level import Level
 from lab.record.schema import Failure
 
@@ -32,7 +33,7 @@ def write_rc(dest: Path, keepalive: bool) -> Path:
     text, n = re.subn(r"(?m)^connection = .*$", f"connection = {connection}", text)
     if n != 1:
         raise ClientError(f"{RC_TEMPLATE} must have exactly one 'connection =' line")
-    dest.write_text(text)
+    files.write_atomic(dest, text)
     return dest
 
 

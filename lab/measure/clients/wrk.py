@@ -14,13 +14,14 @@ so `timeout` is taken as wrk reports it, among the failures.
 from __future__ import annotations
 
 import json
-import shutil
+import os
 from pathlib import Path
 from typing import Any, ClassVar
 
 from lab.setup.paths import ROOT
 from lab.measure import hostinfo
 from lab.measure.clients import ClientError, Load, Options
+from lab.record import files
 from lab.record.level import Level
 from lab.record.schema import Failure
 
@@ -137,8 +138,8 @@ class Wrk:
     def prepare(self, run_dir: Path, options: Options) -> dict[str, str]:
         """Copy the script into the run once; later steps of the run use that copy."""
         script = run_dir / SCRIPT.name
-        if not script.exists():
-            shutil.copyfile(SCRIPT, script)
+        if not os.path.lexists(script):
+            files.write_atomic(script, SCRIPT.read_bytes())
         self.script, self.options = script, options
         return {"tool": "wrk", "version": self.version(),
                 "connection": "keep-alive" if options.keepalive else "close",

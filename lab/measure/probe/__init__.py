@@ -44,6 +44,7 @@ from lab.analyse import contract, probeview
 from lab.analyse.contract import Check
 from lab.host import procfs, procs
 from lab.measure import runtimes
+from lab.record import files
 from lab.analyse.wording import md_cell as cell
 from lab.analyse.probeview import ProbeOutcome, checks_of, settled_text
 from lab.host.procfs import TreeSample
@@ -305,7 +306,7 @@ def probe_server(server: Server, root: Path, cache: Path, run_dir: Path, knobs: 
     run that follows. Writes <run_dir>/<server>/probe.json."""
     lim = limits or Limits()
     out = run_dir / server.name
-    out.mkdir(parents=True, exist_ok=True)
+    files.make_dirs(out, run_dir)           # never a link planted in the run (UnsafePath)
     where = topology.server if topology is not None else None
     instance = ServerProcess(server, root, cache, run_dir.name, knobs, cpus, out / SERVER_LOG,
                              where, topology.connect if topology is not None else None,
@@ -334,14 +335,12 @@ def probe_server(server: Server, root: Path, cache: Path, run_dir: Path, knobs: 
             report = replace(report, error=report.error or f"after the stop: {e}")
     report = replace(report, cpus_quiet_s=wait_cpus_quiet(cpus, lim.cpus_quiet_s,
                                                           where=instance.where))
-    save(report, out / REPORT)
+    save(report, out / REPORT, run_dir)
     return report
 
 
-def save(report: ProbeReport, path: Path) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(report.to_json(), indent=2) + "\n")
-    tmp.replace(path)
+def save(report: ProbeReport, path: Path, root: Path | None = None) -> None:
+    files.write_atomic(path, json.dumps(report.to_json(), indent=2) + "\n", root)
 
 
 def exit_code(report: ProbeReport, force: bool) -> int:

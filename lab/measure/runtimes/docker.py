@@ -42,6 +42,7 @@ from typing import Any
 
 from lab.measure import deps as lab_deps
 from lab.host import procfs, procs
+from lab.record import files
 from lab.setup.params import ConfigError, Params, format_cpus
 from lab.setup.paths import ROOT, cache_dir
 from lab.host.procfs import TreeSample
@@ -355,7 +356,7 @@ class Container:
         line = {"n": self.levels, "time": round(time.time(), 1),
                 "rss_kb": sample.rss_kb if sample else None,
                 "processes": sample.processes if sample else None, **figures}
-        with self.memory_log.open("a") as f:
+        with files.open_text(self.memory_log, append=True) as f:
             f.write(json.dumps(line) + "\n")
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from lab.host import hang, logcap, procfs, procs
+from lab.record import files
 from lab.measure import hostinfo
 from lab.setup.params import Params
 from lab.host.procfs import TreeSample
@@ -62,7 +63,7 @@ class LocalServerHost(ServerHost):
     def start(self, argv: list[str], cwd: Path, env: dict[str, str], log: Path,
               cpus: tuple[int, ...], log_max: int | None = None) -> Started:
         if log_max is None:
-            with log.open("ab") as f:
+            with files.open_binary(log, append=True) as f:
                 return LocalProcess(procs.start(self.command(argv, cpus), cwd, env, f))
         writer, reader = logcap.start(log, log_max, cpus)
         try:
@@ -115,7 +116,7 @@ class LocalClientHost(ClientHost):
     def run_client(self, argv: list[str], cpus: tuple[int, ...], env: dict[str, str],
                    out: Path, timeout: float, server_alive: Callable[[], bool]) -> ClientRun:
         err = out.with_suffix(".err")
-        with out.open("wb") as fo, err.open("wb") as fe:
+        with files.open_binary(out) as fo, files.open_binary(err) as fe:
             proc = procs.start([*self.prefix, *procs.pinned(argv, cpus)], Path.cwd(), env, fe,
                                stdout=fo)
         t0 = time.monotonic()

@@ -18,6 +18,7 @@ from typing import Any
 
 from lab.setup import paths
 from lab.host import procs
+from lab.record import files
 from lab.host.procfs import TreeSample
 from lab.measure.runtimes import (ClientHost, ClientHung, ClientRun, HostLost, ServerDied, ServerHost,
                           Started, TreeSampler)
@@ -359,8 +360,8 @@ class SshClientHost(Host, ClientHost):
                     result = self.ask("client_stop", number)
                 except HostLost:
                     pass
-            out.write_text(str(result.get("stdout", "")))
-            out.with_suffix(".err").write_text(str(result.get("stderr", "")))
+            files.write_atomic(out, str(result.get("stdout", "")))
+            files.write_atomic(out.with_suffix(".err"), str(result.get("stderr", "")))
         code = result.get("exit_code")
         return ClientRun(str(result["stdout"]), str(result["stderr"]),
                          int(code) if code is not None else None, float(result["cpu_s"]),
