@@ -32,6 +32,10 @@ NAMESPACES = {"http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"}
 NO_REAL_DATA = {
     "steal": "the hypervisor's steal cannot be provoked from inside the VM",
     "saturated": "needs an open-loop client (CLIENT=vegeta), not installed here",
+    # made live by tests/test_integrity.py, which checks the report's legend
+    "client-stopped": "no saved fixture run has a client that gave up (test_integrity makes one)",
+    "answer-changed": "no saved fixture run has a server that changed its answer "
+                      "(test_integrity makes one)",
 }
 
 

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from html import escape
 from pathlib import Path
 
 import pytest
 
 from conftest import bench, free_port, lab_env, leftovers, run_folders
 from lab.analyse import analysis, findings, gate, metrics
+from lab.present import html
 from lab.measure.clients import siege, vegeta, wrk
 from lab.record.level import Level
 
@@ -176,6 +178,7 @@ def test_siege_giving_up_is_caught_live(tmp_path: Path) -> None:
     assert "siege stopped early" in kinds["client-stopped"]["text"]
     assert "client stopped early" in (run / "summary.md").read_text()
     assert "stopped early" in (run / "report.html").read_text()
+    assert_legend(run, "client-stopped")
 
 
 def test_a_body_changed_mid_run_is_caught_live(tmp_path: Path) -> None:
@@ -194,6 +197,15 @@ def test_a_body_changed_mid_run_is_caught_live(tmp_path: Path) -> None:
     kinds = {f["kind"]: f for f in data["findings"]}
     assert "its answer changed during the load" in kinds["answer-changed"]["text"]
     assert "its answer changed during the load" in (run / "summary.md").read_text()
+    assert_legend(run, "answer-changed")
+
+
+def assert_legend(run: Path, flag: str) -> None:
+    """The report marks the flag and its legend says what it means (the saved
+    fixture runs have neither flag: tests/test_html.py's NO_REAL_DATA)."""
+    page = (run / "report.html").read_text()
+    legend = page[page.index('<dl class="legend">'):page.index("</dl>")]
+    assert f'data-flag="{flag}"' in legend and escape(html.MEANINGS[flag]) in legend
 
 
 def test_findings_own_their_text() -> None:
