@@ -283,7 +283,8 @@ def cmd_new_run(_: argparse.Namespace) -> int:
     for gone in folder.mark_gone_runs(ROOT / params.results):
         print(f"note: {gone.name} was left running by a lab that is gone: marked interrupted",
               file=sys.stderr)
-    run = folder.new_run(ROOT / params.results, params.servers)
+    run = folder.new_run(ROOT / params.results, params.servers,
+                         (params.client, "keepalive" if params.keepalive else "close"))
     (run / folder.LOCK).touch()            # run-benchmark.sh holds it while the run lives
     _client, conditions = client_for(params, run)
     settings = recorded_settings(params)
