@@ -555,6 +555,28 @@ def cmd_plot(args: argparse.Namespace) -> int:
         return fail(f"cannot write the charts into {run}: {e.strerror or e}", Exit.FAILED)
 
 
+def cmd_use(args: argparse.Namespace) -> int:
+    """The USE method read off a run (lab.analyse.use): a table per server and level."""
+    from lab.analyse import use
+    rec = schema.load(Path(args.run))       # not a readable run: exit 2
+    if not rec.rows:
+        return fail(f"{args.run} has no measured level to read", Exit.BAD_INPUT)
+    print(use.markdown(rec.rows, rec.manifest.params.axis))
+    return 0
+
+
+def cmd_live(args: argparse.Namespace) -> int:
+    """A line a second while a run's level is measured (lab.studies.live)."""
+    from lab.studies import live
+    return live.main(args.run, args.seconds)
+
+
+def cmd_workshop_prepare(_: argparse.Namespace) -> int:
+    """make workshop-prepare (lab.studies.workshop)."""
+    from lab.studies import workshop
+    return workshop.prepare()
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from lab.present import html
     run = Path(args.run)
@@ -736,6 +758,20 @@ def parser() -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=text)
         sp.add_argument("run")
         sp.set_defaults(fn=fn)
+    sp = sub.add_parser("use", help="the USE method read off a run: utilisation, saturation "
+                        "and errors of each resource (make use)")
+    sp.add_argument("run")
+    sp.set_defaults(fn=cmd_use)
+    sp = sub.add_parser("live", help="a line a second (rate, server and client CPU, run "
+                        "queue, TIME_WAIT) while a run measures")
+    sp.add_argument("run", nargs="?", default="", help="a run folder (default: the newest "
+                    "running one in RESULTS)")
+    sp.add_argument("--seconds", type=int, default=0, help="stop after this many (0: when "
+                    "the run ends)")
+    sp.set_defaults(fn=cmd_live)
+    sub.add_parser("workshop-prepare", help="build, install and calibrate everything "
+                   "docs/workshop.md uses, then say ready (make workshop-prepare)"
+                   ).set_defaults(fn=cmd_workshop_prepare)
     sp = sub.add_parser("cost", help="instructions per request under cachegrind, "
                         "separate starts (make cost)")
     sp.add_argument("--check", action="store_true",
