@@ -72,6 +72,12 @@ def client_rate(folder: Path) -> tuple[str, float | None]:
     return newest.stem, rates[-1] if rates else None
 
 
+def pct(busy_s: float, span_s: float, cpus: int) -> float:
+    """Busy seconds over a span on `cpus` CPUs, as % of them (clock ticks can
+    round a full second a little over 100%)."""
+    return min(100.0, 100 * busy_s / span_s / cpus)
+
+
 def line(m: schema.Manifest, run: Path, state: dict[str, float], now: float) -> str:
     """One second's line; `state` keeps the previous readings for the deltas."""
     got = current(m)
@@ -95,10 +101,10 @@ def line(m: schema.Manifest, run: Path, state: dict[str, float], now: float) -> 
         parts.append(f"rate {rate:,.0f}/s" if rate is not None else "rate: at the level's end")
         parts.append(f"server CPU {100 * (tree_cpu - state['tree']) / span:.0f}%")
         if server_cpus:
-            parts.append(f"(its CPUs {100 * (s_busy - state['s']) / span / len(server_cpus):.0f}%"
+            parts.append(f"(its CPUs {pct(s_busy - state['s'], span, len(server_cpus)):.0f}%"
                          " busy)")
         if client_cpus:
-            parts.append(f"client CPUs {100 * (c_busy - state['c']) / span / len(client_cpus):.0f}%"
+            parts.append(f"client CPUs {pct(c_busy - state['c'], span, len(client_cpus)):.0f}%"
                          " busy")
     if sample:
         parts.append(f"RSS {sample.rss_kb / 1024:.1f} MB, {sample.threads} threads")
@@ -112,15 +118,21 @@ def line(m: schema.Manifest, run: Path, state: dict[str, float], now: float) -> 
 
 def main(run_arg: str, seconds: int) -> int:
     results = Path(os.environ.get("RESULTS") or "results")
+    t0 = time.monotonic()
     run = Path(run_arg) if run_arg else newest_running(results)
     if run is None:
-        print(f"error: no running run in {results}: start one (make bench ...) and run "
-              "this again in a second terminal, or give its folder", file=sys.stderr)
-        return 2
+        print(f"waiting for a run in {results} to start (make bench ... in another "
+              "terminal; Ctrl-C to stop)", file=sys.stderr, flush=True)
+    while run is None:
+        if seconds and time.monotonic() - t0 >= seconds:
+            print(f"error: no run started in {results} within {seconds}s", file=sys.stderr)
+            return 2
+        time.sleep(0.5)
+        run = newest_running(results)
     schema.read_manifest(run)                 # not a run folder: RecordError, exit 2
     print(f"following {run} (Ctrl-C to stop)", file=sys.stderr, flush=True)
     state: dict[str, float] = {}
-    t0 = time.monotonic()
+    last = ""
     while not seconds or time.monotonic() - t0 < seconds:
         try:
             m = schema.read_manifest(run)
@@ -130,6 +142,9 @@ def main(run_arg: str, seconds: int) -> int:
         if m.status != "running" and not seconds:
             print(f"the run ended ({m.status})", flush=True)
             return 0
-        print(line(m, run, state, time.monotonic()), flush=True)
+        said = line(m, run, state, time.monotonic())
+        if said != last or not said.startswith("waiting"):
+            print(said, flush=True)
+        last = said
         time.sleep(1.0)
     return 0
