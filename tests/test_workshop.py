@@ -81,6 +81,17 @@ def test_the_workshop_has_its_nine_exercises() -> None:
         assert e.charts or e.expects or e.number == 7, f"exercise {e.number} names no chart"
 
 
+def test_workshop_prepare_readies_what_the_text_uses() -> None:
+    # make workshop-prepare reads the servers and clients from the same text
+    from lab.studies import workshop
+    servers, clients = workshop.used(DOC.read_text())
+    named = {w.partition("@")[0] for e in EXERCISES for c in e.commands
+             for w in " ".join(x.partition("=")[2] for x in shlex.split(c)
+                               if x.startswith("SERVER=")).split()}
+    assert set(servers) == named - {"hello"}          # hello: written in exercise 7
+    assert clients == ["siege", "wrk", "vegeta"]
+
+
 def runs_in(results: Path) -> list[Path]:
     return sorted(p for p in results.iterdir() if (p / "manifest.json").exists()) \
         if results.exists() else []
