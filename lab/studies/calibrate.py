@@ -91,6 +91,7 @@ def run(root: Path, cache: Path, servers: dict[str, Server]) -> int:
                  if k in ("hostname", "cpu_model", "cores", "kernel")},
         "clients": {}}
     busy: dict[str, dict[str, tuple[dict[str, dict[str, Any]], dict[str, str]]]] = {}
+    busy_rows: list[schema.Row] = []
     for name in wanted:
         for keepalive in (False, True):
             mode = "keep-alive" if keepalive else "close"
@@ -115,12 +116,14 @@ def run(root: Path, cache: Path, servers: dict[str, Server]) -> int:
             got = out["clients"].setdefault(name, {"version": conditions.get("version", ""),
                                                    "refused": {}})
             rows = schema.read_rows(sub)
+            busy_rows += rows
             got[mode], got["refused"][mode] = levels_of(rows)
             busy.setdefault(name, {})[mode] = levels_of(rows, busy_ok=True)
             for level, why in got["refused"][mode].items():
                 print(f"[calibrate] {name} ({mode}) c={level} not saved: {why}",
                       file=sys.stderr)
-    if not any(got[mode] for got in out["clients"].values() for mode in schema.MODES):
+    if not any(got[mode] for got in out["clients"].values() for mode in schema.MODES) and \
+            any(saved for modes in busy.values() for saved, _ in modes.values()):
         # nothing measured on a quiet host: save what a busy one gave, marked so
         for name, modes in busy.items():
             for mode, (saved, refused) in modes.items():
@@ -131,6 +134,8 @@ def run(root: Path, cache: Path, servers: dict[str, Server]) -> int:
     if not any(levels for c in cal.clients.values() for levels in c.modes.values()):
         print(f"error: no level was saved (each is listed above with why); "
               f"{cache / FILE} is left as it was", file=sys.stderr)
+        if any(r.has("host-busy") or r.has("steal") for r in busy_rows):
+            print(f"the host was busy: {QUIET_MOMENT}", file=sys.stderr)
         return 1
     files.write_json(cache / FILE, cal.to_json())
     print(f"saved to {cache / FILE}; every run whose conditions match (client, connection, "
@@ -140,14 +145,15 @@ def run(root: Path, cache: Path, servers: dict[str, Server]) -> int:
     return 0
 
 
+QUIET_MOMENT = (
+    "for a quiet moment, `top -o %CPU` (or `ps -eo pid,pcpu,comm --sort=-pcpu | head`) "
+    "names what runs; stop it (browsers, IDE indexers, other benchmarks, `apt` and update "
+    "jobs), wait until `uptime`'s 1-minute load is under 0.5, then run `make calibrate` "
+    "again (`make workshop-prepare` retries it for you)")
 QUIET_ADVICE = (
     "warning: the host was busy during every level (other processes or the hypervisor "
     "took more than the lab allows), so this calibration is saved marked host-busy: each "
-    "report says so, and its capacities are the host's, not the client's. For a quiet "
-    "moment: `top -o %CPU` (or `ps -eo pid,pcpu,comm --sort=-pcpu | head`) names what runs; "
-    "stop it (browsers, IDE indexers, other benchmarks, `apt` and update jobs), wait until "
-    "`uptime`'s 1-minute load is under 0.5, then run `make calibrate` again; "
-    "`make workshop-prepare` retries it for you.")
+    f"report says so, and its capacities are the host's, not the client's; {QUIET_MOMENT}.")
 
 
 def levels_of(rows: list[schema.Row], busy_ok: bool = False

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import shutil
 import subprocess
@@ -81,7 +80,13 @@ def not_ready(piece: str, code: int) -> int:
 def prepare() -> int:
     servers, clients = used(DOC.read_text())
     cache = cache_dir()
-    base = {k: v for k, v in os.environ.items() if k not in ("SERVER", "CLIENT")}
+    # the steps choose their servers, client and load; calibrate alone takes the
+    # user's CONCURRENCY, DURATION and WARMUP (make calibrate's own)
+    mine = ("SERVER", "CLIENT", "CLIENTS", "CONCURRENCY", "RATE", "AXIS", "VALUES",
+            "DURATION", "REPEAT", "WARMUP", "KEEPALIVE")
+    base = {k: v for k, v in os.environ.items() if k not in mine}
+    calibrating = {k: v for k, v in os.environ.items()
+                   if k not in ("SERVER", "CLIENT", "RATE", "AXIS", "VALUES")}
     print(f"[prepare] the workshop uses servers {' '.join(servers)}; clients "
           f"{' '.join(clients)}; cache {cache}", file=sys.stderr, flush=True)
     lab = [sys.executable, "-m", "lab"]
@@ -114,7 +119,7 @@ def prepare() -> int:
                          f"{scratch})", code)
     for attempt in range(1, CALIBRATE_TRIES + 1):
         code = step(f"calibration, try {attempt} of {CALIBRATE_TRIES}", [*lab, "calibrate"],
-                    {**base, "CLIENTS": " ".join(clients)})
+                    {**calibrating, "CLIENTS": " ".join(clients)})
         busy = calibration_busy(cache)
         if code == 0 and busy is False:
             break
@@ -123,9 +128,9 @@ def prepare() -> int:
                   file=sys.stderr, flush=True)
             time.sleep(CALIBRATE_PAUSE_S)
     else:
-        from lab.studies.calibrate import QUIET_ADVICE
-        return not_ready(f"a calibration on a quiet host ({CALIBRATE_TRIES} tries were busy; "
-                         + re.sub(r"^warning: ", "", QUIET_ADVICE) + ")", 1)
+        from lab.studies.calibrate import QUIET_MOMENT
+        return not_ready(f"a calibration on a quiet host ({CALIBRATE_TRIES} tries found the "
+                         f"host busy; {QUIET_MOMENT})", 1)
     missing = [t for t in ("wrk", "siege", "gnuplot") if shutil.which(t) is None]
     if missing:
         return not_ready(f"{' '.join(missing)} not installed", 2)
