@@ -58,9 +58,11 @@ def used(text: str) -> tuple[list[str], list[str]]:
     return servers, clients
 
 
-def step(title: str, argv: list[str], env: dict[str, str]) -> int:
+def step(title: str, argv: list[str], env: dict[str, str], quiet: bool = False) -> int:
+    """One lab step, its progress (stderr) shown; quiet: its summary (stdout) not."""
     print(f"[prepare] {title}: {shlex.join(argv)}", file=sys.stderr, flush=True)
-    return subprocess.run(argv, cwd=ROOT, env=env).returncode
+    return subprocess.run(argv, cwd=ROOT, env=env,
+                          stdout=subprocess.DEVNULL if quiet else None).returncode
 
 
 def calibration_busy(cache: Path) -> bool | None:
@@ -113,7 +115,7 @@ def prepare() -> int:
                 [str(ROOT / "run-benchmark.sh")],
                 {**base, "SERVER": " ".join(servers), "CLIENT": "wrk", "CONCURRENCY": "1",
                  "DURATION": "1s", "REPEAT": "1", "WARMUP": "0", "PROBE": "0",
-                 "RESULTS": str(scratch)})
+                 "RESULTS": str(scratch)}, quiet=True)
     if code:
         return not_ready(f"a server did not answer (its report: the newest folder in "
                          f"{scratch})", code)
