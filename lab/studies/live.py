@@ -92,7 +92,7 @@ def line(m: schema.Manifest, run: Path, state: dict[str, float], now: float) -> 
     s_busy = procfs.cpu_times(server_cpus)[0] if server_cpus else 0.0
     c_busy = procfs.cpu_times(client_cpus)[0] if client_cpus else 0.0
     tree_cpu = sample.cpu_s if sample else 0.0
-    parts = [f"[{name} {start_id}]"]
+    parts = [f"[{name} {start_id}] PID {pid}"]
     tag, rate = client_rate(run / name)
     if tag:
         parts.append(tag)
