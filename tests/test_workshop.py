@@ -190,6 +190,9 @@ def exercise_1(d: Done) -> None:
     out = subprocess.run(["make", "compare", f"A={a}", f"B={b}"], cwd=ROOT, env=d.env,
                          capture_output=True, text=True, timeout=300)
     assert lab_code(out) == 2 and "FORCE=1" in out.stderr + out.stdout, out.stderr[-2000:]
+    # with FORCE=1: exit 3, nginx being the ceiling reference the gate never ranks
+    forced = d.outputs[2].stdout + d.outputs[2].stderr
+    assert "ceiling reference is not gated" in forced, forced[-2000:]
 
 
 def exercise_2(d: Done) -> None:
