@@ -20,7 +20,7 @@ STEP = status=0; $(1) || status=$$?; if [ $$status -eq 130 ]; then kill -INT $$P
 # The names given on the command line (rerun: they override the recorded ones):
 GIVEN := $(strip $(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v))))
 
-.PHONY: help bench calibrate claims compare noise history workshop-check cost profile list check-servers build images plots rerun report reproduce test lint clean distclean
+.PHONY: help bench calibrate claims compare noise history workshop-check workshop-prepare use cost profile list check-servers build images plots rerun report reproduce test lint clean distclean
 
 help: ## this help
 	@echo "Polyglot REST server comparison lab"
@@ -96,6 +96,13 @@ test: ## the test suite: units, faults, then every server built and swept
 	SERVER=all $(LAB) deps                      # every server's packages and siege
 	SERVER=nginx CLIENT=wrk $(LAB) deps         # wrk (vegeta: its tests build it where Go 1.22+ is)
 	$(PYTHON) -m pytest -q -p no:cacheprovider tests
+
+workshop-prepare: ## the day before a workshop, with the network: every server, vegeta, the Ada root built, a calibration; ends "ready" or what is missing
+	@$(call STEP,$(LAB) workshop-prepare)
+
+use: ## the USE method read off a run: utilisation, saturation, errors of each resource: make use RUN=results/<run-id>
+	@test -n "$${RUN-}" || { echo "error: give RUN=results/<run-id>" >&2; exit 2; }
+	@$(call STEP,$(LAB) use "$$RUN")
 
 workshop-check: ## every exercise of docs/workshop.md, short (part of make test)
 	$(PYTHON) -m pytest -q -p no:cacheprovider tests/test_workshop.py

@@ -300,7 +300,8 @@ def cmd_new_run(_: argparse.Namespace) -> int:
     for gone in folder.mark_gone_runs(ROOT / params.results):
         print(f"note: {gone.name} was left running by a lab that is gone: marked interrupted",
               file=sys.stderr)
-    run = folder.new_run(ROOT / params.results, params.servers)
+    run = folder.new_run(ROOT / params.results, params.servers,
+                         (params.client, "keepalive" if params.keepalive else "close"))
     files.open_binary(run / folder.LOCK, run, append=True).close()   # run-benchmark.sh holds it
     files.reserve(run)                     # room for the manifest's last words on a full disk
     _client, conditions = client_for(params, run)
@@ -606,6 +607,28 @@ def cmd_bmf(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_use(args: argparse.Namespace) -> int:
+    """The USE method read off a run (lab.analyse.use): a table per server and level."""
+    from lab.analyse import use
+    rec = schema.load(Path(args.run))       # not a readable run: exit 2
+    if not rec.rows:
+        return fail(f"{args.run} has no measured level to read", Exit.BAD_INPUT)
+    print(use.markdown(rec.rows, rec.manifest.params.axis))
+    return 0
+
+
+def cmd_live(args: argparse.Namespace) -> int:
+    """A line a second while a run's level is measured (lab.studies.live)."""
+    from lab.studies import live
+    return live.main(args.run, args.seconds)
+
+
+def cmd_workshop_prepare(_: argparse.Namespace) -> int:
+    """make workshop-prepare (lab.studies.workshop)."""
+    from lab.studies import workshop
+    return workshop.prepare()
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from lab.present import html
     run = Path(args.run)
@@ -826,6 +849,20 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("run")
     sp.add_argument("--output", default="", help="the file to write (default: stdout)")
     sp.set_defaults(fn=cmd_bmf)
+    sp = sub.add_parser("use", help="the USE method read off a run: utilisation, saturation "
+                        "and errors of each resource (make use)")
+    sp.add_argument("run")
+    sp.set_defaults(fn=cmd_use)
+    sp = sub.add_parser("live", help="a line a second (rate, server and client CPU, run "
+                        "queue, TIME_WAIT) while a run measures")
+    sp.add_argument("run", nargs="?", default="", help="a run folder (default: the newest "
+                    "running one in RESULTS)")
+    sp.add_argument("--seconds", type=int, default=0, help="stop after this many (0: when "
+                    "the run ends)")
+    sp.set_defaults(fn=cmd_live)
+    sub.add_parser("workshop-prepare", help="build, install and calibrate everything "
+                   "docs/workshop.md uses, then say ready (make workshop-prepare)"
+                   ).set_defaults(fn=cmd_workshop_prepare)
     sp = sub.add_parser("cost", help="instructions per request under cachegrind, "
                         "separate starts (make cost)")
     sp.add_argument("--check", action="store_true",

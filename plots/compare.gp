@@ -58,6 +58,8 @@ set format y "%.0f"
 set grid xtics ytics lt 1 lw 1 lc rgb "#d8d8d8"
 # the swept values as the x tics (whole numbers, never 0.5): xticks='1 8 64'
 if (exists("xticks") && words(xticks) > 0) { set xtics (); do for [w in xticks] { set xtics add (w w+0) } }
+# one level: its point in the middle of the chart, not on the right border
+if (exists("xticks") && words(xticks) == 1) { set xrange [0 : 2 * (word(xticks, 1) + 0)] }
 set key outside right top vertical Left reverse noautotitle
 
 bound(y) = column(5) == 1 ? y : NaN             # keep only client-bound points

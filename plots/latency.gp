@@ -46,6 +46,8 @@ set offsets 0, graph 0.03, graph 0.05, 0   # ... a small margin instead
 set grid xtics ytics lt 1 lw 1 lc rgb "#d8d8d8"
 # the swept values as the x tics (whole numbers, never 0.5): xticks='1 8 64'
 if (exists("xticks") && words(xticks) > 0) { set xtics (); do for [w in xticks] { set xtics add (w w+0) } }
+# one level: its point in the middle of the chart, not on the right border
+if (exists("xticks") && words(xticks) == 1) { set xrange [0 : 2 * (word(xticks, 1) + 0)] }
 set key outside right top vertical Left reverse noautotitle
 
 bound(y) = column(10) == 1 ? y : NaN            # keep only client-bound points

@@ -170,3 +170,15 @@ def test_a_calibration_level_is_refused_unless_the_client_was_the_limit() -> Non
     assert steal is not None and "steal" in steal
     failed = metrics.why_not_calibrated(cal_row(95, failed=3))
     assert failed is not None and "3 requests failed" in failed
+
+
+def test_a_busy_host_calibration_is_saved_only_as_such() -> None:
+    from lab.studies import calibrate
+    busy = cal_row(95, other_pct=40)          # client-bound, but the host was busy
+    saved, refused = calibrate.levels_of([busy])
+    assert not saved and "measured the host" in next(iter(refused.values()))
+    saved, refused = calibrate.levels_of([busy], busy_ok=True)
+    assert not refused and next(iter(saved.values()))["host_busy_pct"] >= 30
+    # busy or not, a level the client did not limit is never the client's capacity
+    saved, refused = calibrate.levels_of([cal_row(43, other_pct=40)], busy_ok=True)
+    assert not saved and "was not the limit" in next(iter(refused.values()))

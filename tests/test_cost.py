@@ -109,6 +109,12 @@ def test_two_cost_runs_agree_within_half_a_percent(tmp_path: Path) -> None:
         assert any(f.startswith("mini_") for f in functions["ada-mini"]), functions
         assert "kernel work" in (run / "summary.md").read_text() or \
             "kernel's work" in (run / "summary.md").read_text()
+        # a fresh cost run is not "a run before the lab recorded answers", and the
+        # load verdicts' section does not contradict the cost ranking above it
+        page = (run / "report.html").read_text()
+        assert "a run before the lab recorded answers" not in page
+        assert "fewer than two measured servers" not in page
+        assert "does not verify its answer" in page and "No requests/s verdicts" in page
 
 
 def test_profile_names_native_functions_and_the_jvm_handler_class(tmp_path: Path) -> None:

@@ -37,6 +37,7 @@ EXAMPLES: list[Finding] = [
     findings.FewRepetitions(2),
     findings.NoCalibration(),
     findings.CalibrationUnused("siege was not calibrated"),
+    findings.BusyCalibration(42.0),
     findings.AboveCapacity("aws", "siege", 8, 1.12, analysis.DOES_NOT_HOLD),
     findings.ClientStopped("aws", "siege", 1, 3, ("c=8: client stopped early: siege stopped "
                                                   "after 0.16 s of the 5 s level",)),

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import lab, lab_env
 from lab.record import folder, schema
 
 
@@ -14,6 +15,22 @@ def test_run_folders_are_never_reused(tmp_path: Path) -> None:
     assert a != b and a.is_dir() and b.is_dir()
     assert a.name.endswith("-grizzly+aws")
     assert folder.new_run(tmp_path, tuple("abcde")).name.endswith("-5-servers")
+
+
+@pytest.mark.parametrize("settings, tail", [
+    ({"CLIENT": "siege", "KEEPALIVE": "0"}, "-paced+stall-siege-close"),
+    ({"CLIENT": "wrk", "KEEPALIVE": "1"}, "-paced+stall-wrk-keepalive"),
+])
+def test_a_bench_run_folder_names_its_client_and_connection(
+        tmp_path: Path, settings: dict[str, str], tail: str) -> None:
+    # two runs of the same servers told apart by name (make compare A=... B=...)
+    out = lab(lab_env(tmp_path, SERVER="paced stall", **settings), "new-run")
+    assert out.returncode == 0, out.stderr
+    run = Path(out.stdout.strip())
+    assert run.is_dir() and run.name.endswith(tail), run.name
+    # the readers take conditions from the manifest, not the name: an older,
+    # shorter name sorts and reads as before
+    assert folder.new_run(tmp_path, ("paced",)).name.endswith("-paced")
 
 
 def test_rows_are_appended_and_read_back_by_server(tmp_path: Path) -> None:

@@ -279,6 +279,10 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
         out.append(findings.NoCalibration())
     elif cal_note:
         out.append(findings.CalibrationUnused(cal_note))
+    if m.calibration is not None and m.calibration.extra.get("host_busy") and not cal_note:
+        busy = [x.host_busy_pct or 0.0 for c in m.calibration.clients.values()
+                for levels in c.modes.values() for x in levels.values()]
+        out.append(findings.BusyCalibration(max(busy, default=0.0)))
     for c in capacity_notes:
         if c.kind == "does-not-hold":
             cal = m.calibration

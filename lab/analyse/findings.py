@@ -260,6 +260,20 @@ class NoCalibration(Finding):
 
 
 @dataclass(frozen=True)
+class BusyCalibration(Finding):
+    """The calibration on record was saved on a busy host (make calibrate
+    found no quiet moment): its capacities are the host's, not the client's."""
+    kind: ClassVar[str] = "calibration-busy"
+    busy_pct: float             # the most other processes took during it, % of the lab's CPUs
+
+    def text(self) -> str:
+        return (f"The calibration on record was made on a busy host (other processes took "
+                f"up to {self.busy_pct:.0f}% of the lab's CPUs): the shares of the client's "
+                "capacity below understate it. Run `make calibrate` again when nothing "
+                "else runs.")
+
+
+@dataclass(frozen=True)
 class CalibrationUnused(Finding):
     kind: ClassVar[str] = "calibration-unused"
     why: str                    # analysis.calibration_mismatch

@@ -42,8 +42,20 @@ def answers(m: Manifest, servers: list[str] | None = None) -> dict[str, Answer]:
         good = [r for r in got if not r.error]
         first = good[0] if good else (got[0] if got else None)
         found[name] = (first, len(got), any(not same(good[0], r) for r in good[1:]))
-    flags = differences({n: r for n, (r, _, _) in found.items()})
+    flags = differences({n: r for n, (r, _, _) in found.items()},
+                        {n: unrecorded(m, n) for n, (r, _, _) in found.items() if r is None})
     return {n: Answer(n, r, k, v, tuple(flags.get(n, []))) for n, (r, k, v) in found.items()}
+
+
+def unrecorded(m: Manifest, name: str) -> str:
+    """Why a server's answer is not in the run: the kind of run, not its age,
+    unless the run is one from before answers were recorded."""
+    if m.extra.get("kind") == "cost":
+        return ("not recorded: `make cost` runs each server under cachegrind and "
+                "does not verify its answer")
+    if not m.server(name).starts:
+        return "not recorded: no start of this server was verified"
+    return "not recorded (a run before the lab recorded answers)"
 
 
 def odd_spacing(value: str) -> bool:
@@ -51,7 +63,8 @@ def odd_spacing(value: str) -> bool:
     return value != " " + value.strip() and bool(value.strip())
 
 
-def differences(responses: dict[str, Response | None]) -> dict[str, list[str]]:
+def differences(responses: dict[str, Response | None],
+                why_none: dict[str, str] | None = None) -> dict[str, list[str]]:
     """What each server's answer does differently: against HTTP habits (Date,
     Server, spacing) always; against the others (Content-Type, status line,
     size) where most servers agree or, for the size, against the smallest."""
@@ -59,7 +72,8 @@ def differences(responses: dict[str, Response | None]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {n: [] for n in responses}
     for n, r in responses.items():
         if r is None:
-            out[n].append("not recorded (a run before the lab recorded answers)")
+            out[n].append((why_none or {}).get(
+                n, "not recorded (a run before the lab recorded answers)"))
         elif r.error:
             out[n].append(f"not read: {r.error}")
     ctypes = Counter(r.header("Content-Type") for r in good.values())

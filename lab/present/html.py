@@ -514,6 +514,10 @@ def status_html(m: Manifest) -> str:
 
 
 def verdicts_html(m: Manifest, a: Analysis) -> str:
+    if not a.verdicts and not a.stats and a.costs is not None:
+        return ('<h2>Verdicts</h2><p class="muted">No requests/s verdicts: this run counted '
+                "instructions per request (<code>make cost</code>) and ran no load; its "
+                "ranking is in the instructions section above.</p>")
     if not a.verdicts:
         return ('<h2>Verdicts</h2><p class="muted">No verdicts: fewer than two '
                 "measured servers besides the ceiling.</p>")

@@ -42,10 +42,14 @@ def new_folder(root: Path, base: str) -> Path:
     raise RuntimeError(f"no free folder name for {base} under {root}")
 
 
-def new_run(results: Path, servers: tuple[str, ...]) -> Path:
-    """Make results/<date>-<time>-<servers>[-N]."""
+def new_run(results: Path, servers: tuple[str, ...], tags: tuple[str, ...] = ()) -> Path:
+    """Make results/<date>-<time>-<servers>[-<tag>...][-N]: the tags (a bench
+    run's client and connection mode, e.g. wrk-close) tell runs of the same
+    servers apart by name. The name is for people: readers take a run's
+    conditions from its manifest, never from its name, so older names read
+    the same."""
     names = "+".join(servers) if len(servers) <= 4 else f"{len(servers)}-servers"
-    return new_folder(results, f"{time.strftime('%Y%m%d-%H%M%S')}-{names}")
+    return new_folder(results, "-".join([time.strftime('%Y%m%d-%H%M%S'), names, *tags]))
 
 
 def why_not_writable(results: Path) -> Reason:
