@@ -11,12 +11,13 @@ import pytest
 from conftest import ROOT
 
 HEAD = ("# value rate rate_lo rate_hi resp_ms resp_lo resp_hi rss_end_MB rss_peak_MB "
-        "client_bound cpu_us_per_req cpu_lo cpu_hi failed disturbed noisy p50_ms p90_ms p99_ms")
+        "client_bound cpu_us_per_req cpu_lo cpu_hi failed disturbed noisy p50_ms p90_ms p99_ms "
+        "unranked")
 
 
 def level(value: int, bound: int) -> str:
     return (f"{value} 7000 6900 7100 0.3 0.2 0.4 10 10 {bound} 50 40 60 0 0 0 "
-            "0.5 2 30")
+            "0.5 2 30 0")
 
 
 def draw(run: Path, chart: str, values: list[int], bound: list[int]) -> str:

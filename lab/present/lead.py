@@ -10,7 +10,7 @@ from lab.analyse import contract
 from lab.analyse.analysis import Analysis
 from lab.analyse.gate import Gate
 from lab.analyse.metrics import LevelStats, peak
-from lab.analyse.wording import axis_label
+from lab.analyse.wording import axis_label, figure
 from lab.record.schema import Manifest
 
 # What the swept value is, per axis.
@@ -86,7 +86,7 @@ def run_verdict(m: Manifest, a: Analysis) -> str:
         more = len(said) - 3
         text = "; ".join(said[:3]) + (f"; and {more} more (Verdicts below)" if more > 0 else "")
         return f"at {axis_label(m.params.axis)}={top}: {text}" + flagged(stats)
-    peaks = [f"{n} peaked at {peak(s).rate.median:,.0f} requests/s "
+    peaks = [f"{n} peaked at {figure(peak(s).rate.median)} requests/s "
              f"({axis_label(m.params.axis)}={peak(s).value})" for n, s in stats.items()]
     return ("no verdict between servers (fewer than two measured besides the ceiling); "
             + "; ".join(peaks) + flagged(stats))
