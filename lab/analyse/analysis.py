@@ -52,7 +52,7 @@ class Analysis:
     compared: list[str]                     # servers judged against each other (no ceiling)
     verdict_at: list[int]
     basis: str                              # what the verdicts rank by
-    verdicts: list[Verdict]
+    verdicts: list[Verdict]                 # per level: secondary (lab.analyse.metrics.verdicts)
     calibration_used: bool
     calibration_note: str                   # why a calibration on record is not used
     capacity: list[CapacityNote]
@@ -62,6 +62,7 @@ class Analysis:
     answers: dict[str, sends.Answer] = field(default_factory=dict)   # what each server sends
     failed: dict[str, list[str]] = field(default_factory=dict)   # server: what failed, a
                                                                 # line per level (failure_lines)
+    primary: list[Verdict] = field(default_factory=list)   # one a pair, across the levels
 
     def levels(self, server: str) -> list[LevelStats]:
         return self.stats.get(server, [])
@@ -289,10 +290,13 @@ def analyse(rec: RunRecord) -> Analysis:
     compared = [n for n in stats if m.role(n) != "ceiling"]
     at: list[int] = []
     found: list[Verdict] = []
+    first: list[Verdict] = []
     if len(compared) >= 2:
         sub = {n: stats[n] for n in compared}
         at = metrics.verdict_values(sub, tuple(m.params.verdict_at))
-        found = metrics.verdicts(sub, at)
+        looks = looks_of(m)
+        found = metrics.verdicts(sub, at, looks=looks)
+        first = metrics.primaries(sub, at, looks=looks)
     answers = sends.answers(m, list(stats) + [n for n in m.servers if n not in stats])
     found = [replace(v, wire_text=sends.size_note(v.a, v.b, answers)) for v in found]
     basis = ("p99 latency at the same offered rate" if any(
@@ -307,7 +311,18 @@ def analyse(rec: RunRecord) -> Analysis:
                     costs=None if rec.costs is None else costview.analyse(rec.costs),
                     profiles=profileview.analyse(rec.profiles), answers=answers,
                     failed={n: lines for n, levels in stats.items()
-                            if (lines := failure_lines(m, n, levels))})
+                            if (lines := failure_lines(m, n, levels))},
+                    primary=first)
+
+
+def looks_of(m: Manifest) -> metrics.Looks:
+    """REPEAT=auto (params.repeat_auto, recorded with repeat_min and
+    repeat_max): a look after every start; else one look."""
+    auto = m.extra.get("repeat_auto")
+    if isinstance(auto, dict) and isinstance(auto.get("min"), int) \
+            and isinstance(auto.get("max"), int):
+        return metrics.Looks(int(auto["min"]), int(auto["max"]))
+    return metrics.Looks()
 
 
 def of(run: Path) -> tuple[RunRecord, Analysis]:
@@ -332,6 +347,10 @@ def level_json(s: LevelStats) -> dict[str, Any]:
     return out
 
 
+def verdict_json(v: Verdict) -> dict[str, Any]:
+    return asdict(v) | {"said": v.said(), "verdict": v.kind.replace("faster", "better")}
+
+
 def to_json(rec: RunRecord, a: Analysis) -> dict[str, Any]:
     """results.json: the manifest, typed rows, level statistics, verdicts and
     capacity shares, as one file for other tools."""
@@ -340,11 +359,11 @@ def to_json(rec: RunRecord, a: Analysis) -> dict[str, Any]:
             "levels": {n: [level_json(s) for s in v] for n, v in a.stats.items()},
             "verdict_basis": a.basis,
             "verdict_axis": axis_label(rec.manifest.params.axis),
-            # verdict: the gate's own word (metrics.judge: better, better-at-least,
-            # no-clear-difference, not-comparable, inconclusive), as make compare says it
-            "verdicts": [asdict(v) | {"said": v.said(),
-                                      "verdict": v.kind.replace("faster", "better")}
-                         for v in a.verdicts],
+            # verdict: the rule's own word (metrics.judge: better, better-at-least,
+            # equivalent, undecided, not-comparable, missing), as make compare says it;
+            # each with the alpha, delta_pct and starts it was decided at
+            "verdicts": [verdict_json(v) for v in a.verdicts],
+            "primary_verdicts": [verdict_json(v) for v in a.primary],
             "answers": {n: asdict(x) for n, x in a.answers.items()},
             "capacity": [asdict(c) for c in a.capacity],
             "calibration_note": a.calibration_note,

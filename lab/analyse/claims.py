@@ -598,8 +598,8 @@ def _ordering(claim: Claim, figures: tuple[tuple[str, Spread], ...],
         if j.kind in RANKED:
             if j.winner != a:
                 reversed_.append(f"{b} above {a}")
-        elif j.kind == "no-clear-difference":
-            overlap.append(f"{a} and {b}")
+        elif j.kind in ("equivalent", "undecided"):
+            overlap.append(f"{a} and {b} ({j.text})")
         else:
             unjudged.append(j.text)
     if reversed_:
@@ -609,7 +609,7 @@ def _ordering(claim: Claim, figures: tuple[tuple[str, Spread], ...],
         return ClaimResult(claim, INCONCLUSIVE, "; ".join(dict.fromkeys(unjudged)),
                            order=figures)
     if overlap:
-        return ClaimResult(claim, INCONCLUSIVE, "ranges overlap: " + ", ".join(overlap),
+        return ClaimResult(claim, INCONCLUSIVE, "not separated: " + ", ".join(overlap),
                            order=figures)
     return ClaimResult(claim, REPRODUCED, "every adjacent pair separated in the published order",
                        order=figures)

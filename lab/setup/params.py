@@ -142,6 +142,15 @@ def check_min_effect(value: str) -> object:
     return float(m.group(1))
 
 
+def check_alpha(value: str) -> object:
+    """ALPHA: a false-alarm rate above 0 and at most 20%, '1%' or '1' (percent)."""
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*%?\s*", value)
+    if m is None or not 0 < float(m.group(1)) <= 20:
+        raise ConfigError(f"ALPHA={value!r}: expected a false-alarm rate in percent, above 0 "
+                          "and at most 20, e.g. 1%")
+    return float(m.group(1)) / 100
+
+
 CLOSED_LOOP = "closed-loop clients"      # shown with their names (shown(), loop())
 OPEN_LOOP = "open-loop clients"
 
@@ -275,7 +284,12 @@ REGISTRY: tuple[Setting, ...] = (
             "make cost runs)", "make compare", scope="compare", check=check_gate),
     declare("MIN_EFFECT", "5%", "percent",
             "the smallest worsening make compare calls a regression (a larger A/A floor of `make "
-            "noise` wins)", "make compare", scope="compare", check=check_min_effect),
+            "noise` wins): δ of the decision rule (docs/methodology.md)", "make compare",
+            scope="compare", check=check_min_effect),
+    declare("ALPHA", "1%", "percent",
+            "the false-alarm rate of one make compare, over all its checks (each at ALPHA over "
+            "their number); a run's verdicts use 1%", "make compare", scope="compare",
+            check=check_alpha),
     # make calibrate
     declare("CLIENTS", "", "client names",
             "the clients to calibrate, space-separated (empty: every installed one)",
