@@ -469,8 +469,11 @@ def from_decision(a: Sample, b: Sample, d: decide.Decision, higher_is_better: bo
         return j("not-comparable", bound_text(bound, f"; {d.outcome}: {d.reason}"))
     if d.outcome == decide.EQUIVALENT:
         return j("equivalent", f"equivalent within ±{d.delta_pct:g}% "
-                 f"({decide.span(d.lo_pct, d.hi_pct)}; {d.stated()})")
-    return j(UNDECIDED, f"undecided ({d.reason}; {d.stated()})")
+                 f"({a.label} better by {decide.span(d.lo_pct, d.hi_pct)}; {d.stated()})")
+    why = d.reason if not d.reason.startswith("the interval") else \
+        (f"{a.label} better by {decide.span(d.lo_pct, d.hi_pct)}, which spans "
+         f"±{d.delta_pct:g}%: more starts decide")
+    return j(UNDECIDED, f"undecided ({why}; {d.stated()})")
 
 
 def ratio_flip(p: float) -> float:
