@@ -9,6 +9,8 @@ none imports the measuring side (sweep, launch, calibrate, runtimes).
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -348,7 +350,22 @@ def level_json(s: LevelStats) -> dict[str, Any]:
 
 
 def verdict_json(v: Verdict) -> dict[str, Any]:
-    return asdict(v) | {"said": v.said(), "verdict": v.kind.replace("faster", "better")}
+    """A verdict for results.json: an unbounded interval's end is null (JSON has no
+    infinity)."""
+    out = finite(asdict(v) | {"said": v.said(), "verdict": v.kind.replace("faster", "better")})
+    assert isinstance(out, dict)
+    return out
+
+
+def finite(x: Any) -> Any:
+    """x with every infinite or NaN float as None, through dicts, lists and tuples."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: finite(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [finite(v) for v in x]
+    return x
 
 
 def to_json(rec: RunRecord, a: Analysis) -> dict[str, Any]:
