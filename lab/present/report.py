@@ -76,13 +76,12 @@ def verdict_section(m: Manifest, a: Analysis) -> list[str]:
     lines = [f"## Verdicts ({a.basis}, at {axis} = {', '.join(map(str, a.verdict_at))})", ""]
     if a.primary:
         lines += [f"Primary, one a pair: {METHOD}", "",
-                  f"| {axis} | pair | verdict | α, δ, starts |", "|---|---|---|---|"]
-        lines += [f"| {v.where()} | {v.a} vs {v.b} | {v.said()} | {v.rule()} |"
-                  for v in a.primary]
+                  f"| {axis} | pair | verdict |", "|---|---|---|"]
+        lines += [f"| {v.where()} | {v.a} vs {v.b} | {v.said()} |" for v in a.primary]
         lines += ["", "Per level (secondary: each at α over the number of per-level verdicts):",
                   ""]
-    lines += [f"| {axis} | pair | verdict | α, δ, starts |", "|---|---|---|---|"]
-    lines += [f"| {v.value} | {v.a} vs {v.b} | {v.said()} | {v.rule()} |" for v in a.verdicts]
+    lines += [f"| {axis} | pair | verdict |", "|---|---|---|"]
+    lines += [f"| {v.value} | {v.a} vs {v.b} | {v.said()} |" for v in a.verdicts]
     if any(v.cpu is not None for v in a.verdicts):
         lines += ["", "Where req/s cannot rank a pair (client-bound, host-busy, equivalent, "
                   "undecided), server CPU per request (user+kernel from /proc, per completed "
