@@ -401,7 +401,7 @@ def _claim(t: _Table, study: str, source: str, date: str, known: set[str],
     ways = [k for k in ("tolerance", "factor", "accept") if t.has(k)]
     published: float | None = None
     accept: tuple[float, float] | None = None
-    tolerance = "same order, min-max ranges separated"
+    tolerance = "same order, each adjacent pair separated by the decision rule"
     if kind == "ordering":
         if ways or t.has("published"):
             raise t.fail("an ordering takes its published order from `servers`: "
