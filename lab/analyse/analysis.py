@@ -318,12 +318,12 @@ def analyse(rec: RunRecord) -> Analysis:
 
 
 def looks_of(m: Manifest) -> metrics.Looks:
-    """REPEAT=auto (params.repeat_auto, recorded with repeat_min and
-    repeat_max): a look after every start; else one look."""
-    auto = m.extra.get("repeat_auto")
-    if isinstance(auto, dict) and isinstance(auto.get("min"), int) \
-            and isinstance(auto.get("max"), int):
-        return metrics.Looks(int(auto["min"]), int(auto["max"]))
+    """REPEAT=auto (params repeat_auto, with repeat, the minimum, and
+    repeat_max): a look after every start from the minimum on; else one look."""
+    p = m.params
+    most = p.extra.get("repeat_max")
+    if p.extra.get("repeat_auto") is True and isinstance(most, int):
+        return metrics.Looks(p.repeat, most)
     return metrics.Looks()
 
 

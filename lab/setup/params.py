@@ -169,8 +169,15 @@ REGISTRY: tuple[Setting, ...] = (
     declare("RATE", "1000 2000 5000 10000 20000", "whole numbers",
             "offered rates swept, req/s", OPEN_LOOP),
     declare("DURATION", "10s", "duration", "time per level (10s, 1m)"),
-    declare("REPEAT", "1", "1..100",
-            "repetitions: each a fresh server start with its own warm-up; servers interleaved"),
+    declare("REPEAT", "1", "1..100 or auto",
+            "repetitions: each a fresh server start with its own warm-up; servers interleaved, "
+            "alternating which starts first (ABBA); auto: REPEAT_MIN each, then one more start "
+            "at a time only for servers in pairs still undecided, up to REPEAT_MAX"),
+    declare("REPEAT_MIN", "5", "2..100",
+            "REPEAT=auto: the starts every server gets first (5: the fewest on which the exact "
+            "test can decide at 1%)", "REPEAT=auto"),
+    declare("REPEAT_MAX", "10", "2..100",
+            "REPEAT=auto: the most starts a server gets", "REPEAT=auto"),
     declare("WARMUP", "auto", "auto or duration",
             "auto: load at the top level until 3 slices of 2s agree within 5% (and a JVM's JIT "
             "is quiet); or a fixed time (30s); 0 = none"),
@@ -373,6 +380,8 @@ class Params:
     remote_dir: str = ""            # ssh: folder on the remote hosts, empty: the default
     runtime: str = "process"        # process | docker
     mem_limit: str = ""             # docker: memory limit (512m)
+    repeat_auto: bool = False       # REPEAT=auto: repeat is REPEAT_MIN, at most repeat_max
+    repeat_max: int = 0
     warnings: tuple[str, ...] = field(default=())
 
     def to_json(self) -> dict[str, object]:
@@ -686,6 +695,28 @@ def check_warmup(get: Callable[[str], str]) -> WarmupSettings:
     return WarmupSettings(auto, seconds, max_s)
 
 
+@dataclass(frozen=True)
+class RepeatSettings:
+    """REPEAT, REPEAT_MIN and REPEAT_MAX, checked together (check_repeat)."""
+    auto: bool
+    first: int          # the starts each server gets (REPEAT=N: N)
+    most: int           # REPEAT=auto: at most this many (else = first)
+
+
+def check_repeat(get: Callable[[str], str]) -> RepeatSettings:
+    text = get("REPEAT").strip()
+    if text != "auto":
+        n = positive_int("REPEAT", text, 1, 100)
+        return RepeatSettings(False, n, n)
+    low = positive_int("REPEAT_MIN", get("REPEAT_MIN"), 2, 100)
+    high = positive_int("REPEAT_MAX", get("REPEAT_MAX"), 2, 100)
+    if high < low:
+        raise ConfigError(f"REPEAT_MAX={get('REPEAT_MAX')!r} is below REPEAT_MIN="
+                          f"{get('REPEAT_MIN')!r}: REPEAT=auto starts each server REPEAT_MIN "
+                          "times, then at most up to REPEAT_MAX")
+    return RepeatSettings(True, low, high)
+
+
 def check_cpus(get: Callable[[str], str], topology: str, available: set[int]
                ) -> tuple[tuple[int, ...], tuple[int, ...], list[str]]:
     """SERVER_CPUS and CLIENT_CPUS (over ssh another host's: `lab check` asks it)."""
@@ -786,6 +817,7 @@ def from_env(env: Mapping[str, str], known_servers: list[str],
         raise ConfigError("; ".join(refused))
     sweep = check_sweep(get, given, client, client_axis, servers, known)
     warm = check_warmup(get)
+    reps = check_repeat(get)
     workers_text = get("WORKERS").strip()
     threads_text = get("CLIENT_THREADS").strip()
     server_cpus, client_cpus, cpu_notes = check_cpus(get, where.topology, available)
@@ -800,7 +832,7 @@ def from_env(env: Mapping[str, str], known_servers: list[str],
         levels=sweep.levels,
         rates=sweep.rates,
         duration_s=parse_duration("DURATION", get("DURATION")),
-        repeat=positive_int("REPEAT", get("REPEAT"), 1, 100),
+        repeat=reps.first,
         warmup_auto=warm.auto,
         warmup_s=warm.seconds,
         warmup_max_s=warm.max_s,
@@ -828,6 +860,8 @@ def from_env(env: Mapping[str, str], known_servers: list[str],
         mem_limit=where.mem_limit,
         ssh_config=where.ssh_config,
         remote_dir=where.remote_dir,
+        repeat_auto=reps.auto,
+        repeat_max=reps.most,
         warnings=tuple(cpu_notes + bind_notes + warned),
     )
 
