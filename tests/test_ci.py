@@ -112,7 +112,7 @@ def job(tmp: Path, name: str, server: Path, baseline: Path, port: int,
     lab's checkout; stops at the first that fails, as a job does."""
     env = lab_env(tmp, LAB_SERVER="ci-example", LAB_SERVER_PATH=str(server),
                   LAB_RESULTS=str(tmp / name), BASELINE=str(baseline), CONCURRENCY="1 4",
-                  DURATION="1s", REPEAT="3", WARMUP="0", PORT=str(port))
+                  DURATION="1s", REPEAT="5", WARMUP="0", PORT=str(port))
     env.pop("RESULTS", None)
     out = []
     for command in commands:

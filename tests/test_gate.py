@@ -64,8 +64,14 @@ def test_a_30_percent_drop_on_clean_levels_is_a_regression(
     checks = gate["checks"]
     assert isinstance(checks, list)
     worse = [c for c in checks if c["outcome"] == "regression"]
-    assert {(c["value"], c["metric"]) for c in worse} == {(1, "rate"), (4, "rate")}
-    assert worse[0]["worse_pct"] == pytest.approx(100 * (101 - 70.5) / 101)   # medians
+    # one check across both levels (each start's mean over them) decides at
+    # ALPHA/2 on 5 against 5; each level alone, at ALPHA/2 over 2, cannot
+    [across] = worse
+    assert (across["levels"], across["metric"]) == ([1, 4], "rate")
+    assert across["worse_pct"] == pytest.approx(30, abs=1)
+    assert "across 1, 4: regression" in across["text"]
+    assert {c["outcome"] for c in checks if not c["levels"] and c["metric"] == "rate"} == \
+        {"not-judged"}
     assert "regression" in capsys.readouterr().err
     [md] = out.glob("compare-*/compare.md")
     assert "## Gate: regression (exit 1)" in md.read_text()

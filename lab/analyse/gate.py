@@ -2,8 +2,10 @@
 server at each level measured in both runs, through the lab's one decision
 rule (lab.analyse.metrics.judge, one-sided: is B worse than A?) with δ the
 threshold (MIN_EFFECT, or the host's A/A floor from `make noise` when
-larger), each check at ALPHA over the number of checks (Bonferroni: the
-compare's false-alarm rate stays within ALPHA).
+larger). Two families, each at ALPHA/2 (Bonferroni within each, so the
+compare's false-alarm rate stays within ALPHA): one check a server and
+metric across the levels both runs measured cleanly (each start's geometric
+mean over them: a start covers every level), and the checks at each level.
 
 A client-bound A is a lower bound of A: a B clearly below it is worse.
 Where req/s is host-busy, server CPU per request is judged instead, and
@@ -13,6 +15,7 @@ A by the rule, else 0 when at least one metric was judged, else 3
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -62,6 +65,7 @@ class Check:
     worse_pct: float | None   # how much worse B is than A (negative: better), in %
     threshold_pct: float | None
     text: str
+    levels: tuple[int, ...] = ()   # a check across levels (each start's mean over them)
 
 
 @dataclass(frozen=True)
@@ -198,7 +202,10 @@ def of(sa: Stats, sb: Stats, costs: tuple[costview.CostAnalysis | None,
     ca, cb = cost_levels(costs[0]), cost_levels(costs[1])
     servers = [n for n in sa if n in sb] + [n for (n, lv) in ca if (n, lv) in cb
                                             and n not in sa]
-    each = decide.family_alpha(settings.alpha, family_size(sa, sb, ca, cb, wanted, ms))
+    # two families, each at half of ALPHA: the checks across the levels (one a
+    # server and metric) and the checks at each level (Bonferroni within each)
+    across = across_checks(sa, sb, wanted, ms, settings, cache)
+    each = decide.family_alpha(settings.alpha / 2, family_size(sa, sb, ca, cb, wanted, ms))
     for name in dict.fromkeys(servers):
         if "." not in name and any(schema.manifest_value(m, f"servers.{name}.role") == "ceiling"
                                    for m in ms):
@@ -223,6 +230,7 @@ def of(sa: Stats, sb: Stats, costs: tuple[costview.CostAnalysis | None,
                     checks.append(check(name, level, "instructions", x.per_request.values,
                                         y.per_request.values, thresholds["instructions"],
                                         short, each))
+    checks = across + checks
     counted = [c for c in checks if c.outcome in (REGRESSION, PASS)]
     if any(c.outcome == REGRESSION for c in checks):
         code, reason = Exit.FAILED, "B is worse than A beyond the noise at a cleanly " \
@@ -236,6 +244,59 @@ def of(sa: Stats, sb: Stats, costs: tuple[costview.CostAnalysis | None,
             why_nothing(checks, wanted)
     return Gate(int(code), OUTCOMES[code], wanted, min_effect, used, checks, reason,
                 settings.alpha, each)
+
+
+def per_start(levels: list[LevelStats], metric: str) -> tuple[float, ...]:
+    """Each start's geometric mean of the metric over `levels` (a start that
+    lacks one of them, or has a figure of 0 there, has none)."""
+    per: dict[int, list[float]] = {}
+    for s in levels:
+        vals = values(s, metric)
+        if len(vals) != len(s.reps):
+            return ()
+        for rep, v in zip(s.reps, vals):
+            if v > 0:
+                per.setdefault(rep, []).append(math.log(v))
+    return tuple(math.exp(sum(xs) / len(xs)) for xs in per.values() if len(xs) == len(levels))
+
+
+def across_checks(sa: Stats, sb: Stats, wanted: tuple[str, ...],
+                  ms: tuple[Manifest, Manifest], settings: GateSettings,
+                  cache: Path | None) -> list[Check]:
+    """One check a server and gated metric across every level both runs
+    measured cleanly (no client-bound, host-busy, steal or failures on either
+    side): each start's mean over those levels is one value, so a sweep of
+    many levels needs no more starts than one level. The family: these
+    checks, each at ALPHA/2 over their number."""
+    todo: list[tuple[str, str, list[LevelStats], list[LevelStats], float, str]] = []
+    for name in sa:
+        if name not in sb or any(schema.manifest_value(m, f"servers.{name}.role") == "ceiling"
+                                 for m in ms):
+            continue
+        at_b = {s.value: s for s in sb[name]}
+        pairs = [(a, at_b[a.value]) for a in sa[name] if a.value in at_b
+                 and not unclean(a) and not unclean(at_b[a.value])]
+        if len(pairs) < 2:          # one level: its own check says the same
+            continue
+        floor, _ = floors.matching(cache, name, ms)
+        short = f"A/A floor of {floor.made}" if floor else \
+            f"MIN_EFFECT={settings.min_effect_pct:g}%"
+        thresholds = threshold_for(floor, settings.min_effect_pct)
+        open_loop = pairs[0][0].open_loop
+        for metric in wanted:
+            if metric == "instructions" or (metric == "rate" and open_loop) or \
+                    (metric == "p99" and not open_loop):
+                continue
+            todo.append((name, metric, [a for a, _ in pairs], [b for _, b in pairs],
+                         thresholds[metric], short))
+    each = decide.family_alpha(settings.alpha / 2, len(todo))
+    out = []
+    for name, metric, la, lb, threshold, short in todo:
+        lv = tuple(s.value for s in la)
+        c = check(name, lv[0], metric, per_start(la, metric), per_start(lb, metric), threshold,
+                  short, each, via=f"across {', '.join(map(str, lv))}: ")
+        out.append(replace(c, levels=lv))
+    return out
 
 
 def family_size(sa: Stats, sb: Stats, ca: dict[tuple[str, int], costview.LevelCost],

@@ -93,13 +93,15 @@ def gate_lines(g: Gate) -> list[str]:
     """The gate's part of compare.md (and of what compare prints)."""
     lines = [f"## Gate: {g.outcome} (exit {g.code})", "",
              f"Gated on {' '.join(g.metrics)}; MIN_EFFECT={g.min_effect_pct:g}% (δ); "
-             f"ALPHA={100 * g.alpha:g}% for the compare, {100 * g.alpha_each:.2g}% a check "
-             f"(Bonferroni). {g.reason}.",
+             f"ALPHA={100 * g.alpha:g}% for the compare: half for the checks across the "
+             f"levels, half for those at each level ({100 * g.alpha_each:.2g}% a level check; "
+             f"Bonferroni). {g.reason}.",
              ""]
     lines += [f"- noise floor for {name}: {note}" for name, note in g.floors.items()]
     lines += ["", "| server | level | metric | gate | B worse by | threshold | why |",
               "|---|---|---|---|---|---|---|"]
-    lines += [f"| {c.server} | {c.value} | {c.metric} | {c.outcome} | "
+    lines += [f"| {c.server} | {', '.join(map(str, c.levels)) if c.levels else c.value} | "
+              f"{c.metric} | {c.outcome} | "
               f"{'–' if c.worse_pct is None else f'{c.worse_pct:.1f}%'} | "
               f"{'–' if c.threshold_pct is None else f'{c.threshold_pct:.1f}%'} | "
               f"{c.text.replace('|', '/')} |" for c in g.checks]
@@ -190,10 +192,13 @@ def page(ids: tuple[str, str], ms: tuple[Manifest, Manifest], rows: list[Compari
         differences=[d.text() for d in diffs],
         gate_summary=f"{g.outcome} (exit {g.code}): {g.reason}" if g else "",
         gate_notes=[f"GATE={' '.join(g.metrics)}, MIN_EFFECT={g.min_effect_pct:g}% (δ), "
-                    f"ALPHA={100 * g.alpha:g}% ({100 * g.alpha_each:.2g}% a check)"]
+                    f"ALPHA={100 * g.alpha:g}% (half across the levels, half at each level: "
+                    f"{100 * g.alpha_each:.2g}% a level check)"]
         + [f"noise floor for {n}: {t}" for n, t in g.floors.items()] if g else [],
         gate_head=["server", "level", "metric", "gate", "B worse by", "threshold", "why"],
-        gate_rows=[[html.escaped(c.server), html.escaped(c.value), html.escaped(c.metric),
+        gate_rows=[[html.escaped(c.server),
+                    html.escaped(", ".join(map(str, c.levels)) if c.levels else c.value),
+                    html.escaped(c.metric),
                     f'<span class="{GATE_CLASS.get(c.outcome, "")}">{html.escaped(c.outcome)}</span>',
                     html.escaped("–" if c.worse_pct is None else f"{c.worse_pct:.1f}%"),
                     html.escaped("–" if c.threshold_pct is None else f"{c.threshold_pct:.1f}%"),
