@@ -166,9 +166,10 @@ def decide(a: tuple[float, ...] | list[float], b: tuple[float, ...] | list[float
     d = Decision(UNDECIDED, None, est_pct, lo_pct, hi_pct, p, alpha, delta_pct, (m, n), "")
     if smallest_p(m, n) > tail:
         need = min_starts(tail)
+        least = smallest_p(m, n) * (2 if sided == "two" else 1)
         return replace(d, reason=f"too few starts: {m} against {n} cannot reach α="
-                     f"{pct(100 * alpha)}% (the smallest p is {smallest_p(m, n) * (2 if sided == 'two' else 1):.2g}); "
-                     f"{need} against {need} can")
+                       f"{pct(100 * alpha)}% (the smallest p is {least:.2g}); "
+                       f"{need} against {need} can")
     a_wins = p_a <= tail and est >= delta
     b_wins = sided == "two" and p_b <= tail and -est >= delta
     if a_wins or b_wins:
@@ -201,7 +202,7 @@ def min_starts(tail: float, other: int | None = None) -> int:
     return 200
 
 
-# --------------------------------------------------------------------------- the family and the looks
+# ---------------------------------------------------------------- the family and the looks
 
 def look_alpha(alpha: float, starts: int, first: int | None, last: int | None) -> float:
     """α spent at the look made after `starts` starts a side. Fixed REPEAT

@@ -3,7 +3,8 @@ measured under, and each server at each swept value, A against B.
 
 The per-level verdict goes through the lab's one decision rule
 (lab.analyse.metrics.judge, lab.analyse.decide): faster or slower by at
-least δ at α, equivalent within ±δ, or undecided with the reason. Conditions that decide the figures (CPUs, topology, client,
+least δ at α, equivalent within ±δ, or undecided with the reason.
+Conditions that decide the figures (CPUs, topology, client,
 connection mode, swept axis) are marked `matters`: `make compare` refuses
 them unless forced; lesser differences are listed. The regression gate is
 lab.analyse.gate; what `make compare` writes and prints, lab.present.compare.

@@ -28,7 +28,9 @@ STEADY_SLICES = 3              # warm-up auto: slices (lab.setup.params.WARMUP_S
 STEADY_TOLERANCE = 1.05        # ... within 5% of each other (max/min)
 JIT_QUIET_PER_S = 1.0          # warm-up auto, a JVM: at most this many JIT compilations
                                # per second since the previous slice (lab.measure.jit)
-MIN_REPS_FOR_VERDICT = 3       # fewer repetitions show no spread worth ranking on
+MIN_REPS_FOR_VERDICT = 3       # fewer repetitions show no spread (a claim's range)
+MIN_STARTS = decide.min_starts(decide.ALPHA / 2)   # the fewest starts a side on which a
+                                                   # two-sided verdict can reach α (5 at 1%)
 CAPACITY_LIMITED = 0.90        # a server at 90%+ of the client's calibrated capacity
 FAILED_SHARE_PCT = 1.0         # failed requests, % of a repetition's: more, and the level's
                                # req/s (or latency) is not ranked

@@ -76,7 +76,8 @@ def plan(m: Manifest, loaded: list[str], a: Analysis | None) -> Next:
         return Next([], "nothing to decide")
     open_pairs = undecided(a)
     if not open_pairs:
-        return Next([], f"every pair decided ({', '.join(f'{v.a} vs {v.b}: {v.kind}' for v in a.primary)})")
+        said = ", ".join(f"{v.a} vs {v.b}: {v.kind}" for v in a.primary)
+        return Next([], f"every pair decided ({said})")
     want = [s for s in loaded if any(s in pair for pair in open_pairs)
             and have[s][0] < most and not have[s][1]]
     if not want:
