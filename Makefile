@@ -70,7 +70,7 @@ rerun: ## run again with a saved run's settings; settings given here win: make r
 	@test -n "$${RUN-}" || { echo "error: give RUN=results/<run-id>" >&2; exit 2; }
 	@$(call STEP,LAB_GIVEN="$(GIVEN)" $(LAB) rerun "$$RUN")
 
-compare: ## run B against run A, a gate: make compare A=results/<x> B=results/<y> [GATE=rate p99] [MIN_EFFECT=5%] [FORCE=1]; exit 0 no worse, 1 regression, 3 nothing compared cleanly
+compare: ## run B against run A, a gate: make compare A=results/<x> B=results/<y> [GATE=rate p99] [MIN_EFFECT=5%] [ALPHA=1%] [FORCE=1]; exit 0 no worse, 1 regression, 3 nothing compared cleanly
 	@test -n "$${A-}" -a -n "$${B-}" || { echo "error: give A=results/<x> B=results/<y>" >&2; exit 2; }
 	@$(call STEP,$(LAB) compare "$$A" "$$B")
 
