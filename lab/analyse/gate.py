@@ -138,12 +138,13 @@ def level_checks(a: LevelStats, b: LevelStats, wanted: tuple[str, ...],
                  thresholds: dict[str, float], note: str, alpha: float) -> list[Check]:
     """Each wanted metric at one level. A client-bound A is a lower bound of
     A's req/s (judged); a client-bound B is not (B may be faster than it
-    shows: not clean). Where req/s is host-busy (or steal), server CPU per
-    request is judged instead, and said. Failures are not clean."""
+    shows). Where req/s is host-busy, steal or client-bound in B, server CPU
+    per request (the server's own time, which a client at its limit does not
+    bound) is judged instead, and said. Failures are not clean."""
     out = []
     dirty = [f"{f} in {side}" for side, s in (("A", a), ("B", b)) for f in unclean(s)]
     busy = [f"{f} in {side}" for side, s in (("A", a), ("B", b)) for f in HOST
-            if s.flags.get(f, 0)]
+            if s.flags.get(f, 0)] + (["client-bound in B"] if b.client_bound else [])
     blocking = [d for d in dirty if d not in busy and d != "client-bound in A"]
     for metric in (m for m in wanted if m != "instructions"):
         if metric == "rate" and a.open_loop:
@@ -260,42 +261,56 @@ def per_start(levels: list[LevelStats], metric: str) -> tuple[float, ...]:
     return tuple(math.exp(sum(xs) / len(xs)) for xs in per.values() if len(xs) == len(levels))
 
 
+Todo = tuple[str, str, str, list[LevelStats], list[LevelStats], float, str, str]
+
+
 def across_checks(sa: Stats, sb: Stats, wanted: tuple[str, ...],
                   ms: tuple[Manifest, Manifest], settings: GateSettings,
                   cache: Path | None) -> list[Check]:
     """One check a server and gated metric across every level both runs
     measured cleanly (no client-bound, host-busy, steal or failures on either
     side): each start's mean over those levels is one value, so a sweep of
-    many levels needs no more starts than one level. The family: these
-    checks, each at ALPHA/2 over their number."""
-    todo: list[tuple[str, str, list[LevelStats], list[LevelStats], float, str]] = []
+    many levels needs no more starts than one level. Where fewer than two
+    levels are clean for req/s but some are only host-busy, steal or
+    client-bound (no failures), req/s is judged across those by server CPU
+    per request, and said. The family: these checks, each at ALPHA/2 over
+    their number."""
+    todo: list[Todo] = []
     for name in sa:
         if name not in sb or any(schema.manifest_value(m, f"servers.{name}.role") == "ceiling"
                                  for m in ms):
             continue
         at_b = {s.value: s for s in sb[name]}
-        pairs = [(a, at_b[a.value]) for a in sa[name] if a.value in at_b
-                 and not unclean(a) and not unclean(at_b[a.value])]
-        if len(pairs) < 2:          # one level: its own check says the same
+        common = [(a, at_b[a.value]) for a in sa[name] if a.value in at_b]
+        pairs = [(a, b) for a, b in common if not unclean(a) and not unclean(b)]
+        sound = [(a, b) for a, b in common if "failures" not in unclean(a) + unclean(b)]
+        if not common:
             continue
         floor, _ = floors.matching(cache, name, ms)
         short = f"A/A floor of {floor.made}" if floor else \
             f"MIN_EFFECT={settings.min_effect_pct:g}%"
         thresholds = threshold_for(floor, settings.min_effect_pct)
-        open_loop = pairs[0][0].open_loop
+        open_loop = common[0][0].open_loop
         for metric in wanted:
             if metric == "instructions" or (metric == "rate" and open_loop) or \
                     (metric == "p99" and not open_loop):
                 continue
-            todo.append((name, metric, [a for a, _ in pairs], [b for _, b in pairs],
-                         thresholds[metric], short))
+            if len(pairs) >= 2:
+                todo.append((name, metric, metric, [a for a, _ in pairs],
+                             [b for _, b in pairs], thresholds[metric], short, ""))
+            elif metric == "rate" and len(sound) > len(pairs):
+                dirty = sorted({f for a, b in sound for f in unclean(a) + unclean(b)})
+                todo.append((name, metric, "cpu", [a for a, _ in sound], [b for _, b in sound],
+                             thresholds["cpu"], short,
+                             f"req/s not clean ({', '.join(dirty)}): server CPU per request "
+                             "judged instead, the server's own CPU time; "))
     each = decide.family_alpha(settings.alpha / 2, len(todo))
     out = []
-    for name, metric, la, lb, threshold, short in todo:
+    for name, metric, judged, la, lb, threshold, short, why in todo:
         lv = tuple(s.value for s in la)
-        c = check(name, lv[0], metric, per_start(la, metric), per_start(lb, metric), threshold,
-                  short, each, via=f"across {', '.join(map(str, lv))}: ")
-        out.append(replace(c, levels=lv))
+        c = check(name, lv[0], judged, per_start(la, judged), per_start(lb, judged), threshold,
+                  short, each, via=f"across {', '.join(map(str, lv))}: {why}")
+        out.append(replace(c, levels=lv, metric=metric))
     return out
 
 
