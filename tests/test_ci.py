@@ -132,6 +132,9 @@ def verdict(runs: list[subprocess.CompletedProcess[str]], expected: int) -> None
     if code == 3 and "host-busy" in cmp.stderr:
         pytest.skip("this host was busy (host-busy at the compared levels): the gate "
                     "said so with exit 3, as it must; no verdict to check")
+    if code == 3 and "more starts decide" in cmp.stderr:
+        pytest.skip("the starts spread too wide here for 5 a side to decide at α=1% "
+                    "(undecided, exit 3, as it must); no verdict to check")
     assert code == expected, cmp.stdout[-2000:] + cmp.stderr[-3000:]
     assert f"gate: {'pass' if expected == 0 else 'regression'} (exit {expected})" in cmp.stderr
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from dataclasses import replace
 from pathlib import Path
@@ -75,8 +76,8 @@ def test_a_floor_is_recorded_from_an_a_a_run_and_compare_names_it(
     out = capsys.readouterr()
     assert "| rate | 7.92% |" in out.out and f"recorded in {cache}" in out.err
     # a 6% drop: a regression at MIN_EFFECT=5% alone, not under the 7.9% floor
-    a = make_run(tmp_path, "ra", manifest(), paced_rows({1: [100, 101, 102, 100.5, 101.5]}))
-    b = make_run(tmp_path, "rb", manifest(), paced_rows({1: [94, 95, 95, 94.5, 95]}))
+    a = make_run(tmp_path, "ra", manifest(), paced_rows({1: [100, 100.5, 101, 100.2, 100.8]}))
+    b = make_run(tmp_path, "rb", manifest(), paced_rows({1: [94.5, 95, 95, 94.8, 95.2]}))
     assert compare.main(a, b, False, tmp_path / "o1", GateSettings()) == Exit.FAILED
     assert compare.main(a, b, False, tmp_path / "o2",
                         GateSettings(cache=cache)) == Exit.OK
@@ -163,10 +164,12 @@ def test_make_noise_on_ada_mini_records_a_floor_that_compare_names(tmp_path: Pat
     assert m["status"] == "complete", done.stderr[-3000:]
     assert set(m["servers"]) == {"ada-mini", "ada-mini#2"}
     assert m["servers"]["ada-mini#2"]["alias_of"] == "ada-mini"
-    assert m["params"]["repeat"] == 3
+    assert m["params"]["repeat"] == 5
     reps = [ln.split(",")[:2] for ln in (aa / "results.csv").read_text().splitlines()[1:]]
     # interleaved: each repetition runs both entries before the next repetition
     assert [r for _, r in reps] == sorted(r for _, r in reps)
+    assert re.search(r'A/A verdicts: \d+ of \d+ said "better" between ada-mini and ada-mini#2',
+                     done.stdout), done.stdout[-2000:]
     if "no floor recorded" in done.stderr:
         assert "host-busy" in done.stderr or "client-bound" in done.stderr, done.stderr
         pytest.skip("this host was busy at every level: no floor (said so, exit "

@@ -5,7 +5,8 @@ one of three outcomes with a stated false-alarm rate.
   (two-sided: α/2 a tail; one-sided for the regression gate) AND the
   Hodges-Lehmann estimate of the shift is at least δ;
 - equivalent: the 1-2α confidence interval of the shift lies inside ±δ
-  (two one-sided tests, TOST);
+  (two one-sided tests, TOST); one-sided (the regression gate): the upper
+  1-α bound of "A better" is below δ (non-inferiority: B no worse than δ);
 - undecided, with the reason: too few starts for α, or an interval that
   spans δ.
 
@@ -176,6 +177,10 @@ def decide(a: tuple[float, ...] | list[float], b: tuple[float, ...] | list[float
         return replace(d, outcome=BETTER, a_better=a_wins, reason="the rank test rejects at α "
                      "and the estimate is at least δ")
     lo2, hi2 = interval(diffs, m, n, alpha)       # TOST: the 1-2α interval
+    if sided == "a" and hi2 < delta:              # one side asked: A no better than δ
+        return Decision(EQUIVALENT, None, est_pct, ratio_pct(lo2), ratio_pct(hi2), p, alpha,
+                        delta_pct, (m, n), f"the {pct(100 - 100 * alpha)}% upper bound is "
+                        f"below +{delta_pct:g}%")
     if -delta < lo2 and hi2 < delta:
         return Decision(EQUIVALENT, None, est_pct, ratio_pct(lo2), ratio_pct(hi2), p, alpha,
                         delta_pct, (m, n), f"the {pct(100 - 200 * alpha)}% interval lies "

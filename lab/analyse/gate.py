@@ -108,9 +108,9 @@ def check(server: str, value: int, metric: str, va: tuple[float, ...],
           a_bound: bool = False, via: str = "") -> Check:
     """One metric through the lab's decision rule (metrics.judge, one-sided:
     is A better than B, i.e. B worse?) with δ = the threshold (MIN_EFFECT or
-    the A/A floor, the larger): "better" is a regression; "equivalent" and
-    "undecided" with enough starts pass (no regression shown); too few
-    starts for α are not judged. `a_bound`: A was client-bound, so its
+    the A/A floor, the larger): "better" is a regression; B shown no
+    worse than δ (the upper 1-α bound of A's advantage below δ) passes;
+    undecided (too few starts, or an interval that spans δ) is not judged. `a_bound`: A was client-bound, so its
     req/s is a lower bound of A's: a B clearly below it is still a
     regression. `via`: said before the text (CPU per request judged where
     req/s was host-busy)."""
@@ -128,10 +128,10 @@ def check(server: str, value: int, metric: str, va: tuple[float, ...],
                      f"{via}regression: {what} {worse or 0:.1f}% worse in B (median), by at "
                      f"least the threshold {threshold:.1f}% ({floor_note}) by the rule: "
                      f"{j.text}")
-    if j.kind not in (metrics.UNDECIDED, "equivalent"):
+    if j.kind != "equivalent":
         return Check(server, value, metric, NOT_JUDGED, j.kind, worse, threshold, via + j.text)
     return Check(server, value, metric, PASS, j.kind, worse, threshold,
-                 f"{via}pass: no regression shown ({floor_note}): {j.text}")
+                 f"{via}pass ({floor_note}): {j.text}")
 
 
 def level_checks(a: LevelStats, b: LevelStats, wanted: tuple[str, ...],
