@@ -241,7 +241,7 @@ def of(sa: Stats, sb: Stats, costs: tuple[costview.CostAnalysis | None,
         code, reason = Exit.OK, (f"B is no worse than A ({len(counted)} metric(s) at clean "
                                  "levels compared)")
     else:
-        code, reason = Exit.NOT_COMPARABLE, "nothing could be compared cleanly: " + \
+        code, reason = Exit.NOT_COMPARABLE, "nothing could be compared cleanly or decided: " + \
             why_nothing(checks, wanted)
     return Gate(int(code), OUTCOMES[code], wanted, min_effect, used, checks, reason,
                 settings.alpha, each)
