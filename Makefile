@@ -37,7 +37,7 @@ bench: ## install what is missing, build, verify, sweep, plot (SERVER=...)
 calibrate: ## what each installed client drives against nginx here (CLIENTS=, CONCURRENCY=1 8 64, DURATION=5s)
 	@$(call STEP,$(LAB) calibrate)
 
-cost: ## instructions per request under cachegrind, a separate start each (COST_LEVELS, COST_REQUESTS, REPEAT=3)
+cost: ## instructions per request under cachegrind, a separate start each (COST_LEVELS, COST_REQUESTS, REPEAT=5)
 	@$(call STEP,servers=$$($(LAB) cost --check) && if [ -n "$$servers" ]; then \
 	  $(LAB) deps $$servers && $(LAB) build $$servers; fi)
 	@$(call STEP,$(LAB) cost)
@@ -74,7 +74,7 @@ compare: ## run B against run A, a gate: make compare A=results/<x> B=results/<y
 	@test -n "$${A-}" -a -n "$${B-}" || { echo "error: give A=results/<x> B=results/<y>" >&2; exit 2; }
 	@$(call STEP,$(LAB) compare "$$A" "$$B")
 
-noise: ## this host's A/A noise: SERVER twice (SERVER and SERVER#2) interleaved in one run; the floor kept for make compare: make noise SERVER=x [REPEAT=3]
+noise: ## this host's A/A noise: SERVER twice (SERVER and SERVER#2) interleaved in one run; the floor kept for make compare, and how many A/A verdicts said better: make noise SERVER=x [REPEAT=5]
 	$(LAB) noise
 
 history: ## a server across the runs in RESULTS, as a table (index.html charts it): make history SERVER=aws
