@@ -37,7 +37,7 @@ bench: ## install what is missing, build, verify, sweep, plot (SERVER=...)
 calibrate: ## what each installed client drives against nginx here (CLIENTS=, CONCURRENCY=1 8 64, DURATION=5s)
 	@$(call STEP,$(LAB) calibrate)
 
-cost: ## instructions per request under cachegrind, a separate start each (COST_LEVELS, COST_REQUESTS, REPEAT=3)
+cost: ## instructions per request under cachegrind, a separate start each (COST_LEVELS, COST_REQUESTS, REPEAT=5)
 	@$(call STEP,servers=$$($(LAB) cost --check) && if [ -n "$$servers" ]; then \
 	  $(LAB) deps $$servers && $(LAB) build $$servers; fi)
 	@$(call STEP,$(LAB) cost)
@@ -70,11 +70,11 @@ rerun: ## run again with a saved run's settings; settings given here win: make r
 	@test -n "$${RUN-}" || { echo "error: give RUN=results/<run-id>" >&2; exit 2; }
 	@$(call STEP,LAB_GIVEN="$(GIVEN)" $(LAB) rerun "$$RUN")
 
-compare: ## run B against run A, a gate: make compare A=results/<x> B=results/<y> [GATE=rate p99] [MIN_EFFECT=5%] [FORCE=1]; exit 0 no worse, 1 regression, 3 nothing compared cleanly
+compare: ## run B against run A, a gate: make compare A=results/<x> B=results/<y> [GATE=rate p99] [MIN_EFFECT=5%] [ALPHA=1%] [FORCE=1]; exit 0 no worse, 1 regression, 3 nothing compared cleanly
 	@test -n "$${A-}" -a -n "$${B-}" || { echo "error: give A=results/<x> B=results/<y>" >&2; exit 2; }
 	@$(call STEP,$(LAB) compare "$$A" "$$B")
 
-noise: ## this host's A/A noise: SERVER twice (SERVER and SERVER#2) interleaved in one run; the floor kept for make compare: make noise SERVER=x [REPEAT=3]
+noise: ## this host's A/A noise: SERVER twice (SERVER and SERVER#2) interleaved in one run; the floor kept for make compare, and how many A/A verdicts said better: make noise SERVER=x [REPEAT=5]
 	$(LAB) noise
 
 history: ## a server across the runs in RESULTS, as a table (index.html charts it): make history SERVER=aws

@@ -2,7 +2,8 @@
 # shellcheck disable=SC2317  # on_signal and down are called by trap
 # One benchmark run, top-down:
 #   check → deps → build → up (the topology) → probe each server (a separate start) → for each
-#   repetition, each server in turn: start → verify → warm up → sweep → stop
+#   round of starts (lab next: ABBA order; REPEAT=auto: only undecided pairs after the
+#   minimum), each server in turn: start → verify → warm up → sweep → stop
 #   → plot → report (summary.md, report.html) → down (the topology, always)
 # Settings come from the environment (`make help` lists them); `make bench`
 # calls this script. Exit: 0 done, 1 failure (partial results kept and marked
@@ -81,7 +82,6 @@ fi
 
 lab check                               # bad input: exit 2, nothing built or started
 read -ra servers <<< "$(lab resolve)"
-repeat=$(lab resolve --repeat)
 lab deps "${servers[@]}"                # installs missing packages as root, else exit 2
 lab build "${servers[@]}"               # toolchains and builds, only what changed
 # The guard outlives this script: if it and every step are gone without
@@ -119,8 +119,17 @@ for server in "${servers[@]}"; do       # robustness probe, on a separate start 
   esac
 done
 
-for rep in $(seq 1 "$repeat"); do       # repetitions interleave the servers, so a
-  for server in "${loaded[@]}"; do      # drift of the host hits every server alike
+# Repetitions interleave the servers, so a drift of the host hits every server
+# alike, and alternate which starts first (ABBA). `lab next` prints each round
+# ("SERVER REP" lines), nothing when the run is done: REPEAT=N rounds, or with
+# REPEAT=auto REPEAT_MIN rounds, then starts only for pairs still undecided.
+while (( ${#loaded[@]} )); do
+  code=0
+  round=$(lab next "$run" "${loaded[@]}") || code=$?
+  if interrupted "$code"; then status=130; break; fi
+  if (( code )); then status=$code; break; fi
+  [[ -n $round ]] || break
+  while read -r server rep; do
     code=0
     lab sweep "$run" "$server" "$rep" || code=$?
     if interrupted "$code"; then status=130; break 2; fi
@@ -129,7 +138,7 @@ for rep in $(seq 1 "$repeat"); do       # repetitions interleave the servers, so
       1) status=1 ;;                    # this server failed (recorded); the others go on
       *) status=$code; break 2 ;;
     esac
-  done
+  done <<< "$round"
 done
 
 lab finish "$run" "$status" || status=1 # incomplete or interrupted with the reasons (complete: by the report)

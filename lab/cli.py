@@ -180,7 +180,9 @@ def plan(p: Params, bind: str | None = None) -> str:
     else:
         load = f"c={p.load[0]}" if p.load_axis == "concurrency" else f"rate={p.load[0]}/s"
         sweep = f"{p.axis} {' '.join(map(str, p.values))} at {load}"
-    reps = f" x {p.repeat} repetitions (interleaved)" if p.repeat > 1 else ""
+    reps = (f" x REPEAT=auto ({p.repeat} starts each, then one more at a time for pairs still "
+            f"undecided, up to {p.repeat_max}; ABBA order)" if p.repeat_auto
+            else f" x {p.repeat} repetitions (interleaved, ABBA order)" if p.repeat > 1 else "")
     where = bind or (p.bind if p.topology == "local" else p.server_host if p.topology == "ssh"
                      else f"({p.topology} address)")
     if ":" in where and not where.startswith("(") and "@" not in where:
@@ -203,6 +205,29 @@ def cmd_exits(args: argparse.Namespace) -> int:
     """The exit codes as `make help` shows them, or docs/settings.md's table."""
     from lab.setup import exits
     print(exits.markdown_table() if args.markdown else exits.help_text())
+    return 0
+
+
+def cmd_next(args: argparse.Namespace) -> int:
+    """The next round of starts of a run (lab.analyse.nextstarts): "SERVER REP"
+    lines in the order to start them (ABBA), nothing when the run is done; the
+    starts spent so far go into the manifest (`starts_spent`)."""
+    from lab.analyse import analysis, nextstarts
+    run = Path(args.run)
+    m = schema.read_manifest(run)
+    auto = bool(m.params.extra.get("repeat_auto"))
+    past_min = auto and min((nextstarts.done(m, s)[0] for s in args.servers),
+                            default=0) >= m.params.repeat
+    a = analysis.of(run)[1] if past_min else None
+    nxt = nextstarts.plan(m, list(args.servers), a)
+
+    def spent(rec: schema.Manifest) -> None:
+        rec.extra["starts_spent"] = {s: nextstarts.done(rec, s)[0] for s in args.servers}
+    schema.update(run, spent)
+    print(f"[repeat] {nxt.said}" + ("" if nxt.starts else ": no more starts"),
+          file=sys.stderr, flush=True)
+    for server, rep in nxt.starts:
+        print(f"{server} {rep}")
     return 0
 
 
@@ -351,7 +376,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                         args.rep)
     try:
         sweep.run_all()
-        sweep.save(status="complete" if args.rep == params.repeat else "running",
+        sweep.save(status="complete" if args.rep >= params.repeat else "running",
                    reps_done=args.rep)
         return 0
     except (SweepError, procs.PortBusy, procs.NotReady, runtimes.HostLost) as e:
@@ -792,6 +817,11 @@ def parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("exits", help="the lab's exit codes (make help)")
     sp.add_argument("--markdown", action="store_true", help="docs/settings.md's table")
     sp.set_defaults(fn=cmd_exits)
+    sp = sub.add_parser("next", help="print the next round of starts of a run (ABBA), "
+                        "nothing when done (REPEAT=auto: only undecided pairs)")
+    sp.add_argument("run")
+    sp.add_argument("servers", nargs="*")
+    sp.set_defaults(fn=cmd_next)
     sp = sub.add_parser("resolve", help="print the servers SERVER names (or REPEAT)")
     sp.add_argument("--repeat", action="store_true", help="print the number of repetitions")
     sp.set_defaults(fn=cmd_resolve)

@@ -219,7 +219,7 @@ def job(tmp: Path, name: str, server: Path, baseline: Path, port: int,
     lab's checkout; stops at the first that fails, as a job does."""
     env = lab_env(tmp, LAB_SERVER_PATH=str(server), RESULTS=str(tmp / name),
                   BASELINE=str(baseline), CONCURRENCY="1 4",
-                  DURATION="1s", REPEAT="3", WARMUP="0", PORT=str(port))
+                  DURATION="1s", REPEAT="5", WARMUP="0", PORT=str(port))
     out = []
     for command in commands:
         done = subprocess.run(["bash", "-c", command], cwd=ROOT, env=env, capture_output=True,
@@ -242,6 +242,9 @@ def verdict(runs: list[subprocess.CompletedProcess[str]], expected: int,
     if code == 3 and "host-busy" in cmp.stderr:
         pytest.skip("this host was busy (host-busy at the compared levels): the gate "
                     "said so with exit 3, as it must; no verdict to check")
+    if code == 3 and "more starts decide" in cmp.stderr:
+        pytest.skip("the starts spread too wide here for 5 a side to decide at α=1% "
+                    "(undecided, exit 3, as it must); no verdict to check")
     assert code == expected, cmp.stdout[-2000:] + cmp.stderr[-3000:]
     assert f"gate: {'pass' if expected == 0 else 'regression'} (exit {expected})" in cmp.stderr
     root, checks = junit_report(results)

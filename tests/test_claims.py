@@ -171,9 +171,9 @@ ORDER = claim(kind="ordering", metric="rps_at", at=128, servers=("a", "b", "c"),
 
 
 def test_ordering_reproduced_when_every_adjacent_pair_is_separated() -> None:
-    s = {"a": stats(rows("a", 128, [2700, 2730, 2760])),
-         "b": stats(rows("b", 128, [2400, 2470, 2500])),
-         "c": stats(rows("c", 128, [2100, 2130, 2150]))}
+    s = {"a": stats(rows("a", 128, [2700, 2730, 2760, 2715, 2745])),
+         "b": stats(rows("b", 128, [2400, 2470, 2500, 2435, 2485])),
+         "c": stats(rows("c", 128, [2100, 2130, 2150, 2115, 2140]))}
     r = claims.evaluate(ORDER, s, AB)
     assert r.verdict == claims.REPRODUCED, r.reason
     assert [name for name, _ in r.order] == ["a", "b", "c"]
@@ -181,32 +181,34 @@ def test_ordering_reproduced_when_every_adjacent_pair_is_separated() -> None:
 
 
 def test_ordering_reversed_pair_is_not_reproduced() -> None:
-    s = {"a": stats(rows("a", 128, [2700, 2730, 2760])),
-         "b": stats(rows("b", 128, [2000, 2050, 2080])),
-         "c": stats(rows("c", 128, [2100, 2130, 2150]))}
+    s = {"a": stats(rows("a", 128, [2700, 2730, 2760, 2715, 2745])),
+         "b": stats(rows("b", 128, [1800, 1850, 1880, 1825, 1865])),
+         "c": stats(rows("c", 128, [2100, 2130, 2150, 2115, 2140]))}
     r = claims.evaluate(ORDER, s, AB)
     assert r.verdict == claims.NOT_REPRODUCED and "c above b" in r.reason
 
 
 def test_ordering_overlapping_ranges_is_inconclusive() -> None:
-    s = {"a": stats(rows("a", 128, [2700, 2730, 2760])),
-         "b": stats(rows("b", 128, [2400, 2470, 2710])),
-         "c": stats(rows("c", 128, [2100, 2130, 2150]))}
+    s = {"a": stats(rows("a", 128, [2700, 2730, 2760, 2715, 2745])),
+         "b": stats(rows("b", 128, [2400, 2470, 2710, 2750, 2600])),
+         "c": stats(rows("c", 128, [2100, 2130, 2150, 2115, 2140]))}
     r = claims.evaluate(ORDER, s, AB)
-    assert r.verdict == claims.INCONCLUSIVE and r.reason == "ranges overlap: a and b"
+    assert r.verdict == claims.INCONCLUSIVE
+    assert r.reason.startswith("not separated: a and b (undecided (a better by [")
 
 
 def test_ordering_client_bound_is_inconclusive() -> None:
-    s = {"a": stats(rows("a", 128, [2700] * 3)), "b": stats(rows("b", 128, [2400] * 3)),
-         "c": stats(rows("c", 128, [2100] * 3, flags="client-bound"))}
+    s = {"a": stats(rows("a", 128, [2700] * 5)), "b": stats(rows("b", 128, [2400] * 5)),
+         "c": stats(rows("c", 128, [2100] * 5, flags="client-bound"))}
     r = claims.evaluate(ORDER, s, AB)
-    assert r.verdict == claims.INCONCLUSIVE and r.reason == "not comparable (client-bound: c)"
+    assert r.verdict == claims.INCONCLUSIVE
+    assert r.reason.startswith("not comparable (client-bound: c, [")
 
 
 def test_ordering_with_only_the_higher_side_client_bound_still_holds() -> None:
     # as in a run's verdicts: a client-bound figure is a lower bound of the server's
-    s = {"a": stats(rows("a", 128, [2700] * 3, flags="client-bound")),
-         "b": stats(rows("b", 128, [2400] * 3)), "c": stats(rows("c", 128, [2100] * 3))}
+    s = {"a": stats(rows("a", 128, [2700] * 5, flags="client-bound")),
+         "b": stats(rows("b", 128, [2400] * 5)), "c": stats(rows("c", 128, [2100] * 5))}
     assert claims.evaluate(ORDER, s, AB).verdict == claims.REPRODUCED
 
 
@@ -393,9 +395,10 @@ def test_ada_vs_java_with_the_real_components_on_constructed_inputs() -> None:
 
     def server(name: str, peak: float, rss_mb: float, flat: bool = False) -> list[metrics.LevelStats]:
         low = peak if flat else peak * 0.5
-        rss = [int(rss_mb * mb)] * 3
-        return stats(rows(name, 1, [low * 0.9] * 3, rss=rss), rows(name, 2, [low] * 3, rss=rss),
-                     rows(name, 50, [peak * 0.99, peak, peak * 1.01], rss=rss))
+        rss = [int(rss_mb * mb)] * 5
+        return stats(rows(name, 1, [low * 0.9] * 5, rss=rss), rows(name, 2, [low] * 5, rss=rss),
+                     rows(name, 50, [peak * 0.99, peak, peak * 1.01, peak * 0.995,
+                                     peak * 1.005], rss=rss))
 
     measured = {"aws": server("aws", 10_700, 3.6), "asf": server("asf", 10_270, 5.6),
                 "jersey": server("jersey", 10_000, 580), "ews": server("ews", 8_000, 1.0, True)}

@@ -162,13 +162,16 @@ def level(name: str, values: list[float]) -> costview.LevelCost:
     return costview.LevelCost(name, 1, spread(values), None, None, None)
 
 
-def test_cost_verdict_lower_is_better_and_needs_separate_ranges() -> None:
-    v = costview.verdict(level("aws", [200.0, 201.0, 202.0]), level("ews", [100.0, 100.5, 101.0]))
+def test_cost_verdict_lower_is_better_and_goes_through_the_rule() -> None:
+    v = costview.verdict(level("aws", [200.0, 201.0, 202.0, 200.5, 201.5]),
+                         level("ews", [100.0, 100.5, 101.0, 100.2, 100.7]))
     assert (v.kind, v.a, v.b) == ("better", "ews", "aws")
     assert "ews needs 50.0% fewer instructions per request than aws (spread 1.00%" in v.text
-    assert costview.verdict(level("a", [100.0, 110.0, 120.0]),
-                            level("b", [115.0, 125.0, 130.0])).kind == "no-clear-difference"
-    assert costview.verdict(level("a", [1.0]), level("b", [2.0])).kind == "inconclusive"
+    assert "α=1%, δ=5%, 5+5 starts" in v.text
+    assert costview.verdict(level("a", [100.0, 110.0, 120.0, 105.0, 115.0]),
+                            level("b", [115.0, 125.0, 130.0, 100.0, 120.0])).kind == "undecided"
+    few = costview.verdict(level("a", [1.0, 1.0, 1.0]), level("b", [2.0, 2.0, 2.0]))
+    assert few.kind == "undecided" and "too few starts: 3 against 3" in few.text
 
 
 def test_reproduce_counts_instructions_only_for_claims_between_ada_servers() -> None:

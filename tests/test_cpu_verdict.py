@@ -1,5 +1,5 @@
 """Server CPU per request judged where req/s cannot rank a pair (client-bound,
-host-busy, no clear difference): constructed rows through the real
+host-busy, equivalent or undecided): constructed rows through the real
 metrics.make_row, level_stats and the one gate, in a run's verdicts, the
 summary, the report, `make compare` and the claims."""
 from __future__ import annotations
@@ -57,30 +57,30 @@ BOUND = 9.5                   # client CPU seconds of 10: 95%, client-bound
 def test_client_bound_pair_is_ranked_by_cpu_per_request() -> None:
     """The issue's case: aws vs ada-mini with Siege the limit on both sides;
     ada-mini spends 40 µs a request, aws 65: ada-mini needs 38% less."""
-    aws = level(rows("aws", [6000, 6100, 6050], [3.9, 3.965, 3.9325], client_cpu_s=BOUND))
-    mini = level(rows("ada-mini", [6020, 6080, 6040], [2.408, 2.432, 2.416],
+    aws = level(rows("aws", [6000, 6100, 6050, 6050, 6075], [3.9, 3.965, 3.9325, 3.9325, 3.94875], client_cpu_s=BOUND))
+    mini = level(rows("ada-mini", [6020, 6080, 6040, 6050, 6060], [2.408, 2.432, 2.416, 2.42, 2.424],
                       client_cpu_s=BOUND))
     assert aws.client_bound and mini.client_bound
-    assert [round(v) for v in aws.cpu_us_per_req.values] == [65, 65, 65]
+    assert [round(v) for v in aws.cpu_us_per_req.values] == [65] * 5
     v = metrics.verdict(aws, mini)
     assert v.kind == "not-comparable" and "client-bound" in v.text
     assert v.cpu is not None and v.cpu.kind == "better" and v.cpu.winner == "ada-mini"
     assert v.cpu_text.startswith("ada-mini needs 38% less server CPU per request than aws "
-                                 "(40.0 vs 65.0 µs, min-max apart)"), v.cpu_text
+                                 "(40.0 vs 65.0 µs; α=1%, δ=5%, 5+5 starts)"), v.cpu_text
     assert v.said() == f"{v.text}; {v.cpu_text}"
 
 
 def test_a_pair_req_s_ranks_on_a_quiet_host_gets_no_cpu_verdict() -> None:
-    fast = level(rows("fast", [2000, 2010, 2020], [0.8, 0.8, 0.8]))
-    slow = level(rows("slow", [1000, 1010, 1020], [0.8, 0.8, 0.8]))
+    fast = level(rows("fast", [2000, 2010, 2020, 2005, 2015], [0.8, 0.8, 0.8, 0.8, 0.8]))
+    slow = level(rows("slow", [1000, 1010, 1020, 1005, 1015], [0.8, 0.8, 0.8, 0.8, 0.8]))
     assert "host-busy" not in fast.flags
     v = metrics.verdict(fast, slow)
     assert v.kind == "faster" and v.cpu is None and v.cpu_text == "" and v.said() == v.text
 
 
 def test_a_ranked_pair_on_a_busy_host_gets_a_cpu_verdict_too() -> None:
-    fast = level(rows("fast", [2000, 2010, 2020], [0.8, 0.8, 0.8], busy_s=9.0))
-    slow = level(rows("slow", [1000, 1010, 1020], [0.8, 0.81, 0.8]))
+    fast = level(rows("fast", [2000, 2010, 2020, 2005, 2015], [0.8, 0.8, 0.8, 0.8, 0.8], busy_s=9.0))
+    slow = level(rows("slow", [1000, 1010, 1020, 1005, 1015], [0.8, 0.81, 0.8, 0.805, 0.805]))
     assert "host-busy" in fast.flags
     v = metrics.verdict(fast, slow)
     assert v.kind == "faster" and v.cpu is not None
@@ -89,34 +89,34 @@ def test_a_ranked_pair_on_a_busy_host_gets_a_cpu_verdict_too() -> None:
 
 
 def test_no_clear_difference_in_either_figure_says_so_for_both() -> None:
-    a = level(rows("a", [1000, 1100, 1050], [1.0, 1.1, 1.05]))
-    b = level(rows("b", [1050, 1150, 1000], [1.05, 1.0, 1.1]))
+    a = level(rows("a", [1000, 1100, 1050, 1050, 1075], [1.0, 1.1, 1.05, 1.05, 1.075]))
+    b = level(rows("b", [1050, 1150, 1000, 1100, 1075], [1.05, 1.0, 1.1, 1.025, 1.05]))
     v = metrics.verdict(a, b)
-    assert v.kind == "no-clear-difference" and v.cpu is not None
-    assert v.cpu.kind == "no-clear-difference"
-    assert v.cpu_text == "server CPU per request: no clear difference (ranges overlap)"
+    assert v.kind == "undecided" and v.cpu is not None
+    assert v.cpu.kind == "undecided"
+    assert v.cpu_text.startswith("server CPU per request: undecided (a better by [")
 
 
 def test_a_repetition_that_completed_nothing_has_no_cpu_figure() -> None:
     """CPU per request of a repetition without a request is 0 in the row, not a
     figure: left out, two repetitions are too few for the gate."""
     a = level(rows("a", [1000, 1000, 0.0], [1.0, 1.0, 0.0], client_cpu_s=BOUND))
-    b = level(rows("b", [1000, 1000, 1000], [2.0, 2.0, 2.0], client_cpu_s=BOUND))
+    b = level(rows("b", [1000, 1000, 1000, 1000, 1000], [2.0, 2.0, 2.0, 2, 2], client_cpu_s=BOUND))
     assert metrics.cpu_values(a) == (100.0, 100.0)
     v = metrics.verdict(a, b)
-    assert v.cpu is not None and v.cpu.kind == "inconclusive"
-    assert v.cpu_text.startswith("server CPU per request: inconclusive (2 repetitions")
+    assert v.cpu is not None and v.cpu.kind == "undecided"
+    assert v.cpu_text.startswith("server CPU per request: undecided (too few starts: 2 against 5")
 
 
 def test_compare_shows_cpu_per_request_where_req_s_cannot_rank() -> None:
-    a = level(rows("aws", [6000, 6100, 6050], [3.9, 3.965, 3.9325], client_cpu_s=BOUND))
-    b = level(rows("aws", [6020, 6080, 6040], [2.408, 2.432, 2.416], client_cpu_s=BOUND))
+    a = level(rows("aws", [6000, 6100, 6050, 6050, 6075], [3.9, 3.965, 3.9325, 3.9325, 3.94875], client_cpu_s=BOUND))
+    b = level(rows("aws", [6020, 6080, 6040, 6050, 6060], [2.408, 2.432, 2.416, 2.42, 2.424], client_cpu_s=BOUND))
     c = diff.compare_level(a, b)
     assert c.kind == "not-comparable"
     assert c.cpu_text.startswith("B needs 38% less server CPU per request than A")
     assert c.cpu_text in "\n".join(compare.table([c], "c"))
-    quiet = diff.compare_level(level(rows("x", [2000, 2010, 2020], [0.8] * 3)),
-                                  level(rows("x", [1000, 1010, 1020], [0.8] * 3)))
+    quiet = diff.compare_level(level(rows("x", [2000, 2010, 2020, 2005, 2015], [0.8] * 5)),
+                                  level(rows("x", [1000, 1010, 1020, 1005, 1015], [0.8] * 5)))
     assert quiet.kind == "slower" and quiet.cpu_text == ""
 
 
@@ -130,17 +130,17 @@ def claim(metric: str = "peak_rps", kind: str = "ratio",
 
 
 def test_a_claim_req_s_leaves_inconclusive_shows_cpu_per_request_beside() -> None:
-    stats = {"a": [level(rows("a", [6000, 6100, 6050], [3.9, 3.965, 3.9325],
+    stats = {"a": [level(rows("a", [6000, 6100, 6050, 6050, 6075], [3.9, 3.965, 3.9325, 3.9325, 3.94875],
                               client_cpu_s=BOUND))],
-             "b": [level(rows("b", [6020, 6080, 6040], [2.408, 2.432, 2.416],
+             "b": [level(rows("b", [6020, 6080, 6040, 6050, 6060], [2.408, 2.432, 2.416, 2.42, 2.424],
                               client_cpu_s=BOUND))]}
     r = claims.evaluate(claim(), stats, {"a", "b"})
     assert r.verdict == claims.INCONCLUSIVE and "client-bound" in r.reason
-    assert r.beside == "at 8: b needs 38% less server CPU per request than a (40.0 vs 65.0 µs, " \
-                       "min-max apart)"
+    assert r.beside == "at 8: b needs 38% less server CPU per request than a (40.0 vs 65.0 µs; " \
+                       "α=1%, δ=5%, 5+5 starts)"
     assert r.beside in claims.measured_text(r) and r.beside in claims.table([r])
-    decided = {"a": [level(rows("a", [2100, 2110, 2120], [0.8] * 3))],
-               "b": [level(rows("b", [2000, 2010, 2020], [0.8] * 3))]}
+    decided = {"a": [level(rows("a", [2100, 2110, 2120, 2105, 2115], [0.8] * 5))],
+               "b": [level(rows("b", [2000, 2010, 2020, 2005, 2015], [0.8] * 5))]}
     assert claims.evaluate(claim(), decided, {"a", "b"}).beside == ""
 
 
@@ -171,10 +171,10 @@ def test_agree_counts_identical_verdicts_of_two_runs(tmp_path: Path,
     """Two runs of the same pair: the req/s verdict the same in both (client-bound),
     the CPU verdict reversed in the second: 1 of 1 and 0 of 1."""
     def run(mini_cpu: float) -> dict[str, list[metrics.LevelStats]]:
-        return {"aws": [level(rows("aws", [6000, 6100, 6050], [3.9, 3.965, 3.9325],
+        return {"aws": [level(rows("aws", [6000, 6100, 6050, 6050, 6075], [3.9, 3.965, 3.9325, 3.9325, 3.94875],
                                    client_cpu_s=BOUND))],
-                "mini": [level(rows("mini", [6020, 6080, 6040],
-                                    [mini_cpu, mini_cpu * 1.01, mini_cpu * 1.005],
+                "mini": [level(rows("mini", [6020, 6080, 6040, 6050, 6060],
+                                    [mini_cpu, mini_cpu * 1.01, mini_cpu * 1.005, mini_cpu * 1.003, mini_cpu * 1.007],
                                     client_cpu_s=BOUND))]}
     same = agree.pairs(run(2.4), run(2.45), ["aws", "mini"])
     assert [(p.rate[0].same(p.rate[1]), p.cpu[0].same(p.cpu[1])) for p in same] == [(True, True)]
@@ -251,13 +251,13 @@ def test_the_kernel_share_is_recorded_and_shown_beside_the_cpu_verdict() -> None
     row = metrics.make_row(WHERE, LEVEL, dataclasses.replace(MEASURED, server_sys_s=0.2))
     assert row.server_sys_us_per_req == 20.0 and row.server_cpu_us_per_req == 50.0
     assert metrics.make_row(WHERE, LEVEL, MEASURED).server_sys_us_per_req is None
-    aws = level(with_sys(rows("aws", [6000, 6100, 6050], [3.9, 3.965, 3.9325],
-                              client_cpu_s=BOUND), 30.0))
-    mini = level(with_sys(rows("mini", [6020, 6080, 6040], [2.408, 2.432, 2.416],
-                               client_cpu_s=BOUND), 25.0))
+    aws = level(with_sys(rows("aws", [6000, 6100, 6050, 6025, 6075],
+                              [3.9, 3.965, 3.9325, 3.9, 3.95], client_cpu_s=BOUND), 30.0))
+    mini = level(with_sys(rows("mini", [6020, 6080, 6040, 6030, 6060],
+                               [2.408, 2.432, 2.416, 2.41, 2.42], client_cpu_s=BOUND), 25.0))
     assert mini.cpu_sys_us_per_req is not None and mini.cpu_sys_us_per_req.median == 25.0
     v = metrics.verdict(aws, mini)
-    assert "(40.0 vs 65.0 µs, of which kernel 25.0 vs 30.0, min-max apart)" in v.cpu_text
+    assert "(40.0 vs 65.0 µs, of which kernel 25.0 vs 30.0; α=1%, δ=5%, 5+5 starts)" in v.cpu_text
 
 
 def test_the_sampler_splits_user_and_kernel_time() -> None:

@@ -274,8 +274,8 @@ def test_a_level_where_more_than_a_small_share_failed_is_not_ranked() -> None:
     j = metrics.judge(sample("aws", [100, 101, 102], over), sample("ews", [50, 51, 52], 0.0))
     assert j.kind == "not-comparable" and j.winner is None
     assert f"aws: {over:.1f}% of requests failed" in j.text
-    ok = metrics.judge(sample("aws", [100, 101, 102], metrics.FAILED_SHARE_PCT),
-                       sample("ews", [50, 51, 52], 0.0))
+    ok = metrics.judge(sample("aws", [100, 101, 102, 100.5, 101.5], metrics.FAILED_SHARE_PCT),
+                       sample("ews", [50, 51, 52, 50.5, 51.5], 0.0))     # 5 starts: α=1% reachable
     assert ok.kind == "better" and ok.winner == "aws"
 
 

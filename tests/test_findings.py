@@ -71,7 +71,8 @@ def test_each_text_is_a_sentence_with_its_figures(f: Finding) -> None:
 
 def test_the_thresholds_are_the_gate_s() -> None:
     assert f"{metrics.CLIENT_BOUND_PCT:.0f}%" in findings.ClientBound("a", "b", 1, 1).text()
-    assert f"REPEAT={metrics.MIN_REPS_FOR_VERDICT}" in findings.FewRepetitions(2).text()
+    assert f"REPEAT={metrics.MIN_STARTS}" in findings.FewRepetitions(2).text()
+    assert metrics.MIN_STARTS == 5
     assert findings.FewWorkers("x", 5, "WORKERS", 64, 2, "").text() == \
         findings.FewWorkers("x", 5, "WORKERS", 64, 2, "").note() + "."
 

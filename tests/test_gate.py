@@ -43,8 +43,8 @@ def gate_of(out_root: Path) -> dict[str, object]:
 
 def test_an_a_a_pair_is_never_a_regression(tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
-    a, b = run_pair(tmp_path, {1: [100, 101, 102], 4: [400, 404, 398]},
-                    {1: [101, 100, 102], 4: [399, 402, 405]})
+    a, b = run_pair(tmp_path, {1: [100, 101, 102, 100.5, 101.5], 4: [400, 404, 398, 402, 401]},
+                    {1: [101, 100, 102, 100.5, 101], 4: [399, 402, 405, 400.5, 403.5]})
     out = tmp_path / "out"
     assert compare.main(a, b, False, out, CLEAN) == Exit.OK
     gate = gate_of(out)
@@ -55,8 +55,8 @@ def test_an_a_a_pair_is_never_a_regression(tmp_path: Path,
 
 def test_a_30_percent_drop_on_clean_levels_is_a_regression(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    a, b = run_pair(tmp_path, {1: [100, 101, 102], 4: [400, 404, 398]},
-                    {1: [70, 71, 70], 4: [280, 282, 281]})
+    a, b = run_pair(tmp_path, {1: [100, 101, 102, 100.5, 101.5], 4: [400, 404, 398, 402, 401]},
+                    {1: [70, 71, 70, 70.5, 70.5], 4: [280, 282, 281, 281, 281.5]})
     out = tmp_path / "out"
     assert compare.main(a, b, False, out, CLEAN) == Exit.FAILED
     gate = gate_of(out)
@@ -64,48 +64,101 @@ def test_a_30_percent_drop_on_clean_levels_is_a_regression(
     checks = gate["checks"]
     assert isinstance(checks, list)
     worse = [c for c in checks if c["outcome"] == "regression"]
-    assert {(c["value"], c["metric"]) for c in worse} == {(1, "rate"), (4, "rate")}
-    assert worse[0]["worse_pct"] == pytest.approx(100 * (101 - 70) / 101)
+    # one check across both levels (each start's mean over them) decides at
+    # ALPHA/2 on 5 against 5; each level alone, at ALPHA/2 over 2, cannot
+    [across] = worse
+    assert (across["levels"], across["metric"]) == ([1, 4], "rate")
+    assert across["worse_pct"] == pytest.approx(30, abs=1)
+    assert "across 1, 4: regression" in across["text"]
+    assert {c["outcome"] for c in checks if not c["levels"] and c["metric"] == "rate"} == \
+        {"not-judged"}
     assert "regression" in capsys.readouterr().err
     [md] = out.glob("compare-*/compare.md")
     assert "## Gate: regression (exit 1)" in md.read_text()
 
 
 def test_a_drop_smaller_than_min_effect_passes_and_a_larger_one_fails(tmp_path: Path) -> None:
-    a, b = run_pair(tmp_path, {1: [100, 101, 102]}, {1: [96, 97, 97]})   # 4% slower
+    # 4% slower, 10 tight starts a side: B shown no worse than 5% (pass), and
+    # worse than 1% (a regression at MIN_EFFECT=1%)
+    a, b = run_pair(tmp_path, {1: [100 + 0.1 * i for i in range(10)]},
+                    {1: [96 + 0.1 * i for i in range(10)]})
     assert compare.main(a, b, False, tmp_path / "o5", CLEAN) == Exit.OK
     one = GateSettings(min_effect_pct=1.0)
     assert compare.main(a, b, False, tmp_path / "o1", one) == Exit.FAILED
+    # on 5 looser starts the same drop is neither shown nor excluded: undecided, exit 3
+    c, d = run_pair(tmp_path / "few", {1: [100, 101, 102, 100.5, 101.5]},
+                    {1: [96, 97, 97, 96.5, 97]})
+    assert compare.main(c, d, False, tmp_path / "o3", CLEAN) == Exit.NOT_COMPARABLE
 
 
-def test_client_bound_levels_exit_3_with_the_reason(
+def test_a_client_bound_b_is_judged_by_cpu_per_request(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    a, b = run_pair(tmp_path, {1: [100, 101, 102]}, {1: [50, 51, 52]}, flags_b="client-bound")
+    # B's req/s is a lower bound of B: below A it says nothing; its server CPU
+    # per request (the server's own time) doubled (500000 / rate µs in row())
+    a, b = run_pair(tmp_path, {1: [100, 101, 102, 100.5, 101.5]},
+                    {1: [50, 51, 52, 50.5, 51.5]}, flags_b="client-bound")
     out = tmp_path / "out"
-    assert compare.main(a, b, False, out, CLEAN) == Exit.NOT_COMPARABLE
-    err = capsys.readouterr().err
-    assert "nothing could be compared cleanly" in err and "client-bound in B" in err
-    assert gate_of(out)["outcome"] == "not-comparable"
+    assert compare.main(a, b, False, out, CLEAN) == Exit.FAILED
+    checks = [c for c in gate_of(out)["checks"]   # type: ignore[attr-defined]
+              if c["metric"] == "rate"]
+    assert checks and all(c["outcome"] == "regression" for c in checks)
+    assert all("client-bound" in c["text"] and "server CPU per request judged instead"
+               in c["text"] for c in checks)
+    # the same CPU per request on both sides: nothing worse is shown
+    same = run_pair(tmp_path / "s", {1: [100, 101, 102, 100.5, 101.5]},
+                    {1: [100, 101, 102, 100.5, 101.5]}, flags_b="client-bound")
+    assert compare.main(*same, False, tmp_path / "o2", CLEAN) == Exit.OK
 
 
-def test_a_host_busy_side_is_not_clean(tmp_path: Path) -> None:
-    a, b = run_pair(tmp_path, {1: [100, 101, 102]}, {1: [50, 51, 52]}, flags_b="host-busy")
-    assert compare.main(a, b, False, tmp_path / "out", CLEAN) == Exit.NOT_COMPARABLE
+def test_a_host_busy_side_is_judged_by_cpu_per_request_and_says_so(tmp_path: Path) -> None:
+    # req/s of a busy host measures the host; server CPU per request counts the
+    # server's own time: B needs twice the CPU a request (500000 / rate µs)
+    a, b = run_pair(tmp_path, {1: [100, 101, 102, 100.5, 101.5]},
+                    {1: [50, 51, 52, 50.5, 51.5]}, flags_b="host-busy")
+    assert compare.main(a, b, False, tmp_path / "out", CLEAN) == Exit.FAILED
+    checks = [c for c in gate_of(tmp_path / "out")["checks"]   # type: ignore[attr-defined]
+              if c["metric"] == "rate"]
+    assert checks and all(c["outcome"] == "regression" for c in checks)
+    assert all("server CPU per request judged instead" in c["text"] for c in checks)
+    assert all("host-busy" in c["text"] for c in checks)
+
+
+def test_a_ten_times_slower_build_against_a_client_bound_baseline_is_a_regression(
+        tmp_path: Path) -> None:
+    # a client-bound A is a lower bound of A: a B far below it is worse, also
+    # where B ran on a busy host (then by CPU per request): never exit 3
+    fast = {4: [15263, 15100, 15400, 15200, 15300]}
+    slow = {4: [1436, 1420, 1450, 1440, 1430]}
+    ra = make_run(tmp_path, "ra", manifest(),
+                  [replace(r, flags="client-bound", client_bound=True)
+                   for r in paced_rows(fast)])
+    rb = make_run(tmp_path, "rb", manifest(), paced_rows(slow))
+    assert compare.main(ra, rb, False, tmp_path / "o1", CLEAN) == Exit.FAILED
+    [check] = [c for c in gate_of(tmp_path / "o1")["checks"]   # type: ignore[attr-defined]
+               if c["metric"] == "rate" and not c["levels"]]
+    assert check["outcome"] == "regression" and check["judgement"] == "better-at-least"
+    assert "lower bound" in check["text"]
+    rc = make_run(tmp_path, "rc", manifest(),
+                  [replace(r, flags="host-busy") for r in paced_rows(slow)])
+    assert compare.main(ra, rc, False, tmp_path / "o2", CLEAN) == Exit.FAILED
+    [check] = [c for c in gate_of(tmp_path / "o2")["checks"]   # type: ignore[attr-defined]
+               if c["metric"] == "rate" and not c["levels"]]
+    assert check["outcome"] == "regression" and "CPU per request" in check["text"]
 
 
 def test_too_few_repetitions_is_nothing_compared(tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     a, b = run_pair(tmp_path, {1: [100, 101]}, {1: [50, 51]})
     assert compare.main(a, b, False, tmp_path / "out", CLEAN) == Exit.NOT_COMPARABLE
-    assert "REPEAT=3" in capsys.readouterr().err
+    assert "too few starts: 2 against 2" in capsys.readouterr().err
 
 
 def test_gate_on_cpu_per_request(tmp_path: Path) -> None:
     def rows(us: list[float]) -> list[Row]:
         return [replace(row("paced", i + 1, 1, 100), server_cpu_us_per_req=u)
                 for i, u in enumerate(us)]
-    a = make_run(tmp_path, "ra", manifest(), rows([100, 101, 102]))
-    b = make_run(tmp_path, "rb", manifest(), rows([140, 141, 139]))
+    a = make_run(tmp_path, "ra", manifest(), rows([100, 101, 102, 100.5, 101.5]))
+    b = make_run(tmp_path, "rb", manifest(), rows([140, 141, 139, 140.5, 140]))
     assert compare.main(a, b, False, tmp_path / "o1", CLEAN) == Exit.OK    # rate: the same
     cpu = GateSettings(metrics=("cpu",))
     assert compare.main(a, b, False, tmp_path / "o2", cpu) == Exit.FAILED
@@ -116,11 +169,11 @@ def test_p99_is_gated_at_a_fixed_offered_rate_only(tmp_path: Path) -> None:
         out = [row("paced", i + 1, 1000, 1000, p99=p) for i, p in enumerate(p99)]
         return [replace(r, offered_rps=1000.0, axis="rate") if rate else r for r in out]
     m = manifest(**{"params.axis": "rate"})
-    a = make_run(tmp_path, "ra", m, rows([10, 11, 12], True))
-    b = make_run(tmp_path, "rb", m, rows([20, 21, 22], True))
+    a = make_run(tmp_path, "ra", m, rows([10, 11, 12, 10.5, 11.5], True))
+    b = make_run(tmp_path, "rb", m, rows([20, 21, 22, 20.5, 21.5], True))
     assert compare.main(a, b, False, tmp_path / "o1", CLEAN) == Exit.FAILED
-    c = make_run(tmp_path, "rc", manifest(), rows([10, 11, 12], False))
-    d = make_run(tmp_path, "rd", manifest(), rows([20, 21, 22], False))
+    c = make_run(tmp_path, "rc", manifest(), rows([10, 11, 12, 10.5, 11.5], False))
+    d = make_run(tmp_path, "rd", manifest(), rows([20, 21, 22, 20.5, 21.5], False))
     p99 = GateSettings(metrics=("p99",))
     assert compare.main(c, d, False, tmp_path / "o2", p99) == Exit.NOT_COMPARABLE
 
@@ -134,7 +187,8 @@ def floor(server: str, pct: float, **conditions: object) -> floors.Floor:
 
 def test_a_difference_under_the_a_a_floor_is_not_a_regression_and_the_floor_is_named(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    a, b = run_pair(tmp_path, {1: [100, 101, 102]}, {1: [92, 93, 93]})   # 8% slower
+    a, b = run_pair(tmp_path, {1: [100, 101, 102, 100.5, 101.5]},
+                    {1: [92, 93, 93, 92.5, 93]})   # 8% slower
     cache = tmp_path / "cache"
     assert compare.main(a, b, False, tmp_path / "o1",
                         GateSettings(cache=cache)) == Exit.FAILED
@@ -157,7 +211,7 @@ def test_a_difference_under_the_a_a_floor_is_not_a_regression_and_the_floor_is_n
 
 def test_the_same_run_twice_is_refused_and_a_copy_is_warned_of(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    a = make_run(tmp_path, "ra", manifest(), paced_rows({1: [100, 101, 102]}))
+    a = make_run(tmp_path, "ra", manifest(), paced_rows({1: [100, 101, 102, 100.5, 101.5]}))
     out = tmp_path / "out"
     assert compare.main(a, a, False, out, CLEAN) == Exit.BAD_INPUT
     assert "same run folder" in capsys.readouterr().err
@@ -172,8 +226,8 @@ def test_the_same_run_twice_is_refused_and_a_copy_is_warned_of(
 
 def test_nothing_in_common_is_exit_3_without_a_folder(tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
-    a = make_run(tmp_path, "ra", manifest(), paced_rows({1: [1, 2, 3]}))
-    b = make_run(tmp_path, "rb", manifest(), paced_rows({1: [1, 2, 3]}, server="other"))
+    a = make_run(tmp_path, "ra", manifest(), paced_rows({1: [1, 2, 3, 1.5, 2.5]}))
+    b = make_run(tmp_path, "rb", manifest(), paced_rows({1: [1, 2, 3, 1.5, 2.5]}, server="other"))
     out = tmp_path / "out"
     assert compare.main(a, b, False, out, CLEAN) == Exit.NOT_COMPARABLE
     assert "nothing to compare" in capsys.readouterr().err
@@ -188,7 +242,7 @@ def test_nothing_in_common_is_exit_3_without_a_folder(tmp_path: Path,
 ])
 def test_bad_gate_settings_are_exit_2(tmp_path: Path, name: str, value: str,
                                       fragment: str) -> None:
-    a, b = run_pair(tmp_path, {1: [100, 101, 102]}, {1: [70, 71, 70]})
+    a, b = run_pair(tmp_path, {1: [100, 101, 102, 100.5, 101.5]}, {1: [70, 71, 70, 70.5, 70.5]})
     env = lab_env(tmp_path, **{name: value})
     done = subprocess.run([sys.executable, "-m", "lab", "compare", str(a), str(b)], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=120)
@@ -197,7 +251,7 @@ def test_bad_gate_settings_are_exit_2(tmp_path: Path, name: str, value: str,
 
 
 def test_min_effect_reads_percent_or_plain_number(tmp_path: Path) -> None:
-    a, b = run_pair(tmp_path, {1: [100, 101, 102]}, {1: [96, 97, 97]})
+    a, b = run_pair(tmp_path, {1: [100, 101, 102, 100.5, 101.5]}, {1: [96, 97, 97, 96.5, 97]})
     env = lab_env(tmp_path, MIN_EFFECT="1%", GATE="rate")
     done = subprocess.run([sys.executable, "-m", "lab", "compare", str(a), str(b)], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=120)
@@ -219,9 +273,9 @@ def cost_run(root: Path, name: str, per_request: list[float]) -> Path:
 
 
 def test_gate_on_instructions_per_request_of_cost_runs(tmp_path: Path) -> None:
-    a = cost_run(tmp_path, "ca", [10000, 10010, 10020])
-    same = cost_run(tmp_path, "cb", [10005, 10000, 10015])
-    more = cost_run(tmp_path, "cc", [12000, 12010, 12020])
+    a = cost_run(tmp_path, "ca", [10000, 10010, 10020, 10005, 10015])
+    same = cost_run(tmp_path, "cb", [10005, 10000, 10015, 10002.5, 10007.5])
+    more = cost_run(tmp_path, "cc", [12000, 12010, 12020, 12005, 12015])
     gate = GateSettings(metrics=("instructions",))
     assert compare.main(a, same, False, tmp_path / "o1", gate) == Exit.OK
     assert compare.main(a, more, False, tmp_path / "o2", gate) == Exit.FAILED
@@ -235,10 +289,10 @@ def test_gate_on_instructions_per_request_of_cost_runs(tmp_path: Path) -> None:
 def test_the_ceiling_reference_is_not_gated(tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     m = manifest(**{"servers.nginx": {"version": "1.22", "role": "ceiling", "facts": {}}})
-    a = make_run(tmp_path, "ra", m, paced_rows({1: [100, 101, 102]}) +
-                 paced_rows({1: [1000, 1001, 1002]}, server="nginx"))
-    b = make_run(tmp_path, "rb", m, paced_rows({1: [101, 100, 102]}) +
-                 paced_rows({1: [700, 701, 702]}, server="nginx"))
+    a = make_run(tmp_path, "ra", m, paced_rows({1: [100, 101, 102, 100.5, 101.5]}) +
+                 paced_rows({1: [1000, 1001, 1002, 1000.5, 1001.5]}, server="nginx"))
+    b = make_run(tmp_path, "rb", m, paced_rows({1: [101, 100, 102, 100.5, 101]}) +
+                 paced_rows({1: [700, 701, 702, 700.5, 701.5]}, server="nginx"))
     assert compare.main(a, b, False, tmp_path / "out", CLEAN) == Exit.OK
     checks = gate_of(tmp_path / "out")["checks"]
     assert isinstance(checks, list)

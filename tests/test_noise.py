@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from dataclasses import replace
 from pathlib import Path
@@ -64,8 +65,8 @@ def test_the_floor_is_the_largest_a_a_difference_over_clean_levels() -> None:
 def test_a_floor_is_recorded_from_an_a_a_run_and_compare_names_it(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     aa = make_run(tmp_path, "aa", manifest(),
-                  paced_rows({1: [100, 101, 102]}) +
-                  paced_rows({1: [108, 109, 110]}, server="paced#2"))
+                  paced_rows({1: [100, 101, 102, 100.5, 101.5]}) +
+                  paced_rows({1: [108, 109, 110, 108.5, 109.5]}, server="paced#2"))
     cache = tmp_path / "cache"
     assert noise.record_floor(aa, "paced", cache) == Exit.OK
     [kept] = floors.read_all(cache, "paced")
@@ -75,8 +76,8 @@ def test_a_floor_is_recorded_from_an_a_a_run_and_compare_names_it(
     out = capsys.readouterr()
     assert "| rate | 7.92% |" in out.out and f"recorded in {cache}" in out.err
     # a 6% drop: a regression at MIN_EFFECT=5% alone, not under the 7.9% floor
-    a = make_run(tmp_path, "ra", manifest(), paced_rows({1: [100, 101, 102]}))
-    b = make_run(tmp_path, "rb", manifest(), paced_rows({1: [94, 95, 95]}))
+    a = make_run(tmp_path, "ra", manifest(), paced_rows({1: [100, 100.5, 101, 100.2, 100.8]}))
+    b = make_run(tmp_path, "rb", manifest(), paced_rows({1: [94.5, 95, 95, 94.8, 95.2]}))
     assert compare.main(a, b, False, tmp_path / "o1", GateSettings()) == Exit.FAILED
     assert compare.main(a, b, False, tmp_path / "o2",
                         GateSettings(cache=cache)) == Exit.OK
@@ -110,11 +111,32 @@ def test_noise_measures_one_server_else_exit_2_with_nothing_started(
     assert run_folders(tmp_path) == []
 
 
-def test_noise_runs_both_entries_with_three_repetitions_unless_told() -> None:
+def test_noise_runs_both_entries_with_five_repetitions_unless_told() -> None:
     server, env = noise.settings({"SERVER": "paced", "PROBE": "1"})
     assert (server, env["SERVER"], env["REPEAT"], env["PROBE"]) == \
-        ("paced", "paced paced#2", "3", "0")
-    assert noise.settings({"SERVER": "paced", "REPEAT": "5"})[1]["REPEAT"] == "5"
+        ("paced", "paced paced#2", "5", "0")
+    assert noise.settings({"SERVER": "paced", "REPEAT": "7"})[1]["REPEAT"] == "7"
+
+
+def test_noise_counts_the_false_alarms_of_its_verdicts(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # 8% apart at both levels: a difference between two entries of the same
+    # server is a false alarm, what make noise is there to count
+    aa = make_run(tmp_path, "aa", manifest(),
+                  paced_rows({1: [100, 101, 102, 100.5, 101.5], 4: [400, 404, 398, 402, 399]})
+                  + paced_rows({1: [108, 109, 110, 108.5, 109.5], 4: [433, 436, 430, 434, 431]},
+                               server="paced#2"))
+    assert noise.record_floor(aa, "paced", tmp_path / "cache") == Exit.OK
+    _, a = noise.analysis.of(aa)
+    said, able, allowed = noise.false_alarms(a)
+    assert able >= 1 and said >= 1 and 0 < allowed <= 0.01 * able
+    out = capsys.readouterr().out
+    assert f"A/A verdicts: {said} of {able} said \"better\" between paced and paced#2" in out
+    quiet = make_run(tmp_path, "q", manifest(),
+                     paced_rows({1: [100, 101, 102, 100.5, 101.5]})
+                     + paced_rows({1: [101, 100, 102, 101.5, 100.5]}, server="paced#2"))
+    _, b = noise.analysis.of(quiet)
+    assert noise.false_alarms(b)[0] == 0
 
 
 # ---- a real A/A run -----------------------------------------------------------------
@@ -144,10 +166,12 @@ def test_make_noise_on_ada_mini_records_a_floor_that_compare_names(tmp_path: Pat
     assert m["status"] == "complete", done.stderr[-3000:]
     assert set(m["servers"]) == {"ada-mini", "ada-mini#2"}
     assert m["servers"]["ada-mini#2"]["alias_of"] == "ada-mini"
-    assert m["params"]["repeat"] == 3
+    assert m["params"]["repeat"] == 5
     reps = [ln.split(",")[:2] for ln in (aa / "results.csv").read_text().splitlines()[1:]]
     # interleaved: each repetition runs both entries before the next repetition
     assert [r for _, r in reps] == sorted(r for _, r in reps)
+    assert re.search(r'A/A verdicts: \d+ of \d+ said "better" between ada-mini and ada-mini#2',
+                     done.stdout), done.stdout[-2000:]
     if "no floor recorded" in done.stderr:
         assert "host-busy" in done.stderr or "client-bound" in done.stderr, done.stderr
         pytest.skip("this host was busy at every level: no floor (said so, exit "

@@ -26,9 +26,10 @@ def test_repetitions_interleave_servers_each_a_fresh_start(tmp_path: Path) -> No
     assert out.returncode == 0, out.stderr[-3000:]
     run, m = only_run(tmp_path)
     rows = schema.read_rows(run)
+    # ABBA: the second round starts the other server first
     assert [(r.server, r.rep, r.value) for r in rows] == [
         ("nginx", 1, 1), ("nginx", 1, 2), ("paced", 1, 1), ("paced", 1, 2),
-        ("nginx", 2, 1), ("nginx", 2, 2), ("paced", 2, 1), ("paced", 2, 2)]
+        ("paced", 2, 1), ("paced", 2, 2), ("nginx", 2, 1), ("nginx", 2, 2)]
     for name in ("nginx", "paced"):
         starts = m["servers"][name]["starts"]
         assert [s["rep"] for s in starts] == [1, 2]
@@ -38,12 +39,36 @@ def test_repetitions_interleave_servers_each_a_fresh_start(tmp_path: Path) -> No
     assert m["status"] == "complete"
     summary = (run / "summary.md").read_text()
     assert "req/s median [min–max]" in summary and "–" in summary.split("## Levels")[1]
-    assert "## Verdicts" not in summary or "inconclusive (2 repetitions" in summary
+    assert "## Verdicts" not in summary or "too few starts: 2 against 2" in summary
+    assert m["starts_spent"] == {"nginx": 2, "paced": 2}
     levels = (run / "levels.csv").read_text().splitlines()
     assert levels[0].startswith("server,value,reps,rate_median,rate_min,rate_max")
     assert len(levels) == 1 + 4 and all(",2," in line for line in levels[1:])
     assert b"<svg" in (run / "rps.svg").read_bytes()[:2000]
     assert leftovers(run) == []
+
+
+def test_repeat_auto_adds_starts_only_while_a_pair_is_undecided(tmp_path: Path) -> None:
+    # two entries of one server: 2 against 2 starts cannot decide at 1%, so
+    # REPEAT=auto goes on, one round at a time in ABBA order, to REPEAT_MAX
+    out = bench(lab_env(tmp_path, SERVER="paced paced#2", REPEAT="auto", REPEAT_MIN="2",
+                        REPEAT_MAX="3", CONCURRENCY="1", PORT=str(free_port()), **QUICK),
+                timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "REPEAT=auto (2 starts each, then one more at a time" in out.stderr
+    assert "[repeat] undecided: paced vs paced#2: one more start each (up to 3)" in out.stderr
+    assert "[repeat] REPEAT_MAX=3 reached" in out.stderr
+    run, m = only_run(tmp_path)
+    rows = schema.read_rows(run)
+    assert [(r.server, r.rep) for r in rows] == [
+        ("paced", 1), ("paced#2", 1), ("paced#2", 2), ("paced", 2), ("paced", 3),
+        ("paced#2", 3)]
+    assert m["starts_spent"] == {"paced": 3, "paced#2": 3}
+    assert m["params"]["repeat_auto"] is True and m["params"]["repeat_max"] == 3
+    assert m["status"] == "complete"
+    results = json.loads((run / "results.json").read_text())
+    [p] = results["primary_verdicts"]
+    assert p["kind"] == "undecided" and p["starts"] == [3, 3]
 
 
 def test_warmup_auto_waits_until_the_rate_is_steady(tmp_path: Path) -> None:

@@ -43,7 +43,7 @@ def test_ada_vs_java_plan_is_the_published_setup_twice() -> None:
                           "ada-mini": "ada-mini@1", "nginx": "nginx@1"}
     common = {"SERVER": "aws@8 aws@16 asf@8 ews@1 simple-components@1 jersey@62 ada-mini@1 "
                         "nginx@1", "KEEPALIVE": "0",
-              "CONCURRENCY": ADA_LEVELS, "DURATION": "10s", "WARMUP": "5s", "REPEAT": "3"}
+              "CONCURRENCY": ADA_LEVELS, "DURATION": "10s", "WARMUP": "5s", "REPEAT": "5"}
     assert [(r.client, r.role) for r in plan.runs] == [("siege", "published client"),
                                                        ("wrk", "second client")]
     assert plan.runs[0].settings == common | {"CLIENT": "siege"}
@@ -54,7 +54,7 @@ def test_java_containers_plan_runs_jersey_on_each_container_with_wrk_then_siege(
     plan = reproduce.make_plan(study("java-containers"), {})
     common = {"SERVER": "jersey@32 jersey.undertow@32 jersey.jetty@32 jersey.tomcat@32 nginx@1",
               "KEEPALIVE": "1", "CONCURRENCY": "128", "DURATION": "900s", "WARMUP": "60s",
-              "REPEAT": "3"}
+              "REPEAT": "5"}
     assert [r.client for r in plan.runs] == ["wrk", "siege"]
     assert plan.runs[0].role.startswith("study's client (published: Gatling")
     assert plan.runs[0].settings == common | {"CLIENT": "wrk"}

@@ -9,6 +9,8 @@ none imports the measuring side (sweep, launch, calibrate, runtimes).
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -52,7 +54,7 @@ class Analysis:
     compared: list[str]                     # servers judged against each other (no ceiling)
     verdict_at: list[int]
     basis: str                              # what the verdicts rank by
-    verdicts: list[Verdict]
+    verdicts: list[Verdict]                 # per level: secondary (lab.analyse.metrics.verdicts)
     calibration_used: bool
     calibration_note: str                   # why a calibration on record is not used
     capacity: list[CapacityNote]
@@ -62,6 +64,7 @@ class Analysis:
     answers: dict[str, sends.Answer] = field(default_factory=dict)   # what each server sends
     failed: dict[str, list[str]] = field(default_factory=dict)   # server: what failed, a
                                                                 # line per level (failure_lines)
+    primary: list[Verdict] = field(default_factory=list)   # one a pair, across the levels
 
     def levels(self, server: str) -> list[LevelStats]:
         return self.stats.get(server, [])
@@ -273,7 +276,7 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
             if few is not None:
                 out.append(few)
         out.extend(findings.ServerNote(name, note) for note in m.server(name).notes)
-    if reps < metrics.MIN_REPS_FOR_VERDICT and len(stats) > 1:
+    if reps < metrics.MIN_STARTS and len(stats) > 1 and not m.params.extra.get("repeat_auto"):
         out.append(findings.FewRepetitions(reps))
     if m.calibration is None and m.extra.get("kind") != "cost":
         out.append(findings.NoCalibration())
@@ -300,10 +303,13 @@ def analyse(rec: RunRecord) -> Analysis:
     compared = [n for n in stats if m.role(n) != "ceiling"]
     at: list[int] = []
     found: list[Verdict] = []
+    first: list[Verdict] = []
     if len(compared) >= 2:
         sub = {n: stats[n] for n in compared}
         at = metrics.verdict_values(sub, tuple(m.params.verdict_at))
-        found = metrics.verdicts(sub, at)
+        looks = looks_of(m)
+        found = metrics.verdicts(sub, at, looks=looks)
+        first = metrics.primaries(sub, at, looks=looks)
     answers = sends.answers(m, list(stats) + [n for n in m.servers if n not in stats])
     found = [replace(v, wire_text=sends.size_note(v.a, v.b, answers)) for v in found]
     basis = ("p99 latency at the same offered rate" if any(
@@ -318,7 +324,18 @@ def analyse(rec: RunRecord) -> Analysis:
                     costs=None if rec.costs is None else costview.analyse(rec.costs),
                     profiles=profileview.analyse(rec.profiles), answers=answers,
                     failed={n: lines for n, levels in stats.items()
-                            if (lines := failure_lines(m, n, levels))})
+                            if (lines := failure_lines(m, n, levels))},
+                    primary=first)
+
+
+def looks_of(m: Manifest) -> metrics.Looks:
+    """REPEAT=auto (params repeat_auto, with repeat, the minimum, and
+    repeat_max): a look after every start from the minimum on; else one look."""
+    p = m.params
+    most = p.extra.get("repeat_max")
+    if p.extra.get("repeat_auto") is True and isinstance(most, int):
+        return metrics.Looks(p.repeat, most)
+    return metrics.Looks()
 
 
 def of(run: Path) -> tuple[RunRecord, Analysis]:
@@ -343,6 +360,25 @@ def level_json(s: LevelStats) -> dict[str, Any]:
     return out
 
 
+def verdict_json(v: Verdict) -> dict[str, Any]:
+    """A verdict for results.json: an unbounded interval's end is null (JSON has no
+    infinity)."""
+    out = finite(asdict(v) | {"said": v.said(), "verdict": v.kind.replace("faster", "better")})
+    assert isinstance(out, dict)
+    return out
+
+
+def finite(x: Any) -> Any:
+    """x with every infinite or NaN float as None, through dicts, lists and tuples."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: finite(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [finite(v) for v in x]
+    return x
+
+
 def to_json(rec: RunRecord, a: Analysis) -> dict[str, Any]:
     """results.json: the manifest, typed rows, level statistics, verdicts and
     capacity shares, as one file for other tools."""
@@ -351,11 +387,11 @@ def to_json(rec: RunRecord, a: Analysis) -> dict[str, Any]:
             "levels": {n: [level_json(s) for s in v] for n, v in a.stats.items()},
             "verdict_basis": a.basis,
             "verdict_axis": axis_label(rec.manifest.params.axis),
-            # verdict: the gate's own word (metrics.judge: better, better-at-least,
-            # no-clear-difference, not-comparable, inconclusive), as make compare says it
-            "verdicts": [asdict(v) | {"said": v.said(),
-                                      "verdict": v.kind.replace("faster", "better")}
-                         for v in a.verdicts],
+            # verdict: the rule's own word (metrics.judge: better, better-at-least,
+            # equivalent, undecided, not-comparable, missing), as make compare says it;
+            # each with the alpha, delta_pct and starts it was decided at
+            "verdicts": [verdict_json(v) for v in a.verdicts],
+            "primary_verdicts": [verdict_json(v) for v in a.primary],
             "answers": {n: asdict(x) for n, x in a.answers.items()},
             "capacity": [asdict(c) for c in a.capacity],
             "calibration_note": a.calibration_note,

@@ -401,7 +401,7 @@ def _claim(t: _Table, study: str, source: str, date: str, known: set[str],
     ways = [k for k in ("tolerance", "factor", "accept") if t.has(k)]
     published: float | None = None
     accept: tuple[float, float] | None = None
-    tolerance = "same order, min-max ranges separated"
+    tolerance = "same order, each adjacent pair separated by the decision rule"
     if kind == "ordering":
         if ways or t.has("published"):
             raise t.fail("an ordering takes its published order from `servers`: "
@@ -598,8 +598,8 @@ def _ordering(claim: Claim, figures: tuple[tuple[str, Spread], ...],
         if j.kind in RANKED:
             if j.winner != a:
                 reversed_.append(f"{b} above {a}")
-        elif j.kind == "no-clear-difference":
-            overlap.append(f"{a} and {b}")
+        elif j.kind in ("equivalent", "undecided"):
+            overlap.append(f"{a} and {b} ({j.text})")
         else:
             unjudged.append(j.text)
     if reversed_:
@@ -609,7 +609,7 @@ def _ordering(claim: Claim, figures: tuple[tuple[str, Spread], ...],
         return ClaimResult(claim, INCONCLUSIVE, "; ".join(dict.fromkeys(unjudged)),
                            order=figures)
     if overlap:
-        return ClaimResult(claim, INCONCLUSIVE, "ranges overlap: " + ", ".join(overlap),
+        return ClaimResult(claim, INCONCLUSIVE, "not separated: " + ", ".join(overlap),
                            order=figures)
     return ClaimResult(claim, REPRODUCED, "every adjacent pair separated in the published order",
                        order=figures)

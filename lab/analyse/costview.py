@@ -104,7 +104,8 @@ def verdict(a: LevelCost, b: LevelCost) -> CostVerdict:
     spread = 100 * (max(low.per_request.ratio, high.per_request.ratio) - 1)
     return CostVerdict(a.level, low.server, high.server, j.kind, fewer,
                        f"{low.server} needs {fewer:.1f}% fewer instructions per request than "
-                       f"{high.server} (spread {spread:.2f}%; min-max ranges do not overlap)")
+                       f"{high.server} (spread {spread:.2f}%; {j.decision.stated()})"
+                       if j.decision else j.text)
 
 
 def verdicts(found: list[ServerCost]) -> list[CostVerdict]:

@@ -1,9 +1,10 @@
 """Two runs side by side, read: what differs in the conditions they were
 measured under, and each server at each swept value, A against B.
 
-The per-level verdict goes through the lab's one verdict gate
-(lab.analyse.metrics.judge): a change whose min–max ranges overlap is no
-change. Conditions that decide the figures (CPUs, topology, client,
+The per-level verdict goes through the lab's one decision rule
+(lab.analyse.metrics.judge, lab.analyse.decide): faster or slower by at
+least δ at α, equivalent within ±δ, or undecided with the reason.
+Conditions that decide the figures (CPUs, topology, client,
 connection mode, swept axis) are marked `matters`: `make compare` refuses
 them unless forced; lesser differences are listed. The regression gate is
 lab.analyse.gate; what `make compare` writes and prints, lab.present.compare.
@@ -140,7 +141,7 @@ class Comparison:
     """One server at one swept value, A against B."""
     server: str
     value: int
-    kind: str            # faster | slower | no-change | not-comparable | inconclusive | missing
+    kind: str            # faster | slower | equivalent | undecided | not-comparable | missing
     text: str
     percent: float | None          # B against A, signed (+ is faster in B)
     a: Spread | None               # req/s over repetitions
@@ -180,7 +181,7 @@ def judge(a: LevelStats, b: LevelStats) -> tuple[str, str, float | None]:
                       metrics.Sample("B", sb.values, sb.client_bound),
                       higher_is_better=higher, better=phrase)
     if j.kind == "missing":
-        return "inconclusive", "inconclusive (open loop without latency percentiles)", None
+        return "undecided", "undecided (open loop without latency percentiles)", None
     if j.kind not in metrics.RANKED:
         return j.kind, j.text, None
     x, y = (a.rate.median, b.rate.median) if higher else \

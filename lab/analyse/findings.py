@@ -242,12 +242,13 @@ class FewRepetitions(Finding):
     repeat: int
 
     def text(self) -> str:
-        need = metrics.MIN_REPS_FOR_VERDICT
+        need = metrics.MIN_STARTS
         if self.repeat == 1:
             return ("One run per level ranks nothing on a noisy host: use "
-                    f"REPEAT={need} or more for verdicts.")
-        return (f"{self.repeat} repetitions per level rank nothing on a noisy host: use "
-                f"REPEAT={need} or more for verdicts.")
+                    f"REPEAT={need} or more (or REPEAT=auto) for verdicts.")
+        return (f"{self.repeat} starts a server cannot reach the verdicts' α=1% (an exact "
+                f"test needs {need} a side): use REPEAT={need} or more (or REPEAT=auto) "
+                "for verdicts.")
 
 
 @dataclass(frozen=True)

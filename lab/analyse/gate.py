@@ -1,18 +1,25 @@
 """The regression gate of `make compare`: every gated metric (GATE) of each
-server at each level measured in both runs, through the lab's one verdict
-gate (lab.analyse.metrics.judge), then the effect against a threshold
-(MIN_EFFECT, or the host's A/A floor from `make noise` when larger).
+server at each level measured in both runs, through the lab's one decision
+rule (lab.analyse.metrics.judge, one-sided: is B worse than A?) with δ the
+threshold (MIN_EFFECT, or the host's A/A floor from `make noise` when
+larger). Two families, each at ALPHA/2 (Bonferroni within each, so the
+compare's false-alarm rate stays within ALPHA): one check a server and
+metric across the levels both runs measured cleanly (each start's geometric
+mean over them: a start covers every level), and the checks at each level.
 
-Its outcome is the exit code of `make compare`: 1 when B is worse than A
-beyond the threshold at a level measured cleanly in both, else 0 when at
-least one metric was compared cleanly, else 3 (lab.setup.exits).
+A client-bound A is a lower bound of A: a B clearly below it is worse.
+Where req/s is host-busy, server CPU per request is judged instead, and
+said. Its outcome is the exit code of `make compare`: 1 when B is worse than
+A by the rule, else 0 when at least one metric was judged, else 3
+(lab.setup.exits).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from lab.analyse import costview, floors, metrics
+from lab.analyse import costview, decide, floors, metrics
 from lab.analyse.diff import Manifest, Stats
 from lab.analyse.metrics import LevelStats
 from lab.record import schema
@@ -28,6 +35,7 @@ METRICS: dict[str, tuple[str, bool]] = {
 }
 # A level is measured cleanly when no repetition on either side has one of these.
 UNCLEAN = ("client-bound", "host-busy", "steal", "failures", *metrics.UNRANKED)
+HOST = ("host-busy", "steal")    # req/s not clean: server CPU per request judged instead
 # What the gate says of one metric at one level; the first two are the only
 # ones that count as "compared cleanly".
 REGRESSION, PASS = "regression", "pass"
@@ -43,6 +51,7 @@ class GateSettings:
     metrics: tuple[str, ...] = ("rate", "p99")
     min_effect_pct: float = 5.0
     cache: Path | None = None      # where the A/A floors are kept (None: no floor)
+    alpha: float = decide.ALPHA    # the false-alarm rate of one compare (all its checks)
 
 
 @dataclass(frozen=True)
@@ -52,10 +61,11 @@ class Check:
     value: int
     metric: str
     outcome: str           # regression | pass | not-clean | not-judged | not-applicable
-    judgement: str | None  # metrics.judge's kind (better, no-clear-difference, ...)
+    judgement: str | None  # metrics.judge's kind (better, equivalent, undecided, ...)
     worse_pct: float | None   # how much worse B is than A (negative: better), in %
     threshold_pct: float | None
     text: str
+    levels: tuple[int, ...] = ()   # a check across levels (each start's mean over them)
 
 
 @dataclass(frozen=True)
@@ -68,6 +78,8 @@ class Gate:
     floors: dict[str, str]          # server: the floor used (or why none)
     checks: list[Check]
     reason: str                     # one line: why this outcome
+    alpha: float = decide.ALPHA     # ALPHA: the family's false-alarm rate
+    alpha_each: float = decide.ALPHA   # each check's: ALPHA over the family (Bonferroni)
 
 
 def unclean(s: LevelStats) -> list[str]:
@@ -92,31 +104,48 @@ def worse_pct(a: float, b: float, higher_is_better: bool) -> float | None:
 
 
 def check(server: str, value: int, metric: str, va: tuple[float, ...],
-          vb: tuple[float, ...], threshold: float, floor_note: str) -> Check:
-    """One metric through the verdict gate (metrics.judge), then the effect
-    against the threshold (MIN_EFFECT or the A/A floor, the larger)."""
+          vb: tuple[float, ...], threshold: float, floor_note: str, alpha: float,
+          a_bound: bool = False, via: str = "") -> Check:
+    """One metric through the lab's decision rule (metrics.judge, one-sided:
+    is A better than B, i.e. B worse?) with δ = the threshold (MIN_EFFECT or
+    the A/A floor, the larger): "better" is a regression; B shown no
+    worse than δ (the upper 1-α bound of A's advantage below δ) passes;
+    undecided (too few starts, or an interval that spans δ) is not judged. `a_bound`: A was client-bound, so its
+    req/s is a lower bound of A's: a B clearly below it is still a
+    regression. `via`: said before the text (CPU per request judged where
+    req/s was host-busy)."""
     what, higher = METRICS[metric]
-    j = metrics.judge(metrics.Sample("A", va), metrics.Sample("B", vb),
-                      higher_is_better=higher, better=f"has better {what} than")
-    if j.kind not in ("better", "no-clear-difference"):
-        return Check(server, value, metric, NOT_JUDGED, j.kind, None, threshold, j.text)
-    worse = worse_pct(metrics.spread(list(va)).median, metrics.spread(list(vb)).median, higher)
-    if j.kind == "better" and j.winner == "A" and worse is not None and worse > threshold:
+    j = metrics.judge(metrics.Sample("A", va, a_bound), metrics.Sample("B", vb),
+                      higher_is_better=higher, better=f"has better {what} than",
+                      alpha=alpha, delta_pct=threshold, sided="a")
+    d = j.decision
+    worse = worse_pct(metrics.spread(list(va)).median, metrics.spread(list(vb)).median,
+                      higher) if va and vb else None
+    if d is None or (j.kind not in metrics.RANKED and d.reason.startswith("too few")):
+        return Check(server, value, metric, NOT_JUDGED, j.kind, worse, threshold, via + j.text)
+    if j.kind in metrics.RANKED and j.winner == "A":
         return Check(server, value, metric, REGRESSION, j.kind, worse, threshold,
-                     f"regression: {what} {worse:.1f}% worse in B, beyond the threshold "
-                     f"{threshold:.1f}% ({floor_note}); {j.text}")
-    if j.kind == "better" and j.winner == "A":
-        text = (f"pass: {what} {worse or 0:.1f}% worse in B, within the threshold "
-                f"{threshold:.1f}% ({floor_note})")
-    else:
-        text = f"pass: {j.text}"
-    return Check(server, value, metric, PASS, j.kind, worse, threshold, text)
+                     f"{via}regression: {what} {worse or 0:.1f}% worse in B (median), by at "
+                     f"least the threshold {threshold:.1f}% ({floor_note}) by the rule: "
+                     f"{j.text}")
+    if j.kind != "equivalent":
+        return Check(server, value, metric, NOT_JUDGED, j.kind, worse, threshold, via + j.text)
+    return Check(server, value, metric, PASS, j.kind, worse, threshold,
+                 f"{via}pass ({floor_note}): {j.text}")
 
 
 def level_checks(a: LevelStats, b: LevelStats, wanted: tuple[str, ...],
-                 thresholds: dict[str, float], note: str) -> list[Check]:
+                 thresholds: dict[str, float], note: str, alpha: float) -> list[Check]:
+    """Each wanted metric at one level. A client-bound A is a lower bound of
+    A's req/s (judged); a client-bound B is not (B may be faster than it
+    shows). Where req/s is host-busy, steal or client-bound in B, server CPU
+    per request (the server's own time, which a client at its limit does not
+    bound) is judged instead, and said. Failures are not clean."""
     out = []
     dirty = [f"{f} in {side}" for side, s in (("A", a), ("B", b)) for f in unclean(s)]
+    busy = [f"{f} in {side}" for side, s in (("A", a), ("B", b)) for f in HOST
+            if s.flags.get(f, 0)] + (["client-bound in B"] if b.client_bound else [])
+    blocking = [d for d in dirty if d not in busy and d != "client-bound in A"]
     for metric in (m for m in wanted if m != "instructions"):
         if metric == "rate" and a.open_loop:
             out.append(Check(a.server, a.value, metric, NOT_APPLICABLE, None, None, None,
@@ -126,12 +155,26 @@ def level_checks(a: LevelStats, b: LevelStats, wanted: tuple[str, ...],
             out.append(Check(a.server, a.value, metric, NOT_APPLICABLE, None, None, None,
                              "p99 is gated at a fixed offered rate only (an open-loop "
                              "client: CLIENT=vegeta)"))
+        elif metric == "rate" and not blocking and busy:
+            via = (f"req/s not clean ({', '.join(busy)}): server CPU per request judged "
+                   "instead, the server's own CPU time; ")
+            out.append(replace(check(a.server, a.value, "cpu", values(a, "cpu"),
+                                     values(b, "cpu"), thresholds["cpu"], note, alpha,
+                                     via=via), metric="rate"))
+        elif metric == "rate" and not blocking:
+            out.append(check(a.server, a.value, metric, values(a, metric), values(b, metric),
+                             thresholds[metric], note, alpha,
+                             a_bound=a.flags.get("client-bound", 0) > 0))
+        elif metric == "cpu" and not [d for d in dirty if not d.startswith("client-bound")
+                                      and d not in busy]:
+            out.append(check(a.server, a.value, metric, values(a, metric), values(b, metric),
+                             thresholds[metric], note, alpha))
         elif dirty:
             out.append(Check(a.server, a.value, metric, NOT_CLEAN, None, None, None,
                              "not measured cleanly: " + ", ".join(dirty)))
         else:
             out.append(check(a.server, a.value, metric, values(a, metric), values(b, metric),
-                             thresholds[metric], note))
+                             thresholds[metric], note, alpha))
     return out
 
 
@@ -160,6 +203,10 @@ def of(sa: Stats, sb: Stats, costs: tuple[costview.CostAnalysis | None,
     ca, cb = cost_levels(costs[0]), cost_levels(costs[1])
     servers = [n for n in sa if n in sb] + [n for (n, lv) in ca if (n, lv) in cb
                                             and n not in sa]
+    # two families, each at half of ALPHA: the checks across the levels (one a
+    # server and metric) and the checks at each level (Bonferroni within each)
+    across = across_checks(sa, sb, wanted, ms, settings, cache)
+    each = decide.family_alpha(settings.alpha / 2, family_size(sa, sb, ca, cb, wanted, ms))
     for name in dict.fromkeys(servers):
         if "." not in name and any(schema.manifest_value(m, f"servers.{name}.role") == "ceiling"
                                    for m in ms):
@@ -176,14 +223,15 @@ def of(sa: Stats, sb: Stats, costs: tuple[costview.CostAnalysis | None,
         at_b = {s.value: s for s in sb.get(name, [])}
         for a in sa.get(name, []):
             if a.value in at_b:
-                checks += level_checks(a, at_b[a.value], wanted, thresholds, short)
+                checks += level_checks(a, at_b[a.value], wanted, thresholds, short, each)
         if "instructions" in wanted:
             for (n, level), x in sorted(ca.items()):
                 y = cb.get((n, level))
                 if n == name and y is not None:
                     checks.append(check(name, level, "instructions", x.per_request.values,
                                         y.per_request.values, thresholds["instructions"],
-                                        short))
+                                        short, each))
+    checks = across + checks
     counted = [c for c in checks if c.outcome in (REGRESSION, PASS)]
     if any(c.outcome == REGRESSION for c in checks):
         code, reason = Exit.FAILED, "B is worse than A beyond the noise at a cleanly " \
@@ -193,9 +241,98 @@ def of(sa: Stats, sb: Stats, costs: tuple[costview.CostAnalysis | None,
         code, reason = Exit.OK, (f"B is no worse than A ({len(counted)} metric(s) at clean "
                                  "levels compared)")
     else:
-        code, reason = Exit.NOT_COMPARABLE, "nothing could be compared cleanly: " + \
+        code, reason = Exit.NOT_COMPARABLE, "nothing could be compared cleanly or decided: " + \
             why_nothing(checks, wanted)
-    return Gate(int(code), OUTCOMES[code], wanted, min_effect, used, checks, reason)
+    return Gate(int(code), OUTCOMES[code], wanted, min_effect, used, checks, reason,
+                settings.alpha, each)
+
+
+def per_start(levels: list[LevelStats], metric: str) -> tuple[float, ...]:
+    """Each start's geometric mean of the metric over `levels` (a start that
+    lacks one of them, or has a figure of 0 there, has none)."""
+    per: dict[int, list[float]] = {}
+    for s in levels:
+        vals = values(s, metric)
+        if len(vals) != len(s.reps):
+            return ()
+        for rep, v in zip(s.reps, vals):
+            if v > 0:
+                per.setdefault(rep, []).append(math.log(v))
+    return tuple(math.exp(sum(xs) / len(xs)) for xs in per.values() if len(xs) == len(levels))
+
+
+Todo = tuple[str, str, str, list[LevelStats], list[LevelStats], float, str, str]
+
+
+def across_checks(sa: Stats, sb: Stats, wanted: tuple[str, ...],
+                  ms: tuple[Manifest, Manifest], settings: GateSettings,
+                  cache: Path | None) -> list[Check]:
+    """One check a server and gated metric across every level both runs
+    measured cleanly (no client-bound, host-busy, steal or failures on either
+    side): each start's mean over those levels is one value, so a sweep of
+    many levels needs no more starts than one level. Where fewer than two
+    levels are clean for req/s but some are only host-busy, steal or
+    client-bound (no failures), req/s is judged across those by server CPU
+    per request, and said. The family: these checks, each at ALPHA/2 over
+    their number."""
+    todo: list[Todo] = []
+    for name in sa:
+        if name not in sb or any(schema.manifest_value(m, f"servers.{name}.role") == "ceiling"
+                                 for m in ms):
+            continue
+        at_b = {s.value: s for s in sb[name]}
+        common = [(a, at_b[a.value]) for a in sa[name] if a.value in at_b]
+        pairs = [(a, b) for a, b in common if not unclean(a) and not unclean(b)]
+        sound = [(a, b) for a, b in common if "failures" not in unclean(a) + unclean(b)]
+        if not common:
+            continue
+        floor, _ = floors.matching(cache, name, ms)
+        short = f"A/A floor of {floor.made}" if floor else \
+            f"MIN_EFFECT={settings.min_effect_pct:g}%"
+        thresholds = threshold_for(floor, settings.min_effect_pct)
+        open_loop = common[0][0].open_loop
+        for metric in wanted:
+            if metric == "instructions" or (metric == "rate" and open_loop) or \
+                    (metric == "p99" and not open_loop):
+                continue
+            if len(pairs) >= 2:
+                todo.append((name, metric, metric, [a for a, _ in pairs],
+                             [b for _, b in pairs], thresholds[metric], short, ""))
+            elif metric == "rate" and len(sound) > len(pairs):
+                dirty = sorted({f for a, b in sound for f in unclean(a) + unclean(b)})
+                todo.append((name, metric, "cpu", [a for a, _ in sound], [b for _, b in sound],
+                             thresholds["cpu"], short,
+                             f"req/s not clean ({', '.join(dirty)}): server CPU per request "
+                             "judged instead, the server's own CPU time; "))
+    each = decide.family_alpha(settings.alpha / 2, len(todo))
+    out = []
+    for name, metric, judged, la, lb, threshold, short, why in todo:
+        lv = tuple(s.value for s in la)
+        c = check(name, lv[0], judged, per_start(la, judged), per_start(lb, judged), threshold,
+                  short, each, via=f"across {', '.join(map(str, lv))}: {why}")
+        out.append(replace(c, levels=lv, metric=metric))
+    return out
+
+
+def family_size(sa: Stats, sb: Stats, ca: dict[tuple[str, int], costview.LevelCost],
+                cb: dict[tuple[str, int], costview.LevelCost], wanted: tuple[str, ...],
+                ms: tuple[Manifest, Manifest]) -> int:
+    """How many checks the rule may run (the family of one compare): each
+    gated metric that applies, at each level of each server in both runs
+    (not the ceiling), before any is judged."""
+    n = 0
+    for name in sa:
+        if name not in sb or any(schema.manifest_value(m, f"servers.{name}.role") == "ceiling"
+                                 for m in ms):
+            continue
+        at_b = {s.value: s for s in sb[name]}
+        for a in sa[name]:
+            if a.value in at_b:
+                n += sum(1 for m in wanted if m not in ("instructions",)
+                         and not (m == "rate" and a.open_loop)
+                         and not (m == "p99" and not a.open_loop))
+    n += sum(1 for k in ca if k in cb) if "instructions" in wanted else 0
+    return max(1, n)
 
 
 def why_nothing(checks: list[Check], wanted: tuple[str, ...]) -> str:

@@ -23,7 +23,6 @@ from lab.setup.paths import PLOTS
 from lab.analyse import analysis, diff, gate
 from lab.analyse.diff import Comparison, Difference, Manifest, Stats
 from lab.analyse.gate import Gate, GateSettings
-from lab.analyse.metrics import MIN_REPS_FOR_VERDICT
 from lab.analyse.wording import axis_label, gp_quote, ratio as times, median_range, xlabel
 from lab.present import html, junit, lead
 from lab.record import files, folder, schema
@@ -90,10 +89,11 @@ def run_id(run: Path, m: Manifest) -> str:
     return str(m.get("run_id") or run.name)
 
 
-NOTE = (f"Verdicts: by median requests/s (open loop: by p99 latency), through the lab's one "
-        f"verdict gate: \"faster\"/\"slower\" only when the min–max ranges of the repetitions "
-        f"do not overlap, with at least {MIN_REPS_FOR_VERDICT} repetitions on each side; a "
-        "client-bound figure is a lower bound.")
+NOTE = ("Verdicts: by requests/s (open loop: by p99 latency), through the lab's one "
+        "decision rule: an exact rank test of the starts; \"faster\"/\"slower\" when it "
+        "rejects at α and the shift is at least δ, \"equivalent\" when the interval lies "
+        "inside ±δ, else \"undecided\" with the reason (docs/methodology.md); a client-bound "
+        "figure is a lower bound.")
 
 
 def markdown(ids: tuple[str, str], ms: tuple[Manifest, Manifest], rows: list[Comparison],
@@ -117,12 +117,16 @@ def markdown(ids: tuple[str, str], ms: tuple[Manifest, Manifest], rows: list[Com
 def gate_lines(g: Gate) -> list[str]:
     """The gate's part of compare.md (and of what compare prints)."""
     lines = [f"## Gate: {g.outcome} (exit {g.code})", "",
-             f"Gated on {' '.join(g.metrics)}; MIN_EFFECT={g.min_effect_pct:g}%. {g.reason}.",
+             f"Gated on {' '.join(g.metrics)}; MIN_EFFECT={g.min_effect_pct:g}% (δ); "
+             f"ALPHA={100 * g.alpha:g}% for the compare: half for the checks across the "
+             f"levels, half for those at each level ({100 * g.alpha_each:.2g}% a level check; "
+             f"Bonferroni). {g.reason}.",
              ""]
     lines += [f"- noise floor for {name}: {note}" for name, note in g.floors.items()]
     lines += ["", "| server | level | metric | gate | B worse by | threshold | why |",
               "|---|---|---|---|---|---|---|"]
-    lines += [f"| {c.server} | {c.value} | {c.metric} | {c.outcome} | "
+    lines += [f"| {c.server} | {', '.join(map(str, c.levels)) if c.levels else c.value} | "
+              f"{c.metric} | {c.outcome} | "
               f"{'–' if c.worse_pct is None else f'{c.worse_pct:.1f}%'} | "
               f"{'–' if c.threshold_pct is None else f'{c.threshold_pct:.1f}%'} | "
               f"{c.text.replace('|', '/')} |" for c in g.checks]
@@ -218,10 +222,14 @@ def page(ids: tuple[str, str], ms: tuple[Manifest, Manifest], rows: list[Compari
         other_rows=others, note=NOTE, chart=chart_path, chart_problem=chart_problem,
         differences=[d.text() for d in diffs],
         gate_summary=f"{g.outcome} (exit {g.code}): {g.reason}" if g else "",
-        gate_notes=[f"GATE={' '.join(g.metrics)}, MIN_EFFECT={g.min_effect_pct:g}%"]
+        gate_notes=[f"GATE={' '.join(g.metrics)}, MIN_EFFECT={g.min_effect_pct:g}% (δ), "
+                    f"ALPHA={100 * g.alpha:g}% (half across the levels, half at each level: "
+                    f"{100 * g.alpha_each:.2g}% a level check)"]
         + [f"noise floor for {n}: {t}" for n, t in g.floors.items()] if g else [],
         gate_head=["server", "level", "metric", "gate", "B worse by", "threshold", "why"],
-        gate_rows=[[html.escaped(c.server), html.escaped(c.value), html.escaped(c.metric),
+        gate_rows=[[html.escaped(c.server),
+                    html.escaped(", ".join(map(str, c.levels)) if c.levels else c.value),
+                    html.escaped(c.metric),
                     f'<span class="{GATE_CLASS.get(c.outcome, "")}">{html.escaped(c.outcome)}</span>',
                     html.escaped("–" if c.worse_pct is None else f"{c.worse_pct:.1f}%"),
                     html.escaped("–" if c.threshold_pct is None else f"{c.threshold_pct:.1f}%"),
@@ -311,5 +319,7 @@ def gate_settings(environ: Callable[[str, str], str], cache: Path | None) -> Gat
         if SETTINGS["GATE"].check else ("rate", "p99")
     effect = SETTINGS["MIN_EFFECT"].check(environ("MIN_EFFECT", SETTINGS["MIN_EFFECT"].default)) \
         if SETTINGS["MIN_EFFECT"].check else 5.0
-    assert isinstance(wanted, tuple) and isinstance(effect, float)
-    return GateSettings(tuple(str(w) for w in wanted), effect, cache)
+    alpha = SETTINGS["ALPHA"].check(environ("ALPHA", SETTINGS["ALPHA"].default)) \
+        if SETTINGS["ALPHA"].check else 0.01
+    assert isinstance(wanted, tuple) and isinstance(effect, float) and isinstance(alpha, float)
+    return GateSettings(tuple(str(w) for w in wanted), effect, cache, alpha)

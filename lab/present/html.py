@@ -23,6 +23,7 @@ from urllib.parse import quote
 
 from lab.analyse import (analysis, costview, findings, memsplit, metrics, probeview,
                          profileview, sends)
+from lab.analyse.decide import METHOD
 from lab.record import files, folder, schema
 from lab.analyse.analysis import Analysis
 from lab.analyse.wording import DASH, figure, median_range, spread_text
@@ -514,20 +515,29 @@ def status_html(m: Manifest) -> str:
 
 
 def verdicts_html(m: Manifest, a: Analysis) -> str:
-    if not a.verdicts and not a.stats and a.costs is not None:
+    if not a.verdicts and not a.primary and not a.stats and a.costs is not None:
         return ('<h2>Verdicts</h2><p class="muted">No requests/s verdicts: this run counted '
                 "instructions per request (<code>make cost</code>) and ran no load; its "
                 "ranking is in the instructions section above.</p>")
-    if not a.verdicts:
+    if not a.verdicts and not a.primary:
         return ('<h2>Verdicts</h2><p class="muted">No verdicts: fewer than two '
                 "measured servers besides the ceiling.</p>")
-    rows = [[escaped(v.value), escaped(v.a), escaped(v.b), escaped(v.kind), escaped(v.said())] for v in a.verdicts]
-    cpu = ("; where it cannot rank a pair (client-bound, host-busy, no clear difference), "
-           "also by server CPU per request, through the same gate (lower is better)"
+    rows = [[escaped(v.value), escaped(v.a), escaped(v.b), escaped(v.kind), escaped(v.said()),
+             escaped(v.rule())] for v in a.verdicts]
+    cpu = ("; where it cannot rank a pair (client-bound, host-busy, equivalent, undecided), "
+           "also by server CPU per request, through the same rule (lower is better)"
            if any(v.cpu is not None for v in a.verdicts) else "")
+    head = [axis_label(m.params.axis), "a", "b", "kind", "verdict", "α, δ, starts"]
+    first = ""
+    if a.primary:
+        first = (f'<p class="muted">Primary, one a pair: {escaped(METHOD)}</p>'
+                 + table(head, [[escaped(v.where()), escaped(v.a), escaped(v.b), escaped(v.kind),
+                                 escaped(v.said()), escaped(v.rule())] for v in a.primary],
+                         numeric=set(), cls="verdicts primary")
+                 + '<p class="muted">Per level (secondary: each at α over the number of '
+                 "per-level verdicts):</p>")
     return (f"<h2>Verdicts</h2><p class=\"muted\">By {escaped(a.basis)}{escaped(cpu)}.</p>"
-            + table([axis_label(m.params.axis), "a", "b", "kind", "verdict"], rows, numeric={0},
-                    cls="verdicts"))
+            + first + table(head, rows, numeric={0}, cls="verdicts"))
 
 
 def memory_html(m: Manifest, stats: dict[str, list[LevelStats]]) -> str:

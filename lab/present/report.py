@@ -15,6 +15,7 @@ from lab.analyse import analysis, costview, memsplit, metrics, probeview, profil
 from lab.record import files, schema
 from lab.analyse.analysis import Analysis
 from lab.analyse.wording import DASH, axis_label, median_range, spread_text
+from lab.analyse.decide import METHOD
 from lab.analyse.metrics import JIT_QUIET_PER_S, LevelStats
 from lab.record.schema import Manifest, RunRecord, Warmup
 
@@ -69,16 +70,22 @@ def level_table(m: Manifest, stats: dict[str, list[LevelStats]]) -> list[str]:
 
 
 def verdict_section(m: Manifest, a: Analysis) -> list[str]:
-    if not a.verdicts:
+    if not a.verdicts and not a.primary:
         return []
     axis = axis_label(m.params.axis)
-    lines = [f"## Verdicts ({a.basis}, at {axis} = {', '.join(map(str, a.verdict_at))})", "",
-             f"| {axis} | pair | verdict |", "|---|---|---|"]
+    lines = [f"## Verdicts ({a.basis}, at {axis} = {', '.join(map(str, a.verdict_at))})", ""]
+    if a.primary:
+        lines += [f"Primary, one a pair: {METHOD}", "",
+                  f"| {axis} | pair | verdict |", "|---|---|---|"]
+        lines += [f"| {v.where()} | {v.a} vs {v.b} | {v.said()} |" for v in a.primary]
+        lines += ["", "Per level (secondary: each at α over the number of per-level verdicts):",
+                  ""]
+    lines += [f"| {axis} | pair | verdict |", "|---|---|---|"]
     lines += [f"| {v.value} | {v.a} vs {v.b} | {v.said()} |" for v in a.verdicts]
     if any(v.cpu is not None for v in a.verdicts):
-        lines += ["", "Where req/s cannot rank a pair (client-bound, host-busy, no clear "
-                  "difference), server CPU per request (user+kernel from /proc, per completed "
-                  "request) is judged through the same gate, lower is better."]
+        lines += ["", "Where req/s cannot rank a pair (client-bound, host-busy, equivalent, "
+                  "undecided), server CPU per request (user+kernel from /proc, per completed "
+                  "request) is judged through the same rule, lower is better."]
     return lines
 
 

@@ -24,8 +24,9 @@ TABLE: tuple[tuple[int, str], ...] = (
     (Exit.FAILED, "a failure while running: results kept and marked incomplete "
                   "(compare: B is worse than A beyond the noise at a cleanly measured level)"),
     (Exit.BAD_INPUT, "bad input or a missing prerequisite: nothing was built or started"),
-    (Exit.NOT_COMPARABLE, "compare: nothing could be compared cleanly; noise: no level was "
-                          "measured cleanly, no floor recorded (the reason is printed)"),
+    (Exit.NOT_COMPARABLE, "compare: nothing could be compared cleanly or decided at α; noise: "
+                          "no level was measured cleanly, no floor recorded (the reason is "
+                          "printed)"),
     (Exit.INTERRUPTED, "interrupted (SIGINT, SIGTERM or SIGHUP): the run is marked interrupted"),
 )
 

@@ -154,6 +154,15 @@ def check_min_effect(value: str) -> object:
     return float(m.group(1))
 
 
+def check_alpha(value: str) -> object:
+    """ALPHA: a false-alarm rate above 0 and at most 20%, '1%' or '1' (percent)."""
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*%?\s*", value)
+    if m is None or not 0 < float(m.group(1)) <= 20:
+        raise ConfigError(f"ALPHA={value!r}: expected a false-alarm rate in percent, above 0 "
+                          "and at most 20, e.g. 1%")
+    return float(m.group(1)) / 100
+
+
 CLOSED_LOOP = "closed-loop clients"      # shown with their names (shown(), loop())
 OPEN_LOOP = "open-loop clients"
 
@@ -172,8 +181,15 @@ REGISTRY: tuple[Setting, ...] = (
     declare("RATE", "1000 2000 5000 10000 20000", "whole numbers",
             "offered rates swept, req/s", OPEN_LOOP),
     declare("DURATION", "10s", "duration", "time per level (10s, 1m)"),
-    declare("REPEAT", "1", "1..100",
-            "repetitions: each a fresh server start with its own warm-up; servers interleaved"),
+    declare("REPEAT", "1", "1..100 or auto",
+            "repetitions: each a fresh server start with its own warm-up; servers interleaved, "
+            "alternating which starts first (ABBA); auto: REPEAT_MIN each, then one more start "
+            "at a time only for servers in pairs still undecided, up to REPEAT_MAX"),
+    declare("REPEAT_MIN", "5", "2..100",
+            "REPEAT=auto: the starts every server gets first (5: the fewest on which the exact "
+            "test can decide at 1%)", "REPEAT=auto"),
+    declare("REPEAT_MAX", "10", "2..100",
+            "REPEAT=auto: the most starts a server gets", "REPEAT=auto"),
     declare("WARMUP", "auto", "auto or duration",
             "auto: load at the top level until 3 slices of 2s agree within 5% (and a JVM's JIT "
             "is quiet); or a fixed time (30s); 0 = none"),
@@ -291,7 +307,12 @@ REGISTRY: tuple[Setting, ...] = (
             "make cost runs)", "make compare", scope="compare", check=check_gate),
     declare("MIN_EFFECT", "5%", "percent",
             "the smallest worsening make compare calls a regression (a larger A/A floor of `make "
-            "noise` wins)", "make compare", scope="compare", check=check_min_effect),
+            "noise` wins): δ of the decision rule (docs/methodology.md)", "make compare",
+            scope="compare", check=check_min_effect),
+    declare("ALPHA", "1%", "percent",
+            "the false-alarm rate of one make compare, over all its checks (each at ALPHA over "
+            "their number); a run's verdicts use 1%", "make compare", scope="compare",
+            check=check_alpha),
     # make calibrate
     declare("CLIENTS", "", "client names",
             "the clients to calibrate, space-separated (empty: every installed one)",
@@ -376,6 +397,8 @@ class Params:
     runtime: str = "process"        # process | docker
     mem_limit: str = ""             # docker: memory limit (512m)
     server_log_max: int = 64 << 20  # SERVER_LOG_MAX, bytes (lab.host.logcap)
+    repeat_auto: bool = False       # REPEAT=auto: repeat is REPEAT_MIN, at most repeat_max
+    repeat_max: int = 0
     warnings: tuple[str, ...] = field(default=())
 
     def to_json(self) -> dict[str, object]:
@@ -709,6 +732,28 @@ def check_warmup(get: Callable[[str], str]) -> WarmupSettings:
     return WarmupSettings(auto, seconds, max_s)
 
 
+@dataclass(frozen=True)
+class RepeatSettings:
+    """REPEAT, REPEAT_MIN and REPEAT_MAX, checked together (check_repeat)."""
+    auto: bool
+    first: int          # the starts each server gets (REPEAT=N: N)
+    most: int           # REPEAT=auto: at most this many (else = first)
+
+
+def check_repeat(get: Callable[[str], str]) -> RepeatSettings:
+    text = get("REPEAT").strip()
+    if text != "auto":
+        n = positive_int("REPEAT", text, 1, 100)
+        return RepeatSettings(False, n, n)
+    low = positive_int("REPEAT_MIN", get("REPEAT_MIN"), 2, 100)
+    high = positive_int("REPEAT_MAX", get("REPEAT_MAX"), 2, 100)
+    if high < low:
+        raise ConfigError(f"REPEAT_MAX={get('REPEAT_MAX')!r} is below REPEAT_MIN="
+                          f"{get('REPEAT_MIN')!r}: REPEAT=auto starts each server REPEAT_MIN "
+                          "times, then at most up to REPEAT_MAX")
+    return RepeatSettings(True, low, high)
+
+
 def check_cpus(get: Callable[[str], str], topology: str, available: set[int]
                ) -> tuple[tuple[int, ...], tuple[int, ...], list[str]]:
     """SERVER_CPUS and CLIENT_CPUS (over ssh another host's: `lab check` asks it)."""
@@ -809,6 +854,7 @@ def from_env(env: Mapping[str, str], known_servers: list[str],
         raise ConfigError("; ".join(refused))
     sweep = check_sweep(get, given, client, client_axis, servers, known)
     warm = check_warmup(get)
+    reps = check_repeat(get)
     workers_text = get("WORKERS").strip()
     threads_text = get("CLIENT_THREADS").strip()
     server_cpus, client_cpus, cpu_notes = check_cpus(get, where.topology, available)
@@ -823,7 +869,7 @@ def from_env(env: Mapping[str, str], known_servers: list[str],
         levels=sweep.levels,
         rates=sweep.rates,
         duration_s=parse_duration("DURATION", get("DURATION")),
-        repeat=positive_int("REPEAT", get("REPEAT"), 1, 100),
+        repeat=reps.first,
         warmup_auto=warm.auto,
         warmup_s=warm.seconds,
         warmup_max_s=warm.max_s,
@@ -852,6 +898,8 @@ def from_env(env: Mapping[str, str], known_servers: list[str],
         server_log_max=parse_size("SERVER_LOG_MAX", get("SERVER_LOG_MAX")),
         ssh_config=where.ssh_config,
         remote_dir=where.remote_dir,
+        repeat_auto=reps.auto,
+        repeat_max=reps.most,
         warnings=tuple(cpu_notes + bind_notes + warned),
     )
 

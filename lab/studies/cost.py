@@ -12,7 +12,7 @@ does. So each native server gets separate starts under
 - two starts per level, with COST_REQUESTS = N1 < N2 requests: what start-up,
   shutdown and the connections cost is the same in both, so
   (Ir(N2) - Ir(N1)) / (N2 - N1) is the cost of one more request;
-- at each COST_LEVELS concurrency (1 and one higher), REPEAT times (3 when
+- at each COST_LEVELS concurrency (1 and one higher), REPEAT times (5 when
   REPEAT is not given), servers interleaved.
 
 The figure is user space only: valgrind sees the instructions the server's
@@ -63,7 +63,7 @@ from lab.measure.sweep import server_facts
 TOOLS = {"valgrind": "valgrind", "h2load": "nghttp2-client"}
 VALGRIND = ("valgrind --tool=cachegrind --cache-sim=no --branch-sim=no --vgdb=no "
             "--trace-children=yes --cachegrind-out-file=%q{LAB_WRAP_OUT}/cachegrind.out.%p")
-DEFAULT_REPEAT = 3
+DEFAULT_REPEAT = 5      # the fewest starts an exact rank test at 1% can decide on (decide.py)
 NATIVE_REQUESTS = 20_000           # a plain start: enough CPU for /proc's 10 ms ticks
 SETTLE_S = 2.0                     # after ready(): the server closes the check's socket
 READY_UNDER_VALGRIND_S = 180.0     # valgrind starts a server 5-50 times slower

@@ -9,8 +9,14 @@ largest over the levels measured cleanly in both is the floor, kept in the
 cache (lab/analyse/floors.py) with the conditions it was taken under. `make compare`
 calls no smaller difference a regression under matching conditions.
 
+It also says this host's realized false-alarm rate: how many of the run's
+verdicts between the two identical entries (primary and per level, req/s and
+server CPU per request) said "better", out of how many that could decide
+(lab.analyse.decide: each was allowed a false "better" at its α).
+
 Settings are those of a run (CONCURRENCY, DURATION, CLIENT, ...); REPEAT is
-3 unless given, PROBE is 0 (the probe is not what is measured here).
+5 unless given (the fewest starts on which the rule can decide at α=1%),
+PROBE is 0 (the probe is not what is measured here).
 """
 from __future__ import annotations
 
@@ -25,7 +31,7 @@ from lab.setup.paths import ROOT
 from lab.analyse import analysis, floors, gate
 from lab.record import schema
 from lab.setup.exits import Exit
-from lab.analyse.metrics import LevelStats, Spread
+from lab.analyse.metrics import RANKED, Judgement, LevelStats, Spread
 from lab.setup.params import ConfigError
 
 METRIC_OF = {"rate": "rate", "p99": "p99_ms", "cpu": "cpu_us_per_req", "rss": "rss_end_kb"}
@@ -44,7 +50,7 @@ def settings(env: dict[str, str]) -> tuple[str, dict[str, str]]:
                           f"{env.get('SERVER', '')!r})")
     server = words[0]
     run_env = {**env, "SERVER": f"{server} {second(server)}", "PROBE": "0"}
-    run_env.setdefault("REPEAT", "3")
+    run_env.setdefault("REPEAT", "5")
     return server, run_env
 
 
@@ -84,9 +90,37 @@ def floors_of(stats: dict[str, list[LevelStats]], server: str
     return got, levels, left_out
 
 
+def false_alarms(a: analysis.Analysis) -> tuple[int, int, float]:
+    """Of an A/A run's verdicts (primary and per level; req/s and server CPU
+    per request): how many said "better" (a false alarm: the two entries are
+    one server), how many could have (enough starts for their α), and the
+    false alarms expected at most (the sum of their α)."""
+    said = able = 0
+    allowed = 0.0
+    judged: list[Judgement] = []
+    for v in a.primary + a.verdicts:
+        if v.alpha is not None and v.starts is not None:
+            judged.append(Judgement(v.kind.replace("faster", "better"), None, None, None,
+                                    v.text, v.alpha, v.delta_pct, v.starts))
+        if v.cpu is not None:
+            judged.append(v.cpu)
+    for j in judged:
+        if j.alpha is None or j.starts is None or "too few starts" in j.text:
+            continue
+        able += 1
+        allowed += j.alpha
+        said += j.kind in RANKED
+    return said, able, allowed
+
+
 def record_floor(run: Path, server: str, cache: Path) -> int:
-    """Read the A/A run, keep its floor in the cache, say what it is."""
+    """Read the A/A run, keep its floor in the cache, say what it is, and the
+    realized false-alarm rate of its verdicts."""
     rec, a = analysis.of(run)
+    said, able, allowed = false_alarms(a)
+    print(f"A/A verdicts: {said} of {able} said \"better\" between {server} and "
+          f"{second(server)} (a false alarm each; the rule allows {allowed:.2f} on average"
+          + (")" if able else "; none could decide: give REPEAT=5 or more)"))
     found, levels, left_out = floors_of(a.stats, server)
     for why in left_out:
         print(f"[noise] level {why}: left out of the floor", file=sys.stderr)

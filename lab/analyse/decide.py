@@ -1,0 +1,229 @@
+"""The lab's decision rule: two sets of server starts, one figure each, and
+one of three outcomes with a stated false-alarm rate.
+
+- better: the exact Wilcoxon-Mann-Whitney test rejects "no shift" at α
+  (two-sided: α/2 a tail; one-sided for the regression gate) AND the
+  Hodges-Lehmann estimate of the shift is at least δ;
+- equivalent: the 1-2α confidence interval of the shift lies inside ±δ
+  (two one-sided tests, TOST); one-sided (the regression gate): the upper
+  1-α bound of "A better" is below δ (non-inferiority: B no worse than δ);
+- undecided, with the reason: too few starts for α, or an interval that
+  spans δ.
+
+The start (a fresh server start, one repetition) is the independent unit;
+the figures are compared as logarithms, so a shift is a ratio. Under "no
+difference" (an A/A comparison) the starts of both sides are exchangeable
+whatever their distribution, bimodal included, so the rank test's error
+rate is exact. Ties are counted against the claim (conservative). The
+method and its arithmetic: docs/methodology.md.
+
+Pure arithmetic; the exact null distribution is computed once per (m, n)
+by the counting recursion and cached.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from itertools import accumulate
+
+ALPHA = 0.01          # per verdict (lab.setup.params: ALPHA)
+DELTA_PCT = 5.0       # the smallest effect that counts (lab.setup.params: MIN_EFFECT)
+FIRST_LOOK_SHARE = 0.8   # REPEAT=auto: the share of α spent at the first look (the rest
+                         # is split evenly over the later looks)
+
+BETTER, EQUIVALENT, UNDECIDED = "better", "equivalent", "undecided"
+
+# One sentence for reports: how every verdict is reached (docs/methodology.md).
+METHOD = ("each start's figure (mean log over the levels) compared by an exact "
+          "Wilcoxon-Mann-Whitney rank test; \"faster\" when it rejects at α and the "
+          "Hodges-Lehmann shift is at least δ, \"equivalent\" when the 1-2α interval lies "
+          "inside ±δ, else \"undecided\"; α is split over the pairs (Bonferroni) and, with "
+          "REPEAT=auto, over the looks (docs/methodology.md).")
+
+
+@lru_cache(maxsize=None)
+def _counts(m: int, n: int) -> tuple[int, ...]:
+    """counts[u]: how many of the C(m+n, m) orderings give U = u, where U
+    counts pairs (x from the m side, y from the n side) with x > y.
+    Recursion on the largest value: it is on the m side (every y is below
+    it: U gains n) or on the n side (U gains nothing)."""
+    if m == 0 or n == 0:
+        return (1,)
+    a, b = _counts(m - 1, n), _counts(m, n - 1)
+    out = [0] * (m * n + 1)
+    for u, c in enumerate(a):
+        out[u + n] += c
+    for u, c in enumerate(b):
+        out[u] += c
+    return tuple(out)
+
+
+@lru_cache(maxsize=None)
+def _cdf(m: int, n: int) -> tuple[float, ...]:
+    """P(U <= u) under the null, u = 0..mn."""
+    counts = _counts(m, n)
+    total = math.comb(m + n, m)
+    return tuple(c / total for c in accumulate(counts))
+
+
+def smallest_p(m: int, n: int) -> float:
+    """The smallest one-sided p an exact rank test of m against n starts can give."""
+    return 1 / math.comb(m + n, m)
+
+
+@lru_cache(maxsize=None)
+def _rank(m: int, n: int, tail: float) -> int:
+    """k: the largest k >= 0 with P(U <= k-1) <= tail (0: no such bound)."""
+    cdf = _cdf(m, n)
+    k = 0
+    while k < len(cdf) and cdf[k] <= tail + 1e-12:
+        k += 1
+    return k
+
+
+def interval(diffs: list[float], m: int, n: int, tail: float) -> tuple[float, float]:
+    """The distribution-free confidence interval of the shift (Hodges-Lehmann
+    / Moses): order statistics k and mn+1-k of the m·n pairwise differences,
+    each tail at most `tail`; infinite where the starts are too few."""
+    k = _rank(m, n, tail)
+    if k == 0:
+        return -math.inf, math.inf
+    return diffs[k - 1], diffs[m * n - k]
+
+
+def p_greater(x: list[float], y: list[float]) -> float:
+    """One-sided exact p of "x is shifted above y": P(U >= u) under the null,
+    where a tie counts against x (conservative)."""
+    m, n = len(x), len(y)
+    u = sum(1 for a in x for b in y if a > b)
+    cdf = _cdf(m, n)
+    return 1.0 if u == 0 else 1.0 - cdf[u - 1]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One comparison of side A against side B (A's figure over B's, as a
+    ratio: on logs, A - B; for a cost, lower is better, the sign is turned
+    so that a positive shift is always "A better")."""
+    outcome: str              # better | equivalent | undecided
+    a_better: bool | None     # better: which side
+    estimate_pct: float       # Hodges-Lehmann: how much better A is than B, %
+    lo_pct: float             # the 1-2α interval (two-sided: 1-α) of that, %
+    hi_pct: float
+    p: float                  # the test's p (two-sided: twice the smaller tail)
+    alpha: float              # the α this decision was made at
+    delta_pct: float
+    starts: tuple[int, int]   # starts of A and of B it stood on
+    reason: str               # undecided: why; else a short account
+
+    def stated(self) -> str:
+        """'α=1%, δ=5%, 5+5 starts'"""
+        return (f"α={pct(100 * self.alpha)}%, δ={self.delta_pct:g}%, "
+                f"{self.starts[0]}+{self.starts[1]} starts")
+
+
+def pct(x: float) -> str:
+    return f"{x:.2g}" if x < 1 else f"{x:g}"
+
+
+def ratio_pct(log_shift: float) -> float:
+    if log_shift == math.inf:
+        return math.inf
+    if log_shift == -math.inf:
+        return -math.inf
+    return 100 * (math.exp(log_shift) - 1)
+
+
+def logs(values: tuple[float, ...] | list[float]) -> list[float] | None:
+    """Log values, or None when one is not positive (no ratio)."""
+    if any(v <= 0 for v in values):
+        return None
+    return [math.log(v) for v in values]
+
+
+def decide(a: tuple[float, ...] | list[float], b: tuple[float, ...] | list[float], *,
+           higher_is_better: bool = True, alpha: float = ALPHA,
+           delta_pct: float = DELTA_PCT, sided: str = "two") -> Decision:
+    """A against B by the rule above. `sided`: "two" (either may be better:
+    α/2 a tail), or "a" (only "A better" is asked: α in that tail, as the
+    regression gate asks whether A was better than B)."""
+    la, lb = logs(list(a)), logs(list(b))
+    m, n = len(a), len(b)
+    if la is None or lb is None or m == 0 or n == 0:
+        return Decision(UNDECIDED, None, 0.0, -math.inf, math.inf, 1.0, alpha, delta_pct,
+                        (m, n), "a figure of 0 or less has no ratio")
+    if not higher_is_better:
+        la, lb = [-v for v in la], [-v for v in lb]
+    diffs = sorted(x - y for x in la for y in lb)
+    mid = len(diffs) // 2
+    est = diffs[mid] if len(diffs) % 2 else (diffs[mid - 1] + diffs[mid]) / 2
+    tail = alpha / 2 if sided == "two" else alpha
+    lo, hi = interval(diffs, m, n, tail)
+    p_a, p_b = p_greater(la, lb), p_greater(lb, la)
+    p = min(1.0, 2 * min(p_a, p_b)) if sided == "two" else p_a
+    delta = math.log1p(delta_pct / 100)
+    est_pct, lo_pct, hi_pct = ratio_pct(est), ratio_pct(lo), ratio_pct(hi)
+    d = Decision(UNDECIDED, None, est_pct, lo_pct, hi_pct, p, alpha, delta_pct, (m, n), "")
+    if smallest_p(m, n) > tail:
+        need = min_starts(tail)
+        least = smallest_p(m, n) * (2 if sided == "two" else 1)
+        return replace(d, reason=f"too few starts: {m} against {n} cannot reach α="
+                       f"{pct(100 * alpha)}% (the smallest p is {least:.2g}); "
+                       f"{need} against {need} can")
+    a_wins = p_a <= tail and est >= delta
+    b_wins = sided == "two" and p_b <= tail and -est >= delta
+    if a_wins or b_wins:
+        return replace(d, outcome=BETTER, a_better=a_wins, reason="the rank test rejects at α "
+                     "and the estimate is at least δ")
+    lo2, hi2 = interval(diffs, m, n, alpha)       # TOST: the 1-2α interval
+    if sided == "a" and hi2 < delta:              # one side asked: A no better than δ
+        return Decision(EQUIVALENT, None, est_pct, ratio_pct(lo2), ratio_pct(hi2), p, alpha,
+                        delta_pct, (m, n), f"the {pct(100 - 100 * alpha)}% upper bound is "
+                        f"below +{delta_pct:g}%")
+    if -delta < lo2 and hi2 < delta:
+        return Decision(EQUIVALENT, None, est_pct, ratio_pct(lo2), ratio_pct(hi2), p, alpha,
+                        delta_pct, (m, n), f"the {pct(100 - 200 * alpha)}% interval lies "
+                        f"inside ±{delta_pct:g}%")
+    if (p_a <= tail or (sided == "two" and p_b <= tail)) and abs(est) < delta:
+        why = f"a difference is likely, but it may be smaller than δ={delta_pct:g}%"
+    else:
+        why = f"the interval {span(lo_pct, hi_pct)} spans ±{delta_pct:g}%: more starts decide"
+    return replace(d, reason=why)
+
+
+def span(lo: float, hi: float) -> str:
+    def one(x: float) -> str:
+        return "-∞" if x == -math.inf else "+∞" if x == math.inf else f"{x:+.1f}%"
+    return f"[{one(lo)}, {one(hi)}]"
+
+
+def min_starts(tail: float, other: int | None = None) -> int:
+    """The fewest starts a side (both sides equal, or against `other` starts)
+    for which an exact test can reach a one-sided tail of `tail`."""
+    for k in range(1, 200):
+        if smallest_p(k, other if other is not None else k) <= tail:
+            return k
+    return 200
+
+
+# ---------------------------------------------------------------- the family and the looks
+
+def look_alpha(alpha: float, starts: int, first: int | None, last: int | None) -> float:
+    """α spent at the look made after `starts` starts a side. Fixed REPEAT
+    (first is None): one look, all of α. REPEAT=auto looks after every
+    start from `first` to `last`: FIRST_LOOK_SHARE of α at the first look,
+    the rest split evenly over the later ones (Bonferroni over the planned
+    looks: the false-alarm rate over every look stays within α, whatever
+    the stopping)."""
+    if first is None or last is None or last <= first:
+        return alpha
+    if starts <= first:
+        return alpha * FIRST_LOOK_SHARE
+    return alpha * (1 - FIRST_LOOK_SHARE) / (last - first)
+
+
+def family_alpha(alpha: float, members: int) -> float:
+    """Bonferroni: each of `members` verdicts at α/members, so the chance of
+    any false "better" in the family stays within α."""
+    return alpha / max(1, members)

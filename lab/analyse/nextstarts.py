@@ -1,0 +1,90 @@
+"""Which server starts a run needs next (`lab next RUN SERVER...`, the loop
+of run-benchmark.sh): one round at a time, in a balanced order.
+
+- REPEAT=N: rounds 1 to N, every server once a round.
+- REPEAT=auto: rounds 1 to REPEAT_MIN for every server; after that, one more
+  start only for the servers of pairs whose primary verdict is still
+  undecided (lab.analyse.metrics.primaries: the looks replayed, α spent over
+  them, so looking after every round does not raise the false-alarm rate),
+  up to REPEAT_MAX. A server whose start failed gets no more.
+
+Each round alternates which server starts first (ABBA: round 1 A B, round 2
+B A, ...), so a drift or an order effect of the host does not fall on one
+server. A pair judged on a level that was client-bound or host-busy is
+judged there by server CPU per request (the primary verdict's fallback), so
+such a level earns no more starts for req/s.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lab.analyse import metrics
+from lab.analyse.analysis import Analysis
+from lab.record.schema import Manifest
+
+DECIDED = metrics.RANKED + ("faster", "faster-at-least", "equivalent")
+FAILED = ("failed", "not loaded", "interrupted")
+
+
+@dataclass(frozen=True)
+class Next:
+    """The next round: (server, rep) in the order to start them, and one line
+    saying why (empty starts: the run is done)."""
+    starts: list[tuple[str, int]]
+    said: str
+
+
+def done(m: Manifest, server: str) -> tuple[int, bool]:
+    """The starts (repetitions) a server has had, and whether one failed."""
+    rec = m.servers.get(server)
+    if rec is None:
+        return 0, False
+    reps = [st for st in rec.starts if st.rep is not None]
+    return len({st.rep for st in reps}), any(st.status in FAILED for st in reps)
+
+
+def ordered(servers: list[str], round_no: int) -> list[str]:
+    """ABBA: odd rounds in the given order, even rounds reversed."""
+    return list(servers) if round_no % 2 == 1 else list(reversed(servers))
+
+
+def undecided(a: Analysis) -> list[tuple[str, str]]:
+    """The pairs whose primary verdict more starts may still decide."""
+    return [(v.a, v.b) for v in a.primary if v.kind not in DECIDED
+            and v.kind not in ("missing", "not-comparable")]
+
+
+def plan(m: Manifest, loaded: list[str], a: Analysis | None) -> Next:
+    """The next round of `loaded` servers (those the probe let through), from
+    what the run has recorded; `a` is its analysis (REPEAT=auto, past the
+    minimum)."""
+    p = m.params
+    auto = bool(p.extra.get("repeat_auto"))
+    first = p.repeat
+    most = int(p.extra.get("repeat_max") or first) if auto else first
+    have = {s: done(m, s) for s in loaded}
+    fewest = min((n for n, _ in have.values()), default=0)
+    round_no = fewest + 1
+    if round_no <= first:
+        todo = [s for s in loaded if have[s][0] < round_no]
+        return Next([(s, round_no) for s in ordered(todo, round_no)],
+                    f"round {round_no} of {first}" + (f" (REPEAT=auto, up to {most})"
+                                                      if auto else ""))
+    if not auto:
+        return Next([], f"{first} starts a server done")
+    if a is None or len(loaded) < 2:
+        return Next([], "nothing to decide")
+    open_pairs = undecided(a)
+    if not open_pairs:
+        said = ", ".join(f"{v.a} vs {v.b}: {v.kind}" for v in a.primary)
+        return Next([], f"every pair decided ({said})")
+    want = [s for s in loaded if any(s in pair for pair in open_pairs)
+            and have[s][0] < most and not have[s][1]]
+    if not want:
+        return Next([], f"REPEAT_MAX={most} reached (or a start failed): still undecided: "
+                    + ", ".join(f"{x} vs {y}" for x, y in open_pairs))
+    round_no = min(have[s][0] for s in want) + 1
+    want = [s for s in want if have[s][0] < round_no]
+    return Next([(s, have[s][0] + 1) for s in ordered(want, round_no)],
+                f"undecided: {', '.join(f'{x} vs {y}' for x, y in open_pairs)}: one more "
+                f"start each (up to {most})")
