@@ -73,13 +73,19 @@ def cost_verdict(a: Analysis) -> str:
 
 
 def run_verdict(m: Manifest, a: Analysis) -> str:
-    """The run's verdict in words: the verdicts at the highest level every
-    server measured, or a single server's peak."""
+    """The run's verdict in words: each pair's primary verdict (across the
+    judged levels), else the verdicts at the highest level every server
+    measured, or a single server's peak."""
     if m.extra.get("kind") == "cost":
         return cost_verdict(a)
     stats = {n: s for n, s in a.stats.items() if s and "." not in n}
     if not stats:
         return "nothing was measured"
+    if a.primary:
+        said = [v.text for v in a.primary]
+        more = len(said) - 3
+        text = "; ".join(said[:3]) + (f"; and {more} more (Verdicts below)" if more > 0 else "")
+        return f"across the judged levels: {text}" + flagged(stats)
     if a.verdicts:
         top = max(v.value for v in a.verdicts)
         said = [v.text for v in a.verdicts if v.value == top]
