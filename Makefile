@@ -95,7 +95,7 @@ test: ## the test suite: units, faults, then every server built and swept
 	@$(PYTHON) tests/need_pytest.py    # installs python3-pytest as root, else the apt line, exit 2
 	SERVER=all $(LAB) deps                      # every server's packages and siege
 	SERVER=nginx CLIENT=wrk $(LAB) deps         # wrk (vegeta: its tests build it where Go 1.22+ is)
-	$(PYTHON) -m pytest -q -p no:cacheprovider tests
+	$(PYTHON) -m pytest -q -p no:cacheprovider --durations=25 tests
 
 workshop-prepare: ## the day before a workshop, with the network: every server, vegeta, the Ada root built, a calibration; ends "ready" or what is missing
 	@$(call STEP,$(LAB) workshop-prepare)
