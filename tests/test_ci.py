@@ -74,6 +74,8 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(BODY)))
+        if self.close_connection:          # the request said Connection: close
+            self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.write(BODY)
 
@@ -250,8 +252,11 @@ def verdict(runs: list[subprocess.CompletedProcess[str]], expected: int,
     root, checks = junit_report(results)
     outcome = {"passed": "pass", "failure": "regression", "skipped": ""}
     got = {(c.get("name"), outcome[junit_kind(c)]) for c in root.iter("testcase")}
-    want = {(f"{c['server']} c={c['value']} {c['metric']}", c["outcome"]) for c in checks
-            if c["outcome"] in ("pass", "regression")}
+    def name(c: dict[str, Any]) -> str:
+        where = f"across c={','.join(map(str, c['levels']))}" if c.get("levels") \
+            else f"c={c['value']}"
+        return f"{c['server']} {where} {c['metric']}"
+    want = {(name(c), c["outcome"]) for c in checks if c["outcome"] in ("pass", "regression")}
     assert want <= got and len(got) == len([c for c in checks
                                             if c["outcome"] != "not-applicable"])
     assert any(kind == "regression" for _, kind in got) == (expected == 1)

@@ -67,6 +67,10 @@ class Check:
     text: str
     levels: tuple[int, ...] = ()   # a check across levels (each start's mean over them)
 
+    def where(self) -> str:
+        """Its level ("4"), or the levels of a check across them ("across 1, 4")."""
+        return f"across {', '.join(map(str, self.levels))}" if self.levels else str(self.value)
+
 
 @dataclass(frozen=True)
 class Gate:
@@ -235,7 +239,7 @@ def of(sa: Stats, sb: Stats, costs: tuple[costview.CostAnalysis | None,
     counted = [c for c in checks if c.outcome in (REGRESSION, PASS)]
     if any(c.outcome == REGRESSION for c in checks):
         code, reason = Exit.FAILED, "B is worse than A beyond the noise at a cleanly " \
-            "measured level: " + "; ".join(f"{c.server} {c.value} {c.metric}"
+            "measured level: " + "; ".join(f"{c.server} {c.where()} {c.metric}"
                                            for c in checks if c.outcome == REGRESSION)
     elif counted:
         code, reason = Exit.OK, (f"B is no worse than A ({len(counted)} metric(s) at clean "
@@ -342,5 +346,5 @@ def why_nothing(checks: list[Check], wanted: tuple[str, ...]) -> str:
     shown = [c for c in checks if c.outcome != NOT_APPLICABLE] or checks
     reasons: dict[str, list[str]] = {}
     for c in shown:
-        reasons.setdefault(c.text, []).append(f"{c.server} {c.value} {c.metric}")
+        reasons.setdefault(c.text, []).append(f"{c.server} {c.where()} {c.metric}")
     return "; ".join(f"{text} [{', '.join(where)}]" for text, where in reasons.items())

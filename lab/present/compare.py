@@ -47,12 +47,14 @@ def row_said(c: Comparison, g: Gate | None) -> tuple[str, str]:
     if g is None:
         return c.said(), KIND_CLASS.get(c.kind, "")
     mine = [k for k in g.checks if k.server == c.server and k.value == c.value
-            and k.metric in ("rate", "p99") and k.outcome != gate.NOT_APPLICABLE]
+            and not k.levels and k.metric in ("rate", "p99")
+            and k.outcome != gate.NOT_APPLICABLE]
     refused = [k for k in mine if k.outcome not in (gate.PASS, gate.REGRESSION)]
     if refused:
         return f"not judged by the gate: {refused[0].text}", ""
     if not mine and g.outcome == gate.OUTCOMES[Exit.NOT_COMPARABLE]:
-        why = next((k.text for k in g.checks if k.server == c.server and k.value == c.value),
+        why = next((k.text for k in g.checks if k.server == c.server and k.value == c.value
+                    and not k.levels),
                    "no gated figure at this level")
         return f"not gated: {why}", ""
     worse = any(k.outcome == gate.REGRESSION for k in mine)
@@ -125,7 +127,7 @@ def gate_lines(g: Gate) -> list[str]:
     lines += [f"- noise floor for {name}: {note}" for name, note in g.floors.items()]
     lines += ["", "| server | level | metric | gate | B worse by | threshold | why |",
               "|---|---|---|---|---|---|---|"]
-    lines += [f"| {c.server} | {', '.join(map(str, c.levels)) if c.levels else c.value} | "
+    lines += [f"| {c.server} | {c.where()} | "
               f"{c.metric} | {c.outcome} | "
               f"{'–' if c.worse_pct is None else f'{c.worse_pct:.1f}%'} | "
               f"{'–' if c.threshold_pct is None else f'{c.threshold_pct:.1f}%'} | "
@@ -228,7 +230,7 @@ def page(ids: tuple[str, str], ms: tuple[Manifest, Manifest], rows: list[Compari
         + [f"noise floor for {n}: {t}" for n, t in g.floors.items()] if g else [],
         gate_head=["server", "level", "metric", "gate", "B worse by", "threshold", "why"],
         gate_rows=[[html.escaped(c.server),
-                    html.escaped(", ".join(map(str, c.levels)) if c.levels else c.value),
+                    html.escaped(c.where()),
                     html.escaped(c.metric),
                     f'<span class="{GATE_CLASS.get(c.outcome, "")}">{html.escaped(c.outcome)}</span>',
                     html.escaped("–" if c.worse_pct is None else f"{c.worse_pct:.1f}%"),

@@ -27,7 +27,8 @@ def gated(g: Gate) -> list[Check]:
 
 
 def case_name(c: Check, axis: str) -> str:
-    return f"{c.server} {axis}={c.value} {c.metric}"
+    where = f"across {axis}={','.join(map(str, c.levels))}" if c.levels else f"{axis}={c.value}"
+    return f"{c.server} {where} {c.metric}"
 
 
 def tree(g: Gate, ids: tuple[str, str], axis: str = "c") -> ET.Element:
