@@ -146,6 +146,35 @@ def test_a_ten_times_slower_build_against_a_client_bound_baseline_is_a_regressio
     assert check["outcome"] == "regression" and "CPU per request" in check["text"]
 
 
+def test_a_slowdown_cpu_per_request_cannot_see_is_never_a_pass(tmp_path: Path) -> None:
+    # a sleep per request: 10x fewer req/s at the same server CPU per request,
+    # both runs under hypervisor steal (every level flagged): CPU per request
+    # alone would pass B; B's req/s raised by all the CPU time the hypervisor
+    # took (15% of the lab's: at most 30% of the server's one CPU of two) is
+    # still far below A's, so the check is not judged, and says why
+    def rows(rates: dict[int, list[float]], steal: float) -> list[Row]:
+        return [replace(r, flags="steal", steal_pct=steal, server_cpu_us_per_req=50.0)
+                for r in paced_rows(rates)]     # type: ignore[arg-type]
+    fast = {1: [1000, 1010, 990, 1005, 995], 4: [4000, 4040, 3960, 4020, 3980]}
+    slow = {1: [100, 101, 99, 100.5, 99.5], 4: [400, 404, 396, 402, 398]}
+    ra = make_run(tmp_path, "ra", manifest(), rows(fast, 15.0))
+    rb = make_run(tmp_path, "rb", manifest(), rows(slow, 15.0))
+    assert compare.main(ra, rb, False, tmp_path / "o1", CLEAN) == Exit.NOT_COMPARABLE
+    checks = gate_of(tmp_path / "o1")["checks"]
+    assert isinstance(checks, list)
+    [across] = [c for c in checks if c["levels"] and c["metric"] == "rate"]
+    assert across["outcome"] == "not-judged"
+    assert "cannot see" in across["text"] and "upper bound of B's" in across["text"]
+    assert not [c for c in checks if c["outcome"] == "pass"]
+    # the same figures on both sides under the same steal: CPU per request passes
+    rc = make_run(tmp_path, "rc", manifest(), rows(fast, 15.0))
+    assert compare.main(ra, rc, False, tmp_path / "o2", CLEAN) == Exit.OK
+    # a 20% drop that 15% steal could explain leaves CPU per request's pass
+    near = {1: [800, 808, 792, 804, 796], 4: [3200, 3232, 3168, 3216, 3184]}
+    rd = make_run(tmp_path, "rd", manifest(), rows(near, 15.0))
+    assert compare.main(ra, rd, False, tmp_path / "o3", CLEAN) == Exit.OK
+
+
 def test_too_few_repetitions_is_nothing_compared(tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     a, b = run_pair(tmp_path, {1: [100, 101]}, {1: [50, 51]})

@@ -297,6 +297,8 @@ class LevelStats:
     unranked: tuple[str, ...] = ()        # why it is not ranked (UNRANKED), a line per
                                           # repetition flagged: "rep 2: client stopped early: ..."
     reps: tuple[int, ...] = ()            # the start (rep) of each value of rate, cpu, ...
+    lost_pct: tuple[float, ...] = ()      # each start's CPU time the hypervisor (steal) and
+                                          # other processes took, % of the lab's CPUs
 
     @property
     def ranked(self) -> bool:
@@ -360,7 +362,8 @@ def level_stats(rows: list[Row]) -> list[LevelStats]:
             failed_by_rep=tuple(r.failed for r in sorted(group, key=lambda r: r.rep)),
             unranked=tuple(f"rep {r.rep}: {r.unranked}" if len(group) > 1 else r.unranked
                            for r in sorted(group, key=lambda r: r.rep) if r.unranked),
-            reps=tuple(r.rep for r in group)))
+            reps=tuple(r.rep for r in group),
+            lost_pct=tuple(r.steal_pct + r.other_cpu_pct for r in group)))
     return out
 
 
