@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from lab.analyse import costview, decide, floors, metrics
+from lab.analyse import costview, decide, floors, metrics, reasons
 from lab.analyse.diff import Manifest, Stats
 from lab.analyse.metrics import LevelStats
 from lab.record import schema
@@ -121,22 +121,16 @@ def host_bound(s: LevelStats, widen: float) -> tuple[float, ...]:
 def widen_of(m: Manifest) -> float:
     """The lab's CPUs over the server's (pinning.server_cpus and
     client_cpus, CPU lists as taskset takes them); 2 when not recorded."""
-    def count(text: str) -> int:
-        n = 0
-        for part in filter(None, text.split(",")):
-            lo, _, hi = part.partition("-")
-            n += int(hi) - int(lo) + 1 if hi else 1
-        return n
     try:
-        server = count(str(schema.manifest_value(m, "pinning.server_cpus") or ""))
-        client = count(str(schema.manifest_value(m, "pinning.client_cpus") or ""))
+        server = reasons.cpus(str(schema.manifest_value(m, "pinning.server_cpus") or ""))
+        client = reasons.cpus(str(schema.manifest_value(m, "pinning.client_cpus") or ""))
     except ValueError:
         return 2.0
     return (server + client) / server if server and client else 2.0
 
 
 def vetoed(c: Check, va: tuple[float, ...], vb: tuple[float, ...], threshold: float,
-           note: str, alpha: float) -> Check:
+           note: str, alpha: float, via: str) -> Check:
     """A pass by server CPU per request (where req/s was not clean), unless
     B's host bound `vb` is still clearly below A's req/s `va` (A's as
     measured: a lower bound of A's where the host took time from it) by the
@@ -149,7 +143,7 @@ def vetoed(c: Check, va: tuple[float, ...], vb: tuple[float, ...], threshold: fl
     if b.outcome != REGRESSION:
         return c
     return replace(c, outcome=NOT_JUDGED, text=(
-        f"{c.text.split('pass')[0]}B's server CPU per request is no worse, but its req/s, "
+        f"{via}B's server CPU per request is no worse, but its req/s, "
         "even raised by all the CPU time the hypervisor and other processes took (an upper "
         f"bound of B's), is {b.worse_pct or 0:.0f}% below A's: a slowdown CPU per request "
         "cannot see (a sleep, a lock, I/O); not judged: measure on a quiet host"))
@@ -221,7 +215,7 @@ def level_checks(a: LevelStats, b: LevelStats, wanted: tuple[str, ...],
             cpu = replace(check(a.server, a.value, "cpu", values(a, "cpu"), values(b, "cpu"),
                                 thresholds["cpu"], note, alpha, via=via), metric="rate")
             out.append(vetoed(cpu, values(a, "rate"), host_bound(b, widen), thresholds["rate"],
-                              note, alpha))
+                              note, alpha, via))
         elif metric == "rate" and not blocking:
             out.append(check(a.server, a.value, metric, values(a, metric), values(b, metric),
                              thresholds[metric], note, alpha,
@@ -372,14 +366,14 @@ def across_checks(sa: Stats, sb: Stats, wanted: tuple[str, ...],
     out = []
     for name, metric, judged, la, lb, threshold, short, why, rate_threshold in todo:
         lv = tuple(s.value for s in la)
+        via = f"across {', '.join(map(str, lv))}: {why}"
         c = check(name, lv[0], judged, per_start(la, judged), per_start(lb, judged), threshold,
-                  short, each, via=f"across {', '.join(map(str, lv))}: {why}")
-        if judged != metric and all(s.ranked for s in la):
-            bound = [replace(s, rate=metrics.spread(list(host_bound(s, widen))))
-                     for s in lb if host_bound(s, widen)]
-            c = vetoed(c, per_start(la, "rate"),
-                       per_start(bound, "rate") if len(bound) == len(lb) else (),
-                       rate_threshold, short, each)
+                  short, each, via=via)
+        bounds = [host_bound(s, widen) for s in lb]
+        if judged != metric and all(s.ranked for s in la) and all(bounds):
+            bound = [replace(s, rate=metrics.spread(list(v))) for s, v in zip(lb, bounds)]
+            c = vetoed(c, per_start(la, "rate"), per_start(bound, "rate"), rate_threshold,
+                       short, each, via)
         out.append(replace(c, levels=lv, metric=metric))
     return out
 
