@@ -58,6 +58,7 @@ def test_repeat_auto_adds_starts_only_while_a_pair_is_undecided(tmp_path: Path) 
     assert "REPEAT=auto (2 starts each, then one more at a time" in out.stderr
     assert "[repeat] undecided: paced vs paced#2: one more start each (up to 3)" in out.stderr
     assert "[repeat] REPEAT_MAX=3 reached" in out.stderr
+    assert "[paced#2 rep 3, up to 3] stopped" in out.stderr   # a third start, not "rep 3/2"
     run, m = only_run(tmp_path)
     rows = schema.read_rows(run)
     assert [(r.server, r.rep) for r in rows] == [

@@ -94,7 +94,8 @@ class ServerSweep:
         self.params, self.client, self.rep = params, client, rep
         self.topology = topology or runtimes.current(params)
         self.out = run / server.name
-        self.tag = f"[{server.name}]" if params.repeat == 1 else \
+        self.tag = f"[{server.name}]" if params.repeat == 1 and not params.repeat_auto else \
+            f"[{server.name} rep {rep}, up to {params.repeat_max}]" if params.repeat_auto else \
             f"[{server.name} rep {rep}/{params.repeat}]"
         self.start_record: dict[str, Any] = {}
 
