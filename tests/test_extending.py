@@ -15,9 +15,9 @@ from conftest import ROOT, bench, free_port, lab, lab_env, leftovers, run_folder
 EXTENSIONS = ROOT / "tests" / "extensions"
 FOUND = """
 import json
-from lab.measure import deps, runtimes
+from lab.measure import deps, topologies
 from lab.measure.clients import axes, clients, described, host_tools
-print(json.dumps({"clients": axes(), "topologies": runtimes.selectable(),
+print(json.dumps({"clients": axes(), "topologies": topologies.selectable(),
                   "described": described(), "tools": host_tools(),
                   "needed": deps.needed([], "pyload") if "pyload" in clients() else {}}))
 """

@@ -25,7 +25,8 @@ from lab.record import folder, schema
 from lab.measure.clients import Load
 from lab.record.level import Level
 from lab.setup.params import ConfigError, from_env
-from lab.measure.runtimes import ssh, ssh_session, ssh_ship
+from lab.measure.topologies import ssh
+from lab.measure.topologies.ssh import session as ssh_session, ship as ssh_ship
 from lab.measure.sweep import split_load
 from sshhost import Lan
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.record import failures, files, schema, series
-from lab.measure import jit, runtimes
+from lab.measure import jit, topologies
 from lab.analyse import contract, metrics
 from lab.host import logcap, procs
 from lab.measure.clients import Client, ClientError, Load
@@ -26,7 +26,7 @@ from lab.record.level import Level
 from lab.measure.launch import Knobs, ListenError, ServerProcess
 from lab.setup.params import KNOBS, WARMUP_SLICE_S, Params
 from lab.record.schema import Row
-from lab.measure.runtimes import ClientHost, ClientHung, ClientRun, Placement, ServerDied, ServerHost
+from lab.measure.topologies import ClientHost, ClientHung, ClientRun, Placement, ServerDied, ServerHost
 from lab.setup.servers import Server, expand
 from lab.measure.verify import VerifyError, recheck, verify, wire
 
@@ -92,7 +92,7 @@ class ServerSweep:
                  topology: Placement | None = None) -> None:
         self.root, self.cache, self.run, self.server = root, cache, run, server
         self.params, self.client, self.rep = params, client, rep
-        self.topology = topology or runtimes.current(params)
+        self.topology = topology or topologies.current(params)
         self.out = run / server.name
         self.tag = f"[{server.name}]" if params.repeat == 1 else \
             f"[{server.name} rep {rep}/{params.repeat}]"

@@ -834,7 +834,7 @@ def from_env(env: Mapping[str, str], known_servers: list[str],
     `clients` maps each client's name to the axis it varies (concurrency or
     rate); a plain list means closed-loop clients. `traits`: each known
     server's language and whether it has workers (None: not checked);
-    `topologies`: the names TOPOLOGY accepts (lab.measure.runtimes.selectable())."""
+    `topologies`: the names TOPOLOGY accepts (lab.measure.topologies.selectable())."""
     def get(name: str) -> str:
         value = env.get(name)
         return SETTINGS[name].default if value is None else value

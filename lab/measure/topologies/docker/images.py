@@ -3,9 +3,8 @@ here with debootstrap + docker import where they cannot be pulled), each
 service's image (`compose build`), and their facts (id, size).
 
 `lab up` makes what the chosen services need; `make images` (`lab images`)
-makes both bases alone. The runtime itself is lab/measure/runtimes/docker.py,
-the engine and Compose lab/measure/runtimes/docker_engine.py. Not a topology:
-it has no TOPOLOGY.
+makes both bases alone. The topology itself is lab/measure/topologies/docker/,
+the engine and Compose engine.py.
 """
 from __future__ import annotations
 
@@ -20,8 +19,9 @@ from typing import Any
 from lab.host import procs
 from lab.setup.params import Params, default
 from lab.setup.paths import ROOT, cache_dir
-from lab.measure.runtimes import SetupError, compose
-from lab.measure.runtimes.docker_engine import (Compose, compose_argv, compose_env,
+from lab.measure.topologies import SetupError
+from lab.measure.topologies.docker import compose
+from lab.measure.topologies.docker.engine import (Compose, compose_argv, compose_env,
                                                 ensure_engine, is_root, manual_steps, run,
                                                 run_logged, say)
 

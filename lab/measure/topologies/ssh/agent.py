@@ -1,6 +1,6 @@
 """The lab's helper on a remote host (TOPOLOGY ssh), run there as a script:
 
-    python3 <remote root>/lab/measure/runtimes/agent.py COMMAND ...
+    python3 <remote root>/lab/measure/topologies/ssh/agent.py COMMAND ...
 
 It reads that host's /proc so that the lab does not need one ssh round trip
 per figure. Every command talks JSON, one object per line, on stdout; a
@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[4]))
 
 from lab.host import procfs
 from lab.host.procs import MARKER

@@ -13,7 +13,7 @@ The steps, top-down:
   lab probe/sweep
               the server starts there pinned (taskset) in an ssh session of its own
               whose output is its log here; its tree is sampled from that host's
-              /proc by the lab's agent (lab/measure/runtimes/agent.py) over the master;
+              /proc by the lab's agent (lab/measure/topologies/ssh/agent.py) over the master;
               clients on client hosts run through the agent, which reports their
               rusage; every start is noted in a file so that `down` can stop it
   lab down    what a step left running is stopped (by its process id, checked
@@ -25,10 +25,11 @@ the hosts' facts from `up` and the starts not yet stopped. Control sockets
 are derived from the settings, under /tmp/labssh-<uid>/ (short: a socket
 path has a limit of about 100 characters).
 
-The modules, by role: ssh_session.py (how a host is reached, the agent's
-session), ssh_ship.py (what is copied there, paths and environment
-rewritten), ssh_remote.py (the server and clients run there), this one
-(the topology: check, up, down, the hosts' state across steps).
+The package's modules, by role: session.py (how a host is reached, the
+agent's session), ship.py (what is copied there, paths and environment
+rewritten), remote.py (the server and clients run there), agent.py (the
+lab's helper there, run as a script, never imported here), this one (the
+topology: check, up, down, the hosts' state across steps).
 """
 from __future__ import annotations
 
@@ -51,11 +52,11 @@ from lab.measure import deps
 from lab.setup import paths
 from lab.host import procs
 from lab.setup.params import ConfigError, Params
-from lab.measure.runtimes import ClientHost, HostLost, Placement, Topology
-from lab.measure.runtimes.local import LocalClientHost
-from lab.measure.runtimes.ssh_remote import Host, Registry, SshClientHost, SshServerHost
-from lab.measure.runtimes.ssh_session import AGENT, Link, Remote, key, last_line, unreachable
-from lab.measure.runtimes.ssh_ship import (BUILD_TOOLS, ROOT, chosen_servers, client_tool, ship)
+from lab.measure.topologies import ClientHost, HostLost, Placement, Topology
+from lab.measure.topologies.local import LocalClientHost
+from lab.measure.topologies.ssh.remote import Host, Registry, SshClientHost, SshServerHost
+from lab.measure.topologies.ssh.session import AGENT, Link, Remote, key, last_line, unreachable
+from lab.measure.topologies.ssh.ship import (BUILD_TOOLS, ROOT, chosen_servers, client_tool, ship)
 
 PYTHON_MIN = (3, 9)
 

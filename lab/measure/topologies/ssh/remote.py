@@ -20,10 +20,10 @@ from lab.setup import paths
 from lab.host import procs
 from lab.record import files
 from lab.host.procfs import TreeSample
-from lab.measure.runtimes import (ClientHost, ClientHung, ClientRun, HostLost, ServerDied, ServerHost,
+from lab.measure.topologies import (ClientHost, ClientHung, ClientRun, HostLost, ServerDied, ServerHost,
                           Started, TreeSampler)
-from lab.measure.runtimes.ssh_session import Link, Remote, Session, key, last_line
-from lab.measure.runtimes.ssh_ship import ROOT, SHIPPED, PathMap, env_words, path_map, remote_env
+from lab.measure.topologies.ssh.session import Link, Remote, Session, key, last_line
+from lab.measure.topologies.ssh.ship import ROOT, SHIPPED, PathMap, env_words, path_map, remote_env
 
 START_TIMEOUT_S = 30     # for a remote start to say its process id
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from lab.setup import paths
 from lab.host import procs
 from lab.setup.params import ConfigError, Params
-from lab.measure.runtimes.ssh_session import Link, Remote, key, last_line
+from lab.measure.topologies.ssh.session import Link, Remote, key, last_line
 from lab.setup.servers import LAB_VARIABLES, Server, artifact_path, found_here, lookup
 
 ROOT = paths.ROOT

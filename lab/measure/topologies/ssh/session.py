@@ -24,9 +24,9 @@ from typing import Any
 from lab.setup import paths
 from lab.setup.params import ConfigError, Params
 from lab.setup.reason import Reason
-from lab.measure.runtimes import HostLost
+from lab.measure.topologies import HostLost
 
-AGENT = "lab/measure/runtimes/agent.py"
+AGENT = "lab/measure/topologies/ssh/agent.py"
 SSH_OPTIONS = ("-o", "BatchMode=yes", "-o", "ConnectTimeout=10",
                "-o", "ServerAliveInterval=10", "-o", "ServerAliveCountMax=3")
 PERSIST = "10m"          # a master left behind (down never ran) ends after this idle time

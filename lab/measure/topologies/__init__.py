@@ -8,16 +8,18 @@ say how much CPU it used. A `Placement` pairs one server host with one or
 more client hosts, and says which address the server binds and where the
 clients reach it; a `Topology` makes it from the settings.
 
-A topology is one module here (or in a lab/measure/runtimes folder on PYTHONPATH:
-the package spans them, pkgutil.extend_path) whose TOPOLOGY is a `Topology`:
-its name, how it is chosen, and its steps (check, deps, needs_build, up,
-join, down, place); what it leaves out does nothing. The lab finds it by
-itself: TOPOLOGY=<name> accepts it, `lab check` checks it, run-benchmark.sh
-sets it up and down around the run. Found here:
-  local   one host, loopback (the default)          lab/measure/runtimes/local.py
-  netns   two network namespaces, a veth pair       lab/measure/runtimes/netns.py
-  ssh     real hosts over OpenSSH (SERVER_HOST)      lab/measure/runtimes/ssh*.py
-  docker  each server in a compose.yaml container   lab/measure/runtimes/docker*.py
+A topology is one package here, its helpers inside it (or one module or
+package in a lab/measure/topologies folder on PYTHONPATH: the package spans
+them, pkgutil.extend_path), whose TOPOLOGY is a `Topology`: its name, how it
+is chosen, and its steps (check, deps, needs_build, up, join, down, place);
+what it leaves out does nothing. The lab finds it by itself, importing only
+what stands directly here (never a topology's helpers, such as the ssh agent):
+TOPOLOGY=<name> accepts it, `lab check` checks it, run-benchmark.sh sets it up
+and down around the run. Found here:
+  local   one host, loopback (the default)          lab/measure/topologies/local/
+  netns   two network namespaces, a veth pair       lab/measure/topologies/netns/
+  ssh     real hosts over OpenSSH (SERVER_HOST)      lab/measure/topologies/ssh/
+  docker  each server in a compose.yaml container   lab/measure/topologies/docker/
 docs/extending.md says how to add one.
 """
 from __future__ import annotations
@@ -286,16 +288,15 @@ class Topology(Protocol):
 
 
 def topologies() -> dict[str, Topology]:
-    """Every topology found: the TOPOLOGY of each module of this package."""
+    """Every topology found: the TOPOLOGY of each module or package directly in
+    this package (a topology's own modules, inside its package, are not read)."""
     found: dict[str, Topology] = {}
     for info in pkgutil.iter_modules(__path__, __name__ + "."):
-        module = importlib.import_module(info.name)
-        value = vars(module).get("TOPOLOGY")
-        if value is None:
-            continue
+        value = vars(importlib.import_module(info.name)).get("TOPOLOGY")
         if not isinstance(value, Topology) or value.chosen_by not in CHOSEN_BY:
-            raise TypeError(f"{info.name}.TOPOLOGY is not a lab.measure.runtimes.Topology "
-                            f"(chosen_by one of {', '.join(CHOSEN_BY)})")
+            raise TypeError(f"{info.name}.TOPOLOGY is not a lab.measure.topologies.Topology "
+                            f"(chosen_by one of {', '.join(CHOSEN_BY)}); a topology's "
+                            f"helpers belong inside its package")
         found[value.name] = value
     return found
 
