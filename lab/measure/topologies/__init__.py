@@ -36,6 +36,7 @@ from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 from lab.host import procs
 from lab.setup.params import ConfigError, Params
 from lab.host.procfs import TreeSample
+from lab.record.series import Point
 from lab.setup.servers import Server
 
 T = TypeVar("T")
@@ -85,15 +86,23 @@ class Started(Protocol):
 
 
 class TreeSampler(Protocol):
-    """Samples a server's process tree during one client run (a context manager)."""
+    """Samples a server's process tree during one client run (a context manager):
+    every member the sweep reads (lab.host.procfs.Sampler has them all)."""
     first: TreeSample | None
     last: TreeSample | None
     rss_peak_kb: int
     threads_peak: int
-    own_cpu_s: float
+    own_cpu_s: float              # the sampler's own CPU time: the lab's cost
+    memory_error: str             # why `last` has no PSS/private/shared memory ("": it has)
+    points: list[Point]           # every sample, for the per-second series ([]: none kept)
+    cgroup_mem_peak_kb: int | None    # a container's cgroup memory peak; None elsewhere
 
     @property
     def cpu_s(self) -> float: ...
+
+    @property
+    def sys_s(self) -> float | None:
+        """The kernel's part of cpu_s; None where it cannot be told."""
 
     def __enter__(self) -> TreeSampler: ...
 

@@ -368,8 +368,7 @@ class ContainerSampler(procfs.Sampler):
 
     def __init__(self, container: Container, interval: float = 0.2, rescan: int = 5) -> None:
         self.container = container
-        self.cgroup_mem_peak_kb: int | None = None
-        super().__init__(container.pid, interval, rescan)
+        super().__init__(container.pid, interval, rescan)   # its first sample sets the peak
 
     def _sample(self) -> TreeSample | None:
         s = super()._sample()

@@ -20,6 +20,7 @@ from lab.setup import paths
 from lab.host import procs
 from lab.record import files
 from lab.host.procfs import TreeSample
+from lab.record.series import Point
 from lab.measure.topologies import (ClientHost, ClientHung, ClientRun, HostLost, ServerDied, ServerHost,
                           Started, TreeSampler)
 from lab.measure.topologies.ssh.session import Link, Remote, Session, key, last_line
@@ -167,6 +168,8 @@ class RemoteSampler:
         self.threads_peak = self.first.threads if self.first else 0
         self.own_cpu_s = 0.0
         self.memory_error = ""
+        self.points: list[Point] = []         # the agent keeps its samples: no series here
+        self.cgroup_mem_peak_kb: int | None = None
 
     def __enter__(self) -> RemoteSampler:
         return self
