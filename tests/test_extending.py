@@ -12,6 +12,8 @@ from pathlib import Path
 
 from conftest import ROOT, bench, free_port, lab, lab_env, leftovers, run_folders
 
+from lab.setup.params import TOPOLOGIES
+
 EXTENSIONS = ROOT / "tests" / "extensions"
 FOUND = """
 import json, sys
@@ -37,7 +39,7 @@ def found(pythonpath: str) -> dict[str, object]:
 def test_the_lab_finds_a_client_and_a_topology_by_their_file_alone() -> None:
     plain = found("")
     assert plain["clients"] == {"siege": "concurrency", "vegeta": "rate", "wrk": "concurrency"}
-    assert plain["topologies"] == ["local", "netns"]
+    assert plain["topologies"] == ["local", "netns"] == list(TOPOLOGIES)   # params' fallback
     # finding them imports no topology's helper run elsewhere: the ssh agent,
     # a script for the remote host, edits sys.path when imported
     assert plain["agent_imported"] is False and plain["path_kept"] is True

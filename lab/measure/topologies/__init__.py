@@ -118,7 +118,7 @@ class ServerHost(ABC):
               cpus: tuple[int, ...], log_max: int | None = None) -> Started:
         """Start argv pinned to `cpus`, in a session of its own, stdout and stderr to
         `log`; with `log_max`, at most that many bytes of it kept (lab.host.logcap),
-        where the runtime can (a local process: TOPOLOGY=local, netns)."""
+        where the topology can (a local process: TOPOLOGY=local, netns)."""
 
     @abstractmethod
     def run(self, argv: list[str], cwd: Path, env: dict[str, str], cpus: tuple[int, ...],
@@ -260,7 +260,8 @@ class Topology(Protocol):
     """One kind of topology: a module's TOPOLOGY. Subclass it and write
     `place`; every other step has a default that does nothing."""
     name: ClassVar[str]          # its name in the manifest; TOPOLOGY=<name> when chosen so
-    chosen_by: ClassVar[str]     # TOPOLOGY, SERVER_HOST (ssh) or RUNTIME (docker)
+    chosen_by: ClassVar[str]     # TOPOLOGY, SERVER_HOST (ssh) or RUNTIME (docker: the
+                                 # setting keeps that name, lab.setup.params)
     summary: ClassVar[str]       # one line describing it (for the settings' help and docs)
 
     def place(self, params: Params) -> Placement:

@@ -421,7 +421,7 @@ class DockerServerHost(LocalServerHost):
 
     def start(self, argv: list[str], cwd: Path, env: dict[str, str], log: Path,
               cpus: tuple[int, ...], log_max: int | None = None) -> Started:
-        # log_max: not applied here yet (the server's log is not capped in this runtime)
+        # log_max: not applied here yet (the server's log is not capped in this topology)
         service = service_for(cwd)
         cenv = self.environment(env, cpus)
         command = self.compose_cmd(service, "up", "-d", "--no-build", "--force-recreate",

@@ -27,8 +27,8 @@ from lab.measure.topologies.docker.engine import (Compose, compose_argv, compose
 
 MIRROR = os.environ.get("DEBIAN_MIRROR") or default("DEBIAN_MIRROR")   # for debootstrap
 BASES = {"debian:bullseye": "bullseye", "debian:bookworm": "bookworm"}
-# The archives a base made here installs from: the packages the process
-# runtime runs, so that the two runtimes differ in the container only. Debian
+# The archives a base made here installs from: the packages a RUNTIME=process
+# run uses, so that the two settings differ in the container only. Debian
 # 11 as the lab's own Debian 11 root (the suite alone: AWS 20.2-2, GNAT
 # 10.2.1); Debian 12 as a Debian 12 host is set up (its updates and security:
 # the same JDK 17 build). Docker's own images also list bullseye-security,

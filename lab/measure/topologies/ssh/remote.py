@@ -232,7 +232,7 @@ class SshServerHost(Host, ServerHost):
 
     def start(self, argv: list[str], cwd: Path, env: dict[str, str], log: Path,
               cpus: tuple[int, ...], log_max: int | None = None) -> Started:
-        # log_max: not applied here yet (the server's log is not capped in this runtime)
+        # log_max: not applied here yet (the server's log is not capped in this topology)
         run = env.get(procs.MARKER, "run")
         folder = shlex.quote(f"{self.remote.runs}/{run}")
         # sshd made this shell a session leader; exec keeps its id for the server
