@@ -369,7 +369,7 @@ def rerun_of(text: str | None) -> dict[str, object]:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     params, servers = load_params()
-    topologies.join(params)                  # the lab's own connections leave from the clients' side
+    topologies.join(params)                # the lab's own connections leave from the clients' side
     run = Path(args.run)
     client, _ = client_for(params, run)
     sweep = ServerSweep(ROOT, cache_dir(), run, lookup(servers, args.server), params, client,
@@ -434,7 +434,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
     """The robustness probe on a separate start of the server; exit 1: not to be loaded."""
     from lab.measure import probe
     params, servers = load_params()
-    topologies.join(params)                  # the probe's connections leave from the clients' side
+    topologies.join(params)                # the probe's connections leave from the clients' side
     run = Path(args.run)
     try:
         found, code = probe.main_step(params, lookup(servers, args.server), ROOT, cache_dir(),

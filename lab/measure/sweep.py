@@ -26,7 +26,8 @@ from lab.record.level import Level
 from lab.measure.launch import Knobs, ListenError, ServerProcess
 from lab.setup.params import KNOBS, WARMUP_SLICE_S, Params
 from lab.record.schema import Row
-from lab.measure.topologies import ClientHost, ClientHung, ClientRun, Placement, ServerDied, ServerHost
+from lab.measure.topologies import (ClientHost, ClientHung, ClientRun, Placement, ServerDied,
+                                    ServerHost)
 from lab.setup.servers import Server, expand
 from lab.measure.verify import VerifyError, recheck, verify, wire
 

@@ -55,7 +55,7 @@ from lab.setup.params import ConfigError, Params
 from lab.measure.topologies import ClientHost, HostLost, Placement, Topology
 from lab.measure.topologies.local import LocalClientHost
 from lab.measure.topologies.ssh.remote import Host, Registry, SshClientHost, SshServerHost
-from lab.measure.topologies.ssh.session import AGENT, Link, Remote, key, last_line, unreachable
+from lab.measure.topologies.ssh.session import AGENT, SshLink, Remote, key, last_line, unreachable
 from lab.measure.topologies.ssh.ship import (BUILD_TOOLS, ROOT, chosen_servers, client_tool, ship)
 
 PYTHON_MIN = (3, 9)
@@ -119,14 +119,14 @@ class SshPlacement(Placement):
 
 
 @dataclass(frozen=True)
-class Plan:
+class SshPlan:
     """Where things go, from the settings alone."""
     params: Params
     id: str
 
     @staticmethod
-    def of(params: Params) -> Plan:
-        return Plan(params, key(params.ssh_config, params.server_host,
+    def of(params: Params) -> SshPlan:
+        return SshPlan(params, key(params.ssh_config, params.server_host,
                                 " ".join(params.client_hosts), params.remote_dir, str(ROOT),
                                 str(paths.cache_dir())))
 
@@ -134,8 +134,8 @@ class Plan:
     def dests(self) -> list[str]:
         return list(dict.fromkeys([self.params.server_host, *self.params.client_hosts]))
 
-    def link(self, dest: str) -> Link:
-        return Link.to(dest, self.params)
+    def link(self, dest: str) -> SshLink:
+        return SshLink.to(dest, self.params)
 
     def role(self, dest: str) -> str:
         return "SERVER_HOST" if dest == self.params.server_host else "CLIENT_HOST"
@@ -157,7 +157,7 @@ class Plan:
         return f".cache/polyglot-lab/{checkout}-{key(str(ROOT), str(paths.cache_dir()))[:8]}"
 
 
-def load_state(plan: Plan) -> dict[str, Any]:
+def load_state(plan: SshPlan) -> dict[str, Any]:
     try:
         data: dict[str, Any] = json.loads(plan.state_file.read_text())
     except (OSError, ValueError):
@@ -180,7 +180,7 @@ SPLIT = ("each level's concurrency or rate is shared among the client hosts (the
 
 
 def topology(params: Params) -> Placement:
-    plan = Plan.of(params)
+    plan = SshPlan.of(params)
     state = load_state(plan)
     hosts = {d: remote_of(h) for d, h in state["hosts"].items()}
     server = SshServerHost(hosts[params.server_host], plan.link(params.server_host),
@@ -231,7 +231,7 @@ python3 -c 'import os, sys; print("python=%d.%d" % sys.version_info[:2]); print(
 """
 
 
-def preflight(link: Link, role: str, want: dict[str, str], cpus: tuple[int, ...]) -> list[str]:
+def preflight(link: SshLink, role: str, want: dict[str, str], cpus: tuple[int, ...]) -> list[str]:
     """What the host lacks (empty: nothing); ConfigError when ssh cannot reach it."""
     script = PREFLIGHT.format(commands=" ".join(shlex.quote(c) for c in want))
     try:
@@ -271,7 +271,7 @@ def preflight(link: Link, role: str, want: dict[str, str], cpus: tuple[int, ...]
 
 def check(params: Params) -> None:
     """`lab check`: every host reachable and fit, before anything is built."""
-    plan = Plan.of(params)
+    plan = SshPlan.of(params)
     if deps.ensure({"ssh": "openssh-client", "rsync": "rsync"}) != 0:   # installs as root
         raise ConfigError("SERVER_HOST needs ssh and rsync on this host")
     if not params.client_hosts:
@@ -295,7 +295,7 @@ def check(params: Params) -> None:
 
 # ---------------------------------------------------------------- lab up / down
 
-def hello(link: Link, role: str, base: str) -> dict[str, Any]:
+def hello(link: SshLink, role: str, base: str) -> dict[str, Any]:
     out = link.run(f"cd {shlex.quote(base)} && exec python3 root/{AGENT} hello", timeout=60)
     try:
         data: dict[str, Any] = json.loads(out.stdout)
@@ -305,7 +305,7 @@ def hello(link: Link, role: str, base: str) -> dict[str, Any]:
     return data
 
 
-def server_address(params: Params, link: Link) -> tuple[str, str, str]:
+def server_address(params: Params, link: SshLink) -> tuple[str, str, str]:
     """(bind, connect, why): where the server listens there and clients reach it."""
     out = subprocess.run(["ssh", *(["-F", link.config] if link.config else []), "-G", "--",
                           link.dest], capture_output=True, text=True, timeout=30)
@@ -330,7 +330,7 @@ def server_address(params: Params, link: Link) -> tuple[str, str, str]:
 
 def up(params: Params) -> None:
     """Open the masters, ship what runs there, check the server's address, save the facts."""
-    plan = Plan.of(params)
+    plan = SshPlan.of(params)
     hosts: dict[str, dict[str, Any]] = {}
     shipped: dict[str, list[str]] = {}
     servers = chosen_servers(params)
@@ -371,7 +371,7 @@ def up(params: Params) -> None:
 def down(params: Params) -> None:
     """Stop whatever a step left running there, remove the run folders there,
     close the masters. Never fails: says what it could not do."""
-    plan = Plan.of(params)
+    plan = SshPlan.of(params)
     try:
         hosts = json.loads(plan.state_file.read_text()).get("hosts", {})
     except (OSError, ValueError):

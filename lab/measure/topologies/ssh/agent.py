@@ -259,7 +259,7 @@ def serve() -> int:
 
 # ---------------------------------------------------------------- clients
 
-class Client:
+class ClientProcess:
     """One load client run: pinned, in a session of its own, output to files."""
 
     def __init__(self, argv: List[str], cpus: str, env: Dict[str, str], cwd: str,
@@ -314,13 +314,13 @@ class Client:
         return {"done": True, **(self.result or {})}
 
 
-CLIENTS: Dict[int, Client] = {}
+CLIENTS: Dict[int, ClientProcess] = {}
 
 
 def client_start(argv: List[str], cpus: str, env: Dict[str, str], cwd: str, folder: str,
                  name: str) -> Dict[str, Any]:
     number = next(NUMBERS)
-    CLIENTS[number] = Client(argv, cpus, env, cwd, folder, name)
+    CLIENTS[number] = ClientProcess(argv, cpus, env, cwd, folder, name)
     return {"client": number, "started": CLIENTS[number].started}
 
 

@@ -21,9 +21,9 @@ from lab.host import procs
 from lab.record import files
 from lab.host.procfs import TreeSample
 from lab.record.series import Point
-from lab.measure.topologies import (ClientHost, ClientHung, ClientRun, HostLost, ServerDied, ServerHost,
-                          Started, TreeSampler)
-from lab.measure.topologies.ssh.session import Link, Remote, Session, key, last_line
+from lab.measure.topologies import (ClientHost, ClientHung, ClientRun, HostLost, ServerDied,
+                                    ServerHost, Started, TreeSampler)
+from lab.measure.topologies.ssh.session import SshLink, Remote, Session, key, last_line
 from lab.measure.topologies.ssh.ship import ROOT, SHIPPED, PathMap, env_words, path_map, remote_env
 
 START_TIMEOUT_S = 30     # for a remote start to say its process id
@@ -32,7 +32,7 @@ START_TIMEOUT_S = 30     # for a remote start to say its process id
 class Host:
     """What every remote host does for the lab: its agent, asked over one session."""
 
-    def __init__(self, remote: Remote, link: Link) -> None:
+    def __init__(self, remote: Remote, link: SshLink) -> None:
         self.remote, self.link = remote, link
         self.name = remote.dest
         self.mapped = path_map(remote)
@@ -215,7 +215,7 @@ def tree_sample(data: object) -> TreeSample | None:
 class SshServerHost(Host, ServerHost):
     """The server host: starts, samples and stops the server there."""
 
-    def __init__(self, remote: Remote, link: Link, registry: Registry,
+    def __init__(self, remote: Remote, link: SshLink, registry: Registry,
                  passed: Iterable[str] = ()) -> None:
         super().__init__(remote, link)
         self.registry = registry
@@ -303,7 +303,7 @@ class SshServerHost(Host, ServerHost):
 class SshClientHost(Host, ClientHost):
     """A client host: runs the load client through the agent, which reports its rusage."""
 
-    def __init__(self, remote: Remote, link: Link) -> None:
+    def __init__(self, remote: Remote, link: SshLink) -> None:
         super().__init__(remote, link)
         self.shipped: set[str] = set()
 
