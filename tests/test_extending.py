@@ -68,6 +68,24 @@ def test_a_module_without_a_topology_beside_the_topologies_is_refused(tmp_path: 
     assert "helpers belong inside its package" in out.stderr
 
 
+def test_each_topologys_helpers_are_modules_of_its_package() -> None:
+    """A topology's package holds its helpers under their own names: no name the
+    package imports hides one (`from ...ssh import ship` is the module). The ssh
+    agent, a script for the remote host, is not imported."""
+    import importlib
+    import pkgutil
+    import types
+    from lab.measure import topologies
+    for name in sorted(topologies.topologies()):
+        package = importlib.import_module(f"lab.measure.topologies.{name}")
+        for info in pkgutil.iter_modules(package.__path__):
+            if (name, info.name) == ("ssh", "agent"):
+                continue
+            module = importlib.import_module(f"{package.__name__}.{info.name}")
+            assert getattr(package, info.name) is module, (name, info.name)
+            assert isinstance(module, types.ModuleType)
+
+
 def settings(tmp: Path, **more: str) -> dict[str, str]:
     return lab_env(tmp, PYTHONPATH=str(EXTENSIONS), LAB_CACHE=str(tmp / "cache"),
                    SERVER="paced", CLIENT="pyload", TOPOLOGY="twin", PORT=str(free_port()),

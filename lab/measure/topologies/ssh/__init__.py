@@ -56,7 +56,8 @@ from lab.measure.topologies import ClientHost, HostLost, Placement, Topology
 from lab.measure.topologies.local import LocalClientHost
 from lab.measure.topologies.ssh.remote import Host, Registry, SshClientHost, SshServerHost
 from lab.measure.topologies.ssh.session import AGENT, SshLink, Remote, key, last_line, unreachable
-from lab.measure.topologies.ssh.ship import (BUILD_TOOLS, ROOT, chosen_servers, client_tool, ship)
+from lab.measure.topologies.ssh.ship import (BUILD_TOOLS, ROOT, chosen_servers, client_tool,
+                                             ship_to)
 
 PYTHON_MIN = (3, 9)
 
@@ -345,7 +346,7 @@ def up(params: Params) -> None:
             raise ConfigError(f"{role}={dest}: cannot make the lab's folder {plan.base()} "
                               f"there: {last_line(made.stderr)}; set REMOTE_DIR")
         base = made.stdout.strip().splitlines()[-1]
-        what = ship(params, link, base, dest == params.server_host, servers, dest)
+        what = ship_to(params, link, base, dest == params.server_host, servers, dest)
         shipped[dest] = what
         facts = hello(link, role, base)
         if tuple(facts["python"][:2]) < PYTHON_MIN:

@@ -123,8 +123,8 @@ def rsync(link: SshLink, sources: list[str], cwd: Path, there: str, extra: Itera
                           f"{last_line(out.stderr)}")
 
 
-def ship(params: Params, link: SshLink, base: str, to_server: bool, servers: list[Server],
-         dest: str) -> list[str]:
+def ship_to(params: Params, link: SshLink, base: str, to_server: bool, servers: list[Server],
+            dest: str) -> list[str]:
     """Copy what runs on this host (rsync: a second run copies only changes)."""
     role = "SERVER_HOST" if to_server else "CLIENT_HOST"
     root = f"{base}/root"
