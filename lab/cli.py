@@ -21,7 +21,7 @@ from types import FrameType
 from lab.setup.paths import ROOT
 from lab.measure.clients import host_tools
 from lab.studies import calibrate
-from lab.measure import deps, hostinfo, runtimes
+from lab.measure import deps, hostinfo, topologies
 from lab.host import procs
 from lab.record import files, folder, runlock, schema
 from lab.present import report
@@ -72,7 +72,7 @@ def load_params() -> tuple[Params, Discovered]:
     servers = servers_found()
     refuse_unusable(servers, os.environ.get("SERVER", "").split())
     params = from_env(os.environ, list(servers), axes(), traits=traits(servers),
-                      topologies=runtimes.selectable())
+                      topologies=topologies.selectable())
     return params, servers
 
 
@@ -129,7 +129,7 @@ def cmd_check_servers(args: argparse.Namespace) -> int:
 
 def compose_services() -> dict[str, checklist.Service]:
     """compose.yaml's services (ConfigError: exit 2)."""
-    from lab.measure.runtimes import compose
+    from lab.measure.topologies.docker import compose
     try:
         return dict(compose.services())
     except compose.ComposeFileError as e:
@@ -163,7 +163,7 @@ def cmd_check(_: argparse.Namespace) -> int:
         print(f"warning: server {name} cannot be used: {why}", file=sys.stderr)
     for note in servers.skipped:
         print(f"note: {note}", file=sys.stderr)
-    runtimes.check(params)          # exit 2: not available here, host unreachable or lacking
+    topologies.check(params)          # exit 2: not available here, host unreachable or lacking
     for w in params.warnings:
         print(f"warning: {w}", file=sys.stderr)
     print(f"plan: {plan(params)}", file=sys.stderr)
@@ -196,7 +196,7 @@ def plan(p: Params, bind: str | None = None) -> str:
 def cmd_settings(args: argparse.Namespace) -> int:
     """The settings registry as `make help` shows it, or docs/settings.md's table."""
     from lab.measure.clients import described
-    found = Found(described(), axes(), runtimes.selectable())
+    found = Found(described(), axes(), topologies.selectable())
     print(markdown_table(found) if args.markdown else help_text(found))
     return 0
 
@@ -241,7 +241,7 @@ def cmd_deps(args: argparse.Namespace) -> int:
     params, servers = load_params()
     chosen = [lookup(servers, n) for n in (args.servers or params.servers)]
     return deps.ensure(deps.needed(chosen, params.client)) or \
-        deps.ensure_client(params.client, cache_dir()) or runtimes.deps(params)
+        deps.ensure_client(params.client, cache_dir()) or topologies.deps(params)
 
 
 def run_logged(argv: list[str], cwd: Path, env: dict[str, str], log: Path) -> int:
@@ -290,7 +290,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     # every server's setup (toolchains; pinned sources checked, exit 2) before any build
     for step, s in [(step, s) for step in ("setup", "build") for s in builds.values()]:
         name = s.name.partition("@")[0].partition("#")[0]
-        if not runtimes.needs_build(params, s):
+        if not topologies.needs_build(params, s):
             if step == "build":
                 print(f"[{name}] build: in its image (RUNTIME={params.runtime}, `lab up`)",
                       file=sys.stderr)
@@ -321,7 +321,7 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 def cmd_new_run(_: argparse.Namespace) -> int:
     params, servers = load_params()
-    topo = runtimes.current(params)
+    topo = topologies.current(params)
     for gone in folder.mark_gone_runs(ROOT / params.results):
         print(f"note: {gone.name} was left running by a lab that is gone: marked interrupted",
               file=sys.stderr)
@@ -369,7 +369,7 @@ def rerun_of(text: str | None) -> dict[str, object]:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     params, servers = load_params()
-    runtimes.join(params)                  # the lab's own connections leave from the clients' side
+    topologies.join(params)                # the lab's own connections leave from the clients' side
     run = Path(args.run)
     client, _ = client_for(params, run)
     sweep = ServerSweep(ROOT, cache_dir(), run, lookup(servers, args.server), params, client,
@@ -379,7 +379,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         sweep.save(status="complete" if args.rep >= params.repeat else "running",
                    reps_done=args.rep)
         return 0
-    except (SweepError, procs.PortBusy, procs.NotReady, runtimes.HostLost) as e:
+    except (SweepError, procs.PortBusy, procs.NotReady, topologies.HostLost) as e:
         status, message, code = "failed", str(e), Exit.FAILED
     except files.UnsafePath as e:       # a link planted in the run folder: not written through
         status, message, code = "failed", str(e), Exit.BAD_INPUT
@@ -406,10 +406,10 @@ def cmd_up(_: argparse.Namespace) -> int:
     """Set up the topology for the run (namespaces, links, ssh master); exit 2 if it can't."""
     params, _servers = load_params()
     try:
-        runtimes.up(params)
-    except runtimes.SetupError as e:
+        topologies.up(params)
+    except topologies.SetupError as e:
         return fail(str(e), Exit.FAILED)
-    topo = runtimes.current(params)
+    topo = topologies.current(params)
     print(f"topology: {topo.summary}", file=sys.stderr)
     return 0
 
@@ -417,16 +417,16 @@ def cmd_up(_: argparse.Namespace) -> int:
 def cmd_down(_: argparse.Namespace) -> int:
     """Undo `lab up`, whatever state it reached."""
     params, _servers = load_params()
-    runtimes.down(params)
+    topologies.down(params)
     return 0
 
 
 def cmd_images(_: argparse.Namespace) -> int:
     """RUNTIME=docker's base images, made locally where they cannot be pulled."""
-    from lab.measure.runtimes import docker_images
+    from lab.measure.topologies.docker import images
     try:
-        return docker_images.images_step()
-    except runtimes.SetupError as e:
+        return images.images_step()
+    except topologies.SetupError as e:
         return fail(str(e), Exit.FAILED)
 
 
@@ -434,7 +434,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
     """The robustness probe on a separate start of the server; exit 1: not to be loaded."""
     from lab.measure import probe
     params, servers = load_params()
-    runtimes.join(params)                  # the probe's connections leave from the clients' side
+    topologies.join(params)                # the probe's connections leave from the clients' side
     run = Path(args.run)
     try:
         found, code = probe.main_step(params, lookup(servers, args.server), ROOT, cache_dir(),
@@ -571,7 +571,7 @@ def cmd_guard(_args: argparse.Namespace) -> int:
         signal.signal(sig, signal.SIG_DFL)
     try:
         params, _servers = load_params()
-        runtimes.down(params)
+        topologies.down(params)
     except Exception as e:                       # noqa: BLE001  (nobody to tell but the log)
         print(f"lab guard: lab down failed: {e}", file=sys.stderr)
     if run is not None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FAKES, ROOT, free_port, lab_env
-from lab.measure.runtimes import compose
+from lab.measure.topologies.docker import compose
 from lab.setup import checklist
 from lab.setup.servers import ManifestError, load, manifests
 

@@ -12,12 +12,17 @@ from pathlib import Path
 
 from conftest import ROOT, bench, free_port, lab, lab_env, leftovers, run_folders
 
+from lab.setup.params import TOPOLOGIES
+
 EXTENSIONS = ROOT / "tests" / "extensions"
 FOUND = """
-import json
-from lab.measure import deps, runtimes
+import json, sys
+path = list(sys.path)
+from lab.measure import deps, topologies
 from lab.measure.clients import axes, clients, described, host_tools
-print(json.dumps({"clients": axes(), "topologies": runtimes.selectable(),
+print(json.dumps({"clients": axes(), "topologies": topologies.selectable(),
+                  "agent_imported": "lab.measure.topologies.ssh.agent" in sys.modules,
+                  "path_kept": sys.path == path,
                   "described": described(), "tools": host_tools(),
                   "needed": deps.needed([], "pyload") if "pyload" in clients() else {}}))
 """
@@ -34,7 +39,10 @@ def found(pythonpath: str) -> dict[str, object]:
 def test_the_lab_finds_a_client_and_a_topology_by_their_file_alone() -> None:
     plain = found("")
     assert plain["clients"] == {"siege": "concurrency", "vegeta": "rate", "wrk": "concurrency"}
-    assert plain["topologies"] == ["local", "netns"]
+    assert plain["topologies"] == ["local", "netns"] == list(TOPOLOGIES)   # params' fallback
+    # finding them imports no topology's helper run elsewhere: the ssh agent,
+    # a script for the remote host, edits sys.path when imported
+    assert plain["agent_imported"] is False and plain["path_kept"] is True
     extended = found(str(EXTENSIONS))
     assert extended["clients"] == {**plain["clients"], "pyload": "concurrency"}  # type: ignore[dict-item]
     assert extended["topologies"] == ["local", "netns", "twin"]
@@ -43,6 +51,39 @@ def test_the_lab_finds_a_client_and_a_topology_by_their_file_alone() -> None:
     assert isinstance(tools, dict) and str(tools["pyload"]).startswith("stdlib-3.")
     assert extended["needed"] == {"taskset": "util-linux", "ss": "iproute2",
                                   "gnuplot": "gnuplot-nox", "python3": "python3"}
+
+
+def test_a_module_without_a_topology_beside_the_topologies_is_refused(tmp_path: Path) -> None:
+    """Only topologies stand directly in lab/measure/topologies: a helper module
+    there, without a TOPOLOGY, belongs inside its topology's package."""
+    folder = tmp_path / "lab" / "measure" / "topologies"
+    folder.mkdir(parents=True)
+    (folder / "helper.py").write_text("SHARED = 1\n")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", FOUND], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0
+    assert ("lab.measure.topologies.helper.TOPOLOGY is not a lab.measure.topologies.Topology"
+            in out.stderr), out.stderr[-2000:]
+    assert "helpers belong inside its package" in out.stderr
+
+
+def test_each_topologys_helpers_are_modules_of_its_package() -> None:
+    """A topology's package holds its helpers under their own names: no name the
+    package imports hides one (`from ...ssh import ship` is the module). The ssh
+    agent, a script for the remote host, is not imported."""
+    import importlib
+    import pkgutil
+    import types
+    from lab.measure import topologies
+    for name in sorted(topologies.topologies()):
+        package = importlib.import_module(f"lab.measure.topologies.{name}")
+        for info in pkgutil.iter_modules(package.__path__):
+            if (name, info.name) == ("ssh", "agent"):
+                continue
+            module = importlib.import_module(f"{package.__name__}.{info.name}")
+            assert getattr(package, info.name) is module, (name, info.name)
+            assert isinstance(module, types.ModuleType)
 
 
 def settings(tmp: Path, **more: str) -> dict[str, str]:

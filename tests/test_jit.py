@@ -16,7 +16,7 @@ from lab.measure import jit
 from lab.analyse import metrics
 from lab.record import schema
 from lab.present import report
-from lab.measure.runtimes.local import LocalServerHost
+from lab.measure.topologies.local import LocalServerHost
 
 FIXTURE = ROOT / "tests" / "fixtures" / "jcmd-perfcounter.txt"
 

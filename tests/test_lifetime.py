@@ -18,7 +18,7 @@ import pytest
 
 from conftest import ROOT, bench, free_port, lab, lab_env, leftovers, run_folders
 from lab.host import procs
-from lab.measure.runtimes import netns
+from lab.measure.topologies import netns
 
 SHORT = {"SERVER": "nginx", "CONCURRENCY": "1 2 3 4 5 6 7 8", "DURATION": "2s",
          "WARMUP": "0"}

@@ -157,10 +157,10 @@ def test_rows_with_the_split_show_it_in_summary_report_levels_and_chart(tmp_path
 
 def test_the_ssh_agent_reports_the_split_and_the_remote_sampler_reads_it(
         forked: subprocess.Popen[str]) -> None:
-    """RUNTIME ssh: the agent (run here without ssh, as test_topology_ssh does)
+    """TOPOLOGY ssh: the agent (run here without ssh, as test_topology_ssh does)
     samples with lab.host.procfs and sends the split; ssh_remote reads it back."""
     import json
-    from lab.measure.runtimes import ssh_remote, ssh_session
+    from lab.measure.topologies.ssh import remote as ssh_remote, session as ssh_session
     agent = ssh_session.Session([sys.executable, str(ROOT / ssh_session.AGENT), "serve"],
                                 "agent")
     try:

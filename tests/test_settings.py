@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, bench, lab, lab_env, run_folders
-from lab.measure.runtimes import selectable
+from lab.measure.topologies import selectable
 from lab.measure.clients import axes, described
 from lab.setup.makeflags import command_line_variables, misspelt
 from lab.setup.params import (FOREIGN, PLUMBING, REGISTRY, SETTINGS, ConfigError, Traits,

@@ -25,7 +25,7 @@ import pytest
 from conftest import FAKES, ROOT, bench, free_port, lab, lab_env, leftovers, readable_copy, \
     run_folders
 from lab.setup.params import ConfigError, from_env
-from lab.measure.runtimes import netns
+from lab.measure.topologies import netns
 
 PREFIX = "labt"
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,

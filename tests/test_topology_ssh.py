@@ -25,7 +25,8 @@ from lab.record import folder, schema
 from lab.measure.clients import Load
 from lab.record.level import Level
 from lab.setup.params import ConfigError, from_env
-from lab.measure.runtimes import ssh, ssh_session, ssh_ship
+from lab.measure.topologies import ssh
+from lab.measure.topologies.ssh import session as ssh_session, ship as ssh_ship
 from lab.measure.sweep import split_load
 from sshhost import Lan
 
@@ -134,7 +135,7 @@ def test_paths_and_environment_as_the_remote_host_sees_them(tmp_path: Path) -> N
 
 def test_control_sockets_fit_the_path_limit() -> None:
     p = params(SERVER_HOST="someone@" + "h" * 60, SSH_CONFIG=__file__)
-    link = ssh_session.Link.to(p.server_host, p)
+    link = ssh_session.SshLink.to(p.server_host, p)
     assert len(link.control) + len(".XXXXXXXXXXXXXXXX") < 100   # ssh adds a suffix at bind
 
 
@@ -216,8 +217,8 @@ def nothing_left(run: Path, lan: Lan, params_env: dict[str, str]) -> None:
     assert lan.leftovers() == []                                
     sockets = Path("/tmp") / f"labssh-{os.geteuid()}"
     p = from_env(params_env, ["nginx", "aws", "jersey", "paced"], CLIENTS)
-    for dest in ssh.Plan.of(p).dests:
-        assert not Path(ssh_session.Link.to(dest, p).control).exists(), dest
+    for dest in ssh.SshPlan.of(p).dests:
+        assert not Path(ssh_session.SshLink.to(dest, p).control).exists(), dest
 
 
 def test_unreachable_or_unfit_hosts_stop_the_run_before_anything_is_built(

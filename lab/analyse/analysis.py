@@ -5,7 +5,7 @@ record it is given; the arithmetic and thresholds are lab.analyse.metrics'.
 
 The report (summary.md, results.json), the HTML page, the charts and `make
 compare` all read an Analysis; none needs another to have run first, and
-none imports the measuring side (sweep, launch, calibrate, runtimes).
+none imports the measuring side (sweep, launch, calibrate, topologies).
 """
 from __future__ import annotations
 

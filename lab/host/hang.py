@@ -1,6 +1,6 @@
 """Why a client hung: which side stalls, read from /proc before the client is stopped.
 
-When a client runs far past its time (lab.measure.runtimes' ClientHung), the lab
+When a client runs far past its time (lab.measure.topologies' ClientHung), the lab
 looks, before stopping it, at what each of its threads waits in (the
 kernel's wchan: a lock, the network, a child) and at its TCP connections to
 the server (/proc/net/tcp: open and unanswered, closed by the server, still

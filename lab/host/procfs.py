@@ -197,6 +197,8 @@ class Sampler:
         self.rescan = rescan
         self.members: list[int] = []
         self.count = 0
+        # a container's cgroup memory peak (its subclass in the docker topology); None here
+        self.cgroup_mem_peak_kb: int | None = None
         self.first: TreeSample | None = self._sample()
         self.count = 1 if self.first else 0
         self.last: TreeSample | None = self.first

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from lab.measure.runtimes import ServerHost
+from lab.measure.topologies import ServerHost
 from lab.setup.servers import Server
 
 COUNTER = "sun.ci.totalCompiles"

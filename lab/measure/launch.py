@@ -12,8 +12,8 @@ from pathlib import Path
 
 from lab.host import procs
 from lab.host.procfs import TreeSample
-from lab.measure.runtimes import ServerHost, Started
-from lab.measure.runtimes.local import LocalServerHost
+from lab.measure.topologies import ServerHost, Started
+from lab.measure.topologies.local import LocalServerHost
 from lab.setup.servers import Server, expand
 
 

@@ -18,15 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from lab.record import failures, files, schema, series
-from lab.measure import jit, runtimes
+from lab.measure import jit, topologies
 from lab.analyse import contract, metrics
 from lab.host import logcap, procs
-from lab.measure.clients import Client, ClientError, Load
+from lab.measure.clients import Client, ClientError, Load, PerSecond
 from lab.record.level import Level
 from lab.measure.launch import Knobs, ListenError, ServerProcess
 from lab.setup.params import KNOBS, WARMUP_SLICE_S, Params
 from lab.record.schema import Row
-from lab.measure.runtimes import ClientHost, ClientHung, ClientRun, Placement, ServerDied, ServerHost
+from lab.measure.topologies import (ClientHost, ClientHung, ClientRun, Placement, ServerDied,
+                                    ServerHost)
 from lab.setup.servers import Server, expand
 from lab.measure.verify import VerifyError, recheck, verify, wire
 
@@ -92,7 +93,7 @@ class ServerSweep:
                  topology: Placement | None = None) -> None:
         self.root, self.cache, self.run, self.server = root, cache, run, server
         self.params, self.client, self.rep = params, client, rep
-        self.topology = topology or runtimes.current(params)
+        self.topology = topology or topologies.current(params)
         self.out = run / server.name
         self.tag = f"[{server.name}]" if params.repeat == 1 and not params.repeat_auto else \
             f"[{server.name} rep {rep}, up to {params.repeat_max}]" if params.repeat_auto else \
@@ -417,14 +418,13 @@ class ServerSweep:
         levels = [replace(lv, stopped=metrics.ran_short(lv, duration, self.client.name))
                   for lv in levels]
         if "warmup" not in tag:
-            self.write_series(tag, runs, getattr(sampler, "points", None))
+            self.write_series(tag, runs, sampler.points)
         hosts_pct = tuple(100 * ran.cpu_s / (len(p.client_cpus) * max(ran.wall_s, 1e-9))
                           for ran in runs) if several else ()
         if several:
             self.record_hosts(tag, [share for _, share in shares], runs, levels, hosts_pct)
         last = sampler.last
-        why = getattr(sampler, "memory_error", "") if last is None or last.pss_kb is None \
-            else ""
+        why = sampler.memory_error if last is None or last.pss_kb is None else ""
         if why and self.start_record.get("memory_split") != why:
             self.start_record["memory_split"] = why     # shown as "unavailable" with this
         return metrics.combine(levels), metrics.Measured(
@@ -436,24 +436,23 @@ class ServerSweep:
             sampler_cpu_s=sampler.own_cpu_s, time_wait=topo.time_wait(),
             client_hosts_cpu_pct=hosts_pct,
             cgroup_mem_kb=last.cgroup_mem_kb if last else None,
-            cgroup_mem_peak_kb=getattr(sampler, "cgroup_mem_peak_kb", None),
+            cgroup_mem_peak_kb=sampler.cgroup_mem_peak_kb,
             pss_kb=last.pss_kb if last else None,
             private_kb=last.private_kb if last else None,
             shared_kb=last.shared_kb if last else None,
             anon_kb=last.anon_kb if last else None,
-            server_sys_s=getattr(sampler, "sys_s", None))
+            server_sys_s=sampler.sys_s)
 
     def write_series(self, tag: str, runs: list[ClientRun],
-                     points: list[series.Point] | None) -> None:
+                     points: list[series.Point]) -> None:
         """The level's per-second series (lab.record.series): the client's req/s where
         it gives one (summed over client hosts), the sampler's CPU and RSS."""
-        per_second = getattr(self.client, "per_second", None)
         rps: list[float] | None = None
-        if per_second is not None:
-            each: list[list[float]] = [per_second(ran.stdout) for ran in runs]
+        if isinstance(self.client, PerSecond):
+            each = [self.client.per_second(ran.stdout) for ran in runs]
             rps = [round(sum(x[i] for x in each if i < len(x)), 1)
                    for i in range(max((len(x) for x in each), default=0))]
-        server = series.server_per_second(points or [])
+        server = series.server_per_second(points)
         if rps or server:
             series.write(schema.series_file(self.run, self.server.name, tag), rps, server,
                          self.run)

@@ -18,7 +18,7 @@ Every server:
 - has a compose.yaml service and a Dockerfile, unless its manifest says
   `docker = false`.
 
-The compose services are read by lab.measure.runtimes.compose and given to
+The compose services are read by lab.measure.topologies.docker.compose and given to
 check(): lab/setup imports no other role.
 """
 from __future__ import annotations
@@ -53,7 +53,7 @@ class Finding:
 
 class Service(Protocol):
     """What the checklist reads of a compose.yaml service
-    (lab.measure.runtimes.compose.Service)."""
+    (lab.measure.topologies.docker.compose.Service)."""
     @property
     def context(self) -> Path | None: ...
     @property
@@ -294,7 +294,7 @@ def asked(servers: Mapping[str, Server], names: list[str], tree: Tree) -> list[F
     """The checks of the servers a step was asked for (NAME, NAME@N, NAME#K;
     a variant with its base): the build checks, and the image checks of those
     with a service in tree.services (one without: RUNTIME=docker's own check
-    refuses it, lab.measure.runtimes.docker)."""
+    refuses it, lab.measure.topologies.docker)."""
     plain = {n.partition("#")[0].partition("@")[0] for n in names}
     chosen = {s.name: s for s in (servers[n] for n in sorted(plain) if n in servers)}
     chosen |= {s.base: servers[s.base] for s in list(chosen.values())

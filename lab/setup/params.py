@@ -255,6 +255,8 @@ REGISTRY: tuple[Setting, ...] = (
     declare("REMOTE_DIR", "", "folder",
             "the folder on each remote host the lab copies what it runs into (relative: to the "
             "remote home; empty: ~/.cache/polyglot-lab/<this checkout>)", SSH),
+    # RUNTIME=docker chooses the docker topology; the setting keeps its name (not
+    # TOPOLOGY=docker) because users' commands and saved runs' manifests name it
     declare("RUNTIME", "process", "process or docker",
             "how the server runs: process (directly) or docker (its compose.yaml service, built "
             "from the server's Dockerfile)"),
@@ -351,7 +353,9 @@ def default(name: str) -> str:
     return SETTINGS[name].default
 
 
-TOPOLOGIES = ("local", "netns", "ssh")
+# what TOPOLOGY accepts when no list found is given: the topologies chosen by
+# TOPOLOGY in the checkout (lab.measure.topologies.selectable() adds any other)
+TOPOLOGIES = ("local", "netns")
 RUNTIMES = ("process", "docker")
 
 
@@ -533,7 +537,7 @@ HOST_TEXT = re.compile(r"(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9._:-]+|(?:[A-Za-z0-9._-]
 @dataclass(frozen=True)
 class TopologySettings:
     """Where the run's processes run, as the settings say (parse_where): the
-    topology, its link, its hosts, the runtime and its memory limit."""
+    topology, its link, its hosts, RUNTIME and its memory limit."""
     topology: str
     link: str
     link_delay: str
@@ -546,7 +550,7 @@ class TopologySettings:
 
 
 def parse_where(get: Callable[[str], str],
-                topologies: Collection[str] = ("local", "netns")) -> TopologySettings:
+                topologies: Collection[str] = TOPOLOGIES) -> TopologySettings:
     """TOPOLOGY, LINK, LINK_DELAY, SERVER_HOST, CLIENT_HOST, RUNTIME, MEM_LIMIT, checked together."""
     topology = get("TOPOLOGY").strip()
     server_host = get("SERVER_HOST").strip()
@@ -828,13 +832,13 @@ def from_env(env: Mapping[str, str], known_servers: list[str],
              clients: Mapping[str, str] | Collection[str],
              available_cpus: set[int] | None = None,
              traits: Mapping[str, Traits] | None = None,
-             topologies: Collection[str] = ("local", "netns")) -> Params:
+             topologies: Collection[str] = TOPOLOGIES) -> Params:
     """The run's Params from the environment, each setting checked by a small
     function of its own; then the settings given that this run would not use.
     `clients` maps each client's name to the axis it varies (concurrency or
     rate); a plain list means closed-loop clients. `traits`: each known
     server's language and whether it has workers (None: not checked);
-    `topologies`: the names TOPOLOGY accepts (lab.measure.runtimes.selectable())."""
+    `topologies`: the names TOPOLOGY accepts (lab.measure.topologies.selectable())."""
     def get(name: str) -> str:
         value = env.get(name)
         return SETTINGS[name].default if value is None else value

@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from lab.measure import hostinfo, runtimes
+from lab.measure import hostinfo, topologies
 from lab.record import files, folder, schema
 from lab.measure.clients import Options, axes, clients
 from lab.analyse.metrics import why_not_calibrated
@@ -85,7 +85,7 @@ def run(root: Path, cache: Path, servers: dict[str, Server]) -> int:
         "ceiling": ceiling.name, "duration_s": params.duration_s, "levels": list(params.levels),
         "pinning": {"server_cpus": format_cpus(params.server_cpus),
                     "client_cpus": format_cpus(params.client_cpus)},
-        "topology": runtimes.current(params).summary,
+        "topology": topologies.current(params).summary,
         "client_threads": params.client_threads,
         "host": {k: v for k, v in hostinfo.host().items()
                  if k in ("hostname", "cpu_model", "cores", "kernel")},

@@ -56,7 +56,7 @@ from lab.measure.launch import Knobs, ServerProcess
 from lab.setup.params import (SETTINGS, ConfigError, Params, Traits, format_cpus, from_env,
                         parse_list, positive_int)
 from lab.setup.paths import ROOT, cache_dir
-from lab.measure.runtimes.local import LocalServerHost
+from lab.measure.topologies.local import LocalServerHost
 from lab.setup.servers import Server, discover, lookup, outside
 from lab.measure.sweep import server_facts
 

@@ -22,7 +22,7 @@ import importlib
 import pkgutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Protocol
+from typing import ClassVar, Protocol, runtime_checkable
 
 from lab.measure import hostinfo
 from lab.record.level import Level
@@ -75,6 +75,15 @@ class Client(Protocol):
     def command(self, url: str, load: Load, duration_s: int) -> list[str]: ...
 
     def parse(self, stdout: str, stderr: str) -> Level: ...
+
+
+@runtime_checkable
+class PerSecond(Protocol):
+    """What a client may give besides `Client`'s members (vegeta does): its
+    responses in each second of a run, read from its output, for the level's
+    per-second series (lab.record.series). A client without it gives none."""
+
+    def per_second(self, stdout: str) -> list[float]: ...
 
 
 def clients() -> dict[str, type[Client]]:

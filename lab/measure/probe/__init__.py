@@ -43,12 +43,12 @@ from typing import Any
 from lab.analyse import contract, probeview
 from lab.analyse.contract import Check
 from lab.host import procfs, procs
-from lab.measure import runtimes
+from lab.measure import topologies
 from lab.record import files
 from lab.analyse.wording import md_cell as cell
 from lab.analyse.probeview import ProbeOutcome, checks_of, settled_text
 from lab.host.procfs import TreeSample
-from lab.measure.runtimes import Placement, ServerHost
+from lab.measure.topologies import Placement, ServerHost
 from lab.measure.launch import Knobs, ServerProcess
 from lab.setup.params import UNKNOWN_HINT, Params
 from lab.setup.servers import Server
@@ -325,7 +325,7 @@ def probe_server(server: Server, root: Path, cache: Path, run_dir: Path, knobs: 
                            instance.sample,
                            lambda ours, theirs: where.in_network(
                                lambda: receive_queue(ours, theirs)))
-    except (procs.PortBusy, procs.NotReady, runtimes.HostLost) as e:
+    except (procs.PortBusy, procs.NotReady, topologies.HostLost) as e:
         report = replace(report, error=str(e))
     finally:
         try:
@@ -359,7 +359,7 @@ def main_step(params: Params, server: Server, root: Path, cache: Path, run_dir: 
     if not params.probe:
         print(f"[{server.name}] probe skipped (PROBE=0)", file=sys.stderr)
         return None, 0
-    topology = runtimes.current(params)
+    topology = topologies.current(params)
     knobs = Knobs(port=params.port, workers=server.workers(params.workers),
                   backlog=params.backlog, bind=topology.bind)
     print(f"[{server.name}] probe: {len(PROBES)} probes on a separate start "

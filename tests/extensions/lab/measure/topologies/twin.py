@@ -8,8 +8,8 @@ from pathlib import Path
 from lab.setup import paths
 from lab.host import procs
 from lab.setup.params import ConfigError, Params
-from lab.measure.runtimes import Placement, Topology
-from lab.measure.runtimes.local import LocalClientHost, LocalServerHost
+from lab.measure.topologies import Placement, Topology
+from lab.measure.topologies.local import LocalClientHost, LocalServerHost
 
 
 def log() -> Path:

@@ -3,9 +3,8 @@ here with debootstrap + docker import where they cannot be pulled), each
 service's image (`compose build`), and their facts (id, size).
 
 `lab up` makes what the chosen services need; `make images` (`lab images`)
-makes both bases alone. The runtime itself is lab/measure/runtimes/docker.py,
-the engine and Compose lab/measure/runtimes/docker_engine.py. Not a topology:
-it has no TOPOLOGY.
+makes both bases alone. The topology itself is lab/measure/topologies/docker/,
+the engine and Compose engine.py.
 """
 from __future__ import annotations
 
@@ -20,15 +19,16 @@ from typing import Any
 from lab.host import procs
 from lab.setup.params import Params, default
 from lab.setup.paths import ROOT, cache_dir
-from lab.measure.runtimes import SetupError, compose
-from lab.measure.runtimes.docker_engine import (Compose, compose_argv, compose_env,
+from lab.measure.topologies import SetupError
+from lab.measure.topologies.docker import compose
+from lab.measure.topologies.docker.engine import (Compose, compose_argv, compose_env,
                                                 ensure_engine, is_root, manual_steps, run,
                                                 run_logged, say)
 
 MIRROR = os.environ.get("DEBIAN_MIRROR") or default("DEBIAN_MIRROR")   # for debootstrap
 BASES = {"debian:bullseye": "bullseye", "debian:bookworm": "bookworm"}
-# The archives a base made here installs from: the packages the process
-# runtime runs, so that the two runtimes differ in the container only. Debian
+# The archives a base made here installs from: the packages a RUNTIME=process
+# run uses, so that the two settings differ in the container only. Debian
 # 11 as the lab's own Debian 11 root (the suite alone: AWS 20.2-2, GNAT
 # 10.2.1); Debian 12 as a Debian 12 host is set up (its updates and security:
 # the same JDK 17 build). Docker's own images also list bullseye-security,

@@ -3,9 +3,8 @@ started here, as root, when none does), which Compose runs (v2 or v1), and
 how the lab calls them: one command to its end, output captured or logged;
 a compose command for the project of a port, with its environment.
 
-The runtime (lab/measure/runtimes/docker.py) and the images
-(lab/measure/runtimes/docker_images.py) run their commands through here. Not a
-topology: it has no TOPOLOGY.
+The topology (lab/measure/topologies/docker/) and the images (images.py)
+run their commands through here.
 """
 from __future__ import annotations
 
@@ -23,7 +22,8 @@ from typing import Any
 from lab.host import procs
 from lab.setup.params import Params, format_cpus
 from lab.setup.paths import cache_dir
-from lab.measure.runtimes import SetupError, compose
+from lab.measure.topologies import SetupError
+from lab.measure.topologies.docker import compose
 
 PREFIX_VARIABLE = "LAB_DOCKER_PREFIX"   # compose projects are <prefix>-<port>
 DEFAULT_PROJECT_PREFIX = "restlab"

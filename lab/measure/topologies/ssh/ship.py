@@ -15,7 +15,7 @@ from pathlib import Path
 from lab.setup import paths
 from lab.host import procs
 from lab.setup.params import ConfigError, Params
-from lab.measure.runtimes.ssh_session import Link, Remote, key, last_line
+from lab.measure.topologies.ssh.session import SshLink, Remote, key, last_line
 from lab.setup.servers import LAB_VARIABLES, Server, artifact_path, found_here, lookup
 
 ROOT = paths.ROOT
@@ -108,7 +108,7 @@ def cache_parts(server: Server) -> set[str]:
     return parts
 
 
-def rsync(link: Link, sources: list[str], cwd: Path, there: str, extra: Iterable[str] = ()
+def rsync(link: SshLink, sources: list[str], cwd: Path, there: str, extra: Iterable[str] = ()
           ) -> None:
     """rsync -a --delete of `sources` (relative to cwd, kept relative) into `there`."""
     made = link.run(f"mkdir -p {shlex.quote(there)}")
@@ -123,8 +123,8 @@ def rsync(link: Link, sources: list[str], cwd: Path, there: str, extra: Iterable
                           f"{last_line(out.stderr)}")
 
 
-def ship(params: Params, link: Link, base: str, to_server: bool, servers: list[Server],
-         dest: str) -> list[str]:
+def ship_to(params: Params, link: SshLink, base: str, to_server: bool, servers: list[Server],
+            dest: str) -> list[str]:
     """Copy what runs on this host (rsync: a second run copies only changes)."""
     role = "SERVER_HOST" if to_server else "CLIENT_HOST"
     root = f"{base}/root"

@@ -20,10 +20,11 @@ from lab.setup import paths
 from lab.host import procs
 from lab.record import files
 from lab.host.procfs import TreeSample
-from lab.measure.runtimes import (ClientHost, ClientHung, ClientRun, HostLost, ServerDied, ServerHost,
-                          Started, TreeSampler)
-from lab.measure.runtimes.ssh_session import Link, Remote, Session, key, last_line
-from lab.measure.runtimes.ssh_ship import ROOT, SHIPPED, PathMap, env_words, path_map, remote_env
+from lab.record.series import Point
+from lab.measure.topologies import (ClientHost, ClientHung, ClientRun, HostLost, ServerDied,
+                                    ServerHost, Started, TreeSampler)
+from lab.measure.topologies.ssh.session import SshLink, Remote, Session, key, last_line
+from lab.measure.topologies.ssh.ship import ROOT, SHIPPED, PathMap, env_words, path_map, remote_env
 
 START_TIMEOUT_S = 30     # for a remote start to say its process id
 
@@ -31,7 +32,7 @@ START_TIMEOUT_S = 30     # for a remote start to say its process id
 class Host:
     """What every remote host does for the lab: its agent, asked over one session."""
 
-    def __init__(self, remote: Remote, link: Link) -> None:
+    def __init__(self, remote: Remote, link: SshLink) -> None:
         self.remote, self.link = remote, link
         self.name = remote.dest
         self.mapped = path_map(remote)
@@ -167,6 +168,8 @@ class RemoteSampler:
         self.threads_peak = self.first.threads if self.first else 0
         self.own_cpu_s = 0.0
         self.memory_error = ""
+        self.points: list[Point] = []         # the agent keeps its samples: no series here
+        self.cgroup_mem_peak_kb: int | None = None
 
     def __enter__(self) -> RemoteSampler:
         return self
@@ -212,7 +215,7 @@ def tree_sample(data: object) -> TreeSample | None:
 class SshServerHost(Host, ServerHost):
     """The server host: starts, samples and stops the server there."""
 
-    def __init__(self, remote: Remote, link: Link, registry: Registry,
+    def __init__(self, remote: Remote, link: SshLink, registry: Registry,
                  passed: Iterable[str] = ()) -> None:
         super().__init__(remote, link)
         self.registry = registry
@@ -229,7 +232,7 @@ class SshServerHost(Host, ServerHost):
 
     def start(self, argv: list[str], cwd: Path, env: dict[str, str], log: Path,
               cpus: tuple[int, ...], log_max: int | None = None) -> Started:
-        # log_max: not applied here yet (the server's log is not capped in this runtime)
+        # log_max: not applied here yet (the server's log is not capped in this topology)
         run = env.get(procs.MARKER, "run")
         folder = shlex.quote(f"{self.remote.runs}/{run}")
         # sshd made this shell a session leader; exec keeps its id for the server
@@ -300,7 +303,7 @@ class SshServerHost(Host, ServerHost):
 class SshClientHost(Host, ClientHost):
     """A client host: runs the load client through the agent, which reports its rusage."""
 
-    def __init__(self, remote: Remote, link: Link) -> None:
+    def __init__(self, remote: Remote, link: SshLink) -> None:
         super().__init__(remote, link)
         self.shipped: set[str] = set()
 

@@ -13,7 +13,7 @@ The steps, top-down:
   lab probe/sweep
               the server starts there pinned (taskset) in an ssh session of its own
               whose output is its log here; its tree is sampled from that host's
-              /proc by the lab's agent (lab/measure/runtimes/agent.py) over the master;
+              /proc by the lab's agent (lab/measure/topologies/ssh/agent.py) over the master;
               clients on client hosts run through the agent, which reports their
               rusage; every start is noted in a file so that `down` can stop it
   lab down    what a step left running is stopped (by its process id, checked
@@ -25,10 +25,11 @@ the hosts' facts from `up` and the starts not yet stopped. Control sockets
 are derived from the settings, under /tmp/labssh-<uid>/ (short: a socket
 path has a limit of about 100 characters).
 
-The modules, by role: ssh_session.py (how a host is reached, the agent's
-session), ssh_ship.py (what is copied there, paths and environment
-rewritten), ssh_remote.py (the server and clients run there), this one
-(the topology: check, up, down, the hosts' state across steps).
+The package's modules, by role: session.py (how a host is reached, the
+agent's session), ship.py (what is copied there, paths and environment
+rewritten), remote.py (the server and clients run there), agent.py (the
+lab's helper there, run as a script, never imported here), this one (the
+topology: check, up, down, the hosts' state across steps).
 """
 from __future__ import annotations
 
@@ -51,11 +52,12 @@ from lab.measure import deps
 from lab.setup import paths
 from lab.host import procs
 from lab.setup.params import ConfigError, Params
-from lab.measure.runtimes import ClientHost, HostLost, Placement, Topology
-from lab.measure.runtimes.local import LocalClientHost
-from lab.measure.runtimes.ssh_remote import Host, Registry, SshClientHost, SshServerHost
-from lab.measure.runtimes.ssh_session import AGENT, Link, Remote, key, last_line, unreachable
-from lab.measure.runtimes.ssh_ship import (BUILD_TOOLS, ROOT, chosen_servers, client_tool, ship)
+from lab.measure.topologies import ClientHost, HostLost, Placement, Topology
+from lab.measure.topologies.local import LocalClientHost
+from lab.measure.topologies.ssh.remote import Host, Registry, SshClientHost, SshServerHost
+from lab.measure.topologies.ssh.session import AGENT, SshLink, Remote, key, last_line, unreachable
+from lab.measure.topologies.ssh.ship import (BUILD_TOOLS, ROOT, chosen_servers, client_tool,
+                                             ship_to)
 
 PYTHON_MIN = (3, 9)
 
@@ -118,14 +120,14 @@ class SshPlacement(Placement):
 
 
 @dataclass(frozen=True)
-class Plan:
+class SshPlan:
     """Where things go, from the settings alone."""
     params: Params
     id: str
 
     @staticmethod
-    def of(params: Params) -> Plan:
-        return Plan(params, key(params.ssh_config, params.server_host,
+    def of(params: Params) -> SshPlan:
+        return SshPlan(params, key(params.ssh_config, params.server_host,
                                 " ".join(params.client_hosts), params.remote_dir, str(ROOT),
                                 str(paths.cache_dir())))
 
@@ -133,8 +135,8 @@ class Plan:
     def dests(self) -> list[str]:
         return list(dict.fromkeys([self.params.server_host, *self.params.client_hosts]))
 
-    def link(self, dest: str) -> Link:
-        return Link.to(dest, self.params)
+    def link(self, dest: str) -> SshLink:
+        return SshLink.to(dest, self.params)
 
     def role(self, dest: str) -> str:
         return "SERVER_HOST" if dest == self.params.server_host else "CLIENT_HOST"
@@ -156,7 +158,7 @@ class Plan:
         return f".cache/polyglot-lab/{checkout}-{key(str(ROOT), str(paths.cache_dir()))[:8]}"
 
 
-def load_state(plan: Plan) -> dict[str, Any]:
+def load_state(plan: SshPlan) -> dict[str, Any]:
     try:
         data: dict[str, Any] = json.loads(plan.state_file.read_text())
     except (OSError, ValueError):
@@ -179,7 +181,7 @@ SPLIT = ("each level's concurrency or rate is shared among the client hosts (the
 
 
 def topology(params: Params) -> Placement:
-    plan = Plan.of(params)
+    plan = SshPlan.of(params)
     state = load_state(plan)
     hosts = {d: remote_of(h) for d, h in state["hosts"].items()}
     server = SshServerHost(hosts[params.server_host], plan.link(params.server_host),
@@ -230,7 +232,7 @@ python3 -c 'import os, sys; print("python=%d.%d" % sys.version_info[:2]); print(
 """
 
 
-def preflight(link: Link, role: str, want: dict[str, str], cpus: tuple[int, ...]) -> list[str]:
+def preflight(link: SshLink, role: str, want: dict[str, str], cpus: tuple[int, ...]) -> list[str]:
     """What the host lacks (empty: nothing); ConfigError when ssh cannot reach it."""
     script = PREFLIGHT.format(commands=" ".join(shlex.quote(c) for c in want))
     try:
@@ -270,7 +272,7 @@ def preflight(link: Link, role: str, want: dict[str, str], cpus: tuple[int, ...]
 
 def check(params: Params) -> None:
     """`lab check`: every host reachable and fit, before anything is built."""
-    plan = Plan.of(params)
+    plan = SshPlan.of(params)
     if deps.ensure({"ssh": "openssh-client", "rsync": "rsync"}) != 0:   # installs as root
         raise ConfigError("SERVER_HOST needs ssh and rsync on this host")
     if not params.client_hosts:
@@ -294,7 +296,7 @@ def check(params: Params) -> None:
 
 # ---------------------------------------------------------------- lab up / down
 
-def hello(link: Link, role: str, base: str) -> dict[str, Any]:
+def hello(link: SshLink, role: str, base: str) -> dict[str, Any]:
     out = link.run(f"cd {shlex.quote(base)} && exec python3 root/{AGENT} hello", timeout=60)
     try:
         data: dict[str, Any] = json.loads(out.stdout)
@@ -304,7 +306,7 @@ def hello(link: Link, role: str, base: str) -> dict[str, Any]:
     return data
 
 
-def server_address(params: Params, link: Link) -> tuple[str, str, str]:
+def server_address(params: Params, link: SshLink) -> tuple[str, str, str]:
     """(bind, connect, why): where the server listens there and clients reach it."""
     out = subprocess.run(["ssh", *(["-F", link.config] if link.config else []), "-G", "--",
                           link.dest], capture_output=True, text=True, timeout=30)
@@ -329,7 +331,7 @@ def server_address(params: Params, link: Link) -> tuple[str, str, str]:
 
 def up(params: Params) -> None:
     """Open the masters, ship what runs there, check the server's address, save the facts."""
-    plan = Plan.of(params)
+    plan = SshPlan.of(params)
     hosts: dict[str, dict[str, Any]] = {}
     shipped: dict[str, list[str]] = {}
     servers = chosen_servers(params)
@@ -344,7 +346,7 @@ def up(params: Params) -> None:
             raise ConfigError(f"{role}={dest}: cannot make the lab's folder {plan.base()} "
                               f"there: {last_line(made.stderr)}; set REMOTE_DIR")
         base = made.stdout.strip().splitlines()[-1]
-        what = ship(params, link, base, dest == params.server_host, servers, dest)
+        what = ship_to(params, link, base, dest == params.server_host, servers, dest)
         shipped[dest] = what
         facts = hello(link, role, base)
         if tuple(facts["python"][:2]) < PYTHON_MIN:
@@ -370,7 +372,7 @@ def up(params: Params) -> None:
 def down(params: Params) -> None:
     """Stop whatever a step left running there, remove the run folders there,
     close the masters. Never fails: says what it could not do."""
-    plan = Plan.of(params)
+    plan = SshPlan.of(params)
     try:
         hosts = json.loads(plan.state_file.read_text()).get("hosts", {})
     except (OSError, ValueError):

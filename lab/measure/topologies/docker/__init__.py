@@ -1,4 +1,5 @@
-"""RUNTIME=docker: each server runs in a container of its compose.yaml service.
+"""The docker topology (chosen by RUNTIME=docker): each server runs in a container
+of its compose.yaml service.
 
 Top-down, per run (the steps of run-benchmark.sh):
   check  every chosen server has a service, the port is free; not root: exit 2
@@ -24,9 +25,10 @@ The compose project is `<LAB_DOCKER_PREFIX or restlab>-<PORT>`: derivable from
 the settings, so `lab down` (another process) finds what `lab up` and the
 sweeps made; containers also carry the label restlab.run=<run id>.
 
-The engine and Compose (finding them, starting dockerd, running their
-commands) are lab/measure/runtimes/docker_engine.py; the images (debootstrap
-bases, compose build) lab/measure/runtimes/docker_images.py.
+The package's modules, by role: engine.py (the engine and Compose: finding
+them, starting dockerd, running their commands), images.py (the images:
+debootstrap bases, compose build), compose.py (compose.yaml as the lab reads
+it), cgroups.py (a container's memory cgroup); this one is the topology.
 """
 from __future__ import annotations
 
@@ -46,15 +48,16 @@ from lab.record import files
 from lab.setup.params import ConfigError, Params, format_cpus
 from lab.setup.paths import ROOT, cache_dir
 from lab.host.procfs import TreeSample
-from lab.measure.runtimes import Placement, SetupError, Started, Topology, TreeSampler, compose
-from lab.measure.runtimes.cgroups import cgroup_memory, cgroup_version
-from lab.measure.runtimes.docker_engine import (Compose, compose_argv, compose_env,
+from lab.measure.topologies import Placement, SetupError, Started, Topology, TreeSampler
+from lab.measure.topologies.docker import compose
+from lab.measure.topologies.docker.cgroups import cgroup_memory, cgroup_version
+from lab.measure.topologies.docker.engine import (Compose, compose_argv, compose_env,
                                                 engine_version, ensure_engine, find_compose,
                                                 is_root, manual_steps, project_name,
                                                 remote_engine, run, run_logged, say)
-from lab.measure.runtimes.docker_images import (build_images, ensure_bases, image_exists,
+from lab.measure.topologies.docker.images import (build_images, ensure_bases, image_exists,
                                                 image_facts, needed_bases)
-from lab.measure.runtimes.local import LocalClientHost, LocalServerHost
+from lab.measure.topologies.local import LocalClientHost, LocalServerHost
 from lab.setup.servers import Server, found_here, lookup
 
 PROJECT_LABEL = "com.docker.compose.project"
@@ -365,8 +368,7 @@ class ContainerSampler(procfs.Sampler):
 
     def __init__(self, container: Container, interval: float = 0.2, rescan: int = 5) -> None:
         self.container = container
-        self.cgroup_mem_peak_kb: int | None = None
-        super().__init__(container.pid, interval, rescan)
+        super().__init__(container.pid, interval, rescan)   # its first sample sets the peak
 
     def _sample(self) -> TreeSample | None:
         s = super()._sample()
@@ -419,7 +421,7 @@ class DockerServerHost(LocalServerHost):
 
     def start(self, argv: list[str], cwd: Path, env: dict[str, str], log: Path,
               cpus: tuple[int, ...], log_max: int | None = None) -> Started:
-        # log_max: not applied here yet (the server's log is not capped in this runtime)
+        # log_max: not applied here yet (the server's log is not capped in this topology)
         service = service_for(cwd)
         cenv = self.environment(env, cpus)
         command = self.compose_cmd(service, "up", "-d", "--no-build", "--force-recreate",

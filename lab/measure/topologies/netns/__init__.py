@@ -48,8 +48,8 @@ from lab.measure import hostinfo
 from lab.host import procfs, procs
 from lab.setup.params import ConfigError, Params
 from lab.setup.paths import cache_dir
-from lab.measure.runtimes import Placement, ServerHost, Topology
-from lab.measure.runtimes.local import LocalClientHost, LocalServerHost
+from lab.measure.topologies import Placement, ServerHost, Topology
+from lab.measure.topologies.local import LocalClientHost, LocalServerHost
 
 T = TypeVar("T")
 

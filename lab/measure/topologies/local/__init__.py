@@ -15,8 +15,8 @@ from lab.record import files
 from lab.measure import hostinfo
 from lab.setup.params import Params
 from lab.host.procfs import TreeSample
-from lab.measure.runtimes import (ClientHost, ClientHung, ClientRun, Placement, ServerDied, ServerHost,
-                          Started, Topology, TreeSampler)
+from lab.measure.topologies import (ClientHost, ClientHung, ClientRun, Placement, ServerDied,
+                                    ServerHost, Started, Topology, TreeSampler)
 
 
 class LocalProcess:

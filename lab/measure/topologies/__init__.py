@@ -8,16 +8,18 @@ say how much CPU it used. A `Placement` pairs one server host with one or
 more client hosts, and says which address the server binds and where the
 clients reach it; a `Topology` makes it from the settings.
 
-A topology is one module here (or in a lab/measure/runtimes folder on PYTHONPATH:
-the package spans them, pkgutil.extend_path) whose TOPOLOGY is a `Topology`:
-its name, how it is chosen, and its steps (check, deps, needs_build, up,
-join, down, place); what it leaves out does nothing. The lab finds it by
-itself: TOPOLOGY=<name> accepts it, `lab check` checks it, run-benchmark.sh
-sets it up and down around the run. Found here:
-  local   one host, loopback (the default)          lab/measure/runtimes/local.py
-  netns   two network namespaces, a veth pair       lab/measure/runtimes/netns.py
-  ssh     real hosts over OpenSSH (SERVER_HOST)      lab/measure/runtimes/ssh*.py
-  docker  each server in a compose.yaml container   lab/measure/runtimes/docker*.py
+A topology is one package here, its helpers inside it (or one module or
+package in a lab/measure/topologies folder on PYTHONPATH: the package spans
+them, pkgutil.extend_path), whose TOPOLOGY is a `Topology`: its name, how it
+is chosen, and its steps (check, deps, needs_build, up, join, down, place);
+what it leaves out does nothing. The lab finds it by itself, importing only
+what stands directly here (never a topology's helpers, such as the ssh agent):
+TOPOLOGY=<name> accepts it, `lab check` checks it, run-benchmark.sh sets it up
+and down around the run. Found here:
+  local   one host, loopback (the default)          lab/measure/topologies/local/
+  netns   two network namespaces, a veth pair       lab/measure/topologies/netns/
+  ssh     real hosts over OpenSSH (SERVER_HOST)      lab/measure/topologies/ssh/
+  docker  each server in a compose.yaml container   lab/measure/topologies/docker/
 docs/extending.md says how to add one.
 """
 from __future__ import annotations
@@ -34,6 +36,7 @@ from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 from lab.host import procs
 from lab.setup.params import ConfigError, Params
 from lab.host.procfs import TreeSample
+from lab.record.series import Point
 from lab.setup.servers import Server
 
 T = TypeVar("T")
@@ -83,15 +86,23 @@ class Started(Protocol):
 
 
 class TreeSampler(Protocol):
-    """Samples a server's process tree during one client run (a context manager)."""
+    """Samples a server's process tree during one client run (a context manager):
+    every member the sweep reads (lab.host.procfs.Sampler has them all)."""
     first: TreeSample | None
     last: TreeSample | None
     rss_peak_kb: int
     threads_peak: int
-    own_cpu_s: float
+    own_cpu_s: float              # the sampler's own CPU time: the lab's cost
+    memory_error: str             # why `last` has no PSS/private/shared memory ("": it has)
+    points: list[Point]           # every sample, for the per-second series ([]: none kept)
+    cgroup_mem_peak_kb: int | None    # a container's cgroup memory peak; None elsewhere
 
     @property
     def cpu_s(self) -> float: ...
+
+    @property
+    def sys_s(self) -> float | None:
+        """The kernel's part of cpu_s; None where it cannot be told."""
 
     def __enter__(self) -> TreeSampler: ...
 
@@ -107,7 +118,7 @@ class ServerHost(ABC):
               cpus: tuple[int, ...], log_max: int | None = None) -> Started:
         """Start argv pinned to `cpus`, in a session of its own, stdout and stderr to
         `log`; with `log_max`, at most that many bytes of it kept (lab.host.logcap),
-        where the runtime can (a local process: TOPOLOGY=local, netns)."""
+        where the topology can (a local process: TOPOLOGY=local, netns)."""
 
     @abstractmethod
     def run(self, argv: list[str], cwd: Path, env: dict[str, str], cpus: tuple[int, ...],
@@ -249,7 +260,8 @@ class Topology(Protocol):
     """One kind of topology: a module's TOPOLOGY. Subclass it and write
     `place`; every other step has a default that does nothing."""
     name: ClassVar[str]          # its name in the manifest; TOPOLOGY=<name> when chosen so
-    chosen_by: ClassVar[str]     # TOPOLOGY, SERVER_HOST (ssh) or RUNTIME (docker)
+    chosen_by: ClassVar[str]     # TOPOLOGY, SERVER_HOST (ssh) or RUNTIME (docker: the
+                                 # setting keeps that name, lab.setup.params)
     summary: ClassVar[str]       # one line describing it (for the settings' help and docs)
 
     def place(self, params: Params) -> Placement:
@@ -286,16 +298,15 @@ class Topology(Protocol):
 
 
 def topologies() -> dict[str, Topology]:
-    """Every topology found: the TOPOLOGY of each module of this package."""
+    """Every topology found: the TOPOLOGY of each module or package directly in
+    this package (a topology's own modules, inside its package, are not read)."""
     found: dict[str, Topology] = {}
     for info in pkgutil.iter_modules(__path__, __name__ + "."):
-        module = importlib.import_module(info.name)
-        value = vars(module).get("TOPOLOGY")
-        if value is None:
-            continue
+        value = vars(importlib.import_module(info.name)).get("TOPOLOGY")
         if not isinstance(value, Topology) or value.chosen_by not in CHOSEN_BY:
-            raise TypeError(f"{info.name}.TOPOLOGY is not a lab.measure.runtimes.Topology "
-                            f"(chosen_by one of {', '.join(CHOSEN_BY)})")
+            raise TypeError(f"{info.name}.TOPOLOGY is not a lab.measure.topologies.Topology "
+                            f"(chosen_by one of {', '.join(CHOSEN_BY)}); a topology's "
+                            f"helpers belong inside its package")
         found[value.name] = value
     return found
 

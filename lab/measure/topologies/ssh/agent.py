@@ -1,6 +1,6 @@
 """The lab's helper on a remote host (TOPOLOGY ssh), run there as a script:
 
-    python3 <remote root>/lab/measure/runtimes/agent.py COMMAND ...
+    python3 <remote root>/lab/measure/topologies/ssh/agent.py COMMAND ...
 
 It reads that host's /proc so that the lab does not need one ssh round trip
 per figure. Every command talks JSON, one object per line, on stdout; a
@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[4]))
 
 from lab.host import procfs
 from lab.host.procs import MARKER
@@ -259,7 +259,7 @@ def serve() -> int:
 
 # ---------------------------------------------------------------- clients
 
-class Client:
+class ClientProcess:
     """One load client run: pinned, in a session of its own, output to files."""
 
     def __init__(self, argv: List[str], cpus: str, env: Dict[str, str], cwd: str,
@@ -314,13 +314,13 @@ class Client:
         return {"done": True, **(self.result or {})}
 
 
-CLIENTS: Dict[int, Client] = {}
+CLIENTS: Dict[int, ClientProcess] = {}
 
 
 def client_start(argv: List[str], cpus: str, env: Dict[str, str], cwd: str, folder: str,
                  name: str) -> Dict[str, Any]:
     number = next(NUMBERS)
-    CLIENTS[number] = Client(argv, cpus, env, cwd, folder, name)
+    CLIENTS[number] = ClientProcess(argv, cpus, env, cwd, folder, name)
     return {"client": number, "started": CLIENTS[number].started}
 
 

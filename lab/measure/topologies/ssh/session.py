@@ -1,5 +1,5 @@
 """TOPOLOGY ssh, how the lab reaches a host: ssh with the lab's options over
-one master connection per host (`Link`), a host as `lab up` found it
+one master connection per host (`SshLink`), a host as `lab up` found it
 (`Remote`), and a session running the lab's agent there (`Session`): one
 JSON question in, one JSON line out.
 
@@ -24,9 +24,9 @@ from typing import Any
 from lab.setup import paths
 from lab.setup.params import ConfigError, Params
 from lab.setup.reason import Reason
-from lab.measure.runtimes import HostLost
+from lab.measure.topologies import HostLost
 
-AGENT = "lab/measure/runtimes/agent.py"
+AGENT = "lab/measure/topologies/ssh/agent.py"
 SSH_OPTIONS = ("-o", "BatchMode=yes", "-o", "ConnectTimeout=10",
                "-o", "ServerAliveInterval=10", "-o", "ServerAliveCountMax=3")
 PERSIST = "10m"          # a master left behind (down never ran) ends after this idle time
@@ -49,16 +49,16 @@ def key(*parts: str) -> str:
 
 
 @dataclass(frozen=True)
-class Link:
+class SshLink:
     """ssh to one host, the lab's way: its options, over the master connection."""
     dest: str              # user@host as given
     config: str            # SSH_CONFIG, absolute ("" = ssh's own)
     control: str           # ControlPath of the master connection
 
     @staticmethod
-    def to(dest: str, params: Params) -> Link:
+    def to(dest: str, params: Params) -> SshLink:
         sockets = Path("/tmp") / f"labssh-{os.geteuid()}"
-        return Link(dest, params.ssh_config,
+        return SshLink(dest, params.ssh_config,
                     str(sockets / key(params.ssh_config, dest, str(paths.cache_dir()))))
 
     def options(self) -> list[str]:
@@ -119,7 +119,7 @@ def last_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
-def unreachable(what: str, link: Link, why: str) -> ConfigError:
+def unreachable(what: str, link: SshLink, why: str) -> ConfigError:
     config = f" -F {link.config}" if link.config else ""
     return ConfigError(f"{what}={link.dest}: ssh cannot reach it: {why}. The lab runs ssh "
                        f"with your config and keys and never prompts (BatchMode): check that "
