@@ -1,6 +1,6 @@
 """The regression gate of `make compare`: every gated metric (GATE) of each
 server at each level measured in both runs, through the lab's one decision
-rule (lab.analyse.metrics.judge, one-sided: is B worse than A?) with δ the
+rule (lab.analyse.verdicts.judge, one-sided: is B worse than A?) with δ the
 threshold (MIN_EFFECT, or the host's A/A floor from `make noise` when
 larger). Two families, each at ALPHA/2 (Bonferroni within each, so the
 compare's false-alarm rate stays within ALPHA): one check a server and
@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from lab.analyse import costview, decide, floors, metrics, reasons
+from lab.analyse import costview, decide, floors, metrics, reasons, verdicts
 from lab.analyse.diff import Manifest, Stats
 from lab.analyse.metrics import LevelStats
 from lab.record import schema
@@ -65,7 +65,7 @@ class Check:
     value: int
     metric: str
     outcome: str           # regression | pass | not-clean | not-judged | not-applicable
-    judgement: str | None  # metrics.judge's kind (better, equivalent, undecided, ...)
+    judgement: str | None  # verdicts.judge's kind (better, equivalent, undecided, ...)
     worse_pct: float | None   # how much worse B is than A (negative: better), in %
     threshold_pct: float | None
     text: str
@@ -159,7 +159,7 @@ def worse_pct(a: float, b: float, higher_is_better: bool) -> float | None:
 def check(server: str, value: int, metric: str, va: tuple[float, ...],
           vb: tuple[float, ...], threshold: float, floor_note: str, alpha: float,
           a_bound: bool = False, via: str = "") -> Check:
-    """One metric through the lab's decision rule (metrics.judge, one-sided:
+    """One metric through the lab's decision rule (verdicts.judge, one-sided:
     is A better than B, i.e. B worse?) with δ = the threshold (MIN_EFFECT or
     the A/A floor, the larger): "better" is a regression; B shown no
     worse than δ (the upper 1-α bound of A's advantage below δ) passes;
@@ -168,15 +168,15 @@ def check(server: str, value: int, metric: str, va: tuple[float, ...],
     regression. `via`: said before the text (CPU per request judged where
     req/s was host-busy)."""
     what, higher = METRICS[metric]
-    j = metrics.judge(metrics.Sample("A", va, a_bound), metrics.Sample("B", vb),
+    j = verdicts.judge(verdicts.Sample("A", va, a_bound), verdicts.Sample("B", vb),
                       higher_is_better=higher, better=f"has better {what} than",
                       alpha=alpha, delta_pct=threshold, sided="a")
     d = j.decision
     worse = worse_pct(metrics.spread(list(va)).median, metrics.spread(list(vb)).median,
                       higher) if va and vb else None
-    if d is None or (j.kind not in metrics.RANKED and d.reason.startswith("too few")):
+    if d is None or (j.kind not in verdicts.RANKED and d.reason.startswith("too few")):
         return Check(server, value, metric, NOT_JUDGED, j.kind, worse, threshold, via + j.text)
-    if j.kind in metrics.RANKED and j.winner == "A":
+    if j.kind in verdicts.RANKED and j.winner == "A":
         return Check(server, value, metric, REGRESSION, j.kind, worse, threshold,
                      f"{via}regression: {what} {worse or 0:.1f}% worse in B (median), by at "
                      f"least the threshold {threshold:.1f}% ({floor_note}) by the rule: "
