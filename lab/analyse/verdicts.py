@@ -16,6 +16,8 @@ from lab.analyse.metrics import (FAILED_SHARE_PCT, MIN_REPS_FOR_VERDICT, LevelSt
                                  unranked_text)
 
 
+# --------------------------------------------------------------------------- the verdict gate
+
 @dataclass(frozen=True)
 class Sample:
     """One side of a comparison: a figure over repetitions (one value per
@@ -165,6 +167,8 @@ def judge_spreads(a: Side, b: Side, *, higher_is_better: bool = True,
                  higher_is_better=higher_is_better, better=better, alpha=alpha,
                  delta_pct=delta_pct)
 
+
+# --------------------------------------------------------------------------- a run's verdicts
 
 @dataclass(frozen=True)
 class Verdict:
