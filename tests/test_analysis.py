@@ -16,14 +16,14 @@ from lab.record.schema import Row
 # ---- one verdict gate, three callers ------------------------------------------------
 
 WHERE = levelrow.Where(server="A", rep=1, axis="concurrency", value=8, concurrency=8,
-                      offered_rps=None, workers=1, backlog=512, duration_s=1, server_cpus=1,
-                      client_cpus=1, lab_cpus=2)
+                       offered_rps=None, workers=1, backlog=512, duration_s=1, server_cpus=1,
+                       client_cpus=1, lab_cpus=2)
 LEVEL = Level(transactions=1000, successful=1000, failed=0, availability_pct=100.0,
               elapsed_s=1.0, rate_rps=1000.0, resp_ms=8.0, in_flight=8.0, longest_ms=20.0,
               data_mb=0.1)
 MEASURED = levelrow.Measured(server_cpu_s=0.5, rss_end_kb=2048, rss_peak_kb=4096, threads_end=1,
-                            threads_peak=1, client_cpu_s=0.2, wall_s=1.0, host_busy_s=0.7,
-                            host_steal_s=0.0, sampler_cpu_s=0.01, time_wait=0)
+                             threads_peak=1, client_cpu_s=0.2, wall_s=1.0, host_busy_s=0.7,
+                             host_steal_s=0.0, sampler_cpu_s=0.01, time_wait=0)
 
 
 def level(server: str, rates: list[float], bound: bool = False) -> metrics.LevelStats:

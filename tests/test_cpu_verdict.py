@@ -19,14 +19,14 @@ from lab.record.level import Level
 from lab.record.schema import Row
 
 WHERE = levelrow.Where(server="a", rep=1, axis="concurrency", value=8, concurrency=8,
-                      offered_rps=None, workers=8, backlog=512, duration_s=10,
-                      server_cpus=1, client_cpus=1, lab_cpus=2)
+                       offered_rps=None, workers=8, backlog=512, duration_s=10,
+                       server_cpus=1, client_cpus=1, lab_cpus=2)
 LEVEL = Level(transactions=10000, successful=10000, failed=0, availability_pct=100.0,
               elapsed_s=10.0, rate_rps=1000.0, resp_ms=8.0, in_flight=8.0, longest_ms=20.0,
               data_mb=0.3)
 MEASURED = levelrow.Measured(server_cpu_s=0.5, rss_end_kb=2048, rss_peak_kb=4096, threads_end=3,
-                            threads_peak=4, client_cpu_s=5.0, wall_s=10.0, host_busy_s=6.0,
-                            host_steal_s=0.0, sampler_cpu_s=0.05, time_wait=3)
+                             threads_peak=4, client_cpu_s=5.0, wall_s=10.0, host_busy_s=6.0,
+                             host_steal_s=0.0, sampler_cpu_s=0.05, time_wait=3)
 
 
 def rows(server: str, rates: list[float], cpu_s: list[float], client_cpu_s: float = 5.0,

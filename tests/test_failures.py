@@ -215,12 +215,12 @@ def test_vegeta_counts_each_reset_connection_as_one_reset(tmp_path: Path) -> Non
 def test_the_kinds_reach_the_record_and_the_summary_line(tmp_path: Path) -> None:
     level, _ = live(wrk.Wrk(), False, tmp_path)
     where = levelrow.Where(server="flaky", rep=1, axis="concurrency", value=2, concurrency=2,
-                          offered_rps=None, workers=1, backlog=512, duration_s=2,
-                          server_cpus=1, client_cpus=1, lab_cpus=2)
+                           offered_rps=None, workers=1, backlog=512, duration_s=2,
+                           server_cpus=1, client_cpus=1, lab_cpus=2)
     measured = levelrow.Measured(server_cpu_s=0.1, rss_end_kb=1, rss_peak_kb=1, threads_end=1,
-                                threads_peak=1, client_cpu_s=0.1, wall_s=2.0,
-                                host_busy_s=0.2, host_steal_s=0.0, sampler_cpu_s=0.0,
-                                time_wait=0)
+                                 threads_peak=1, client_cpu_s=0.1, wall_s=2.0,
+                                 host_busy_s=0.2, host_steal_s=0.0, sampler_cpu_s=0.0,
+                                 time_wait=0)
     schema.append_row(tmp_path, levelrow.make_row(where, level, measured))
     [row] = schema.read_rows(tmp_path)
     assert row.failures() == list(level.failures)
@@ -275,7 +275,7 @@ def test_a_level_where_more_than_a_small_share_failed_is_not_ranked() -> None:
     assert j.kind == "not-comparable" and j.winner is None
     assert f"aws: {over:.1f}% of requests failed" in j.text
     ok = verdicts.judge(sample("aws", [100, 101, 102, 100.5, 101.5], metrics.FAILED_SHARE_PCT),
-                       sample("ews", [50, 51, 52, 50.5, 51.5], 0.0))     # 5 starts: α=1% reachable
+                        sample("ews", [50, 51, 52, 50.5, 51.5], 0.0))     # 5 starts: α=1% reachable
     assert ok.kind == "better" and ok.winner == "aws"
 
 

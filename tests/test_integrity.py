@@ -98,15 +98,15 @@ def test_vegeta_at_a_low_rate_may_end_one_interval_early() -> None:
 # --------------------------------------------------------------------------- the level
 
 WHERE = levelrow.Where(server="aws", rep=1, axis="concurrency", value=8, concurrency=8,
-                      offered_rps=None, workers=5, backlog=512, duration_s=5,
-                      server_cpus=1, client_cpus=1, lab_cpus=2)
+                       offered_rps=None, workers=5, backlog=512, duration_s=5,
+                       server_cpus=1, client_cpus=1, lab_cpus=2)
 
 
 def measured(answer_changed: str = "") -> levelrow.Measured:
     return levelrow.Measured(server_cpu_s=1.0, rss_end_kb=1000, rss_peak_kb=1000,
-                            threads_end=5, threads_peak=5, client_cpu_s=1.0, wall_s=5.0,
-                            host_busy_s=2.0, host_steal_s=0.0, sampler_cpu_s=0.0,
-                            time_wait=0, answer_changed=answer_changed)
+                             threads_end=5, threads_peak=5, client_cpu_s=1.0, wall_s=5.0,
+                             host_busy_s=2.0, host_steal_s=0.0, sampler_cpu_s=0.0,
+                             time_wait=0, answer_changed=answer_changed)
 
 
 def rows_of(server: str, rates: dict[int, float], stopped_at: int | None = None,
@@ -121,7 +121,7 @@ def rows_of(server: str, rates: dict[int, float], stopped_at: int | None = None,
                                 stopped="siege stopped after 0.16 s of the 5 s level")
             m = measured("after the level, body changed" if value == changed_at else "")
             out.append(levelrow.make_row(replace(WHERE, server=server, value=value,
-                                                concurrency=value, rep=rep), level, m))
+                                                 concurrency=value, rep=rep), level, m))
     return out
 
 

@@ -24,16 +24,16 @@ def level(rate: float = 1000.0, failed: int = 0, in_flight: float = 8.0,
 
 
 WHERE = levelrow.Where(server="a", rep=1, axis="concurrency", value=8, concurrency=8,
-                      offered_rps=None, workers=8, backlog=512, duration_s=10,
-                      server_cpus=1, client_cpus=1, lab_cpus=2)
+                       offered_rps=None, workers=8, backlog=512, duration_s=10,
+                       server_cpus=1, client_cpus=1, lab_cpus=2)
 
 
 def measured(client_cpu_s: float = 5.0, busy_s: float = 12.0, steal_s: float = 0.0,
              server_cpu_s: float = 7.0) -> levelrow.Measured:
     return levelrow.Measured(server_cpu_s=server_cpu_s, rss_end_kb=2048, rss_peak_kb=4096,
-                            threads_end=3, threads_peak=4, client_cpu_s=client_cpu_s,
-                            wall_s=10.0, host_busy_s=busy_s, host_steal_s=steal_s,
-                            sampler_cpu_s=0.05, time_wait=3)
+                             threads_end=3, threads_peak=4, client_cpu_s=client_cpu_s,
+                             wall_s=10.0, host_busy_s=busy_s, host_steal_s=steal_s,
+                             sampler_cpu_s=0.05, time_wait=3)
 
 
 def test_a_quiet_level_has_no_flags_and_its_figures() -> None:
@@ -99,7 +99,7 @@ def test_spread_and_overlap() -> None:
 def rows(server: str, value: int, rates: list[float], flags: str = "",
          p99: list[float] | None = None, offered: float | None = None) -> list[Row]:
     base = levelrow.make_row(dataclasses.replace(WHERE, server=server, value=value),
-                            level(), measured())
+                             level(), measured())
     return [dataclasses.replace(base, rep=i + 1, rate_rps=r, flags=flags,
                                 client_bound="client-bound" in flags, offered_rps=offered,
                                 p99_ms=(p99[i] if p99 else None))

@@ -136,14 +136,14 @@ def test_lab_cli_names_the_step() -> None:
 # ---------------------------------------------------------------- the table
 
 WHERE = levelrow.Where(server="x", rep=1, axis="concurrency", value=1, concurrency=1,
-                      offered_rps=None, workers=1, backlog=512, duration_s=10,
-                      server_cpus=1, client_cpus=1, lab_cpus=2)
+                       offered_rps=None, workers=1, backlog=512, duration_s=10,
+                       server_cpus=1, client_cpus=1, lab_cpus=2)
 LEVEL = Level(transactions=10000, successful=10000, failed=0, availability_pct=100.0,
               elapsed_s=10.0, rate_rps=1000.0, resp_ms=1.0, in_flight=1.0, longest_ms=2.0,
               data_mb=0.3)
 MEASURED = levelrow.Measured(server_cpu_s=5.0, rss_end_kb=4096, rss_peak_kb=4096, threads_end=3,
-                            threads_peak=3, client_cpu_s=2.0, wall_s=10.0, host_busy_s=7.0,
-                            host_steal_s=0.0, sampler_cpu_s=0.0, time_wait=0)
+                             threads_peak=3, client_cpu_s=2.0, wall_s=10.0, host_busy_s=7.0,
+                             host_steal_s=0.0, sampler_cpu_s=0.0, time_wait=0)
 
 
 def fake_stats(rates: dict[str, float], bound: bool) -> dict[str, list[metrics.LevelStats]]:
@@ -152,7 +152,7 @@ def fake_stats(rates: dict[str, float], bound: bool) -> dict[str, list[metrics.L
         rows = []
         for level in (1, 2, 50):
             base = levelrow.make_row(dataclasses.replace(WHERE, server=name, value=level,
-                                                        concurrency=level), LEVEL, MEASURED)
+                                                         concurrency=level), LEVEL, MEASURED)
             rows += [dataclasses.replace(base, rep=i, rate_rps=rate * (1 + i / 100),
                                          client_bound=bound,
                                          flags="client-bound" if bound else "")

@@ -96,18 +96,18 @@ def test_several_hosts_levels_combine() -> None:
 
 def test_client_bound_applies_per_host() -> None:
     where = levelrow.Where(server="s", rep=1, axis="concurrency", value=8, concurrency=8,
-                          offered_rps=None, workers=1, backlog=1, duration_s=2, server_cpus=1,
-                          client_cpus=1, lab_cpus=3)
+                           offered_rps=None, workers=1, backlog=1, duration_s=2, server_cpus=1,
+                           client_cpus=1, lab_cpus=3)
     m = dict(server_cpu_s=1.0, rss_end_kb=1, rss_peak_kb=1, threads_end=1, threads_peak=1,
              wall_s=2.0, host_busy_s=0.0, host_steal_s=0.0, sampler_cpu_s=0.0, time_wait=0)
     # 1.9 CPU seconds over two hosts of one CPU each: 95% of one host's, not of two
     row = levelrow.make_row(where, level(100, 200, 0, 1.0, 2.0),
-                           levelrow.Measured(client_cpu_s=1.9, client_hosts_cpu_pct=(95.0, 0.0),
-                                            **m))
+                            levelrow.Measured(client_cpu_s=1.9, client_hosts_cpu_pct=(95.0, 0.0),
+                                              **m))
     assert row.client_bound and row.client_cpu_pct == 95.0 and row.client_cpu_s == 1.9
     row = levelrow.make_row(where, level(100, 200, 0, 1.0, 2.0),
-                           levelrow.Measured(client_cpu_s=1.6, client_hosts_cpu_pct=(80.0, 80.0),
-                                            **m))
+                            levelrow.Measured(client_cpu_s=1.6, client_hosts_cpu_pct=(80.0, 80.0),
+                                              **m))
     assert not row.client_bound and row.client_cpu_pct == 80.0
 
 

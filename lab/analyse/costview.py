@@ -97,7 +97,7 @@ def verdict(a: LevelCost, b: LevelCost) -> CostVerdict:
     """The lab's verdict gate on instructions per request (lower is better)."""
     j = judge(Sample(a.server, a.per_request.values),
               Sample(b.server, b.per_request.values),
-                      higher_is_better=False, better=BETTER)
+              higher_is_better=False, better=BETTER)
     if j.winner is None or j.loser is None or j.kind not in RANKED:
         return CostVerdict(a.level, a.server, b.server, j.kind, None, j.text)
     low, high = (a, b) if j.winner == a.server else (b, a)

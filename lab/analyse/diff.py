@@ -178,8 +178,8 @@ def judge(a: LevelStats, b: LevelStats) -> tuple[str, str, float | None]:
     -at-least when the better side was client-bound), else the gate's kind."""
     sa, sb, higher, phrase = verdicts.samples(a, b)
     j = verdicts.judge(verdicts.Sample("A", sa.values, sa.client_bound),
-                      verdicts.Sample("B", sb.values, sb.client_bound),
-                      higher_is_better=higher, better=phrase)
+                       verdicts.Sample("B", sb.values, sb.client_bound),
+                       higher_is_better=higher, better=phrase)
     if j.kind == "missing":
         return "undecided", "undecided (open loop without latency percentiles)", None
     if j.kind not in verdicts.RANKED:

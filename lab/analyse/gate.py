@@ -169,8 +169,8 @@ def check(server: str, value: int, metric: str, va: tuple[float, ...],
     req/s was host-busy)."""
     what, higher = METRICS[metric]
     j = verdicts.judge(verdicts.Sample("A", va, a_bound), verdicts.Sample("B", vb),
-                      higher_is_better=higher, better=f"has better {what} than",
-                      alpha=alpha, delta_pct=threshold, sided="a")
+                       higher_is_better=higher, better=f"has better {what} than",
+                       alpha=alpha, delta_pct=threshold, sided="a")
     d = j.decision
     worse = worse_pct(metrics.spread(list(va)).median, metrics.spread(list(vb)).median,
                       higher) if va and vb else None

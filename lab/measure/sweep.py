@@ -341,7 +341,7 @@ class ServerSweep:
 
         def settled() -> bool:
             return levelrow.steady(rates) and (watch is None or watch.unavailable or
-                                              levelrow.jit_quiet(watch.per_s))
+                                               levelrow.jit_quiet(watch.per_s))
         # slices while the next one still fits under the cap, in wall time
         # (a slice lasts longer than its nominal 2 s when the server lags)
         while not settled() and time.monotonic() - t0 + WARMUP_SLICE_S <= p.warmup_max_s:
