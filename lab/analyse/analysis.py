@@ -63,7 +63,7 @@ class Analysis:
     warnings: list[Finding]                 # each kind writes its own text (findings)
     costs: costview.CostAnalysis | None = None       # make cost: instructions per request
     profiles: dict[str, profileview.ProfileSummary | str] = field(default_factory=dict)
-    answers: dict[str, sends.Answer] = field(default_factory=dict)   # what each server sends
+    answers: dict[str, sends.ServerAnswer] = field(default_factory=dict)   # what each server sends
     failed: dict[str, list[str]] = field(default_factory=dict)   # server: what failed, a
                                                                 # line per level (failure_lines)
     primary: list[Verdict] = field(default_factory=list)   # one a pair, across the levels
