@@ -8,26 +8,26 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from lab.analyse import analysis, claims, diff, metrics
+from lab.analyse import analysis, claims, diff, levelrow, metrics, verdicts
 from lab.record import schema
 from lab.record.level import Level
 from lab.record.schema import Row
 
 # ---- one verdict gate, three callers ------------------------------------------------
 
-WHERE = metrics.Where(server="A", rep=1, axis="concurrency", value=8, concurrency=8,
-                      offered_rps=None, workers=1, backlog=512, duration_s=1, server_cpus=1,
-                      client_cpus=1, lab_cpus=2)
+WHERE = levelrow.Where(server="A", rep=1, axis="concurrency", value=8, concurrency=8,
+                       offered_rps=None, workers=1, backlog=512, duration_s=1, server_cpus=1,
+                       client_cpus=1, lab_cpus=2)
 LEVEL = Level(transactions=1000, successful=1000, failed=0, availability_pct=100.0,
               elapsed_s=1.0, rate_rps=1000.0, resp_ms=8.0, in_flight=8.0, longest_ms=20.0,
               data_mb=0.1)
-MEASURED = metrics.Measured(server_cpu_s=0.5, rss_end_kb=2048, rss_peak_kb=4096, threads_end=1,
-                            threads_peak=1, client_cpu_s=0.2, wall_s=1.0, host_busy_s=0.7,
-                            host_steal_s=0.0, sampler_cpu_s=0.01, time_wait=0)
+MEASURED = levelrow.Measured(server_cpu_s=0.5, rss_end_kb=2048, rss_peak_kb=4096, threads_end=1,
+                             threads_peak=1, client_cpu_s=0.2, wall_s=1.0, host_busy_s=0.7,
+                             host_steal_s=0.0, sampler_cpu_s=0.01, time_wait=0)
 
 
 def level(server: str, rates: list[float], bound: bool = False) -> metrics.LevelStats:
-    base = metrics.make_row(dataclasses.replace(WHERE, server=server), LEVEL, MEASURED)
+    base = levelrow.make_row(dataclasses.replace(WHERE, server=server), LEVEL, MEASURED)
     rows = [dataclasses.replace(base, rep=i + 1, rate_rps=r, client_bound=bound,
                                 flags="client-bound" if bound else "")
             for i, r in enumerate(rates)]
@@ -58,14 +58,14 @@ ORDER = claims.Claim(id="o", study="s", text="A above B", kind="ordering", metri
 def test_run_verdicts_compare_and_claims_agree(case: str) -> None:
     ra, ba, rb, bb = CASES[case]
     a, b = level("A", ra, ba), level("B", rb, bb)
-    gate = metrics.judge(metrics.Sample("A", tuple(ra), ba), metrics.Sample("B", tuple(rb), bb))
-    run = metrics.verdict(a, b)
+    gate = verdicts.judge(verdicts.Sample("A", tuple(ra), ba), verdicts.Sample("B", tuple(rb), bb))
+    run = verdicts.verdict(a, b)
     kind, text, _ = diff.judge(a, b)
     ordering = claims.evaluate(ORDER, {"A": [a], "B": [b]}, {"A", "B"})
     # the same words for the same question
     assert run.text == text == gate.text
     assert run.kind == gate.kind.replace("better", "faster")
-    if gate.kind in metrics.RANKED:
+    if gate.kind in verdicts.RANKED:
         assert kind == ("faster" if gate.winner == "B" else "slower") + \
             ("-at-least" if gate.kind == "better-at-least" else "")
         assert (run.a, run.b) == (gate.winner, gate.loser)
@@ -81,16 +81,16 @@ def test_run_verdicts_compare_and_claims_agree(case: str) -> None:
 
 
 def test_the_gate_takes_plain_samples_of_a_lower_is_better_figure() -> None:
-    cheap = metrics.Sample("x", (10.0, 11.0, 12.0, 10.5, 11.5))
-    dear = metrics.Sample("y", (20.0, 21.0, 22.0, 20.5, 21.5))
-    j = metrics.judge(dear, cheap, higher_is_better=False, better="costs less than")
+    cheap = verdicts.Sample("x", (10.0, 11.0, 12.0, 10.5, 11.5))
+    dear = verdicts.Sample("y", (20.0, 21.0, 22.0, 20.5, 21.5))
+    j = verdicts.judge(dear, cheap, higher_is_better=False, better="costs less than")
     assert (j.kind, j.winner, j.loser) == ("better", "x", "y")
     assert j.percent == pytest.approx(100 * (21 / 11 - 1), abs=1)     # Hodges-Lehmann
     assert j.text.startswith("x costs less than y by 91%")
     # lower is better: a client-bound side is no bound of anything
     bound = dataclasses.replace(cheap, client_bound=True)
-    assert metrics.judge(dear, bound, higher_is_better=False).kind == "not-comparable"
-    assert metrics.judge(metrics.Sample("x", ()), cheap).kind == "missing"
+    assert verdicts.judge(dear, bound, higher_is_better=False).kind == "not-comparable"
+    assert verdicts.judge(verdicts.Sample("x", ()), cheap).kind == "missing"
 
 
 # ---- the calibration a run uses ------------------------------------------------------
@@ -163,7 +163,7 @@ def cal_row(client_pct: float, other_pct: float = 0.0, steal: float = 0.0,
     host = (client_pct / 100 * 1.0 + 0.5 + other_pct / 100 * 2.0)
     m = dataclasses.replace(MEASURED, client_cpu_s=client_pct / 100, host_busy_s=host,
                             host_steal_s=steal / 100 * 2.0)
-    return metrics.make_row(WHERE, dataclasses.replace(LEVEL, failed=failed), m)
+    return levelrow.make_row(WHERE, dataclasses.replace(LEVEL, failed=failed), m)
 
 
 def test_a_calibration_level_is_refused_unless_the_client_was_the_limit() -> None:

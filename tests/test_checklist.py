@@ -82,7 +82,7 @@ def test_every_server_in_the_tree_passes() -> None:
 
 
 def test_a_finding_is_one_line_owned_by_line() -> None:
-    f = checklist.Finding("x", "what is wrong", "the one thing to do")
+    f = checklist.Problem("x", "what is wrong", "the one thing to do")
     assert f.line() == f"x: what is wrong {DASH} fix: the one thing to do"
     with pytest.raises(FrozenInstanceError):
         f.fix = "other"                               # type: ignore[misc]

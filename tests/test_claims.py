@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.analyse import claims, metrics
+from lab.analyse import claims, levelrow, metrics, verdicts
 from lab.record.level import Level
 from lab.record.schema import Row
 from lab.setup.servers import discover
@@ -19,21 +19,21 @@ from lab.setup.servers import discover
 ROOT = Path(__file__).resolve().parent.parent
 CLAIMS = ROOT / "docs" / "claims.toml"
 
-WHERE = metrics.Where(server="a", rep=1, axis="concurrency", value=8, concurrency=8,
-                      offered_rps=None, workers=8, backlog=512, duration_s=10,
-                      server_cpus=1, client_cpus=1, lab_cpus=2)
+WHERE = levelrow.Where(server="a", rep=1, axis="concurrency", value=8, concurrency=8,
+                       offered_rps=None, workers=8, backlog=512, duration_s=10,
+                       server_cpus=1, client_cpus=1, lab_cpus=2)
 LEVEL = Level(transactions=10000, successful=10000, failed=0, availability_pct=100.0,
               elapsed_s=10.0, rate_rps=1000.0, resp_ms=8.0, in_flight=8.0, longest_ms=20.0,
               data_mb=0.3)
-MEASURED = metrics.Measured(server_cpu_s=7.0, rss_end_kb=2048, rss_peak_kb=4096, threads_end=3,
-                            threads_peak=4, client_cpu_s=5.0, wall_s=10.0, host_busy_s=12.0,
-                            host_steal_s=0.0, sampler_cpu_s=0.05, time_wait=3)
+MEASURED = levelrow.Measured(server_cpu_s=7.0, rss_end_kb=2048, rss_peak_kb=4096, threads_end=3,
+                             threads_peak=4, client_cpu_s=5.0, wall_s=10.0, host_busy_s=12.0,
+                             host_steal_s=0.0, sampler_cpu_s=0.05, time_wait=3)
 
 
 def rows(server: str, value: int, rates: list[float], flags: str = "",
          rss: list[int] | None = None) -> list[Row]:
-    base = metrics.make_row(dataclasses.replace(WHERE, server=server, value=value),
-                            LEVEL, MEASURED)
+    base = levelrow.make_row(dataclasses.replace(WHERE, server=server, value=value),
+                             LEVEL, MEASURED)
     return [dataclasses.replace(base, rep=i + 1, rate_rps=r, flags=flags,
                                 client_bound="client-bound" in flags,
                                 rss_end_kb=rss[i] if rss else base.rss_end_kb)
@@ -130,7 +130,7 @@ def test_available_but_unmeasured_server_or_level_is_inconclusive() -> None:
 def test_too_few_repetitions_is_inconclusive() -> None:
     s = {"a": stats(rows("a", 8, [1070, 1075])), "b": stats(rows("b", 8, [1000, 1000]))}
     r = claims.evaluate(claim(), s, AB)
-    assert r.verdict == claims.INCONCLUSIVE and r.reason == metrics.too_few(2)
+    assert r.verdict == claims.INCONCLUSIVE and r.reason == verdicts.too_few(2)
 
 
 def test_rss_ratio_uses_the_last_level_and_ignores_client_bound() -> None:

@@ -1,6 +1,6 @@
 """Server CPU per request judged where req/s cannot rank a pair (client-bound,
 host-busy, equivalent or undecided): constructed rows through the real
-metrics.make_row, level_stats and the one gate, in a run's verdicts, the
+levelrow.make_row, level_stats and the one gate, in a run's verdicts, the
 summary, the report, `make compare` and the claims."""
 from __future__ import annotations
 
@@ -12,26 +12,26 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from lab.analyse import agree, analysis, claims, diff, metrics
+from lab.analyse import agree, analysis, claims, diff, levelrow, metrics, verdicts
 from lab.present import compare, html, report
 from lab.record import schema
 from lab.record.level import Level
 from lab.record.schema import Row
 
-WHERE = metrics.Where(server="a", rep=1, axis="concurrency", value=8, concurrency=8,
-                      offered_rps=None, workers=8, backlog=512, duration_s=10,
-                      server_cpus=1, client_cpus=1, lab_cpus=2)
+WHERE = levelrow.Where(server="a", rep=1, axis="concurrency", value=8, concurrency=8,
+                       offered_rps=None, workers=8, backlog=512, duration_s=10,
+                       server_cpus=1, client_cpus=1, lab_cpus=2)
 LEVEL = Level(transactions=10000, successful=10000, failed=0, availability_pct=100.0,
               elapsed_s=10.0, rate_rps=1000.0, resp_ms=8.0, in_flight=8.0, longest_ms=20.0,
               data_mb=0.3)
-MEASURED = metrics.Measured(server_cpu_s=0.5, rss_end_kb=2048, rss_peak_kb=4096, threads_end=3,
-                            threads_peak=4, client_cpu_s=5.0, wall_s=10.0, host_busy_s=6.0,
-                            host_steal_s=0.0, sampler_cpu_s=0.05, time_wait=3)
+MEASURED = levelrow.Measured(server_cpu_s=0.5, rss_end_kb=2048, rss_peak_kb=4096, threads_end=3,
+                             threads_peak=4, client_cpu_s=5.0, wall_s=10.0, host_busy_s=6.0,
+                             host_steal_s=0.0, sampler_cpu_s=0.05, time_wait=3)
 
 
 def rows(server: str, rates: list[float], cpu_s: list[float], client_cpu_s: float = 5.0,
          busy_s: float | None = None, value: int = 8) -> list[Row]:
-    """One row per repetition, made by metrics.make_row from what a sweep measures:
+    """One row per repetition, made by levelrow.make_row from what a sweep measures:
     the flags (client-bound, host-busy) and CPU µs per request are its own."""
     out = []
     for i, (rate, cpu) in enumerate(zip(rates, cpu_s)):
@@ -41,7 +41,7 @@ def rows(server: str, rates: list[float], cpu_s: list[float], client_cpu_s: floa
                                 host_busy_s=busy_s if busy_s is not None
                                 else cpu + client_cpu_s)
         out.append(dataclasses.replace(
-            metrics.make_row(dataclasses.replace(WHERE, server=server, value=value), level, m),
+            levelrow.make_row(dataclasses.replace(WHERE, server=server, value=value), level, m),
             rep=i + 1))
     return out
 
@@ -62,7 +62,7 @@ def test_client_bound_pair_is_ranked_by_cpu_per_request() -> None:
                       client_cpu_s=BOUND))
     assert aws.client_bound and mini.client_bound
     assert [round(v) for v in aws.cpu_us_per_req.values] == [65] * 5
-    v = metrics.verdict(aws, mini)
+    v = verdicts.verdict(aws, mini)
     assert v.kind == "not-comparable" and "client-bound" in v.text
     assert v.cpu is not None and v.cpu.kind == "better" and v.cpu.winner == "ada-mini"
     assert v.cpu_text.startswith("ada-mini needs 38% less server CPU per request than aws "
@@ -74,7 +74,7 @@ def test_a_pair_req_s_ranks_on_a_quiet_host_gets_no_cpu_verdict() -> None:
     fast = level(rows("fast", [2000, 2010, 2020, 2005, 2015], [0.8, 0.8, 0.8, 0.8, 0.8]))
     slow = level(rows("slow", [1000, 1010, 1020, 1005, 1015], [0.8, 0.8, 0.8, 0.8, 0.8]))
     assert "host-busy" not in fast.flags
-    v = metrics.verdict(fast, slow)
+    v = verdicts.verdict(fast, slow)
     assert v.kind == "faster" and v.cpu is None and v.cpu_text == "" and v.said() == v.text
 
 
@@ -82,7 +82,7 @@ def test_a_ranked_pair_on_a_busy_host_gets_a_cpu_verdict_too() -> None:
     fast = level(rows("fast", [2000, 2010, 2020, 2005, 2015], [0.8, 0.8, 0.8, 0.8, 0.8], busy_s=9.0))
     slow = level(rows("slow", [1000, 1010, 1020, 1005, 1015], [0.8, 0.81, 0.8, 0.805, 0.805]))
     assert "host-busy" in fast.flags
-    v = metrics.verdict(fast, slow)
+    v = verdicts.verdict(fast, slow)
     assert v.kind == "faster" and v.cpu is not None
     assert v.cpu_text.startswith("fast needs 50% less server CPU per request than slow")
     assert "(host-busy: it counts the server's own CPU time only)" in v.cpu_text
@@ -91,7 +91,7 @@ def test_a_ranked_pair_on_a_busy_host_gets_a_cpu_verdict_too() -> None:
 def test_no_clear_difference_in_either_figure_says_so_for_both() -> None:
     a = level(rows("a", [1000, 1100, 1050, 1050, 1075], [1.0, 1.1, 1.05, 1.05, 1.075]))
     b = level(rows("b", [1050, 1150, 1000, 1100, 1075], [1.05, 1.0, 1.1, 1.025, 1.05]))
-    v = metrics.verdict(a, b)
+    v = verdicts.verdict(a, b)
     assert v.kind == "undecided" and v.cpu is not None
     assert v.cpu.kind == "undecided"
     assert v.cpu_text.startswith("server CPU per request: undecided (a better by [")
@@ -102,8 +102,8 @@ def test_a_repetition_that_completed_nothing_has_no_cpu_figure() -> None:
     figure: left out, two repetitions are too few for the gate."""
     a = level(rows("a", [1000, 1000, 0.0], [1.0, 1.0, 0.0], client_cpu_s=BOUND))
     b = level(rows("b", [1000, 1000, 1000, 1000, 1000], [2.0, 2.0, 2.0, 2, 2], client_cpu_s=BOUND))
-    assert metrics.cpu_values(a) == (100.0, 100.0)
-    v = metrics.verdict(a, b)
+    assert verdicts.cpu_values(a) == (100.0, 100.0)
+    v = verdicts.verdict(a, b)
     assert v.cpu is not None and v.cpu.kind == "undecided"
     assert v.cpu_text.startswith("server CPU per request: undecided (too few starts: 2 against 5")
 
@@ -155,7 +155,7 @@ def test_a_landed_run_says_it_in_summary_report_and_results_json(tmp_path: Path)
     assert a.verdicts
     for v in a.verdicts:
         sa, sb = (next(s for s in a.stats[n] if s.value == v.value) for n in (v.a, v.b))
-        assert metrics.needs_cpu_verdict(v.kind, sa, sb)      # host-busy
+        assert verdicts.needs_cpu_verdict(v.kind, sa, sb)      # host-busy
         assert v.cpu is not None and v.cpu_text
     summary = report.write(run)
     page = html.render(run)
@@ -248,15 +248,15 @@ def test_instructions_per_request_of_a_cost_run_of_the_same_builds_sit_beside(
 def test_the_kernel_share_is_recorded_and_shown_beside_the_cpu_verdict() -> None:
     def with_sys(rs: list[Row], sys_us: float) -> list[Row]:
         return [dataclasses.replace(r, server_sys_us_per_req=sys_us) for r in rs]
-    row = metrics.make_row(WHERE, LEVEL, dataclasses.replace(MEASURED, server_sys_s=0.2))
+    row = levelrow.make_row(WHERE, LEVEL, dataclasses.replace(MEASURED, server_sys_s=0.2))
     assert row.server_sys_us_per_req == 20.0 and row.server_cpu_us_per_req == 50.0
-    assert metrics.make_row(WHERE, LEVEL, MEASURED).server_sys_us_per_req is None
+    assert levelrow.make_row(WHERE, LEVEL, MEASURED).server_sys_us_per_req is None
     aws = level(with_sys(rows("aws", [6000, 6100, 6050, 6025, 6075],
                               [3.9, 3.965, 3.9325, 3.9, 3.95], client_cpu_s=BOUND), 30.0))
     mini = level(with_sys(rows("mini", [6020, 6080, 6040, 6030, 6060],
                                [2.408, 2.432, 2.416, 2.41, 2.42], client_cpu_s=BOUND), 25.0))
     assert mini.cpu_sys_us_per_req is not None and mini.cpu_sys_us_per_req.median == 25.0
-    v = metrics.verdict(aws, mini)
+    v = verdicts.verdict(aws, mini)
     assert "(40.0 vs 65.0 µs, of which kernel 25.0 vs 30.0; α=1%, δ=5%, 5+5 starts)" in v.cpu_text
 
 

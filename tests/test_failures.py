@@ -17,7 +17,7 @@ import pytest
 
 import httpfakes
 from conftest import free_port
-from lab.analyse import analysis, metrics
+from lab.analyse import analysis, levelrow, metrics, verdicts
 from lab.record import failures, schema
 from lab.measure.clients import Client, Load, Options
 from lab.record.level import Level
@@ -214,14 +214,14 @@ def test_vegeta_counts_each_reset_connection_as_one_reset(tmp_path: Path) -> Non
 @pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk not installed")
 def test_the_kinds_reach_the_record_and_the_summary_line(tmp_path: Path) -> None:
     level, _ = live(wrk.Wrk(), False, tmp_path)
-    where = metrics.Where(server="flaky", rep=1, axis="concurrency", value=2, concurrency=2,
-                          offered_rps=None, workers=1, backlog=512, duration_s=2,
-                          server_cpus=1, client_cpus=1, lab_cpus=2)
-    measured = metrics.Measured(server_cpu_s=0.1, rss_end_kb=1, rss_peak_kb=1, threads_end=1,
-                                threads_peak=1, client_cpu_s=0.1, wall_s=2.0,
-                                host_busy_s=0.2, host_steal_s=0.0, sampler_cpu_s=0.0,
-                                time_wait=0)
-    schema.append_row(tmp_path, metrics.make_row(where, level, measured))
+    where = levelrow.Where(server="flaky", rep=1, axis="concurrency", value=2, concurrency=2,
+                           offered_rps=None, workers=1, backlog=512, duration_s=2,
+                           server_cpus=1, client_cpus=1, lab_cpus=2)
+    measured = levelrow.Measured(server_cpu_s=0.1, rss_end_kb=1, rss_peak_kb=1, threads_end=1,
+                                 threads_peak=1, client_cpu_s=0.1, wall_s=2.0,
+                                 host_busy_s=0.2, host_steal_s=0.0, sampler_cpu_s=0.0,
+                                 time_wait=0)
+    schema.append_row(tmp_path, levelrow.make_row(where, level, measured))
     [row] = schema.read_rows(tmp_path)
     assert row.failures() == list(level.failures)
     [s] = metrics.level_stats([row])
@@ -265,17 +265,17 @@ def test_said_groups_by_kind_with_the_words_beside() -> None:
                     ", non-2xx answer 503 (2: vegeta: status 503)")
 
 
-def sample(label: str, rates: list[float], failed_pct: float) -> metrics.Sample:
-    return metrics.Sample(label, tuple(rates), False, failed_pct)
+def sample(label: str, rates: list[float], failed_pct: float) -> verdicts.Sample:
+    return verdicts.Sample(label, tuple(rates), False, failed_pct)
 
 
 def test_a_level_where_more_than_a_small_share_failed_is_not_ranked() -> None:
     over = metrics.FAILED_SHARE_PCT + 0.5
-    j = metrics.judge(sample("aws", [100, 101, 102], over), sample("ews", [50, 51, 52], 0.0))
+    j = verdicts.judge(sample("aws", [100, 101, 102], over), sample("ews", [50, 51, 52], 0.0))
     assert j.kind == "not-comparable" and j.winner is None
     assert f"aws: {over:.1f}% of requests failed" in j.text
-    ok = metrics.judge(sample("aws", [100, 101, 102, 100.5, 101.5], metrics.FAILED_SHARE_PCT),
-                       sample("ews", [50, 51, 52, 50.5, 51.5], 0.0))     # 5 starts: α=1% reachable
+    ok = verdicts.judge(sample("aws", [100, 101, 102, 100.5, 101.5], metrics.FAILED_SHARE_PCT),
+                        sample("ews", [50, 51, 52, 50.5, 51.5], 0.0))     # 5 starts: α=1% reachable
     assert ok.kind == "better" and ok.winner == "aws"
 
 
@@ -287,7 +287,7 @@ def test_the_run_verdict_carries_the_worst_repetitions_share() -> None:
                                successful=1000, failed=50 if i == 2 else 0) for i in (1, 2, 3)]
     [a], [b] = metrics.level_stats(good), metrics.level_stats(bad)
     assert b.failed_pct == pytest.approx(100 * 50 / 1050)
-    v = metrics.verdict(a, b)
+    v = verdicts.verdict(a, b)
     assert v.kind == "not-comparable" and "other: 4.8% of requests failed" in v.text
 
 

@@ -14,27 +14,27 @@ from contextlib import contextmanager
 import pytest
 
 from lab.host import hang
-from lab.host.hang import CLOSE_WAIT, ESTABLISHED, SYN_SENT, Conn
+from lab.host.hang import CLOSE_WAIT, ESTABLISHED, SYN_SENT, TcpSocket
 
 # ---- the sentence ---------------------------------------------------------------------------
 
 
 def test_open_unanswered_connections_are_the_servers_stall() -> None:
     text = hang.explain("siege", 47.2, ["network", "network", "lock"],
-                        [Conn(ESTABLISHED, 0, 0)] * 3, None)
+                        [TcpSocket(ESTABLISHED, 0, 0)] * 3, None)
     assert text.startswith("siege waited 47 s on 3 connections that the server accepted and "
                            "never answered (")
     assert "3 open (ESTABLISHED) with no answer to read" in text
 
 
 def test_connections_not_accepted_say_the_accept_queue() -> None:
-    text = hang.explain("wrk", 10, ["network"], [Conn(ESTABLISHED, 0, 0)], 1)
+    text = hang.explain("wrk", 10, ["network"], [TcpSocket(ESTABLISHED, 0, 0)], 1)
     assert text.startswith("wrk waited 10 s on 1 connection that the server left unanswered "
                            "(1 waited in its accept queue, not accepted)")
 
 
 def test_a_client_on_a_lock_with_every_connection_closed_hangs_on_its_own() -> None:
-    text = hang.explain("siege", 47, ["lock", "lock"], [Conn(CLOSE_WAIT, 0, 0)] * 6, 0)
+    text = hang.explain("siege", 47, ["lock", "lock"], [TcpSocket(CLOSE_WAIT, 0, 0)] * 6, 0)
     assert text.startswith("siege hung on its own: its threads wait on a lock (futex)")
     assert "2 on a lock" in text and "6 closed by the server (CLOSE-WAIT)" in text
 
@@ -42,13 +42,13 @@ def test_a_client_on_a_lock_with_every_connection_closed_hangs_on_its_own() -> N
 def test_a_client_on_a_lock_with_a_connection_it_never_used() -> None:
     # seen against aws: Siege's users on a lock, one connection open with no request sent
     text = hang.explain("siege", 12, ["lock", "lock"],
-                        [Conn(CLOSE_WAIT, 0, 0)] * 6 + [Conn(ESTABLISHED, 0, 0)], None)
+                        [TcpSocket(CLOSE_WAIT, 0, 0)] * 6 + [TcpSocket(ESTABLISHED, 0, 0)], None)
     assert text.startswith("siege hung on its own: its threads wait on a lock (futex) and none "
                            "on the network; no thread of it waits on its 1 open connection")
 
 
 def test_anything_else_claims_no_side() -> None:
-    text = hang.explain("wrk", 5, ["network"], [Conn(SYN_SENT, 0, 0)], None)
+    text = hang.explain("wrk", 5, ["network"], [TcpSocket(SYN_SENT, 0, 0)], None)
     assert text.startswith("wrk did not finish; neither side is clearly stalled")
     assert "1 still connecting (SYN-SENT)" in text
 

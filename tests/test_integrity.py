@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import bench, free_port, lab_env, leftovers, run_folders
-from lab.analyse import analysis, findings, gate, metrics
+from lab.analyse import analysis, findings, gate, levelrow, metrics, verdicts
 from lab.present import html
 from lab.measure.clients import siege, vegeta, wrk
 from lab.record.level import Level
@@ -37,7 +37,7 @@ def test_siege_that_gave_up_after_1024_failures_stopped_early() -> None:
     level = siege.parse(*fixture("siege-reset"))
     assert level.elapsed_s == 0.19 and level.failed == 1025
     assert "gives up after 1,024 failed connections" in level.stopped
-    why = metrics.ran_short(level, 1, "siege")
+    why = levelrow.ran_short(level, 1, "siege")
     assert why.startswith("siege stopped after 0.19 s of the 1 s level (its own elapsed time)")
     assert "1,025 failed" in why
 
@@ -45,14 +45,14 @@ def test_siege_that_gave_up_after_1024_failures_stopped_early() -> None:
 @pytest.mark.parametrize("name, duration", [("siege-ok", 2), ("siege-aws-c50", 2)])
 def test_siege_that_ran_its_length_did_not_stop(name: str, duration: int) -> None:
     level = siege.parse(*fixture(name))         # 1.87 s and 1.91 s of 2: Siege's own slack
-    assert level.stopped == "" and metrics.ran_short(level, duration, "siege") == ""
+    assert level.stopped == "" and levelrow.ran_short(level, duration, "siege") == ""
 
 
 def test_siege_that_ended_early_with_nothing_failed_stopped_early() -> None:
     out, err = fixture("siege-ok")              # 1.87 s: of a 5 s level, it stopped early
     level = siege.parse(out, err)
     assert level.failed == 0 and level.stopped == ""
-    assert metrics.ran_short(level, 5, "siege") == \
+    assert levelrow.ran_short(level, 5, "siege") == \
         "siege stopped after 1.87 s of the 5 s level (its own elapsed time)"
 
 
@@ -69,9 +69,9 @@ def wrk_with_duration(seconds: float) -> tuple[str, str]:
 
 
 def test_wrk_by_its_own_duration() -> None:
-    assert metrics.ran_short(wrk.parse(*fixture("wrk-ok")), 2, "wrk") == ""   # -d 2s
+    assert levelrow.ran_short(wrk.parse(*fixture("wrk-ok")), 2, "wrk") == ""   # -d 2s
     short = wrk.parse(*wrk_with_duration(0.16))
-    assert metrics.ran_short(short, 2, "wrk") == \
+    assert levelrow.ran_short(short, 2, "wrk") == \
         "wrk stopped after 0.16 s of the 2 s level (its own elapsed time)"
 
 
@@ -83,30 +83,30 @@ def vegeta_with_duration(seconds: float) -> tuple[str, str]:
 
 
 def test_vegeta_by_its_own_duration() -> None:
-    assert metrics.ran_short(vegeta.parse(*fixture("vegeta-ok")), 2, "vegeta") == ""
-    assert metrics.ran_short(vegeta.parse(*fixture("vegeta-close")), 2, "vegeta") == ""
+    assert levelrow.ran_short(vegeta.parse(*fixture("vegeta-ok")), 2, "vegeta") == ""
+    assert levelrow.ran_short(vegeta.parse(*fixture("vegeta-close")), 2, "vegeta") == ""
     short = vegeta.parse(*vegeta_with_duration(0.3))
-    assert "vegeta stopped after 0.30 s of the 2 s level" in metrics.ran_short(short, 2, "vegeta")
+    assert "vegeta stopped after 0.30 s of the 2 s level" in levelrow.ran_short(short, 2, "vegeta")
 
 
 def test_vegeta_at_a_low_rate_may_end_one_interval_early() -> None:
     # 5 requests/s for 1 s: the last is sent at 0.8 s; that is the whole level
     level = Level(5, 5, 0, 100.0, 0.801, 6.2, 1.0, 0.0, 1.0, 0.0, offered_rps=5.0)
-    assert metrics.ran_short(level, 1, "vegeta") == ""
+    assert levelrow.ran_short(level, 1, "vegeta") == ""
 
 
 # --------------------------------------------------------------------------- the level
 
-WHERE = metrics.Where(server="aws", rep=1, axis="concurrency", value=8, concurrency=8,
-                      offered_rps=None, workers=5, backlog=512, duration_s=5,
-                      server_cpus=1, client_cpus=1, lab_cpus=2)
+WHERE = levelrow.Where(server="aws", rep=1, axis="concurrency", value=8, concurrency=8,
+                       offered_rps=None, workers=5, backlog=512, duration_s=5,
+                       server_cpus=1, client_cpus=1, lab_cpus=2)
 
 
-def measured(answer_changed: str = "") -> metrics.Measured:
-    return metrics.Measured(server_cpu_s=1.0, rss_end_kb=1000, rss_peak_kb=1000,
-                            threads_end=5, threads_peak=5, client_cpu_s=1.0, wall_s=5.0,
-                            host_busy_s=2.0, host_steal_s=0.0, sampler_cpu_s=0.0,
-                            time_wait=0, answer_changed=answer_changed)
+def measured(answer_changed: str = "") -> levelrow.Measured:
+    return levelrow.Measured(server_cpu_s=1.0, rss_end_kb=1000, rss_peak_kb=1000,
+                             threads_end=5, threads_peak=5, client_cpu_s=1.0, wall_s=5.0,
+                             host_busy_s=2.0, host_steal_s=0.0, sampler_cpu_s=0.0,
+                             time_wait=0, answer_changed=answer_changed)
 
 
 def rows_of(server: str, rates: dict[int, float], stopped_at: int | None = None,
@@ -120,8 +120,8 @@ def rows_of(server: str, rates: dict[int, float], stopped_at: int | None = None,
                 level = replace(level, elapsed_s=0.16, failed=1024,
                                 stopped="siege stopped after 0.16 s of the 5 s level")
             m = measured("after the level, body changed" if value == changed_at else "")
-            out.append(metrics.make_row(replace(WHERE, server=server, value=value,
-                                                concurrency=value, rep=rep), level, m))
+            out.append(levelrow.make_row(replace(WHERE, server=server, value=value,
+                                                 concurrency=value, rep=rep), level, m))
     return out
 
 
@@ -135,7 +135,7 @@ def test_a_stopped_level_is_flagged_with_its_reason_and_not_ranked() -> None:
     assert not at8.ranked and at8.unranked[0].startswith("rep 1: client stopped early")
     assert metrics.peak(stats).value == 4           # 14,038 req/s is nobody's peak
     other = metrics.level_stats(rows_of("ada-mini", {4: 5000.0, 8: 5000.0}))
-    v = metrics.verdict(at8, next(s for s in other if s.value == 8))
+    v = verdicts.verdict(at8, next(s for s in other if s.value == 8))
     assert v.kind == "not-comparable" and "client stopped early" in v.text
     assert "client-stopped" in gate.unclean(at8)
 
@@ -148,9 +148,9 @@ def test_a_level_whose_answer_changed_is_flagged_and_not_ranked() -> None:
     stats = metrics.level_stats(rows)
     assert metrics.peak(stats).value == 1
     other = metrics.level_stats(rows_of("ada-mini", {1: 3000.0, 2: 5000.0}))
-    v = metrics.verdict(stats[1], other[1])
+    v = verdicts.verdict(stats[1], other[1])
     assert v.kind == "not-comparable" and "answer changed" in v.text
-    assert metrics.verdict(stats[0], other[0]).kind != "not-comparable"
+    assert verdicts.verdict(stats[0], other[0]).kind != "not-comparable"
 
 
 # --------------------------------------------------------------------------- live

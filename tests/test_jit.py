@@ -13,7 +13,7 @@ import pytest
 
 from conftest import ROOT, bench, free_port, lab_env, leftovers, run_folders
 from lab.measure import jit
-from lab.analyse import metrics
+from lab.analyse import levelrow, metrics
 from lab.record import schema
 from lab.present import report
 from lab.measure.topologies.local import LocalServerHost
@@ -43,15 +43,15 @@ def test_watch_gives_the_rate_between_readings_and_stops_after_an_error() -> Non
     watch = jit.Watch(lambda: next(counts))
     watch.take()
     assert watch.compiles == 100 and watch.per_s is None
-    assert not metrics.jit_quiet(watch.per_s)          # not read yet: not quiet
+    assert not levelrow.jit_quiet(watch.per_s)          # not read yet: not quiet
     watch.take()
     assert watch.compiles == 160 and watch.per_s is not None and watch.per_s > 0
     watch.take()
     assert watch.unavailable and watch.record(False) == {"jit_error": "gone"}
     watch.take()                                       # no more readings asked
     assert watch.compiles == 160
-    assert metrics.jit_quiet(metrics.JIT_QUIET_PER_S)
-    assert not metrics.jit_quiet(metrics.JIT_QUIET_PER_S + 0.5)
+    assert levelrow.jit_quiet(metrics.JIT_QUIET_PER_S)
+    assert not levelrow.jit_quiet(metrics.JIT_QUIET_PER_S + 0.5)
 
 
 def test_old_warmups_without_jit_fields_still_open() -> None:
@@ -77,7 +77,7 @@ def test_auto_warmup_of_a_jvm_records_its_jit_and_nginx_is_unaffected(tmp_path: 
     warm = java["warmup"]
     assert warm["mode"] == "auto" and not warm.get("jit_error"), warm
     assert warm["jit_compiles"] > 0 and warm["jit_per_s"] is not None
-    assert warm["jit_quiet"] == metrics.jit_quiet(warm["jit_per_s"])
+    assert warm["jit_quiet"] == levelrow.jit_quiet(warm["jit_per_s"])
     assert not warm["steady"] or warm["jit_quiet"]   # steady needs the JIT quiet
     [native] = m["servers"]["nginx"]["starts"]
     assert native["warmup"]["mode"] == "auto"

@@ -1,6 +1,7 @@
-"""lab.analyse.metrics on constructed inputs: flags and their thresholds, steadiness,
-spread, verdicts (overlapping and separate ranges, client-bound, too few
-repetitions, open loop), verdict levels, calibration lookup."""
+"""lab.analyse.metrics, levelrow and verdicts on constructed inputs: flags and
+their thresholds, steadiness, spread, verdicts (overlapping and separate
+ranges, client-bound, too few repetitions, open loop), verdict levels,
+calibration lookup."""
 from __future__ import annotations
 
 import dataclasses
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.analyse import analysis, metrics
+from lab.analyse import analysis, levelrow, metrics, verdicts
 from lab.record import schema
 from lab.record.level import Level
 from lab.record.schema import Row
@@ -22,21 +23,21 @@ def level(rate: float = 1000.0, failed: int = 0, in_flight: float = 8.0,
                  offered_rps=offered)
 
 
-WHERE = metrics.Where(server="a", rep=1, axis="concurrency", value=8, concurrency=8,
-                      offered_rps=None, workers=8, backlog=512, duration_s=10,
-                      server_cpus=1, client_cpus=1, lab_cpus=2)
+WHERE = levelrow.Where(server="a", rep=1, axis="concurrency", value=8, concurrency=8,
+                       offered_rps=None, workers=8, backlog=512, duration_s=10,
+                       server_cpus=1, client_cpus=1, lab_cpus=2)
 
 
 def measured(client_cpu_s: float = 5.0, busy_s: float = 12.0, steal_s: float = 0.0,
-             server_cpu_s: float = 7.0) -> metrics.Measured:
-    return metrics.Measured(server_cpu_s=server_cpu_s, rss_end_kb=2048, rss_peak_kb=4096,
-                            threads_end=3, threads_peak=4, client_cpu_s=client_cpu_s,
-                            wall_s=10.0, host_busy_s=busy_s, host_steal_s=steal_s,
-                            sampler_cpu_s=0.05, time_wait=3)
+             server_cpu_s: float = 7.0) -> levelrow.Measured:
+    return levelrow.Measured(server_cpu_s=server_cpu_s, rss_end_kb=2048, rss_peak_kb=4096,
+                             threads_end=3, threads_peak=4, client_cpu_s=client_cpu_s,
+                             wall_s=10.0, host_busy_s=busy_s, host_steal_s=steal_s,
+                             sampler_cpu_s=0.05, time_wait=3)
 
 
 def test_a_quiet_level_has_no_flags_and_its_figures() -> None:
-    row = metrics.make_row(WHERE, level(), measured())
+    row = levelrow.make_row(WHERE, level(), measured())
     assert row.flags == "" and not row.client_bound
     assert row.client_cpu_pct == 50.0 and row.server_cpu_pct == 70.0
     assert row.littles_ratio == 1.0 and row.other_cpu_pct == 0.0
@@ -54,9 +55,9 @@ def test_a_quiet_level_has_no_flags_and_its_figures() -> None:
      dataclasses.replace(WHERE, concurrency=0, offered_rps=1000.0), "saturated"),
     (level(), measured(), dataclasses.replace(WHERE, not_steady=True), "not-steady"),
 ])
-def test_each_flag_is_raised_past_its_threshold(lvl: Level, m: metrics.Measured,
-                                                where: metrics.Where, flag: str) -> None:
-    assert metrics.make_row(where, lvl, m).flags.split() == [flag]
+def test_each_flag_is_raised_past_its_threshold(lvl: Level, m: levelrow.Measured,
+                                                where: levelrow.Where, flag: str) -> None:
+    assert levelrow.make_row(where, lvl, m).flags.split() == [flag]
 
 
 @pytest.mark.parametrize("lvl, m, where", [
@@ -66,14 +67,14 @@ def test_each_flag_is_raised_past_its_threshold(lvl: Level, m: metrics.Measured,
     (level(rate=951, offered=1000.0), measured(),
      dataclasses.replace(WHERE, concurrency=0, offered_rps=1000.0)),
 ])
-def test_just_inside_a_threshold_is_not_flagged(lvl: Level, m: metrics.Measured,
-                                                where: metrics.Where) -> None:
-    assert metrics.make_row(where, lvl, m).flags == ""
+def test_just_inside_a_threshold_is_not_flagged(lvl: Level, m: levelrow.Measured,
+                                                where: levelrow.Where) -> None:
+    assert levelrow.make_row(where, lvl, m).flags == ""
 
 
 def test_open_loop_rows_have_no_littles_ratio() -> None:
     where = dataclasses.replace(WHERE, concurrency=0, offered_rps=1000.0, axis="rate")
-    row = metrics.make_row(where, level(in_flight=0.5, offered=1000.0), measured())
+    row = levelrow.make_row(where, level(in_flight=0.5, offered=1000.0), measured())
     assert row.littles_ratio is None and "littles-law" not in row.flags
 
 
@@ -82,7 +83,7 @@ def test_open_loop_rows_have_no_littles_ratio() -> None:
     ([50, 80, 100, 103, 104], True), ([100, 104, 106], False), ([0, 0, 0], False),
 ])
 def test_steady_means_three_slices_within_5_percent(rates: list[float], ok: bool) -> None:
-    assert metrics.steady(rates) is ok
+    assert levelrow.steady(rates) is ok
 
 
 def test_spread_and_overlap() -> None:
@@ -97,8 +98,8 @@ def test_spread_and_overlap() -> None:
 
 def rows(server: str, value: int, rates: list[float], flags: str = "",
          p99: list[float] | None = None, offered: float | None = None) -> list[Row]:
-    base = metrics.make_row(dataclasses.replace(WHERE, server=server, value=value),
-                            level(), measured())
+    base = levelrow.make_row(dataclasses.replace(WHERE, server=server, value=value),
+                             level(), measured())
     return [dataclasses.replace(base, rep=i + 1, rate_rps=r, flags=flags,
                                 client_bound="client-bound" in flags, offered_rps=offered,
                                 p99_ms=(p99[i] if p99 else None))
@@ -119,7 +120,7 @@ def test_level_stats_group_by_value_and_flag_noise() -> None:
 def test_verdict_five_starts_apart_name_the_faster_with_alpha_delta_and_starts() -> None:
     [a] = stats(rows("aws", 8, [1000, 1050, 1100, 1020, 1080]))
     [b] = stats(rows("jersey", 8, [1200, 1260, 1300, 1250, 1280]))
-    v = metrics.verdict(a, b)
+    v = verdicts.verdict(a, b)
     assert v.kind == "faster" and (v.a, v.b) == ("jersey", "aws")
     assert v.percent == pytest.approx(100 * (1260 / 1050 - 1), abs=3)   # Hodges-Lehmann
     assert v.text.startswith("jersey is faster than aws by 2")
@@ -131,28 +132,28 @@ def test_three_starts_a_side_never_decide_at_one_percent() -> None:
     # 2/C(6,3) = 10%: an exact test of 3 against 3 cannot reach 1%, however far apart
     [a] = stats(rows("aws", 8, [1000, 1050, 1100]))
     [b] = stats(rows("jersey", 8, [5000, 5260, 5300]))
-    v = metrics.verdict(a, b)
+    v = verdicts.verdict(a, b)
     assert v.kind == "undecided" and "too few starts: 3 against 3" in v.text
 
 
 def test_overlapping_starts_are_undecided_with_the_interval() -> None:
     [a] = stats(rows("aws", 8, [1000, 1100, 1250, 1150, 1300]))
     [b] = stats(rows("jersey", 8, [1200, 1260, 1300, 1050, 1320]))
-    v = metrics.verdict(a, b)
+    v = verdicts.verdict(a, b)
     assert v.kind == "undecided" and "spans ±5%" in v.text
 
 
 def test_tight_equal_starts_are_equivalent_within_delta() -> None:
     [a] = stats(rows("aws", 8, [1000, 1005, 1010, 998, 1003]))
     [b] = stats(rows("jersey", 8, [1002, 1004, 1008, 999, 1001]))
-    v = metrics.verdict(a, b)
+    v = verdicts.verdict(a, b)
     assert v.kind == "equivalent" and v.text.startswith("equivalent within ±5%")
 
 
 def test_verdict_with_the_slower_side_client_bound_is_not_comparable() -> None:
     [a] = stats(rows("aws", 8, [1000, 1010, 1020, 1005, 1015], "client-bound"))
     [b] = stats(rows("jersey", 8, [2000, 2010, 2020, 2005, 2015]))
-    v = metrics.verdict(a, b)
+    v = verdicts.verdict(a, b)
     assert v.kind == "not-comparable" and v.text.startswith("not comparable (client-bound: aws")
 
 
@@ -160,7 +161,7 @@ def test_verdict_with_only_the_faster_side_client_bound_is_a_lower_bound() -> No
     # the client held the faster server back: it is at least this much faster
     [a] = stats(rows("aws", 8, [1000, 1010, 1020, 1005, 1015]))
     [b] = stats(rows("undertow", 8, [2000, 2020, 2100, 2010, 2050], "client-bound"))
-    v = metrics.verdict(a, b)
+    v = verdicts.verdict(a, b)
     assert v.kind == "faster-at-least" and (v.a, v.b) == ("undertow", "aws")
     assert v.text.startswith("undertow is faster than aws by at least 10")
     assert "lower bound" in v.text
@@ -169,7 +170,7 @@ def test_verdict_with_only_the_faster_side_client_bound_is_a_lower_bound() -> No
 def test_verdict_client_bound_and_overlapping_is_not_comparable() -> None:
     [a] = stats(rows("aws", 8, [1000, 1500, 1900, 1700, 2050]))
     [b] = stats(rows("undertow", 8, [1800, 2000, 2100, 1900, 1950], "client-bound"))
-    v = metrics.verdict(a, b)
+    v = verdicts.verdict(a, b)
     assert v.kind == "not-comparable" and "undertow" in v.text
 
 
@@ -177,7 +178,7 @@ def test_open_loop_verdict_compares_p99_latency() -> None:
     [a] = stats(rows("aws", 5000, [5000] * 5, p99=[9.0, 10.0, 11.0, 9.5, 10.5], offered=5000.0))
     [b] = stats(rows("undertow", 5000, [5000] * 5, p99=[2.0, 2.5, 3.0, 2.2, 2.7],
                      offered=5000.0))
-    v = metrics.verdict(a, b)
+    v = verdicts.verdict(a, b)
     assert v.kind == "faster" and v.a == "undertow"
     assert v.text.startswith("undertow has lower p99 latency than aws by 3")
 
@@ -186,14 +187,14 @@ def test_verdict_levels_are_every_level_never_each_peak() -> None:
     # no winner's curse: the levels judged are not picked from the figures judged
     by = {"a": stats(rows("a", 1, [10] * 5), rows("a", 8, [30] * 5), rows("a", 64, [20] * 5)),
           "b": stats(rows("b", 1, [40] * 5), rows("b", 8, [30] * 5), rows("b", 64, [20] * 5))}
-    assert metrics.verdict_values(by, ()) == [1, 8, 64]
-    assert metrics.verdict_values(by, (8,)) == [8]
-    found = metrics.verdicts(by, [1, 64])
+    assert verdicts.verdict_values(by, ()) == [1, 8, 64]
+    assert verdicts.verdict_values(by, (8,)) == [8]
+    found = verdicts.verdicts(by, [1, 64])
     # per level, each at 1% over 2 x 1 pair x 2 levels = 0.25%: 5 against 5 cannot
     assert [(v.value, v.kind) for v in found] == [(1, "undecided"), (64, "undecided")]
     assert found[0].alpha == pytest.approx(0.0025) and "too few starts" in found[1].text
     # the primary verdict, one start's mean over the levels: 5 against 5 decide at 1%
-    [p] = metrics.primaries(by, [1, 64])
+    [p] = verdicts.primaries(by, [1, 64])
     assert p.kind == "faster" and p.a == "b" and p.levels == (1, 64)
 
 
@@ -204,7 +205,7 @@ def test_primary_verdict_takes_each_start_across_the_levels() -> None:
         return [base * (1 + r.uniform(-0.02, 0.02)) for _ in range(5)]
     by = {"a": stats(rows("a", 1, noisy(100)), rows("a", 8, noisy(300))),
           "b": stats(rows("b", 1, noisy(130)), rows("b", 8, noisy(390)))}
-    [v] = metrics.primaries(by, [1, 8])
+    [v] = verdicts.primaries(by, [1, 8])
     assert v.kind == "faster" and (v.a, v.b) == ("b", "a") and v.levels == (1, 8)
     assert v.starts == (5, 5) and v.alpha == 0.01
     assert v.percent == pytest.approx(30, abs=3)
@@ -212,7 +213,7 @@ def test_primary_verdict_takes_each_start_across_the_levels() -> None:
 
 def test_verdicts_say_when_a_server_lacks_the_level() -> None:
     by = {"a": stats(rows("a", 8, [10] * 3)), "b": stats(rows("b", 1, [10] * 3))}
-    [v] = metrics.verdicts(by, [8])
+    [v] = verdicts.verdicts(by, [8])
     assert v.kind == "missing" and "(b)" in v.text
 
 
@@ -244,4 +245,4 @@ def test_open_loop_verdicts_are_at_every_offered_rate() -> None:
                      rows("a", 4000, [3000] * 3, p99=[9, 9, 9], offered=4000.0)),
           "b": stats(rows("b", 1000, [1000] * 3, p99=[2, 2, 2], offered=1000.0),
                      rows("b", 4000, [4000] * 3, p99=[3, 3, 3], offered=4000.0))}
-    assert metrics.verdict_values(by, ()) == [1000, 4000]
+    assert verdicts.verdict_values(by, ()) == [1000, 4000]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import MIRROR, ROOT, free_port, leftovers
-from lab.analyse import claims, metrics
+from lab.analyse import claims, levelrow, metrics
 from lab.studies import reproduce
 from lab.record.level import Level
 from lab.setup.servers import discover
@@ -135,15 +135,15 @@ def test_lab_cli_names_the_step() -> None:
 
 # ---------------------------------------------------------------- the table
 
-WHERE = metrics.Where(server="x", rep=1, axis="concurrency", value=1, concurrency=1,
-                      offered_rps=None, workers=1, backlog=512, duration_s=10,
-                      server_cpus=1, client_cpus=1, lab_cpus=2)
+WHERE = levelrow.Where(server="x", rep=1, axis="concurrency", value=1, concurrency=1,
+                       offered_rps=None, workers=1, backlog=512, duration_s=10,
+                       server_cpus=1, client_cpus=1, lab_cpus=2)
 LEVEL = Level(transactions=10000, successful=10000, failed=0, availability_pct=100.0,
               elapsed_s=10.0, rate_rps=1000.0, resp_ms=1.0, in_flight=1.0, longest_ms=2.0,
               data_mb=0.3)
-MEASURED = metrics.Measured(server_cpu_s=5.0, rss_end_kb=4096, rss_peak_kb=4096, threads_end=3,
-                            threads_peak=3, client_cpu_s=2.0, wall_s=10.0, host_busy_s=7.0,
-                            host_steal_s=0.0, sampler_cpu_s=0.0, time_wait=0)
+MEASURED = levelrow.Measured(server_cpu_s=5.0, rss_end_kb=4096, rss_peak_kb=4096, threads_end=3,
+                             threads_peak=3, client_cpu_s=2.0, wall_s=10.0, host_busy_s=7.0,
+                             host_steal_s=0.0, sampler_cpu_s=0.0, time_wait=0)
 
 
 def fake_stats(rates: dict[str, float], bound: bool) -> dict[str, list[metrics.LevelStats]]:
@@ -151,8 +151,8 @@ def fake_stats(rates: dict[str, float], bound: bool) -> dict[str, list[metrics.L
     for name, rate in rates.items():
         rows = []
         for level in (1, 2, 50):
-            base = metrics.make_row(dataclasses.replace(WHERE, server=name, value=level,
-                                                        concurrency=level), LEVEL, MEASURED)
+            base = levelrow.make_row(dataclasses.replace(WHERE, server=name, value=level,
+                                                         concurrency=level), LEVEL, MEASURED)
             rows += [dataclasses.replace(base, rep=i, rate_rps=rate * (1 + i / 100),
                                          client_bound=bound,
                                          flags="client-bound" if bound else "")

@@ -16,7 +16,7 @@ import pytest
 
 import schemacheck
 from conftest import ROOT, bench, free_port, lab_env, lab, leftovers, run_folders
-from lab.analyse import metrics
+from lab.analyse import verdicts
 from lab.record import schema
 
 RUNS = ROOT / "tests" / "fixtures" / "runs"
@@ -40,7 +40,7 @@ def test_each_saved_run_written_again_fits_the_schema(tmp_path: Path, name: str)
     data = json.loads((run / "results.json").read_text())
     assert data["results_schema"] == schema.RESULTS_SCHEMA == 1
     for v in data["verdicts"]:      # the gate's words, as make compare prints them
-        assert v["verdict"] in (*metrics.RANKED, "no-clear-difference", "not-comparable",
+        assert v["verdict"] in (*verdicts.RANKED, "no-clear-difference", "not-comparable",
                                 "inconclusive", "missing")
         assert v["verdict"] == v["kind"].replace("faster", "better")
 

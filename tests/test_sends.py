@@ -135,7 +135,7 @@ def test_the_table_flags_what_differs() -> None:
 
 def test_a_size_note_says_by_how_many_bytes() -> None:
     assert AWS.bytes is not None and EWS.bytes is not None
-    found = {n: sends.Answer(n, r, 1, False, ()) for n, r in (("aws", AWS), ("ews", EWS))}
+    found = {n: sends.ServerAnswer(n, r, 1, False, ()) for n, r in (("aws", AWS), ("ews", EWS))}
     note = sends.size_note("aws", "ews", found)
     assert note == (f"ews's answer is {AWS.bytes - EWS.bytes} bytes smaller than aws's "
                     f"({EWS.bytes} vs {AWS.bytes} bytes on the wire)")

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, bench, free_port, lab, lab_env, leftovers, run_folders
-from lab.analyse import metrics
+from lab.analyse import levelrow
 from lab.record import folder, schema
 from lab.measure.clients import Load
 from lab.record.level import Level
@@ -84,31 +84,31 @@ def level(rate: float, n: int, failed: int, resp: float, p99: float | None) -> L
 
 def test_several_hosts_levels_combine() -> None:
     a, b = level(1000, 2000, 0, 1.0, 3.0), level(3000, 5998, 2, 2.0, 9.0)
-    both = metrics.combine([a, b])
+    both = levelrow.combine([a, b])
     assert both.rate_rps == 4000 and both.successful == 7998 and both.failed == 2
     assert both.transactions == 8000
     assert both.resp_ms == pytest.approx((1.0 * 2000 + 2.0 * 6000) / 8000)
     assert both.p99_ms == 9.0 and both.longest_ms == 20.0      # the worst host's
     assert both.in_flight == pytest.approx(a.in_flight + b.in_flight)
     assert both.availability_pct == pytest.approx(100 * 7998 / 8000)
-    assert metrics.combine([a]) is a
-    assert metrics.combine([a, level(10, 20, 0, 1.0, None)]).p99_ms == 3.0
+    assert levelrow.combine([a]) is a
+    assert levelrow.combine([a, level(10, 20, 0, 1.0, None)]).p99_ms == 3.0
 
 
 def test_client_bound_applies_per_host() -> None:
-    where = metrics.Where(server="s", rep=1, axis="concurrency", value=8, concurrency=8,
-                          offered_rps=None, workers=1, backlog=1, duration_s=2, server_cpus=1,
-                          client_cpus=1, lab_cpus=3)
+    where = levelrow.Where(server="s", rep=1, axis="concurrency", value=8, concurrency=8,
+                           offered_rps=None, workers=1, backlog=1, duration_s=2, server_cpus=1,
+                           client_cpus=1, lab_cpus=3)
     m = dict(server_cpu_s=1.0, rss_end_kb=1, rss_peak_kb=1, threads_end=1, threads_peak=1,
              wall_s=2.0, host_busy_s=0.0, host_steal_s=0.0, sampler_cpu_s=0.0, time_wait=0)
     # 1.9 CPU seconds over two hosts of one CPU each: 95% of one host's, not of two
-    row = metrics.make_row(where, level(100, 200, 0, 1.0, 2.0),
-                           metrics.Measured(client_cpu_s=1.9, client_hosts_cpu_pct=(95.0, 0.0),
-                                            **m))
+    row = levelrow.make_row(where, level(100, 200, 0, 1.0, 2.0),
+                            levelrow.Measured(client_cpu_s=1.9, client_hosts_cpu_pct=(95.0, 0.0),
+                                              **m))
     assert row.client_bound and row.client_cpu_pct == 95.0 and row.client_cpu_s == 1.9
-    row = metrics.make_row(where, level(100, 200, 0, 1.0, 2.0),
-                           metrics.Measured(client_cpu_s=1.6, client_hosts_cpu_pct=(80.0, 80.0),
-                                            **m))
+    row = levelrow.make_row(where, level(100, 200, 0, 1.0, 2.0),
+                            levelrow.Measured(client_cpu_s=1.6, client_hosts_cpu_pct=(80.0, 80.0),
+                                              **m))
     assert not row.client_bound and row.client_cpu_pct == 80.0
 
 

@@ -1,6 +1,6 @@
 """How far two independent runs of the same servers agree: for every pair of
-servers at every level both runs measured, the req/s verdict (lab.analyse.metrics.verdict)
-and the server-CPU-per-request verdict (lab.analyse.metrics.efficiency, judged for
+servers at every level both runs measured, the req/s verdict (lab.analyse.verdicts.verdict)
+and the server-CPU-per-request verdict (lab.analyse.verdicts.efficiency, judged for
 every pair, not only where req/s cannot rank), each counted identical when
 both runs give the same outcome (the same kind and the same winner).
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
 
-from lab.analyse import analysis, metrics
+from lab.analyse import analysis, verdicts
 from lab.setup.exits import Exit
 from lab.analyse.metrics import LevelStats
 from lab.record.schema import RecordError
@@ -45,10 +45,10 @@ class Pair:
 
 def outcomes(a: LevelStats, b: LevelStats) -> tuple[Outcome, Outcome]:
     """(req/s, CPU per request) of one pair at one level."""
-    v = metrics.verdict(a, b)
+    v = verdicts.verdict(a, b)
     ranked = v.kind in ("faster", "faster-at-least")
     rate = Outcome(v.kind, v.a if ranked else None, v.percent, v.text)
-    j, text = metrics.efficiency(a, b)
+    j, text = verdicts.efficiency(a, b)
     return rate, Outcome(j.kind, j.winner, j.percent, text)
 
 

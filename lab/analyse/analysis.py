@@ -1,7 +1,8 @@
 """The analysis of a run, computed once from its record: per-level
 statistics, verdicts between servers, each server's share of its client's
 calibrated capacity, and the warnings. Pure: `analyse` reads nothing but the
-record it is given; the arithmetic and thresholds are lab.analyse.metrics'.
+record it is given; the thresholds and level statistics are lab.analyse.metrics',
+the verdicts lab.analyse.verdicts'.
 
 The report (summary.md, results.json), the HTML page, the charts and `make
 compare` all read an Analysis; none needs another to have run first, and
@@ -15,11 +16,12 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from lab.analyse import costlink, costview, findings, metrics, profileview, sends
+from lab.analyse import costlink, costview, findings, metrics, profileview, sends, verdicts
 from lab.record import failures, schema
 from lab.analyse.wording import axis_label
 from lab.analyse.findings import Finding
-from lab.analyse.metrics import LevelStats, Verdict
+from lab.analyse.metrics import LevelStats
+from lab.analyse.verdicts import Verdict
 from lab.record.schema import CalLevel, Calibration, Manifest, RunRecord
 from lab.setup.reason import Reason
 
@@ -54,14 +56,14 @@ class Analysis:
     compared: list[str]                     # servers judged against each other (no ceiling)
     verdict_at: list[int]
     basis: str                              # what the verdicts rank by
-    verdicts: list[Verdict]                 # per level: secondary (lab.analyse.metrics.verdicts)
+    verdicts: list[Verdict]                 # per level: secondary (lab.analyse.verdicts.verdicts)
     calibration_used: bool
     calibration_note: str                   # why a calibration on record is not used
     capacity: list[CapacityNote]
     warnings: list[Finding]                 # each kind writes its own text (findings)
     costs: costview.CostAnalysis | None = None       # make cost: instructions per request
     profiles: dict[str, profileview.ProfileSummary | str] = field(default_factory=dict)
-    answers: dict[str, sends.Answer] = field(default_factory=dict)   # what each server sends
+    answers: dict[str, sends.ServerAnswer] = field(default_factory=dict)   # what each server sends
     failed: dict[str, list[str]] = field(default_factory=dict)   # server: what failed, a
                                                                 # line per level (failure_lines)
     primary: list[Verdict] = field(default_factory=list)   # one a pair, across the levels
@@ -306,10 +308,10 @@ def analyse(rec: RunRecord) -> Analysis:
     first: list[Verdict] = []
     if len(compared) >= 2:
         sub = {n: stats[n] for n in compared}
-        at = metrics.verdict_values(sub, tuple(m.params.verdict_at))
+        at = verdicts.verdict_values(sub, tuple(m.params.verdict_at))
         looks = looks_of(m)
-        found = metrics.verdicts(sub, at, looks=looks)
-        first = metrics.primaries(sub, at, looks=looks)
+        found = verdicts.verdicts(sub, at, looks=looks)
+        first = verdicts.primaries(sub, at, looks=looks)
     answers = sends.answers(m, list(stats) + [n for n in m.servers if n not in stats])
     found = [replace(v, wire_text=sends.size_note(v.a, v.b, answers)) for v in found]
     basis = ("p99 latency at the same offered rate" if any(
@@ -328,14 +330,14 @@ def analyse(rec: RunRecord) -> Analysis:
                     primary=first)
 
 
-def looks_of(m: Manifest) -> metrics.Looks:
+def looks_of(m: Manifest) -> verdicts.Looks:
     """REPEAT=auto (params repeat_auto, with repeat, the minimum, and
     repeat_max): a look after every start from the minimum on; else one look."""
     p = m.params
     most = p.extra.get("repeat_max")
     if p.extra.get("repeat_auto") is True and isinstance(most, int):
-        return metrics.Looks(p.repeat, most)
-    return metrics.Looks()
+        return verdicts.Looks(p.repeat, most)
+    return verdicts.Looks()
 
 
 def of(run: Path) -> tuple[RunRecord, Analysis]:
@@ -387,7 +389,7 @@ def to_json(rec: RunRecord, a: Analysis) -> dict[str, Any]:
             "levels": {n: [level_json(s) for s in v] for n, v in a.stats.items()},
             "verdict_basis": a.basis,
             "verdict_axis": axis_label(rec.manifest.params.axis),
-            # verdict: the rule's own word (metrics.judge: better, better-at-least,
+            # verdict: the rule's own word (verdicts.judge: better, better-at-least,
             # equivalent, undecided, not-comparable, missing), as make compare says it;
             # each with the alpha, delta_pct and starts it was decided at
             "verdicts": [verdict_json(v) for v in a.verdicts],

@@ -8,7 +8,7 @@ Verdicts, checked in this order:
 
 - inconclusive when a required component is unavailable, when a server or a
   level the claim needs was not measured; then the lab's one verdict gate
-  (lab.analyse.metrics.judge, the same as a run's verdicts and `make compare`):
+  (lab.analyse.verdicts.judge, the same as a run's verdicts and `make compare`):
   a throughput point that is client-bound measures the client, fewer than
   metrics.MIN_REPS_FOR_VERDICT repetitions show no spread;
 - ratio/value claims: reproduced when the whole measured range (min-max over
@@ -35,8 +35,8 @@ from typing import Any
 
 from lab.setup.paths import ROOT
 from lab.analyse.wording import md_cell
-from lab.analyse.metrics import (MIN_REPS_FOR_VERDICT, RANKED, LevelStats, Sample, Spread, efficiency,
-                         judge_spreads, peak, unjudgeable)
+from lab.analyse.metrics import MIN_REPS_FOR_VERDICT, LevelStats, Spread, peak
+from lab.analyse.verdicts import RANKED, Sample, efficiency, judge_spreads, unjudgeable
 from lab.setup.servers import discover
 
 
@@ -145,7 +145,7 @@ class ClaimResult:
     order: tuple[tuple[str, Spread], ...] = ()   # ordering: each server's figure, published order
     # shown beside the verdict, never deciding it: an RSS claim's private-memory
     # figures (lab.host.procfs.Memory), a throughput claim's server CPU per request
-    # where req/s could not decide (lab.analyse.metrics.efficiency)
+    # where req/s could not decide (lab.analyse.verdicts.efficiency)
     beside: str = ""
 
     @property
@@ -529,7 +529,7 @@ def _evaluate(claim: Claim, figures: list[tuple[str, Spread]], points: list[Leve
     if claim.kind == "ordering":
         return _ordering(claim, tuple(figures), {p.server for p in points
                                                  if throughput and p.client_bound})
-    # a ratio or a value needs every figure exact: the gates of lab.analyse.metrics.judge
+    # a ratio or a value needs every figure exact: the gates of lab.analyse.verdicts.judge
     # before any ranking (client-bound, too few repetitions)
     samples = [Sample(f"{p.server} at {p.value}", p.rate.values,
                       throughput and p.client_bound) for p in points]
@@ -557,7 +557,7 @@ def private_beside(claim: Claim, stats: dict[str, list[LevelStats]]) -> str:
 
 def cpu_beside(claim: Claim, stats: dict[str, list[LevelStats]], found: ClaimResult) -> str:
     """Where req/s did not decide a claim between servers (inconclusive),
-    their server CPU per request through the gate (lab.analyse.metrics.efficiency), at
+    their server CPU per request through the gate (lab.analyse.verdicts.efficiency), at
     the claim's level or else the highest level both measured."""
     if found.verdict != INCONCLUSIVE or len(claim.servers) < 2:
         return ""
@@ -590,7 +590,7 @@ def _interval(claim: Claim, m: Spread) -> ClaimResult:
 
 def _ordering(claim: Claim, figures: tuple[tuple[str, Spread], ...],
               bound: set[str]) -> ClaimResult:
-    """Each adjacent pair through the one verdict gate (lab.analyse.metrics.judge):
+    """Each adjacent pair through the one verdict gate (lab.analyse.verdicts.judge):
     separated in the published order, or the opposite, or neither."""
     reversed_, overlap, unjudged = [], [], []
     for (a, x), (b, y) in zip(figures, figures[1:]):

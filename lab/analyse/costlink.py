@@ -18,7 +18,8 @@ from lab.record.schema import Manifest, RecordError
 
 
 @dataclass(frozen=True)
-class Link:
+class CostLink:
+    """One server's instructions per request from the cost run of its build."""
     server: str
     run_id: str                     # the cost run's folder
     levels: dict[int, Spread]       # level: instructions per request over repetitions
@@ -28,9 +29,9 @@ def same_build(a: dict[str, str] | None, b: dict[str, str] | None) -> bool:
     return bool(a) and bool(b) and a == b and "error" not in (a or {})
 
 
-def find(run: Path, m: Manifest) -> dict[str, Link]:
+def find(run: Path, m: Manifest) -> dict[str, CostLink]:
     """Each server of `m` that a cost run beside `run` measured in the same build."""
-    found: dict[str, Link] = {}
+    found: dict[str, CostLink] = {}
     try:
         siblings = sorted((p for p in run.parent.iterdir() if p.is_dir() and p != run),
                           key=lambda p: p.name, reverse=True)      # newest first
@@ -50,18 +51,18 @@ def find(run: Path, m: Manifest) -> dict[str, Link]:
             if s.server in found or not s.applicable or not s.levels:
                 continue
             if same_build(m.server(s.server).facts, cm.server(s.server).facts):
-                found[s.server] = Link(s.server, cm.run_id,
-                                       {x.level: x.per_request for x in s.levels})
+                found[s.server] = CostLink(s.server, cm.run_id,
+                                           {x.level: x.per_request for x in s.levels})
     return found
 
 
-def at(link: Link, value: int) -> tuple[int, Spread]:
+def at(link: CostLink, value: int) -> tuple[int, Spread]:
     """The cost run's level `value`, else its nearest."""
     level = min(link.levels, key=lambda c: (abs(c - value), c))
     return level, link.levels[level]
 
 
-def beside(a: str, b: str, value: int, links: dict[str, Link]) -> str:
+def beside(a: str, b: str, value: int, links: dict[str, CostLink]) -> str:
     """'make cost (same builds): aws 152,301, ews 98,114 instructions per request
     (user space, c=8)'; '' when either has no cost run of its build."""
     la, lb = links.get(a), links.get(b)

@@ -1,6 +1,6 @@
 """Instructions per request (make cost, written by lab.studies.cost into the run
 record's cost.json) as a figure of the analysis: its spread over
-repetitions, verdicts through the lab's one verdict gate (metrics.judge,
+repetitions, verdicts through the lab's one verdict gate (lab.analyse.verdicts.judge,
 lower is better), and its sections of summary.md and report.html.
 
 The figure is user space only (valgrind sees the server's own instructions,
@@ -15,6 +15,7 @@ from itertools import combinations
 from lab.analyse import metrics
 from lab.analyse.wording import DASH, median_range
 from lab.analyse.metrics import Spread
+from lab.analyse.verdicts import RANKED, Sample, judge
 from lab.record.schema import Costs
 
 JIT_LANGUAGES = frozenset({"Java", "Kotlin", "Scala", "Groovy", "Clojure"})
@@ -58,7 +59,7 @@ class CostVerdict:
     level: int
     a: str                # the one with fewer instructions when kind is better
     b: str
-    kind: str             # metrics.Judgement's kind
+    kind: str             # lab.analyse.verdicts.Judgement's kind
     percent: float | None  # how many % fewer (kind better)
     text: str
 
@@ -94,10 +95,10 @@ def server_costs(costs: Costs) -> list[ServerCost]:
 
 def verdict(a: LevelCost, b: LevelCost) -> CostVerdict:
     """The lab's verdict gate on instructions per request (lower is better)."""
-    j = metrics.judge(metrics.Sample(a.server, a.per_request.values),
-                      metrics.Sample(b.server, b.per_request.values),
-                      higher_is_better=False, better=BETTER)
-    if j.winner is None or j.loser is None or j.kind not in metrics.RANKED:
+    j = judge(Sample(a.server, a.per_request.values),
+              Sample(b.server, b.per_request.values),
+              higher_is_better=False, better=BETTER)
+    if j.winner is None or j.loser is None or j.kind not in RANKED:
         return CostVerdict(a.level, a.server, b.server, j.kind, None, j.text)
     low, high = (a, b) if j.winner == a.server else (b, a)
     fewer = 100 * (1 - low.per_request.median / high.per_request.median)

@@ -2,7 +2,7 @@
 measured under, and each server at each swept value, A against B.
 
 The per-level verdict goes through the lab's one decision rule
-(lab.analyse.metrics.judge, lab.analyse.decide): faster or slower by at
+(lab.analyse.verdicts.judge, lab.analyse.decide): faster or slower by at
 least δ at α, equivalent within ±δ, or undecided with the reason.
 Conditions that decide the figures (CPUs, topology, client,
 connection mode, swept axis) are marked `matters`: `make compare` refuses
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lab.analyse import analysis, costview, metrics
+from lab.analyse import analysis, costview, verdicts
 from lab.analyse.metrics import LevelStats, Spread
 from lab.record import schema
 from lab.setup.reason import Reason
@@ -147,7 +147,7 @@ class Comparison:
     a: Spread | None               # req/s over repetitions
     b: Spread | None
     ratios: dict[str, float | None]   # B/A of the medians: rate, p99_ms, rss_end_kb, cpu_us_per_req
-    cpu_text: str = ""   # where req/s cannot rank: server CPU per request (metrics.efficiency)
+    cpu_text: str = ""   # where req/s cannot rank: server CPU per request (verdicts.efficiency)
 
     def said(self) -> str:
         return f"{self.text}; {self.cpu_text}" if self.cpu_text else self.text
@@ -173,16 +173,16 @@ def ratios(a: LevelStats, b: LevelStats) -> dict[str, float | None]:
 
 def judge(a: LevelStats, b: LevelStats) -> tuple[str, str, float | None]:
     """(kind, text, signed percent) for one server at one level, A against B,
-    through the one verdict gate (lab.analyse.metrics.judge): by requests/s, or in
+    through the one verdict gate (lab.analyse.verdicts.judge): by requests/s, or in
     open loop by p99 latency. kind: faster or slower (B against A; with
     -at-least when the better side was client-bound), else the gate's kind."""
-    sa, sb, higher, phrase = metrics.samples(a, b)
-    j = metrics.judge(metrics.Sample("A", sa.values, sa.client_bound),
-                      metrics.Sample("B", sb.values, sb.client_bound),
-                      higher_is_better=higher, better=phrase)
+    sa, sb, higher, phrase = verdicts.samples(a, b)
+    j = verdicts.judge(verdicts.Sample("A", sa.values, sa.client_bound),
+                       verdicts.Sample("B", sb.values, sb.client_bound),
+                       higher_is_better=higher, better=phrase)
     if j.kind == "missing":
         return "undecided", "undecided (open loop without latency percentiles)", None
-    if j.kind not in metrics.RANKED:
+    if j.kind not in verdicts.RANKED:
         return j.kind, j.text, None
     x, y = (a.rate.median, b.rate.median) if higher else \
         (b.p99_ms.median if b.p99_ms else 0.0, a.p99_ms.median if a.p99_ms else 0.0)
@@ -193,8 +193,8 @@ def judge(a: LevelStats, b: LevelStats) -> tuple[str, str, float | None]:
 
 def compare_level(a: LevelStats, b: LevelStats) -> Comparison:
     kind, text, pct = judge(a, b)
-    cpu = metrics.efficiency(a, b, ("A", "B"))[1] \
-        if metrics.needs_cpu_verdict(kind, a, b) else ""    # req/s cannot rank: CPU per request
+    cpu = verdicts.efficiency(a, b, ("A", "B"))[1] \
+        if verdicts.needs_cpu_verdict(kind, a, b) else ""    # req/s cannot rank: CPU per request
     return Comparison(a.server, a.value, kind, text, pct, a.rate, b.rate, ratios(a, b), cpu)
 
 

@@ -1,6 +1,6 @@
 """The regression gate of `make compare`: every gated metric (GATE) of each
 server at each level measured in both runs, through the lab's one decision
-rule (lab.analyse.metrics.judge, one-sided: is B worse than A?) with δ the
+rule (lab.analyse.verdicts.judge, one-sided: is B worse than A?) with δ the
 threshold (MIN_EFFECT, or the host's A/A floor from `make noise` when
 larger). Two families, each at ALPHA/2 (Bonferroni within each, so the
 compare's false-alarm rate stays within ALPHA): one check a server and
@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from lab.analyse import costview, decide, floors, metrics, reasons
+from lab.analyse import costview, decide, floors, metrics, reasons, verdicts
 from lab.analyse.diff import Manifest, Stats
 from lab.analyse.metrics import LevelStats
 from lab.record import schema
@@ -59,13 +59,13 @@ class GateSettings:
 
 
 @dataclass(frozen=True)
-class Check:
+class GateCheck:
     """One gated metric of one server at one level, A against B."""
     server: str
     value: int
     metric: str
     outcome: str           # regression | pass | not-clean | not-judged | not-applicable
-    judgement: str | None  # metrics.judge's kind (better, equivalent, undecided, ...)
+    judgement: str | None  # verdicts.judge's kind (better, equivalent, undecided, ...)
     worse_pct: float | None   # how much worse B is than A (negative: better), in %
     threshold_pct: float | None
     text: str
@@ -84,7 +84,7 @@ class Gate:
     metrics: tuple[str, ...]
     min_effect_pct: float
     floors: dict[str, str]          # server: the floor used (or why none)
-    checks: list[Check]
+    checks: list[GateCheck]
     reason: str                     # one line: why this outcome
     alpha: float = decide.ALPHA     # ALPHA: the family's false-alarm rate
     alpha_each: float = decide.ALPHA   # each check's: ALPHA over the family (Bonferroni)
@@ -129,8 +129,8 @@ def widen_of(m: Manifest) -> float:
     return (server + client) / server if server and client else 2.0
 
 
-def vetoed(c: Check, va: tuple[float, ...], vb: tuple[float, ...], threshold: float,
-           note: str, alpha: float, via: str) -> Check:
+def vetoed(c: GateCheck, va: tuple[float, ...], vb: tuple[float, ...], threshold: float,
+           note: str, alpha: float, via: str) -> GateCheck:
     """A pass by server CPU per request (where req/s was not clean), unless
     B's host bound `vb` is still clearly below A's req/s `va` (A's as
     measured: a lower bound of A's where the host took time from it) by the
@@ -158,8 +158,8 @@ def worse_pct(a: float, b: float, higher_is_better: bool) -> float | None:
 
 def check(server: str, value: int, metric: str, va: tuple[float, ...],
           vb: tuple[float, ...], threshold: float, floor_note: str, alpha: float,
-          a_bound: bool = False, via: str = "") -> Check:
-    """One metric through the lab's decision rule (metrics.judge, one-sided:
+          a_bound: bool = False, via: str = "") -> GateCheck:
+    """One metric through the lab's decision rule (verdicts.judge, one-sided:
     is A better than B, i.e. B worse?) with δ = the threshold (MIN_EFFECT or
     the A/A floor, the larger): "better" is a regression; B shown no
     worse than δ (the upper 1-α bound of A's advantage below δ) passes;
@@ -168,28 +168,28 @@ def check(server: str, value: int, metric: str, va: tuple[float, ...],
     regression. `via`: said before the text (CPU per request judged where
     req/s was host-busy)."""
     what, higher = METRICS[metric]
-    j = metrics.judge(metrics.Sample("A", va, a_bound), metrics.Sample("B", vb),
-                      higher_is_better=higher, better=f"has better {what} than",
-                      alpha=alpha, delta_pct=threshold, sided="a")
+    j = verdicts.judge(verdicts.Sample("A", va, a_bound), verdicts.Sample("B", vb),
+                       higher_is_better=higher, better=f"has better {what} than",
+                       alpha=alpha, delta_pct=threshold, sided="a")
     d = j.decision
     worse = worse_pct(metrics.spread(list(va)).median, metrics.spread(list(vb)).median,
                       higher) if va and vb else None
-    if d is None or (j.kind not in metrics.RANKED and d.reason.startswith("too few")):
-        return Check(server, value, metric, NOT_JUDGED, j.kind, worse, threshold, via + j.text)
-    if j.kind in metrics.RANKED and j.winner == "A":
-        return Check(server, value, metric, REGRESSION, j.kind, worse, threshold,
-                     f"{via}regression: {what} {worse or 0:.1f}% worse in B (median), by at "
-                     f"least the threshold {threshold:.1f}% ({floor_note}) by the rule: "
-                     f"{j.text}")
+    if d is None or (j.kind not in verdicts.RANKED and d.reason.startswith("too few")):
+        return GateCheck(server, value, metric, NOT_JUDGED, j.kind, worse, threshold, via + j.text)
+    if j.kind in verdicts.RANKED and j.winner == "A":
+        return GateCheck(server, value, metric, REGRESSION, j.kind, worse, threshold,
+                         f"{via}regression: {what} {worse or 0:.1f}% worse in B (median), by at "
+                         f"least the threshold {threshold:.1f}% ({floor_note}) by the rule: "
+                         f"{j.text}")
     if j.kind != "equivalent":
-        return Check(server, value, metric, NOT_JUDGED, j.kind, worse, threshold, via + j.text)
-    return Check(server, value, metric, PASS, j.kind, worse, threshold,
-                 f"{via}pass ({floor_note}): {j.text}")
+        return GateCheck(server, value, metric, NOT_JUDGED, j.kind, worse, threshold, via + j.text)
+    return GateCheck(server, value, metric, PASS, j.kind, worse, threshold,
+                     f"{via}pass ({floor_note}): {j.text}")
 
 
 def level_checks(a: LevelStats, b: LevelStats, wanted: tuple[str, ...],
                  thresholds: dict[str, float], note: str, alpha: float,
-                 widen: float = 2.0) -> list[Check]:
+                 widen: float = 2.0) -> list[GateCheck]:
     """Each wanted metric at one level. A client-bound A is a lower bound of
     A's req/s (judged); a client-bound B is not (B may be faster than it
     shows). Where req/s is host-busy, steal or client-bound in B, server CPU
@@ -202,13 +202,13 @@ def level_checks(a: LevelStats, b: LevelStats, wanted: tuple[str, ...],
     blocking = [d for d in dirty if d not in busy and d != "client-bound in A"]
     for metric in (m for m in wanted if m != "instructions"):
         if metric == "rate" and a.open_loop:
-            out.append(Check(a.server, a.value, metric, NOT_APPLICABLE, None, None, None,
-                             "requests/s is set by the offered rate in open loop "
-                             "(p99 is gated there)"))
+            out.append(GateCheck(a.server, a.value, metric, NOT_APPLICABLE, None, None, None,
+                                 "requests/s is set by the offered rate in open loop "
+                                 "(p99 is gated there)"))
         elif metric == "p99" and not a.open_loop:
-            out.append(Check(a.server, a.value, metric, NOT_APPLICABLE, None, None, None,
-                             "p99 is gated at a fixed offered rate only (an open-loop "
-                             "client: CLIENT=vegeta)"))
+            out.append(GateCheck(a.server, a.value, metric, NOT_APPLICABLE, None, None, None,
+                                 "p99 is gated at a fixed offered rate only (an open-loop "
+                                 "client: CLIENT=vegeta)"))
         elif metric == "rate" and not blocking and busy:
             via = (f"req/s not clean ({', '.join(busy)}): server CPU per request judged "
                    "instead, the server's own CPU time; ")
@@ -225,8 +225,8 @@ def level_checks(a: LevelStats, b: LevelStats, wanted: tuple[str, ...],
             out.append(check(a.server, a.value, metric, values(a, metric), values(b, metric),
                              thresholds[metric], note, alpha))
         elif dirty:
-            out.append(Check(a.server, a.value, metric, NOT_CLEAN, None, None, None,
-                             "not measured cleanly: " + ", ".join(dirty)))
+            out.append(GateCheck(a.server, a.value, metric, NOT_CLEAN, None, None, None,
+                                 "not measured cleanly: " + ", ".join(dirty)))
         else:
             out.append(check(a.server, a.value, metric, values(a, metric), values(b, metric),
                              thresholds[metric], note, alpha))
@@ -253,7 +253,7 @@ def of(sa: Stats, sb: Stats, costs: tuple[costview.CostAnalysis | None,
     1 when B is worse beyond the threshold at a level measured cleanly in
     both, else 0 when at least one was compared cleanly, else 3."""
     wanted, min_effect, cache = settings.metrics, settings.min_effect_pct, settings.cache
-    checks: list[Check] = []
+    checks: list[GateCheck] = []
     used: dict[str, str] = {}
     ca, cb = cost_levels(costs[0]), cost_levels(costs[1])
     servers = [n for n in sa if n in sb] + [n for (n, lv) in ca if (n, lv) in cb
@@ -266,9 +266,9 @@ def of(sa: Stats, sb: Stats, costs: tuple[costview.CostAnalysis | None,
         if "." not in name and any(schema.manifest_value(m, f"servers.{name}.role") == "ceiling"
                                    for m in ms):
             in_b = {s.value for s in sb.get(name, [])}
-            checks += [Check(name, s.value, metric, NOT_APPLICABLE, None, None, None,
-                             "the ceiling reference is not gated: it measures the host and "
-                             "the client, not a server under test")
+            checks += [GateCheck(name, s.value, metric, NOT_APPLICABLE, None, None, None,
+                                 "the ceiling reference is not gated: it measures the host and "
+                                 "the client, not a server under test")
                        for s in sa.get(name, []) if s.value in in_b for metric in wanted]
             continue
         floor, note = floors.matching(cache, name, ms)
@@ -317,12 +317,24 @@ def per_start(levels: list[LevelStats], metric: str) -> tuple[float, ...]:
     return tuple(math.exp(sum(xs) / len(xs)) for xs in per.values() if len(xs) == len(levels))
 
 
-Todo = tuple[str, str, str, list[LevelStats], list[LevelStats], float, str, str, float]
+@dataclass(frozen=True)
+class Todo:
+    """One check across levels, planned before the family's α is known (its
+    size is the number of them)."""
+    server: str
+    metric: str                # the gated metric the check stands for
+    judged: str                # the metric judged: the same, or cpu where req/s is not clean
+    a: list[LevelStats]        # A's levels it is taken across
+    b: list[LevelStats]        # B's, the same values
+    threshold: float           # δ of the judged metric (MIN_EFFECT or the A/A floor)
+    floor_note: str            # which: "MIN_EFFECT=5%" or "A/A floor of ..."
+    why: str                   # said before the text ("" when the metric is judged itself)
+    rate_threshold: float      # δ of req/s, for the host bound's veto
 
 
 def across_checks(sa: Stats, sb: Stats, wanted: tuple[str, ...],
                   ms: tuple[Manifest, Manifest], settings: GateSettings,
-                  cache: Path | None) -> list[Check]:
+                  cache: Path | None) -> list[GateCheck]:
     """One check a server and gated metric across every level both runs
     measured cleanly (no client-bound, host-busy, steal or failures on either
     side): each start's mean over those levels is one value, so a sweep of
@@ -352,29 +364,30 @@ def across_checks(sa: Stats, sb: Stats, wanted: tuple[str, ...],
                     (metric == "p99" and not open_loop):
                 continue
             if len(pairs) >= 2:
-                todo.append((name, metric, metric, [a for a, _ in pairs],
-                             [b for _, b in pairs], thresholds[metric], short, "",
-                             thresholds[metric]))
+                todo.append(Todo(name, metric, metric, [a for a, _ in pairs],
+                                 [b for _, b in pairs], thresholds[metric], short, "",
+                                 thresholds[metric]))
             elif metric == "rate" and len(sound) > len(pairs):
                 dirty = sorted({f for a, b in sound for f in unclean(a) + unclean(b)})
-                todo.append((name, metric, "cpu", [a for a, _ in sound], [b for _, b in sound],
-                             thresholds["cpu"], short,
-                             f"req/s not clean ({', '.join(dirty)}): server CPU per request "
-                             "judged instead, the server's own CPU time; ", thresholds["rate"]))
+                todo.append(Todo(name, metric, "cpu", [a for a, _ in sound],
+                                 [b for _, b in sound], thresholds["cpu"], short,
+                                 f"req/s not clean ({', '.join(dirty)}): server CPU per request "
+                                 "judged instead, the server's own CPU time; ",
+                                 thresholds["rate"]))
     each = decide.family_alpha(settings.alpha / 2, len(todo))
     widen = widen_of(ms[1])
     out = []
-    for name, metric, judged, la, lb, threshold, short, why, rate_threshold in todo:
-        lv = tuple(s.value for s in la)
-        via = f"across {', '.join(map(str, lv))}: {why}"
-        c = check(name, lv[0], judged, per_start(la, judged), per_start(lb, judged), threshold,
-                  short, each, via=via)
-        bounds = [host_bound(s, widen) for s in lb]
-        if judged != metric and all(s.ranked for s in la) and all(bounds):
-            bound = [replace(s, rate=metrics.spread(list(v))) for s, v in zip(lb, bounds)]
-            c = vetoed(c, per_start(la, "rate"), per_start(bound, "rate"), rate_threshold,
-                       short, each, via)
-        out.append(replace(c, levels=lv, metric=metric))
+    for t in todo:
+        lv = tuple(s.value for s in t.a)
+        via = f"across {', '.join(map(str, lv))}: {t.why}"
+        c = check(t.server, lv[0], t.judged, per_start(t.a, t.judged), per_start(t.b, t.judged),
+                  t.threshold, t.floor_note, each, via=via)
+        bounds = [host_bound(s, widen) for s in t.b]
+        if t.judged != t.metric and all(s.ranked for s in t.a) and all(bounds):
+            bound = [replace(s, rate=metrics.spread(list(v))) for s, v in zip(t.b, bounds)]
+            c = vetoed(c, per_start(t.a, "rate"), per_start(bound, "rate"), t.rate_threshold,
+                       t.floor_note, each, via)
+        out.append(replace(c, levels=lv, metric=t.metric))
     return out
 
 
@@ -399,7 +412,7 @@ def family_size(sa: Stats, sb: Stats, ca: dict[tuple[str, int], costview.LevelCo
     return max(1, n)
 
 
-def why_nothing(checks: list[Check], wanted: tuple[str, ...]) -> str:
+def why_nothing(checks: list[GateCheck], wanted: tuple[str, ...]) -> str:
     if not checks:
         return (f"no level of GATE={' '.join(wanted)} was measured in both runs "
                 "(instructions: make cost runs only)")

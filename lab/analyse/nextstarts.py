@@ -4,7 +4,7 @@ of run-benchmark.sh): one round at a time, in a balanced order.
 - REPEAT=N: rounds 1 to N, every server once a round.
 - REPEAT=auto: rounds 1 to REPEAT_MIN for every server; after that, one more
   start only for the servers of pairs whose primary verdict is still
-  undecided (lab.analyse.metrics.primaries: the looks replayed, α spent over
+  undecided (lab.analyse.verdicts.primaries: the looks replayed, α spent over
   them, so looking after every round does not raise the false-alarm rate),
   up to REPEAT_MAX. A server whose start failed gets no more.
 
@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lab.analyse import metrics
+from lab.analyse import verdicts
 from lab.analyse.analysis import Analysis
 from lab.record.schema import Manifest
 
-DECIDED = metrics.RANKED + ("faster", "faster-at-least", "equivalent")
+DECIDED = verdicts.RANKED + ("faster", "faster-at-least", "equivalent")
 FAILED = ("failed", "not loaded", "interrupted")
 
 

@@ -17,7 +17,7 @@ REQUIRED = ("Date", "Server")      # what TechEmpower's verifier requires of eve
 
 
 @dataclass(frozen=True)
-class Answer:
+class ServerAnswer:
     """One server's answer, and how it differs from the others'."""
     server: str
     response: Response | None          # None: not recorded (an older run)
@@ -34,7 +34,7 @@ def same(a: Response, b: Response) -> bool:
     return (a.status_line, a.headers, a.bytes) == (b.status_line, b.headers, b.bytes)
 
 
-def answers(m: Manifest, servers: list[str] | None = None) -> dict[str, Answer]:
+def answers(m: Manifest, servers: list[str] | None = None) -> dict[str, ServerAnswer]:
     """Each server's recorded answer (its first start's), with its flags."""
     found: dict[str, tuple[Response | None, int, bool]] = {}
     for name in servers if servers is not None else list(m.servers):
@@ -44,7 +44,7 @@ def answers(m: Manifest, servers: list[str] | None = None) -> dict[str, Answer]:
         found[name] = (first, len(got), any(not same(good[0], r) for r in good[1:]))
     flags = differences({n: r for n, (r, _, _) in found.items()},
                         {n: unrecorded(m, n) for n, (r, _, _) in found.items() if r is None})
-    return {n: Answer(n, r, k, v, tuple(flags.get(n, []))) for n, (r, k, v) in found.items()}
+    return {n: ServerAnswer(n, r, k, v, tuple(flags.get(n, []))) for n, (r, k, v) in found.items()}
 
 
 def unrecorded(m: Manifest, name: str) -> str:
@@ -101,7 +101,7 @@ def differences(responses: dict[str, Response | None],
     return out
 
 
-def size_note(a: str, b: str, found: dict[str, Answer]) -> str:
+def size_note(a: str, b: str, found: dict[str, ServerAnswer]) -> str:
     """'ews's answer is 38 bytes smaller than aws's (127 vs 165 bytes on the
     wire)' when the two differ in size; '' otherwise or when unknown."""
     x, y = found.get(a), found.get(b)
@@ -122,7 +122,7 @@ HEAD = ["server", "status line", "headers (as sent; Date masked)", "bytes on the
         "differs"]
 
 
-def rows(found: dict[str, Answer]) -> list[list[str]]:
+def rows(found: dict[str, ServerAnswer]) -> list[list[str]]:
     """The table's rows as text: one per server."""
     out = []
     for a in found.values():
@@ -136,13 +136,13 @@ def rows(found: dict[str, Answer]) -> list[list[str]]:
     return out
 
 
-def request(found: dict[str, Answer]) -> str:
+def request(found: dict[str, ServerAnswer]) -> str:
     """The request the answers were read with."""
     return next((a.response.request for a in found.values()
                  if a.response is not None and a.response.request), "")
 
 
-def markdown(found: dict[str, Answer]) -> list[str]:
+def markdown(found: dict[str, ServerAnswer]) -> list[str]:
     if not found:
         return []
     asked = request(found)

@@ -27,7 +27,7 @@ PORT = re.compile(r"https?://(?:\[[^\]]*\]|[^/:\s]+):(\d+)")
 
 
 @dataclass(frozen=True)
-class Conn:
+class TcpSocket:
     """One TCP socket of the client to the server's port."""
     state: str          # /proc/net/tcp's hex state
     tx_queue: int       # bytes sent, not acknowledged
@@ -104,7 +104,7 @@ def queues(field: str) -> tuple[int, int]:
     return int(tx, 16), int(rx, 16)
 
 
-def connections(pids: list[int], port: int | None, net: Path) -> tuple[list[Conn], int | None]:
+def connections(pids: list[int], port: int | None, net: Path) -> tuple[list[TcpSocket], int | None]:
     """The client's TCP sockets to `port`, and the listener's accept queue there
     (None: no listener seen from the client's network namespace)."""
     inodes = socket_inodes(pids)
@@ -117,11 +117,11 @@ def connections(pids: list[int], port: int | None, net: Path) -> tuple[list[Conn
             queued = (queued or 0) + queues(tx_rx)[1]       # rx: connections not accepted
         elif inode in inodes and (port is None or port_of(row[2]) == port):
             tx, rx = queues(tx_rx)
-            conns.append(Conn(state, tx, rx))
+            conns.append(TcpSocket(state, tx, rx))
     return conns, queued
 
 
-def explain(client: str, waited_s: float, threads: list[str], conns: list[Conn],
+def explain(client: str, waited_s: float, threads: list[str], conns: list[TcpSocket],
             queued: int | None) -> str:
     """Which side stalls, in one sentence, from what the client's threads wait
     in and the state of its connections to the server."""

@@ -19,7 +19,7 @@ from typing import Any
 
 from lab.record import failures, files, schema, series
 from lab.measure import jit, topologies
-from lab.analyse import contract, metrics
+from lab.analyse import contract, levelrow, metrics
 from lab.host import logcap, procs
 from lab.measure.clients import Client, ClientError, Load, PerSecond
 from lab.record.level import Level
@@ -269,7 +269,7 @@ class ServerSweep:
         broken = recheck(sp.host, p.port) if level.successful else []   # none: the sweep ends
         if broken:
             m = replace(m, answer_changed="after the level, " + contract.one_line(broken))
-        where = metrics.Where(
+        where = levelrow.Where(
             server=self.server.name, rep=self.rep, axis=p.axis,
             value=knob_value if knob_value is not None else level_value,
             concurrency=load.concurrency, offered_rps=float(load.rate) if load.rate else None,
@@ -277,7 +277,7 @@ class ServerSweep:
             server_cpus=len(p.server_cpus), client_cpus=len(p.client_cpus),
             lab_cpus=self.topology.lab_cpus(p.server_cpus, p.client_cpus),
             not_steady=not_steady)
-        return level, metrics.make_row(where, level, m)
+        return level, levelrow.make_row(where, level, m)
 
     def show(self, row: Row, i: int, n: int, eta: float) -> None:
         """The level's progress line."""
@@ -335,15 +335,15 @@ class ServerSweep:
             progress(f"{self.tag} warm-up {p.warmup_s}s at {at}: "
                      f"{level.rate_rps:,.0f} req/s (not recorded){jit_said(watch)}")
             return {"mode": "fixed", "seconds": p.warmup_s, "rate_rps": round(level.rate_rps),
-                    **(watch.record(metrics.jit_quiet(watch.per_s)) if watch else {})}
+                    **(watch.record(levelrow.jit_quiet(watch.per_s)) if watch else {})}
         rates: list[float] = []
         t0 = time.monotonic()
         if watch:
             watch.take()
 
         def settled() -> bool:
-            return metrics.steady(rates) and (watch is None or watch.unavailable or
-                                              metrics.jit_quiet(watch.per_s))
+            return levelrow.steady(rates) and (watch is None or watch.unavailable or
+                                               levelrow.jit_quiet(watch.per_s))
         # slices while the next one still fits under the cap, in wall time
         # (a slice lasts longer than its nominal 2 s when the server lags)
         while not settled() and time.monotonic() - t0 + WARMUP_SLICE_S <= p.warmup_max_s:
@@ -364,7 +364,7 @@ class ServerSweep:
                      f"{jit_said(watch)}): every level of this start is flagged not-steady")
         return {"mode": "auto", "steady": ok, "seconds": round(took, 1),
                 "slices": len(rates), "slice_rates": rates, "cap_s": p.warmup_max_s,
-                **(watch.record(metrics.jit_quiet(watch.per_s)) if watch else {})}
+                **(watch.record(levelrow.jit_quiet(watch.per_s)) if watch else {})}
 
     def jit_watch(self, sp: ServerProcess) -> jit.Watch | None:
         """For a JVM server, its JIT's compilations read between warm-up slices."""
@@ -375,10 +375,10 @@ class ServerSweep:
 
     # ---- one client run -----------------------------------------------------
     def level(self, sp: ServerProcess, load: Load, duration: int, tag: str
-              ) -> tuple[Level, metrics.Measured]:
+              ) -> tuple[Level, levelrow.Measured]:
         """Run the client once at `load`, sampling the server and the host.
         Several client hosts share the load and run at the same time
-        (run_clients); their figures are combined (metrics.combine)."""
+        (run_clients); their figures are combined (levelrow.combine)."""
         p = self.params
         topo = self.topology
         several = len(topo.clients) > 1
@@ -415,7 +415,7 @@ class ServerSweep:
         except ClientError as e:
             raise SweepError(f"{tag}: {e}") from e
         # a rate is a level's only when the client ran its length, by its own clock
-        levels = [replace(lv, stopped=metrics.ran_short(lv, duration, self.client.name))
+        levels = [replace(lv, stopped=levelrow.ran_short(lv, duration, self.client.name))
                   for lv in levels]
         if "warmup" not in tag:
             self.write_series(tag, runs, sampler.points)
@@ -427,7 +427,7 @@ class ServerSweep:
         why = sampler.memory_error if last is None or last.pss_kb is None else ""
         if why and self.start_record.get("memory_split") != why:
             self.start_record["memory_split"] = why     # shown as "unavailable" with this
-        return metrics.combine(levels), metrics.Measured(
+        return levelrow.combine(levels), levelrow.Measured(
             server_cpu_s=sampler.cpu_s, rss_end_kb=last.rss_kb if last else 0,
             rss_peak_kb=sampler.rss_peak_kb, threads_end=last.threads if last else 0,
             threads_peak=sampler.threads_peak, client_cpu_s=sum(ran.cpu_s for ran in runs),

@@ -552,7 +552,7 @@ def memory_html(m: Manifest, stats: dict[str, list[LevelStats]]) -> str:
             + f'<p class="muted">{escaped(memsplit.NOTE)}</p>')
 
 
-def sends_html(found: dict[str, sends.Answer]) -> str:
+def sends_html(found: dict[str, sends.ServerAnswer]) -> str:
     """What each server sends (lab.analyse.sends): one row per server, what differs flagged."""
     if not found:
         return ""

@@ -3,7 +3,7 @@ the format GitLab (`artifacts: reports: junit:`) and GitHub's JUnit report
 actions show beside a job.
 
 One test case per gated figure: each server × level × metric the gate
-judged (lab.analyse.gate.Check; what does not apply there, e.g. the ceiling
+judged (lab.analyse.gate.GateCheck; what does not apply there, e.g. the ceiling
 reference or requests/s in open loop, is no figure of the gate). A
 regression is a <failure>; a figure not compared (not measured cleanly, no
 verdict possible) is <skipped> with its reason; a pass has no child. The
@@ -18,15 +18,15 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from lab.record import files
-from lab.analyse.gate import NOT_APPLICABLE, PASS, REGRESSION, Check, Gate
+from lab.analyse.gate import NOT_APPLICABLE, PASS, REGRESSION, Gate, GateCheck
 
 
-def gated(g: Gate) -> list[Check]:
+def gated(g: Gate) -> list[GateCheck]:
     """The gate's figures: every check but those that do not apply."""
     return [c for c in g.checks if c.outcome != NOT_APPLICABLE]
 
 
-def case_name(c: Check, axis: str) -> str:
+def case_name(c: GateCheck, axis: str) -> str:
     where = f"across {axis}={','.join(map(str, c.levels))}" if c.levels else f"{axis}={c.value}"
     return f"{c.server} {where} {c.metric}"
 

@@ -1,6 +1,6 @@
 """What a load client measured at one level: the one type every client's
 output becomes (lab.measure.clients), the sweep records (results.csv) and the
-analysis reads (lab.analyse.metrics)."""
+analysis reads (lab.analyse.levelrow, lab.analyse.metrics)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -28,5 +28,5 @@ class Level:
     # what failed, and how (lab.record.failures): counts summing to `failed`, the client's words
     failures: tuple[Failure, ...] = ()
     # why the client ended before the level's length ("" : it ran its length):
-    # lab.analyse.metrics.ran_short, from the client's own elapsed time and words
+    # lab.analyse.levelrow.ran_short, from the client's own elapsed time and words
     stopped: str = ""

@@ -41,7 +41,7 @@ ADA_SKIP = SKIP_DIRS | {"lab-sources"}      # what a build leaves (git-ignored)
 
 
 @dataclass(frozen=True)
-class Finding:
+class Problem:
     """One thing wrong with one server, and the one thing to do about it."""
     server: str
     problem: str
@@ -97,7 +97,7 @@ def folder_manifests(folder: Path) -> list[Path]:
     return inner or [own]
 
 
-def load(path: Path, tree: Tree) -> tuple[list[Server], list[Finding]]:
+def load(path: Path, tree: Tree) -> tuple[list[Server], list[Problem]]:
     """A manifest's servers (its variants included), or the line saying why
     servers.py refuses it."""
     toml = tree.rel(path)
@@ -106,29 +106,29 @@ def load(path: Path, tree: Tree) -> tuple[list[Server], list[Finding]]:
         f" for one server, or {tree.rel(path.parent)}/<name>/{SERVER_TOML} in a folder of "
         "servers (what LAB_SERVER_PATH names)")
     if not os.path.lexists(path):
-        return [], [Finding(path.parent.name, f"no {SERVER_TOML} in {tree.rel(path.parent)}",
+        return [], [Problem(path.parent.name, f"no {SERVER_TOML} in {tree.rel(path.parent)}",
                             f"write {toml}{or_folder} (servers/README.md gives the format)")]
     try:
         return load_all(path), []
     except ManifestError as e:
         why = str(e).removeprefix(f"{path}: ")
-        return [], [Finding(path.parent.name, f"{SERVER_TOML} refused: {why}",
+        return [], [Problem(path.parent.name, f"{SERVER_TOML} refused: {why}",
                             f"correct {toml} (servers/README.md gives the format)")]
 
 
-def inputs(server: Server, tree: Tree) -> list[Finding]:
+def inputs(server: Server, tree: Tree) -> list[Problem]:
     """Every [build] inputs path exists (a missing one never triggers a build)."""
     toml = tree.rel(server.folder / SERVER_TOML)
-    return [Finding(server.name, f'[build] inputs names "{rel}", which does not exist',
+    return [Problem(server.name, f'[build] inputs names "{rel}", which does not exist',
                     f'correct or remove "{rel}" in [build] inputs of {toml}')
             for rel in server.inputs if not (server.folder / rel).exists()]
 
 
-def _pom(path: Path, tree: Tree, name: str) -> tuple[ET.Element | None, list[Finding]]:
+def _pom(path: Path, tree: Tree, name: str) -> tuple[ET.Element | None, list[Problem]]:
     try:
         return ET.parse(path).getroot(), []
     except (OSError, ET.ParseError) as e:
-        return None, [Finding(name, f"{tree.rel(path)} is not readable XML ({e})",
+        return None, [Problem(name, f"{tree.rel(path)} is not readable XML ({e})",
                               f"correct {tree.rel(path)}")]
 
 
@@ -144,13 +144,13 @@ def _children(element: ET.Element, *path: str) -> list[ET.Element]:
     return found
 
 
-def java(server: Server, tree: Tree) -> list[Finding]:
+def java(server: Server, tree: Tree) -> list[Problem]:
     """servers/java/<name>: a module of the parent pom, depending on labenv."""
     name, folder = server.name, server.folder
     parent_pom, own_pom = tree.java / "pom.xml", folder / "pom.xml"
     shown = tree.rel(parent_pom)
     if not own_pom.is_file():
-        return [Finding(name, f"no pom.xml in {tree.rel(folder)}",
+        return [Problem(name, f"no pom.xml in {tree.rel(folder)}",
                         f"add {tree.rel(own_pom)} with {shown} as its <parent> "
                         "(as servers/java/grizzly/pom.xml)")]
     parent, found = _pom(parent_pom, tree, name)
@@ -159,7 +159,7 @@ def java(server: Server, tree: Tree) -> list[Finding]:
         return found + more
     modules = {(m.text or "").strip() for m in _children(parent, "modules", "module")}
     if folder.name not in modules:
-        found.append(Finding(name, f"not a <module> of {shown} (Maven: \"Could not find the "
+        found.append(Problem(name, f"not a <module> of {shown} (Maven: \"Could not find the "
                              "selected project in the reactor\")",
                              f"add <module>{folder.name}</module> to {shown}"))
     if "labenv" in modules:
@@ -167,7 +167,7 @@ def java(server: Server, tree: Tree) -> list[Finding]:
                 for d in _children(own, "dependencies", "dependency", "artifactId")}
         if "labenv" not in deps:
             group = next(((g.text or "").strip() for g in _children(parent, "groupId")), "")
-            found.append(Finding(name, "its pom does not depend on the shared labenv module "
+            found.append(Problem(name, "its pom does not depend on the shared labenv module "
                                  "(lab.env.LabEnv reads PORT, BIND, BACKLOG, WORKERS)",
                                  f"add <dependency><groupId>{group}</groupId><artifactId>"
                                  "labenv</artifactId><version>${project.version}</version>"
@@ -176,20 +176,20 @@ def java(server: Server, tree: Tree) -> list[Finding]:
     return found
 
 
-def _labenv_input(server: Server, tree: Tree) -> list[Finding]:
+def _labenv_input(server: Server, tree: Tree) -> list[Problem]:
     if server.build is None or "../labenv" in server.inputs:
         return []
-    return [Finding(server.name, "a change to ../labenv does not rebuild it",
+    return [Problem(server.name, "a change to ../labenv does not rebuild it",
                     f'add "../labenv" to [build] inputs of {tree.rel(server.folder / SERVER_TOML)}')]
 
 
-def ada(server: Server, tree: Tree) -> list[Finding]:
+def ada(server: Server, tree: Tree) -> list[Problem]:
     """servers/ada/<name>: one .gpr that withs labenv, no copy of Lab_Settings."""
     name, folder = server.name, server.folder
     gprs = sorted(folder.glob("*.gpr"))
     found = []
     if len(gprs) != 1:
-        return [Finding(name, f"{len(gprs)} .gpr files in {tree.rel(folder)} "
+        return [Problem(name, f"{len(gprs)} .gpr files in {tree.rel(folder)} "
                         "(toolchain.sh builds the one .gpr of a folder)",
                         f"keep one .gpr in {tree.rel(folder)}" if gprs else
                         f"add {tree.rel(folder)}/{name.replace('-', '_')}.gpr "
@@ -197,22 +197,22 @@ def ada(server: Server, tree: Tree) -> list[Finding]:
     gpr = gprs[0]
     text = gpr.read_text()
     if not WITH_LABENV.search(text):
-        found.append(Finding(name, f"{gpr.name} does not with the shared settings project "
+        found.append(Problem(name, f"{gpr.name} does not with the shared settings project "
                              "(Lab_Settings in servers/ada/labenv)",
                              f'add the line with "{LABENV_GPR}"; to {tree.rel(gpr)}'))
     if not EXECUTABLE.search(text):
-        found.append(Finding(name, f"{gpr.name} has no \"-- lab-executable: NAME\" line "
+        found.append(Problem(name, f"{gpr.name} has no \"-- lab-executable: NAME\" line "
                              "(toolchain.sh and the image run NAME)",
                              f"add -- lab-executable: <main's name> to {tree.rel(gpr)}"))
     for path in sorted(folder.rglob("*")):
         if (path.is_file() and path.name.lower() in ("lab_settings.ads", "lab_settings.adb")
                 and not ADA_SKIP & set(path.relative_to(folder).parts)):
-            found.append(Finding(name, f"its own copy of Lab_Settings ({path.relative_to(folder)})",
+            found.append(Problem(name, f"its own copy of Lab_Settings ({path.relative_to(folder)})",
                                  f"delete {tree.rel(path)}: servers/ada/labenv has the one"))
     return found + _labenv_input(server, tree)
 
 
-def docker(server: Server, tree: Tree) -> list[Finding]:
+def docker(server: Server, tree: Tree) -> list[Problem]:
     """A compose.yaml service named after the folder that builds this folder
     from a Dockerfile that exists; or `docker = false` and no service."""
     name, folder = server.name, server.folder
@@ -220,7 +220,7 @@ def docker(server: Server, tree: Tree) -> list[Finding]:
     svc = tree.services.get(name)
     if not server.docker:
         return [] if svc is None else [
-            Finding(name, f"{toml} says docker = false, yet compose.yaml has a service {name}",
+            Problem(name, f"{toml} says docker = false, yet compose.yaml has a service {name}",
                     f"remove docker = false from {toml}")]
     shared = {tree.java: "*java-build", tree.ada: "*ada-build"}.get(folder.parent)
     if svc is None:
@@ -230,22 +230,22 @@ def docker(server: Server, tree: Tree) -> list[Finding]:
                f"{tree.rel(folder)} (docs/extending.md)" if (folder / "Dockerfile").is_file()
                else f"add docker = false to {toml} (or a Dockerfile and a compose.yaml "
                     "service: docs/extending.md)")
-        return [Finding(name, "no compose.yaml service (RUNTIME=docker cannot run it)", fix)]
+        return [Problem(name, "no compose.yaml service (RUNTIME=docker cannot run it)", fix)]
     if svc.dockerfile is None or not svc.dockerfile.is_file():
         where = tree.rel(svc.dockerfile) if svc.dockerfile else "none"
-        return [Finding(name, f"compose.yaml's service {name} has no Dockerfile ({where})",
+        return [Problem(name, f"compose.yaml's service {name} has no Dockerfile ({where})",
                         f"add {tree.rel(folder)}/Dockerfile or build the service from "
                         "its language's shared one")]
     found = []
     if svc.folder is None or svc.folder.resolve() != folder:
         builds = tree.rel(svc.folder) if svc.folder else "nothing"
-        found.append(Finding(name, f"compose.yaml's service {name} builds {builds}, "
+        found.append(Problem(name, f"compose.yaml's service {name} builds {builds}, "
                              "not this folder",
                              f"set the service's build args SERVER: {name}" if shared else
                              f"set the service's build context to {tree.rel(folder)}"))
     own = folder / "Dockerfile"
     if own.is_file() and own.resolve() != svc.dockerfile.resolve():
-        found.append(Finding(name, f"{tree.rel(own)} is not what its compose.yaml service "
+        found.append(Problem(name, f"{tree.rel(own)} is not what its compose.yaml service "
                              f"builds ({tree.rel(svc.dockerfile)}), so it goes stale unseen",
                              f"delete {tree.rel(own)}"))
     if folder.parent == tree.java and server.artifact and svc.context is not None:
@@ -253,7 +253,7 @@ def docker(server: Server, tree: Tree) -> list[Finding]:
     return found
 
 
-def _context_sends(server: Server, context: Path, tree: Tree) -> list[Finding]:
+def _context_sends(server: Server, context: Path, tree: Tree) -> list[Problem]:
     """The Java images copy the jar the lab built: servers/java/.dockerignore
     names each one it lets through (`!grizzly/target/grizzly.jar`)."""
     ignore = context / ".dockerignore"
@@ -265,12 +265,12 @@ def _context_sends(server: Server, context: Path, tree: Tree) -> list[Finding]:
     rel = str(jar.relative_to(context.resolve()))
     if f"!{rel}" in ignore.read_text().split():
         return []
-    return [Finding(server.name, f"{tree.rel(ignore)} keeps {rel} out of the image's "
+    return [Problem(server.name, f"{tree.rel(ignore)} keeps {rel} out of the image's "
                     "build context (docker build: COPY failed)",
                     f"add !{rel} to {tree.rel(ignore)}")]
 
 
-def build_checks(server: Server, tree: Tree) -> list[Finding]:
+def build_checks(server: Server, tree: Tree) -> list[Problem]:
     """What `make build` would otherwise meet in Maven, gprbuild or the lab's
     build check: cheap, and no landed server fails them. A variant: only
     the inputs of its own (the folder is its base's)."""
@@ -284,13 +284,13 @@ def build_checks(server: Server, tree: Tree) -> list[Finding]:
     return found
 
 
-def server_checks(server: Server, tree: Tree) -> list[Finding]:
+def server_checks(server: Server, tree: Tree) -> list[Problem]:
     """Every check of one server (a variant: its own inputs only)."""
     found = build_checks(server, tree)
     return found if server.variant is not None else found + docker(server, tree)
 
 
-def asked(servers: Mapping[str, Server], names: list[str], tree: Tree) -> list[Finding]:
+def asked(servers: Mapping[str, Server], names: list[str], tree: Tree) -> list[Problem]:
     """The checks of the servers a step was asked for (NAME, NAME@N, NAME#K;
     a variant with its base): the build checks, and the image checks of those
     with a service in tree.services (one without: RUNTIME=docker's own check
@@ -308,18 +308,18 @@ def counted(n: int, what: str) -> str:
     return f"{n} {what}" if n == 1 else f"{n} {what}s"
 
 
-def check(paths: list[Path], tree: Tree) -> tuple[int, list[Finding]]:
+def check(paths: list[Path], tree: Tree) -> tuple[int, list[Problem]]:
     """Every manifest of paths and each of its servers: how many servers
     loaded, and every finding, in the order of paths."""
     known: dict[str, Server] = {}
-    found: list[Finding] = []
+    found: list[Problem] = []
     for path in paths:
         servers, refused = load(path, tree)
         found += refused
         try:
             add(known, path, servers)
         except ManifestError as e:
-            found.append(Finding(path.parent.name, str(e).removeprefix(f"{path}: "),
+            found.append(Problem(path.parent.name, str(e).removeprefix(f"{path}: "),
                                  "rename one of the two folders (a server's name is its "
                                  "folder's)"))
             continue

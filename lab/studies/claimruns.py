@@ -63,7 +63,7 @@ class Run:
 
 
 @dataclass(frozen=True)
-class Check:
+class RunConditions:
     blocking: tuple[str, ...]                # server-independent: the run cannot judge
     noted: tuple[str, ...]
     wrong_workers: dict[str, str]            # study name -> why its start is not the study's
@@ -128,7 +128,7 @@ def started_as(run: Run, name: str, spec: str) -> str | None:
     return None
 
 
-def check(study: Study, run: Run, specs: Mapping[str, str]) -> Check:
+def check(study: Study, run: Run, specs: Mapping[str, str]) -> RunConditions:
     s, m = study.setup, run.manifest
     blocking: list[str] = []
     noted: list[str] = []
@@ -169,7 +169,7 @@ def check(study: Study, run: Run, specs: Mapping[str, str]) -> Check:
                      and k not in specs.values()]
             if other:
                 wrong[name] = f"{', '.join(other)} started, the study's is {spec}"
-    return Check(tuple(blocking), tuple(noted), wrong)
+    return RunConditions(tuple(blocking), tuple(noted), wrong)
 
 
 def same_conditions(a: Run, b: Run) -> list[str]:
@@ -188,7 +188,7 @@ def same_conditions(a: Run, b: Run) -> list[str]:
 
 # --------------------------------------------------------------------------- judge
 
-def judge_claim(study: Study, c: claims.Claim, runs: list[Run], checks: dict[Path, Check],
+def judge_claim(study: Study, c: claims.Claim, runs: list[Run], checks: dict[Path, RunConditions],
                 specs: Mapping[str, str], available: set[str]) -> Judged | None:
     """One claim on one client's runs; None when no run holds any of its servers."""
     client = runs[0].client
@@ -265,7 +265,7 @@ def replace_reason(r: ClaimResult, reason: str) -> ClaimResult:
 
 
 def judge_all(study: Study, runs: list[Run], specs: Mapping[str, str],
-              available: set[str]) -> tuple[list[Judged], dict[Path, Check]]:
+              available: set[str]) -> tuple[list[Judged], dict[Path, RunConditions]]:
     checks = {r.folder: check(study, r, specs) for r in runs}
     by_client: dict[str, list[Run]] = {}
     for r in runs:
@@ -284,7 +284,7 @@ def judge_all(study: Study, runs: list[Run], specs: Mapping[str, str],
 
 # --------------------------------------------------------------------------- output
 
-def render(study: Study, runs: list[Run], judged: list[Judged], checks: dict[Path, Check],
+def render(study: Study, runs: list[Run], judged: list[Judged], checks: dict[Path, RunConditions],
            specs: Mapping[str, str], out: Path) -> str:
     lines = [f"# Claims of `{study.id}` judged on runs made earlier", "",
              f"{study.title}: {study.author}, {study.source}, {study.date}. Nothing was run: "
@@ -325,7 +325,7 @@ def why_lines(study: Study, judged: Sequence[Judged], specs: Mapping[str, str]) 
 
 
 def to_json(study: Study, runs: list[Run], judged: list[Judged],
-            checks: dict[Path, Check]) -> dict[str, Any]:
+            checks: dict[Path, RunConditions]) -> dict[str, Any]:
     return {
         "study": study.id,
         "runs": [{"folder": str(r.folder), "client": r.client,

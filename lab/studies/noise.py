@@ -31,7 +31,8 @@ from lab.setup.paths import ROOT
 from lab.analyse import analysis, floors, gate
 from lab.record import schema
 from lab.setup.exits import Exit
-from lab.analyse.metrics import RANKED, Judgement, LevelStats, Spread
+from lab.analyse.metrics import LevelStats, Spread
+from lab.analyse.verdicts import RANKED, Judgement
 from lab.setup.params import ConfigError
 
 METRIC_OF = {"rate": "rate", "p99": "p99_ms", "cpu": "cpu_us_per_req", "rss": "rss_end_kb"}

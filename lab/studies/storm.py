@@ -41,7 +41,8 @@ COUNTERS = ("ListenOverflows", "ListenDrops", "TCPSynRetrans")
 
 
 @dataclass
-class Conn:
+class StormConn:
+    """One of the storm's connections: its socket, when it connected and was answered."""
     sock: socket.socket
     connected: float | None = None     # seconds from the storm's start
     answered: float | None = None
@@ -102,11 +103,11 @@ def storm(host: str, port: int, n: int, timeout: float) -> Storm:
     one request on each as soon as it is connected, read the answer, close."""
     sel = selectors.DefaultSelector()
     failed: dict[str, int] = {}
-    conns: list[Conn] = []
+    conns: list[StormConn] = []
     before = tcp_counters()
     start = time.monotonic()
 
-    def fail(c: Conn, why: str) -> None:
+    def fail(c: StormConn, why: str) -> None:
         failed[why] = failed.get(why, 0) + 1
         sel.unregister(c.sock)
         c.sock.close()
@@ -114,7 +115,7 @@ def storm(host: str, port: int, n: int, timeout: float) -> Storm:
     for _ in range(n):
         s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
         s.setblocking(False)
-        c = Conn(s)
+        c = StormConn(s)
         conns.append(c)
         sel.register(s, selectors.EVENT_WRITE, c)
         code = s.connect_ex((host, port))

@@ -1,0 +1,191 @@
+"""One level of one start as a row of results.csv: what the sweep gathered
+around a client run (Measured, Where), the level's flags, several client
+hosts' figures combined into one level, whether the client ran the level's
+length, and whether a warm-up is steady. Pure functions; the thresholds are
+lab.analyse.metrics'.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lab.analyse.metrics import (CLIENT_BOUND_PCT, HOST_BUSY_PCT, JIT_QUIET_PER_S, LITTLES_HIGH,
+                                 LITTLES_LOW, RAN_SHORT, SATURATED_SHORTFALL, STEADY_SLICES,
+                                 STEADY_TOLERANCE, STEAL_PCT)
+from lab.record import failures as failure_kinds
+from lab.record.level import Level
+from lab.record.schema import Row, encode_failures
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What the sweep gathered around one client run, besides the client's Level."""
+    server_cpu_s: float
+    rss_end_kb: int
+    rss_peak_kb: int
+    threads_end: int
+    threads_peak: int
+    client_cpu_s: float
+    wall_s: float
+    host_busy_s: float            # user+nice+system on the lab's CPUs
+    host_steal_s: float
+    sampler_cpu_s: float
+    time_wait: int
+    # several client hosts: each one's CPU, % of its own CLIENT_CPUS; the row's
+    # client CPU is the busiest host's, and client-bound applies per host
+    client_hosts_cpu_pct: tuple[float, ...] = ()
+    cgroup_mem_kb: int | None = None       # RUNTIME=docker: the container's cgroup memory
+    cgroup_mem_peak_kb: int | None = None
+    pss_kb: int | None = None              # smaps_rollup at the end (None: unavailable)
+    private_kb: int | None = None
+    shared_kb: int | None = None
+    anon_kb: int | None = None
+    server_sys_s: float | None = None      # the kernel's part of server_cpu_s
+    # the answers checked after the level (or sampled during it) broke the
+    # contract: what was seen ("" : they held)
+    answer_changed: str = ""
+
+
+@dataclass(frozen=True)
+class Where:
+    """Which level of which start a row belongs to."""
+    server: str
+    rep: int
+    axis: str
+    value: int
+    concurrency: int
+    offered_rps: float | None
+    workers: int
+    backlog: int
+    duration_s: int
+    server_cpus: int              # how many CPUs each side had
+    client_cpus: int
+    lab_cpus: int                 # CPUs of server and client together
+    not_steady: bool = False
+
+
+def ran_short(level: Level, duration_s: float, client: str) -> str:
+    """Why a client run is no whole level, or "" when it ran its length: the
+    client's own elapsed time fell more than RAN_SHORT short of `duration_s`,
+    or the client said it gave up (Level.stopped, its own words). An
+    open-loop client's elapsed time may end one request interval early."""
+    slack = 1 / level.offered_rps if level.offered_rps else 0.0
+    short = level.elapsed_s < (1 - RAN_SHORT) * max(duration_s - slack, 0.0)
+    if not short and not level.stopped:
+        return ""
+    said = f": {level.stopped}" if level.stopped else ""
+    return (f"{client} stopped after {level.elapsed_s:.2f} s of the {duration_s:g} s level "
+            f"(its own elapsed time){said}")
+
+
+def level_flags(level: Level, client_pct: float, other_pct: float, steal_pct: float,
+                littles: float | None, not_steady: bool, answer_changed: str = "") -> list[str]:
+    flags = []
+    if level.stopped:
+        flags.append("client-stopped")
+    if answer_changed:
+        flags.append("answer-changed")
+    if client_pct >= CLIENT_BOUND_PCT:
+        flags.append("client-bound")
+    if level.failed:
+        flags.append("failures")
+    if other_pct > HOST_BUSY_PCT:
+        flags.append("host-busy")
+    if steal_pct > STEAL_PCT:
+        flags.append("steal")
+    if littles is not None and not LITTLES_LOW <= littles <= LITTLES_HIGH:
+        flags.append("littles-law")
+    if level.offered_rps and level.rate_rps < (1 - SATURATED_SHORTFALL) * level.offered_rps:
+        flags.append("saturated")
+    if not_steady:
+        flags.append("not-steady")
+    return flags
+
+
+def make_row(where: Where, level: Level, m: Measured) -> Row:
+    wall = max(m.wall_s, 1e-9)
+    client_pct = max(m.client_hosts_cpu_pct) if m.client_hosts_cpu_pct else \
+        100 * m.client_cpu_s / (where.client_cpus * wall)
+    allotment = where.lab_cpus * wall
+    other_pct = max(0.0, 100 * (m.host_busy_s - m.server_cpu_s - m.client_cpu_s) / allotment)
+    steal_pct = 100 * m.host_steal_s / allotment
+    littles = round(level.in_flight / where.concurrency, 3) if where.concurrency else None
+    flags = level_flags(level, client_pct, other_pct, steal_pct, littles, where.not_steady,
+                        m.answer_changed)
+    unranked = "; ".join(x for x in (level.stopped and f"client stopped early: {level.stopped}",
+                                     m.answer_changed and f"answer changed: {m.answer_changed}")
+                         if x)
+    return Row(
+        server=where.server, rep=where.rep, axis=where.axis, value=where.value,
+        concurrency=where.concurrency, offered_rps=where.offered_rps,
+        workers=where.workers, backlog=where.backlog, duration_s=where.duration_s,
+        transactions=level.transactions, successful=level.successful, failed=level.failed,
+        availability_pct=level.availability_pct, elapsed_s=level.elapsed_s,
+        rate_rps=round(level.rate_rps, 2), resp_ms=round(level.resp_ms, 4),
+        p50_ms=level.p50_ms, p90_ms=level.p90_ms, p99_ms=level.p99_ms,
+        longest_ms=level.longest_ms, in_flight=round(level.in_flight, 3), littles_ratio=littles,
+        rss_end_kb=m.rss_end_kb, rss_peak_kb=m.rss_peak_kb,
+        threads_end=m.threads_end, threads_peak=m.threads_peak,
+        server_cpu_s=round(m.server_cpu_s, 3),
+        server_cpu_us_per_req=round(1e6 * m.server_cpu_s / level.transactions, 2)
+        if level.transactions else 0.0,
+        server_cpu_pct=round(100 * m.server_cpu_s / (where.server_cpus * wall), 1),
+        client_cpu_s=round(m.client_cpu_s, 3), client_cpu_pct=round(client_pct, 1),
+        client_bound="client-bound" in flags, other_cpu_pct=round(other_pct, 1),
+        steal_pct=round(steal_pct, 1), sampler_cpu_pct=round(100 * m.sampler_cpu_s / wall, 2),
+        time_wait=m.time_wait, flags=" ".join(flags),
+        cgroup_mem_kb=m.cgroup_mem_kb, cgroup_mem_peak_kb=m.cgroup_mem_peak_kb,
+        pss_kb=m.pss_kb, private_kb=m.private_kb, shared_kb=m.shared_kb, anon_kb=m.anon_kb,
+        server_sys_us_per_req=round(1e6 * m.server_sys_s / level.transactions, 2)
+        if m.server_sys_s is not None and level.transactions else None,
+        failure_kinds=encode_failures(level.failures), unranked=unranked)
+
+
+def combine(levels: list[Level]) -> Level:
+    """One level measured by several client hosts at once, as one: counts,
+    rates, data and requests in flight are summed; the mean response time is
+    weighted by each host's responses; the longest response and each
+    percentile are the worst host's (a percentile of the whole cannot be had
+    from the parts: this one is an upper bound of it)."""
+    if len(levels) == 1:
+        return levels[0]
+    successful = sum(x.successful for x in levels)
+    failed = sum(x.failed for x in levels)
+    transactions = sum(x.transactions for x in levels)
+    weights = [x.transactions for x in levels] if transactions else [1] * len(levels)
+
+    def worst(values: list[float | None]) -> float | None:
+        known = [v for v in values if v is not None]
+        return max(known) if known else None
+    offered = [x.offered_rps for x in levels]
+    return Level(
+        transactions=transactions, successful=successful, failed=failed,
+        availability_pct=100 * successful / (successful + failed) if successful + failed
+        else 0.0,
+        elapsed_s=max(x.elapsed_s for x in levels),
+        rate_rps=sum(x.rate_rps for x in levels),
+        resp_ms=sum(x.resp_ms * w for x, w in zip(levels, weights)) / sum(weights),
+        in_flight=sum(x.in_flight for x in levels),
+        longest_ms=max(x.longest_ms for x in levels),
+        data_mb=sum(x.data_mb for x in levels),
+        p50_ms=worst([x.p50_ms for x in levels]),
+        p90_ms=worst([x.p90_ms for x in levels]),
+        p99_ms=worst([x.p99_ms for x in levels]),
+        offered_rps=None if None in offered else sum(v for v in offered if v is not None),
+        failures=tuple(failure_kinds.merged(f for x in levels for f in x.failures)),
+        stopped="; ".join(dict.fromkeys(x.stopped for x in levels if x.stopped)))
+
+
+def steady(rates: list[float], slices: int = STEADY_SLICES,
+           tolerance: float = STEADY_TOLERANCE) -> bool:
+    """The last `slices` warm-up slices agree within `tolerance` (max/min)."""
+    if len(rates) < slices:
+        return False
+    last = rates[-slices:]
+    return min(last) > 0 and max(last) / min(last) <= tolerance
+
+
+def jit_quiet(per_s: float | None) -> bool:
+    """A JVM's JIT compilations per second (lab.measure.jit) are near zero; None
+    (not read yet) is not quiet."""
+    return per_s is not None and per_s <= JIT_QUIET_PER_S
+
