@@ -34,7 +34,7 @@ from lab.setup.makeflags import command_line_variables, misspelt
 from lab.setup.params import (SETTINGS, ConfigError, Params, Traits, check_lab_settings,
                         cpu_ranges, format_cpus, from_env, results_folder, run_settings)
 from lab.setup.settings_doc import Found, help_text, markdown_table
-from lab.setup.servers import (Discovered, ManifestError, Server, expand, found_here, is_built,
+from lab.setup.servers import (Discovered, ManifestError, Server, ServerSpec, expand, found_here, is_built,
                                lookup, outside)
 from lab.measure.sweep import ServerSweep, SweepError
 
@@ -289,7 +289,7 @@ def cmd_build(args: argparse.Namespace) -> int:
               for n in args.servers or params.servers}
     # every server's setup (toolchains; pinned sources checked, exit 2) before any build
     for step, s in [(step, s) for step in ("setup", "build") for s in builds.values()]:
-        name = s.name.partition("@")[0].partition("#")[0]
+        name = ServerSpec.parse(s.name).base
         if not runtimes.needs_build(params, s):
             if step == "build":
                 print(f"[{name}] build: in its image (RUNTIME={params.runtime}, `lab up`)",

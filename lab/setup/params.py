@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from lab.setup import paths
+from lab.setup.servers import ServerSpec, ServerSpecError
 
 WARMUP_SLICE_S = 2                           # WARMUP=auto's slice (lab.analyse.metrics)
 PUBLISHED_LEVELS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 35, 40, 45, 50)
@@ -616,21 +617,12 @@ class Traits:
 
 
 def normalise_server(word: str) -> str:
-    """NAME@N with N written plainly: aws@016 is aws@16; bad counts are ConfigError.
-    NAME#K (K 2-9): the same server again, a separate entry (make noise's A/A)."""
-    plain, hash_, entry = word.rpartition("#")
-    if hash_:
-        if not re.fullmatch(r"[2-9]", entry):
-            raise ConfigError(f"SERVER: {word}: after # comes an entry number from 2 to 9 "
-                              "(the same server again, e.g. aws#2)")
-        return f"{normalise_server(plain)}#{entry}"
-    name, at, count = word.partition("@")
-    if not at:
-        return word
-    if not (re.fullmatch(r"[0-9]+", count) and 1 <= int(count) <= 10_000):
-        raise ConfigError(f"SERVER: {word}: after @ comes a worker count from 1 to 10000 "
-                          "(e.g. aws@16)")
-    return f"{name}@{int(count)}"
+    """A SERVER word written plainly (ServerSpec: aws@016 is aws@16); bad
+    counts are ConfigError."""
+    try:
+        return str(ServerSpec.parse(word))
+    except ServerSpecError as e:
+        raise ConfigError(f"SERVER: {e} ({e.hint})") from None
 
 
 # what "unknown server" adds: where a server of one's own is found
@@ -645,7 +637,7 @@ def check_servers(text: str, known: list[str]) -> tuple[str, ...]:
     if names == ["all"]:
         names = list(known)
     names = [normalise_server(n) for n in names]
-    unknown = [n for n in names if n.partition("@")[0].partition("#")[0] not in known]
+    unknown = [n for n in names if ServerSpec.parse(n).base not in known]
     if unknown:
         raise ConfigError(f"unknown server {', '.join(unknown)}; known: {', '.join(known)}"
                           f" ({UNKNOWN_HINT})")
@@ -698,10 +690,11 @@ def check_sweep(get: Callable[[str], str], given: Callable[[str], bool], client:
         raise ConfigError(f"AXIS={axis} sweeps {axis} at one load: give one {what} level "
                           f"(got {len(load)}), e.g. {what}=32")
     if axis == "workers":
-        if any("@" in n for n in servers):
+        if any(ServerSpec.parse(n).workers is not None for n in servers):
             raise ConfigError("AXIS=workers sets every server's workers from VALUES; "
                               "drop the @N from SERVER")
-        fixed = [n for n in servers if not traits.get(n.partition("#")[0], Traits()).has_workers]
+        fixed = [n for n in servers
+                 if not traits.get(ServerSpec.parse(n).base, Traits()).has_workers]
         if fixed:
             raise ConfigError(f"AXIS=workers: {', '.join(fixed)} "
                               f"{'has' if len(fixed) == 1 else 'have'} no worker setting "
@@ -798,7 +791,7 @@ def inapplicable(given: Callable[[str], bool], client: str, axes: Mapping[str, s
     if given("CLIENT_THREADS") and client == "siege":
         refused.append("CLIENT_THREADS: siege has no threads setting (one process, a thread "
                        "per user): drop it")
-    base = {n: traits.get(n.partition("@")[0].partition("#")[0], Traits()) for n in servers}
+    base = {n: traits.get(ServerSpec.parse(n).base, Traits()) for n in servers}
     if given("JAVA_OPTS") and traits and not any(t.language == "Java" for t in base.values()):
         refused.append(f"JAVA_OPTS is for Java servers; none of {' '.join(servers)} is one: "
                        "drop it")
@@ -814,7 +807,7 @@ def inapplicable(given: Callable[[str], bool], client: str, axes: Mapping[str, s
         elif fixed:
             warned.append(f"WORKERS has no effect on {', '.join(fixed)} (no worker setting); "
                           "the other servers use it")
-    with_at = [n for n in servers if "@" in n and traits
+    with_at = [n for n in servers if ServerSpec.parse(n).workers is not None and traits
                and not base[n].has_workers]
     if with_at:
         warned.append(f"SERVER: {', '.join(with_at)}: this server has no worker setting; "

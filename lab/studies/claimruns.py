@@ -44,6 +44,7 @@ from lab.analyse.claims import ClaimResult, Study
 from lab.setup.exits import Exit
 from lab.analyse.metrics import MIN_REPS_FOR_VERDICT, LevelStats
 from lab.setup.params import ConfigError
+from lab.setup.servers import ServerSpec
 
 
 
@@ -121,9 +122,10 @@ def started_as(run: Run, name: str, spec: str) -> str | None:
     """The key under which `run` holds study server `name` (wanted as `spec`)."""
     if spec in run.stats:
         return spec
-    if name in run.stats and "@" in spec:
+    workers = ServerSpec.parse(spec).workers
+    if name in run.stats and workers is not None:
         rec = run.manifest.servers.get(name)
-        if rec is not None and rec.workers == int(spec.split("@", 1)[1]):
+        if rec is not None and rec.workers == workers:
             return name
     return None
 

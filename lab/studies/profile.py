@@ -48,7 +48,7 @@ from lab.setup.params import ConfigError, parse_duration, positive_int
 from lab.setup.paths import ROOT, cache_dir
 from lab.analyse.profileview import write_flamegraph
 from lab.record.schema import FOLDED, PROFILE_DIR, PROFILE_JSON
-from lab.setup.servers import Server, discover, is_built, lookup
+from lab.setup.servers import Server, ServerSpec, discover, is_built, lookup
 from lab.measure.launch import placeholders
 
 PERF_HZ = 499
@@ -125,7 +125,7 @@ def check(env: dict[str, str], run: Path) -> tuple[dict[str, Any], list[Server],
         raise ConfigError("HEADERS drives h2load at the level's concurrency: profile a run "
                           "swept over concurrency")
     known = discover(ROOT, env.get("LAB_SERVER_PATH", ""))
-    missing = [n for n in p["servers"] if n.partition("@")[0] not in known]
+    missing = [n for n in p["servers"] if ServerSpec.parse(n).base not in known]
     if missing:
         raise ConfigError(f"the run's server {', '.join(missing)} is not in this checkout")
     servers = [lookup(known, n) for n in p["servers"]]

@@ -38,7 +38,7 @@ from lab.analyse.claims import ClaimResult, ClaimsError, Study
 from lab.measure.clients import clients
 from lab.analyse.metrics import LevelStats
 from lab.setup.params import ConfigError, flag, run_settings
-from lab.setup.servers import ManifestError, Server, discover, found_here
+from lab.setup.servers import ManifestError, Server, ServerSpec, discover, found_here
 
 CLAIMS = ROOT / "docs" / "claims.toml"
 # Settings the study decides; a user's value would make it another experiment.
@@ -80,9 +80,10 @@ def server_specs(study: Study) -> dict[str, str]:
     workers = study.setup.workers
 
     def spec(name: str) -> str:
-        return name if "@" in name or name not in workers else f"{name}@{workers[name]}"
+        return (name if ServerSpec.parse(name).workers is not None or name not in workers
+                else f"{name}@{workers[name]}")
 
-    named = [s for c in study.claims for s in c.servers if "@" in s]
+    named = [s for c in study.claims for s in c.servers if ServerSpec.parse(s).workers is not None]
     lab = {claims.base(s) for s in named} | set(study.setup.servers)
     specs: dict[str, str] = {}
     for name in study.setup.servers:

@@ -55,7 +55,7 @@ from lab.measure.runtimes.docker_engine import (Compose, compose_argv, compose_e
 from lab.measure.runtimes.docker_images import (build_images, ensure_bases, image_exists,
                                                 image_facts, needed_bases)
 from lab.measure.runtimes.local import LocalClientHost, LocalServerHost
-from lab.setup.servers import Server, found_here, lookup
+from lab.setup.servers import Server, ServerSpec, found_here, lookup
 
 PROJECT_LABEL = "com.docker.compose.project"
 MIN_MEMORY = 6 * 1024 * 1024            # Docker refuses a smaller limit
@@ -69,7 +69,7 @@ def state_file(port: int) -> Path:
 
 def service_of(server: Server) -> str:
     """A server's compose service: its base name (jersey for jersey.jetty and jersey@16)."""
-    return (server.base or server.name).partition("@")[0]
+    return ServerSpec.parse(server.base or server.name).base
 
 
 def chosen(params: Params) -> list[Server]:
