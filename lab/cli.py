@@ -31,8 +31,9 @@ from lab.setup.paths import cache_dir
 from lab.measure.clients import Client, Options, axes, clients
 from lab.measure.launch import Knobs, lab_env, placeholders
 from lab.setup.makeflags import command_line_variables, misspelt
-from lab.setup.params import (SETTINGS, ConfigError, Params, Traits, check_lab_settings,
-                        cpu_ranges, format_cpus, from_env, results_folder, run_settings)
+from lab.setup.fromenv import Traits, from_env
+from lab.setup.params import (SETTINGS, ConfigError, Params, check_lab_settings, cpu_ranges,
+                        format_cpus, results_folder, run_settings)
 from lab.setup.settings_doc import Found, help_text, markdown_table
 from lab.setup.servers import (Discovered, ManifestError, Server, ServerSpec, expand, found_here, is_built,
                                lookup, outside)

@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from lab.setup.params import (PUBLISHED_LEVELS, ConfigError, default_split, from_env,
-                        parse_cpus, parse_duration, parse_levels)
+from lab.setup.fromenv import from_env
+from lab.setup.params import (PUBLISHED_LEVELS, ConfigError, default_split, parse_cpus,
+                        parse_duration, parse_levels)
 
 KNOWN = ["grizzly", "aws", "nginx"]
 CPUS = {0, 1}

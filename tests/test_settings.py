@@ -14,8 +14,9 @@ from conftest import ROOT, bench, lab, lab_env, run_folders
 from lab.measure.runtimes import selectable
 from lab.measure.clients import axes, described
 from lab.setup.makeflags import command_line_variables, misspelt
-from lab.setup.params import (FOREIGN, PLUMBING, REGISTRY, SETTINGS, ConfigError, Traits,
-                        cpu_ranges, from_env)
+from lab.setup.fromenv import Traits, from_env
+from lab.setup.params import (FOREIGN, PLUMBING, REGISTRY, SETTINGS, ConfigError,
+                        cpu_ranges)
 from lab.setup.settings_doc import Found, markdown_table
 
 KNOWN = ["aws", "ada-mini", "grizzly", "nginx"]

@@ -24,7 +24,8 @@ import pytest
 
 from conftest import FAKES, ROOT, bench, free_port, lab, lab_env, leftovers, readable_copy, \
     run_folders
-from lab.setup.params import ConfigError, from_env
+from lab.setup.fromenv import from_env
+from lab.setup.params import ConfigError
 from lab.measure.runtimes import netns
 
 PREFIX = "labt"

@@ -24,7 +24,8 @@ from lab.analyse import metrics
 from lab.record import folder, schema
 from lab.measure.clients import Load
 from lab.record.level import Level
-from lab.setup.params import ConfigError, from_env
+from lab.setup.fromenv import from_env
+from lab.setup.params import ConfigError
 from lab.measure.runtimes import ssh, ssh_session, ssh_ship
 from lab.measure.sweep import split_load
 from sshhost import Lan

@@ -19,7 +19,8 @@ from lab.measure import hostinfo, runtimes
 from lab.record import files, folder, schema
 from lab.measure.clients import Options, axes, clients
 from lab.analyse.metrics import why_not_calibrated
-from lab.setup.params import ConfigError, Params, format_cpus, from_env, parse_list, positive_int
+from lab.setup.fromenv import from_env
+from lab.setup.params import ConfigError, Params, format_cpus, parse_list, positive_int
 from lab.setup.servers import Server
 from lab.measure.sweep import ServerSweep, SweepError
 

@@ -53,8 +53,8 @@ from lab.present import report
 from lab.analyse.costview import JIT_LANGUAGES, JIT_REASON
 from lab.record.schema import COST as COST_FILE
 from lab.measure.launch import Knobs, ServerProcess
-from lab.setup.params import (SETTINGS, ConfigError, Params, Traits, format_cpus, from_env,
-                        parse_list, positive_int)
+from lab.setup.fromenv import Traits, from_env
+from lab.setup.params import SETTINGS, ConfigError, Params, format_cpus, parse_list, positive_int
 from lab.setup.paths import ROOT, cache_dir
 from lab.measure.runtimes.local import LocalServerHost
 from lab.setup.servers import Server, discover, lookup, outside
