@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from lab.setup.params import (KNOBS, LOAD_AXES, RUNTIMES, SETTINGS, WARMUP_SLICE_S,
                               ConfigError, Params, cpu_ranges, default_split, flag, loop,
                               parse_bind, parse_cpus, parse_duration, parse_levels, parse_list,
-                              parse_size, positive_int, results_folder)
+                              parse_size, results_folder)
 from lab.setup.servers import ServerSpec, ServerSpecError
 
 RATE_TEXT = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:bit|kbit|mbit|gbit|tbit|bps|kbps|mbps|gbps)")
@@ -230,10 +230,10 @@ class RepeatSettings:
 def check_repeat(get: Callable[[str], str]) -> RepeatSettings:
     text = get("REPEAT").strip()
     if text != "auto":
-        n = positive_int("REPEAT", text, 1, 100)
+        n = SETTINGS["REPEAT"].number(text)
         return RepeatSettings(False, n, n)
-    low = positive_int("REPEAT_MIN", get("REPEAT_MIN"), 2, 100)
-    high = positive_int("REPEAT_MAX", get("REPEAT_MAX"), 2, 100)
+    low = SETTINGS["REPEAT_MIN"].number(get("REPEAT_MIN"))
+    high = SETTINGS["REPEAT_MAX"].number(get("REPEAT_MAX"))
     if high < low:
         raise ConfigError(f"REPEAT_MAX={get('REPEAT_MAX')!r} is below REPEAT_MIN="
                           f"{get('REPEAT_MIN')!r}: REPEAT=auto starts each server REPEAT_MIN "
@@ -361,13 +361,13 @@ def from_env(env: Mapping[str, str], known_servers: list[str],
         warmup_s=warm.seconds,
         warmup_max_s=warm.max_s,
         keepalive=flag("KEEPALIVE", get("KEEPALIVE")),
-        client_threads=(positive_int("CLIENT_THREADS", threads_text, 1, 1024) if threads_text
+        client_threads=(SETTINGS["CLIENT_THREADS"].number(threads_text) if threads_text
                         else len(client_cpus)),
         client_grace_s=parse_duration("CLIENT_GRACE", get("CLIENT_GRACE")),
-        workers=positive_int("WORKERS", workers_text, 1, 10_000) if workers_text else None,
-        backlog=positive_int("BACKLOG", get("BACKLOG"), 1, 65535),
+        workers=SETTINGS["WORKERS"].number(workers_text) if workers_text else None,
+        backlog=SETTINGS["BACKLOG"].number(get("BACKLOG")),
         bind=bind,
-        port=positive_int("PORT", get("PORT"), 1024, 65535),
+        port=SETTINGS["PORT"].number(get("PORT")),
         server_cpus=server_cpus,
         client_cpus=client_cpus,
         verdict_at=check_verdict_at(get("VERDICT_AT"), sweep.values),

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from lab.setup import paths
+from lab.setup.servers import WORKER_COUNTS
 
 WARMUP_SLICE_S = 2                           # WARMUP=auto's slice (lab.analyse.metrics)
 PUBLISHED_LEVELS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 35, 40, 45, 50)
@@ -20,16 +21,27 @@ LOAD_AXES = ("concurrency", "rate")          # what a client varies itself
 KNOBS = ("workers", "backlog")               # what a server start is given
 
 
+# Who reads a setting (Setting.scope).
+SCOPES: dict[str, str] = {
+    "run": "a benchmark run's setting, recorded in its manifest and its reproduce line",
+    "lab": "where the lab keeps and finds things; checked by `lab check`, not recorded",
+    "cost": "`make cost` and `make profile`",
+    "profile": "`make profile` only",
+    "compare": "`make compare` (and `make noise`'s floors)",
+    "calibrate": "`make calibrate` only",
+    "reproduce": "`make reproduce` only",
+}
+
+
 @dataclass(frozen=True)
 class Setting:
     """One variable the lab reads: declared here once.
 
     `kind` and `applies` are what `make help` and docs/settings.md show;
-    `scope` says who reads it: "run" (a benchmark run's setting, recorded in
-    its manifest and its reproduce line), "lab" (where the lab keeps and finds
-    things; checked by `lab check`, not recorded), "calibrate" or "reproduce"
-    (`make calibrate`, `make reproduce` only). `check` validates the value alone (ConfigError);
-    what depends on other settings is checked by from_env."""
+    `scope` says who reads it, one of SCOPES. `bounds`: a whole number's
+    range, which both its check (`number`) and its kind's text ("1..100")
+    come from. `check` validates the value alone (ConfigError); what depends
+    on other settings is checked by lab.setup.fromenv."""
     name: str
     default: str
     meaning: str
@@ -37,12 +49,23 @@ class Setting:
     applies: str = "every run"
     scope: str = "run"
     check: Callable[[str], object] | None = None
+    bounds: tuple[int, int] | None = None
+
+    def number(self, text: str) -> int:
+        """The value as a whole number within `bounds` (ConfigError when not)."""
+        assert self.bounds is not None, f"{self.name} declares no bounds"
+        return positive_int(self.name, text, *self.bounds)
 
 
 def declare(name: str, default: str, kind: str, meaning: str, applies: str = "every run",
-            scope: str = "run", check: Callable[[str], object] | None = None) -> Setting:
-    """One REGISTRY entry, in the order a reader of the table wants them."""
-    return Setting(name, default, meaning, kind, applies, scope, check)
+            scope: str = "run", check: Callable[[str], object] | None = None,
+            bounds: tuple[int, int] | None = None) -> Setting:
+    """One REGISTRY entry, in the order a reader of the table wants them. With
+    `bounds`, the kind's text starts with the range ("1..100", then `kind`)."""
+    assert scope in SCOPES, f"{name}: scope {scope!r} is not one of {', '.join(SCOPES)}"
+    if bounds is not None:
+        kind = f"{bounds[0]}..{bounds[1]}" + (f" {kind}" if kind else "")
+    return Setting(name, default, meaning, kind, applies, scope, check, bounds)
 
 
 def check_choice(name: str, choices: tuple[str, ...]) -> Callable[[str], object]:
@@ -181,15 +204,16 @@ REGISTRY: tuple[Setting, ...] = (
     declare("RATE", "1000 2000 5000 10000 20000", "whole numbers",
             "offered rates swept, req/s", OPEN_LOOP),
     declare("DURATION", "10s", "duration", "time per level (10s, 1m)"),
-    declare("REPEAT", "1", "1..100 or auto",
+    declare("REPEAT", "1", "or auto",
             "repetitions: each a fresh server start with its own warm-up; servers interleaved, "
             "alternating which starts first (ABBA); auto: REPEAT_MIN each, then one more start "
-            "at a time only for servers in pairs still undecided, up to REPEAT_MAX"),
-    declare("REPEAT_MIN", "5", "2..100",
+            "at a time only for servers in pairs still undecided, up to REPEAT_MAX",
+            bounds=(1, 100)),
+    declare("REPEAT_MIN", "5", "",
             "REPEAT=auto: the starts every server gets first (5: the fewest on which the exact "
-            "test can decide at 1%)", "REPEAT=auto"),
-    declare("REPEAT_MAX", "10", "2..100",
-            "REPEAT=auto: the most starts a server gets", "REPEAT=auto"),
+            "test can decide at 1%)", "REPEAT=auto", bounds=(2, 100)),
+    declare("REPEAT_MAX", "10", "",
+            "REPEAT=auto: the most starts a server gets", "REPEAT=auto", bounds=(2, 100)),
     declare("WARMUP", "auto", "auto or duration",
             "auto: load at the top level until 3 slices of 2s agree within 5% (and a JVM's JIT "
             "is quiet); or a fixed time (30s); 0 = none"),
@@ -199,9 +223,9 @@ REGISTRY: tuple[Setting, ...] = (
             "0: a new connection per request (as published); 1: keep-alive"),
     declare("CLIENT", "siege", "client name",
             "load client: siege, wrk (closed loop) or vegeta (fixed rate)"),
-    declare("CLIENT_THREADS", "", "1..1024",
+    declare("CLIENT_THREADS", "", "",
             "client threads where the client has them (empty: one per client CPU)",
-            "CLIENT=wrk, vegeta"),
+            "CLIENT=wrk, vegeta", bounds=(1, 1024)),
     declare("CLIENT_GRACE", "45s", "duration",
             "time a client may run past DURATION before it counts as hung (stopped, retried once)"),
     declare("AXIS", "", "axis",
@@ -212,15 +236,17 @@ REGISTRY: tuple[Setting, ...] = (
     declare("VERDICT_AT", "", "whole numbers",
             "levels the verdict table compares servers at (empty: each server's peak level and "
             "the highest level)"),
-    declare("WORKERS", "", "1..10000",
+    declare("WORKERS", "", "",
             "server worker threads/tasks for every server alike (empty: each library's own "
-            "default, as shipped; NAME@N sets one server)", "servers with a worker setting"),
-    declare("BACKLOG", "512", "1..65535",
-            "accept backlog every server is given (the published AWS setup)"),
+            "default, as shipped; NAME@N sets one server)", "servers with a worker setting",
+            bounds=(WORKER_COUNTS[0], WORKER_COUNTS[-1])),
+    declare("BACKLOG", "512", "",
+            "accept backlog every server is given (the published AWS setup)",
+            bounds=(1, 65535)),
     declare("BIND", "127.0.0.1", "IP address",
             "address every server listens on, one of this host's (a topology other than local "
             "sets it to the server host's address on the lab's link)", "TOPOLOGY=local"),
-    declare("PORT", "8080", "1024..65535", "port the server listens on"),
+    declare("PORT", "8080", "", "port the server listens on", bounds=(1024, 65535)),
     declare("SERVER_CPUS", "", "CPU list",
             "CPUs for the server (empty: first half of this machine's)"),
     declare("CLIENT_CPUS", "", "CPU list", "CPUs for the client (empty: the other half)"),
@@ -294,9 +320,9 @@ REGISTRY: tuple[Setting, ...] = (
     declare("COST_REQUESTS", "2000 6000", "two whole numbers",
             "two exact request counts, one start each; (Ir at the larger - Ir at the smaller) / "
             "their difference = instructions per request", "make cost", scope="cost"),
-    declare("HEADERS", "0", "0..10000",
+    declare("HEADERS", "0", "",
             "extra request headers (X-Lab-Pad-N, 32 bytes each) on every request, to see what "
-            "header handling costs", "make cost, make profile", scope="cost"),
+            "header handling costs", "make cost, make profile", scope="cost", bounds=(0, 10_000)),
     declare("PROFILE_AT", "", "one of RUN's levels",
             "the level of RUN at which each server is profiled (perf or async-profiler, a "
             "separate start, for DURATION)", "make profile", scope="profile"),

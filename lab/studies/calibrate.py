@@ -20,7 +20,7 @@ from lab.record import files, folder, schema
 from lab.measure.clients import Options, axes, clients
 from lab.analyse.metrics import why_not_calibrated
 from lab.setup.fromenv import from_env
-from lab.setup.params import ConfigError, Params, format_cpus, parse_list, positive_int
+from lab.setup.params import SETTINGS, ConfigError, Params, format_cpus, parse_list
 from lab.setup.servers import Server
 from lab.measure.sweep import ServerSweep, SweepError
 
@@ -69,7 +69,7 @@ def settings(env: dict[str, str], servers: dict[str, Server]) -> tuple[Params, l
     params = from_env(merged, list(servers), axes())
     threads = env.get("CLIENT_THREADS", "").strip()
     if threads:
-        params = replace(params, client_threads=positive_int("CLIENT_THREADS", threads, 1, 1024))
+        params = replace(params, client_threads=SETTINGS["CLIENT_THREADS"].number(threads))
     levels = parse_list("CONCURRENCY", merged["CONCURRENCY"], 1000)
     # Every client is calibrated in closed loop, vegeta too (rate 0: as fast
     # as its workers can): capacity is a concurrency's worth of requests/s.

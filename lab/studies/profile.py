@@ -44,7 +44,7 @@ from lab.present import report
 from lab.measure.clients import ClientError, Load, Options, clients
 from lab.analyse.costview import JIT_LANGUAGES
 from lab.measure.launch import Knobs, ServerProcess
-from lab.setup.params import ConfigError, parse_duration, positive_int
+from lab.setup.params import SETTINGS, ConfigError, parse_duration, positive_int
 from lab.setup.paths import ROOT, cache_dir
 from lab.analyse.profileview import write_flamegraph
 from lab.record.schema import FOLDED, PROFILE_DIR, PROFILE_JSON
@@ -134,7 +134,7 @@ def check(env: dict[str, str], run: Path) -> tuple[dict[str, Any], list[Server],
     if unbuilt:
         raise ConfigError(f"not built: {' '.join(unbuilt)} (make build "
                           f"SERVER=\"{' '.join(unbuilt)}\")")
-    port = positive_int("PORT", env.get("PORT") or str(p["port"]), 1024, 65535)
+    port = SETTINGS["PORT"].number(env.get("PORT") or str(p["port"]))
     procs.check_port_free(port, p["bind"])
     return m, servers, at, duration
 
