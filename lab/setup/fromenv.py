@@ -153,7 +153,7 @@ def check_client(text: str, axes: Mapping[str, str]) -> tuple[str, str]:
 class Sweep:
     axis: str
     values: tuple[int, ...]
-    levels: tuple[int, ...]
+    concurrencies: tuple[int, ...]
     rates: tuple[int, ...]
 
 
@@ -353,7 +353,7 @@ def from_env(env: Mapping[str, str], known_servers: list[str],
         axis=sweep.axis,
         load_axis=client_axis,
         values=sweep.values,
-        levels=sweep.levels,
+        concurrencies=sweep.concurrencies,
         rates=sweep.rates,
         duration_s=parse_duration("DURATION", get("DURATION")),
         repeat=reps.first,

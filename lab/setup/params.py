@@ -392,7 +392,8 @@ class Params:
     axis: str                       # concurrency, rate, or a knob (KNOBS)
     load_axis: str                  # what the client varies: concurrency or rate
     values: tuple[int, ...]         # the swept values, ascending
-    levels: tuple[int, ...]         # CONCURRENCY
+    concurrencies: tuple[int, ...]  # CONCURRENCY ("levels" in the manifest; a Level is
+                                    # any swept point, lab.record.level)
     rates: tuple[int, ...]          # RATE
     duration_s: int
     repeat: int
@@ -428,12 +429,13 @@ class Params:
     warnings: tuple[str, ...] = field(default=())
 
     def to_json(self) -> dict[str, object]:
-        return asdict(self)
+        """As the manifest records it: the concurrencies under their on-disk key "levels"."""
+        return {("levels" if k == "concurrencies" else k): v for k, v in asdict(self).items()}
 
     @property
     def load(self) -> tuple[int, ...]:
         """The client's levels: concurrencies, or offered rates."""
-        return self.levels if self.load_axis == "concurrency" else self.rates
+        return self.concurrencies if self.load_axis == "concurrency" else self.rates
 
 
 def whole(text: str) -> int | None:

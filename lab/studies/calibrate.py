@@ -73,7 +73,7 @@ def settings(env: dict[str, str], servers: dict[str, Server]) -> tuple[Params, l
     levels = parse_list("CONCURRENCY", merged["CONCURRENCY"], 1000)
     # Every client is calibrated in closed loop, vegeta too (rate 0: as fast
     # as its workers can): capacity is a concurrency's worth of requests/s.
-    return replace(params, axis="concurrency", load_axis="concurrency", levels=levels,
+    return replace(params, axis="concurrency", load_axis="concurrency", concurrencies=levels,
                    values=levels, rates=()), wanted
 
 
@@ -83,7 +83,7 @@ def run(root: Path, cache: Path, servers: dict[str, Server]) -> int:
     run_folder = folder.new_run(cache / "calibration", (ceiling.name,))
     out: dict[str, Any] = {
         "made": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "folder": str(run_folder),
-        "ceiling": ceiling.name, "duration_s": params.duration_s, "levels": list(params.levels),
+        "ceiling": ceiling.name, "duration_s": params.duration_s, "levels": list(params.concurrencies),
         "pinning": {"server_cpus": format_cpus(params.server_cpus),
                     "client_cpus": format_cpus(params.client_cpus)},
         "topology": runtimes.current(params).summary,
