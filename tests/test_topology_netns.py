@@ -153,7 +153,7 @@ def test_the_topology_binds_the_servers_address_only() -> None:
 
 
 def test_the_plan_names_the_topologys_address_not_bind() -> None:
-    from lab.cli import plan
+    from lab.cli.prepare import plan
     p = params(8080)
     assert "(netns address):8080" in plan(p) and "127.0.0.1" not in plan(p)
     assert f"{netns.topology(p).bind}:8080" in plan(p, netns.topology(p).bind)
