@@ -65,7 +65,8 @@ class Run:
 
 
 @dataclass(frozen=True)
-class Check:
+class RunCheck:
+    """A run's conditions against the study's setup (check)."""
     blocking: tuple[str, ...]                # server-independent: the run cannot judge
     noted: tuple[str, ...]
     wrong_workers: dict[str, str]            # study name -> why its start is not the study's
@@ -122,7 +123,7 @@ def started_as(run: Run, name: str, spec: str) -> str | None:
     return None
 
 
-def check(study: Study, run: Run, specs: Mapping[str, str]) -> Check:
+def check(study: Study, run: Run, specs: Mapping[str, str]) -> RunCheck:
     s, m = study.setup, run.manifest
     blocking: list[str] = []
     noted: list[str] = []
@@ -163,7 +164,7 @@ def check(study: Study, run: Run, specs: Mapping[str, str]) -> Check:
                      and k not in specs.values()]
             if other:
                 wrong[name] = f"{', '.join(other)} started, the study's is {spec}"
-    return Check(tuple(blocking), tuple(noted), wrong)
+    return RunCheck(tuple(blocking), tuple(noted), wrong)
 
 
 def same_conditions(a: Run, b: Run) -> list[str]:
@@ -182,7 +183,7 @@ def same_conditions(a: Run, b: Run) -> list[str]:
 
 # --------------------------------------------------------------------------- judge
 
-def judge_claim(study: Study, c: claims.Claim, runs: list[Run], checks: dict[Path, Check],
+def judge_claim(study: Study, c: claims.Claim, runs: list[Run], checks: dict[Path, RunCheck],
                 specs: Mapping[str, str], available: set[str]) -> Judged | None:
     """One claim on one client's runs; None when no run holds any of its servers."""
     client = runs[0].client
@@ -250,7 +251,7 @@ def judge_claim(study: Study, c: claims.Claim, runs: list[Run], checks: dict[Pat
 
 
 def judge_all(study: Study, runs: list[Run], specs: Mapping[str, str],
-              available: set[str]) -> tuple[list[Judged], dict[Path, Check]]:
+              available: set[str]) -> tuple[list[Judged], dict[Path, RunCheck]]:
     checks = {r.folder: check(study, r, specs) for r in runs}
     by_client: dict[str, list[Run]] = {}
     for r in runs:
@@ -269,7 +270,7 @@ def judge_all(study: Study, runs: list[Run], specs: Mapping[str, str],
 
 # --------------------------------------------------------------------------- output
 
-def render(study: Study, runs: list[Run], judged: list[Judged], checks: dict[Path, Check],
+def render(study: Study, runs: list[Run], judged: list[Judged], checks: dict[Path, RunCheck],
            specs: Mapping[str, str], out: Path) -> str:
     lines = [f"# Claims of `{study.id}` judged on runs made earlier", "",
              f"{study.title}: {study.author}, {study.source}, {study.date}. Nothing was run: "
@@ -300,7 +301,7 @@ def render(study: Study, runs: list[Run], judged: list[Judged], checks: dict[Pat
 
 
 def to_json(study: Study, runs: list[Run], judged: list[Judged],
-            checks: dict[Path, Check], specs: Mapping[str, str]) -> dict[str, Any]:
+            checks: dict[Path, RunCheck], specs: Mapping[str, str]) -> dict[str, Any]:
     """claims.json (lab.analyse.claimjudge.to_json) with each run's checks."""
     return claimjudge.to_json(
         "claims", study,

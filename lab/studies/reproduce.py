@@ -243,7 +243,7 @@ BY_CONSTRUCTION = "; a comparison would hold by construction"
 
 
 @dataclass(frozen=True)
-class ClientRun:
+class JudgedRun:
     """One run of the reproduction (one client) and the study's claims judged
     on it, in the study's order; its manifest (None: none readable)."""
     done: RunDone
@@ -279,7 +279,7 @@ def stand_in_note(study: Study, c: claims.Claim) -> str:
     return "; ".join(notes)
 
 
-def judge(plan: Plan, done: RunDone, available: set[str]) -> ClientRun:
+def judge(plan: Plan, done: RunDone, available: set[str]) -> JudgedRun:
     """Every claim of the study on one run (lab.analyse.claimjudge), with a
     stand-in's note and, where not reproduced, its reasons."""
     stats = stats_by_name(plan, done.folder)
@@ -300,7 +300,7 @@ def judge(plan: Plan, done: RunDone, available: set[str]) -> ClientRun:
                if manifest is not None and stats and r.verdict != claims.REPRODUCED else [])
         out.append(claimjudge.Judged(done.plan.client, r,
                                      (done.folder,) if done.folder else (), (), tuple(why)))
-    return ClientRun(done, tuple(out), cond, manifest)
+    return JudgedRun(done, tuple(out), cond, manifest)
 
 
 # --------------------------------------------------------------------------- output
@@ -319,7 +319,7 @@ def sysctl_lines(study: Study) -> list[str]:
     return out
 
 
-def runs_section(folder: Path, judged: list[ClientRun]) -> list[str]:
+def runs_section(folder: Path, judged: list[JudgedRun]) -> list[str]:
     lines = ["| client | role | exit | run folder | report | conditions |",
              "|---|---|---|---|---|---|"]
     for j in judged:
@@ -334,7 +334,7 @@ def runs_section(folder: Path, judged: list[ClientRun]) -> list[str]:
     return lines
 
 
-def claims_section(judged: list[ClientRun]) -> list[str]:
+def claims_section(judged: list[JudgedRun]) -> list[str]:
     head = ["claim", "published"]
     for j in judged:
         head += [f"{j.done.plan.client}: measured", f"{j.done.plan.client}: verdict (reason)"]
@@ -350,7 +350,7 @@ def claims_section(judged: list[ClientRun]) -> list[str]:
     return lines
 
 
-def render(plan: Plan, folder: Path, judged: list[ClientRun]) -> str:
+def render(plan: Plan, folder: Path, judged: list[JudgedRun]) -> str:
     st = plan.study
     lines = [f"# Reproduction of `{st.id}`: {st.title}", "",
              f"{st.author}, {st.source}, {st.date}. {st.url}", ""]
@@ -379,7 +379,7 @@ def render(plan: Plan, folder: Path, judged: list[ClientRun]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def why_section(plan: Plan, judged: list[ClientRun]) -> list[str]:
+def why_section(plan: Plan, judged: list[JudgedRun]) -> list[str]:
     """Each claim not reproduced, per client: its three measured reasons
     (lab.analyse.reasons) and the variants that test them; then the conditions,
     published against here. Only runs with a readable manifest."""
@@ -392,7 +392,7 @@ def why_section(plan: Plan, judged: list[ClientRun]) -> list[str]:
             + reasons.conditions_table(plan.study, read[-1].manifest) + [""])
 
 
-def to_json(plan: Plan, judged: list[ClientRun]) -> dict[str, Any]:
+def to_json(plan: Plan, judged: list[JudgedRun]) -> dict[str, Any]:
     """claims.json (lab.analyse.claimjudge.to_json) with the plan and each run's exit."""
     runs = [{"client": j.done.plan.client, "role": j.done.plan.role,
              "settings": j.done.plan.settings, "exit": j.done.code,
