@@ -1,7 +1,7 @@
-"""The run's parameters, read from the environment and validated.
-
-Everything a user can set is here, with its default; bad input raises
-ConfigError (exit 2) before anything is built or started.
+"""Every setting the lab reads, declared once (REGISTRY) with its default and
+its check of a value alone; the run's parameters (Params) and the parsers of
+a value. lab.setup.fromenv reads the settings together into Params. Bad
+input raises ConfigError (exit 2) before anything is built or started.
 """
 from __future__ import annotations
 
