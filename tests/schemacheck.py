@@ -14,6 +14,7 @@ TYPES: dict[str, tuple[type, ...]] = {
     "object": (dict,), "array": (list,), "string": (str,), "boolean": (bool,),
     "null": (type(None),), "integer": (int,), "number": (int, float)}
 SCHEMA = Path(__file__).resolve().parents[1] / "docs" / "results.schema.json"
+CLAIMS_SCHEMA = SCHEMA.with_name("claims.schema.json")
 
 
 def of_type(value: Any, name: str) -> bool:
@@ -55,6 +56,6 @@ def errors(value: Any, schema: dict[str, Any], where: str = "$") -> list[str]:
     return out
 
 
-def check_file(path: Path) -> list[str]:
-    schema = json.loads(SCHEMA.read_text())
+def check_file(path: Path, against: Path = SCHEMA) -> list[str]:
+    schema = json.loads(against.read_text())
     return [f"{path}: {e}" for e in errors(json.loads(path.read_text()), schema)]

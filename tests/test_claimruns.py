@@ -17,7 +17,7 @@ import pytest
 from claimfakes import FIXTURE, fake_run
 from conftest import ROOT
 from lab.studies import claimruns, reproduce
-from lab.analyse import claims, reasons
+from lab.analyse import claimjudge, claims, reasons
 from lab.record import schema
 from lab.setup.servers import discover
 
@@ -29,7 +29,7 @@ def study() -> claims.Study:
                 if s.id == "ada-vs-java")
 
 
-def judge(*folders: Path) -> dict[str, claimruns.Judged]:
+def judge(*folders: Path) -> dict[str, claimjudge.Judged]:
     st = study()
     runs = [claimruns.open_run(f) for f in folders]
     judged, _ = claimruns.judge_all(st, runs, reproduce.server_specs(st), LAB)
@@ -94,7 +94,7 @@ def test_one_run_judges_its_claims_with_the_differences_noted(tmp_path: Path) ->
     assert "ews" not in {claims.base(s) for c in got.values() for s in c.result.claim.servers
                          if c.result.verdict == claims.REPRODUCED}
     assert got["aws-over-ews-rss"].result.reason.startswith("not measured: ews")
-    assert got["aws-over-ews-rss"].reasons == ()     # nothing to explain: not measured
+    assert got["aws-over-ews-rss"].why == ()     # nothing to explain: not measured
     flat = got["single-task-flat"]                  # no run holds ews: listed, not judged
     assert flat.result.verdict == claims.INCONCLUSIVE and flat.runs == ()
     assert flat.result.reason == "not measured: no run holds ews@1"
@@ -167,7 +167,7 @@ def test_reasons_are_measured_from_the_record(tmp_path: Path) -> None:
     run = fake_run(tmp_path / "a", {"nginx": "aws@8", "paced": "jersey@62"})
     j = judge(run)["aws-over-grizzly-rps"]
     assert j.result.verdict != claims.REPRODUCED
-    client, cond, noise = j.reasons
+    client, cond, noise = j.why
     stats = claimruns.open_run(run).stats
     for name, key in (("aws", "aws@8"), ("jersey", "jersey@62")):
         bound = sum(s.client_bound for s in stats[key])
@@ -190,8 +190,8 @@ def test_the_client_reason_reads_the_calibration_when_it_applies(tmp_path: Path)
     cal = schema.read_manifest(run).calibration
     assert cal is not None
     rate = cal.clients["siege"].modes["close"]
-    assert "siege drives" in j.reasons[0]
-    assert any(f"{r.rate_rps / 1000:.1f} k req/s" in j.reasons[0] for r in rate.values())
+    assert "siege drives" in j.why[0]
+    assert any(f"{r.rate_rps / 1000:.1f} k req/s" in j.why[0] for r in rate.values())
 
 
 def test_noise_overlap_is_said_when_the_spreads_overlap(tmp_path: Path) -> None:
@@ -273,7 +273,7 @@ def test_two_tiny_real_parts_are_judged_together(tmp_path: Path) -> None:
     r = make_claims(tmp_path, "STUDY=ada-vs-java", f"RUNS={a} {b}")
     assert r.returncode == 0, r.stderr
     data = json.loads(next((tmp_path / "results").glob("claims-*/claims.json")).read_text())
-    rss = next(c for c in data["claims"] if c["id"] == "aws-over-ews-rss")
+    [rss] = next(c for c in data["claims"] if c["id"] == "aws-over-ews-rss")["by_client"].values()
     assert rss["measured"] is not None and set(rss["runs"]) == {str(a), str(b)}
     assert "judged across runs" in rss["reason"]
     assert any("1 repetition(s)" in n for n in rss["noted"])

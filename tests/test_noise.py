@@ -20,7 +20,8 @@ from lab.analyse.gate import GateSettings
 from lab.analyse import floors, metrics
 from lab.studies import noise
 from lab.setup.exits import Exit
-from lab.setup.params import ConfigError, check_servers
+from lab.setup.fromenv import check_servers
+from lab.setup.params import ConfigError
 from lab.setup.servers import discover, lookup
 from test_compare import make_run, manifest, paced_rows, row
 

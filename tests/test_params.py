@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from lab.setup.params import (PUBLISHED_LEVELS, ConfigError, default_split, from_env,
-                        parse_cpus, parse_duration, parse_levels)
+from lab.setup.fromenv import from_env
+from lab.setup.params import (PUBLISHED_LEVELS, ConfigError, default_split, parse_cpus,
+                        parse_duration, parse_levels)
 
 KNOWN = ["grizzly", "aws", "nginx"]
 CPUS = {0, 1}
@@ -18,7 +19,7 @@ def params(**env: str):
 
 def test_defaults_are_the_published_setup() -> None:
     p = params()
-    assert p.levels == PUBLISHED_LEVELS
+    assert p.concurrencies == PUBLISHED_LEVELS
     assert p.duration_s == 10 and not p.keepalive and p.client == "siege"
     assert p.servers == ("aws",) and p.workers is None and p.port == 8080
     assert p.server_cpus == (0,) and p.client_cpus == (1,) and not p.warnings
@@ -116,7 +117,7 @@ def test_new_settings_defaults_and_values() -> None:
     assert p.bind == "127.0.0.1" and p.backlog == 512 and p.probe and not p.force
     assert p.axis == "concurrency" and p.values == PUBLISHED_LEVELS and p.client_threads == 1
     v = params(CLIENT="vegeta", RATE="2000 1000")
-    assert v.axis == v.load_axis == "rate" and v.values == v.rates == (1000, 2000) and not v.levels
+    assert v.axis == v.load_axis == "rate" and v.values == v.rates == (1000, 2000) and not v.concurrencies
     k = params(AXIS="workers", VALUES="16 1 4", CONCURRENCY="32")
     assert k.values == (1, 4, 16) and k.load == (32,) and k.load_axis == "concurrency"
     assert params(WARMUP="30s").warmup_s == 30 and not params(WARMUP="0").warmup_auto

@@ -15,7 +15,7 @@ import pytest
 from conftest import FAKES, ROOT, free_port
 from lab.measure import probe
 from lab.measure.launch import Knobs, placeholders
-from lab.setup.params import from_env
+from lab.setup.fromenv import from_env
 from lab.setup.servers import Server, artifact_path, discover, is_built, load
 from lab.measure.verify import BODY
 

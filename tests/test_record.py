@@ -256,7 +256,7 @@ def test_case6_rerun_uses_the_port_given_on_the_command_line(tmp_path: Path) -> 
 
 
 def test_case6_rerun_settings_recorded_unless_given() -> None:
-    from lab.cli import rerun_settings
+    from lab.cli.run import rerun_settings
     recorded = {"PORT": "8080", "SERVER": "aws", "DURATION": "5s"}
     settings, over = rerun_settings(recorded, {"PORT": "9090", "DURATION": "5s"},
                                     ["PORT", "DURATION", "RUN"])

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import MIRROR, ROOT, free_port, leftovers
-from lab.analyse import claims, levelrow, metrics
+from lab.analyse import claimjudge, claims, levelrow, metrics
 from lab.studies import reproduce
 from lab.record.level import Level
 from lab.setup.servers import discover
@@ -197,10 +197,11 @@ def test_overall_says_whether_the_client_decides() -> None:
     c = study("ada-vs-java").claims[0]
     ok, no, maybe = (claims.ClaimResult(c, v, "") for v in
                      (claims.REPRODUCED, claims.NOT_REPRODUCED, claims.INCONCLUSIVE))
-    assert reproduce.overall(ok, ok).endswith("a property of the servers")
-    assert reproduce.overall(ok, no) == "depends on the client"
-    assert reproduce.overall(no, no) == "not reproduced with either client"
-    assert reproduce.overall(maybe, ok).startswith("open")
+    assert claimjudge.overall([ok, ok]).endswith("a property of the servers")
+    assert claimjudge.overall([ok, no]) == "depends on the client"
+    assert claimjudge.overall([no, no]) == "not reproduced with either client"
+    assert claimjudge.overall([maybe, ok]).startswith("open")
+    assert claimjudge.overall([no]) == claims.NOT_REPRODUCED
 
 
 # ---------------------------------------------------------------- a real smoke run

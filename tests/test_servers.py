@@ -122,13 +122,36 @@ def test_build_is_needed_only_when_an_input_is_newer(tmp_path: Path) -> None:
 
 
 def test_name_at_n_is_that_server_with_n_workers() -> None:
-    from lab.setup.servers import lookup, split_spec
+    from lab.setup.servers import ServerSpec, ServerSpecError, lookup
     found = discover(ROOT)
     plain, more = lookup(found, "nginx"), lookup(found, "nginx@3")
     assert plain is found["nginx"] and plain.workers(None) == plain.workers_default
     assert plain.workers(5) == 5                       # WORKERS= applies to a plain name
     assert more.name == "nginx@3" and more.folder == plain.folder
     assert more.workers(None) == 3 and more.workers(5) == 3   # NAME@N wins over WORKERS=
-    assert split_spec("aws@16") == ("aws", 16) and split_spec("aws") == ("aws", None)
-    with pytest.raises(ValueError, match="worker count"):
-        split_spec("aws@0")
+    assert ServerSpec.parse("aws@16") == ServerSpec("aws", 16)
+    assert ServerSpec.parse("aws") == ServerSpec("aws")
+    with pytest.raises(ServerSpecError, match="worker count"):
+        ServerSpec.parse("aws@0")
+
+
+def test_a_server_spec_has_a_base_workers_and_an_alias() -> None:
+    """NAME@N#K is one typed value: parsed once, its ranges checked once,
+    written back plainly; an alias of an alias is refused."""
+    from lab.setup.servers import ServerSpec, ServerSpecError, lookup
+    spec = ServerSpec.parse("demo.a@016#2")
+    assert (spec.base, spec.workers, spec.alias) == ("demo.a", 16, 2)
+    assert str(spec) == "demo.a@16#2" and spec.unaliased == "demo.a@16"
+    assert ServerSpec.parse("aws#9") == ServerSpec("aws", None, 9)
+    for bad, part in (("aws@0", "@"), ("aws@10001", "@"), ("aws@x", "@"), ("aws#1", "#"),
+                      ("aws#10", "#"), ("aws#2#3", "#"), ("aws#2@4", "#")):
+        with pytest.raises(ServerSpecError) as caught:
+            ServerSpec.parse(bad)
+        assert caught.value.part == part, bad
+    assert ServerSpec.base_of("aws@x#y") == "aws"
+    from lab.analyse import claims
+    assert claims.base("aws#2") == claims.base("aws@16#2") == claims.base("aws@16") == "aws"
+    found = discover(ROOT)
+    again = lookup(found, "nginx@3#2")
+    assert again.name == "nginx@3#2" and again.alias_of == "nginx@3"
+    assert again.workers(None) == 3 and again.folder == found["nginx"].folder

@@ -14,8 +14,9 @@ from conftest import ROOT, bench, lab, lab_env, run_folders
 from lab.measure.topologies import selectable
 from lab.measure.clients import axes, described
 from lab.setup.makeflags import command_line_variables, misspelt
-from lab.setup.params import (FOREIGN, PLUMBING, REGISTRY, SETTINGS, ConfigError, Traits,
-                        cpu_ranges, from_env)
+from lab.setup.fromenv import Traits, from_env
+from lab.setup.params import (FOREIGN, PLUMBING, REGISTRY, SETTINGS, ConfigError,
+                        cpu_ranges)
 from lab.setup.settings_doc import Found, markdown_table
 
 KNOWN = ["aws", "ada-mini", "grizzly", "nginx"]
@@ -188,3 +189,28 @@ def test_every_variable_the_lab_reads_is_declared() -> None:
         read |= set(re.findall(r"\benv\.get\(\s*[\"']([A-Z_]+)[\"']", text))
     undeclared = sorted(read - set(SETTINGS) - plumbing)
     assert undeclared == [], f"read but not in lab/setup/params.py's REGISTRY: {undeclared}"
+
+
+def test_a_range_is_declared_once_and_both_its_check_and_its_text_come_from_it() -> None:
+    """REPEAT, PORT, WORKERS, ...: the kind's text ("1..100") and the check
+    (ConfigError outside it) are the declared bounds; WORKERS' are NAME@N's."""
+    from lab.setup.servers import WORKER_COUNTS
+    bounded = [s for s in REGISTRY if s.bounds is not None]
+    assert {s.name for s in bounded} >= {"REPEAT", "REPEAT_MIN", "REPEAT_MAX", "CLIENT_THREADS",
+                                         "WORKERS", "BACKLOG", "PORT", "HEADERS"}
+    for s in bounded:
+        assert s.bounds is not None
+        lo, hi = s.bounds
+        assert s.kind.startswith(f"{lo}..{hi}"), s.name
+        assert s.number(str(lo)) == lo and s.number(f" {hi} ") == hi
+        for bad in (str(lo - 1), str(hi + 1), "x", "²"):
+            with pytest.raises(ConfigError, match=f"from {lo} to {hi}"):
+                s.number(bad)
+    assert SETTINGS["WORKERS"].bounds == (WORKER_COUNTS[0], WORKER_COUNTS[-1])
+    assert SETTINGS["REPEAT"].kind == "1..100 or auto"
+
+
+def test_every_scope_used_is_described_in_one_place() -> None:
+    from lab.setup.params import SCOPES, Setting
+    assert {s.scope for s in REGISTRY} == set(SCOPES)
+    assert "one of SCOPES" in (Setting.__doc__ or "")

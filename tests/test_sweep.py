@@ -10,7 +10,7 @@ from conftest import FAKES, ROOT, free_port, leftovers
 from lab.record import folder, schema
 from lab.measure.clients import Load, Options
 from lab.record.level import Level
-from lab.setup.params import from_env
+from lab.setup.fromenv import from_env
 from lab.setup.servers import discover
 from lab.measure.sweep import ClientHung, ServerSweep
 

@@ -22,7 +22,7 @@ import pytest
 
 from conftest import ROOT, bench, free_port, lab, lab_env, leftovers, run_folders
 from lab.record import folder, schema
-from lab.setup.params import from_env
+from lab.setup.fromenv import from_env
 from lab.measure.topologies import docker
 from lab.measure.topologies.docker import cgroups, compose, engine as docker_engine
 from lab.setup.servers import discover

@@ -24,7 +24,8 @@ import pytest
 
 from conftest import FAKES, ROOT, bench, free_port, lab, lab_env, leftovers, readable_copy, \
     run_folders
-from lab.setup.params import ConfigError, from_env
+from lab.setup.fromenv import from_env
+from lab.setup.params import ConfigError
 from lab.measure.topologies import netns
 
 PREFIX = "labt"
@@ -152,7 +153,7 @@ def test_the_topology_binds_the_servers_address_only() -> None:
 
 
 def test_the_plan_names_the_topologys_address_not_bind() -> None:
-    from lab.cli import plan
+    from lab.cli.prepare import plan
     p = params(8080)
     assert "(netns address):8080" in plan(p) and "127.0.0.1" not in plan(p)
     assert f"{netns.topology(p).bind}:8080" in plan(p, netns.topology(p).bind)

@@ -24,7 +24,8 @@ from lab.analyse import levelrow
 from lab.record import folder, schema
 from lab.measure.clients import Load
 from lab.record.level import Level
-from lab.setup.params import ConfigError, from_env
+from lab.setup.fromenv import from_env
+from lab.setup.params import ConfigError
 from lab.measure.topologies import ssh
 from lab.measure.topologies.ssh import session as ssh_session, ship as ssh_ship
 from lab.measure.sweep import split_load

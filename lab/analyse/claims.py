@@ -37,7 +37,7 @@ from lab.setup.paths import ROOT
 from lab.analyse.wording import md_cell
 from lab.analyse.metrics import MIN_REPS_FOR_VERDICT, LevelStats, Spread, peak
 from lab.analyse.verdicts import RANKED, Sample, efficiency, judge_spreads, unjudgeable
-from lab.setup.servers import discover
+from lab.setup.servers import ServerSpec, ServerSpecError, discover
 
 
 KINDS = ("ratio", "value", "ordering")
@@ -155,8 +155,8 @@ class ClaimResult:
 
 
 def base(server: str) -> str:
-    """`aws@16` -> `aws`: the lab server behind a worker-count variant."""
-    return server.split("@", 1)[0]
+    """`aws@16`, `aws#2` -> `aws`: the lab server behind a worker count or an alias."""
+    return ServerSpec.base_of(server)
 
 
 # --------------------------------------------------------------------------- load
@@ -379,9 +379,10 @@ def _claim(t: _Table, study: str, source: str, date: str, known: set[str],
     if len(set(servers)) != len(servers):
         raise t.fail("a server appears twice in `servers`")
     for s in servers:
-        name, _, workers = s.partition("@")
-        if workers and not (workers.isdigit() and int(workers) > 0):
-            raise t.fail(f"server {s!r}: after @ comes a worker count")
+        try:            # a claim names no alias: NAME#K is an unknown server
+            name = s if "#" in s else ServerSpec.parse(s).base
+        except ServerSpecError:
+            raise t.fail(f"server {s!r}: after @ comes a worker count") from None
         if name not in known and name not in missing:
             raise t.fail(f"server {name!r} is neither one of the study's lab servers "
                          f"({', '.join(sorted(known))}) nor listed as unavailable")

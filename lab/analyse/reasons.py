@@ -57,7 +57,10 @@ def shares_client_cpu(m: Manifest) -> bool:
 
 
 def java_opts(m: Manifest) -> str:
-    return str(m.settings.get("JAVA_OPTS") or m.params.extra.get("java_opts") or "").strip()
+    """JAVA_OPTS as the run's JVMs got it: the one value the lab reads back,
+    Params.java_opts, which the manifest records as params.java_opts (its
+    `settings` keep the text as given, for the reproduce line)."""
+    return str(m.params.extra.get("java_opts") or "").strip()
 
 
 def here(m: Manifest) -> dict[str, str]:

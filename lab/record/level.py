@@ -10,7 +10,8 @@ from lab.record.schema import Failure
 
 @dataclass(frozen=True)
 class Level:
-    """What the client measured at one level."""
+    """What the client measured at one level: any swept point (a concurrency,
+    an offered rate, a knob's value; Params.concurrencies are CONCURRENCY's)."""
     transactions: int      # responses received, successful or not
     successful: int        # 2xx/3xx responses
     failed: int            # socket errors, timeouts and non-2xx/3xx responses

@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from lab.setup.servers import SERVER_TOML, SKIP_DIRS, ManifestError, Server, add, load_all
+from lab.setup.servers import (SERVER_TOML, SKIP_DIRS, ManifestError, Server, ServerSpec, add,
+                               load_all)
 
 DASH = "\u2014"
 LABENV_GPR = "../labenv/labenv.gpr"
@@ -295,7 +296,7 @@ def asked(servers: Mapping[str, Server], names: list[str], tree: Tree) -> list[P
     a variant with its base): the build checks, and the image checks of those
     with a service in tree.services (one without: RUNTIME=docker's own check
     refuses it, lab.measure.topologies.docker)."""
-    plain = {n.partition("#")[0].partition("@")[0] for n in names}
+    plain = {ServerSpec.base_of(n) for n in names}
     chosen = {s.name: s for s in (servers[n] for n in sorted(plain) if n in servers)}
     chosen |= {s.base: servers[s.base] for s in list(chosen.values())
                if s.base and s.base in servers}

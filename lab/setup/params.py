@@ -1,18 +1,19 @@
-"""The run's parameters, read from the environment and validated.
-
-Everything a user can set is here, with its default; bad input raises
-ConfigError (exit 2) before anything is built or started.
+"""Every setting the lab reads, declared once (REGISTRY) with its default and
+its check of a value alone; the run's parameters (Params) and the parsers of
+a value. lab.setup.fromenv reads the settings together into Params. Bad
+input raises ConfigError (exit 2) before anything is built or started.
 """
 from __future__ import annotations
 
 import ipaddress
 import os
 import re
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from lab.setup import paths
+from lab.setup.servers import WORKER_COUNTS
 
 WARMUP_SLICE_S = 2                           # WARMUP=auto's slice (lab.analyse.metrics)
 PUBLISHED_LEVELS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 35, 40, 45, 50)
@@ -20,16 +21,27 @@ LOAD_AXES = ("concurrency", "rate")          # what a client varies itself
 KNOBS = ("workers", "backlog")               # what a server start is given
 
 
+# Who reads a setting (Setting.scope).
+SCOPES: dict[str, str] = {
+    "run": "a benchmark run's setting, recorded in its manifest and its reproduce line",
+    "lab": "where the lab keeps and finds things; checked by `lab check`, not recorded",
+    "cost": "`make cost` and `make profile`",
+    "profile": "`make profile` only",
+    "compare": "`make compare` (and `make noise`'s floors)",
+    "calibrate": "`make calibrate` only",
+    "reproduce": "`make reproduce` only",
+}
+
+
 @dataclass(frozen=True)
 class Setting:
     """One variable the lab reads: declared here once.
 
     `kind` and `applies` are what `make help` and docs/settings.md show;
-    `scope` says who reads it: "run" (a benchmark run's setting, recorded in
-    its manifest and its reproduce line), "lab" (where the lab keeps and finds
-    things; checked by `lab check`, not recorded), "calibrate" or "reproduce"
-    (`make calibrate`, `make reproduce` only). `check` validates the value alone (ConfigError);
-    what depends on other settings is checked by from_env."""
+    `scope` says who reads it, one of SCOPES. `bounds`: a whole number's
+    range, which both its check (`number`) and its kind's text ("1..100")
+    come from. `check` validates the value alone (ConfigError); what depends
+    on other settings is checked by lab.setup.fromenv."""
     name: str
     default: str
     meaning: str
@@ -37,12 +49,23 @@ class Setting:
     applies: str = "every run"
     scope: str = "run"
     check: Callable[[str], object] | None = None
+    bounds: tuple[int, int] | None = None
+
+    def number(self, text: str) -> int:
+        """The value as a whole number within `bounds` (ConfigError when not)."""
+        assert self.bounds is not None, f"{self.name} declares no bounds"
+        return positive_int(self.name, text, *self.bounds)
 
 
 def declare(name: str, default: str, kind: str, meaning: str, applies: str = "every run",
-            scope: str = "run", check: Callable[[str], object] | None = None) -> Setting:
-    """One REGISTRY entry, in the order a reader of the table wants them."""
-    return Setting(name, default, meaning, kind, applies, scope, check)
+            scope: str = "run", check: Callable[[str], object] | None = None,
+            bounds: tuple[int, int] | None = None) -> Setting:
+    """One REGISTRY entry, in the order a reader of the table wants them. With
+    `bounds`, the kind's text starts with the range ("1..100", then `kind`)."""
+    assert scope in SCOPES, f"{name}: scope {scope!r} is not one of {', '.join(SCOPES)}"
+    if bounds is not None:
+        kind = f"{bounds[0]}..{bounds[1]}" + (f" {kind}" if kind else "")
+    return Setting(name, default, meaning, kind, applies, scope, check, bounds)
 
 
 def check_choice(name: str, choices: tuple[str, ...]) -> Callable[[str], object]:
@@ -181,15 +204,16 @@ REGISTRY: tuple[Setting, ...] = (
     declare("RATE", "1000 2000 5000 10000 20000", "whole numbers",
             "offered rates swept, req/s", OPEN_LOOP),
     declare("DURATION", "10s", "duration", "time per level (10s, 1m)"),
-    declare("REPEAT", "1", "1..100 or auto",
+    declare("REPEAT", "1", "or auto",
             "repetitions: each a fresh server start with its own warm-up; servers interleaved, "
             "alternating which starts first (ABBA); auto: REPEAT_MIN each, then one more start "
-            "at a time only for servers in pairs still undecided, up to REPEAT_MAX"),
-    declare("REPEAT_MIN", "5", "2..100",
+            "at a time only for servers in pairs still undecided, up to REPEAT_MAX",
+            bounds=(1, 100)),
+    declare("REPEAT_MIN", "5", "",
             "REPEAT=auto: the starts every server gets first (5: the fewest on which the exact "
-            "test can decide at 1%)", "REPEAT=auto"),
-    declare("REPEAT_MAX", "10", "2..100",
-            "REPEAT=auto: the most starts a server gets", "REPEAT=auto"),
+            "test can decide at 1%)", "REPEAT=auto", bounds=(2, 100)),
+    declare("REPEAT_MAX", "10", "",
+            "REPEAT=auto: the most starts a server gets", "REPEAT=auto", bounds=(2, 100)),
     declare("WARMUP", "auto", "auto or duration",
             "auto: load at the top level until 3 slices of 2s agree within 5% (and a JVM's JIT "
             "is quiet); or a fixed time (30s); 0 = none"),
@@ -199,9 +223,9 @@ REGISTRY: tuple[Setting, ...] = (
             "0: a new connection per request (as published); 1: keep-alive"),
     declare("CLIENT", "siege", "client name",
             "load client: siege, wrk (closed loop) or vegeta (fixed rate)"),
-    declare("CLIENT_THREADS", "", "1..1024",
+    declare("CLIENT_THREADS", "", "",
             "client threads where the client has them (empty: one per client CPU)",
-            "CLIENT=wrk, vegeta"),
+            "CLIENT=wrk, vegeta", bounds=(1, 1024)),
     declare("CLIENT_GRACE", "45s", "duration",
             "time a client may run past DURATION before it counts as hung (stopped, retried once)"),
     declare("AXIS", "", "axis",
@@ -212,15 +236,17 @@ REGISTRY: tuple[Setting, ...] = (
     declare("VERDICT_AT", "", "whole numbers",
             "levels the verdict table compares servers at (empty: each server's peak level and "
             "the highest level)"),
-    declare("WORKERS", "", "1..10000",
+    declare("WORKERS", "", "",
             "server worker threads/tasks for every server alike (empty: each library's own "
-            "default, as shipped; NAME@N sets one server)", "servers with a worker setting"),
-    declare("BACKLOG", "512", "1..65535",
-            "accept backlog every server is given (the published AWS setup)"),
+            "default, as shipped; NAME@N sets one server)", "servers with a worker setting",
+            bounds=(WORKER_COUNTS[0], WORKER_COUNTS[-1])),
+    declare("BACKLOG", "512", "",
+            "accept backlog every server is given (the published AWS setup)",
+            bounds=(1, 65535)),
     declare("BIND", "127.0.0.1", "IP address",
             "address every server listens on, one of this host's (a topology other than local "
             "sets it to the server host's address on the lab's link)", "TOPOLOGY=local"),
-    declare("PORT", "8080", "1024..65535", "port the server listens on"),
+    declare("PORT", "8080", "", "port the server listens on", bounds=(1024, 65535)),
     declare("SERVER_CPUS", "", "CPU list",
             "CPUs for the server (empty: first half of this machine's)"),
     declare("CLIENT_CPUS", "", "CPU list", "CPUs for the client (empty: the other half)"),
@@ -296,9 +322,9 @@ REGISTRY: tuple[Setting, ...] = (
     declare("COST_REQUESTS", "2000 6000", "two whole numbers",
             "two exact request counts, one start each; (Ir at the larger - Ir at the smaller) / "
             "their difference = instructions per request", "make cost", scope="cost"),
-    declare("HEADERS", "0", "0..10000",
+    declare("HEADERS", "0", "",
             "extra request headers (X-Lab-Pad-N, 32 bytes each) on every request, to see what "
-            "header handling costs", "make cost, make profile", scope="cost"),
+            "header handling costs", "make cost, make profile", scope="cost", bounds=(0, 10_000)),
     declare("PROFILE_AT", "", "one of RUN's levels",
             "the level of RUN at which each server is profiled (perf or async-profiler, a "
             "separate start, for DURATION)", "make profile", scope="profile"),
@@ -370,7 +396,8 @@ class Params:
     axis: str                       # concurrency, rate, or a knob (KNOBS)
     load_axis: str                  # what the client varies: concurrency or rate
     values: tuple[int, ...]         # the swept values, ascending
-    levels: tuple[int, ...]         # CONCURRENCY
+    concurrencies: tuple[int, ...]  # CONCURRENCY ("levels" in the manifest; a Level is
+                                    # any swept point, lab.record.level)
     rates: tuple[int, ...]          # RATE
     duration_s: int
     repeat: int
@@ -406,12 +433,13 @@ class Params:
     warnings: tuple[str, ...] = field(default=())
 
     def to_json(self) -> dict[str, object]:
-        return asdict(self)
+        """As the manifest records it: the concurrencies under their on-disk key "levels"."""
+        return {("levels" if k == "concurrencies" else k): v for k, v in asdict(self).items()}
 
     @property
     def load(self) -> tuple[int, ...]:
         """The client's levels: concurrencies, or offered rates."""
-        return self.levels if self.load_axis == "concurrency" else self.rates
+        return self.concurrencies if self.load_axis == "concurrency" else self.rates
 
 
 def whole(text: str) -> int | None:
@@ -526,386 +554,6 @@ def parse_bind(text: str) -> tuple[str, list[str]]:
         notes.append(f"BIND={value} makes every server listen on every interface of this "
                      "host, as you asked; the lab's default is 127.0.0.1.")
     return str(addr), notes
-
-
-RATE_TEXT = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:bit|kbit|mbit|gbit|tbit|bps|kbps|mbps|gbps)")
-DELAY_TEXT = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:us|ms|s)")
-MEMORY_TEXT = re.compile(r"[0-9]+[kmg]?")
-HOST_TEXT = re.compile(r"(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9._:-]+|(?:[A-Za-z0-9._-]+@)?\[[0-9A-Fa-f:.]+\]")
-
-
-@dataclass(frozen=True)
-class TopologySettings:
-    """Where the run's processes run, as the settings say (parse_where): the
-    topology, its link, its hosts, RUNTIME and its memory limit."""
-    topology: str
-    link: str
-    link_delay: str
-    server_host: str
-    client_hosts: tuple[str, ...]
-    runtime: str
-    mem_limit: str
-    ssh_config: str = ""
-    remote_dir: str = ""
-
-
-def parse_where(get: Callable[[str], str],
-                topologies: Collection[str] = TOPOLOGIES) -> TopologySettings:
-    """TOPOLOGY, LINK, LINK_DELAY, SERVER_HOST, CLIENT_HOST, RUNTIME, MEM_LIMIT, checked together."""
-    topology = get("TOPOLOGY").strip()
-    server_host = get("SERVER_HOST").strip()
-    client_hosts = tuple(get("CLIENT_HOST").split())
-    runtime = get("RUNTIME").strip()
-    link, delay, mem = get("LINK").strip(), get("LINK_DELAY").strip(), get("MEM_LIMIT").strip()
-    ssh_config, remote_dir = get("SSH_CONFIG").strip(), get("REMOTE_DIR").strip()
-    if topology not in topologies:
-        raise ConfigError(f"TOPOLOGY={topology!r}: expected {' or '.join(topologies)} "
-                          "(for real hosts give SERVER_HOST=user@host)")
-    for name, host in [("SERVER_HOST", server_host)] * bool(server_host) + \
-            [("CLIENT_HOST", h) for h in client_hosts]:
-        if not HOST_TEXT.fullmatch(host) or host.startswith("-"):
-            raise ConfigError(f"{name}={host!r}: expected user@host or host (an ssh destination)")
-    if len(set(client_hosts)) != len(client_hosts):
-        raise ConfigError(f"CLIENT_HOST lists a host twice: {' '.join(client_hosts)}")
-    if client_hosts and not server_host:
-        raise ConfigError("CLIENT_HOST needs SERVER_HOST: client hosts drive a server host")
-    if server_host:
-        if topology == "netns":
-            raise ConfigError("TOPOLOGY=netns and SERVER_HOST both say where the server runs: "
-                              "give one")
-        topology = "ssh"
-    if (ssh_config or remote_dir) and not server_host:
-        raise ConfigError(f"{'SSH_CONFIG' if ssh_config else 'REMOTE_DIR'} is for real hosts "
-                          "over ssh: add SERVER_HOST=user@host or drop it")
-    if ssh_config:
-        config = os.path.abspath(os.path.expanduser(ssh_config))
-        if not os.path.isfile(config) or not os.access(config, os.R_OK):
-            raise ConfigError(f"SSH_CONFIG={ssh_config!r}: no readable file there "
-                              "(give the path of an ssh config file, or leave it empty)")
-        ssh_config = config
-    if remote_dir and (not re.fullmatch(r"[A-Za-z0-9._/~+-]+", remote_dir)
-                       or ".." in remote_dir.split("/") or remote_dir.strip("/~") == ""):
-        raise ConfigError(f"REMOTE_DIR={remote_dir!r}: expected a folder path of letters, "
-                          "digits and ._-+/ (relative paths are under the remote home), "
-                          "not the home or / itself")
-    if (link or delay) and topology != "netns":
-        raise ConfigError("LINK and LINK_DELAY shape the emulated link of TOPOLOGY=netns: "
-                          "add TOPOLOGY=netns or drop them")
-    if link and not RATE_TEXT.fullmatch(link):
-        raise ConfigError(f"LINK={link!r}: expected a tc rate such as 1gbit or 100mbit")
-    if delay and not DELAY_TEXT.fullmatch(delay):
-        raise ConfigError(f"LINK_DELAY={delay!r}: expected a delay such as 0.1ms or 50us")
-    if delay and not link:
-        raise ConfigError("LINK_DELAY needs LINK (the rate of the shaped link), e.g. LINK=1gbit")
-    if runtime not in RUNTIMES:
-        raise ConfigError(f"RUNTIME={runtime!r}: expected {' or '.join(RUNTIMES)}")
-    if runtime == "docker" and topology != "local":
-        raise ConfigError(f"RUNTIME=docker runs on this host's Docker engine (or DOCKER_HOST's); "
-                          f"it does not combine with TOPOLOGY={topology}")
-    if mem and runtime != "docker":
-        raise ConfigError("MEM_LIMIT is a container's memory limit: add RUNTIME=docker or drop it")
-    if mem and not MEMORY_TEXT.fullmatch(mem.lower()):
-        raise ConfigError(f"MEM_LIMIT={mem!r}: expected a size such as 512m or 2g")
-    return TopologySettings(topology=topology, link=link, link_delay=delay,
-                            server_host=server_host, client_hosts=client_hosts,
-                            runtime=runtime, mem_limit=mem.lower(),
-                            ssh_config=ssh_config, remote_dir=remote_dir)
-
-
-@dataclass(frozen=True)
-class Traits:
-    """What the settings' checks need to know of a server (from its manifest)."""
-    language: str = ""
-    has_workers: bool = True        # False: it has no worker setting (WORKERS has no effect)
-
-
-def normalise_server(word: str) -> str:
-    """NAME@N with N written plainly: aws@016 is aws@16; bad counts are ConfigError.
-    NAME#K (K 2-9): the same server again, a separate entry (make noise's A/A)."""
-    plain, hash_, entry = word.rpartition("#")
-    if hash_:
-        if not re.fullmatch(r"[2-9]", entry):
-            raise ConfigError(f"SERVER: {word}: after # comes an entry number from 2 to 9 "
-                              "(the same server again, e.g. aws#2)")
-        return f"{normalise_server(plain)}#{entry}"
-    name, at, count = word.partition("@")
-    if not at:
-        return word
-    if not (re.fullmatch(r"[0-9]+", count) and 1 <= int(count) <= 10_000):
-        raise ConfigError(f"SERVER: {word}: after @ comes a worker count from 1 to 10000 "
-                          "(e.g. aws@16)")
-    return f"{name}@{int(count)}"
-
-
-# what "unknown server" adds: where a server of one's own is found
-UNKNOWN_HINT = ("a server outside the lab's servers/ folder is found through "
-                "LAB_SERVER_PATH: the folder that holds <name>/server.toml")
-
-
-def check_servers(text: str, known: list[str]) -> tuple[str, ...]:
-    names = text.split()
-    if not names:
-        raise ConfigError(f"SERVER is empty: choose from {', '.join(known)} or 'all'")
-    if names == ["all"]:
-        names = list(known)
-    names = [normalise_server(n) for n in names]
-    unknown = [n for n in names if n.partition("@")[0].partition("#")[0] not in known]
-    if unknown:
-        raise ConfigError(f"unknown server {', '.join(unknown)}; known: {', '.join(known)}"
-                          f" ({UNKNOWN_HINT})")
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise ConfigError(f"SERVER lists a server twice: {' '.join(twice)} "
-                          f"(as given: {text.strip()})")
-    return tuple(names)
-
-
-def check_client(text: str, axes: Mapping[str, str]) -> tuple[str, str]:
-    client = text.strip()
-    if client not in axes:
-        raise ConfigError(f"CLIENT={client!r}: known clients are {', '.join(axes)}")
-    return client, axes[client]
-
-
-@dataclass(frozen=True)
-class Sweep:
-    axis: str
-    values: tuple[int, ...]
-    levels: tuple[int, ...]
-    rates: tuple[int, ...]
-
-
-def check_sweep(get: Callable[[str], str], given: Callable[[str], bool], client: str,
-                client_axis: str, servers: tuple[str, ...],
-                traits: Mapping[str, Traits]) -> Sweep:
-    """AXIS, VALUES, CONCURRENCY, RATE: what is swept, at which load."""
-    axis = get("AXIS").strip() or client_axis
-    if axis not in LOAD_AXES + KNOBS:
-        raise ConfigError(f"AXIS={axis!r}: expected one of {', '.join(LOAD_AXES + KNOBS)}")
-    if axis in LOAD_AXES and axis != client_axis:
-        raise ConfigError(f"AXIS={axis}: {client} varies {client_axis}, not {axis} "
-                          f"(use {'RATE with CLIENT=vegeta' if axis == 'rate' else 'CLIENT=wrk or siege'})")
-    levels = parse_levels(get("CONCURRENCY")) if client_axis == "concurrency" else ()
-    rates = parse_list("RATE", get("RATE"), 10_000_000) if client_axis == "rate" else ()
-    if axis not in KNOBS:
-        if get("VALUES").strip():
-            raise ConfigError(f"VALUES is for a knob axis (AXIS=workers or backlog); "
-                              f"the {axis} levels come from "
-                              f"{'CONCURRENCY' if axis == 'concurrency' else 'RATE'}")
-        return Sweep(axis, levels or rates, levels, rates)
-    if not get("VALUES").strip():
-        raise ConfigError(f"AXIS={axis} needs VALUES, e.g. VALUES='1 2 4 8 16 32'")
-    values = parse_list("VALUES", get("VALUES"), 100_000)
-    load = levels or rates
-    if len(load) != 1:
-        what = "CONCURRENCY" if levels else "RATE"
-        raise ConfigError(f"AXIS={axis} sweeps {axis} at one load: give one {what} level "
-                          f"(got {len(load)}), e.g. {what}=32")
-    if axis == "workers":
-        if any("@" in n for n in servers):
-            raise ConfigError("AXIS=workers sets every server's workers from VALUES; "
-                              "drop the @N from SERVER")
-        fixed = [n for n in servers if not traits.get(n.partition("#")[0], Traits()).has_workers]
-        if fixed:
-            raise ConfigError(f"AXIS=workers: {', '.join(fixed)} "
-                              f"{'has' if len(fixed) == 1 else 'have'} no worker setting "
-                              "(its manifest says WORKERS has no effect): sweeping it would "
-                              "measure one server under several names; drop it from SERVER")
-    if given(axis.upper()):
-        raise ConfigError(f"AXIS={axis} sets {axis.upper()} itself from VALUES; "
-                          f"unset {axis.upper()}")
-    return Sweep(axis, values, levels, rates)
-
-
-@dataclass(frozen=True)
-class WarmupSettings:
-    """WARMUP and WARMUP_MAX, checked together (check_warmup)."""
-    auto: bool
-    seconds: int
-    max_s: int
-
-
-def check_warmup(get: Callable[[str], str]) -> WarmupSettings:
-    text = get("WARMUP").strip()
-    auto = text == "auto"
-    seconds = 0 if auto else parse_duration("WARMUP", text, allow_zero=True)
-    max_s = parse_duration("WARMUP_MAX", get("WARMUP_MAX"))
-    if auto and max_s < WARMUP_SLICE_S:
-        raise ConfigError(f"WARMUP_MAX={get('WARMUP_MAX')!r}: WARMUP=auto loads in slices of "
-                          f"{WARMUP_SLICE_S}s; give it at least that")
-    return WarmupSettings(auto, seconds, max_s)
-
-
-@dataclass(frozen=True)
-class RepeatSettings:
-    """REPEAT, REPEAT_MIN and REPEAT_MAX, checked together (check_repeat)."""
-    auto: bool
-    first: int          # the starts each server gets (REPEAT=N: N)
-    most: int           # REPEAT=auto: at most this many (else = first)
-
-
-def check_repeat(get: Callable[[str], str]) -> RepeatSettings:
-    text = get("REPEAT").strip()
-    if text != "auto":
-        n = positive_int("REPEAT", text, 1, 100)
-        return RepeatSettings(False, n, n)
-    low = positive_int("REPEAT_MIN", get("REPEAT_MIN"), 2, 100)
-    high = positive_int("REPEAT_MAX", get("REPEAT_MAX"), 2, 100)
-    if high < low:
-        raise ConfigError(f"REPEAT_MAX={get('REPEAT_MAX')!r} is below REPEAT_MIN="
-                          f"{get('REPEAT_MIN')!r}: REPEAT=auto starts each server REPEAT_MIN "
-                          "times, then at most up to REPEAT_MAX")
-    return RepeatSettings(True, low, high)
-
-
-def check_cpus(get: Callable[[str], str], topology: str, available: set[int]
-               ) -> tuple[tuple[int, ...], tuple[int, ...], list[str]]:
-    """SERVER_CPUS and CLIENT_CPUS (over ssh another host's: `lab check` asks it)."""
-    server_default, client_default = default_split(available)
-    checked = None if topology == "ssh" else available
-    stext, ctext = get("SERVER_CPUS").strip(), get("CLIENT_CPUS").strip()
-    server = parse_cpus("SERVER_CPUS", stext, checked) if stext else server_default
-    client = parse_cpus("CLIENT_CPUS", ctext, checked) if ctext else client_default
-    shared = set(server) & set(client)
-    warnings = [f"server and client share CPU {cpu_ranges(shared)}: they compete, "
-                "and the client's share of it is not the server's. "
-                "Give them disjoint SERVER_CPUS and CLIENT_CPUS if you can."] if shared else []
-    return server, client, warnings
-
-
-def check_verdict_at(text: str, values: tuple[int, ...]) -> tuple[int, ...]:
-    verdict_at = parse_list("VERDICT_AT", text, 10_000_000) if text.strip() else ()
-    missing = sorted(set(verdict_at) - set(values))
-    if missing:
-        raise ConfigError(f"VERDICT_AT: {' '.join(map(str, missing))} is not a swept value "
-                          f"({' '.join(map(str, values))})")
-    return verdict_at
-
-
-def inapplicable(given: Callable[[str], bool], client: str, axes: Mapping[str, str],
-                 where: TopologySettings, servers: tuple[str, ...], traits: Mapping[str, Traits]
-                 ) -> tuple[list[str], list[str]]:
-    """Settings given (non-empty) that this run would not use: (refused, warned).
-
-    Refused: a setting of another client, topology or runtime, which would be
-    ignored while the run looks as if it used it (and its reproduce line
-    would repeat it). Warned: a server setting that some of the chosen
-    servers do not have, since the others use it."""
-    refused, warned = [], []
-    client_axis = axes[client]
-    if given("RATE") and client_axis != "rate":
-        refused.append(f"RATE is the offered rate of {loop('rate', axes)}; {client} is "
-                       "closed-loop and sets its load with CONCURRENCY: drop RATE")
-    if given("CONCURRENCY") and client_axis != "concurrency":
-        refused.append(f"CONCURRENCY is the load of {loop('concurrency', axes)}; {client} is "
-                       "open-loop and sets its load with RATE: drop CONCURRENCY")
-    if given("CLIENT_THREADS") and client == "siege":
-        refused.append("CLIENT_THREADS: siege has no threads setting (one process, a thread "
-                       "per user): drop it")
-    base = {n: traits.get(n.partition("@")[0].partition("#")[0], Traits()) for n in servers}
-    if given("JAVA_OPTS") and traits and not any(t.language == "Java" for t in base.values()):
-        refused.append(f"JAVA_OPTS is for Java servers; none of {' '.join(servers)} is one: "
-                       "drop it")
-    if given("ADA_TOOLCHAIN") and traits and not any(t.language == "Ada"
-                                                        for t in base.values()):
-        warned.append(f"ADA_TOOLCHAIN builds the Ada servers; none of {' '.join(servers)} is "
-                      "one, so it has no effect")
-    if given("WORKERS") and traits:
-        fixed = [n for n, t in base.items() if not t.has_workers]
-        if fixed and len(fixed) == len(base):
-            refused.append(f"WORKERS: {' '.join(fixed)} has no worker setting (its manifest "
-                           "says WORKERS has no effect): drop it")
-        elif fixed:
-            warned.append(f"WORKERS has no effect on {', '.join(fixed)} (no worker setting); "
-                          "the other servers use it")
-    with_at = [n for n in servers if "@" in n and traits
-               and not base[n].has_workers]
-    if with_at:
-        warned.append(f"SERVER: {', '.join(with_at)}: this server has no worker setting; "
-                      "@N changes its name only")
-    if given("MEM_LIMIT") and where.runtime != "docker":
-        refused.append("MEM_LIMIT is a container's memory limit: add RUNTIME=docker or drop it")
-    return refused, warned
-
-
-def from_env(env: Mapping[str, str], known_servers: list[str],
-             clients: Mapping[str, str] | Collection[str],
-             available_cpus: set[int] | None = None,
-             traits: Mapping[str, Traits] | None = None,
-             topologies: Collection[str] = TOPOLOGIES) -> Params:
-    """The run's Params from the environment, each setting checked by a small
-    function of its own; then the settings given that this run would not use.
-    `clients` maps each client's name to the axis it varies (concurrency or
-    rate); a plain list means closed-loop clients. `traits`: each known
-    server's language and whether it has workers (None: not checked);
-    `topologies`: the names TOPOLOGY accepts (lab.measure.topologies.selectable())."""
-    def get(name: str) -> str:
-        value = env.get(name)
-        return SETTINGS[name].default if value is None else value
-
-    def given(name: str) -> bool:
-        return bool(env.get(name, "").strip())
-
-    axes = dict(clients) if isinstance(clients, Mapping) else {c: "concurrency" for c in clients}
-    available = available_cpus if available_cpus is not None else os.sched_getaffinity(0)
-    known = traits or {}
-
-    servers = check_servers(get("SERVER"), known_servers)
-    client, client_axis = check_client(get("CLIENT"), axes)
-    where = parse_where(get, topologies)
-    refused, warned = inapplicable(given, client, axes, where, servers, known)
-    if refused:
-        raise ConfigError("; ".join(refused))
-    sweep = check_sweep(get, given, client, client_axis, servers, known)
-    warm = check_warmup(get)
-    reps = check_repeat(get)
-    workers_text = get("WORKERS").strip()
-    threads_text = get("CLIENT_THREADS").strip()
-    server_cpus, client_cpus, cpu_notes = check_cpus(get, where.topology, available)
-    bind, bind_notes = parse_bind(get("BIND"))
-
-    return Params(
-        servers=servers,
-        client=client,
-        axis=sweep.axis,
-        load_axis=client_axis,
-        values=sweep.values,
-        levels=sweep.levels,
-        rates=sweep.rates,
-        duration_s=parse_duration("DURATION", get("DURATION")),
-        repeat=reps.first,
-        warmup_auto=warm.auto,
-        warmup_s=warm.seconds,
-        warmup_max_s=warm.max_s,
-        keepalive=flag("KEEPALIVE", get("KEEPALIVE")),
-        client_threads=(positive_int("CLIENT_THREADS", threads_text, 1, 1024) if threads_text
-                        else len(client_cpus)),
-        client_grace_s=parse_duration("CLIENT_GRACE", get("CLIENT_GRACE")),
-        workers=positive_int("WORKERS", workers_text, 1, 10_000) if workers_text else None,
-        backlog=positive_int("BACKLOG", get("BACKLOG"), 1, 65535),
-        bind=bind,
-        port=positive_int("PORT", get("PORT"), 1024, 65535),
-        server_cpus=server_cpus,
-        client_cpus=client_cpus,
-        verdict_at=check_verdict_at(get("VERDICT_AT"), sweep.values),
-        probe=flag("PROBE", get("PROBE")),
-        force=flag("FORCE", get("FORCE")),
-        java_opts=get("JAVA_OPTS").strip(),
-        results=results_folder(env),
-        topology=where.topology,
-        link=where.link,
-        link_delay=where.link_delay,
-        server_host=where.server_host,
-        client_hosts=where.client_hosts,
-        runtime=where.runtime,
-        mem_limit=where.mem_limit,
-        server_log_max=parse_size("SERVER_LOG_MAX", get("SERVER_LOG_MAX")),
-        ssh_config=where.ssh_config,
-        remote_dir=where.remote_dir,
-        repeat_auto=reps.auto,
-        repeat_max=reps.most,
-        warnings=tuple(cpu_notes + bind_notes + warned),
-    )
 
 
 def check_lab_settings(env: Mapping[str, str]) -> None:

@@ -36,6 +36,72 @@ REFUSED_PREFIXES = ("LD_",)
 MAX_MANIFEST_BYTES = 1024 * 1024
 
 
+# NAME@N: N workers, whatever WORKERS says; NAME#K: the K-th entry of one run
+WORKER_COUNTS = range(1, 10_001)
+ENTRIES = range(2, 10)
+
+
+class ServerSpecError(ValueError):
+    """A SERVER word whose @N or #K is out of range: str() says which word and
+    rule (`part`: "@" or "#"); `hint` is an example of the right form."""
+
+    def __init__(self, message: str, part: str, hint: str) -> None:
+        super().__init__(message)
+        self.part = part
+        self.hint = hint
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """A SERVER word, NAME[@N][#K]: the server `base` (a discovered name, a
+    variant's included) started with N `workers` whatever WORKERS says, as the
+    K-th entry (`alias`, K 2-9) of one run: the same server and build again
+    under its own name (make noise's A/A). The one parser of the form; its
+    ranges are checked here only."""
+    base: str
+    workers: int | None = None
+    alias: int | None = None
+
+    @classmethod
+    def parse(cls, word: str) -> ServerSpec:
+        """'aws@016#2' -> ServerSpec('aws', 16, 2); ServerSpecError when N or K is
+        out of range or not written in digits."""
+        plain, hash_, entry = word.rpartition("#")
+        if hash_:
+            if not (re.fullmatch(r"[0-9]", entry) and int(entry) in ENTRIES):
+                raise ServerSpecError(f"{word}: after # comes an entry number from "
+                                      f"{ENTRIES[0]} to {ENTRIES[-1]}", "#",
+                                      "the same server again, e.g. aws#2")
+            inner = cls.parse(plain)
+            if inner.alias is not None:
+                raise ServerSpecError(f"{word}: one #K at most", "#",
+                                      "the same server again, e.g. aws#2")
+            return cls(inner.base, inner.workers, int(entry))
+        name, at, count = word.partition("@")
+        if not at:
+            return cls(word)
+        if not (re.fullmatch(r"[0-9]+", count) and int(count) in WORKER_COUNTS):
+            raise ServerSpecError(f"{word}: after @ comes a worker count from "
+                                  f"{WORKER_COUNTS[0]} to {WORKER_COUNTS[-1]}", "@",
+                                  "e.g. aws@16")
+        return cls(name, int(count))
+
+    @staticmethod
+    def base_of(word: str) -> str:
+        """The NAME of a word that may not parse (a study's text, a reproduce
+        line): what comes before its first @ or #."""
+        return word.partition("#")[0].partition("@")[0]
+
+    @property
+    def unaliased(self) -> str:
+        """NAME or NAME@N: the entry an alias repeats."""
+        return self.base if self.workers is None else f"{self.base}@{self.workers}"
+
+    def __str__(self) -> str:
+        """The word written plainly (aws@016 -> aws@16)."""
+        return self.unaliased + ("" if self.alias is None else f"#{self.alias}")
+
+
 class ManifestError(ValueError):
     """A manifest that does not follow servers/README.md."""
 
@@ -338,7 +404,7 @@ class Discovered(dict[str, Server]):
 
     def why_unusable(self, spec: str) -> str | None:
         """Why a SERVER word names a server whose manifest cannot be used, or None."""
-        base = spec.partition("#")[0].partition("@")[0].partition(".")[0]
+        base = ServerSpec.base_of(spec).partition(".")[0]
         return self.broken.get(base)
 
 
@@ -379,7 +445,7 @@ def outside(chosen: Iterable[str], found: Mapping[str, Server]) -> str:
     from lab.setup.paths import server_path
     folders, used = server_path(), []
     for spec in chosen:
-        s = found.get(spec.partition("#")[0].partition("@")[0])
+        s = found.get(ServerSpec.base_of(spec))
         where = s.folder.resolve() if s is not None else None
         for top in folders:
             if where is not None and where.is_relative_to(top) and top not in used:
@@ -387,26 +453,17 @@ def outside(chosen: Iterable[str], found: Mapping[str, Server]) -> str:
     return ":".join(map(str, used))
 
 
-def split_spec(spec: str) -> tuple[str, int | None]:
-    """'aws@16' -> ('aws', 16); 'aws' -> ('aws', None). Bad counts raise ValueError."""
-    name, at, count = spec.partition("@")
-    if not at:
-        return name, None
-    if not re.fullmatch(r"[0-9]+", count) or not 1 <= int(count) <= 10_000:
-        raise ValueError(f"{spec}: after @ comes a worker count from 1 to 10000")
-    return name, int(count)
-
-
 def lookup(found: dict[str, Server], spec: str) -> Server:
-    """The server a SERVER word names: NAME, or NAME@N (that server with N workers,
-    under the name NAME@N in results); either with #K (K 2-9): the same server
-    and build again, as a separate entry under the name NAME#K (make noise)."""
-    plain, hash_, entry = spec.rpartition("#")
-    if hash_ and entry in "23456789" and len(entry) == 1:
-        return replace(lookup(found, plain), name=spec, alias_of=plain)
-    name, workers = split_spec(spec)
-    server = found[name]
-    return server if workers is None else replace(server, name=spec, workers_fixed=workers)
+    """The server a SERVER word names (ServerSpec): NAME, or NAME@N (that server
+    with N workers, under the name NAME@N in results); either with #K: the same
+    server and build again, as a separate entry under the name NAME#K (make
+    noise). Bad counts raise ServerSpecError; an unknown NAME, KeyError."""
+    word = ServerSpec.parse(spec)
+    server = found[word.base]
+    if word.workers is not None:
+        server = replace(server, name=word.unaliased, workers_fixed=word.workers)
+    return server if word.alias is None else replace(server, name=spec,
+                                                     alias_of=word.unaliased)
 
 
 def expand(argv: tuple[str, ...], values: dict[str, str]) -> list[str]:

@@ -19,7 +19,8 @@ from lab.measure import hostinfo, topologies
 from lab.record import files, folder, schema
 from lab.measure.clients import Options, axes, clients
 from lab.analyse.metrics import why_not_calibrated
-from lab.setup.params import ConfigError, Params, format_cpus, from_env, parse_list, positive_int
+from lab.setup.fromenv import from_env
+from lab.setup.params import SETTINGS, ConfigError, Params, format_cpus, parse_list
 from lab.setup.servers import Server
 from lab.measure.sweep import ServerSweep, SweepError
 
@@ -68,11 +69,11 @@ def settings(env: dict[str, str], servers: dict[str, Server]) -> tuple[Params, l
     params = from_env(merged, list(servers), axes())
     threads = env.get("CLIENT_THREADS", "").strip()
     if threads:
-        params = replace(params, client_threads=positive_int("CLIENT_THREADS", threads, 1, 1024))
+        params = replace(params, client_threads=SETTINGS["CLIENT_THREADS"].number(threads))
     levels = parse_list("CONCURRENCY", merged["CONCURRENCY"], 1000)
     # Every client is calibrated in closed loop, vegeta too (rate 0: as fast
     # as its workers can): capacity is a concurrency's worth of requests/s.
-    return replace(params, axis="concurrency", load_axis="concurrency", levels=levels,
+    return replace(params, axis="concurrency", load_axis="concurrency", concurrencies=levels,
                    values=levels, rates=()), wanted
 
 
@@ -82,7 +83,7 @@ def run(root: Path, cache: Path, servers: dict[str, Server]) -> int:
     run_folder = folder.new_run(cache / "calibration", (ceiling.name,))
     out: dict[str, Any] = {
         "made": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "folder": str(run_folder),
-        "ceiling": ceiling.name, "duration_s": params.duration_s, "levels": list(params.levels),
+        "ceiling": ceiling.name, "duration_s": params.duration_s, "levels": list(params.concurrencies),
         "pinning": {"server_cpus": format_cpus(params.server_cpus),
                     "client_cpus": format_cpus(params.client_cpus)},
         "topology": topologies.current(params).summary,

@@ -32,18 +32,20 @@ import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lab.setup.paths import ROOT
-from lab.analyse import analysis, claims, reasons
+from lab.analyse import analysis, claimjudge, claims, reasons
 from lab.record import files, folder, runlock, schema
 from lab.setup import stepcheck
+from lab.analyse.claimjudge import Judged
 from lab.analyse.claims import ClaimResult, Study
 from lab.setup.exits import Exit
 from lab.analyse.metrics import MIN_REPS_FOR_VERDICT, LevelStats
 from lab.setup.params import ConfigError
+from lab.setup.servers import ServerSpec
 
 
 
@@ -63,19 +65,11 @@ class Run:
 
 
 @dataclass(frozen=True)
-class RunConditions:
+class RunCheck:
+    """A run's conditions against the study's setup (check)."""
     blocking: tuple[str, ...]                # server-independent: the run cannot judge
     noted: tuple[str, ...]
     wrong_workers: dict[str, str]            # study name -> why its start is not the study's
-
-
-@dataclass(frozen=True)
-class Judged:
-    client: str
-    result: ClaimResult
-    runs: tuple[Path, ...]                   # the runs it was judged on
-    notes: tuple[str, ...]
-    reasons: tuple[str, ...]
 
 
 # --------------------------------------------------------------------------- input
@@ -121,14 +115,15 @@ def started_as(run: Run, name: str, spec: str) -> str | None:
     """The key under which `run` holds study server `name` (wanted as `spec`)."""
     if spec in run.stats:
         return spec
-    if name in run.stats and "@" in spec:
+    workers = ServerSpec.parse(spec).workers
+    if name in run.stats and workers is not None:
         rec = run.manifest.servers.get(name)
-        if rec is not None and rec.workers == int(spec.split("@", 1)[1]):
+        if rec is not None and rec.workers == workers:
             return name
     return None
 
 
-def check(study: Study, run: Run, specs: Mapping[str, str]) -> RunConditions:
+def check(study: Study, run: Run, specs: Mapping[str, str]) -> RunCheck:
     s, m = study.setup, run.manifest
     blocking: list[str] = []
     noted: list[str] = []
@@ -169,7 +164,7 @@ def check(study: Study, run: Run, specs: Mapping[str, str]) -> RunConditions:
                      and k not in specs.values()]
             if other:
                 wrong[name] = f"{', '.join(other)} started, the study's is {spec}"
-    return RunConditions(tuple(blocking), tuple(noted), wrong)
+    return RunCheck(tuple(blocking), tuple(noted), wrong)
 
 
 def same_conditions(a: Run, b: Run) -> list[str]:
@@ -188,7 +183,7 @@ def same_conditions(a: Run, b: Run) -> list[str]:
 
 # --------------------------------------------------------------------------- judge
 
-def judge_claim(study: Study, c: claims.Claim, runs: list[Run], checks: dict[Path, RunConditions],
+def judge_claim(study: Study, c: claims.Claim, runs: list[Run], checks: dict[Path, RunCheck],
                 specs: Mapping[str, str], available: set[str]) -> Judged | None:
     """One claim on one client's runs; None when no run holds any of its servers."""
     client = runs[0].client
@@ -240,18 +235,13 @@ def judge_claim(study: Study, c: claims.Claim, runs: list[Run], checks: dict[Pat
             key = holds(r, x)
             assert key is not None
             stats[x] = r.stats[key]
-    starts = [specs.get(x, x) for x in c.servers]
-    if len(set(starts)) < len(starts):
-        res = ClaimResult(c, claims.INCONCLUSIVE, f"not measured: {', '.join(c.servers)} are "
-                          f"one start here ({', '.join(starts)})")
-    else:
-        res = claims.evaluate(c, stats, available)
+    res = claimjudge.judge(c, stats, specs, available)
     wrong = [f"{checks[r.folder].wrong_workers[x]}" for r in chosen for x in c.servers
              if x not in stats and x in checks[r.folder].wrong_workers]
     if wrong:
-        res = replace_reason(res, res.reason + "; " + "; ".join(wrong))
+        res = claimjudge.with_reason(res, res.reason + "; " + "; ".join(wrong))
     if joined:
-        res = replace_reason(res, f"{res.reason}; {joined}")
+        res = claimjudge.with_reason(res, f"{res.reason}; {joined}")
     notes = tuple(dict.fromkeys([n for r in chosen for n in checks[r.folder].noted]
                                 + ([also] if also else [])))
     said: tuple[str, ...] = ()
@@ -260,12 +250,8 @@ def judge_claim(study: Study, c: claims.Claim, runs: list[Run], checks: dict[Pat
     return Judged(client, res, tuple(r.folder for r in chosen), notes, said)
 
 
-def replace_reason(r: ClaimResult, reason: str) -> ClaimResult:
-    return ClaimResult(r.claim, r.verdict, reason, r.measured, r.order, r.beside)
-
-
 def judge_all(study: Study, runs: list[Run], specs: Mapping[str, str],
-              available: set[str]) -> tuple[list[Judged], dict[Path, RunConditions]]:
+              available: set[str]) -> tuple[list[Judged], dict[Path, RunCheck]]:
     checks = {r.folder: check(study, r, specs) for r in runs}
     by_client: dict[str, list[Run]] = {}
     for r in runs:
@@ -284,7 +270,7 @@ def judge_all(study: Study, runs: list[Run], specs: Mapping[str, str],
 
 # --------------------------------------------------------------------------- output
 
-def render(study: Study, runs: list[Run], judged: list[Judged], checks: dict[Path, RunConditions],
+def render(study: Study, runs: list[Run], judged: list[Judged], checks: dict[Path, RunCheck],
            specs: Mapping[str, str], out: Path) -> str:
     lines = [f"# Claims of `{study.id}` judged on runs made earlier", "",
              f"{study.title}: {study.author}, {study.source}, {study.date}. Nothing was run: "
@@ -306,7 +292,7 @@ def render(study: Study, runs: list[Run], judged: list[Judged], checks: dict[Pat
                                  claims.measured_text(j.result), f"**{j.result.verdict}**",
                                  j.result.reason, "; ".join(j.notes) or "—"]))
     lines += ["", "## Why not reproduced", ""]
-    lines += why_lines(study, judged, specs) or ["Every claim judged was reproduced."]
+    lines += claimjudge.why_lines(study, judged, specs) or ["Every claim judged was reproduced."]
     if runs:
         lines += ["", "## Conditions, published against here", "",
                   f"Here: the manifest of {runs[-1].folder.name}.", ""]
@@ -314,33 +300,16 @@ def render(study: Study, runs: list[Run], judged: list[Judged], checks: dict[Pat
     return "\n".join(lines) + "\n"
 
 
-def why_lines(study: Study, judged: Sequence[Judged], specs: Mapping[str, str]) -> list[str]:
-    lines: list[str] = []
-    for j in judged:
-        if j.result.verdict == claims.REPRODUCED:
-            continue
-        lines += reasons.block(j.result.claim, j.client, j.result.verdict, j.reasons, study,
-                               specs)
-    return lines
-
-
 def to_json(study: Study, runs: list[Run], judged: list[Judged],
-            checks: dict[Path, RunConditions]) -> dict[str, Any]:
-    return {
-        "study": study.id,
-        "runs": [{"folder": str(r.folder), "client": r.client,
-                  "conditions": analysis.conditions(r.manifest),
-                  "blocking": list(checks[r.folder].blocking),
-                  "noted": list(checks[r.folder].noted),
-                  "wrong_workers": checks[r.folder].wrong_workers} for r in runs],
-        "claims": [{"id": j.result.claim.id, "client": j.client,
-                    "published": claims.published_text(j.result.claim),
-                    "verdict": j.result.verdict, "reason": j.result.reason,
-                    "measured": asdict(j.result.measured) if j.result.measured else None,
-                    "order": [[s, asdict(x)] for s, x in j.result.order],
-                    "runs": [str(p) for p in j.runs], "noted": list(j.notes),
-                    "why": list(j.reasons)} for j in judged],
-    }
+            checks: dict[Path, RunCheck], specs: Mapping[str, str]) -> dict[str, Any]:
+    """claims.json (lab.analyse.claimjudge.to_json) with each run's checks."""
+    return claimjudge.to_json(
+        "claims", study,
+        [{"folder": str(r.folder), "client": r.client,
+          "conditions": analysis.conditions(r.manifest),
+          "blocking": list(checks[r.folder].blocking), "noted": list(checks[r.folder].noted),
+          "wrong_workers": checks[r.folder].wrong_workers} for r in runs],
+        judged, specs=dict(specs))
 
 
 # --------------------------------------------------------------------------- main
@@ -375,7 +344,7 @@ def main(name: str, words: Sequence[str], env: Mapping[str, str]) -> int:
     out = folder.new_folder(root, f"claims-{study.id}-{time.strftime('%Y%m%d-%H%M%S')}")
     text = render(study, runs, judged, checks, specs, out)
     files.write_atomic(out / "claims.md", text)
-    files.write_json(out / "claims.json", to_json(study, runs, judged, checks))
+    files.write_json(out / "claims.json", to_json(study, runs, judged, checks, specs))
     print(text)
     print(f"claims: {out / 'claims.md'}", file=sys.stderr)
     return int(Exit.OK)

@@ -53,8 +53,8 @@ from lab.present import report
 from lab.analyse.costview import JIT_LANGUAGES, JIT_REASON
 from lab.record.schema import COST as COST_FILE
 from lab.measure.launch import Knobs, ServerProcess
-from lab.setup.params import (SETTINGS, ConfigError, Params, Traits, format_cpus, from_env,
-                        parse_list, positive_int)
+from lab.setup.fromenv import Traits, from_env
+from lab.setup.params import SETTINGS, ConfigError, Params, format_cpus, parse_list
 from lab.setup.paths import ROOT, cache_dir
 from lab.measure.topologies.local import LocalServerHost
 from lab.setup.servers import Server, discover, lookup, outside
@@ -98,7 +98,7 @@ def cost_settings(env: dict[str, str]) -> tuple[tuple[int, ...], tuple[int, int]
 
 def headers(env: dict[str, str]) -> int:
     """HEADERS: extra request headers, 0 to 10000; ConfigError when bad."""
-    return positive_int("HEADERS", env.get("HEADERS") or SETTINGS["HEADERS"].default, 0, 10_000)
+    return SETTINGS["HEADERS"].number(env.get("HEADERS") or SETTINGS["HEADERS"].default)
 
 
 def native(server: Server) -> bool:

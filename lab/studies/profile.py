@@ -44,11 +44,11 @@ from lab.present import report
 from lab.measure.clients import ClientError, Load, Options, clients
 from lab.analyse.costview import JIT_LANGUAGES
 from lab.measure.launch import Knobs, ServerProcess
-from lab.setup.params import ConfigError, parse_duration, positive_int
+from lab.setup.params import SETTINGS, ConfigError, parse_duration, positive_int
 from lab.setup.paths import ROOT, cache_dir
 from lab.analyse.profileview import write_flamegraph
 from lab.record.schema import FOLDED, PROFILE_DIR, PROFILE_JSON
-from lab.setup.servers import Server, discover, is_built, lookup
+from lab.setup.servers import Server, ServerSpec, discover, is_built, lookup
 from lab.measure.launch import placeholders
 
 PERF_HZ = 499
@@ -125,7 +125,7 @@ def check(env: dict[str, str], run: Path) -> tuple[dict[str, Any], list[Server],
         raise ConfigError("HEADERS drives h2load at the level's concurrency: profile a run "
                           "swept over concurrency")
     known = discover(ROOT, env.get("LAB_SERVER_PATH", ""))
-    missing = [n for n in p["servers"] if n.partition("@")[0] not in known]
+    missing = [n for n in p["servers"] if ServerSpec.parse(n).base not in known]
     if missing:
         raise ConfigError(f"the run's server {', '.join(missing)} is not in this checkout")
     servers = [lookup(known, n) for n in p["servers"]]
@@ -134,7 +134,7 @@ def check(env: dict[str, str], run: Path) -> tuple[dict[str, Any], list[Server],
     if unbuilt:
         raise ConfigError(f"not built: {' '.join(unbuilt)} (make build "
                           f"SERVER=\"{' '.join(unbuilt)}\")")
-    port = positive_int("PORT", env.get("PORT") or str(p["port"]), 1024, 65535)
+    port = SETTINGS["PORT"].number(env.get("PORT") or str(p["port"]))
     procs.check_port_free(port, p["bind"])
     return m, servers, at, duration
 

@@ -26,19 +26,19 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lab.setup.paths import ROOT
-from lab.analyse import analysis, claims, costview, reasons
+from lab.analyse import analysis, claimjudge, claims, costview, reasons
 from lab.record import files, folder, schema
 from lab.setup import stepcheck
 from lab.analyse.claims import ClaimResult, ClaimsError, Study
 from lab.measure.clients import clients
 from lab.analyse.metrics import LevelStats
 from lab.setup.params import ConfigError, flag, run_settings
-from lab.setup.servers import ManifestError, Server, discover, found_here
+from lab.setup.servers import ManifestError, Server, ServerSpec, discover, found_here
 
 CLAIMS = ROOT / "docs" / "claims.toml"
 # Settings the study decides; a user's value would make it another experiment.
@@ -80,9 +80,10 @@ def server_specs(study: Study) -> dict[str, str]:
     workers = study.setup.workers
 
     def spec(name: str) -> str:
-        return name if "@" in name or name not in workers else f"{name}@{workers[name]}"
+        return (name if ServerSpec.parse(name).workers is not None or name not in workers
+                else f"{name}@{workers[name]}")
 
-    named = [s for c in study.claims for s in c.servers if "@" in s]
+    named = [s for c in study.claims for s in c.servers if ServerSpec.parse(s).workers is not None]
     lab = {claims.base(s) for s in named} | set(study.setup.servers)
     specs: dict[str, str] = {}
     for name in study.setup.servers:
@@ -237,11 +238,22 @@ class Interrupted(KeyboardInterrupt):
 
 # --------------------------------------------------------------------------- judge
 
+# what the one judge adds when two of a claim's servers are one start here
+BY_CONSTRUCTION = "; a comparison would hold by construction"
+
+
 @dataclass(frozen=True)
-class Judged:
+class JudgedRun:
+    """One run of the reproduction (one client) and the study's claims judged
+    on it, in the study's order; its manifest (None: none readable)."""
     done: RunDone
-    results: tuple[ClaimResult, ...]
+    judged: tuple[claimjudge.Judged, ...]
     conditions: str
+    manifest: schema.Manifest | None = None
+
+    @property
+    def results(self) -> tuple[ClaimResult, ...]:
+        return tuple(j.result for j in self.judged)
 
 
 def run_stats(folder: Path) -> dict[str, list[LevelStats]]:
@@ -267,42 +279,28 @@ def stand_in_note(study: Study, c: claims.Claim) -> str:
     return "; ".join(notes)
 
 
-def judge(plan: Plan, done: RunDone, available: set[str]) -> Judged:
+def judge(plan: Plan, done: RunDone, available: set[str]) -> JudgedRun:
+    """Every claim of the study on one run (lab.analyse.claimjudge), with a
+    stand-in's note and, where not reproduced, its reasons."""
     stats = stats_by_name(plan, done.folder)
-    out = []
-    for c in plan.study.claims:
-        starts = [plan.specs.get(x, x) for x in c.servers]
-        if len(set(starts)) < len(starts):     # aws and aws@8 where aws runs as aws@8
-            out.append(ClaimResult(c, claims.INCONCLUSIVE, "not measured: "
-                                   f"{', '.join(c.servers)} are one start here "
-                                   f"({', '.join(starts)}); a comparison would hold by "
-                                   "construction"))
-            continue
-        r = claims.evaluate(c, stats, available)
-        note = stand_in_note(plan.study, c)
-        out.append(ClaimResult(c, r.verdict, f"{r.reason}; {note}" if note else r.reason,
-                               r.measured, r.order))
-    cond = "no run folder"
+    manifest, cond = None, "no run folder"
     if done.folder is not None and (done.folder / schema.MANIFEST).exists():
         try:
-            cond = analysis.conditions(schema.read_manifest(done.folder))
+            manifest = schema.read_manifest(done.folder)
+            cond = analysis.conditions(manifest)
         except schema.RecordError as e:
             cond = f"manifest unreadable ({e})"
-    return Judged(done, tuple(out), cond)
-
-
-def overall(a: ClaimResult, b: ClaimResult | None) -> str:
-    """What the two clients together say about a claim."""
-    if b is None:
-        return a.verdict
-    verdicts = {a.verdict, b.verdict}
-    if verdicts == {claims.REPRODUCED}:
-        return "reproduced with both clients: a property of the servers"
-    if verdicts == {claims.NOT_REPRODUCED}:
-        return "not reproduced with either client"
-    if verdicts == {claims.REPRODUCED, claims.NOT_REPRODUCED}:
-        return "depends on the client"
-    return "open (inconclusive with at least one client)"
+    out = []
+    for c in plan.study.claims:
+        r = claimjudge.judge(c, stats, plan.specs, available, BY_CONSTRUCTION)
+        note = stand_in_note(plan.study, c)
+        if note and claimjudge.one_start(c, plan.specs) is None:
+            r = claimjudge.with_reason(r, f"{r.reason}; {note}")
+        why = (reasons.reasons(r, plan.study, manifest, stats)
+               if manifest is not None and stats and r.verdict != claims.REPRODUCED else [])
+        out.append(claimjudge.Judged(done.plan.client, r,
+                                     (done.folder,) if done.folder else (), (), tuple(why)))
+    return JudgedRun(done, tuple(out), cond, manifest)
 
 
 # --------------------------------------------------------------------------- output
@@ -321,7 +319,7 @@ def sysctl_lines(study: Study) -> list[str]:
     return out
 
 
-def runs_section(folder: Path, judged: list[Judged]) -> list[str]:
+def runs_section(folder: Path, judged: list[JudgedRun]) -> list[str]:
     lines = ["| client | role | exit | run folder | report | conditions |",
              "|---|---|---|---|---|---|"]
     for j in judged:
@@ -336,7 +334,7 @@ def runs_section(folder: Path, judged: list[Judged]) -> list[str]:
     return lines
 
 
-def claims_section(judged: list[Judged]) -> list[str]:
+def claims_section(judged: list[JudgedRun]) -> list[str]:
     head = ["claim", "published"]
     for j in judged:
         head += [f"{j.done.plan.client}: measured", f"{j.done.plan.client}: verdict (reason)"]
@@ -347,13 +345,12 @@ def claims_section(judged: list[Judged]) -> list[str]:
         for j in judged:
             r = j.results[i]
             cells += [claims.measured_text(r), f"**{r.verdict}**: {r.reason}"]
-        cells.append(overall(judged[0].results[i], judged[1].results[i] if len(judged) > 1
-                             else None))
+        cells.append(claimjudge.overall([j.results[i] for j in judged]))
         lines.append(claims.row(cells))
     return lines
 
 
-def render(plan: Plan, folder: Path, judged: list[Judged]) -> str:
+def render(plan: Plan, folder: Path, judged: list[JudgedRun]) -> str:
     st = plan.study
     lines = [f"# Reproduction of `{st.id}`: {st.title}", "",
              f"{st.author}, {st.source}, {st.date}. {st.url}", ""]
@@ -382,52 +379,30 @@ def render(plan: Plan, folder: Path, judged: list[Judged]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def why_section(plan: Plan, judged: list[Judged]) -> list[str]:
+def why_section(plan: Plan, judged: list[JudgedRun]) -> list[str]:
     """Each claim not reproduced, per client: its three measured reasons
     (lab.analyse.reasons) and the variants that test them; then the conditions,
-    published against here."""
-    lines: list[str] = []
-    last: schema.Manifest | None = None
-    for j in judged:
-        folder = j.done.folder
-        if folder is None or not (folder / schema.MANIFEST).exists():
-            continue
-        try:
-            m = schema.read_manifest(folder)
-        except schema.RecordError:
-            continue
-        last, stats = m, stats_by_name(plan, folder)
-        for r in j.results:
-            if r.verdict != claims.REPRODUCED:
-                lines += reasons.block(r.claim, j.done.plan.client, r.verdict,
-                                       reasons.reasons(r, plan.study, m, stats) if stats else [],
-                                       plan.study, plan.specs)
-    if last is None:
+    published against here. Only runs with a readable manifest."""
+    read = [j for j in judged if j.manifest is not None]
+    if not read or read[-1].manifest is None:
         return []
+    lines = claimjudge.why_lines(plan.study, [x for j in read for x in j.judged], plan.specs)
     return (["## Why not reproduced", ""] + (lines or ["Every claim was reproduced."])
             + ["", "## Conditions, published against here", ""]
-            + reasons.conditions_table(plan.study, last) + [""])
+            + reasons.conditions_table(plan.study, read[-1].manifest) + [""])
 
 
-def to_json(plan: Plan, judged: list[Judged]) -> dict[str, Any]:
-    def result(r: ClaimResult) -> dict[str, Any]:
-        return {"verdict": r.verdict, "reason": r.reason,
-                "measured": asdict(r.measured) if r.measured else None,
-                "order": [[s, asdict(x)] for s, x in r.order]}
-    return {
-        "study": plan.study.id, "quick": plan.quick, "smoke": SMOKE if plan.quick else None,
-        "specs": plan.specs, "overrides": plan.overrides,
-        "runs": [{"client": j.done.plan.client, "role": j.done.plan.role,
-                  "settings": j.done.plan.settings, "exit": j.done.code,
-                  "folder": str(j.done.folder) if j.done.folder else None,
-                  "report": str(j.done.folder / "report.html") if j.done.folder else None,
-                  "conditions": j.conditions} for j in judged],
-        "claims": [{"id": c.id, "text": c.text, "published": claims.published_text(c),
-                    "by_client": {j.done.plan.client: result(j.results[i]) for j in judged},
-                    "overall": overall(judged[0].results[i],
-                                       judged[1].results[i] if len(judged) > 1 else None)}
-                   for i, c in enumerate(plan.study.claims)] if judged else [],
-    }
+def to_json(plan: Plan, judged: list[JudgedRun]) -> dict[str, Any]:
+    """claims.json (lab.analyse.claimjudge.to_json) with the plan and each run's exit."""
+    runs = [{"client": j.done.plan.client, "role": j.done.plan.role,
+             "settings": j.done.plan.settings, "exit": j.done.code,
+             "folder": str(j.done.folder) if j.done.folder else None,
+             "report": str(j.done.folder / "report.html") if j.done.folder else None,
+             "conditions": j.conditions} for j in judged]
+    return claimjudge.to_json("reproduce", plan.study, runs,
+                              [x for j in judged for x in j.judged], quick=plan.quick,
+                              smoke=SMOKE if plan.quick else None, specs=plan.specs,
+                              overrides=plan.overrides)
 
 
 def plan_json(plan: Plan) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from lab.measure import deps
 from lab.setup.paths import ROOT, cache_dir
-from lab.setup.servers import found_here
+from lab.setup.servers import ServerSpec, found_here
 
 DOC = ROOT / "docs" / "workshop.md"
 CALIBRATE_TRIES = 3
@@ -50,7 +50,7 @@ def used(text: str) -> tuple[list[str], list[str]]:
             key, _, value = word.partition("=")
             if key == "SERVER":
                 for name in value.split():
-                    base = name.partition("@")[0].partition("#")[0]
+                    base = ServerSpec.base_of(name)
                     if base in known and base not in servers:
                         servers.append(base)
             elif key == "CLIENT" and value and value not in clients:

@@ -50,7 +50,8 @@ from lab.analyse.probeview import ProbeOutcome, checks_of, settled_text
 from lab.host.procfs import TreeSample
 from lab.measure.topologies import Placement, ServerHost
 from lab.measure.launch import Knobs, ServerProcess
-from lab.setup.params import UNKNOWN_HINT, Params
+from lab.setup.fromenv import UNKNOWN_HINT
+from lab.setup.params import Params
 from lab.setup.servers import Server
 from lab.setup.paths import ROOT, cache_dir
 from lab.measure.verify import checks

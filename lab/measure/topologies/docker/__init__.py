@@ -58,7 +58,7 @@ from lab.measure.topologies.docker.engine import (Compose, compose_argv, compose
 from lab.measure.topologies.docker.images import (build_images, ensure_bases, image_exists,
                                                 image_facts, needed_bases)
 from lab.measure.topologies.local import LocalClientHost, LocalServerHost
-from lab.setup.servers import Server, found_here, lookup
+from lab.setup.servers import Server, ServerSpec, found_here, lookup
 
 PROJECT_LABEL = "com.docker.compose.project"
 MIN_MEMORY = 6 * 1024 * 1024            # Docker refuses a smaller limit
@@ -72,7 +72,7 @@ def state_file(port: int) -> Path:
 
 def service_of(server: Server) -> str:
     """A server's compose service: its base name (jersey for jersey.jetty and jersey@16)."""
-    return (server.base or server.name).partition("@")[0]
+    return ServerSpec.parse(server.base or server.name).base
 
 
 def chosen(params: Params) -> list[Server]:

@@ -1,0 +1,172 @@
+"""`python3 -m lab STEP`: the steps run-benchmark.sh calls, top-down.
+
+Exit codes: lab/setup/exits.py (`python3 -m lab exits`): 0 done, 1 a failure
+while running (results kept, marked incomplete), 2 bad input or missing
+prerequisites (nothing started), 3 compare: nothing comparable, 130
+interrupted.
+"""
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from types import FrameType
+
+from lab.host import procs
+from lab.record import schema
+from lab.setup.exits import Exit
+from lab.setup.params import ConfigError
+from lab.setup.servers import ManifestError
+from lab.cli.common import STOP_SIGNALS, fail
+from lab.cli.prepare import (cmd_build, cmd_check, cmd_check_servers, cmd_deps, cmd_exits,
+                             cmd_list, cmd_resolve, cmd_settings)
+from lab.cli.run import (cmd_down, cmd_finish, cmd_gone, cmd_guard, cmd_images, cmd_new_run,
+                         cmd_next, cmd_probe, cmd_rerun, cmd_sweep, cmd_up)
+from lab.cli.read import (cmd_agree, cmd_bmf, cmd_compare, cmd_history, cmd_live, cmd_plot,
+                          cmd_report, cmd_use)
+from lab.cli.studies import (cmd_calibrate, cmd_claims, cmd_cost, cmd_noise, cmd_profile,
+                             cmd_reproduce, cmd_workshop_prepare)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python3 -m lab", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="step", required=True)
+    sub.add_parser("list", help="servers found from their manifests").set_defaults(fn=cmd_list)
+    sub.add_parser("check", help="validate the settings (exit 2 when bad)").set_defaults(fn=cmd_check)
+    sp = sub.add_parser("check-servers", help="each server's checklist: manifest, Maven module "
+                        "or Ada project, build inputs, Dockerfile and compose service (exit 2 "
+                        "with one line per problem)")
+    sp.add_argument("folder", nargs="?", default="", help="one server folder (default: all)")
+    sp.set_defaults(fn=cmd_check_servers)
+    sp = sub.add_parser("settings", help="every setting the lab reads (make help)")
+    sp.add_argument("--markdown", action="store_true", help="docs/settings.md's table")
+    sp.set_defaults(fn=cmd_settings)
+    sp = sub.add_parser("exits", help="the lab's exit codes (make help)")
+    sp.add_argument("--markdown", action="store_true", help="docs/settings.md's table")
+    sp.set_defaults(fn=cmd_exits)
+    sp = sub.add_parser("next", help="print the next round of starts of a run (ABBA), "
+                        "nothing when done (REPEAT=auto: only undecided pairs)")
+    sp.add_argument("run")
+    sp.add_argument("servers", nargs="*")
+    sp.set_defaults(fn=cmd_next)
+    sp = sub.add_parser("resolve", help="print the servers SERVER names (or REPEAT)")
+    sp.add_argument("--repeat", action="store_true", help="print the number of repetitions")
+    sp.set_defaults(fn=cmd_resolve)
+    for name, fn, text in (("deps", cmd_deps, "install missing system packages"),
+                           ("build", cmd_build, "set up toolchains and build what changed")):
+        sp = sub.add_parser(name, help=text)
+        sp.add_argument("servers", nargs="*")
+        sp.set_defaults(fn=fn)
+    sub.add_parser("up", help="set up the topology (namespaces, links, ssh master)"
+                   ).set_defaults(fn=cmd_up)
+    sub.add_parser("down", help="undo `up` (always safe to run)").set_defaults(fn=cmd_down)
+    sub.add_parser("guard", help="run-benchmark.sh's guard: lab down and the run marked "
+                   "interrupted when the script and its steps vanish").set_defaults(fn=cmd_guard)
+    sp = sub.add_parser("gone", help="a vanished step's keeper: mark its run interrupted "
+                        "(lab.record.runlock.guard)")
+    sp.add_argument("run")
+    sp.add_argument("--remove", default="", help="a partial folder inside the run")
+    sp.add_argument("--problem", default="", help="what to record in the manifest")
+    sp.set_defaults(fn=cmd_gone)
+    sub.add_parser("images", help="RUNTIME=docker: make debian:bullseye and debian:bookworm "
+                   "locally (debootstrap, docker import) unless they exist"
+                   ).set_defaults(fn=cmd_images)
+    sub.add_parser("new-run", help="make a run folder, print its path").set_defaults(fn=cmd_new_run)
+    sp = sub.add_parser("probe", help="robustness probe of one server (a separate start)")
+    sp.add_argument("run")
+    sp.add_argument("server")
+    sp.set_defaults(fn=cmd_probe)
+    sp = sub.add_parser("sweep", help="verify, warm up and sweep one server, one repetition")
+    sp.add_argument("run")
+    sp.add_argument("server")
+    sp.add_argument("rep", type=int, nargs="?", default=1)
+    sp.set_defaults(fn=cmd_sweep)
+    sub.add_parser("calibrate", help="what each installed client drives against the ceiling"
+                   ).set_defaults(fn=cmd_calibrate)
+    sp = sub.add_parser("compare", help="run B against run A, with noise-aware verdicts")
+    sp.add_argument("a")
+    sp.add_argument("b")
+    sp.set_defaults(fn=cmd_compare)
+    sub.add_parser("noise", help="this host's A/A noise of SERVER: the same server twice in "
+                   "one run; its floor kept for compare (make noise)").set_defaults(fn=cmd_noise)
+    sub.add_parser("history", help="SERVER across the runs in RESULTS, as a table "
+                   "(make history)").set_defaults(fn=cmd_history)
+    sp = sub.add_parser("finish", help="mark a run complete or incomplete")
+    sp.add_argument("run")
+    sp.add_argument("status", type=int)
+    sp.set_defaults(fn=cmd_finish)
+    for name, fn, text in (("plot", cmd_plot, "draw the charts of a run"),
+                           ("report", cmd_report, "summarise a run"),
+                           ("rerun", cmd_rerun, "run again with a run's recorded settings")):
+        sp = sub.add_parser(name, help=text)
+        sp.add_argument("run")
+        sp.set_defaults(fn=fn)
+    sp = sub.add_parser("bmf", help="a run in bencher.dev's metric format (BMF JSON), one "
+                        "measure per gated figure")
+    sp.add_argument("run")
+    sp.add_argument("--output", default="", help="the file to write (default: stdout)")
+    sp.set_defaults(fn=cmd_bmf)
+    sp = sub.add_parser("use", help="the USE method read off a run: utilisation, saturation "
+                        "and errors of each resource (make use)")
+    sp.add_argument("run")
+    sp.set_defaults(fn=cmd_use)
+    sp = sub.add_parser("live", help="a line a second (rate, server and client CPU, run "
+                        "queue, TIME_WAIT) while a run measures")
+    sp.add_argument("run", nargs="?", default="", help="a run folder (default: the newest "
+                    "running one in RESULTS)")
+    sp.add_argument("--seconds", type=int, default=0, help="stop after this many (0: when "
+                    "the run ends)")
+    sp.set_defaults(fn=cmd_live)
+    sub.add_parser("workshop-prepare", help="build, install and calibrate everything "
+                   "docs/workshop.md uses, then say ready (make workshop-prepare)"
+                   ).set_defaults(fn=cmd_workshop_prepare)
+    sp = sub.add_parser("cost", help="instructions per request under cachegrind, "
+                        "separate starts (make cost)")
+    sp.add_argument("--check", action="store_true",
+                    help="validate only; print the native servers to build")
+    sp.set_defaults(fn=cmd_cost)
+    sp = sub.add_parser("profile", help="CPU profiles of a run's servers at PROFILE_AT "
+                        "(separate starts; make profile)")
+    sp.add_argument("run")
+    sp.add_argument("--check", action="store_true", help="validate only")
+    sp.set_defaults(fn=cmd_profile)
+    sp = sub.add_parser("reproduce", help="a published study, with two clients; claims judged")
+    sp.add_argument("study", nargs="?", default="", help="a study id from docs/claims.toml")
+    sp.set_defaults(fn=cmd_reproduce)
+    sp = sub.add_parser("claims", help="a study's claims judged on runs made earlier")
+    sp.add_argument("--study", default="", help="a study id from docs/claims.toml")
+    sp.add_argument("runs", nargs="*", help="run folders (or make reproduce folders)")
+    sp.set_defaults(fn=cmd_claims)
+    sp = sub.add_parser("agree", help="the verdicts two runs share (an A/A or a rerun check)")
+    sp.add_argument("run_a")
+    sp.add_argument("run_b")
+    sp.set_defaults(fn=cmd_agree)
+    return p
+
+
+def on_stop(signum: int, frame: FrameType | None) -> None:
+    """The first INT, TERM or HUP interrupts the step (KeyboardInterrupt: it
+    stops its server and client and saves what it has); repeats are ignored,
+    so that the cleanup is not cut short (a Ctrl-C reaches the step both from
+    the terminal and through run-benchmark.sh)."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str]) -> int:
+    if sys.version_info < (3, 11):
+        return fail("the lab needs Python 3.11 or newer (tomllib)", Exit.BAD_INPUT)
+    for sig in STOP_SIGNALS:         # INT too: a background step starts with it ignored
+        signal.signal(sig, on_stop)
+    args = parser().parse_args(argv)
+    try:
+        return int(args.fn(args))
+    except (ConfigError, ManifestError, procs.PortBusy, schema.RecordError) as e:
+        return fail(str(e), Exit.BAD_INPUT)
+    except OSError as e:               # a full disk, a folder that cannot be written: one line
+        where = f"{e.filename}: " if e.filename else ""
+        return fail(f"{where}{e.strerror or e}", Exit.FAILED)
+    except KeyboardInterrupt:
+        return fail("interrupted", Exit.INTERRUPTED)

@@ -1,0 +1,212 @@
+"""The steps before a run: list the servers, check the settings and the
+servers' checklist, print the settings' and exit codes' tables, install
+what is missing and build what changed."""
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+
+from lab.setup.paths import ROOT
+from lab.measure import deps, topologies
+from lab.host import procs
+from lab.record import folder
+from lab.setup import checklist, stepcheck
+from lab.setup.exits import Exit
+from lab.setup.paths import cache_dir
+from lab.measure.clients import axes
+from lab.measure.launch import Knobs, lab_env, placeholders
+from lab.setup.params import ConfigError, Params, cpu_ranges
+from lab.setup.settings_doc import Found, help_text, markdown_table
+from lab.setup.servers import ServerSpec, expand, is_built, lookup
+from lab.cli.common import compose_services, fail, load_params, refuse_unchecked, servers_found
+
+
+def cmd_list(_: argparse.Namespace) -> int:
+    servers = servers_found()
+    values = placeholders(ROOT, cache_dir(), Knobs(0, None, 0, ""))
+    table = [("server", "language", "framework", "version", "workers", "built", "role")]
+    table += [(s.name, s.language, s.framework, s.version,
+               "none" if not s.has_workers else
+               "as shipped" if s.workers_default is None else str(s.workers_default),
+               "yes" if is_built(s, values) else "no", s.role) for s in servers.values()]
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    for row in table:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    for name, why in sorted(servers.broken.items()):
+        print(f"unusable: {name}: {why}", file=sys.stderr)
+    for note in servers.skipped:
+        print(f"note: {note}", file=sys.stderr)
+    return 0
+
+
+def cmd_check_servers(args: argparse.Namespace) -> int:
+    """The servers' checklist (lab.setup.checklist): every server found, or the
+    one in FOLDER; one line per problem with its fix, exit 2 if any."""
+    from lab.setup.paths import server_path
+    from lab.setup.servers import SERVER_TOML, manifests
+    paths = (checklist.folder_manifests(Path(args.folder).resolve()) if args.folder
+             else manifests(ROOT, ":".join(map(str, server_path()))))
+    count, found = checklist.check(paths, checklist.Tree(ROOT, compose_services()))
+    for finding in found:
+        print(finding.line())
+    if found:
+        return fail(f"{checklist.counted(len(found), 'problem')} in "
+                    f"{len({f.server for f in found})} of "
+                    f"{checklist.counted(len(paths), 'server folder')}: fix them before "
+                    "`make build`", Exit.BAD_INPUT)
+    print(f"{checklist.counted(len(paths), 'server folder')}, "
+          f"{checklist.counted(count, 'server')}: every check passes", file=sys.stderr)
+    return 0
+
+
+def cmd_check(_: argparse.Namespace) -> int:
+    notes = stepcheck.check_step("bench", os.environ)   # what make bench would not use: exit 2
+    params, servers = load_params()
+    refuse_unchecked(params, servers, list(params.servers))
+    problem = folder.why_not_writable(ROOT / params.results)     # before deps or builds run
+    if problem:
+        raise ConfigError(f"RESULTS={params.results}: {problem}; choose a writable place")
+    if params.topology == "local":
+        procs.check_local_address("BIND", params.bind)      # an address of this host
+    if params.topology == "local" and params.runtime == "process":
+        procs.check_port_free(params.port, params.bind)   # other topologies: in `lab up`
+    stepcheck.warn(notes)
+    for name, why in sorted(servers.broken.items()):     # those asked for: refused above
+        print(f"warning: server {name} cannot be used: {why}", file=sys.stderr)
+    for note in servers.skipped:
+        print(f"note: {note}", file=sys.stderr)
+    topologies.check(params)          # exit 2: not available here, host unreachable or lacking
+    for w in params.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    print(f"plan: {plan(params)}", file=sys.stderr)
+    return 0
+
+
+def plan(p: Params, bind: str | None = None) -> str:
+    """One line: what the run will do; `bind`: the topology's server address
+    (before `lab up`, a topology other than local only names it)."""
+    warm = (f"auto (cap {p.warmup_max_s}s)" if p.warmup_auto
+            else f"{p.warmup_s}s" if p.warmup_s else "none")
+    if p.axis in ("concurrency", "rate"):
+        sweep = f"{p.axis} {' '.join(map(str, p.values))}"
+    else:
+        load = f"c={p.load[0]}" if p.load_axis == "concurrency" else f"rate={p.load[0]}/s"
+        sweep = f"{p.axis} {' '.join(map(str, p.values))} at {load}"
+    reps = (f" x REPEAT=auto ({p.repeat} starts each, then one more at a time for pairs still "
+            f"undecided, up to {p.repeat_max}; ABBA order)" if p.repeat_auto
+            else f" x {p.repeat} repetitions (interleaved, ABBA order)" if p.repeat > 1 else "")
+    where = bind or (p.bind if p.topology == "local" else p.server_host if p.topology == "ssh"
+                     else f"({p.topology} address)")
+    if ":" in where and not where.startswith("(") and "@" not in where:
+        where = f"[{where}]"                     # an IPv6 address, as in a URL
+    return (f"{' '.join(p.servers)}{reps} | {sweep} | {p.duration_s}s each, warm-up {warm} | "
+            f"{p.client} {'keep-alive' if p.keepalive else 'connection close'} | "
+            f"{where}:{p.port} backlog {p.backlog} | server CPU {cpu_ranges(p.server_cpus)}, "
+            f"client CPU {cpu_ranges(p.client_cpus)}")
+
+
+def cmd_settings(args: argparse.Namespace) -> int:
+    """The settings registry as `make help` shows it, or docs/settings.md's table."""
+    from lab.measure.clients import described
+    found = Found(described(), axes(), topologies.selectable())
+    print(markdown_table(found) if args.markdown else help_text(found))
+    return 0
+
+
+def cmd_exits(args: argparse.Namespace) -> int:
+    """The exit codes as `make help` shows them, or docs/settings.md's table."""
+    from lab.setup import exits
+    print(exits.markdown_table() if args.markdown else exits.help_text())
+    return 0
+
+
+def cmd_resolve(args: argparse.Namespace) -> int:
+    params, _servers = load_params()
+    print(params.repeat if args.repeat else " ".join(params.servers))
+    return 0
+
+
+def cmd_deps(args: argparse.Namespace) -> int:
+    params, servers = load_params()
+    chosen = [lookup(servers, n) for n in (args.servers or params.servers)]
+    return deps.ensure(deps.needed(chosen, params.client)) or \
+        deps.ensure_client(params.client, cache_dir()) or topologies.deps(params)
+
+
+def run_logged(argv: list[str], cwd: Path, env: dict[str, str], log: Path) -> int:
+    """A setup or build command to its end, output to the log; watched by the
+    step's keeper (a killed `lab build` leaves no compiler running)."""
+    with log.open("ab") as f:
+        f.write(f"\n$ {shlex.join(argv)}  (in {cwd})\n".encode())
+        f.flush()
+        proc = procs.start(argv, cwd, env, f)
+    try:
+        return proc.wait()
+    finally:
+        if proc.returncode is None:         # interrupted: stop it and what it forked
+            procs.stop(proc, grace=5)
+        procs.kill_group(proc.pid)
+
+
+def run_own_log(argv: list[str], cwd: Path, env: dict[str, str], log: Path
+                ) -> tuple[int, str]:
+    """run_logged into a log of this command's own, then appended to the
+    shared `log` (LAB_CACHE/logs: every run and checkout appends to it); the
+    exit code and the last 25 lines of this command's own output, never a
+    previous run's or another checkout's."""
+    own = log.with_name(f"{log.stem}.{os.getpid()}.log")
+    own.unlink(missing_ok=True)
+    try:
+        code = run_logged(argv, cwd, env, own)
+        return code, procs.tail(own, 25)
+    finally:                                # interrupted too: the shared log keeps it
+        try:
+            with log.open("ab") as f:
+                f.write(own.read_bytes())
+        except OSError:
+            pass
+        own.unlink(missing_ok=True)
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    params, servers = load_params()
+    refuse_unchecked(params, servers, list(args.servers or params.servers))
+    cache = cache_dir()
+    logs = cache / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    builds = {(lookup(servers, n).folder, lookup(servers, n).artifact): lookup(servers, n)
+              for n in args.servers or params.servers}
+    # every server's setup (toolchains; pinned sources checked, exit 2) before any build
+    for step, s in [(step, s) for step in ("setup", "build") for s in builds.values()]:
+        name = ServerSpec.parse(s.name).base
+        if not topologies.needs_build(params, s):
+            if step == "build":
+                print(f"[{name}] build: in its image (RUNTIME={params.runtime}, `lab up`)",
+                      file=sys.stderr)
+            continue
+        knobs = Knobs(params.port, s.workers(params.workers), params.backlog,
+                      params.bind)
+        values = placeholders(ROOT, cache, knobs)
+        env = lab_env(ROOT, cache, "build", knobs, s)
+        log = logs / f"build-{name}.log"
+        for command in [s.setup if step == "setup" else s.build]:
+            if command is None or (step == "build" and is_built(s, values)):
+                continue
+            t0 = time.monotonic()
+            print(f"[{name}] {step}: {shlex.join(command.argv)}", file=sys.stderr, flush=True)
+            code, own = run_own_log(expand(command.argv, values), command.dir, env, log)
+            if code != 0:
+                print(own, file=sys.stderr)             # this command's output only
+                return fail(f"{name}: {step} failed with exit code {code} (log: {log})",
+                            Exit.BAD_INPUT if code == 2 else Exit.FAILED)
+            print(f"[{name}] {step} done in {time.monotonic() - t0:.1f}s", file=sys.stderr)
+        if step == "setup":
+            continue
+        if not is_built(s, values):
+            return fail(f"{name}: the build did not produce {s.artifact}", Exit.FAILED)
+        print(f"[{name}] built: up to date", file=sys.stderr)
+    return 0
