@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from lab.analyse import metrics
 from lab.analyse.analysis import Analysis
-from lab.record.schema import Manifest
+from lab.record.manifest import Manifest
 
 DECIDED = metrics.RANKED + ("faster", "faster-at-least", "equivalent")
 FAILED = ("failed", "not loaded", "interrupted")

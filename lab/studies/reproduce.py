@@ -32,7 +32,7 @@ from typing import Any
 
 from lab.setup.paths import ROOT
 from lab.analyse import analysis, claims, costview, reasons
-from lab.record import files, folder, schema
+from lab.record import costs, files, folder, manifest, rows
 from lab.setup import stepcheck
 from lab.analyse.claims import ClaimResult, ClaimsError, Study
 from lab.measure.clients import clients
@@ -251,11 +251,11 @@ def run_stats(folder: Path) -> dict[str, list[LevelStats]]:
 
 def stats_by_name(plan: Plan, folder: Path | None) -> dict[str, list[LevelStats]]:
     """The run's level statistics under the names the claims use (aws, not aws@8)."""
-    if folder is None or not (folder / schema.CSV).exists():
+    if folder is None or not (folder / rows.CSV).exists():
         return {}
     try:
         by_spec = run_stats(folder)
-    except schema.RecordError as e:
+    except files.RecordError as e:
         print(f"warning: {e}", file=sys.stderr)
         return {}
     return {name: by_spec[spec] for name, spec in plan.specs.items() if spec in by_spec}
@@ -283,10 +283,10 @@ def judge(plan: Plan, done: RunDone, available: set[str]) -> Judged:
         out.append(ClaimResult(c, r.verdict, f"{r.reason}; {note}" if note else r.reason,
                                r.measured, r.order))
     cond = "no run folder"
-    if done.folder is not None and (done.folder / schema.MANIFEST).exists():
+    if done.folder is not None and (done.folder / manifest.MANIFEST).exists():
         try:
-            cond = analysis.conditions(schema.read_manifest(done.folder))
-        except schema.RecordError as e:
+            cond = analysis.conditions(manifest.read_manifest(done.folder))
+        except files.RecordError as e:
             cond = f"manifest unreadable ({e})"
     return Judged(done, tuple(out), cond)
 
@@ -387,14 +387,14 @@ def why_section(plan: Plan, judged: list[Judged]) -> list[str]:
     (lab.analyse.reasons) and the variants that test them; then the conditions,
     published against here."""
     lines: list[str] = []
-    last: schema.Manifest | None = None
+    last: manifest.Manifest | None = None
     for j in judged:
         folder = j.done.folder
-        if folder is None or not (folder / schema.MANIFEST).exists():
+        if folder is None or not (folder / manifest.MANIFEST).exists():
             continue
         try:
-            m = schema.read_manifest(folder)
-        except schema.RecordError:
+            m = manifest.read_manifest(folder)
+        except files.RecordError:
             continue
         last, stats = m, stats_by_name(plan, folder)
         for r in j.results:
@@ -479,7 +479,7 @@ def instruction_ratios(plan: Plan, env: Mapping[str, str]) -> list[str]:
                              stdin=subprocess.DEVNULL, capture_output=True, text=True)
         folder = next((Path(m.group(1)) for line in out.stderr.splitlines()
                        if (m := RUN_FOLDER.match(line))), None)
-        counted = schema.read_costs(folder) if folder is not None else None
+        counted = costs.read_costs(folder) if folder is not None else None
         if counted is None:
             lines += [f"- make cost failed (exit {out.returncode}): "
                       f"{out.stderr.strip()[-300:]}", ""]
