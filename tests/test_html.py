@@ -1,4 +1,4 @@
-"""The HTML report (lab/present/html.py) on saved real runs (tests/fixtures/runs):
+"""The HTML report (lab/present/reportpage.py) on saved real runs (tests/fixtures/runs):
 content, flags next to their figures, no external URL, the index of runs,
 and the page as a real headless browser renders it."""
 from __future__ import annotations

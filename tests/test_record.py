@@ -27,7 +27,7 @@ from lab.record import files, folder, manifest, runrecord
 
 FIXTURES = ROOT / "tests" / "fixtures" / "runs"
 OLD = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
-LANDED = "20261124-071349-sturdy+paced-landed"     # written by the tree before lab/record/schema.py
+LANDED = "20261124-071349-sturdy+paced-landed"     # written by the tree before the typed record
 COMPLETE = "20261123-033407-nginx+paced"
 
 
