@@ -338,12 +338,12 @@ def cmd_new_run(_: argparse.Namespace) -> int:
         reproduce=stepcheck.reproduce_line("bench", settings, outside(params.servers, servers)),
         settings=settings,
         params=manifest.RunParams.parse(checked.obj(params.to_json(), run / manifest.MANIFEST,
-                                                 "params")),
+                                                    "params")),
         plan=plan(params, topo.bind),
         topology=topo.summary,
         topology_details=topo.describe(),
         pinning=pinning.Pinning(server_cpus=format_cpus(params.server_cpus),
-                               client_cpus=format_cpus(params.client_cpus)),
+                                client_cpus=format_cpus(params.client_cpus)),
         client=manifest.ClientInfo.parse(checked.obj(conditions, run / manifest.MANIFEST, "client")),
         calibration=calibrate.last(cache_dir()),
         host=topo.server.facts(),
@@ -733,7 +733,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
                           f"make {step} again")
     if not m.settings:
         raise files.RecordError(run / manifest.MANIFEST, "records no `settings`: it cannot "
-                                 "be rerun (made by a lab before settings were recorded?)")
+                                "be rerun (made by a lab before settings were recorded?)")
     stepcheck.warn(stepcheck.check_step(step, os.environ))   # what that step would not use
     recorded = m.lab.get("commit")
     now = hostinfo.lab_revision(ROOT)

@@ -56,7 +56,7 @@ def test_watch_gives_the_rate_between_readings_and_stops_after_an_error() -> Non
 
 def test_old_warmups_without_jit_fields_still_open() -> None:
     w = manifest.Start.of({"id": "rep1", "warmup": {"mode": "auto", "steady": True,
-                                                  "seconds": 6.1}}).warmup
+                                                    "seconds": 6.1}}).warmup
     assert w is not None
     assert w.jit_compiles is None and w.jit_error == ""
     assert report.jit_part([w]) == ""

@@ -232,9 +232,9 @@ def test_the_summary_names_both_memory_figures_only_when_there_is_a_cgroup(
         [row] = read_rows(run)
         assert row.cgroup_mem_kb == cgroup                     # typed back, None when empty
         m = manifest.Manifest("r", manifest.RunParams(["aws"], "concurrency", 1),
-                            manifest.ClientInfo("wrk"),
-                            servers={"aws": manifest.ServerRecord("aws", framework="AWS",
-                                                                version="20.2")})
+                              manifest.ClientInfo("wrk"),
+                              servers={"aws": manifest.ServerRecord("aws", framework="AWS",
+                                                                    version="20.2")})
         manifest.write_manifest(run, m)
         table = "\n".join(report.server_table(m, analysis.of(run)[1].stats))
         if cgroup is None:

@@ -106,7 +106,7 @@ class ServerSweep:
     def save(self, note: str | None = None, **changes: Any) -> None:
         """Update this server's record (and the current start's, under 'starts')."""
         manifest.update_server(self.run, self.server.describe(), self.start_record or None,
-                             note, **changes)
+                               note, **changes)
 
     def note(self, text: str) -> None:
         progress(f"{self.tag} warning: {text}")

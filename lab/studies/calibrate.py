@@ -104,9 +104,9 @@ def run(root: Path, cache: Path, servers: dict[str, Server]) -> int:
             manifest.write_manifest(sub, manifest.Manifest(
                 run_id=sub.name,
                 params=manifest.RunParams.parse(checked.obj(p.to_json(), sub / manifest.MANIFEST,
-                                                         "params")),
+                                                            "params")),
                 client=manifest.ClientInfo.parse(checked.obj(conditions, sub / manifest.MANIFEST,
-                                                          "client"))))
+                                                             "client"))))
             print(f"[calibrate] {name}, connection {mode}, against {ceiling.name}",
                   file=sys.stderr, flush=True)
             try:

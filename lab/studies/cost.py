@@ -327,18 +327,18 @@ def write_manifest(run: Path, params: Params, levels: tuple[int, ...], counts: t
             "cost", settings, outside([s.name for s in servers], {s.name: s for s in servers})),
         settings=settings,
         params=manifest.RunParams.parse(checked.obj({**params.to_json(), "repeat": repeat},
-                                                 path, "params")),
+                                                    path, "params")),
         plan=(f"{' '.join(params.servers)}: cachegrind counts at "
               f"c={' '.join(map(str, levels))} with {counts[0]} and {counts[1]} requests, "
               f"{repeat} repetitions, {headers(os.environ.copy())} extra request headers"),
         topology="loopback (one host, server and client pinned to disjoint CPUs)",
         pinning=pinning.Pinning(server_cpus=format_cpus(params.server_cpus),
-                               client_cpus=format_cpus(params.client_cpus)),
+                                client_cpus=format_cpus(params.client_cpus)),
         client=manifest.ClientInfo(tool="h2load", version=h2load or "not installed",
-                                 connection="keep-alive", threads="1"),
+                                   connection="keep-alive", threads="1"),
         host=hostinfo.host(), tools=dict(host_tools()), lab=hostinfo.lab_revision(ROOT),
         servers={s.name: manifest.ServerRecord.new({**s.describe(), "status": "pending",
-                                                  "facts": build_facts(s, params, run)})
+                                                    "facts": build_facts(s, params, run)})
                  for s in servers},
         extra={"kind": "cost", **rerun_note()}))
 
