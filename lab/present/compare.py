@@ -219,7 +219,7 @@ def page(ids: tuple[str, str], ms: tuple[Manifest, Manifest], rows: list[Compari
                 for c in rows if c.kind != "missing"],
         note=NOTE, chart=chart_path, chart_problem=chart_problem,
         differences=[d.text() for d in diffs],
-        gate=None if g is None else comparepage.Gate(
+        gate=None if g is None else comparepage.GateView(
             outcome=g.outcome, summary=f"{g.outcome} (exit {g.code}): {g.reason}",
             notes=[f"GATE={' '.join(g.metrics)}, MIN_EFFECT={g.min_effect_pct:g}% (δ), "
                    f"ALPHA={100 * g.alpha:g}% (half across the levels, half at each level: "

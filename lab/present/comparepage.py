@@ -50,7 +50,7 @@ class GateRow:
 
 
 @dataclass(frozen=True)
-class Gate:
+class GateView:
     """The gate as the page shows it."""
     outcome: str                    # pass, regression, not-comparable
     summary: str                    # its outcome and why
@@ -72,10 +72,10 @@ class ComparePage:
     chart: Path | None
     chart_problem: str | None
     differences: list[str]
-    gate: Gate | None = None
+    gate: GateView | None = None
 
 
-def gate_section(g: Gate | None) -> list[str]:
+def gate_section(g: GateView | None) -> list[str]:
     if g is None:
         return []
     rows = [[escaped(r.server), escaped(r.where), escaped(r.metric),
