@@ -21,9 +21,9 @@ import pytest
 
 from conftest import FAKES, ROOT, free_port
 from lab.analyse import analysis, wording
-from lab.present import indexpage
+from lab.present import indexpage, plot
 from lab.present.page import escaped
-from lab.record import files, folder, manifest, runrecord
+from lab.record import files, folder, manifest, outputs, runrecord
 
 FIXTURES = ROOT / "tests" / "fixtures" / "runs"
 OLD = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
@@ -361,3 +361,19 @@ def test_case6_a_rerun_records_what_it_overrode(tmp_path: Path) -> None:
     assert m.settings["WARMUP_MAX"] == "60s"
     summary = (new / "summary.md").read_text()
     assert f"Rerun of {landed}; " in summary and f"PORT given now ('{port}')" in summary
+
+
+def test_what_the_report_writes_is_named_once(tmp_path: Path) -> None:
+    """outputs.OUTPUTS is what `lab report` writes into a run folder; the
+    pending-report problem names each of them; the charts the lab draws are
+    the ones the report page orders."""
+    run = tmp_path / COMPLETE
+    shutil.copytree(FIXTURES / COMPLETE, run)
+    for name in outputs.OUTPUTS:
+        (run / name).unlink(missing_ok=True)
+    out = lab("report", str(run))
+    assert out.returncode == 0, out.stderr
+    assert [name for name in outputs.OUTPUTS if not (run / name).is_file()] == []
+    assert all(name in manifest.REPORT_PENDING for name in outputs.OUTPUTS)
+    drawn = {c for axis in ("concurrency", "rate", "workers") for c in plot.charts(axis, True)}
+    assert drawn <= set(outputs.CHARTS)
