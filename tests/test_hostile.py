@@ -520,7 +520,7 @@ def test_a_full_disk_mid_sweep_is_recorded(tmp_path: Path, monkeypatch: pytest.M
         if len(rows) == 2:
             no_space()
         real(r, row)
-    monkeypatch.setattr(schema, "append_row", full)
+    monkeypatch.setattr("lab.record.rows.append_row", full)
     try:
         code = cli.main(["sweep", str(run), "paced"])
     finally:
