@@ -52,8 +52,6 @@ def run_entry(folder: Path) -> dict[str, Any] | None:
             "status": m.status, "report": (folder / outputs.REPORT).is_file()}
 
 
-
-
 def gate_outcome_html(r: dict[str, Any]) -> str:
     """A comparison's status cell: its gate's outcome and exit code, the
     reason on hover; "no gate recorded" for a comparison made without one."""

@@ -91,7 +91,6 @@ def kv_table(pairs: Sequence[tuple[str, object]], cls: str = "") -> str:
     return f'<table class="kv {escaped(cls)}"><tbody>{rows}</tbody></table>'
 
 
-
 def page(title: str, body: str) -> str:
     """The one page builder: a run's report, the index, a comparison."""
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

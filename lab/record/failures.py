@@ -24,6 +24,7 @@ from pathlib import Path
 
 from lab.record.files import RecordError
 
+
 @dataclass(frozen=True)
 class Failure:
     """Failed requests of one kind at one level, as the client reported them.
@@ -46,7 +47,8 @@ def encode_failures(found: list[Failure] | tuple[Failure, ...]) -> str:
 
 
 def decode_failures(text: str, path: Path) -> list[Failure]:
-    """The cell back; RecordError when it is not what encode_failures writes."""
+    """The cell back; RecordError (naming `path`, the results.csv it was read
+    from) when it is not what encode_failures writes."""
     if not text:
         return []
     try:
@@ -61,7 +63,6 @@ def decode_failures(text: str, path: Path) -> list[Failure]:
         raise RecordError(path, f"`failure_kinds` is {text[:80]!r}, not a list of "
                                 "[kind, count, words, status]")
     return [Failure(x[0], x[1], x[2], x[3]) for x in data]
-
 
 
 KINDS: dict[str, str] = {

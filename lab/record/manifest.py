@@ -54,7 +54,6 @@ class ClientInfo:
                    extra=o.rest(names(cls)))
 
 
-
 @dataclass
 class RunParams:
     """The settings as the lab understood them (lab.setup.params.Params.to_json); the
@@ -201,7 +200,6 @@ class ServerRecord:
         rec = cls.parse(Obj(dict(describe), Path(MANIFEST), "server"), str(describe["name"]))
         rec.status = rec.status or "starting"
         return rec
-
 
 
 @dataclass
