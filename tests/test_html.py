@@ -394,7 +394,7 @@ def test_compare_page_is_built_by_html_with_a_hardened_chart(compare_page: Path,
                        '<a href="https://example.org/"><text>x</text></a></svg>')
     page_ = comparepage.render(comparepage.ComparePage(
         ids=("a", "b"), conditions=("x", "y"), lead="", warnings=[], level="c",
-        rows=[comparepage.RateRow("s", "1", "", "", "", "")], others=[], note="",
+        rows=[comparepage.RateRow("s", 1, "", "", "", "")], others=[], note="",
         chart=hostile, chart_problem=None, differences=[]))
     assert "alert" not in page_ and "onload" not in page_ and "example.org" not in page_
 

@@ -210,10 +210,10 @@ def page(ids: tuple[str, str], ms: tuple[Manifest, Manifest], rows: list[Compari
         warnings=[f"FORCE=1: {d.text()} — the figures may not be comparable."
                   for d in diffs if d.matters and forced],
         level=level_column(ms[0]),
-        rows=[comparepage.RateRow(c.server, str(c.value), median_range(c.a), median_range(c.b),
+        rows=[comparepage.RateRow(c.server, c.value, median_range(c.a), median_range(c.b),
                                   times(c.ratios.get("rate")), text, cls)
               for c, (text, cls) in zip(rows, said)],
-        others=[comparepage.RatioRow(c.server, str(c.value), times(c.ratios.get("p99_ms")),
+        others=[comparepage.RatioRow(c.server, c.value, times(c.ratios.get("p99_ms")),
                                      times(c.ratios.get("rss_end_kb")),
                                      times(c.ratios.get("cpu_us_per_req")))
                 for c in rows if c.kind != "missing"],

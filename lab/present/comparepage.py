@@ -18,7 +18,7 @@ GATE_HEAD = ["server", "level", "metric", "gate", "B worse by", "threshold", "wh
 class RateRow:
     """One server and level measured in both runs: req/s of each, B/A, the verdict."""
     server: str
-    value: str
+    value: int                      # the swept value
     a: str                          # median [min–max]
     b: str
     ratio: str
@@ -30,7 +30,7 @@ class RateRow:
 class RatioRow:
     """The other ratios (B/A of medians) of one server and level."""
     server: str
-    value: str
+    value: int
     p99: str
     rss: str
     cpu: str
