@@ -9,9 +9,9 @@ import pytest
 
 from conftest import ROOT
 from lab.analyse import analysis, claims, diff, levelrow, metrics, verdicts
-from lab.record import schema
 from lab.record.level import Level
-from lab.record.schema import Row
+from lab.record.rows import Row
+from lab.record import pinning, runrecord
 
 # ---- one verdict gate, three callers ------------------------------------------------
 
@@ -98,9 +98,9 @@ def test_the_gate_takes_plain_samples_of_a_lower_is_better_figure() -> None:
 FIXTURE = ROOT / "tests" / "fixtures" / "runs" / "20261123-033407-nginx+paced"
 
 
-def with_calibration(tmp_path: Path, **changes: object) -> schema.RunRecord:
+def with_calibration(tmp_path: Path, **changes: object) -> runrecord.RunRecord:
     """The fixture run with a calibration of its own conditions, changed."""
-    rec = schema.load(FIXTURE)
+    rec = runrecord.load(FIXTURE)
     m = rec.manifest
     cal = m.calibration
     assert cal is not None
@@ -113,7 +113,7 @@ def test_a_calibration_is_used_only_where_its_conditions_match(tmp_path: Path) -
     rec = with_calibration(tmp_path)
     a = analysis.analyse(rec)
     assert a.calibration_used and a.capacity
-    other = schema.Pinning(server_cpus="0-1", client_cpus="1")
+    other = pinning.Pinning(server_cpus="0-1", client_cpus="1")
     for changes, why in ((dict(pinning=other), "calibrated with server CPU 0-1"),
                          (dict(topology="netns (two namespaces)"), "calibrated on topology netns"),
                          (dict(topology=""), "does not record its topology")):

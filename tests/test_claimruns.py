@@ -18,8 +18,8 @@ from claimfakes import FIXTURE, fake_run
 from conftest import ROOT
 from lab.studies import claimruns, reproduce
 from lab.analyse import claimjudge, claims, reasons
-from lab.record import schema
 from lab.setup.servers import discover
+from lab.record import manifest
 
 LAB = set(discover(ROOT))
 
@@ -126,7 +126,7 @@ def test_variants_are_noted_shared_cpu_and_java_opts(tmp_path: Path) -> None:
     j = judge(run)["grizzly-over-aws-rss"]
     assert any("shares the client's CPU 1" in n for n in j.notes)
     assert any("variant JAVA_OPTS=-XX:+UseParallelGC" in n for n in j.notes)
-    table = "\n".join(reasons.conditions_table(study(), schema.read_manifest(run)))
+    table = "\n".join(reasons.conditions_table(study(), manifest.read_manifest(run)))
     assert "8 hardware threads" in table and "2 CPUs (0-1) (shares the client's CPU)" in table
     assert "JAVA_OPTS `-XX:+UseParallelGC` (a variant)" in table
 
@@ -187,7 +187,7 @@ def test_the_client_reason_reads_the_calibration_when_it_applies(tmp_path: Path)
     m["calibration"]["topology"] = m["topology"]          # as a current lab records it
     (run / "manifest.json").write_text(json.dumps(m))
     j = judge(run)["aws-over-grizzly-rps"]
-    cal = schema.read_manifest(run).calibration
+    cal = manifest.read_manifest(run).calibration
     assert cal is not None
     rate = cal.clients["siege"].modes["close"]
     assert "siege drives" in j.why[0]
@@ -300,12 +300,12 @@ def test_the_jvm_row_reads_the_java_server_s_facts(tmp_path: Path) -> None:
                                           "active_processors": "1",
                                           "max_heap_bytes": str(3 * 2**30)}
     (run / "manifest.json").write_text(json.dumps(m))
-    row = reasons.here(schema.read_manifest(run))["jdk_gc"]
+    row = reasons.here(manifest.read_manifest(run))["jdk_gc"]
     assert row == ("JDK 17.0.1, GC ParallelGC as the JVM chose it on 1 CPU(s), max heap "
                    "3.0 GiB; JAVA_OPTS `-XX:+UseParallelGC` (a variant)")
     del m["servers"]["jersey@62"]
     (run / "manifest.json").write_text(json.dumps(m))
-    assert "no Java server in this run" in reasons.here(schema.read_manifest(run))["jdk_gc"]
+    assert "no Java server in this run" in reasons.here(manifest.read_manifest(run))["jdk_gc"]
 
 
 def test_the_last_run_holding_a_claim_is_judged_and_the_others_named(tmp_path: Path) -> None:

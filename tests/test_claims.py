@@ -13,7 +13,7 @@ import pytest
 
 from lab.analyse import claims, levelrow, metrics, verdicts
 from lab.record.level import Level
-from lab.record.schema import Row
+from lab.record.rows import Row
 from lab.setup.servers import discover
 
 ROOT = Path(__file__).resolve().parent.parent

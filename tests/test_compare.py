@@ -14,8 +14,8 @@ import pytest
 from conftest import bench, free_port, lab_env, run_folders
 from lab.present import compare
 from lab.analyse import diff, metrics
-from lab.record import files, folder, schema
-from lab.record.schema import Row
+from lab.record import files, folder
+from lab.record.rows import Row, append_row
 
 
 def row(server: str, rep: int, value: int, rate: float, flags: str = "",
@@ -72,7 +72,7 @@ def make_run(root: Path, name: str, m: dict[str, Any], rows: list[Row]) -> Path:
     run.mkdir(parents=True)
     files.write_json(run / "manifest.json", {**m, "run_id": name})
     for r in rows:
-        schema.append_row(run, r)
+        append_row(run, r)
     return run
 
 

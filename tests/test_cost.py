@@ -14,7 +14,8 @@ import pytest
 
 from conftest import bench, free_port, lab, lab_env, leftovers, run_folders
 from lab.analyse import costview, profileview
-from lab.record import schema
+from lab.record import costs, profiles
+from lab.record.manifest import read_manifest
 from lab.analyse.metrics import spread
 
 # Small counts: the test stays short, and the figure is a difference of two
@@ -24,7 +25,7 @@ SMALL = {"COST_LEVELS": "1", "COST_REQUESTS": "1000 3000", "REPEAT": "1"}
 
 def cost_of(run: Path) -> dict[str, float]:
     """Each server's median over its repetitions (the figure the report ranks on)."""
-    data = json.loads((run / schema.COST).read_text())
+    data = json.loads((run / costs.COST).read_text())
     return {name: statistics.median(r["per_request"] for r in entry["reps"])
             for name, entry in data["servers"].items() if entry.get("applicable")}
 
@@ -73,7 +74,7 @@ def test_a_jvm_gets_not_applicable_with_the_reason(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert "Traceback" not in out.stderr
     [run] = run_folders(tmp_path)
-    entry = json.loads((run / schema.COST).read_text())["servers"]["undertow"]
+    entry = json.loads((run / costs.COST).read_text())["servers"]["undertow"]
     assert entry["applicable"] is False and "JIT" in entry["reason"]
     assert not (run / "undertow").exists()          # nothing was started
     assert "not applicable (JIT)" in (run / "summary.md").read_text()
@@ -82,7 +83,7 @@ def test_a_jvm_gets_not_applicable_with_the_reason(tmp_path: Path) -> None:
     # the page's first line: what make cost measures, and its verdict in words
     assert "How: instructions per request under cachegrind" in page
     assert "Verdict: undertow: not applicable (JIT)" in page
-    manifest = schema.read_manifest(run)
+    manifest = read_manifest(run)
     assert manifest.client.version == "not installed"
 
 
@@ -104,7 +105,7 @@ def test_two_cost_runs_agree_within_half_a_percent(tmp_path: Path) -> None:
         assert leftovers(run) == []
         # cachegrind's function view of the extra requests names each server's own code
         functions = {name: [f for f, _ in entry["functions"]["1"]] for name, entry in
-                     json.loads((run / schema.COST).read_text())["servers"].items()}
+                     json.loads((run / costs.COST).read_text())["servers"].items()}
         assert any(f.startswith("ngx_") for f in functions["nginx"]), functions
         assert any(f.startswith("mini_") for f in functions["ada-mini"]), functions
         assert "kernel work" in (run / "summary.md").read_text() or \
@@ -127,9 +128,9 @@ def test_profile_names_native_functions_and_the_jvm_handler_class(tmp_path: Path
     assert bad.returncode == 2 and "no such level" in bad.stderr
     out = lab(dict(env, PROFILE_AT="2", DURATION="2s"), "profile", str(run), timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
-    native = (run / "ada-mini" / "profile" / "c2" / schema.FOLDED).read_text()
+    native = (run / "ada-mini" / "profile" / "c2" / profiles.FOLDED).read_text()
     assert "mini_server__" in native                 # ada-mini's own Ada package
-    jvm = (run / "undertow" / "profile" / "c2" / schema.FOLDED).read_text()
+    jvm = (run / "undertow" / "profile" / "c2" / profiles.FOLDED).read_text()
     assert "lab/undertow/UndertowServer" in jvm      # the handler's class
     html = (run / "report.html").read_text()
     for server in ("ada-mini", "undertow"):

@@ -13,10 +13,11 @@ import pytest
 
 from conftest import ROOT
 from lab.analyse import agree, analysis, claims, diff, levelrow, metrics, verdicts
-from lab.present import compare, html, report
-from lab.record import schema
+from lab.present import compare, report, reportpage
 from lab.record.level import Level
-from lab.record.schema import Row
+from lab.record.rows import Row
+from lab.present.page import escaped
+from lab.record import manifest, outputs
 
 WHERE = levelrow.Where(server="a", rep=1, axis="concurrency", value=8, concurrency=8,
                        offered_rps=None, workers=8, backlog=512, duration_s=10,
@@ -158,11 +159,11 @@ def test_a_landed_run_says_it_in_summary_report_and_results_json(tmp_path: Path)
         assert verdicts.needs_cpu_verdict(v.kind, sa, sb)      # host-busy
         assert v.cpu is not None and v.cpu_text
     summary = report.write(run)
-    page = html.render(run)
-    results = (run / schema.RESULTS_JSON).read_text()
+    page = reportpage.render(run)
+    results = (run / outputs.RESULTS_JSON).read_text()
     for v in a.verdicts:
         assert v.said() in summary
-        assert html.escaped(v.said()) in page
+        assert escaped(v.said()) in page
         assert json.dumps(v.cpu_text)[1:-1] in results
 
 
@@ -199,7 +200,7 @@ def cost_run(folder: Path, facts: dict[str, dict[str, str]]) -> None:
     """A `make cost` run folder as lab.studies.cost writes it (manifest kind cost, cost.json)."""
     src = ROOT / "tests" / "fixtures" / "runs" / "20261124-071349-sturdy+paced-landed"
     folder.mkdir()
-    shutil.copy(src / schema.MANIFEST, folder / schema.MANIFEST)
+    shutil.copy(src / manifest.MANIFEST, folder / manifest.MANIFEST)
     (folder / "cost.json").write_text(json.dumps({
         "tool": "cachegrind", "wrapper": "valgrind", "levels": [1, 4], "requests": [100, 200],
         "repeat": 3,
@@ -208,12 +209,12 @@ def cost_run(folder: Path, facts: dict[str, dict[str, str]]) -> None:
                                     for r in (1, 2, 3) for lv in (1, 4)]}
                     for name, base in (("sturdy", 1000.0), ("paced", 2000.0))}}))
 
-    def change(m: schema.Manifest) -> None:
+    def change(m: manifest.Manifest) -> None:
         m.extra["kind"] = "cost"
         m.run_id = folder.name
         for name, f in facts.items():
             m.servers[name].facts = f
-    schema.update(folder, change)
+    manifest.update(folder, change)
 
 
 def test_instructions_per_request_of_a_cost_run_of_the_same_builds_sit_beside(
@@ -223,10 +224,10 @@ def test_instructions_per_request_of_a_cost_run_of_the_same_builds_sit_beside(
     shutil.copytree(src, run)
     build = {"sturdy": {"version": "1", "built_at": "t1"}, "paced": {"version": "2"}}
 
-    def same(m: schema.Manifest) -> None:
+    def same(m: manifest.Manifest) -> None:
         for name, f in build.items():
             m.servers[name].facts = f
-    schema.update(run, same)
+    manifest.update(run, same)
     _, a = analysis.of(run)
     assert all(v.cpu_text and not v.cost_text for v in a.verdicts)    # no cost run yet
     cost_run(tmp_path / "20261125-000000-cost-other", {**build, "paced": {"version": "3"}})

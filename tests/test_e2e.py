@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 from conftest import ROOT, bench, free_port, lab_env, leftovers, run_folders
-from lab.record import folder, schema
+from lab.record import folder
+from lab.record.rows import rows_by_server
 from lab.setup.servers import discover
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -28,7 +29,7 @@ def test_every_server_end_to_end(tmp_path: Path) -> None:
     assert m["client"]["tool"] == "siege" and m["tools"]["siege"]
     assert m["pinning"]["server_cpus"] != "" and m["host"]["cores"] >= 1
 
-    grouped = dict(schema.rows_by_server(run))
+    grouped = dict(rows_by_server(run))
     for name, record in m["servers"].items():
         assert record["status"] == "complete", (name, record)
         [start] = record["starts"]

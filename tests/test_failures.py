@@ -18,11 +18,13 @@ import pytest
 import httpfakes
 from conftest import free_port
 from lab.analyse import analysis, levelrow, metrics, verdicts
-from lab.record import failures, schema
+from lab.record import failures, manifest
+from lab.record.rows import CSV, append_row, read_rows
 from lab.measure.clients import Client, Load, Options
 from lab.record.level import Level
 from lab.measure.clients import siege, vegeta, wrk
-from lab.record.schema import Failure, RecordError
+from lab.record.failures import Failure
+from lab.record.files import RecordError
 
 FIXTURES = Path(__file__).parent / "fixtures"
 LANDED = FIXTURES / "runs" / "20261124-071349-sturdy+paced-landed"
@@ -221,8 +223,8 @@ def test_the_kinds_reach_the_record_and_the_summary_line(tmp_path: Path) -> None
                                  threads_peak=1, client_cpu_s=0.1, wall_s=2.0,
                                  host_busy_s=0.2, host_steal_s=0.0, sampler_cpu_s=0.0,
                                  time_wait=0)
-    schema.append_row(tmp_path, levelrow.make_row(where, level, measured))
-    [row] = schema.read_rows(tmp_path)
+    append_row(tmp_path, levelrow.make_row(where, level, measured))
+    [row] = read_rows(tmp_path)
     assert row.failures() == list(level.failures)
     [s] = metrics.level_stats([row])
     line = failures.line("flaky c=2", s.failed, s.attempts, list(s.failures))
@@ -234,24 +236,24 @@ def test_the_kinds_reach_the_record_and_the_summary_line(tmp_path: Path) -> None
 
 def test_the_cell_round_trips_and_a_bad_one_is_named() -> None:
     found = [Failure("reset", 3, 'a "quoted", word'), Failure("status", 2, "x", 503)]
-    assert schema.decode_failures(schema.encode_failures(found)) == found
-    assert schema.encode_failures([]) == ""
+    assert failures.decode_failures(failures.encode_failures(found), Path(CSV)) == found
+    assert failures.encode_failures([]) == ""
     with pytest.raises(RecordError, match="failure_kinds"):
-        schema.decode_failures('[["reset", "three", "x", null]]')
+        failures.decode_failures('[["reset", "three", "x", null]]', Path(CSV))
 
 
 def test_a_bad_cell_in_results_csv_names_the_line(tmp_path: Path) -> None:
-    rows = schema.read_rows(LANDED)
+    rows = read_rows(LANDED)
     for r in rows:                               # written by this lab: the new column
-        schema.append_row(tmp_path, r)
-    assert schema.read_rows(tmp_path) == rows
-    schema.append_row(tmp_path, dataclasses.replace(rows[0], failure_kinds="nonsense"))
+        append_row(tmp_path, r)
+    assert read_rows(tmp_path) == rows
+    append_row(tmp_path, dataclasses.replace(rows[0], failure_kinds="nonsense"))
     with pytest.raises(RecordError, match=rf"line {len(rows) + 2}: `failure_kinds`"):
-        schema.read_rows(tmp_path)
+        read_rows(tmp_path)
 
 
 def test_a_run_of_the_landed_writer_reads_and_says_the_kinds_are_not_recorded() -> None:
-    rows = schema.read_rows(LANDED)
+    rows = read_rows(LANDED)
     assert rows and all(r.failure_kinds is None and r.failures() == [] for r in rows)
     s = dataclasses.replace(metrics.level_stats(rows[:1])[0], failed=3, attempts=10)
     assert "not recorded" in failures.line("x c=1", s.failed, s.attempts, list(s.failures))
@@ -280,7 +282,7 @@ def test_a_level_where_more_than_a_small_share_failed_is_not_ranked() -> None:
 
 
 def test_the_run_verdict_carries_the_worst_repetitions_share() -> None:
-    rows = schema.read_rows(LANDED)
+    rows = read_rows(LANDED)
     base = next(r for r in rows if r.server == rows[0].server)
     good = [dataclasses.replace(base, rep=i, rate_rps=100.0 + i, failed=0) for i in (1, 2, 3)]
     bad = [dataclasses.replace(base, server="other", rep=i, rate_rps=50.0 + i,
@@ -295,20 +297,20 @@ def test_the_warning_names_the_workers_and_what_the_server_does_past_them(
         tmp_path: Path) -> None:
     shutil.copytree(LANDED, tmp_path / "run")
     run = tmp_path / "run"
-    m = schema.read_manifest(run)
+    m = manifest.read_manifest(run)
     name = next(iter(m.servers))
     rec = m.servers[name]
     rec.extra["workers_beyond"] = "the rest wait, and past 20 the oldest is closed"
     for s in rec.starts:
         s.extra.pop("workers", None)
         s.extra["ran_with"] = {"workers": 5, "detail": "its default"}
-    schema.write_manifest(run, m)
-    rows = [r for r in schema.read_rows(run) if r.server == name]
+    manifest.write_manifest(run, m)
+    rows = [r for r in read_rows(run) if r.server == name]
     top = max(r.value for r in rows)
     at_64 = [dataclasses.replace(r, value=64, concurrency=64, failed=3,
-                                 failure_kinds=schema.encode_failures([Failure("reset", 3, "w")]))
+                                 failure_kinds=failures.encode_failures([Failure("reset", 3, "w")]))
              if r.value == top else r for r in rows]
-    m = schema.read_manifest(run)
+    m = manifest.read_manifest(run)
     note = analysis.workers_note(m, name, metrics.level_stats(at_64))
     assert note == (f"{name} has 5 workers (its default) for up to 64 connections at the "
                     "1 level where requests failed above 5; the rest wait, and past 20 the "

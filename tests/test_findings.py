@@ -13,7 +13,7 @@ import pytest
 from conftest import ROOT
 from lab.analyse import analysis, findings, metrics
 from lab.analyse.findings import Finding
-from lab.present import html, report
+from lab.present import report, reportpage
 
 RUNS = ROOT / "tests" / "fixtures" / "runs"
 SAVED = sorted(p.name for p in RUNS.iterdir() if (p / "manifest.json").is_file())
@@ -92,7 +92,7 @@ def test_summary_page_and_results_json_render_the_same_findings(tmp_path: Path,
     assert data["warnings"] == texts
     assert [f["text"] for f in data["findings"]] == texts
     assert [f["kind"] for f in data["findings"]] == [w.kind for w in a.warnings]
-    page = html.write_report(run).read_text()
+    page = reportpage.write_report(run).read_text()
     warned = page.split("<h2>Warnings</h2>", 1)[1].split("</ul>", 1)[0]
     assert warned.count("<li>") == len(texts)
     for t in texts:

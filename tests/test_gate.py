@@ -16,7 +16,7 @@ from lab.present import compare
 from lab.analyse.gate import GateSettings
 from lab.analyse import floors
 from lab.setup.exits import Exit
-from lab.record.schema import Row
+from lab.record.rows import Row
 from test_compare import make_run, manifest, paced_rows, row
 
 import subprocess

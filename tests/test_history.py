@@ -14,7 +14,7 @@ import pytest
 
 from conftest import ROOT, lab_env
 from lab.analyse import history
-from lab.present import html
+from lab.present import indexpage
 from lab.record import folder
 from test_compare import make_run, manifest, paced_rows
 
@@ -70,7 +70,7 @@ def test_the_index_has_a_trend_chart_per_server_with_linked_runs(tmp_path: Path)
     made = runs(top)
     folder.mark(top)
     (made[0] / "report.html").write_text("<html></html>")
-    index = html.write_index(top)
+    index = indexpage.write_index(top)
     assert index is not None
     text = index.read_text()
     assert "<h2>History per server</h2>" in text and "<h3>paced</h3>" in text
@@ -133,5 +133,5 @@ def test_flagged_runs_say_so_and_are_no_step_of_the_trend(tmp_path: Path) -> Non
         {"1": "0", "2": "1", "3": "1", "4": "0"}
     assert history.chart_svg("paced", pts).lstrip().startswith("<")
     folder.mark(top)
-    index = html.write_index(top)
+    index = indexpage.write_index(top)
     assert index is not None and "host-busy: not a trend point" in index.read_text()

@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from conftest import FAKES, ROOT, free_port, lab, lab_env, run_folders, bench
-from lab.record import files, folder, schema, series
+from lab.record import files, folder, manifest, outputs, runrecord, series
+from lab.record.rows import CSV, Row, append_row, read_rows
 
 FIXTURE = ROOT / "tests" / "fixtures" / "runs" / "20261123-033407-nginx+paced"
 
@@ -95,9 +96,9 @@ def fifo(at: Path) -> None:
 
 
 def set_manifest(run: Path, change: dict[str, object]) -> None:
-    data = json.loads((run / schema.MANIFEST).read_text())
+    data = json.loads((run / manifest.MANIFEST).read_text())
     data.update(change)
-    (run / schema.MANIFEST).write_text(json.dumps(data, indent=2) + "\n")
+    (run / manifest.MANIFEST).write_text(json.dumps(data, indent=2) + "\n")
 
 
 # ---------------------------------------------------------------- 1. links at the names plots writes
@@ -132,12 +133,12 @@ def test_a_linked_server_folder_is_refused_by_plots(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- 2. a name that is a path
 
 def traversal(run: Path, name: str) -> None:
-    csv = (run / schema.CSV).read_text().replace("\npaced,", f"\n{name},")
-    (run / schema.CSV).write_text(csv)
-    data = json.loads((run / schema.MANIFEST).read_text())
+    csv = (run / CSV).read_text().replace("\npaced,", f"\n{name},")
+    (run / CSV).write_text(csv)
+    data = json.loads((run / manifest.MANIFEST).read_text())
     data["params"]["servers"] = ["nginx", name]
     data["servers"][name] = data["servers"].pop("paced")
-    (run / schema.MANIFEST).write_text(json.dumps(data, indent=2))
+    (run / manifest.MANIFEST).write_text(json.dumps(data, indent=2))
 
 
 @pytest.mark.parametrize("step", ["plot", "report"])
@@ -156,8 +157,8 @@ def test_a_server_name_with_a_nul_or_a_slash_is_refused_when_read(tmp_path: Path
     for name in ("a\0b", "a/b", "..", ".hidden", "-x"):
         run = healthy(tmp_path, f"run-{abs(hash(name))}")
         traversal(run, name)
-        with pytest.raises(schema.RecordError):
-            schema.load(run)
+        with pytest.raises(files.RecordError):
+            runrecord.load(run)
 
 
 # ---------------------------------------------------------------- 3. a link planted during a run
@@ -168,7 +169,7 @@ def test_the_measuring_side_never_writes_into_a_linked_server_folder(tmp_path: P
     link(run / "paced", out)
     before = snapshot(out)
     with pytest.raises(files.UnsafePath, match="is a link"):
-        series.write(schema.series_file(run, "paced", "rep1-c1"), [1.0], [(1.0, 1)], run)
+        series.write(series.series_file(run, "paced", "rep1-c1"), [1.0], [(1.0, 1)], run)
     with pytest.raises(files.UnsafePath, match="is a link"):
         files.write_atomic(run / "paced" / "probe.json", "{}", run)
     with pytest.raises(files.UnsafePath, match="is a link"):
@@ -211,7 +212,7 @@ def test_a_link_planted_right_after_the_run_folder_appeared(tmp_path: Path) -> N
     assert done.returncode != 0
     assert snapshot(out) == before
     [run] = run_folders(tmp_path)
-    m = json.loads((run / schema.MANIFEST).read_text())
+    m = json.loads((run / manifest.MANIFEST).read_text())
     assert m["status"] != "complete"
     assert any("is a link" in p for p in m["problems"]), m["problems"]
 
@@ -241,24 +242,24 @@ def test_a_report_never_rewrites_another_runs_manifest(tmp_path: Path) -> None:
     whose lab is gone changes only its statuses (no schema upgrade)."""
     run = healthy(tmp_path)
     done_one = healthy(tmp_path, "20261101-000000-old")
-    data = json.loads((done_one / schema.MANIFEST).read_text())
+    data = json.loads((done_one / manifest.MANIFEST).read_text())
     data.pop("schema", None)                 # a schema-1 manifest, as the landed tree wrote
-    (done_one / schema.MANIFEST).write_text(json.dumps(data, indent=1))
+    (done_one / manifest.MANIFEST).write_text(json.dumps(data, indent=1))
     gone_lock(done_one)
     running = healthy(tmp_path, "20261102-000000-running")
-    data = json.loads((running / schema.MANIFEST).read_text())
+    data = json.loads((running / manifest.MANIFEST).read_text())
     data.pop("schema", None)
     data["status"] = "running"
     data["servers"]["paced"]["status"] = "running"
-    (running / schema.MANIFEST).write_text(json.dumps(data, indent=1))
+    (running / manifest.MANIFEST).write_text(json.dumps(data, indent=1))
     gone_lock(running)
     kept = snapshot(done_one)
     out = lab(env_for(tmp_path), "report", str(run), timeout=120)
     no_traceback(out)
     assert out.returncode == 0, out.stderr
     assert snapshot(done_one) == kept        # every file of it, not only its manifest
-    assert not (running / schema.MANIFEST_LOCK).exists()
-    after = json.loads((running / schema.MANIFEST).read_text())
+    assert not (running / manifest.MANIFEST_LOCK).exists()
+    after = json.loads((running / manifest.MANIFEST).read_text())
     assert after["status"] == "interrupted" and "schema" not in after
     assert after["servers"]["paced"]["status"] == "interrupted"
     for key in ("status", "problems", "servers"):
@@ -288,7 +289,7 @@ def neighbours(tmp: Path) -> list[Path]:
     for kind, make in CORRUPT.items():
         run = results_of(tmp) / f"20260101-000000-{kind}"
         run.mkdir()
-        make(run / schema.MANIFEST)
+        make(run / manifest.MANIFEST)
         gone_lock(run)
         made.append(run)
     return made
@@ -326,14 +327,14 @@ def test_a_corrupt_manifest_is_one_line_and_exit_2(tmp_path: Path, kind: str,
                                                    step: str) -> None:
     """#6, #14: the step on the corrupt run itself: one line, exit 2, no wait."""
     run = healthy(tmp_path)
-    (run / schema.MANIFEST).unlink()
-    CORRUPT[kind](run / schema.MANIFEST)
+    (run / manifest.MANIFEST).unlink()
+    CORRUPT[kind](run / manifest.MANIFEST)
     out_dir = outside(tmp_path)
     before = snapshot(out_dir)
     t0 = time.monotonic()
     line = one_error(lab(env_for(tmp_path), step, str(run), timeout=60))
     assert time.monotonic() - t0 < 30
-    assert schema.MANIFEST in line
+    assert manifest.MANIFEST in line
     assert snapshot(out_dir) == before
 
 
@@ -341,14 +342,14 @@ def test_a_corrupt_manifest_is_one_line_and_exit_2(tmp_path: Path, kind: str,
 def test_a_corrupt_results_csv_is_one_line_and_exit_2(tmp_path: Path, kind: str) -> None:
     """#14: a FIFO or a link to /dev/zero as results.csv never blocks."""
     run = healthy(tmp_path)
-    (run / schema.CSV).unlink()
+    (run / CSV).unlink()
     {"fifo": fifo, "zero": lambda p: link(p, Path("/dev/zero")),
      "nul": lambda p: p.write_bytes(b"server,rep\n\0\0\0"),
      "latin1": lambda p: p.write_bytes("server\ncaf\xe9\n".encode("latin-1")),
-     "folder": lambda p: p.mkdir()}[kind](run / schema.CSV)
+     "folder": lambda p: p.mkdir()}[kind](run / CSV)
     for step in ("report", "plot"):
         line = one_error(lab(env_for(tmp_path), step, str(run), timeout=60))
-        assert schema.CSV in line
+        assert CSV in line
 
 
 def test_a_corrupt_neighbour_never_stops_a_new_run(tmp_path: Path) -> None:
@@ -415,19 +416,19 @@ def no_space(*_args: object, **_kw: object) -> None:
 def test_finish_then_report_is_complete_only_with_every_output(tmp_path: Path) -> None:
     """#12: `lab finish` does not say complete; the report does, once its files exist."""
     run = healthy(tmp_path)
-    for name in schema.OUTPUTS:
+    for name in outputs.OUTPUTS:
         (run / name).unlink(missing_ok=True)
     set_manifest(run, {"status": "running", "problems": []})
     env = env_for(tmp_path)
     out = lab(env, "finish", str(run), "0", timeout=60)
     assert out.returncode == 0, out.stderr
-    m = schema.read_manifest(run)
-    assert m.status == "incomplete" and schema.pending(m)
+    m = manifest.read_manifest(run)
+    assert m.status == "incomplete" and manifest.pending(m)
     out = lab(env, "report", str(run), timeout=120)
     assert out.returncode == 0, out.stderr
-    m = schema.read_manifest(run)
+    m = manifest.read_manifest(run)
     assert m.status == "complete" and m.problems == []
-    assert all((run / name).is_file() for name in schema.OUTPUTS)
+    assert all((run / name).is_file() for name in outputs.OUTPUTS)
 
 
 @pytest.mark.parametrize("fail_at", [1, 2, 3, 4])
@@ -437,27 +438,26 @@ def test_a_full_disk_during_the_report_leaves_it_incomplete(
     incomplete with the reason, what was written kept."""
     from lab import cli
     run = healthy(tmp_path)
-    for name in schema.OUTPUTS:
+    for name in outputs.OUTPUTS:
         (run / name).unlink(missing_ok=True)
     real = files.write_atomic
     written: list[str] = []
 
     def full(path: Path, text: str | bytes, root: Path | None = None,
              spare: bool = False) -> Path:
-        if path.name in schema.OUTPUTS:
+        if path.name in outputs.OUTPUTS:
             written.append(path.name)
             if len(written) == fail_at:
                 no_space()
         return real(path, text, root, spare)
     monkeypatch.setattr(files, "write_atomic", full)
-    monkeypatch.setattr("lab.present.html.write_atomic", full)
     monkeypatch.chdir(ROOT)
     code = cli.main(["report", str(run)])
     assert code == 1
-    m = schema.read_manifest(run)
+    m = manifest.read_manifest(run)
     assert m.status == "incomplete"
     assert any("report pending" in p and "No space left" in p for p in m.problems), m.problems
-    assert sorted(p.name for p in run.iterdir() if p.name in schema.OUTPUTS) == \
+    assert sorted(p.name for p in run.iterdir() if p.name in outputs.OUTPUTS) == \
         sorted(written[:fail_at - 1])
 
 
@@ -465,7 +465,7 @@ def test_a_killed_report_leaves_the_run_incomplete(tmp_path: Path) -> None:
     """#12: SIGKILL of the report step at any moment: the run is complete only
     if every output is there."""
     run = healthy(tmp_path)
-    for name in schema.OUTPUTS:
+    for name in outputs.OUTPUTS:
         (run / name).unlink(missing_ok=True)
     env = env_for(tmp_path)
     assert lab(env, "finish", str(run), "0", timeout=60).returncode == 0
@@ -476,11 +476,11 @@ def test_a_killed_report_leaves_the_run_incomplete(tmp_path: Path) -> None:
         time.sleep(delay)
         proc.kill()
         proc.wait()
-        m = schema.read_manifest(run)
+        m = manifest.read_manifest(run)
         if m.status == "complete":
-            assert all((run / name).is_file() for name in schema.OUTPUTS)
+            assert all((run / name).is_file() for name in outputs.OUTPUTS)
         else:
-            assert schema.pending(m)
+            assert manifest.pending(m)
 
 
 def test_finish_on_a_full_disk_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -512,15 +512,15 @@ def test_a_full_disk_mid_sweep_is_recorded(tmp_path: Path, monkeypatch: pytest.M
         pytest.skip("wrk is not installed")
     assert cli.main(["new-run"]) == 0
     run = Path(capsys.readouterr().out.strip())
-    real = schema.append_row
+    real = append_row
     rows: list[object] = []
 
-    def full(r: Path, row: schema.Row) -> None:
+    def full(r: Path, row: Row) -> None:
         rows.append(row)
         if len(rows) == 2:
             no_space()
         real(r, row)
-    monkeypatch.setattr(schema, "append_row", full)
+    monkeypatch.setattr("lab.record.rows.append_row", full)
     try:
         code = cli.main(["sweep", str(run), "paced"])
     finally:
@@ -531,11 +531,11 @@ def test_a_full_disk_mid_sweep_is_recorded(tmp_path: Path, monkeypatch: pytest.M
     err = capsys.readouterr().err
     assert code == 1, err
     assert "Traceback" not in err and "No space left on device" in err
-    m = schema.read_manifest(run)
+    m = manifest.read_manifest(run)
     assert m.status == "incomplete"
     assert m.servers["paced"].status == "failed"
     assert any("No space left on device" in p for p in m.problems)
-    assert len(schema.read_rows(run)) == 1
+    assert len(read_rows(run)) == 1
 
 
 def can_mount_tmpfs(where: Path) -> str | None:
@@ -568,7 +568,7 @@ def test_a_disk_that_fills_mid_run(tmp_path: Path, small_disk: Path) -> None:
     no_traceback(done)
     assert done.returncode != 0
     for run in [p for p in (small_disk / "results").iterdir() if p.is_dir()]:
-        m = json.loads((run / schema.MANIFEST).read_text())
+        m = json.loads((run / manifest.MANIFEST).read_text())
         assert m["status"] in ("incomplete", "interrupted"), m["status"]
         assert m["problems"]
 

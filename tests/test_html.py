@@ -1,4 +1,4 @@
-"""The HTML report (lab/present/html.py) on saved real runs (tests/fixtures/runs):
+"""The HTML report (lab/present/reportpage.py) on saved real runs (tests/fixtures/runs):
 content, flags next to their figures, no external URL, the index of runs,
 and the page as a real headless browser renders it."""
 from __future__ import annotations
@@ -18,7 +18,8 @@ import pytest
 
 from conftest import ROOT
 from lab.analyse import analysis, metrics, wording
-from lab.present import html
+from lab.present import comparepage, indexpage, reportpage, svg
+from lab.present.page import CSS
 from lab.record import folder
 
 FIXTURES = ROOT / "tests" / "fixtures" / "runs"
@@ -46,8 +47,8 @@ def results_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder.mark(top)
     for name in RUNS:
         shutil.copytree(FIXTURES / name, top / name)
-        html.write_report(top / name)
-    html.write_index(top)
+        reportpage.write_report(top / name)
+    indexpage.write_index(top)
     return top
 
 
@@ -70,13 +71,13 @@ def cells(text: str) -> list[str]:
 
 def flagged_cell(text: str, figure: str, flag: str) -> bool:
     """Some cell holds the figure, the flag's badge and its meaning."""
-    meaning = escape(html.MEANINGS[flag])
+    meaning = escape(reportpage.MEANINGS[flag])
     return any(figure in c and f'data-flag="{flag}"' in c and meaning in c
                for c in cells(text))
 
 
 def figure_of(s: metrics.LevelStats, flag: str) -> str:
-    concerns = html.FLAG_FIGURE.get(flag, "rate")
+    concerns = reportpage.FLAG_FIGURE.get(flag, "rate")
     if concerns == "latency":
         return escape(wording.median_range(s.resp_ms, fmt=".2f"))
     if concerns == "failed":
@@ -95,7 +96,7 @@ def test_every_flag_in_the_data_sits_next_to_its_figure(results_dir: Path) -> No
                                                                           s.value, flag)
 
 
-@pytest.mark.parametrize("flag", list(html.MEANINGS))
+@pytest.mark.parametrize("flag", list(reportpage.MEANINGS))
 def test_each_flag_occurs_in_a_saved_run_with_its_meaning(results_dir: Path, flag: str) -> None:
     if flag in NO_REAL_DATA:
         pytest.skip(f"no real run has {flag}: {NO_REAL_DATA[flag]}")
@@ -104,7 +105,7 @@ def test_each_flag_occurs_in_a_saved_run_with_its_meaning(results_dir: Path, fla
     assert found, f"no saved run shows {flag}"
     for t in found:
         legend = t[t.index('<dl class="legend">'):t.index("</dl>")]
-        assert f'data-flag="{flag}"' in legend and escape(html.MEANINGS[flag]) in legend
+        assert f'data-flag="{flag}"' in legend and escape(reportpage.MEANINGS[flag]) in legend
 
 
 def test_report_figures_per_server(results_dir: Path) -> None:
@@ -198,7 +199,7 @@ def test_svg_is_made_safe_and_scalable() -> None:
            "<defs><path id='gpPt1' d='M0,0'/></defs><use xlink:href='#gpPt1'/>"
            '<a xlink:href="https://example.org/"><text>x</text></a>'
            '<image href="http://example.org/i.png"/><g clip-path="url(#clip1)"/></svg>')
-    out = html.inline_svg("rps", raw)
+    out = svg.inline_svg("rps", raw)
     assert out.startswith("<svg") and "<?xml" not in out and "DOCTYPE" not in out
     assert "script" not in out and "onload" not in out and "example.org" not in out
     assert "xmlns" not in out and "http://" not in out
@@ -218,7 +219,7 @@ def test_probe_rendered_when_present_and_escaped(tmp_path: Path) -> None:
     m = json.loads((run / "manifest.json").read_text())
     m["servers"]["paced"]["summary"] = "<script>alert('x')</script>"
     (run / "manifest.json").write_text(json.dumps(m))
-    text = html.write_report(run).read_text()
+    text = reportpage.write_report(run).read_text()
     part = section(text, "paced")
     assert "<h3>Robustness probe</h3>" in part
     # worded headers and rounded values, no internals' names or Python words
@@ -244,7 +245,7 @@ def test_index_lists_runs_newest_first_with_working_links(results_dir: Path,
     m = json.loads((bare / "manifest.json").read_text())
     m["started"] = "2026-11-24T00:00:00+0000"
     (bare / "manifest.json").write_text(json.dumps(m))
-    index = html.write_index(top)
+    index = indexpage.write_index(top)
     assert index == top / "index.html"
     text = index.read_text()
     rows = re.findall(r"<tr>(.*?)</tr>", text.split("<tbody>")[1], re.S)
@@ -268,10 +269,10 @@ def test_main_report_writes_both_and_prints_paths(tmp_path: Path,
     run = tmp_path / COMPLETE
     shutil.copytree(FIXTURES / COMPLETE, run)
     folder.mark(tmp_path)
-    assert html.main_report(run) == 0
+    assert reportpage.main_report(run) == 0
     out = capsys.readouterr().out.split()
     assert out == [str(run / "report.html"), str(tmp_path / "index.html")]
-    assert html.main_report(tmp_path / "nothing") == 2
+    assert reportpage.main_report(tmp_path / "nothing") == 2
 
 
 # --- in a real headless browser ---------------------------------------------------
@@ -386,15 +387,15 @@ def compare_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_compare_page_is_built_by_html_with_a_hardened_chart(compare_page: Path,
                                                              tmp_path: Path) -> None:
     text = compare_page.read_text()
-    assert f"<style>{html.CSS}</style>" in text                 # the one page builder
+    assert f"<style>{CSS}</style>" in text                 # the one page builder
     assert text.count('<svg class="chart"') == 1 and "<?xml" not in text
     hostile = tmp_path / "compare.svg"
     hostile.write_text('<svg width="10" height="10" onload="alert(1)"><script>alert(2)</script>'
                        '<a href="https://example.org/"><text>x</text></a></svg>')
-    page_ = html.compare_page(html.ComparePage(
-        ids=("a", "b"), conditions=("x", "y"), warnings=[], head=["h"], rows=[["1"]],
-        numeric=set(), other_head=["h"], other_rows=[], note="", chart=hostile,
-        chart_problem=None, differences=[]))
+    page_ = comparepage.render(comparepage.ComparePage(
+        ids=("a", "b"), conditions=("x", "y"), lead="", warnings=[], level="c",
+        rows=[comparepage.RateRow("s", 1, "", "", "", "")], others=[], note="",
+        chart=hostile, chart_problem=None, differences=[]))
     assert "alert" not in page_ and "onload" not in page_ and "example.org" not in page_
 
 

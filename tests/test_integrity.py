@@ -19,9 +19,9 @@ import pytest
 
 from conftest import bench, free_port, lab_env, leftovers, run_folders
 from lab.analyse import analysis, findings, gate, levelrow, metrics, verdicts
-from lab.present import html
 from lab.measure.clients import siege, vegeta, wrk
 from lab.record.level import Level
+from lab.present import reportpage
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -205,7 +205,7 @@ def assert_legend(run: Path, flag: str) -> None:
     fixture runs have neither flag: tests/test_html.py's NO_REAL_DATA)."""
     page = (run / "report.html").read_text()
     legend = page[page.index('<dl class="legend">'):page.index("</dl>")]
-    assert f'data-flag="{flag}"' in legend and escape(html.MEANINGS[flag]) in legend
+    assert f'data-flag="{flag}"' in legend and escape(reportpage.MEANINGS[flag]) in legend
 
 
 def test_findings_own_their_text() -> None:

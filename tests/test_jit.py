@@ -14,9 +14,9 @@ import pytest
 from conftest import ROOT, bench, free_port, lab_env, leftovers, run_folders
 from lab.measure import jit
 from lab.analyse import levelrow, metrics
-from lab.record import schema
 from lab.present import report
 from lab.measure.topologies.local import LocalServerHost
+from lab.record import manifest
 
 FIXTURE = ROOT / "tests" / "fixtures" / "jcmd-perfcounter.txt"
 
@@ -55,8 +55,8 @@ def test_watch_gives_the_rate_between_readings_and_stops_after_an_error() -> Non
 
 
 def test_old_warmups_without_jit_fields_still_open() -> None:
-    w = schema.Start.of({"id": "rep1", "warmup": {"mode": "auto", "steady": True,
-                                                  "seconds": 6.1}}).warmup
+    w = manifest.Start.of({"id": "rep1", "warmup": {"mode": "auto", "steady": True,
+                                                    "seconds": 6.1}}).warmup
     assert w is not None
     assert w.jit_compiles is None and w.jit_error == ""
     assert report.jit_part([w]) == ""

@@ -14,9 +14,10 @@ import pytest
 
 from conftest import ROOT
 from lab.analyse import analysis, memsplit
-from lab.present import html, plot, report
+from lab.present import plot, report, reportpage
 from lab.host import procfs
-from lab.record import schema
+from lab.record import runrecord
+from lab.record.rows import CSV, append_row, read_rows
 
 MB = 1024
 # 64 MB touched by the parent, then shared with a forked child (copy on write);
@@ -118,19 +119,19 @@ def test_a_landed_run_without_the_columns_opens_and_says_unavailable(tmp_path: P
     assert {r[0] for r in rows} == set(a.stats)
     assert all(r[3] == "unavailable (not recorded by this run)" for r in rows)
     assert "## Where the memory goes" in report.write(run)
-    assert 'id="memory"' in html.render(run)
+    assert 'id="memory"' in reportpage.render(run)
 
 
 def test_rows_with_the_split_show_it_in_summary_report_levels_and_chart(tmp_path: Path) -> None:
     run = tmp_path / LANDED.name
     shutil.copytree(LANDED, run)
-    rows = schema.read_rows(run)
-    (run / schema.CSV).unlink()
+    rows = read_rows(run)
+    (run / CSV).unlink()
     for r in rows:
-        schema.append_row(run, r.__class__(**{**r.__dict__, "pss_kb": 9 * MB,
-                                              "private_kb": 6 * MB, "shared_kb": 12 * MB,
-                                              "anon_kb": 5 * MB}))
-    back = schema.read_rows(run)
+        append_row(run, r.__class__(**{**r.__dict__, "pss_kb": 9 * MB,
+                                       "private_kb": 6 * MB, "shared_kb": 12 * MB,
+                                       "anon_kb": 5 * MB}))
+    back = read_rows(run)
     assert all((r.pss_kb, r.private_kb, r.shared_kb, r.anon_kb) ==
                (9 * MB, 6 * MB, 12 * MB, 5 * MB) for r in back)
     summary = report.write(run)
@@ -142,10 +143,10 @@ def test_rows_with_the_split_show_it_in_summary_report_levels_and_chart(tmp_path
         [float(x[k]) for k in ("pss_kb_median", "private_kb_median", "shared_kb_median",
                                "anon_kb_median")] == [9 * MB, 6 * MB, 12 * MB, 5 * MB]
         for x in levels)
-    page = html.render(run)
+    page = reportpage.render(run)
     assert 'id="memory"' in page and "private share" in page
     _, a = analysis.of(run)
-    rec = schema.load(run)
+    rec = runrecord.load(run)
     plot.export(rec, a)
     dat = (run / "data" / "rss.dat").read_text().splitlines()
     assert dat[0] == "# server rss_end_MB rss_peak_MB role pss_end_MB private_end_MB"

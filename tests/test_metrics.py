@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from lab.analyse import analysis, levelrow, metrics, verdicts
-from lab.record import schema
 from lab.record.level import Level
-from lab.record.schema import Row
+from lab.record.rows import Row
+from lab.record import checked
+from lab.record.calibration import Calibration
 
 
 def level(rate: float = 1000.0, failed: int = 0, in_flight: float = 8.0,
@@ -217,7 +218,7 @@ def test_verdicts_say_when_a_server_lacks_the_level() -> None:
     assert v.kind == "missing" and "(b)" in v.text
 
 
-def calibration(**modes: dict[str, float]) -> schema.Calibration:
+def calibration(**modes: dict[str, float]) -> Calibration:
     """A calibration of siege with these req/s per level, per mode."""
     def level(rate: float) -> dict[str, object]:
         return {"rate_rps": rate, "client_cpu_pct": 95.0, "client_bound": True, "failed": 0}
@@ -227,7 +228,7 @@ def calibration(**modes: dict[str, float]) -> schema.Calibration:
             "clients": {"siege": {"version": "4", **{
                 m.replace("_", "-"): {k: level(v) for k, v in levels.items()}
                 for m, levels in modes.items()}}}}
-    return schema.Calibration.parse(schema.obj(data, Path("calibration.json"), ""))
+    return Calibration.parse(checked.obj(data, Path("calibration.json"), ""))
 
 
 def test_capacity_uses_the_nearest_calibrated_level_of_the_same_mode() -> None:

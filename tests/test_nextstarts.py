@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.analyse import analysis, nextstarts
-from lab.record import schema
+from lab.record.manifest import read_manifest
 from test_compare import make_run, manifest, paced_rows
 
 
@@ -26,7 +26,7 @@ def run_with(tmp: Path, rates: dict[str, list[float]], auto: bool = True, first:
 
 
 def plan(run: Path, servers: list[str]) -> nextstarts.Next:
-    return nextstarts.plan(schema.read_manifest(run), servers, analysis.of(run)[1])
+    return nextstarts.plan(read_manifest(run), servers, analysis.of(run)[1])
 
 
 def test_rounds_alternate_which_server_starts_first() -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from lab.analyse import contract
-from lab.present import compare, html
+from lab.present import compare, reportpage
 from lab.record import folder
 from lab.setup.exits import Exit
 from test_compare import make_run, manifest, paced_rows
@@ -33,7 +33,7 @@ def lead(text: str) -> str:
 def test_report_opens_with_what_how_and_the_verdict(tmp_path: Path) -> None:
     run = tmp_path / COMPLETE
     shutil.copytree(FIXTURES / COMPLETE, run)
-    text = html.write_report(run).read_text()
+    text = reportpage.write_report(run).read_text()
     line = lead(text)
     assert text.index('id="lead"') < text.index("<h2>")          # first, before any section
     assert f"GET {contract.PATH}" in line and contract.BODY.decode() in line

@@ -8,8 +8,9 @@ import shutil
 from pathlib import Path
 
 from conftest import ROOT
-from lab.present import html, report
-from lab.record import schema
+from lab.present import report, reportpage
+from lab.record import manifest
+from lab.record.rows import read_rows
 
 PRE = ROOT / "tests" / "fixtures" / "runs" / "20261125-120537-sturdy+paced-pre21"
 
@@ -29,8 +30,8 @@ def without_verdicts(summary: str) -> str:
 def test_a_run_of_the_flat_tree_writes_the_same_summary_again(tmp_path: Path) -> None:
     run = tmp_path / PRE.name
     shutil.copytree(PRE, run)
-    assert schema.read_manifest(run).run_id == "20261125-120537-sturdy+paced"
-    assert len(schema.read_rows(run)) == 8              # 2 servers x 2 repetitions x 2 levels
+    assert manifest.read_manifest(run).run_id == "20261125-120537-sturdy+paced"
+    assert len(read_rows(run)) == 8              # 2 servers x 2 repetitions x 2 levels
     report.write(run)
     assert (run / "levels.csv").read_text() == (PRE / "levels.csv").read_text()
     # the verdicts changed on purpose since (issue 28: the decision rule, every
@@ -61,6 +62,6 @@ def test_a_run_of_the_flat_tree_writes_the_same_summary_again(tmp_path: Path) ->
         assert v["cpu"]["kind"] == "undecided"
     [p] = got["primary_verdicts"]
     assert p["kind"] == "undecided" and p["metric"] == "server CPU per request"
-    page = html.render(run)
+    page = reportpage.render(run)
     for server in ("sturdy", "paced"):
         assert server in page

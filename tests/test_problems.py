@@ -7,7 +7,7 @@ import html as htmllib
 from pathlib import Path
 
 from conftest import bench, free_port, lab, lab_env, run_folders
-from lab.record import schema
+from lab.record import manifest
 
 
 def test_a_problem_added_to_a_complete_run_shows_in_summary_and_report(tmp_path: Path) -> None:
@@ -17,10 +17,10 @@ def test_a_problem_added_to_a_complete_run_shows_in_summary_and_report(tmp_path:
     assert made.returncode == 0, made.stderr[-2000:]
     [run] = run_folders(tmp_path)
     problem = "profile of sturdy: mvn could not fetch tools.profiler:async-profiler:4.0 <x>"
-    schema.add_problem(run, problem)
+    manifest.add_problem(run, problem)
     out = lab(env, "report", str(run))
     assert out.returncode == 0, out.stderr
-    m = schema.read_manifest(run)
+    m = manifest.read_manifest(run)
     assert m.status == "complete" and m.problems == [problem]
     for p in m.problems:
         assert p in (run / "summary.md").read_text()

@@ -21,12 +21,13 @@ import pytest
 
 from conftest import FAKES, ROOT, free_port
 from lab.analyse import analysis, wording
-from lab.present import html
-from lab.record import folder, schema
+from lab.present import indexpage, plot
+from lab.present.page import escaped
+from lab.record import files, folder, manifest, outputs, runrecord
 
 FIXTURES = ROOT / "tests" / "fixtures" / "runs"
 OLD = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
-LANDED = "20261124-071349-sturdy+paced-landed"     # written by the tree before lab/record/schema.py
+LANDED = "20261124-071349-sturdy+paced-landed"     # written by the tree before the typed record
 COMPLETE = "20261123-033407-nginx+paced"
 
 
@@ -75,9 +76,9 @@ def test_runs_of_older_labs_open_and_render(name: str, tmp_path: Path) -> None:
 def test_a_manifest_survives_a_read_modify_write(tmp_path: Path) -> None:
     run = copy_run(tmp_path / LANDED, LANDED)
     before = json.loads((run / "manifest.json").read_text())
-    schema.update(run, lambda m: None)
+    manifest.update(run, lambda m: None)
     after = json.loads((run / "manifest.json").read_text())
-    assert after.pop("schema") == schema.SCHEMA
+    assert after.pop("schema") == manifest.SCHEMA
     for key in before:                       # nothing lost, however typed
         assert key in after, key
     assert after["servers"]["sturdy"]["starts"][0]["pid"] == \
@@ -87,9 +88,9 @@ def test_a_manifest_survives_a_read_modify_write(tmp_path: Path) -> None:
 def test_a_newer_schema_is_refused_with_what_to_do(tmp_path: Path) -> None:
     run = copy_run(tmp_path / "r")
     m = json.loads((run / "manifest.json").read_text())
-    (run / "manifest.json").write_text(json.dumps({**m, "schema": schema.SCHEMA + 1}))
-    with pytest.raises(schema.RecordError, match="newer lab"):
-        schema.load(run)
+    (run / "manifest.json").write_text(json.dumps({**m, "schema": manifest.SCHEMA + 1}))
+    with pytest.raises(files.RecordError, match="newer lab"):
+        runrecord.load(run)
 
 
 # ---- case 1: report and plots never overwrite a page the lab did not write -----------
@@ -114,7 +115,7 @@ def test_case1_even_in_the_labs_own_folder_a_foreign_index_stays(tmp_path: Path)
     assert (top / "index.html").read_text() == "<html>the user's notes</html>\n"
     (top / "index.html").unlink()
     assert lab("report", str(run)).returncode == 0
-    assert html.INDEX_SIGNATURE in (top / "index.html").read_text()
+    assert indexpage.INDEX_SIGNATURE in (top / "index.html").read_text()
 
 
 # ---- case 2: one malformed folder breaks nothing else -------------------------------
@@ -135,7 +136,7 @@ def test_case2_a_malformed_sibling_is_listed_with_its_reason(tmp_path: Path, con
     assert done.returncode == 0, done.stderr
     index = (top / "index.html").read_text()
     row = next(r for r in index.split("<tr>") if ">bad<" in r)
-    assert "unreadable" in row and html.escaped(reason) in row
+    assert "unreadable" in row and escaped(reason) in row
     assert 'href="good/report.html"' in index
 
 
@@ -153,7 +154,7 @@ def test_case3_parallel_report_steps_all_succeed(tmp_path: Path) -> None:
         if p.stderr:
             p.stderr.close()
     assert all(code == 0 for code, _ in errors), [e for c, e in errors if c]
-    assert html.INDEX_SIGNATURE in (top / "index.html").read_text()
+    assert indexpage.INDEX_SIGNATURE in (top / "index.html").read_text()
     assert not list(top.glob("*.tmp")) and not list(top.glob(".*.tmp"))
 
 
@@ -350,7 +351,7 @@ def test_case6_a_rerun_records_what_it_overrode(tmp_path: Path) -> None:
                 f"RESULTS={out}", env={"WARMUP_MAX": "9s"})
     assert done.returncode == 0, done.stderr[-3000:]
     [new] = [p for p in out.iterdir() if p.is_dir()]
-    m = schema.read_manifest(new)
+    m = manifest.read_manifest(new)
     assert m.settings["PORT"] == port and m.params.repeat == 1
     landed = "20261124-071349-sturdy+paced"          # the run id it was recorded under
     assert m.extra["rerun"]["of"] == landed
@@ -360,3 +361,19 @@ def test_case6_a_rerun_records_what_it_overrode(tmp_path: Path) -> None:
     assert m.settings["WARMUP_MAX"] == "60s"
     summary = (new / "summary.md").read_text()
     assert f"Rerun of {landed}; " in summary and f"PORT given now ('{port}')" in summary
+
+
+def test_what_the_report_writes_is_named_once(tmp_path: Path) -> None:
+    """outputs.OUTPUTS is what `lab report` writes into a run folder; the
+    pending-report problem names each of them; the charts the lab draws are
+    the ones the report page orders."""
+    run = tmp_path / COMPLETE
+    shutil.copytree(FIXTURES / COMPLETE, run)
+    for name in outputs.OUTPUTS:
+        (run / name).unlink(missing_ok=True)
+    out = lab("report", str(run))
+    assert out.returncode == 0, out.stderr
+    assert [name for name in outputs.OUTPUTS if not (run / name).is_file()] == []
+    assert all(name in manifest.REPORT_PENDING for name in outputs.OUTPUTS)
+    drawn = {c for axis in ("concurrency", "rate", "workers") for c in plot.charts(axis, True)}
+    assert drawn <= set(outputs.CHARTS)

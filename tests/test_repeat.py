@@ -10,7 +10,8 @@ import subprocess
 from pathlib import Path
 
 from conftest import ROOT, bench, free_port, lab_env, leftovers, run_folders
-from lab.record import files, folder, schema
+from lab.record import calibration, files, folder, manifest
+from lab.record.rows import read_rows
 
 QUICK = {"DURATION": "1s", "WARMUP": "0", "PROBE": "0"}
 
@@ -25,7 +26,7 @@ def test_repetitions_interleave_servers_each_a_fresh_start(tmp_path: Path) -> No
                         PORT=str(free_port()), **QUICK), timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     run, m = only_run(tmp_path)
-    rows = schema.read_rows(run)
+    rows = read_rows(run)
     # ABBA: the second round starts the other server first
     assert [(r.server, r.rep, r.value) for r in rows] == [
         ("nginx", 1, 1), ("nginx", 1, 2), ("paced", 1, 1), ("paced", 1, 2),
@@ -60,7 +61,7 @@ def test_repeat_auto_adds_starts_only_while_a_pair_is_undecided(tmp_path: Path) 
     assert "[repeat] REPEAT_MAX=3 reached" in out.stderr
     assert "[paced#2 rep 3, up to 3] stopped" in out.stderr   # a third start, not "rep 3/2"
     run, m = only_run(tmp_path)
-    rows = schema.read_rows(run)
+    rows = read_rows(run)
     assert [(r.server, r.rep) for r in rows] == [
         ("paced", 1), ("paced#2", 1), ("paced#2", 2), ("paced", 2), ("paced", 3),
         ("paced#2", 3)]
@@ -83,7 +84,7 @@ def test_warmup_auto_waits_until_the_rate_is_steady(tmp_path: Path) -> None:
     assert warm["mode"] == "auto" and warm["steady"] is True, warm
     assert warm["seconds"] >= 4 and warm["slices"] >= 3          # it speeds up for 4 s
     assert warm["slice_rates"][0] < 0.7 * warm["slice_rates"][-1]
-    [row] = schema.read_rows(run)
+    [row] = read_rows(run)
     assert not row.has("not-steady")
     assert "steady after" in out.stderr
 
@@ -96,7 +97,7 @@ def test_warmup_that_hits_its_cap_flags_every_level(tmp_path: Path) -> None:
     run, m = only_run(tmp_path)
     [start] = m["servers"]["warming"]["starts"]
     assert start["warmup"]["steady"] is False and start["warmup"]["slices"] == 1
-    assert all(r.has("not-steady") for r in schema.read_rows(run))
+    assert all(r.has("not-steady") for r in read_rows(run))
     summary = (run / "summary.md").read_text()
     assert "hit the cap of 3s" in summary and "Raise WARMUP_MAX" in summary
 
@@ -106,7 +107,7 @@ def test_a_knob_sweep_restarts_the_server_per_value(tmp_path: Path) -> None:
                         CONCURRENCY="2", PORT=str(free_port()), **QUICK), timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     run, m = only_run(tmp_path)
-    rows = schema.read_rows(run)
+    rows = read_rows(run)
     assert [(r.axis, r.value, r.workers, r.concurrency) for r in rows] == [
         ("workers", 1, 1, 2), ("workers", 2, 2, 2)]
     # nginx: a master and WORKERS single-threaded workers, all sampled
@@ -149,11 +150,11 @@ def test_a_run_states_its_share_of_a_calibration_of_its_conditions(tmp_path: Pat
                         PORT=str(free_port()), **QUICK), timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     first, _ = only_run(tmp_path)
-    made = schema.read_manifest(first)           # a calibration of exactly these conditions
-    cal = schema.Calibration(
+    made = manifest.read_manifest(first)           # a calibration of exactly these conditions
+    cal = calibration.Calibration(
         made="2026-11-24T00:00:00+0000", ceiling="nginx", duration_s=1, levels=[2],
         pinning=made.pinning, host={}, topology=made.topology,
-        clients={"siege": schema.CalClient("4", {"close": {2: schema.CalLevel(
+        clients={"siege": calibration.CalClient("4", {"close": {2: calibration.CalLevel(
             rate_rps=10.0, client_cpu_pct=95.0, client_bound=True)}, "keep-alive": {}})})
     cache.mkdir(exist_ok=True)
     files.write_json(cache / "calibration.json", cal.to_json())
@@ -175,7 +176,7 @@ def test_a_knob_value_the_server_cannot_serve_is_recorded_and_skipped(tmp_path: 
                         CONCURRENCY="2", PORT=str(free_port()), **QUICK), timeout=300)
     assert out.returncode == 1, out.stderr[-3000:]
     run, m = only_run(tmp_path)
-    assert [(r.value, r.workers) for r in schema.read_rows(run)] == [(2, 2)]
+    assert [(r.value, r.workers) for r in read_rows(run)] == [(2, 2)]
     assert [s["status"] for s in m["servers"]["closer"]["starts"]] == ["not loaded", "complete"]
     assert m["status"] == "incomplete"
     [problem] = m["problems"]

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from conftest import lab, lab_env
-from lab.record import folder, schema
+from lab.record import folder, rows
 
 
 def test_run_folders_are_never_reused(tmp_path: Path) -> None:
@@ -34,25 +34,25 @@ def test_a_bench_run_folder_names_its_client_and_connection(
 
 
 def test_rows_are_appended_and_read_back_by_server(tmp_path: Path) -> None:
-    def row(server: str, c: int) -> schema.Row:
-        values = {f.name: 0 for f in fields(schema.Row)}
+    def row(server: str, c: int) -> rows.Row:
+        values = {f.name: 0 for f in fields(rows.Row)}
         values.update(server=server, rep=1, axis="concurrency", value=c, concurrency=c,
                       offered_rps=None, p50_ms=None, p90_ms=None, p99_ms=1.5,
                       littles_ratio=0.97, client_bound=c > 4, flags="", failure_kinds=None)
-        return schema.Row(**values)
+        return rows.Row(**values)
 
     for server, c in (("b", 8), ("b", 1), ("a", 4)):
-        schema.append_row(tmp_path, row(server, c))
-    grouped = dict(schema.rows_by_server(tmp_path))
+        rows.append_row(tmp_path, row(server, c))
+    grouped = dict(rows.rows_by_server(tmp_path))
     assert list(grouped) == ["b", "a"]                          # run order
     assert [r.value for r in grouped["b"]] == [1, 8]             # sorted by level
     assert grouped["b"][1].client_bound is True and grouped["b"][0].client_bound is False
     assert grouped["a"][0].offered_rps is None and grouped["a"][0].p99_ms == 1.5  # typed back
-    header = (tmp_path / schema.CSV).read_text().splitlines()[0]
-    assert header.split(",") == schema.COLUMNS
+    header = (tmp_path / rows.CSV).read_text().splitlines()[0]
+    assert header.split(",") == rows.COLUMNS
 
 
 def test_a_csv_from_an_older_lab_is_refused_with_the_reason(tmp_path: Path) -> None:
-    (tmp_path / schema.CSV).write_text("server,concurrency\nx,1\n")
+    (tmp_path / rows.CSV).write_text("server,concurrency\nx,1\n")
     with pytest.raises(ValueError, match="lacks columns rep"):
-        schema.read_rows(tmp_path)
+        rows.read_rows(tmp_path)

@@ -17,7 +17,7 @@ import pytest
 import schemacheck
 from conftest import ROOT, bench, free_port, lab_env, lab, leftovers, run_folders
 from lab.analyse import verdicts
-from lab.record import schema
+from lab.record import manifest, outputs
 
 RUNS = ROOT / "tests" / "fixtures" / "runs"
 SAVED = sorted(p.name for p in RUNS.iterdir() if (p / "manifest.json").is_file())
@@ -38,7 +38,7 @@ def test_each_saved_run_written_again_fits_the_schema(tmp_path: Path, name: str)
     assert done.returncode == 0, done.stderr
     assert schemacheck.check_file(run / "results.json") == []
     data = json.loads((run / "results.json").read_text())
-    assert data["results_schema"] == schema.RESULTS_SCHEMA == 1
+    assert data["results_schema"] == outputs.RESULTS_SCHEMA == 1
     for v in data["verdicts"]:      # the gate's words, as make compare prints them
         assert v["verdict"] in (*verdicts.RANKED, "no-clear-difference", "not-comparable",
                                 "inconclusive", "missing")
@@ -117,7 +117,7 @@ def analysis_part(run: Path) -> dict[str, Any]:
     schema version, as the schema's description says)."""
     data = json.loads((run / "results.json").read_text())
     assert isinstance(data, dict)
-    own = set(schema.read_manifest(run).to_json())
+    own = set(manifest.read_manifest(run).to_json())
     assert {"run_id", "servers", "params"} <= own and "levels" not in own
     return {k: v for k, v in data.items() if k not in own}
 

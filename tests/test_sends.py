@@ -15,10 +15,11 @@ import pytest
 
 from conftest import FAKES, bench, free_port, lab_env, leftovers, run_folders
 from lab.analyse import analysis, sends
-from lab.present import html
-from lab.record import schema
+from lab.present.page import escaped
+from lab.record import manifest
+from lab.record.rows import read_rows
 from lab.measure import verify
-from lab.record.schema import Response
+from lab.record.manifest import Response
 
 BODY = b'{"greeting":"Hello World!"}'
 # EWS's answer as measured: two spaces after Content-Length's colon, no Date
@@ -159,7 +160,7 @@ def test_a_run_records_and_shows_what_each_server_sends(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr[-3000:]
     [run] = run_folders(tmp_path)
     assert leftovers(run) == []
-    m = schema.read_manifest(run)
+    m = manifest.read_manifest(run)
     for name in ("sturdy", "bare"):
         starts = m.server(name).starts
         assert len(starts) == 3 and all(s.response is not None for s in starts)
@@ -178,13 +179,13 @@ def test_a_run_records_and_shows_what_each_server_sends(tmp_path: Path) -> None:
     assert "| bare |" in table and "| sturdy |" in table
     assert "no Date header" in table and "`Content-Length:  27` (spacing)" in table
     page = (run / "report.html").read_text()
-    assert 'id="sends"' in page and html.escaped("Content-Length:  27") in page
+    assert 'id="sends"' in page and escaped("Content-Length:  27") in page
     _, a = analysis.of(run)
     [v] = a.verdicts
     assert sturdy.bytes is not None
     diff = abs(sturdy.bytes - bare.bytes)
     assert diff and f"{diff} bytes smaller" in v.wire_text and v.wire_text in summary
-    rows = schema.read_rows(run)
+    rows = read_rows(run)
     assert rows and all(r.pss_kb and r.private_kb and r.shared_kb is not None
                         and r.anon_kb for r in rows)
     assert all(r.pss_kb <= r.rss_end_kb * 1.1 for r in rows if r.pss_kb)

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import FAKES, ROOT, bench, free_port, lab_env, run_folders
 from lab.studies import cost
-from lab.record import schema
+from lab.record import costs, manifest
 
 
 def make(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -40,13 +40,13 @@ def cost_run(tmp_path: Path, bench_run: Path) -> Path:
     """A run folder as make cost leaves it (its manifest: kind cost, cost's settings)."""
     run = tmp_path / "made-by-cost"
     run.mkdir()
-    m = json.loads((bench_run / schema.MANIFEST).read_text())
+    m = json.loads((bench_run / manifest.MANIFEST).read_text())
     m["kind"] = "cost"
     m["settings"] = {"SERVER": "nginx", "COST_LEVELS": "1", "COST_REQUESTS": "1000 3000",
                      "REPEAT": "1", "PORT": str(free_port()), "BIND": "127.0.0.1"}
     m["reproduce"] = "make cost " + " ".join(f"{k}={shlex.quote(v)}"
                                              for k, v in m["settings"].items())
-    (run / schema.MANIFEST).write_text(json.dumps(m))
+    (run / manifest.MANIFEST).write_text(json.dumps(m))
     return run
 
 
@@ -127,9 +127,9 @@ def test_rerun_of_a_cost_run_runs_make_cost(tmp_path: Path, cost_run: Path) -> N
 def test_rerun_of_another_kind_of_folder_exits_2(tmp_path: Path, bench_run: Path) -> None:
     run = tmp_path / "made-by-something-else"
     shutil.copytree(bench_run, run)
-    m = json.loads((run / schema.MANIFEST).read_text())
+    m = json.loads((run / manifest.MANIFEST).read_text())
     m["kind"] = "calibrate"
-    (run / schema.MANIFEST).write_text(json.dumps(m))
+    (run / manifest.MANIFEST).write_text(json.dumps(m))
     out = make(lab_env(tmp_path), "rerun", f"RUN={run}")
     refused(out, "make calibrate", tmp_path)
 
@@ -156,7 +156,7 @@ def test_cost_reproduce_line_holds_every_setting_it_read(tmp_path: Path,
     run = tmp_path / "run"
     run.mkdir()
     cost.write_manifest(run, params, levels, counts, repeat, servers)
-    m = json.loads((run / schema.MANIFEST).read_text())
+    m = json.loads((run / manifest.MANIFEST).read_text())
     words = shlex.split(m["reproduce"])
     assert words[:2] == ["make", "cost"]
     line = dict(w.split("=", 1) for w in words[2:])
@@ -166,7 +166,7 @@ def test_cost_reproduce_line_holds_every_setting_it_read(tmp_path: Path,
 
 
 def test_bench_reproduce_line_is_its_manifest(bench_run: Path) -> None:
-    m = json.loads((bench_run / schema.MANIFEST).read_text())
+    m = json.loads((bench_run / manifest.MANIFEST).read_text())
     words = shlex.split(m["reproduce"])
     assert words[:2] == ["make", "bench"]
     line = dict(w.split("=", 1) for w in words[2:])
@@ -188,10 +188,10 @@ def test_not_built_names_the_servers_to_build(tmp_path: Path, bench_run: Path) -
         '[workers]\ndefault = 1\nfixed = true\nmeaning = "none"\n')
     run = tmp_path / "run"
     shutil.copytree(bench_run, run)
-    m = json.loads((run / schema.MANIFEST).read_text())
+    m = json.loads((run / manifest.MANIFEST).read_text())
     m["params"]["servers"] = ["unbuilt"]
     m["settings"]["SERVER"] = "unbuilt"
-    (run / schema.MANIFEST).write_text(json.dumps(m))
+    (run / manifest.MANIFEST).write_text(json.dumps(m))
     env = lab_env(tmp_path, PROFILE_AT="1")
     env["LAB_SERVER_PATH"] += f":{tmp_path / 'servers'}"
     out = make(env, "profile", f"RUN={run}")
@@ -211,11 +211,11 @@ def test_rerun_of_a_real_cost_run_is_a_cost_run(tmp_path: Path) -> None:
     again = make(lab_env(tmp_path), "rerun", f"RUN={run}", f"PORT={port}")
     assert again.returncode == 0, again.stderr[-2000:]
     [new] = [r for r in run_folders(tmp_path) if r != run]
-    m = json.loads((new / schema.MANIFEST).read_text())
-    assert m["kind"] == "cost" and (new / schema.COST).exists()
+    m = json.loads((new / manifest.MANIFEST).read_text())
+    assert m["kind"] == "cost" and (new / costs.COST).exists()
     assert m["rerun"]["of"] == run.name
     assert m["rerun"]["overridden"] == {"PORT": {"recorded": env["PORT"], "given": port}}
-    old = json.loads((run / schema.MANIFEST).read_text())["settings"]
+    old = json.loads((run / manifest.MANIFEST).read_text())["settings"]
     assert m["settings"] == {**old, "PORT": port}
 
 

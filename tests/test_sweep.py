@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FAKES, ROOT, free_port, leftovers
-from lab.record import folder, schema
+from lab.record import folder, manifest
 from lab.measure.clients import Load, Options
 from lab.record.level import Level
 from lab.setup.fromenv import from_env
@@ -39,8 +39,8 @@ def test_overrunning_client_is_stopped_retried_once_then_reported(tmp_path: Path
                        "WARMUP": "0", "CLIENT_GRACE": "1s", "PORT": str(free_port())},
                       list(servers), ["siege"])
     run = folder.new_run(tmp_path, params.servers)
-    schema.write_manifest(run, schema.Manifest(run.name, schema.RunParams(
-        ["nginx"], "concurrency", 1), schema.ClientInfo("overrun")))
+    manifest.write_manifest(run, manifest.Manifest(run.name, manifest.RunParams(
+        ["nginx"], "concurrency", 1), manifest.ClientInfo("overrun")))
     sweep = ServerSweep(ROOT, tmp_path / "cache", run, servers["nginx"], params, Overrunning())
     with pytest.raises(ClientHung, match="did not finish within 2s"):
         sweep.run_all()

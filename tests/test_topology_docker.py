@@ -21,11 +21,12 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, bench, free_port, lab, lab_env, leftovers, run_folders
-from lab.record import folder, schema
+from lab.record import folder, manifest
 from lab.setup.fromenv import from_env
 from lab.measure.topologies import docker
 from lab.measure.topologies.docker import cgroups, compose, engine as docker_engine
 from lab.setup.servers import discover
+from lab.record.rows import CSV, Row, append_row, read_rows, rows_by_server
 
 PREFIX = "dockertest"                     # compose projects of these tests: dockertest-<port>
 
@@ -200,42 +201,42 @@ def test_this_process_has_a_memory_cgroup_the_lab_can_read() -> None:
     assert usage is not None and usage > 0
 
 
-def a_row(server: str, c: int, cgroup: int | None) -> schema.Row:
-    values = {f.name: 1 for f in fields(schema.Row)}
+def a_row(server: str, c: int, cgroup: int | None) -> Row:
+    values = {f.name: 1 for f in fields(Row)}
     values.update(server=server, rep=1, axis="concurrency", value=c, concurrency=c,
                   offered_rps=None, p50_ms=None, p90_ms=None, p99_ms=1.5, rss_end_kb=10240,
                   littles_ratio=1.0, client_bound=False, flags="", rate_rps=1000.0,
                   cgroup_mem_kb=cgroup, cgroup_mem_peak_kb=cgroup, failure_kinds="")
-    return schema.Row(**values)
+    return Row(**values)
 
 
 def test_old_results_without_the_cgroup_columns_still_read(tmp_path: Path) -> None:
-    schema.append_row(tmp_path, a_row("aws", 1, None))
-    csv = tmp_path / schema.CSV
+    append_row(tmp_path, a_row("aws", 1, None))
+    csv = tmp_path / CSV
     head, body = csv.read_text().splitlines()
     keep = [i for i, c in enumerate(head.split(",")) if not c.startswith("cgroup_")]
     csv.write_text("\n".join(",".join(line.split(",")[i] for i in keep)
                              for line in (head, body)) + "\n")
     assert "cgroup" not in csv.read_text()                     # as an older lab wrote it
-    [row] = schema.read_rows(tmp_path)
+    [row] = read_rows(tmp_path)
     assert row.cgroup_mem_kb is None and row.rss_end_kb == 10240
 
 
 def test_the_summary_names_both_memory_figures_only_when_there_is_a_cgroup(
         tmp_path: Path) -> None:
     from lab.analyse import analysis
-    from lab.record import schema
+    from lab.record import manifest
     from lab.present import report
     for run, cgroup in ((tmp_path / "process", None), (tmp_path / "docker", 20480)):
         run.mkdir()
-        schema.append_row(run, a_row("aws", 1, cgroup))
-        [row] = schema.read_rows(run)
+        append_row(run, a_row("aws", 1, cgroup))
+        [row] = read_rows(run)
         assert row.cgroup_mem_kb == cgroup                     # typed back, None when empty
-        m = schema.Manifest("r", schema.RunParams(["aws"], "concurrency", 1),
-                            schema.ClientInfo("wrk"),
-                            servers={"aws": schema.ServerRecord("aws", framework="AWS",
-                                                                version="20.2")})
-        schema.write_manifest(run, m)
+        m = manifest.Manifest("r", manifest.RunParams(["aws"], "concurrency", 1),
+                              manifest.ClientInfo("wrk"),
+                              servers={"aws": manifest.ServerRecord("aws", framework="AWS",
+                                                                    version="20.2")})
+        manifest.write_manifest(run, m)
         table = "\n".join(report.server_table(m, analysis.of(run)[1].stats))
         if cgroup is None:
             assert "cgroup" not in table
@@ -368,7 +369,7 @@ def test_aws_and_undertow_through_compose(tmp_path: Path) -> None:
                               for x in memory)
     assert "java_version" in m["servers"]["undertow"]["facts"]
     assert "gnat_version" in m["servers"]["aws"]["facts"]
-    grouped = dict(schema.rows_by_server(run))
+    grouped = dict(rows_by_server(run))
     for name, rows in grouped.items():
         assert [r.concurrency for r in rows] == [1, 4]
         for r in rows:
@@ -389,7 +390,7 @@ def start_docker_bench(tmp_path: Path, port: int) -> tuple[subprocess.Popen[str]
     deadline = time.monotonic() + 2400                 # a cold image build included
     while time.monotonic() < deadline:
         runs = run_folders(tmp_path)
-        if runs and schema.read_rows(runs[0]):
+        if runs and read_rows(runs[0]):
             return proc, runs[0]
         if proc.poll() is not None:
             raise AssertionError(proc.communicate()[1][-4000:])
@@ -416,7 +417,7 @@ def test_a_container_that_dies_mid_sweep_leaves_nothing(tmp_path: Path) -> None:
     assert "the server exited" in err and "finished levels are kept" in err
     m = json.loads((run / "manifest.json").read_text())
     assert m["status"] == "incomplete" and m["servers"]["aws"]["status"] == "failed"
-    assert 1 <= len(schema.read_rows(run)) < 6
+    assert 1 <= len(read_rows(run)) < 6
     assert project_leftovers(port) == [] and leftovers(run) == []
 
 

@@ -21,7 +21,8 @@ import pytest
 
 from conftest import ROOT, bench, free_port, lab, lab_env, leftovers, run_folders
 from lab.analyse import levelrow
-from lab.record import folder, schema
+from lab.record import folder
+from lab.record.rows import read_rows
 from lab.measure.clients import Load
 from lab.record.level import Level
 from lab.setup.fromenv import from_env
@@ -270,7 +271,7 @@ def test_aws_and_jersey_on_the_server_host(tmp_path: Path, lan: Lan) -> None:
     assert m["servers"]["aws"]["facts"]["toolchain"] == "rootfs"
     assert m["servers"]["aws"]["facts"]["rootfs_path"] == \
         m["topology_details"]["remote_folders"][lan.dest(0)] + "/cache/ada-bullseye"
-    rows = schema.read_rows(run)
+    rows = read_rows(run)
     assert [(r.server, r.concurrency) for r in rows] == [("aws", 1), ("aws", 4),
                                                          ("jersey", 1), ("jersey", 4)]
     for r in rows:
@@ -290,7 +291,7 @@ def test_two_client_hosts_drive_one_server_together(tmp_path: Path, lan: Lan) ->
     assert m["status"] == "complete" and "load_split" in m["topology_details"]
     assert m["topology_details"]["client_hosts"] == hosts.split()
     assert [h["ssh"] for h in m["client_hosts"]] == hosts.split()     # each host's facts
-    rows = {r.concurrency: r for r in schema.read_rows(run)}
+    rows = {r.concurrency: r for r in read_rows(run)}
     lines = [json.loads(x) for x in (run / "nginx" / "client-hosts.jsonl").read_text()
              .splitlines()]
     by_tag = {x["tag"]: x for x in lines}
@@ -317,7 +318,7 @@ def start_bench(env: dict[str, str], tmp: Path) -> tuple[subprocess.Popen[str], 
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         runs = run_folders(tmp)
-        if runs and schema.read_rows(runs[0]):
+        if runs and read_rows(runs[0]):
             return proc, runs[0]
         assert proc.poll() is None, proc.communicate()
         time.sleep(0.2)
@@ -337,7 +338,7 @@ def test_ctrl_c_stops_everything_on_every_host(tmp_path: Path, lan: Lan) -> None
     assert proc.returncode == 130, err
     m = manifest(run)
     assert m["status"] == "interrupted" and m["servers"]["nginx"]["status"] == "interrupted"
-    assert schema.read_rows(run)
+    assert read_rows(run)
     nothing_left(run, lan, env)
 
 
@@ -351,7 +352,7 @@ def test_server_crash_on_the_server_host(tmp_path: Path, lan: Lan) -> None:
     assert "the server exited" in err and "finished levels are kept" in err
     m = manifest(run)
     assert m["status"] == "incomplete" and m["servers"]["nginx"]["status"] == "failed"
-    assert 1 <= len(schema.read_rows(run)) < 8
+    assert 1 <= len(read_rows(run)) < 8
     nothing_left(run, lan, env)
 
 
@@ -369,7 +370,7 @@ def test_a_killed_steps_server_is_stopped_by_its_keeper(tmp_path: Path, lan: Lan
                                 cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 120
-        while not schema.read_rows(run):
+        while not read_rows(run):
             assert time.monotonic() < deadline and step.poll() is None
             time.sleep(0.2)
         assert leftovers(run)

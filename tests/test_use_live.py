@@ -11,14 +11,14 @@ from pathlib import Path
 
 from conftest import ROOT, lab, lab_env
 from lab.analyse import use
-from lab.record import schema
+from lab.record import runrecord
 
 FIXTURES = ROOT / "tests" / "fixtures" / "runs"
 FLAKY = FIXTURES / "20261123-033230-warming+nginx+flaky"     # failures, client-bound, host-busy
 
 
 def test_use_reads_each_resource_of_each_level_off_the_run() -> None:
-    rec = schema.load(FLAKY)
+    rec = runrecord.load(FLAKY)
     found = use.tables(rec.rows)
     assert {(s, v) for s, v, _ in found} == {(r.server, r.value) for r in rec.rows}
     for server, value, rows in found:

@@ -28,7 +28,8 @@ from typing import Any
 import pytest
 
 from conftest import ROOT, free_port, lab_env, leftovers
-from lab.record import schema
+from lab.record import rows
+from lab.record.costs import COST
 
 DOC = ROOT / "docs" / "workshop.md"
 SHORT = ["DURATION=1s", "REPEAT=1", "WARMUP=0", "PROBE=0"]
@@ -201,7 +202,7 @@ def exercise_2(d: Done) -> None:
     for run in bench_runs(d):
         m = json.loads((run / "manifest.json").read_text())
         assert all(s["workers"] == 16 for s in m["servers"]["aws@16"]["starts"])
-    keepalive = schema.read_rows(bench_runs(d)[0])
+    keepalive = rows.read_rows(bench_runs(d)[0])
     assert all(r.failed == 0 for r in keepalive if r.server == "aws@16"), \
         [(r.value, r.failed) for r in keepalive]
     said = d.outputs[-1].stdout             # make use: the USE table of the close run
@@ -214,12 +215,12 @@ def exercise_3(d: Done) -> None:
     sweep, pairs = bench_runs(d)[:2]
     m = json.loads((sweep / "manifest.json").read_text())
     assert m["status"] == "incomplete"                       # workers=1: not loaded
-    assert {r.value for r in schema.read_rows(sweep)} == {2, 4, 8, 16, 32}
+    assert {r.value for r in rows.read_rows(sweep)} == {2, 4, 8, 16, 32}
     assert "workers=1" in " ".join(m["problems"]) + json.dumps(m["servers"]["aws"])
     found = json.loads((pairs / "results.json").read_text())["verdicts"]
     assert {(v["a"], v["b"]) for v in found} >= {("aws@8", "aws@16"), ("aws@8", "aws@32"),
                                                  ("aws@16", "aws@32")}, found
-    busy = any(r.has("host-busy") or r.has("steal") for r in schema.read_rows(pairs))
+    busy = any(r.has("host-busy") or r.has("steal") for r in rows.read_rows(pairs))
     eight = next(v for v in found if (v["a"], v["b"]) == ("aws@8", "aws@16"))
     if not busy:                     # a quiet host: 8 and 16 tasks are not ranked
         assert not eight["kind"].startswith(("better", "faster")), eight
@@ -256,11 +257,11 @@ def exercise_7(d: Done) -> None:
 
 def exercise_9(d: Done) -> None:
     # instructions per request rank the three servers the same way in both runs
-    costs = [r for r in d.runs if (r / schema.COST).exists()]
+    costs = [r for r in d.runs if (r / COST).exists()]
     assert len(costs) == 2 and len(bench_runs(d)) == 2
 
     def order(run: Path) -> list[str]:
-        data = json.loads((run / schema.COST).read_text())["servers"]
+        data = json.loads((run / COST).read_text())["servers"]
         per = {n: statistics.median(r["per_request"] for r in e["reps"])
                for n, e in data.items() if e.get("applicable")}
         return sorted(per, key=per.__getitem__)

@@ -18,7 +18,7 @@ from pathlib import Path
 from lab.analyse import analysis, verdicts
 from lab.setup.exits import Exit
 from lab.analyse.metrics import LevelStats
-from lab.record.schema import RecordError
+from lab.record.files import RecordError
 
 Stats = dict[str, list[LevelStats]]
 

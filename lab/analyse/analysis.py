@@ -17,12 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from lab.analyse import costlink, costview, findings, metrics, profileview, sends, verdicts
-from lab.record import failures, schema
+from lab.record import failures, outputs, runrecord
 from lab.analyse.wording import axis_label
 from lab.analyse.findings import Finding
 from lab.analyse.metrics import LevelStats
 from lab.analyse.verdicts import Verdict
-from lab.record.schema import CalLevel, Calibration, Manifest, RunRecord
+from lab.record.calibration import CalLevel, Calibration
+from lab.record.manifest import Manifest
+from lab.record.runrecord import RunRecord
 from lab.setup.reason import Reason
 
 CLIENT_LIMITED = "client-limited"
@@ -344,7 +346,7 @@ def of(run: Path) -> tuple[RunRecord, Analysis]:
     """A run folder read (RecordError when it cannot be) and analysed; a
     CPU-per-request verdict gets the instructions per request of `make cost`
     runs of the same builds beside it (lab.analyse.costlink: runs beside this one)."""
-    rec = schema.load(run)
+    rec = runrecord.load(run)
     a = analyse(rec)
     if any(v.cpu is not None for v in a.verdicts) and rec.manifest.extra.get("kind") != "cost":
         links = costlink.find(run, rec.manifest)
@@ -385,7 +387,7 @@ def to_json(rec: RunRecord, a: Analysis) -> dict[str, Any]:
     """results.json: the manifest, typed rows, level statistics, verdicts and
     capacity shares, as one file for other tools."""
     return {**rec.manifest.to_json(),
-            "results_schema": schema.RESULTS_SCHEMA,
+            "results_schema": outputs.RESULTS_SCHEMA,
             "levels": {n: [level_json(s) for s in v] for n, v in a.stats.items()},
             "verdict_basis": a.basis,
             "verdict_axis": axis_label(rec.manifest.params.axis),

@@ -12,9 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lab.analyse import costview
-from lab.record import schema
+from lab.record import manifest
+from lab.record.costs import COST, read_costs
 from lab.analyse.metrics import Spread
-from lab.record.schema import Manifest, RecordError
+from lab.record.files import RecordError
+from lab.record.manifest import Manifest
 
 
 @dataclass(frozen=True)
@@ -38,11 +40,11 @@ def find(run: Path, m: Manifest) -> dict[str, CostLink]:
     except OSError:
         return found
     for folder in siblings:
-        if not (folder / schema.COST).is_file():
+        if not (folder / COST).is_file():
             continue
         try:
-            cm = schema.read_manifest(folder)
-            costs = schema.read_costs(folder)
+            cm = manifest.read_manifest(folder)
+            costs = read_costs(folder)
         except RecordError:
             continue
         if cm.extra.get("kind") != "cost" or costs is None:

@@ -16,7 +16,7 @@ from lab.analyse import metrics
 from lab.analyse.wording import DASH, median_range
 from lab.analyse.metrics import Spread
 from lab.analyse.verdicts import RANKED, Sample, judge
-from lab.record.schema import Costs
+from lab.record.costs import Costs
 
 JIT_LANGUAGES = frozenset({"Java", "Kotlin", "Scala", "Groovy", "Clojure"})
 JIT_REASON = ("not applicable (JIT): a JVM compiles its hot code while it runs, and under "

@@ -17,11 +17,12 @@ from typing import Any
 
 from lab.analyse import analysis, costview, verdicts
 from lab.analyse.metrics import LevelStats, Spread
-from lab.record import schema
+from lab.record import files, manifest
+from lab.record.rows import CSV
 from lab.setup.reason import Reason
 
 Stats = dict[str, list[LevelStats]]
-Manifest = dict[str, Any]          # a run's manifest as JSON (schema.Manifest.to_json)
+Manifest = dict[str, Any]          # a run's manifest as JSON (manifest.Manifest.to_json)
 Costs = costview.CostAnalysis | None
 
 
@@ -87,7 +88,7 @@ def path_differences(ma: Manifest, mb: Manifest, paths: list[tuple[str, str]],
                      matters: bool) -> list[Difference]:
     out = []
     for what, path in paths:
-        a, b = schema.manifest_value(ma, path), schema.manifest_value(mb, path)
+        a, b = manifest.manifest_value(ma, path), manifest.manifest_value(mb, path)
         if a != b:
             out.append(Difference(what, shown(a), shown(b), matters))
     return out
@@ -120,7 +121,7 @@ def server_differences(ma: Manifest, mb: Manifest) -> list[Difference]:
 def load_difference(ma: Manifest, mb: Manifest) -> list[Difference]:
     """The 1-minute load average at the start, when it differs at one decimal."""
     def first(m: Manifest) -> str:
-        load = schema.manifest_value(m, "host.load_average_at_start")
+        load = manifest.manifest_value(m, "host.load_average_at_start")
         return f"{load[0]:.1f}" if isinstance(load, list) and load else shown(None)
     a, b = first(ma), first(mb)
     return [] if a == b else [Difference("load average at start (1 min)", a, b, False)]
@@ -239,10 +240,10 @@ def load(run: Path) -> tuple[Manifest, Stats, Costs] | str:
     (make cost runs), or why it cannot be compared."""
     try:
         rec, a = analysis.of(run)
-    except schema.RecordError as e:
+    except files.RecordError as e:
         return str(e)
     if not a.stats and a.costs is None:
-        return f"{run} has no measured levels ({schema.CSV} is missing or empty)"
+        return f"{run} has no measured levels ({CSV} is missing or empty)"
     return rec.manifest.to_json(), a.stats, a.costs
 
 
@@ -254,7 +255,7 @@ def why_not_two_runs(a: Path, b: Path, ma: Manifest, mb: Manifest) -> Reason:
         return (f"A and B are the same run folder ({a.resolve()}): every ratio would be "
                 "1.000; give B a run of the changed server (make noise SERVER=... measures "
                 "this host's own spread)")
-    rows = [(r / schema.CSV).read_bytes() if (r / schema.CSV).is_file() else b""
+    rows = [(r / CSV).read_bytes() if (r / CSV).is_file() else b""
             for r in (a, b)]
     if ma.get("run_id") == mb.get("run_id") and rows[0] == rows[1]:
         return (f"warning: A and B hold the same measurements (run {ma.get('run_id')} and a "

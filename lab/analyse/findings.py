@@ -2,7 +2,7 @@
 
 Like hyperfine's `Warnings` enum, whose Display is the one place its words
 are written: lab.analyse.analysis.warnings finds them (the figures), and the
-summary (lab.present.report), the report page (lab.present.html) and
+summary (lab.present.report), the report page (lab.present.reportpage) and
 results.json (analysis.to_json: `warnings`, the texts; `findings`, kind +
 figures + text) all render the same values through `text()`. A warning says
 what was seen, then what to do.

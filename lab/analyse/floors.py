@@ -23,7 +23,8 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from lab.record import files, schema
+from lab.record import files
+from lab.record.manifest import manifest_value
 
 FOLDER = "noise"
 SCHEMA = 1
@@ -46,7 +47,7 @@ CONDITIONS: tuple[tuple[str, str], ...] = (
 
 def conditions_of(manifest: dict[str, Any]) -> dict[str, Any]:
     """The conditions of CONDITIONS, as a run's manifest records them."""
-    return {what: schema.manifest_value(manifest, path) for what, path in CONDITIONS}
+    return {what: manifest_value(manifest, path) for what, path in CONDITIONS}
 
 
 @dataclass(frozen=True)
@@ -106,11 +107,11 @@ def read_all(cache: Path, server: str) -> list[Floor]:
     if not path.exists():
         return []
     try:
-        data = schema.read_json(path)
+        data = files.read_json(path)
         if not isinstance(data, dict) or not isinstance(data.get("floors"), list):
             raise ValueError("should be an object with a list of `floors`")
         return [floor_of(f, i) for i, f in enumerate(data["floors"])]
-    except (schema.RecordError, KeyError, TypeError, AttributeError, ValueError) as e:
+    except (files.RecordError, KeyError, TypeError, AttributeError, ValueError) as e:
         print(f"warning: noise floor not used: {path}: {e}; run `make noise SERVER={server}` "
               "again", file=sys.stderr)
         return []

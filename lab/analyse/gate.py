@@ -25,7 +25,7 @@ from pathlib import Path
 from lab.analyse import costview, decide, floors, metrics, reasons, verdicts
 from lab.analyse.diff import Manifest, Stats
 from lab.analyse.metrics import LevelStats
-from lab.record import schema
+from lab.record import manifest
 from lab.setup.exits import Exit
 
 # metric: (what it is, higher is better)
@@ -122,8 +122,8 @@ def widen_of(m: Manifest) -> float:
     """The lab's CPUs over the server's (pinning.server_cpus and
     client_cpus, CPU lists as taskset takes them); 2 when not recorded."""
     try:
-        server = reasons.cpus(str(schema.manifest_value(m, "pinning.server_cpus") or ""))
-        client = reasons.cpus(str(schema.manifest_value(m, "pinning.client_cpus") or ""))
+        server = reasons.cpus(str(manifest.manifest_value(m, "pinning.server_cpus") or ""))
+        client = reasons.cpus(str(manifest.manifest_value(m, "pinning.client_cpus") or ""))
     except ValueError:
         return 2.0
     return (server + client) / server if server and client else 2.0
@@ -263,7 +263,7 @@ def of(sa: Stats, sb: Stats, costs: tuple[costview.CostAnalysis | None,
     across = across_checks(sa, sb, wanted, ms, settings, cache)
     each = decide.family_alpha(settings.alpha / 2, family_size(sa, sb, ca, cb, wanted, ms))
     for name in dict.fromkeys(servers):
-        if "." not in name and any(schema.manifest_value(m, f"servers.{name}.role") == "ceiling"
+        if "." not in name and any(manifest.manifest_value(m, f"servers.{name}.role") == "ceiling"
                                    for m in ms):
             in_b = {s.value for s in sb.get(name, [])}
             checks += [GateCheck(name, s.value, metric, NOT_APPLICABLE, None, None, None,
@@ -345,7 +345,7 @@ def across_checks(sa: Stats, sb: Stats, wanted: tuple[str, ...],
     their number."""
     todo: list[Todo] = []
     for name in sa:
-        if name not in sb or any(schema.manifest_value(m, f"servers.{name}.role") == "ceiling"
+        if name not in sb or any(manifest.manifest_value(m, f"servers.{name}.role") == "ceiling"
                                  for m in ms):
             continue
         at_b = {s.value: s for s in sb[name]}
@@ -399,7 +399,7 @@ def family_size(sa: Stats, sb: Stats, ca: dict[tuple[str, int], costview.LevelCo
     (not the ceiling), before any is judged."""
     n = 0
     for name in sa:
-        if name not in sb or any(schema.manifest_value(m, f"servers.{name}.role") == "ceiling"
+        if name not in sb or any(manifest.manifest_value(m, f"servers.{name}.role") == "ceiling"
                                  for m in ms):
             continue
         at_b = {s.value: s for s in sb[name]}

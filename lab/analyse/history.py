@@ -26,7 +26,7 @@ from typing import Any
 from lab.setup.paths import PLOTS
 from lab.analyse import analysis, metrics
 from lab.analyse.gate import UNCLEAN
-from lab.record import schema
+from lab.record import files, manifest, outputs
 from lab.analyse.wording import gp_quote
 
 
@@ -65,8 +65,8 @@ class Point:
 
 
 def conditions(m: dict[str, Any], server: str) -> tuple[tuple[str, str], ...]:
-    found = [(what, str(schema.manifest_value(m, path) or "?")) for what, path in CONDITIONS]
-    version = schema.manifest_value(m, f"servers.{server}.version") if "." not in server else None
+    found = [(what, str(manifest.manifest_value(m, path) or "?")) for what, path in CONDITIONS]
+    version = manifest.manifest_value(m, f"servers.{server}.version") if "." not in server else None
     return tuple(found + [("server version", str(version or "?"))])
 
 
@@ -91,7 +91,7 @@ def run_points(run: Path) -> list[Point]:
             cpu_us_per_req=top.cpu_us_per_req.median if top else None,
             rss_mb=round(top.rss_end_kb.median / 1024, 2) if top else None,
             instructions=costs.get(name), conditions=conditions(m, name),
-            report=(run / "report.html").is_file(),
+            report=(run / outputs.REPORT).is_file(),
             flags=tuple(f for f in UNCLEAN if top is not None and top.flags.get(f, 0))))
     return out
 
@@ -106,11 +106,11 @@ def points(results_dir: Path, unreadable: dict[str, str] | None = None
         return found
     for run in sorted(results_dir.iterdir()):
         if run.name.startswith(".") or not run.is_dir() or \
-                not os.path.lexists(run / schema.MANIFEST):
+                not os.path.lexists(run / manifest.MANIFEST):
             continue
         try:
             got = run_points(run)
-        except schema.RecordError as e:
+        except files.RecordError as e:
             if unreadable is not None:
                 unreadable[run.name] = f"{e.path.name}: {e.problem}"
             continue

@@ -13,7 +13,8 @@ from lab.analyse.metrics import (CLIENT_BOUND_PCT, HOST_BUSY_PCT, JIT_QUIET_PER_
                                  STEADY_TOLERANCE, STEAL_PCT)
 from lab.record import failures as failure_kinds
 from lab.record.level import Level
-from lab.record.schema import Row, encode_failures
+from lab.record.failures import encode_failures
+from lab.record.rows import Row
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from lab.analyse.wording import median_range
 from lab.analyse.metrics import LevelStats
-from lab.record.schema import Manifest
+from lab.record.manifest import Manifest
 
 HEAD = ["server", "at", "RSS MB (/proc/PID/stat)", "PSS MB", "private MB", "shared MB",
         "anonymous MB", "private share"]

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 
 from lab.analyse import decide
 from lab.record import failures as failure_kinds
-from lab.record.schema import Failure, Row
+from lab.record.failures import Failure
+from lab.record.rows import Row
 from lab.setup.reason import Reason
 
 CLIENT_BOUND_PCT = 90.0        # client CPU, % of its CPUs: it measured itself

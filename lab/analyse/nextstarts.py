@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from lab.analyse import verdicts
 from lab.analyse.analysis import Analysis
-from lab.record.schema import Manifest
+from lab.record.manifest import Manifest
 
 DECIDED = verdicts.RANKED + ("faster", "faster-at-least", "equivalent")
 FAILED = ("failed", "not loaded", "interrupted")

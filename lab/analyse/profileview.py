@@ -15,7 +15,7 @@ from html import escape
 from pathlib import Path
 
 from lab.record import files
-from lab.record.schema import FOLDED, Profile, read_folded
+from lab.record.profiles import FOLDED, Profile, read_folded
 
 FLAMEGRAPH = "flamegraph.svg"
 KERNEL = "_[k]"

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from lab.analyse import analysis, claims
 from lab.analyse.claims import ClaimResult, Study
 from lab.analyse.metrics import LevelStats, Spread
-from lab.record.schema import Manifest
+from lab.record.manifest import Manifest
 
 # condition rows, in the order of the table: key of [study.published_conditions], label
 ROWS = (("server_host", "server host"), ("client_host", "client host"),

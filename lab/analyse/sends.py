@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from lab.record.schema import Manifest, Response
+from lab.record.manifest import Manifest, Response
 
 REQUIRED = ("Date", "Server")      # what TechEmpower's verifier requires of every answer
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from statistics import median
 
-from lab.record.schema import Row
+from lab.record.rows import Row
 
 HEAD = ["resource", "utilisation", "saturation", "errors"]
 # what the lab does not record, and the command that shows it while a level runs

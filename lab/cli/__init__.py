@@ -13,7 +13,7 @@ import sys
 from types import FrameType
 
 from lab.host import procs
-from lab.record import schema
+from lab.record import files
 from lab.setup.exits import Exit
 from lab.setup.params import ConfigError
 from lab.setup.servers import ManifestError
@@ -163,7 +163,7 @@ def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     try:
         return int(args.fn(args))
-    except (ConfigError, ManifestError, procs.PortBusy, schema.RecordError) as e:
+    except (ConfigError, ManifestError, procs.PortBusy, files.RecordError) as e:
         return fail(str(e), Exit.BAD_INPUT)
     except OSError as e:               # a full disk, a folder that cannot be written: one line
         where = f"{e.filename}: " if e.filename else ""

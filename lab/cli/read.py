@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from lab.setup.paths import ROOT
-from lab.record import files, folder, runlock, schema
+from lab.record import files, folder, manifest, outputs, runlock, runrecord
 from lab.present import report
 from lab.setup.exits import Exit
 from lab.setup.paths import cache_dir
@@ -19,21 +19,21 @@ from lab.cli.common import fail
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from lab.present import html
+    from lab.present import reportpage
     run = Path(args.run)
-    schema.load(run)                    # a folder that is not a readable run: exit 2
+    runrecord.load(run)                    # a folder that is not a readable run: exit 2
     runlock.refuse_busy(run, "make report")
     folder.mark_gone_runs(run.resolve().parent)    # this run's index says it too
     done, why = False, ""
     try:
-        if schema.read_manifest(run).status == "complete":   # written again: pending until done
-            schema.update(run, pend)
-        with schema.as_reported():
+        if manifest.read_manifest(run).status == "complete":   # written again: pending until done
+            manifest.update(run, pend)
+        with manifest.as_reported():
             print(report.write(run))
-            code = html.main_report(run)
-        missing = [name for name in schema.OUTPUTS if not (run / name).is_file()]
+            code = reportpage.main_report(run)
+        missing = [name for name in outputs.OUTPUTS if not (run / name).is_file()]
         if code == 0 and not missing:
-            schema.update(run, schema.reported)
+            manifest.update(run, manifest.reported)
             done = True
             files.release(run)              # the run has ended: its reserve is not needed
         elif code == 0:
@@ -49,29 +49,29 @@ def cmd_report(args: argparse.Namespace) -> int:
         if not done:
             try:
                 with files.last_words():
-                    schema.update(run, lambda m: pend(m, why))
-            except (OSError, schema.RecordError):
+                    manifest.update(run, lambda m: pend(m, why))
+            except (OSError, files.RecordError):
                 pass
 
 
-def pend(m: schema.Manifest, why: str = "") -> None:
+def pend(m: manifest.Manifest, why: str = "") -> None:
     """A complete run whose report is being (re)written, or could not be: incomplete
     (REPORT_PENDING, and why) until every output is written."""
     if m.status == "complete":
         m.status = "incomplete"
-    elif not schema.pending(m):
+    elif not manifest.pending(m):
         return                          # incomplete for its own reasons: they stand
-    m.problems = [p for p in m.problems if not p.startswith(schema.REPORT_PENDING)]
-    m.problems.append(f"{schema.REPORT_PENDING}{f' ({why})' if why else ''}")
+    m.problems = [p for p in m.problems if not p.startswith(manifest.REPORT_PENDING)]
+    m.problems.append(f"{manifest.REPORT_PENDING}{f' ({why})' if why else ''}")
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
     from lab.present import plot
     run = Path(args.run)
-    schema.load(run)                    # a folder that is not a readable run: exit 2
+    runrecord.load(run)                    # a folder that is not a readable run: exit 2
     runlock.refuse_busy(run, "make plots")
     try:
-        with schema.as_reported():
+        with manifest.as_reported():
             return plot.draw(run)
     except OSError as e:
         return fail(f"cannot write the charts into {run}: {e.strerror or e}", Exit.FAILED)
@@ -82,7 +82,7 @@ def cmd_bmf(args: argparse.Namespace) -> int:
     else stdout; what was left out (flagged levels, the ceiling) on stderr."""
     from lab.present import bmf
     run = Path(args.run)
-    schema.load(run)                    # a folder that is not a readable run: exit 2
+    runrecord.load(run)                    # a folder that is not a readable run: exit 2
     data, left_out = bmf.of_run(run)
     for why in left_out:
         print(f"note: left out of the BMF export: {why}", file=sys.stderr)
@@ -97,7 +97,7 @@ def cmd_bmf(args: argparse.Namespace) -> int:
 def cmd_use(args: argparse.Namespace) -> int:
     """The USE method read off a run (lab.analyse.use): a table per server and level."""
     from lab.analyse import use
-    rec = schema.load(Path(args.run))       # not a readable run: exit 2
+    rec = runrecord.load(Path(args.run))       # not a readable run: exit 2
     if not rec.rows:
         return fail(f"{args.run} has no measured level to read", Exit.BAD_INPUT)
     print(use.markdown(rec.rows, rec.manifest.params.axis))

@@ -17,7 +17,7 @@ from lab.measure.clients import host_tools
 from lab.studies import calibrate
 from lab.measure import hostinfo, topologies
 from lab.host import procs
-from lab.record import files, folder, runlock, schema
+from lab.record import checked, files, folder, manifest, pinning, runlock
 from lab.present import report
 from lab.setup import stepcheck
 from lab.setup.exits import Exit
@@ -41,20 +41,20 @@ def cmd_new_run(_: argparse.Namespace) -> int:
     files.reserve(run)                     # room for the manifest's last words on a full disk
     _client, conditions = client_for(params, run)
     settings = recorded_settings(params)
-    schema.write_manifest(run, schema.Manifest(
+    manifest.write_manifest(run, manifest.Manifest(
         run_id=run.name,
         status="running",
         started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         reproduce=stepcheck.reproduce_line("bench", settings, outside(params.servers, servers)),
         settings=settings,
-        params=schema.RunParams.parse(schema.obj(params.to_json(), run / schema.MANIFEST,
+        params=manifest.RunParams.parse(checked.obj(params.to_json(), run / manifest.MANIFEST,
                                                  "params")),
         plan=plan(params, topo.bind),
         topology=topo.summary,
         topology_details=topo.describe(),
-        pinning=schema.Pinning(server_cpus=format_cpus(params.server_cpus),
+        pinning=pinning.Pinning(server_cpus=format_cpus(params.server_cpus),
                                client_cpus=format_cpus(params.client_cpus)),
-        client=schema.ClientInfo.parse(schema.obj(conditions, run / schema.MANIFEST, "client")),
+        client=manifest.ClientInfo.parse(checked.obj(conditions, run / manifest.MANIFEST, "client")),
         calibration=calibrate.last(cache_dir()),
         host=topo.server.facts(),
         client_hosts=[c.facts() for c in topo.clients if not c.same_host_as(topo.server)],
@@ -83,16 +83,16 @@ def cmd_next(args: argparse.Namespace) -> int:
     starts spent so far go into the manifest (`starts_spent`)."""
     from lab.analyse import analysis, nextstarts
     run = Path(args.run)
-    m = schema.read_manifest(run)
+    m = manifest.read_manifest(run)
     auto = bool(m.params.extra.get("repeat_auto"))
     past_min = auto and min((nextstarts.done(m, s)[0] for s in args.servers),
                             default=0) >= m.params.repeat
     a = analysis.of(run)[1] if past_min else None
     nxt = nextstarts.plan(m, list(args.servers), a)
 
-    def spent(rec: schema.Manifest) -> None:
+    def spent(rec: manifest.Manifest) -> None:
         rec.extra["starts_spent"] = {s: nextstarts.done(rec, s)[0] for s in args.servers}
-    schema.update(run, spent)
+    manifest.update(run, spent)
     print(f"[repeat] {nxt.said}" + ("" if nxt.starts else ": no more starts"),
           file=sys.stderr, flush=True)
     for server, rep in nxt.starts:
@@ -138,10 +138,10 @@ def cmd_probe(args: argparse.Namespace) -> int:
         found, code = probe.main_step(params, lookup(servers, args.server), ROOT, cache_dir(),
                                      run)
     except KeyboardInterrupt:
-        schema.add_problem(run, f"probe of {args.server}: interrupted", status="incomplete")
+        manifest.add_problem(run, f"probe of {args.server}: interrupted", status="incomplete")
         return fail("interrupted", Exit.INTERRUPTED)
     if found is not None and code:
-        schema.add_problem(run, f"{found.verdict()}: not loaded (FORCE=1 loads it anyway)")
+        manifest.add_problem(run, f"{found.verdict()}: not loaded (FORCE=1 loads it anyway)")
     return code
 
 
@@ -174,13 +174,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             sweep.save(status=status, error=message)
             # incomplete now, not only in `lab finish`: a SIGTERM to the whole
             # group ends run-benchmark.sh before it gets there
-            schema.add_problem(run, f"{where}: {message}", status="incomplete")
+            manifest.add_problem(run, f"{where}: {message}", status="incomplete")
     except OSError as e:
         message += f" (and the manifest could not record it: {e.strerror or e})"
     return fail(f"{where}: {message}\n  finished levels are kept in {run}", code)
 
 
-def not_measured(m: schema.Manifest) -> list[str]:
+def not_measured(m: manifest.Manifest) -> list[str]:
     """Each server and repetition the run did not measure to its end, with why."""
     missing = []
     repeat = m.params.repeat
@@ -223,7 +223,7 @@ def cmd_finish(args: argparse.Namespace) -> int:
     every step succeeded (a knob value a server could not serve)."""
     run = Path(args.run)
 
-    def finish(m: schema.Manifest) -> tuple[bool, list[str]]:
+    def finish(m: manifest.Manifest) -> tuple[bool, list[str]]:
         for rec in m.servers.values():         # a step killed mid-start left these
             cut = [st for st in rec.starts if st.status in ("starting", "verified", "measuring")]
             for st in cut:
@@ -239,12 +239,12 @@ def cmd_finish(args: argparse.Namespace) -> int:
         m.status = ("incomplete" if complete else "interrupted" if args.status == 130
                     else "incomplete")
         if complete:
-            m.problems = [schema.REPORT_PENDING]
+            m.problems = [manifest.REPORT_PENDING]
         m.finished = time.strftime("%Y-%m-%dT%H:%M:%S%z")
         return complete, m.problems
     try:
         with files.last_words():
-            complete, problems = schema.update(run, finish)
+            complete, problems = manifest.update(run, finish)
     except OSError as e:
         return fail(f"cannot record the end of {run.name} ({e.strerror or e}): its manifest "
                     "still says it runs", Exit.FAILED)
@@ -300,13 +300,13 @@ def cmd_gone(args: argparse.Namespace) -> int:
             import shutil
             shutil.rmtree(partial, ignore_errors=True)
     if args.problem:
-        schema.add_problem(run, args.problem)
+        manifest.add_problem(run, args.problem)
     folder.mark_gone(run)
     try:
-        from lab.present import html
+        from lab.present import reportpage
         report.write(run)
-        html.main_report(run)
-    except (OSError, schema.RecordError) as e:
+        reportpage.main_report(run)
+    except (OSError, files.RecordError) as e:
         print(f"lab gone: cannot write the report of {run}: {e}", file=sys.stderr)
     return 0
 
@@ -334,7 +334,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     settings its manifest recorded; settings given now (LAB_GIVEN from make,
     else the environment) override them. Another kind of run: exit 2."""
     run = Path(args.run)
-    m = schema.read_manifest(run)
+    m = manifest.read_manifest(run)
     runlock.refuse_busy(run, "make rerun")
     step = str(m.extra.get("kind") or "bench")
     if step not in RERUN_STEPS:
@@ -342,7 +342,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
                           f"{' and '.join('make ' + k for k in RERUN_STEPS)} runs: run "
                           f"make {step} again")
     if not m.settings:
-        raise schema.RecordError(run / schema.MANIFEST, "records no `settings`: it cannot "
+        raise files.RecordError(run / manifest.MANIFEST, "records no `settings`: it cannot "
                                  "be rerun (made by a lab before settings were recorded?)")
     stepcheck.warn(stepcheck.check_step(step, os.environ))   # what that step would not use
     recorded = m.lab.get("commit")

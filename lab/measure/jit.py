@@ -101,7 +101,7 @@ class Watch:
         self.compiles, self._at = got.compiles, now
 
     def record(self, quiet: bool) -> dict[str, object]:
-        """The warm-up record's JIT fields (lab.record.schema.Warmup)."""
+        """The warm-up record's JIT fields (lab.record.manifest.Warmup)."""
         if self.error:
             return {"jit_error": self.error}
         return {"jit_compiles": self.compiles, "jit_per_s": self.per_s, "jit_quiet": quiet}

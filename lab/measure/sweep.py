@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from lab.record import failures, files, schema, series
+from lab.record import failures, files, manifest, rows, series
 from lab.measure import jit, topologies
 from lab.analyse import contract, levelrow, metrics
 from lab.host import logcap, procs
@@ -25,7 +25,7 @@ from lab.measure.clients import Client, ClientError, Load, PerSecond
 from lab.record.level import Level
 from lab.measure.launch import Knobs, ListenError, ServerProcess
 from lab.setup.params import KNOBS, WARMUP_SLICE_S, Params
-from lab.record.schema import Row
+from lab.record.rows import Row
 from lab.measure.topologies import (ClientHost, ClientHung, ClientRun, Placement, ServerDied,
                                     ServerHost)
 from lab.setup.servers import Server, expand
@@ -101,14 +101,14 @@ class ServerSweep:
         self.start_record: dict[str, Any] = {}
 
     # ---- the manifest's record of this server -----------------------------
-    def record(self) -> schema.ServerRecord:
-        return schema.read_manifest(self.run).servers.get(self.server.name) or \
-            schema.ServerRecord.new(self.server.describe())
+    def record(self) -> manifest.ServerRecord:
+        return manifest.read_manifest(self.run).servers.get(self.server.name) or \
+            manifest.ServerRecord.new(self.server.describe())
 
     def save(self, note: str | None = None, **changes: Any) -> None:
         """Update this server's record (and the current start's, under 'starts')."""
-        schema.update_server(self.run, self.server.describe(), self.start_record or None,
-                             note, **changes)
+        manifest.update_server(self.run, self.server.describe(), self.start_record or None,
+                               note, **changes)
 
     def note(self, text: str) -> None:
         progress(f"{self.tag} warning: {text}")
@@ -236,7 +236,7 @@ class ServerSweep:
         started = time.monotonic()
         for i, level_value in enumerate(levels, 1):
             level, row = self.one_level(sp, knob_value, level_value, workers, not_steady)
-            schema.append_row(self.run, row)
+            rows.append_row(self.run, row)
             self.start_record["levels_done"] = i
             self.save()
             if level.successful == 0:
@@ -308,7 +308,7 @@ class ServerSweep:
         self.save()
         at = fmt_value(self.params.axis, knob_value)
         self.note(f"{at} not loaded: {e}")
-        schema.add_problem(self.run, f"{self.server.name} {at}: {e}")
+        manifest.add_problem(self.run, f"{self.server.name} {at}: {e}")
 
     # ---- warm-up ------------------------------------------------------------
     def warm_up(self, sp: ServerProcess, top: int) -> dict[str, Any]:
@@ -454,7 +454,7 @@ class ServerSweep:
                    for i in range(max((len(x) for x in each), default=0))]
         server = series.server_per_second(points)
         if rps or server:
-            series.write(schema.series_file(self.run, self.server.name, tag), rps, server,
+            series.write(series.series_file(self.run, self.server.name, tag), rps, server,
                          self.run)
 
     def died(self, sp: ServerProcess, load: Load, tag: str) -> SweepError:

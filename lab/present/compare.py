@@ -24,8 +24,8 @@ from lab.analyse import analysis, diff, gate
 from lab.analyse.diff import Comparison, Difference, Manifest, Stats
 from lab.analyse.gate import Gate, GateSettings
 from lab.analyse.wording import axis_label, gp_quote, ratio as times, median_range, xlabel
-from lab.present import html, junit, lead
-from lab.record import files, folder, schema
+from lab.present import comparepage, indexpage, junit, lead
+from lab.record import files, folder, manifest
 from lab.setup.exits import Exit
 from lab.setup.reason import Reason
 
@@ -36,7 +36,7 @@ EXIT_REFUSED = int(Exit.BAD_INPUT)
 
 def level_column(m: Manifest) -> str:
     """The tables' column of the swept axis a manifest records ("c", ...)."""
-    return axis_label(str(schema.manifest_value(m, "params.axis") or "level"))
+    return axis_label(str(manifest.manifest_value(m, "params.axis") or "level"))
 
 
 def row_said(c: Comparison, g: Gate | None) -> tuple[str, str]:
@@ -79,12 +79,12 @@ def other_ratios(rows: list[Comparison], level: str) -> list[str]:
 
 
 def conditions(m: Manifest) -> str:
-    return analysis.conditions(schema.parse_manifest(m, Path(schema.MANIFEST)))
+    return analysis.conditions(manifest.parse_manifest(m, Path(manifest.MANIFEST)))
 
 
 def lead_line(m: Manifest, g: Gate | None) -> str:
     """The first line of compare.md and compare.html (lab.present.lead)."""
-    return lead.compare_line(schema.parse_manifest(m, Path(schema.MANIFEST)), g)
+    return lead.compare_line(manifest.parse_manifest(m, Path(manifest.MANIFEST)), g)
 
 
 def run_id(run: Path, m: Manifest) -> str:
@@ -140,7 +140,7 @@ def as_json(ids: tuple[str, str], runs: tuple[Path, Path], ms: tuple[Manifest, M
     side = [{"run_id": ids[i], "path": str(runs[i]), "conditions": conditions(ms[i])}
             for i in (0, 1)]
     return {"made": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "a": side[0], "b": side[1], "axis": schema.manifest_value(ms[0], "params.axis"),
+            "a": side[0], "b": side[1], "axis": manifest.manifest_value(ms[0], "params.axis"),
             "forced": forced,
             "warnings": [d.text() for d in diffs if d.matters],
             "differences": [asdict(d) for d in diffs],
@@ -175,7 +175,7 @@ def chart(out: Path, stats: tuple[Stats, Stats], ids: tuple[str, str],
         return "no server was measured in both runs"
     export(out, stats[0], "a", servers)
     export(out, stats[1], "b", servers)
-    axis = str(schema.manifest_value(ms[0], "params.axis") or "")
+    axis = str(manifest.manifest_value(ms[0], "params.axis") or "")
     ticks = " ".join(str(v) for v in sorted({s.value for st in stats for n in servers
                                              for s in st[n]}))
     for fmt in ("png", "svg"):
@@ -194,7 +194,7 @@ def chart(out: Path, stats: tuple[Stats, Stats], ids: tuple[str, str],
     return None
 
 
-# ---- HTML (built by lab.present.html) -------------------------------------------------------
+# ---- HTML (lab.present.comparepage) ----------------------------------------------
 
 KIND_CLASS = {"faster": "better", "faster-at-least": "better", "slower": "worse",
               "slower-at-least": "worse"}
@@ -203,39 +203,33 @@ KIND_CLASS = {"faster": "better", "faster-at-least": "better", "slower": "worse"
 def page(ids: tuple[str, str], ms: tuple[Manifest, Manifest], rows: list[Comparison],
          diffs: list[Difference], forced: bool, chart_path: Path | None,
          chart_problem: Reason, g: Gate | None = None) -> str:
-    level = level_column(ms[0])
     said = [row_said(c, g) for c in rows]
-    cells = [[html.escaped(c.server), html.escaped(c.value), html.escaped(median_range(c.a)),
-              html.escaped(median_range(c.b)), html.escaped(times(c.ratios.get("rate"))),
-              f'<span class="{cls}">{html.escaped(text)}</span>']
-             for c, (text, cls) in zip(rows, said)]
-    others = [[f"{html.escaped(c.server)} at {html.escaped(level)}={html.escaped(c.value)}",
-               html.escaped(times(c.ratios.get("p99_ms"))), html.escaped(times(c.ratios.get("rss_end_kb"))),
-               html.escaped(times(c.ratios.get("cpu_us_per_req")))] for c in rows if c.kind != "missing"]
-    return html.compare_page(html.ComparePage(
+    return comparepage.render(comparepage.ComparePage(
         ids=ids, conditions=(conditions(ms[0]), conditions(ms[1])),
-        lead=lead_line(ms[0], g), outcome=g.outcome if g else "",
+        lead=lead_line(ms[0], g),
         warnings=[f"FORCE=1: {d.text()} — the figures may not be comparable."
                   for d in diffs if d.matters and forced],
-        head=["server", level, "A req/s median [min–max]", "B req/s median [min–max]", "B/A",
-              "verdict"],
-        rows=cells, numeric={1, 2, 3, 4},
-        other_head=["server and level", "p99 ms B/A", "RSS end B/A", "CPU µs/req B/A"],
-        other_rows=others, note=NOTE, chart=chart_path, chart_problem=chart_problem,
+        level=level_column(ms[0]),
+        rows=[comparepage.RateRow(c.server, c.value, median_range(c.a), median_range(c.b),
+                                  times(c.ratios.get("rate")), text, cls)
+              for c, (text, cls) in zip(rows, said)],
+        others=[comparepage.RatioRow(c.server, c.value, times(c.ratios.get("p99_ms")),
+                                     times(c.ratios.get("rss_end_kb")),
+                                     times(c.ratios.get("cpu_us_per_req")))
+                for c in rows if c.kind != "missing"],
+        note=NOTE, chart=chart_path, chart_problem=chart_problem,
         differences=[d.text() for d in diffs],
-        gate_summary=f"{g.outcome} (exit {g.code}): {g.reason}" if g else "",
-        gate_notes=[f"GATE={' '.join(g.metrics)}, MIN_EFFECT={g.min_effect_pct:g}% (δ), "
-                    f"ALPHA={100 * g.alpha:g}% (half across the levels, half at each level: "
-                    f"{100 * g.alpha_each:.2g}% a level check)"]
-        + [f"noise floor for {n}: {t}" for n, t in g.floors.items()] if g else [],
-        gate_head=["server", "level", "metric", "gate", "B worse by", "threshold", "why"],
-        gate_rows=[[html.escaped(c.server),
-                    html.escaped(c.where()),
-                    html.escaped(c.metric),
-                    f'<span class="{GATE_CLASS.get(c.outcome, "")}">{html.escaped(c.outcome)}</span>',
-                    html.escaped("–" if c.worse_pct is None else f"{c.worse_pct:.1f}%"),
-                    html.escaped("–" if c.threshold_pct is None else f"{c.threshold_pct:.1f}%"),
-                    html.escaped(c.text)] for c in (g.checks if g else [])]))
+        gate=None if g is None else comparepage.GateView(
+            outcome=g.outcome, summary=f"{g.outcome} (exit {g.code}): {g.reason}",
+            notes=[f"GATE={' '.join(g.metrics)}, MIN_EFFECT={g.min_effect_pct:g}% (δ), "
+                   f"ALPHA={100 * g.alpha:g}% (half across the levels, half at each level: "
+                   f"{100 * g.alpha_each:.2g}% a level check)"]
+            + [f"noise floor for {n}: {t}" for n, t in g.floors.items()],
+            rows=[comparepage.GateRow(
+                c.server, c.where(), c.metric, c.outcome, GATE_CLASS.get(c.outcome, ""),
+                "–" if c.worse_pct is None else f"{c.worse_pct:.1f}%",
+                "–" if c.threshold_pct is None else f"{c.threshold_pct:.1f}%", c.text)
+                for c in g.checks])))
 
 
 GATE_CLASS = {"regression": "worse", "pass": "better"}
@@ -297,7 +291,7 @@ def main(a: Path, b: Path, force: bool, out_root: Path,
     print(text)
     print(f"comparison: {out}", file=sys.stderr)
     try:
-        index = html.write_index(out_root)
+        index = indexpage.write_index(out_root)
     except OSError as e:
         index = None
         print(f"note: no index written in {out_root}: {e.strerror or e}", file=sys.stderr)

@@ -11,7 +11,7 @@ from lab.analyse.analysis import Analysis
 from lab.analyse.gate import Gate
 from lab.analyse.metrics import LevelStats, peak
 from lab.analyse.wording import axis_label, figure
-from lab.record.schema import Manifest
+from lab.record.manifest import Manifest
 
 # What the swept value is, per axis.
 AXIS_MEANING = {

@@ -13,8 +13,9 @@ from lab.analyse import analysis
 from lab.record import series
 from lab.analyse.analysis import Analysis
 from lab.analyse.wording import gp_quote, why_not_a_figure, xlabel
-from lab.record import files, schema
-from lab.record.schema import RunRecord
+from lab.record import files
+from lab.record.rows import CSV
+from lab.record.runrecord import RunRecord
 from lab.setup.names import why_not_a_recorded_name
 from lab.setup.params import LOAD_AXES
 
@@ -74,7 +75,7 @@ def safe(name: str, run: Path) -> str:
     """A server name read from the run, checked before it becomes a path."""
     why = why_not_a_recorded_name(name)
     if why:
-        raise files.UnsafePath(run / schema.CSV, why)
+        raise files.UnsafePath(run / CSV, why)
     return name
 
 

@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from lab.analyse import analysis, costview, memsplit, metrics, probeview, profileview, sends
-from lab.record import files, schema
+from lab.record import files, outputs, probe
 from lab.analyse.analysis import Analysis
 from lab.analyse.wording import DASH, axis_label, median_range, spread_text
 from lab.analyse.decide import METHOD
 from lab.analyse.metrics import JIT_QUIET_PER_S, LevelStats
-from lab.record.schema import Manifest, RunRecord, Warmup
+from lab.record.manifest import Manifest, Warmup
+from lab.record.runrecord import RunRecord
 
 
 def server_table(m: Manifest, stats: dict[str, list[LevelStats]]) -> list[str]:
@@ -152,7 +153,7 @@ def write_levels_csv(run: Path, stats: dict[str, list[LevelStats]]) -> None:
                        + [s.cgroup_mem_kb.median if s.cgroup_mem_kb else ""] * cgroup
                        + [x.median if x else "" for x in (s.pss_kb, s.private_kb, s.shared_kb,
                                                           s.anon_kb, s.cpu_sys_us_per_req)])
-    files.write_atomic(run / "levels.csv", f.getvalue())
+    files.write_atomic(run / outputs.LEVELS, f.getvalue())
 
 
 def rerun_line(m: Manifest) -> str:
@@ -198,7 +199,7 @@ def summary(rec: RunRecord, a: Analysis) -> str:
         lines += [""] + costview.markdown(a.costs)
     if a.profiles:
         lines += [""] + profileview.markdown(a.profiles)
-    probed = probe_section(schema.probe_files(rec.folder))
+    probed = probe_section(probe.probe_files(rec.folder))
     if probed:
         lines += ["", "## Robustness probe (a separate start of each server)", "", *probed]
     warm = warmups(m)
@@ -214,7 +215,7 @@ def write(run: Path) -> str:
     """summary.md, levels.csv and results.json of a run; returns the summary."""
     rec, a = analysis.of(run)
     text = summary(rec, a)
-    files.write_atomic(run / "summary.md", text)
+    files.write_atomic(run / outputs.SUMMARY, text)
     write_levels_csv(run, a.stats)
-    files.write_json(run / schema.RESULTS_JSON, analysis.to_json(rec, a))
+    files.write_json(run / outputs.RESULTS_JSON, analysis.to_json(rec, a))
     return text

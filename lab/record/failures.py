@@ -1,6 +1,6 @@
 """What failed, and how: a level's failed requests by kind, in the client's own words.
 
-Each client reads its own report into `lab.record.schema.Failure`s (lab/measure/clients/);
+Each client reads its own report into `Failure`s (lab/measure/clients/);
 this module names the kinds, sorts a client's error text into one, and says
 the result in one line for the summary, the report and the warnings.
 
@@ -16,10 +16,54 @@ None of them checks the body, so "wrong body" is never reported by them.
 """
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
 
-from lab.record.schema import Failure
+from lab.record.files import RecordError
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Failed requests of one kind at one level, as the client reported them.
+
+    kind: one of KINDS; status: the HTTP status of a non-2xx
+    answer when the client says which (None otherwise); said: the client's
+    own words (its error string, or the counter it keeps)."""
+    kind: str
+    count: int
+    said: str
+    status: int | None = None
+
+
+def encode_failures(found: list[Failure] | tuple[Failure, ...]) -> str:
+    """A results.csv cell: a JSON list of [kind, count, said, status]; "" for none."""
+    if not found:
+        return ""
+    return json.dumps([[f.kind, f.count, f.said, f.status] for f in found],
+                      separators=(",", ":"), ensure_ascii=False)
+
+
+def decode_failures(text: str, path: Path) -> list[Failure]:
+    """The cell back; RecordError (naming `path`, the results.csv it was read
+    from) when it is not what encode_failures writes."""
+    if not text:
+        return []
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        data = None
+    ok = isinstance(data, list) and all(
+        isinstance(x, list) and len(x) == 4 and isinstance(x[0], str)
+        and isinstance(x[1], int) and isinstance(x[2], str)
+        and (x[3] is None or isinstance(x[3], int)) for x in data)
+    if not ok:
+        raise RecordError(path, f"`failure_kinds` is {text[:80]!r}, not a list of "
+                                "[kind, count, words, status]")
+    return [Failure(x[0], x[1], x[2], x[3]) for x in data]
+
 
 KINDS: dict[str, str] = {
     "refused": "could not connect (refused)",

@@ -1,6 +1,6 @@
 """The results folder: new run folders (never overwritten), whether one can
 be made, a run whose lab is gone. What a run folder holds (manifest.json,
-results.csv, results.json) is lab.record.schema's; their atomic writes are
+results.csv, results.json) is lab.record's (manifest, rows, outputs); their atomic writes are
 lab.record.files'."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lab.record import files, schema
+from lab.record import files, manifest
 from lab.setup.reason import Reason
 
 
@@ -70,7 +70,7 @@ def why_not_writable(results: Path) -> Reason:
     except OSError as e:
         return f"cannot make a folder in {existing} ({e.strerror or e})"
     try:
-        (scratch / schema.MANIFEST).write_text("{}\n")   # a run folder's first file
+        (scratch / manifest.MANIFEST).write_text("{}\n")   # a run folder's first file
     except OSError as e:
         return f"cannot write a file in a new folder of {existing} ({e.strerror or e})"
     finally:
@@ -137,16 +137,16 @@ def mark_gone(run: Path) -> bool:
             "(killed, or the machine stopped); found by a later lab step"]
         return True
     try:
-        with schema.locked(run, make=False):
-            path = run / schema.MANIFEST
+        with manifest.locked(run, make=False):
+            path = run / manifest.MANIFEST
             data = files.read_json(path)
-            schema.parse_manifest(data, path)        # a manifest this lab reads, else untouched
+            manifest.parse_manifest(data, path)        # a manifest this lab reads, else untouched
             if not statuses(data):
                 return False
             with files.last_words():
                 files.write_json(path, data)
             return True
-    except (OSError, schema.RecordError):
+    except (OSError, files.RecordError):
         return False
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lab.record.schema import Failure
+from lab.record.failures import Failure
 
 
 @dataclass(frozen=True)

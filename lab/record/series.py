@@ -1,7 +1,7 @@
 """Per-second series of one level: the client's req/s, the server's CPU and RSS.
 
-One CSV per measured level, `<server>/series-<tag>.csv` (declared in
-lab.record.schema: the tag of its client output, e.g. rep1-c8), columns
+One CSV per measured level, `<server>/series-<tag>.csv` (`series_file`: the tag
+of its client output, e.g. rep1-c8), columns
 `second,rps,server_cpu_pct,rss_kb`:
 second n covers [n, n+1) s from the start of the level. `rps` is empty when
 the client gives no per-second figure: vegeta does (its report every second,
@@ -22,8 +22,11 @@ from datetime import datetime
 from pathlib import Path
 
 from lab.record.files import RecordError, open_text, read_text
-from lab.record.schema import SERIES_HEADER as HEADER      # the file's schema: lab.record.schema
-from lab.record.schema import SERIES_PREFIX as PREFIX
+
+# <server>/series-<tag>.csv: one measured level's per-second series, the tag of
+# the level's client output (rep1-c8, rep2-r500)
+PREFIX = "series-"
+HEADER = ("second", "rps", "server_cpu_pct", "rss_kb")
 
 Point = tuple[float, float, int]          # (monotonic s, tree CPU s so far, RSS kB)
 
@@ -126,3 +129,8 @@ def files(server_folder: Path) -> list[Path]:
         rep, _, level = p.stem[len(PREFIX):].partition("-")
         return number(rep), number(level), level
     return sorted(server_folder.glob(PREFIX + "*.csv"), key=key)
+
+
+def series_file(run: Path, server: str, tag: str) -> Path:
+    """<run>/<server>/series-<tag>.csv."""
+    return run / server / f"{PREFIX}{tag}.csv"

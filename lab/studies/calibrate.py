@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from lab.measure import hostinfo, topologies
-from lab.record import files, folder, schema
+from lab.record import calibration, checked, files, folder, manifest
+from lab.record.rows import Row, read_rows
 from lab.measure.clients import Options, axes, clients
 from lab.analyse.metrics import why_not_calibrated
 from lab.setup.fromenv import from_env
@@ -28,15 +29,15 @@ FILE = "calibration.json"
 DEFAULTS = {"CONCURRENCY": "1 8 64", "DURATION": "5s", "WARMUP": "2s"}
 
 
-def last(cache: Path) -> schema.Calibration | None:
+def last(cache: Path) -> calibration.Calibration | None:
     """The last calibration saved on this machine, or None (an unreadable one
     is named on stderr and not used)."""
     path = cache / FILE
     if not path.exists():
         return None
     try:
-        return schema.read_calibration(path)
-    except schema.RecordError as e:
+        return calibration.read_calibration(path)
+    except files.RecordError as e:
         print(f"warning: calibration not used: {e}; run `make calibrate` again",
               file=sys.stderr)
         return None
@@ -92,7 +93,7 @@ def run(root: Path, cache: Path, servers: dict[str, Server]) -> int:
                  if k in ("hostname", "cpu_model", "cores", "kernel")},
         "clients": {}}
     busy: dict[str, dict[str, tuple[dict[str, dict[str, Any]], dict[str, str]]]] = {}
-    busy_rows: list[schema.Row] = []
+    busy_rows: list[Row] = []
     for name in wanted:
         for keepalive in (False, True):
             mode = "keep-alive" if keepalive else "close"
@@ -101,12 +102,12 @@ def run(root: Path, cache: Path, servers: dict[str, Server]) -> int:
             sub.mkdir()
             client = clients()[name]()
             conditions = client.prepare(sub, Options(keepalive, p.client_threads))
-            schema.write_manifest(sub, schema.Manifest(
+            manifest.write_manifest(sub, manifest.Manifest(
                 run_id=sub.name,
-                params=schema.RunParams.parse(schema.obj(p.to_json(), sub / schema.MANIFEST,
-                                                         "params")),
-                client=schema.ClientInfo.parse(schema.obj(conditions, sub / schema.MANIFEST,
-                                                          "client"))))
+                params=manifest.RunParams.parse(checked.obj(p.to_json(), sub / manifest.MANIFEST,
+                                                            "params")),
+                client=manifest.ClientInfo.parse(checked.obj(conditions, sub / manifest.MANIFEST,
+                                                             "client"))))
             print(f"[calibrate] {name}, connection {mode}, against {ceiling.name}",
                   file=sys.stderr, flush=True)
             try:
@@ -116,21 +117,21 @@ def run(root: Path, cache: Path, servers: dict[str, Server]) -> int:
                 return 1
             got = out["clients"].setdefault(name, {"version": conditions.get("version", ""),
                                                    "refused": {}})
-            rows = schema.read_rows(sub)
+            rows = read_rows(sub)
             busy_rows += rows
             got[mode], got["refused"][mode] = levels_of(rows)
             busy.setdefault(name, {})[mode] = levels_of(rows, busy_ok=True)
             for level, why in got["refused"][mode].items():
                 print(f"[calibrate] {name} ({mode}) c={level} not saved: {why}",
                       file=sys.stderr)
-    if not any(got[mode] for got in out["clients"].values() for mode in schema.MODES) and \
+    if not any(got[mode] for got in out["clients"].values() for mode in calibration.MODES) and \
             any(saved for modes in busy.values() for saved, _ in modes.values()):
         # nothing measured on a quiet host: save what a busy one gave, marked so
         for name, modes in busy.items():
             for mode, (saved, refused) in modes.items():
                 out["clients"][name][mode], out["clients"][name]["refused"][mode] = saved, refused
         out["host_busy"] = True
-    cal = schema.Calibration.parse(schema.obj(out, cache / FILE, ""))
+    cal = calibration.Calibration.parse(checked.obj(out, cache / FILE, ""))
     print(table(cal))
     if not any(levels for c in cal.clients.values() for levels in c.modes.values()):
         print(f"error: no level was saved (each is listed above with why); "
@@ -157,7 +158,7 @@ QUIET_ADVICE = (
     f"report says so, and its capacities are the host's, not the client's; {QUIET_MOMENT}.")
 
 
-def levels_of(rows: list[schema.Row], busy_ok: bool = False
+def levels_of(rows: list[Row], busy_ok: bool = False
               ) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
     """The levels to save (figures with host-busy and steal) and those refused, with why.
     busy_ok: a level refused only because the host was busy (host-busy, steal) is saved
@@ -178,7 +179,7 @@ def levels_of(rows: list[schema.Row], busy_ok: bool = False
     return saved, refused
 
 
-def table(cal: schema.Calibration) -> str:
+def table(cal: calibration.Calibration) -> str:
     """Markdown: each client's req/s against the ceiling, per mode and level;
     a level not saved says why."""
     levels = cal.levels
@@ -189,7 +190,7 @@ def table(cal: schema.Calibration) -> str:
              "| client | connection | " + " | ".join(f"c={c}" for c in levels) + " |",
              "|---|---|" + "---|" * len(levels)]
     for name, got in cal.clients.items():
-        for mode in schema.MODES:
+        for mode in calibration.MODES:
             cells = []
             have, refused = got.modes.get(mode, {}), got.refused.get(mode, {})
             for c in levels:

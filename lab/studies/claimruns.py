@@ -38,7 +38,8 @@ from typing import Any
 
 from lab.setup.paths import ROOT
 from lab.analyse import analysis, claimjudge, claims, reasons
-from lab.record import files, folder, runlock, schema
+from lab.record import files, folder, rows, runlock
+from lab.record.manifest import MANIFEST, Manifest
 from lab.setup import stepcheck
 from lab.analyse.claimjudge import Judged
 from lab.analyse.claims import ClaimResult, Study
@@ -56,7 +57,7 @@ class BadInput(ValueError):
 @dataclass(frozen=True)
 class Run:
     folder: Path
-    manifest: schema.Manifest
+    manifest: Manifest
     stats: dict[str, list[LevelStats]]       # keyed as the run started them (aws@8)
 
     @property
@@ -78,8 +79,8 @@ def open_run(folder: Path) -> Run:
     """A finished run folder, read; BadInput when it is not a run or still running."""
     if not folder.is_dir():
         raise BadInput(f"{folder}: no such folder")
-    if not (folder / schema.MANIFEST).exists() or not (folder / schema.CSV).exists():
-        raise BadInput(f"{folder}: not a run folder (no {schema.MANIFEST} and {schema.CSV}); "
+    if not (folder / MANIFEST).exists() or not (folder / rows.CSV).exists():
+        raise BadInput(f"{folder}: not a run folder (no {MANIFEST} and {rows.CSV}); "
                        "give folders made by `make bench` or `make reproduce`")
     try:
         runlock.refuse_busy(folder, "make claims")
@@ -87,7 +88,7 @@ def open_run(folder: Path) -> Run:
         raise BadInput(str(e)) from None
     try:
         rec, a = analysis.of(folder)
-    except schema.RecordError as e:
+    except files.RecordError as e:
         raise BadInput(f"{folder}: unreadable run ({e})") from None
     return Run(folder, rec.manifest, a.stats)
 
@@ -98,8 +99,8 @@ def expand(words: Sequence[str]) -> list[Path]:
     for w in words:
         p = Path(w)
         plan = p / "claims.json"
-        if not (p / schema.MANIFEST).exists() and plan.exists():
-            data = schema.read_json(plan)
+        if not (p / MANIFEST).exists() and plan.exists():
+            data = files.read_json(plan)
             found = [Path(r["folder"]) for r in data.get("runs", []) if r.get("folder")]
             if not found:
                 raise BadInput(f"{p}: a reproduce folder without run folders")

@@ -48,10 +48,10 @@ from typing import Any
 from lab.measure.clients import host_tools
 from lab.measure import deps, hostinfo
 from lab.host import procfs, procs
-from lab.record import files, folder, runlock, schema
+from lab.record import checked, files, folder, manifest, pinning, runlock
 from lab.present import report
 from lab.analyse.costview import JIT_LANGUAGES, JIT_REASON
-from lab.record.schema import COST as COST_FILE
+from lab.record.costs import COST as COST_FILE
 from lab.measure.launch import Knobs, ServerProcess
 from lab.setup.fromenv import Traits, from_env
 from lab.setup.params import SETTINGS, ConfigError, Params, format_cpus, parse_list
@@ -320,25 +320,25 @@ def write_manifest(run: Path, params: Params, levels: tuple[int, ...], counts: t
     # None when h2load is not installed: a run of JVMs only starts nothing, and
     # no install step ran for it (make cost installs only for native servers)
     h2load = hostinfo.probe_version(["h2load", "--version"], r"nghttp2/(\S+)")
-    path = run / schema.MANIFEST
-    schema.write_manifest(run, schema.Manifest(
+    path = run / manifest.MANIFEST
+    manifest.write_manifest(run, manifest.Manifest(
         run_id=run.name, status="running", started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         reproduce=stepcheck.reproduce_line(
             "cost", settings, outside([s.name for s in servers], {s.name: s for s in servers})),
         settings=settings,
-        params=schema.RunParams.parse(schema.obj({**params.to_json(), "repeat": repeat},
-                                                 path, "params")),
+        params=manifest.RunParams.parse(checked.obj({**params.to_json(), "repeat": repeat},
+                                                    path, "params")),
         plan=(f"{' '.join(params.servers)}: cachegrind counts at "
               f"c={' '.join(map(str, levels))} with {counts[0]} and {counts[1]} requests, "
               f"{repeat} repetitions, {headers(os.environ.copy())} extra request headers"),
         topology="loopback (one host, server and client pinned to disjoint CPUs)",
-        pinning=schema.Pinning(server_cpus=format_cpus(params.server_cpus),
-                               client_cpus=format_cpus(params.client_cpus)),
-        client=schema.ClientInfo(tool="h2load", version=h2load or "not installed",
-                                 connection="keep-alive", threads="1"),
+        pinning=pinning.Pinning(server_cpus=format_cpus(params.server_cpus),
+                                client_cpus=format_cpus(params.client_cpus)),
+        client=manifest.ClientInfo(tool="h2load", version=h2load or "not installed",
+                                   connection="keep-alive", threads="1"),
         host=hostinfo.host(), tools=dict(host_tools()), lab=hostinfo.lab_revision(ROOT),
-        servers={s.name: schema.ServerRecord.new({**s.describe(), "status": "pending",
-                                                  "facts": build_facts(s, params, run)})
+        servers={s.name: manifest.ServerRecord.new({**s.describe(), "status": "pending",
+                                                    "facts": build_facts(s, params, run)})
                  for s in servers},
         extra={"kind": "cost", **rerun_note()}))
 
@@ -404,7 +404,7 @@ def measure(run: Path, params: Params, servers: list[Server], levels: tuple[int,
                 entry["error"] = str(e)
                 print(f"[{s.name}] cost failed: {e}", file=sys.stderr, flush=True)
             files.write_json(run / COST_FILE, data)
-    def change(m: schema.Manifest) -> None:
+    def change(m: manifest.Manifest) -> None:
         for s in servers:
             m.server(s.name).status = "failed" if s.name in failed else "complete"
             m.servers[s.name] = m.server(s.name)
@@ -413,7 +413,7 @@ def measure(run: Path, params: Params, servers: list[Server], levels: tuple[int,
         m.status = "incomplete" if failed else "complete"
         m.problems += [f"{n}: {e}" for n, e in failed.items()]
         m.finished = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    schema.update(run, change)
+    manifest.update(run, change)
     return 1 if failed else 0
 
 
@@ -447,7 +447,7 @@ def main(argv: list[str]) -> int:
         code = measure(run, params, servers, levels, counts, repeat, headers(env))
     except KeyboardInterrupt:
         code = 130
-        if not (run / schema.MANIFEST).exists():
+        if not (run / manifest.MANIFEST).exists():
             # interrupted before the run had a manifest: nothing was measured,
             # and the folder holds only what this step just made
             runlock.unguard(gone)
@@ -459,8 +459,8 @@ def main(argv: list[str]) -> int:
         interrupted(run)
         print("error: interrupted: the counts made so far are kept", file=sys.stderr)
     print(report.write(run))
-    from lab.present import html
-    html.main_report(run)
+    from lab.present import reportpage
+    reportpage.main_report(run)
     runlock.unguard(gone)
     os.close(lock)
     return code
@@ -468,7 +468,7 @@ def main(argv: list[str]) -> int:
 
 def interrupted(run: Path) -> None:
     """SIGINT, SIGTERM or SIGHUP: the run and every server not done are interrupted."""
-    def change(m: schema.Manifest) -> None:
+    def change(m: manifest.Manifest) -> None:
         for rec in m.servers.values():
             if rec.status not in ("complete", "failed"):
                 rec.status = "interrupted"
@@ -477,6 +477,6 @@ def interrupted(run: Path) -> None:
                           "are kept")
         m.finished = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     try:
-        schema.update(run, change)
-    except schema.RecordError:
+        manifest.update(run, change)
+    except files.RecordError:
         pass                            # interrupted before its manifest was written

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from lab.host import procfs
-from lab.record import schema, series
+from lab.record import files, manifest, series
 from lab.setup.params import parse_cpus
 
 LIVE = ("starting", "running", "verified", "measuring")
@@ -27,15 +27,15 @@ def newest_running(results: Path) -> Path | None:
     found = []
     for run in results.iterdir() if results.is_dir() else []:
         try:
-            m = schema.read_manifest(run)
-        except (OSError, schema.RecordError):
+            m = manifest.read_manifest(run)
+        except (OSError, files.RecordError):
             continue
         if m.status == "running":
             found.append((run.stat().st_mtime, run))
     return max(found)[1] if found else None
 
 
-def current(m: schema.Manifest) -> tuple[str, str, int] | None:
+def current(m: manifest.Manifest) -> tuple[str, str, int] | None:
     """(server, start id, PID) of the start the run is on, or None."""
     for name, rec in m.servers.items():
         for start in rec.starts:
@@ -78,7 +78,7 @@ def pct(busy_s: float, span_s: float, cpus: int) -> float:
     return min(100.0, 100 * busy_s / span_s / cpus)
 
 
-def line(m: schema.Manifest, run: Path, state: dict[str, float], now: float) -> str:
+def line(m: manifest.Manifest, run: Path, state: dict[str, float], now: float) -> str:
     """One second's line; `state` keeps the previous readings for the deltas."""
     got = current(m)
     if got is None:
@@ -129,14 +129,14 @@ def main(run_arg: str, seconds: int) -> int:
             return 2
         time.sleep(0.5)
         run = newest_running(results)
-    schema.read_manifest(run)                 # not a run folder: RecordError, exit 2
+    manifest.read_manifest(run)                 # not a run folder: RecordError, exit 2
     print(f"following {run} (Ctrl-C to stop)", file=sys.stderr, flush=True)
     state: dict[str, float] = {}
     last = ""
     while not seconds or time.monotonic() - t0 < seconds:
         try:
-            m = schema.read_manifest(run)
-        except (OSError, schema.RecordError):
+            m = manifest.read_manifest(run)
+        except (OSError, files.RecordError):
             time.sleep(0.2)                   # being rewritten: read it again
             continue
         if m.status != "running" and not seconds:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from lab.setup.paths import ROOT
 from lab.analyse import analysis, floors, gate
-from lab.record import schema
+from lab.record import files
 from lab.setup.exits import Exit
 from lab.analyse.metrics import LevelStats, Spread
 from lab.analyse.verdicts import RANKED, Judgement
@@ -173,7 +173,7 @@ def run(env: dict[str, str], cache: Path) -> int:
         return int(Exit.FAILED)
     try:
         return record_floor(made[0], server, cache)
-    except schema.RecordError as e:
+    except files.RecordError as e:
         print(f"error: {e}", file=sys.stderr)
         return int(Exit.FAILED)
 

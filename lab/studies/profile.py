@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 from lab.studies import cost
 from lab.measure import deps, hostinfo
 from lab.host import procfs, procs
-from lab.record import files, runlock, schema
+from lab.record import files, manifest, rows, runlock
 from lab.present import report
 from lab.measure.clients import ClientError, Load, Options, clients
 from lab.analyse.costview import JIT_LANGUAGES
@@ -47,7 +47,7 @@ from lab.measure.launch import Knobs, ServerProcess
 from lab.setup.params import SETTINGS, ConfigError, parse_duration, positive_int
 from lab.setup.paths import ROOT, cache_dir
 from lab.analyse.profileview import write_flamegraph
-from lab.record.schema import FOLDED, PROFILE_DIR, PROFILE_JSON
+from lab.record.profiles import FOLDED, PROFILE_DIR, PROFILE_JSON
 from lab.setup.servers import Server, ServerSpec, discover, is_built, lookup
 from lab.measure.launch import placeholders
 
@@ -94,8 +94,8 @@ def perf_version() -> str:
 def check(env: dict[str, str], run: Path) -> tuple[dict[str, Any], list[Server], int, int]:
     """The run, its servers, the level and the duration; ConfigError (exit 2) when bad."""
     try:
-        man = schema.read_manifest(run)
-    except schema.RecordError as e:
+        man = manifest.read_manifest(run)
+    except files.RecordError as e:
         raise ConfigError(f"RUN={run}: not a run folder ({e.problem})") from None
     runlock.refuse_busy(run, "make profile")          # nothing loads the host under a run
     m = man.to_json()
@@ -114,8 +114,8 @@ def check(env: dict[str, str], run: Path) -> tuple[dict[str, Any], list[Server],
         raise ConfigError(f"PROFILE_AT={at}: the run has no such level (its levels: "
                           f"{' '.join(map(str, p.get('values', [])))})")
     try:
-        measured = sorted({r.value for r in schema.read_rows(run)})
-    except schema.RecordError as e:
+        measured = sorted({r.value for r in rows.read_rows(run)})
+    except files.RecordError as e:
         raise ConfigError(f"RUN={run}: {e}") from None
     if at not in measured:              # an interrupted run did not reach every level
         raise ConfigError(f"PROFILE_AT={at}: the run ({m.get('status')}) never measured this "
@@ -423,10 +423,10 @@ def main(argv: list[str]) -> int:
         if stopped:
             break
     for problem in failed + ([stopped] if stopped else []):
-        schema.add_problem(run, problem)
+        manifest.add_problem(run, problem)
     report.write(run)
-    from lab.present import html
-    html.main_report(run)
+    from lab.present import reportpage
+    reportpage.main_report(run)
     os.close(lock)
     return 130 if stopped else 1 if failed else 0
 

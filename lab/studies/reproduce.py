@@ -32,7 +32,8 @@ from typing import Any
 
 from lab.setup.paths import ROOT
 from lab.analyse import analysis, claimjudge, claims, costview, reasons
-from lab.record import files, folder, schema
+from lab.record import costs, files, folder, rows
+from lab.record.manifest import MANIFEST, Manifest, read_manifest
 from lab.setup import stepcheck
 from lab.analyse.claims import ClaimResult, ClaimsError, Study
 from lab.measure.clients import clients
@@ -249,7 +250,7 @@ class JudgedRun:
     done: RunDone
     judged: tuple[claimjudge.Judged, ...]
     conditions: str
-    manifest: schema.Manifest | None = None
+    manifest: Manifest | None = None
 
     @property
     def results(self) -> tuple[ClaimResult, ...]:
@@ -263,11 +264,11 @@ def run_stats(folder: Path) -> dict[str, list[LevelStats]]:
 
 def stats_by_name(plan: Plan, folder: Path | None) -> dict[str, list[LevelStats]]:
     """The run's level statistics under the names the claims use (aws, not aws@8)."""
-    if folder is None or not (folder / schema.CSV).exists():
+    if folder is None or not (folder / rows.CSV).exists():
         return {}
     try:
         by_spec = run_stats(folder)
-    except schema.RecordError as e:
+    except files.RecordError as e:
         print(f"warning: {e}", file=sys.stderr)
         return {}
     return {name: by_spec[spec] for name, spec in plan.specs.items() if spec in by_spec}
@@ -284,11 +285,11 @@ def judge(plan: Plan, done: RunDone, available: set[str]) -> JudgedRun:
     stand-in's note and, where not reproduced, its reasons."""
     stats = stats_by_name(plan, done.folder)
     manifest, cond = None, "no run folder"
-    if done.folder is not None and (done.folder / schema.MANIFEST).exists():
+    if done.folder is not None and (done.folder / MANIFEST).exists():
         try:
-            manifest = schema.read_manifest(done.folder)
+            manifest = read_manifest(done.folder)
             cond = analysis.conditions(manifest)
-        except schema.RecordError as e:
+        except files.RecordError as e:
             cond = f"manifest unreadable ({e})"
     out = []
     for c in plan.study.claims:
@@ -454,7 +455,7 @@ def instruction_ratios(plan: Plan, env: Mapping[str, str]) -> list[str]:
                              stdin=subprocess.DEVNULL, capture_output=True, text=True)
         folder = next((Path(m.group(1)) for line in out.stderr.splitlines()
                        if (m := RUN_FOLDER.match(line))), None)
-        counted = schema.read_costs(folder) if folder is not None else None
+        counted = costs.read_costs(folder) if folder is not None else None
         if counted is None:
             lines += [f"- make cost failed (exit {out.returncode}): "
                       f"{out.stderr.strip()[-300:]}", ""]

@@ -18,7 +18,7 @@ from lab.measure import hostinfo
 from lab.measure.clients import ClientError, Load, Options
 from lab.record import files
 from lab.record.level import Level
-from lab.record.schema import Failure
+from lab.record.failures import Failure
 
 RC_TEMPLATE = ROOT / "client" / "siegerc"
 VERSION = (["siege", "--version"], r"SIEGE\s+(\S+)")     # its version probe

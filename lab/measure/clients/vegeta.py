@@ -52,7 +52,7 @@ from lab.setup import paths
 from lab.record import series
 from lab.measure.clients import ClientError, Load, Options
 from lab.record.level import Level
-from lab.record.schema import Failure
+from lab.record.failures import Failure
 from lab.setup.reason import Reason
 
 MIB = 1024 * 1024        # siege's data_transferred unit

@@ -23,7 +23,7 @@ from lab.measure import hostinfo
 from lab.measure.clients import ClientError, Load, Options
 from lab.record import files
 from lab.record.level import Level
-from lab.record.schema import Failure
+from lab.record.failures import Failure
 
 SCRIPT = ROOT / "client" / "wrk-report.lua"
 REPORT_LINE = "wrk-report "

@@ -54,6 +54,7 @@ from lab.setup.fromenv import UNKNOWN_HINT
 from lab.setup.params import Params
 from lab.setup.servers import Server
 from lab.setup.paths import ROOT, cache_dir
+from lab.record.probe import PROBE
 from lab.measure.verify import checks
 from lab.measure.probe.wire import (Facts, Limits, Target, describe, exchange, parse_answers,
                              receive_queue)
@@ -64,7 +65,6 @@ __all__ = ["PROBES", "Limits", "ProbeReport", "ProbeResult", "Target", "describe
 from lab.measure.probe.probes import PROBES, Probe, tree_cpu
 
 
-REPORT = "probe.json"
 SERVER_LOG = "probe-server.log"
 
 
@@ -336,7 +336,7 @@ def probe_server(server: Server, root: Path, cache: Path, run_dir: Path, knobs: 
             report = replace(report, error=report.error or f"after the stop: {e}")
     report = replace(report, cpus_quiet_s=wait_cpus_quiet(cpus, lim.cpus_quiet_s,
                                                           where=instance.where))
-    save(report, out / REPORT, run_dir)
+    save(report, out / PROBE, run_dir)
     return report
 
 
@@ -421,6 +421,6 @@ def main(argv: list[str]) -> int:
                       bind="127.0.0.1")
         reports[name] = probe_server(server, root, cache, run, knobs, cpus)
         print(f"{reports[name].verdict()} ({reports[name].elapsed_s:.0f} s; "
-              f"{run / name / REPORT})", file=sys.stderr, flush=True)
+              f"{run / name / PROBE})", file=sys.stderr, flush=True)
     print(table(reports))
     return 0 if all(r.still_answers for r in reports.values()) else 1

@@ -1,22 +1,13 @@
-"""A run as one self-contained HTML page (report.html), and an index of the
-runs in a results folder (index.html).
+"""A run as one self-contained HTML page (report.html).
 
-The page needs nothing from outside: the charts are the run's own SVG files,
-inlined (their XML prologs, scripts, event handlers and links to anything
-but the page itself removed, their ids made unique per chart), the styling
-is inline CSS, and there is no JavaScript. Every figure, name and setting is
-escaped with html.escape. The figures come from the run's Analysis
-(lab.analyse.analysis), so the page says what summary.md says, with each flag next
-to the figure it concerns and its one-sentence meaning (lab.analyse.metrics.FLAGS).
-The compare page (`make compare`) is built here too, from the same pieces."""
+The charts are the run's own SVG files, inlined (lab.present.svg). The figures
+come from the run's Analysis (lab.analyse.analysis), so the page says what
+summary.md says, with each flag next to the figure it concerns and its
+one-sentence meaning (lab.analyse.metrics.FLAGS)."""
 from __future__ import annotations
 
 import json
-import re
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from html import escape
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -24,19 +15,19 @@ from urllib.parse import quote
 from lab.analyse import (analysis, costview, findings, memsplit, metrics, probeview,
                          profileview, sends)
 from lab.analyse.decide import METHOD
-from lab.record import files, folder, schema
+from lab.record import calibration, files, outputs
+from lab.record.probe import probe_files
 from lab.analyse.analysis import Analysis
 from lab.analyse.wording import DASH, figure, median_range, spread_text
 from lab.analyse.wording import axis_label
 from lab.analyse.metrics import LevelStats, Spread
-from lab.record.schema import Manifest, RecordError, ServerRecord, Warmup
+from lab.record.files import RecordError
+from lab.record.manifest import Manifest, ServerRecord, Warmup
 from lab.present import lead
+from lab.present.indexpage import write_index
+from lab.present.page import chart_figure, escaped, kv_table, page, table
 from lab.present.report import rerun_line
-from lab.setup.reason import Reason
 
-REPORT = "report.html"
-INDEX = "index.html"
-CHART_ORDER = ("rps", "latency", "percentiles", "knob", "rss")
 CHART_TITLES = {"rps": "Requests per second", "latency": "Latency", "rss": "Memory (RSS)",
                 "percentiles": "Latency percentiles", "knob": "Server knob"}
 INCOMPLETE = "incomplete"
@@ -47,81 +38,6 @@ MEANINGS: dict[str, str] = {
 }
 # Which figure of a level a flag is about; anything else is about req/s.
 FLAG_FIGURE = {"littles-law": "latency", "failures": "failed"}
-
-CSS = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d2127;
- max-width:1180px;margin:0 auto;padding:12px 20px 40px;background:#fff}
-h1{font-size:1.5em;margin:.3em 0}h2{font-size:1.2em;margin:1.4em 0 .4em;
- border-bottom:1px solid #d8dde3;padding-bottom:2px}h3{font-size:1.05em;margin:1em 0 .3em}
-table{border-collapse:collapse;margin:.4em 0 .8em;font-size:13px}
-th,td{border:1px solid #d8dde3;padding:3px 7px;vertical-align:top;text-align:left}
-th{background:#f1f3f6;font-weight:600}table.kv th{font-weight:400;white-space:nowrap}td.n{text-align:right;font-variant-numeric:tabular-nums;
- white-space:nowrap}tr:nth-child(even) td{background:#fafbfc}
-.status{padding:8px 12px;border-radius:4px;margin:.5em 0;font-weight:600}
-.complete{background:#f1f3f6;border:1px solid #c5ccd6;color:#1d2127;font-weight:400}
-.incomplete{background:#fde8e8;border:3px solid #c81e1e;color:#8a1010;font-size:1.15em}
-.incomplete ul{margin:.3em 0 0;font-weight:400}
-.flag{display:inline-block;font-size:11px;font-weight:600;padding:0 5px;margin:1px 0 1px 4px;
- border-radius:3px;background:#fff1c2;border:1px solid #e0b400;color:#5c4700;white-space:nowrap}
-.flag.bad{background:#fde0e0;border-color:#d04040;color:#7a1010}
-.flagged{display:block;text-align:left;white-space:normal;max-width:300px;margin:2px 0 0 auto;
- font-size:11px;color:#4a515c}.flagged .flag{margin-left:0}
-dl.legend{display:grid;grid-template-columns:max-content 1fr;
- gap:3px 10px;margin:.4em 0}dl.legend dd{margin:0}
-figure{margin:.6em 0 1.2em;max-width:900px}figcaption{font-weight:600;margin-bottom:2px}
-svg.chart{display:block;width:100%;height:auto;border:1px solid #e3e6ea}
-
-pre{background:#f5f6f8;border:1px solid #d8dde3;padding:8px;overflow-x:auto;
- white-space:pre-wrap;word-break:break-all;user-select:all}
-.muted{color:#5a6270}.facts{margin:.2em 0 .5em}code{background:#f1f3f6;padding:0 3px}
-ul.warn li{margin:.2em 0}.better{color:#1a7f37}.worse{color:#b42318}
-ol.history li.change{list-style:none;margin-left:-1.2em}
-.warnbox{background:#fff4e5;border-left:4px solid #f79009;padding:4px 8px}
-p.lead{font-size:1.05em;background:#f5f7fa;border-left:4px solid #8a94a3;padding:6px 10px}
-.gate.warn{background:#fff4e5;border-left:4px solid #f79009;padding:2px 6px}
-.gate.worse{color:#b42318;font-weight:600}
-details.internals{margin:.4em 0}details.internals summary{cursor:pointer;color:#5a6270}
-"""
-
-
-def escaped(value: object) -> str:
-    """`value` as HTML text (quotes too, for attributes)."""
-    return escape(str(value), quote=True)
-
-
-def cell(content: str, numeric: bool = False) -> str:
-    """A table cell: content is HTML already."""
-    return f'<td class="n">{content}</td>' if numeric else f"<td>{content}</td>"
-
-
-def table(head: list[str], rows: list[list[str]], numeric: set[int] | None = None,
-          cls: str = "") -> str:
-    """head is plain text; rows are HTML cells' contents; numeric: columns to right-align."""
-    num = numeric or set()
-    ths = "".join(f"<th>{escaped(h)}</th>" for h in head)
-    body = "".join("<tr>" + "".join(cell(c, i in num) for i, c in enumerate(r)) + "</tr>"
-                   for r in rows)
-    klass = f' class="{escaped(cls)}"' if cls else ""
-    return f"<table{klass}><thead><tr>{ths}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def worded(v: object) -> object:
-    """A value as a person reads it: no None, True or long float."""
-    if v is None:
-        return DASH
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, float):
-        return f"{v:.2f}".rstrip("0").rstrip(".") if abs(v) < 1e6 else f"{v:,.0f}"
-    return v
-
-
-def kv_table(pairs: Sequence[tuple[str, object]], cls: str = "") -> str:
-    """Two columns, name and value, without a header row."""
-    rows = "".join(f"<tr><th>{escaped(k)}</th><td>{escaped(worded(v))}</td></tr>"
-                   for k, v in pairs)
-    return f'<table class="kv {escaped(cls)}"><tbody>{rows}</tbody></table>'
-
 
 
 # --- flags --------------------------------------------------------------------
@@ -165,66 +81,10 @@ def legend(flags: list[str]) -> str:
 
 # --- charts -------------------------------------------------------------------
 
-_PROLOG = re.compile(r"<\?xml.*?\?>|<!DOCTYPE[^>]*>|<!--.*?-->", re.S)
-_SCRIPT = re.compile(r"<script\b.*?(?:/>|</script\s*>)", re.S | re.I)
-_HANDLER = re.compile(r"""\s+on[a-z]+\s*=\s*(?:"[^"]*"|'[^']*')""", re.I)
-_HREF = re.compile(r"""\s+((?:xlink:)?href)\s*=\s*(["'])(.*?)\2""", re.S | re.I)
-_ID = re.compile(r"""\bid\s*=\s*(["'])(.*?)\1""")
-_URL = re.compile(r"url\(\s*#([^)\s]+)\s*\)")
-_ROOT = re.compile(r"<svg\b[^>]*>", re.S)
-_XMLNS = re.compile(r"""\s+xmlns(?::\w+)?\s*=\s*(?:"[^"]*"|'[^']*')""")
-
-
-def _local_href(name: str, match: re.Match[str]) -> str:
-    """Keep a link within the chart (renamed); drop any other."""
-    attr, quote_, target = match.group(1), match.group(2), match.group(3).strip()
-    if target.startswith("#"):
-        return f" {attr}={quote_}#{name}-{target[1:]}{quote_}"
-    return ""
-
-
-def _root_tag(name: str, tag: str) -> str:
-    """The outer <svg>: no fixed size, a viewBox, the chart class."""
-    width = re.search(r'\swidth\s*=\s*["\']([\d.]+)', tag)
-    height = re.search(r'\sheight\s*=\s*["\']([\d.]+)', tag)
-    tag = re.sub(r'\s(?:width|height|class|style)\s*=\s*(["\']).*?\1', "", tag)
-    if "viewBox" not in tag and width and height:
-        tag = tag.replace("<svg", f'<svg viewBox="0 0 {width.group(1)} {height.group(1)}"', 1)
-    return tag.replace("<svg", f'<svg class="chart" role="img" aria-label="{escaped(name)}"'
-                       ' preserveAspectRatio="xMidYMid meet"', 1)
-
-
-def inline_svg(name: str, text: str) -> str:
-    """A gnuplot SVG made fit to sit inside the page: nothing it could fetch
-    or run, no namespace declarations (the HTML parser puts inline svg and
-    xlink: attributes in their namespaces itself), ids unique to the chart,
-    scaling to the page width."""
-    text = _PROLOG.sub("", text)
-    text = _XMLNS.sub("", text)          # HTML knows svg and xlink: no namespace URL is named
-    text = _SCRIPT.sub("", text)
-    text = _HANDLER.sub("", text)
-    text = _HREF.sub(lambda mt: _local_href(name, mt), text)
-    text = _ID.sub(lambda mt: f"id={mt.group(1)}{name}-{mt.group(2)}{mt.group(1)}", text)
-    text = _URL.sub(lambda mt: f"url(#{name}-{mt.group(1)})", text)
-    text = _ROOT.sub(lambda mt: _root_tag(name, mt.group(0)), text, count=1)
-    return text.strip()
-
-
 def chart_files(run: Path) -> list[Path]:
     found = {p.stem: p for p in run.glob("*.svg")}
-    order = [c for c in CHART_ORDER if c in found] + sorted(set(found) - set(CHART_ORDER))
+    order = [c for c in outputs.CHARTS if c in found] + sorted(set(found) - set(outputs.CHARTS))
     return [found[c] for c in order]
-
-
-def chart_figure(path: Path, title: str) -> str:
-    """One SVG chart file as a <figure>, inlined with inline_svg."""
-    name = re.sub(r"[^A-Za-z0-9_-]", "-", path.stem)
-    try:
-        svg = inline_svg(name, path.read_text(errors="replace"))
-    except OSError as err:
-        return f'<p class="muted">{escaped(path.name)} unreadable: {escaped(err.strerror or err)}</p>'
-    return (f'<figure id="chart-{escaped(name)}"><figcaption>{escaped(title)} '
-            f'<span class="muted">({escaped(path.name)})</span></figcaption>{svg}</figure>')
 
 
 def series_title(stem: str) -> str:
@@ -589,7 +449,7 @@ def calibration_html(m: Manifest, a: Analysis) -> str:
                      for c in lv} | set(cal.levels))
     rows = []
     for client, got in cal.clients.items():
-        for mode in schema.MODES:
+        for mode in calibration.MODES:
             have = got.modes.get(mode) or {}
             refused = got.refused.get(mode) or {}
             rows.append([escaped(f"{client} {got.version}".strip()), escaped(mode)] + [
@@ -655,14 +515,6 @@ def conditions_html(m: Manifest) -> str:
             + f'<pre id="reproduce"><code>{escaped(m.reproduce)}</code></pre>')
 
 
-def page(title: str, body: str) -> str:
-    """The one page builder: a run's report, the index, a comparison."""
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>{escaped(title)}</title><style>{CSS}</style></head>"
-            f"<body>{body}</body></html>\n")
-
-
 def costs_html(c: costview.CostAnalysis | None) -> str:
     """make cost's figure: instructions per request, beside the plain start's CPU."""
     if c is None:
@@ -709,7 +561,7 @@ def profiles_html(found: dict[str, profileview.ProfileSummary | str]) -> str:
 def render(run: Path) -> str:
     rec, a = analysis.of(run)
     m, stats = rec.manifest, a.stats
-    probes = schema.probe_files(run)
+    probes = probe_files(run)
     names = list(m.servers) + [n for n in stats if n not in m.servers]
     body = [f"<h1>Run {escaped(m.run_id)}</h1>",
             f'<p class="lead" id="lead">{escaped(lead.run_line(m, a))}</p>', status_html(m),
@@ -726,222 +578,9 @@ def render(run: Path) -> str:
     return page(f"Run {m.run_id} ({m.status})", "".join(body))
 
 
-write_atomic = files.write_atomic
-
-
 def write_report(run: Path) -> Path:
     """report.html in the run folder; returns its path."""
-    return files.write_atomic(run / REPORT, render(run))
-
-
-# --- a comparison --------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class ComparePage:
-    """What `make compare` shows; cells are HTML already (built with escaped())."""
-    ids: tuple[str, str]
-    conditions: tuple[str, str]
-    warnings: list[str]
-    head: list[str]
-    rows: list[list[str]]
-    numeric: set[int]
-    other_head: list[str]
-    other_rows: list[list[str]]
-    note: str
-    chart: Path | None
-    chart_problem: str | None
-    differences: list[str]
-    gate_summary: str = ""          # make compare's gate: its outcome and why
-    gate_notes: list[str] = field(default_factory=list)     # the noise floor used, per server
-    gate_head: list[str] = field(default_factory=list)
-    gate_rows: list[list[str]] = field(default_factory=list)
-    lead: str = ""                  # the first line: what, how, the verdict in words
-    outcome: str = ""               # the gate's outcome (pass, regression, not-comparable)
-
-
-def gate_section(c: ComparePage) -> list[str]:
-    if not c.gate_summary:
-        return []
-    return ["<h2>Gate</h2>", f'<p class="gate {GATE_LOOK.get(c.outcome, "")}"><strong>'
-            f"{escaped(c.gate_summary)}</strong></p>",
-            "<ul>" + "".join(f"<li>{escaped(n)}</li>" for n in c.gate_notes) + "</ul>",
-            table(c.gate_head, c.gate_rows, numeric={1}, cls="gate")]
-
-
-def compare_page(c: ComparePage) -> str:
-    title = f"Compare {c.ids[0]} vs {c.ids[1]}"
-    chart = chart_figure(c.chart, "B against A") if c.chart and c.chart.is_file() else \
-        f'<p class="muted">No chart: {escaped(c.chart_problem or "not drawn")}.</p>'
-    body = [f"<h1>{escaped(c.ids[0])} (A) vs {escaped(c.ids[1])} (B)</h1>",
-            f'<p class="lead" id="lead">{escaped(c.lead)}</p>' if c.lead else "",
-            f'<p class="muted">A: {escaped(c.conditions[0])}<br>B: {escaped(c.conditions[1])}</p>',
-            *[f'<p class="warnbox">{escaped(w)}</p>' for w in c.warnings],
-            *gate_section(c),
-            "<h2>Requests per second</h2>",
-            table(c.head, c.rows, numeric=c.numeric, cls="compare"),
-            f'<p class="muted">{escaped(c.note)}</p>', "<h2>Chart</h2>", chart,
-            "<h2>Other ratios (B/A of medians)</h2>",
-            table(c.other_head, c.other_rows, numeric=set(range(1, len(c.other_head))),
-                  cls="ratios"),
-            "<h2>Differences in conditions</h2>",
-            "<ul>" + "".join(f"<li>{escaped(d)}</li>" for d in c.differences or ["none recorded"])
-            + "</ul>"]
-    return page(title, "".join(body))
-
-
-# --- index of runs ---------------------------------------------------------------
-
-INDEX_SIGNATURE = '<meta name="generator" content="lab index">'
-
-
-def run_entry(folder: Path) -> dict[str, Any] | None:
-    """What the index shows of one folder: a run, a comparison, or an
-    unreadable run with its reason; None when it is none of these."""
-    base: dict[str, Any] = {"folder": folder.name, "started": "", "kind": "run",
-                            "broken": "", "report": False}
-    if (folder / "compare.json").is_file() and not (folder / schema.MANIFEST).exists():
-        try:
-            data = schema.read_json(folder / "compare.json")
-            if not isinstance(data, dict):
-                raise RecordError(folder / "compare.json", "should be an object")
-            a, b = data.get("a") or {}, data.get("b") or {}
-            found = data.get("gate")
-            g: dict[str, Any] = found if isinstance(found, dict) else {}
-            return {**base, "kind": "compare", "started": str(data.get("made", "")),
-                    "servers": f"{a.get('run_id', '?')} (A) vs {b.get('run_id', '?')} (B)",
-                    "report": (folder / "compare.html").is_file(),
-                    "gate": str(g.get("outcome", "")), "gate_code": g.get("code"),
-                    "gate_reason": str(g.get("reason", ""))}
-        except (RecordError, AttributeError) as err:
-            return {**base, "kind": "compare", "broken": str(err)}
-    if not (folder / schema.MANIFEST).exists():
-        return None
-    try:
-        m = schema.read_manifest(folder)
-    except RecordError as err:
-        return {**base, "broken": f"{err.path.name}: {err.problem}"}
-    return {**base, "started": m.started,
-            "servers": " ".join(m.params.servers or list(m.servers)),
-            "client": f"{m.client.tool} {m.client.version}".strip(),
-            "connection": m.client.connection, "repeat": m.params.repeat,
-            "topology": m.topology.split(" ")[0],
-            "status": m.status, "report": (folder / REPORT).is_file()}
-
-
-# The gate's outcome as the index shows it (compare.json's gate.outcome).
-GATE_LOOK = {"pass": "", "regression": "worse", "not-comparable": "warn"}
-
-
-def gate_outcome_html(r: dict[str, Any]) -> str:
-    """A comparison's status cell: its gate's outcome and exit code, the
-    reason on hover; "no gate recorded" for a comparison made without one."""
-    outcome = r.get("gate") or ""
-    if not outcome:
-        return '<span class="muted">no gate recorded</span>'
-    code = r.get("gate_code")
-    said = f"gate: {outcome}" + (f" (exit {code})" if code is not None else "")
-    return (f'<span class="gate {GATE_LOOK.get(outcome, "")}" '
-            f'title="{escaped(r.get("gate_reason", ""))}">{escaped(said)}</span>')
-
-
-def index_row(r: dict[str, Any]) -> list[str]:
-    name = escaped(r["folder"])
-    if r["broken"]:
-        return [escaped(r["started"]), name, escaped(r["kind"])] + [""] * 5 + [
-            '<span class="flag bad">unreadable</span> ' + escaped(r["broken"])]
-    page_name = "compare.html" if r["kind"] == "compare" else REPORT
-    link = (f'<a href="{escaped(quote(r["folder"], safe="+"))}/{page_name}">{name}</a>'
-            if r["report"] else f'{name} <span class="flag bad">no report</span>')
-    if r["kind"] == "compare":
-        return [escaped(r["started"].replace("T", " ")), link, "comparison", escaped(r["servers"]),
-                "", "", "", "", gate_outcome_html(r)]
-    status = escaped(r["status"]) if r["status"] == "complete" else \
-        f'<span class="flag bad">{escaped(r["status"])}</span>'
-    return [escaped(r["started"].replace("T", " ")), link, "run", escaped(r["servers"]), escaped(r["client"]),
-            escaped(r["connection"]), escaped(r["repeat"]), escaped(r["topology"]), status]
-
-
-def why_not_ours(results_dir: Path) -> Reason:
-    """Why the index may not be written into results_dir, or None when it may:
-    the folder must carry the lab's mark, and an index.html there must be the lab's."""
-    if not (results_dir / folder.MARK).is_file():
-        return (f"{results_dir} is not a results folder the lab made (no {folder.MARK}): "
-                "no index written there")
-    index = results_dir / INDEX
-    if index.is_symlink() or (index.exists() and not index.is_file()):
-        return f"{index} is not a plain file: left alone"
-    if index.is_file():
-        try:
-            with index.open("rb") as f:
-                head = f.read(4096).decode("utf-8", "replace")
-        except OSError as err:
-            return f"{index} cannot be read ({err.strerror or err}): left alone"
-        if INDEX_SIGNATURE not in head:
-            return f"{index} was not written by the lab: left alone"
-    return None
-
-
-def history_section(results_dir: Path) -> str:
-    """Per server measured in two runs or more: its trend chart across runs
-    (lab.analyse.history, plots/history.gp) and the numbered runs, each linking to
-    its report; a line breaks where the conditions changed."""
-    from lab.analyse import history
-    found = {n: pts for n, pts in history.points(results_dir).items() if len(pts) > 1}
-    if not found:
-        return ""
-    parts = ["<h2>History per server</h2>",
-             '<p class="muted">Peak requests/s, server CPU µs per request and RSS at the peak '
-             "level, instructions per request (make cost); runs in the order they started. "
-             "A line breaks where the conditions changed (client, connection, topology, "
-             "pinning, host, server version); a run flagged at its peak level (client-bound, "
-             "host-busy) is ringed in red and not joined to the line. <code>make history SERVER=&lt;name&gt;</code> "
-             "prints the same as a table.</p>"]
-    for name, pts in sorted(found.items()):
-        parts.append(f"<h3>{escaped(name)}</h3>")
-        try:
-            svg = inline_svg(f"history-{re.sub(r'[^A-Za-z0-9_-]', '-', name)}",
-                             history.chart_svg(name, pts))
-            parts.append(f'<figure id="history-{escaped(history.safe_name(name))}">{svg}</figure>')
-        except history.ChartError as err:
-            parts.append(f'<p class="muted">No chart: {escaped(err)}.</p>')
-        items, i = [], 0
-        for n, seg in enumerate(history.segments(pts)):
-            if n:
-                items.append(f'<li class="muted change">conditions change: '
-                             f"{escaped('; '.join(history.changes(pts[i - 1], seg[0])))}</li>")
-            for pt in seg:
-                i += 1
-                target = f"{pt.run}/report.html" if pt.report else f"{pt.run}/"
-                flag = (f' <span class="worse">{escaped(pt.flag_text())}</span>'
-                        if pt.flags else "")
-                items.append(f'<li value="{i}"><a href="{escaped(target)}">{escaped(pt.run)}</a> '
-                             f'<span class="muted">{escaped(pt.started)}</span>{flag}</li>')
-        parts.append('<ol class="history">' + "".join(items) + "</ol>")
-    return "".join(parts)
-
-
-def write_index(results_dir: Path) -> Path | None:
-    """results_dir/index.html: every run and comparison, newest first; None
-    (with the reason on stderr) when the folder or its index.html is not the lab's."""
-    why = why_not_ours(results_dir)
-    if why:
-        print(f"note: {why}", file=sys.stderr)
-        return None
-    entries = [x for d in sorted(results_dir.iterdir())
-               if d.is_dir() and not d.name.startswith(".") and (x := run_entry(d))]
-    entries.sort(key=lambda r: (r["started"], r["folder"]), reverse=True)
-    rows = [index_row(r) for r in entries]
-    runs = sum(1 for r in entries if r["kind"] == "run")
-    body = (f"<h1>Runs in {escaped(results_dir.name)}</h1>"
-            f'<p class="muted">{runs} run{"s" * (runs != 1)}, '
-            f"{len(entries) - runs} comparison{'s' * (len(entries) - runs != 1)}, "
-            "newest first.</p>"
-            + table(["started", "folder", "kind", "servers", "client", "connection",
-                     "repetitions", "topology", "status"], rows, numeric={6}, cls="runs")
-            + history_section(results_dir))
-    text = page(f"Runs in {results_dir.name}", body).replace(
-        "<head>", f"<head>{INDEX_SIGNATURE}", 1)
-    return files.write_atomic(results_dir / INDEX, text)
+    return files.write_atomic(run / outputs.REPORT, render(run))
 
 
 def main_report(run: Path) -> int:

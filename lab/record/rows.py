@@ -1,0 +1,182 @@
+"""results.csv: one `Row` per level of one server start, written as it is
+measured (`append_row`) and read back typed (`read_rows`); a truncated or
+corrupt file raises `RecordError` naming the line and the cell."""
+from __future__ import annotations
+
+import csv
+import io
+import os
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from lab.record import files
+from lab.record.failures import Failure, decode_failures
+from lab.record.files import RecordError
+from lab.setup.names import why_not_a_recorded_name
+
+CSV = "results.csv"
+
+
+@dataclass
+class Row:
+    """One level of one server start: every figure the lab keeps.
+
+    Written to results.csv and read back typed (`read_rows`): empty cells are
+    None, booleans are bools.
+    """
+    server: str
+    rep: int                      # repetition (a fresh server start each)
+    axis: str                     # concurrency, rate, workers or backlog
+    value: int                    # the swept value of that axis
+    concurrency: int              # closed-loop clients kept busy (0: open loop)
+    offered_rps: float | None     # open loop: rate asked for
+    workers: int
+    backlog: int
+    duration_s: int
+    transactions: int
+    successful: int
+    failed: int
+    availability_pct: float
+    elapsed_s: float
+    rate_rps: float
+    resp_ms: float
+    p50_ms: float | None
+    p90_ms: float | None
+    p99_ms: float | None
+    longest_ms: float
+    in_flight: float
+    littles_ratio: float | None   # in-flight / concurrency (Little's law), closed loop only
+    rss_end_kb: int
+    rss_peak_kb: int
+    threads_end: int
+    threads_peak: int
+    server_cpu_s: float
+    server_cpu_us_per_req: float
+    server_cpu_pct: float         # of the server's CPU allotment over the level
+    client_cpu_s: float
+    client_cpu_pct: float         # of the client's CPU allotment over the level
+    client_bound: bool
+    other_cpu_pct: float          # CPU used on the lab's CPUs by anything else
+    steal_pct: float              # time the hypervisor took from the lab's CPUs
+    sampler_cpu_pct: float        # the lab's own /proc sampler, % of one core
+    time_wait: int                # TCP sockets in TIME_WAIT after the level
+    flags: str                    # space-separated: client-bound failures host-busy ...
+    # RUNTIME=docker: the container's memory as its cgroup counts it (usage less
+    # inactive page cache, as `docker stats` shows it) at the end and peak; absent
+    # (None, and no column in older runs) for a server run as a process
+    cgroup_mem_kb: int | None = None
+    cgroup_mem_peak_kb: int | None = None
+    # where the memory goes, at the end of the level (lab.host.procfs.Memory, from
+    # /proc/PID/smaps_rollup summed over the tree): PSS, private (unique) and
+    # shared memory; None ("unavailable", and no column in older runs) where it
+    # could not be read (the start's record says why)
+    pss_kb: int | None = None
+    private_kb: int | None = None
+    shared_kb: int | None = None
+    anon_kb: int | None = None    # anonymous memory (heap, stacks), part of private and shared
+    # the kernel's part of server_cpu_us_per_req (syscalls, TCP work charged to
+    # the server's processes); None in older runs
+    server_sys_us_per_req: float | None = None
+    # what failed, and how: `encode_failures` of the client's report (absent,
+    # None, in runs made before it was recorded; "" when nothing failed)
+    failure_kinds: str | None = None
+    # why this level is not ranked, in the lab's words (the client stopped
+    # early, the answers changed: lab.analyse.metrics.UNRANKED); "" when it is,
+    # None in runs made before it was recorded
+    unranked: str | None = None
+
+    def has(self, flag: str) -> bool:
+        return flag in self.flags.split()
+
+    def failures(self) -> list[Failure]:
+        """The failed requests of this level by kind ([] when none or not recorded)."""
+        return decode_failures(self.failure_kinds or "", Path(CSV))
+
+
+COLUMNS = list(Row.__dataclass_fields__)
+OPTIONAL = {f.name for f in fields(Row) if f.default is None}   # columns newer than old runs
+
+
+def append_row(run: Path, row: Row) -> None:
+    path = run / CSV
+    new = not os.path.lexists(path)
+    with files.open_text(path, run, append=True) as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        if new:
+            w.writeheader()
+        w.writerow({k: "" if v is None else v for k, v in asdict(row).items()})
+
+
+def _convert(kind: object, text: str) -> Any:
+    """A CSV cell back to its field's type ('' is None for optional fields)."""
+    spec = str(kind)
+    if text == "" and "None" in spec:
+        return None
+    if spec.startswith("bool"):
+        if text not in ("True", "False"):
+            raise ValueError(f"not a boolean: {text!r}")
+        return text == "True"
+    if spec.startswith("int"):
+        return int(text)
+    if spec.startswith("float"):
+        return float(text)
+    return text
+
+
+def from_record(record: dict[str, str | None], path: Path = Path(CSV), line: int = 0) -> Row:
+    """One results.csv line as a Row; RecordError names the line and the cell."""
+    where = f"line {line}: " if line else ""
+    if None in record:
+        raise RecordError(path, f"{where}more cells than columns (corrupt)")
+    record = {**{c: "" for c in OPTIONAL}, **record}
+    missing = [c for c in COLUMNS if c not in record]
+    if missing:
+        raise RecordError(path, f"lacks columns {', '.join(missing)}: made by an older lab?")
+    values = {}
+    for f in fields(Row):
+        cell = record[f.name]
+        if cell is None:
+            raise RecordError(path, f"{where}ends before the `{f.name}` cell (truncated)")
+        try:
+            values[f.name] = _convert(f.type, cell)
+        except ValueError:
+            raise RecordError(path, f"{where}`{f.name}` is {cell!r}, not a "
+                                    f"{str(f.type).split(' ')[0]}") from None
+    why = why_not_a_recorded_name(values["server"])
+    if why:
+        raise RecordError(path, f"{where}{why}")
+    try:
+        decode_failures(values["failure_kinds"] or "", path)
+    except RecordError as e:
+        raise RecordError(path, f"{where}{e.problem}") from None
+    return Row(**values)
+
+
+def read_rows(run: Path) -> list[Row]:
+    """results.csv typed; [] when no level was measured yet."""
+    path = run / CSV
+    if not path.exists() and not path.is_symlink():
+        return []
+    text = files.read_text(path)
+    if "\0" in text:
+        raise RecordError(path, "holds a NUL byte: binary or corrupt, not CSV")
+    try:
+        return [from_record(r, path, i + 2)
+                for i, r in enumerate(csv.DictReader(io.StringIO(text, newline="")))]
+    except csv.Error as e:
+        raise RecordError(path, f"is not valid CSV ({e})") from None
+
+
+def group(rows: list[Row]) -> dict[str, list[Row]]:
+    """Rows grouped by server, in run order; within a server by value, then rep."""
+    groups: dict[str, list[Row]] = {}
+    for r in rows:
+        groups.setdefault(r.server, []).append(r)
+    return {name: sorted(rs, key=lambda r: (r.value, r.rep)) for name, rs in groups.items()}
+
+
+def rows_by_server(run: Path) -> Iterator[tuple[str, list[Row]]]:
+    yield from group(read_rows(run)).items()
+
