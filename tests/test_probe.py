@@ -1,18 +1,15 @@
 """The robustness probe (lab/measure/probe/): its parts, two doubles built to fail
-and to pass it, then real servers with short bounds (each skipped, with the
-reason, when it is not built here)."""
+and to pass it, then real servers with short bounds (each built first, once a
+session, by conftest's `built`: a server that cannot be built fails)."""
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import time
 from pathlib import Path
 
-import pytest
-
-from conftest import FAKES, ROOT, free_port
+from conftest import FAKES, ROOT, Build, free_port
 from lab.measure import probe
 from lab.measure.launch import Knobs, placeholders
 from lab.setup.params import from_env
@@ -175,22 +172,17 @@ def test_sturdy_survives_every_probe(tmp_path: Path, port: int) -> None:
 
 # ---------------------------------------------------------------- real servers
 
-def real(name: str) -> Server:
-    """A repository server, or skip with the reason it cannot run here."""
+def real(name: str, built: Build) -> Server:
+    """A repository server, built (with what it needs installed) by the lab."""
+    built(name)
     server = discover(ROOT)[name]
-    missing = [cmd for cmd in server.requires if shutil.which(cmd) is None]
-    if missing:
-        pytest.skip(f"{name}: {', '.join(missing)} not installed "
-                    f"(apt-get install {' '.join(server.requires[c] for c in missing)})")
     values = placeholders(ROOT, CACHE, knobs(0, server))
-    if not is_built(server, values):
-        pytest.skip(f"{name}: not built here (no up-to-date {artifact_path(server, values)}); "
-                    f"build it first, e.g. SERVER={name} make build")
+    assert is_built(server, values), f"{name}: no up-to-date {artifact_path(server, values)}"
     return server
 
 
-def probe_real(name: str, tmp_path: Path, port: int) -> probe.ProbeReport:
-    server = real(name)
+def probe_real(name: str, tmp_path: Path, port: int, built: Build) -> probe.ProbeReport:
+    server = real(name, built)
     report = probe.probe_server(server, ROOT, CACHE, tmp_path, knobs(port, server), CPUS,
                                 FAST)
     assert report.error == "", report.error
@@ -200,8 +192,8 @@ def probe_real(name: str, tmp_path: Path, port: int) -> probe.ProbeReport:
     return report
 
 
-def test_nginx_survives_and_rejects_bad_requests(tmp_path: Path, port: int) -> None:
-    report = probe_real("nginx", tmp_path, port)
+def test_nginx_survives_and_rejects_bad_requests(tmp_path: Path, port: int, built: Build) -> None:
+    report = probe_real("nginx", tmp_path, port, built)
     got = by_name(report)
     assert report.still_answers, report.markdown()
     assert got["garbage"].outcome.startswith("400")
@@ -210,16 +202,16 @@ def test_nginx_survives_and_rejects_bad_requests(tmp_path: Path, port: int) -> N
     assert "3 of 3 normal answered" in got["slow"].outcome
 
 
-def test_undertow_survives(tmp_path: Path, port: int) -> None:
-    report = probe_real("undertow", tmp_path, port)
+def test_undertow_survives(tmp_path: Path, port: int, built: Build) -> None:
+    report = probe_real("undertow", tmp_path, port, built)
     assert report.still_answers, report.markdown()
     assert by_name(report)["pipelined"].outcome == "3 of 3 answered"
 
 
-def test_aws_findings(tmp_path: Path, port: int) -> None:
+def test_aws_findings(tmp_path: Path, port: int, built: Build) -> None:
     """The hand-found AWS 20.2 behaviour, seen by the probe: header cost,
     slow clients holding every task, pipelining answered once."""
-    report = probe_real("aws", tmp_path, port)
+    report = probe_real("aws", tmp_path, port, built)
     got = by_name(report)
     assert got["pipelined"].outcome.startswith("1 of 3 answered")
     assert " 0 of 3 normal answered" in got["slow"].outcome
@@ -230,8 +222,8 @@ def test_aws_findings(tmp_path: Path, port: int) -> None:
     assert heavy.cpu_s > 0.5 and heavy.cpu_s > 20 * got["header-16k"].cpu_s
 
 
-def test_ada_mini_probe(tmp_path: Path, port: int) -> None:
-    report = probe_real("ada-mini", tmp_path, port)
+def test_ada_mini_probe(tmp_path: Path, port: int, built: Build) -> None:
+    report = probe_real("ada-mini", tmp_path, port, built)
     got = by_name(report)
     assert got["pipelined"].outcome == "3 of 3 answered"
     assert got["garbage"].outcome.startswith("400")
