@@ -159,6 +159,30 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Build:
     return build
 
 
+def install_client(tool: str, tmp: Path) -> None:
+    """A load client through the lab's own install step (`CLIENT=<tool>
+    python3 -m lab deps`, as `make test` runs it): installed as root; as
+    another user the lab exits 2 with the apt-get line, the skip's reason."""
+    if shutil.which(tool):
+        return
+    env = lab_env(tmp, SERVER="nginx", CLIENT=tool)
+    del env["LAB_SERVER_PATH"]
+    out = lab(env, "deps", timeout=900)
+    if out.returncode == 2 and os.geteuid() != 0:
+        pytest.skip(out.stderr.strip()[-300:])
+    assert out.returncode == 0 and shutil.which(tool), out.stderr[-3000:]
+
+
+@pytest.fixture(scope="session")
+def wrk_installed(tmp_path_factory: pytest.TempPathFactory) -> None:
+    install_client("wrk", tmp_path_factory.mktemp("deps"))
+
+
+@pytest.fixture(scope="session")
+def siege_installed(tmp_path_factory: pytest.TempPathFactory) -> None:
+    install_client("siege", tmp_path_factory.mktemp("deps"))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def results_json_fit_their_schema(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Every results.json the lab wrote during this session (under pytest's
