@@ -159,6 +159,27 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Build:
     return build
 
 
+@pytest.fixture(scope="session")
+def short_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One short run of a test double (sturdy, levels 1 and 2 of 1 s, no
+    warm-up), made once a session for the tests that only read a run
+    folder; a test that changes one works on a copy (copy_run)."""
+    tmp = tmp_path_factory.mktemp("short-run")
+    made = bench(lab_env(tmp, SERVER="sturdy", CONCURRENCY="1 2", DURATION="1s", WARMUP="0",
+                         PORT=str(free_port())))
+    assert made.returncode == 0, made.stderr[-3000:]
+    [run] = run_folders(tmp)
+    assert leftovers(run) == []
+    return run
+
+
+def copy_run(run: Path, dest: Path) -> Path:
+    """A copy of a run folder under dest (its own results folder), same name."""
+    copy = dest / "results" / run.name
+    shutil.copytree(run, copy)
+    return copy
+
+
 def install_client(tool: str, tmp: Path) -> None:
     """A load client through the lab's own install step (`CLIENT=<tool>
     python3 -m lab deps`, as `make test` runs it): installed as root; as

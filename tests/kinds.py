@@ -219,6 +219,10 @@ OTHER: dict[str, dict[str, tuple[str, ...]]] = {
         "test_noise.py": (
             "test_noise_measures_one_server_else_exit_2_with_nothing_started",
         ),
+        "test_probe.py": (
+            "test_fragile_stops_answering_after_garbage",
+            "test_sturdy_survives_every_probe",
+        ),
         "test_reproduce.py": (
             "test_bad_input_exits_2_before_anything_runs",
         ),
