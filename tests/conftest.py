@@ -163,7 +163,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Build:
 def short_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One short run of a test double (sturdy, levels 1 and 2 of 1 s, no
     warm-up), made once a session for the tests that only read a run
-    folder; a test that changes one works on a copy (copy_run)."""
+    folder; a test that changes one works on a copy (copy_of_run)."""
     tmp = tmp_path_factory.mktemp("short-run")
     made = bench(lab_env(tmp, SERVER="sturdy", CONCURRENCY="1 2", DURATION="1s", WARMUP="0",
                          PORT=str(free_port())))
@@ -173,7 +173,7 @@ def short_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return run
 
 
-def copy_run(run: Path, dest: Path) -> Path:
+def copy_of_run(run: Path, dest: Path) -> Path:
     """A copy of a run folder under dest (its own results folder), same name."""
     copy = dest / "results" / run.name
     shutil.copytree(run, copy)
@@ -197,6 +197,23 @@ def install_client(tool: str, tmp: Path) -> None:
 @pytest.fixture(scope="session")
 def wrk_installed(tmp_path_factory: pytest.TempPathFactory) -> None:
     install_client("wrk", tmp_path_factory.mktemp("deps"))
+
+
+@pytest.fixture(scope="session")
+def vegeta_installed(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The lab's vegeta (a Go build into LAB_CACHE) through `CLIENT=vegeta
+    python3 -m lab deps`; where Go 1.22+ is missing the lab exits 2 saying
+    so, and that is the skip's reason."""
+    from lab.measure.clients import vegeta
+    if vegeta.Vegeta().version() == vegeta.VEGETA_VERSION:
+        return
+    env = lab_env(tmp_path_factory.mktemp("deps"), SERVER="nginx", CLIENT="vegeta")
+    del env["LAB_SERVER_PATH"]
+    out = lab(env, "deps", timeout=1800)
+    if out.returncode == 2:
+        pytest.skip(out.stderr.strip()[-300:])
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert vegeta.Vegeta().version() == vegeta.VEGETA_VERSION
 
 
 @pytest.fixture(scope="session")

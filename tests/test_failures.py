@@ -202,10 +202,9 @@ def test_siege_counts_each_reset_connection_once_without_a_word(tmp_path: Path) 
     assert kinds(level) == {"unanswered": TIMES}
 
 
+@pytest.mark.usefixtures("vegeta_installed")             # the lab builds it (conftest)
 def test_vegeta_counts_each_reset_connection_as_one_reset(tmp_path: Path) -> None:
     client = vegeta.Vegeta()
-    if client.version() != vegeta.VEGETA_VERSION:
-        pytest.skip("the lab's vegeta is not built (make bench CLIENT=vegeta builds it)")
     level, resets = live(client, False, tmp_path)
     assert resets == TIMES
     assert kinds(level) == {"reset": TIMES}

@@ -6,14 +6,14 @@ from __future__ import annotations
 import html as htmllib
 from pathlib import Path
 
-from conftest import copy_run, free_port, lab, lab_env
+from conftest import copy_of_run, free_port, lab, lab_env
 from lab.record import schema
 
 
 def test_a_problem_added_to_a_complete_run_shows_in_summary_and_report(
         tmp_path: Path, short_run: Path) -> None:
     env = lab_env(tmp_path, SERVER="sturdy", PORT=str(free_port()))
-    run = copy_run(short_run, tmp_path)          # a complete run of the session, copied
+    run = copy_of_run(short_run, tmp_path)          # a complete run of the session, copied
     problem = "profile of sturdy: mvn could not fetch tools.profiler:async-profiler:4.0 <x>"
     schema.add_problem(run, problem)
     out = lab(env, "report", str(run))
