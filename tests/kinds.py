@@ -9,8 +9,9 @@ and runs the kinds in ORDER; a test file missing here stops the collection.
 - real-server: the repository's Ada and Java servers, built once a session
   (conftest's `built`) and run.
 
-root, docker and ssh say what a test needs beyond its kind (it skips, saying
-so, where it cannot have it): `pytest -m "not docker"` leaves those out."""
+root, docker and ssh say what a file's tests need beyond their kind (some of
+them, which skip, saying so, where they cannot have it): `pytest -m "not
+docker"` leaves those files out."""
 from __future__ import annotations
 
 ORDER = ("unit", "fault", "real-server")
@@ -306,7 +307,7 @@ TESTS = {f"{file}::{test}": kind for kind, files in OTHER.items()
          for file, tests in files.items() for test in tests}
 
 
-# What a file, or one of its tests, needs beyond its kind.
+# What a file's tests (some of them), or one test, need beyond their kind.
 NEEDS = {
     "test_topology_docker.py": ("docker",),
     "test_topology_netns.py": ("root",),
