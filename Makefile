@@ -20,7 +20,7 @@ STEP = status=0; $(1) || status=$$?; if [ $$status -eq 130 ]; then kill -INT $$P
 # The names given on the command line (rerun: they override the recorded ones):
 GIVEN := $(strip $(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v))))
 
-.PHONY: help bench calibrate claims compare noise history workshop-check workshop-prepare use cost profile list check-servers build images plots rerun report reproduce test lint clean distclean
+.PHONY: help bench calibrate claims compare noise history workshop-check workshop-prepare use cost profile list check-servers build images plots rerun report reproduce test test-fast lint clean distclean
 
 help: ## this help
 	@echo "Polyglot REST server comparison lab"
@@ -91,11 +91,17 @@ claims: ## a study's claims judged on runs made earlier, nothing run: make claim
 	@test -n "$${RUNS-}" || { echo 'error: give RUNS="results/<run> ..." (runs made by make bench or make reproduce)' >&2; exit 2; }
 	@$(call STEP,$(LAB) claims --study "$$STUDY" $$RUNS)
 
+# The order (unit, fault, real-server) and the markers come from one table,
+# tests/kinds.py; the last lines count every skip and accepted exit 3.
 test: ## the test suite: units, faults, then every server built and swept
 	@$(PYTHON) tests/need_pytest.py    # installs python3-pytest as root, else the apt line, exit 2
 	SERVER=all $(LAB) deps                      # every server's packages and siege
 	SERVER=nginx CLIENT=wrk $(LAB) deps         # wrk (vegeta: its tests build it where Go 1.22+ is)
-	$(PYTHON) -m pytest -q -p no:cacheprovider --durations=25 tests
+	$(PYTHON) -m pytest -q -p no:cacheprovider --strict-markers --durations=25 tests
+
+test-fast: ## the unit tests alone (pytest -m unit): no server built, no run under load
+	@$(PYTHON) tests/need_pytest.py
+	$(PYTHON) -m pytest -q -p no:cacheprovider --strict-markers --durations=10 -m unit tests
 
 workshop-prepare: ## the day before a workshop, with the network: every server, vegeta, the Ada root built, a calibration; ends "ready" or what is missing
 	@$(call STEP,$(LAB) workshop-prepare)

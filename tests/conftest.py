@@ -10,10 +10,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+import kinds
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKES = ROOT / "tests" / "servers"
@@ -126,6 +128,104 @@ def shared_checkout() -> Iterator[Path]:
         shutil.rmtree(top, ignore_errors=True)
 
 
+Build = Callable[..., None]
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Build:
+    """built(name, ...): each repository server built once a session, the way a
+    user's `make build SERVER=name` does it (`lab deps` installs its packages,
+    `lab build` its toolchain and artifact, both cached per LAB_CACHE). A
+    server that cannot be built fails the test that needs it: never a skip."""
+    failed: dict[str, str] = {}
+    done: set[str] = set()
+
+    def steps(names: list[str]) -> str:
+        """deps then build of these servers in one call each: "" or what failed."""
+        env = lab_env(tmp_path_factory.mktemp("build"), SERVER=" ".join(names))
+        del env["LAB_SERVER_PATH"]                       # the repository's servers
+        for step in ("deps", "build"):
+            out = lab(env, step, timeout=3600)
+            if out.returncode != 0:
+                return (f"`python3 -m lab {step}` of {' '.join(names)} ended with exit "
+                        f"{out.returncode}:\n{out.stderr[-3000:]}")
+        return ""
+
+    def build(*names: str) -> None:
+        todo = [n for n in dict.fromkeys(names) if n not in done]
+        if todo and steps(todo):             # then one at a time: which one cannot
+            for name in todo:
+                if why := steps([name]):
+                    failed[name] = why
+        done.update(todo)
+        for name in names:
+            if name in failed:
+                pytest.fail(failed[name], pytrace=False)
+    return build
+
+
+@pytest.fixture(scope="session")
+def short_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One short run of a test double (sturdy, levels 1 and 2 of 1 s, no
+    warm-up), made once a session for the tests that only read a run
+    folder; a test that changes one works on a copy (copy_of_run)."""
+    tmp = tmp_path_factory.mktemp("short-run")
+    made = bench(lab_env(tmp, SERVER="sturdy", CONCURRENCY="1 2", DURATION="1s", WARMUP="0",
+                         PORT=str(free_port())))
+    assert made.returncode == 0, made.stderr[-3000:]
+    [run] = run_folders(tmp)
+    assert leftovers(run) == []
+    return run
+
+
+def copy_of_run(run: Path, dest: Path) -> Path:
+    """A copy of a run folder under dest (its own results folder), same name."""
+    copy = dest / "results" / run.name
+    shutil.copytree(run, copy)
+    return copy
+
+
+def install_client(tool: str, tmp: Path) -> None:
+    """A load client through the lab's own install step (`CLIENT=<tool>
+    python3 -m lab deps`, as `make test` runs it): installed as root; as
+    another user the lab exits 2 with the apt-get line, the skip's reason."""
+    if shutil.which(tool):
+        return
+    env = lab_env(tmp, SERVER="nginx", CLIENT=tool)
+    del env["LAB_SERVER_PATH"]
+    out = lab(env, "deps", timeout=900)
+    if out.returncode == 2 and os.geteuid() != 0:
+        pytest.skip(out.stderr.strip()[-300:])
+    assert out.returncode == 0 and shutil.which(tool), out.stderr[-3000:]
+
+
+@pytest.fixture(scope="session")
+def wrk_installed(tmp_path_factory: pytest.TempPathFactory) -> None:
+    install_client("wrk", tmp_path_factory.mktemp("deps"))
+
+
+@pytest.fixture(scope="session")
+def vegeta_installed(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The lab's vegeta (a Go build into LAB_CACHE) through `CLIENT=vegeta
+    python3 -m lab deps`; where Go 1.22+ is missing the lab exits 2 saying
+    so, and that is the skip's reason."""
+    from lab.measure.clients import vegeta
+    if vegeta.Vegeta().version() == vegeta.VEGETA_VERSION:
+        return
+    env = lab_env(tmp_path_factory.mktemp("deps"), SERVER="nginx", CLIENT="vegeta")
+    del env["LAB_SERVER_PATH"]
+    out = lab(env, "deps", timeout=1800)
+    if out.returncode == 2:
+        pytest.skip(out.stderr.strip()[-300:])
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert vegeta.Vegeta().version() == vegeta.VEGETA_VERSION
+
+
+@pytest.fixture(scope="session")
+def siege_installed(tmp_path_factory: pytest.TempPathFactory) -> None:
+    install_client("siege", tmp_path_factory.mktemp("deps"))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def results_json_fit_their_schema(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Every results.json the lab wrote during this session (under pytest's
@@ -145,3 +245,75 @@ def results_json_fit_their_schema(tmp_path_factory: pytest.TempPathFactory) -> I
         except (OSError, ValueError) as e:
             bad.append(f"{path}: {e}")
     assert not bad, "results.json not fitting docs/results.schema.json:\n" + "\n".join(bad[:20])
+
+
+# ---------------------------------------------------------------- kinds, order, what was not checked
+# tests/kinds.py holds the one table (file -> kind, and the tests of a file that
+# differ); the hooks here mark each test with it, run units, then faults, then
+# real servers, and end the suite with what it did not check.
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, text in kinds.MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {text}")
+
+
+@pytest.hookimpl(tryfirst=True)        # before -m deselects by these marks
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    unknown = sorted({item.path.name for item in items if item.path.name not in kinds.FILES})
+    if unknown:
+        raise pytest.UsageError(f"tests/kinds.py: no kind for {', '.join(unknown)}: add each "
+                                f"file to FILES ({', '.join(kinds.ORDER)})")
+    for item in items:
+        for mark in kinds.marks_of(item.path.name, item.originalname):
+            item.add_marker(mark)
+    items.sort(key=lambda item: kinds.ORDER.index(
+        kinds.kind_of(item.path.name, item.originalname)))     # stable: file order within a kind
+
+
+# Exit 3 ("nothing compared cleanly", "undecided") that a test accepted from
+# the lab: a busy host's answer, no verdict checked. Counted at the end.
+ACCEPTED: list[tuple[str, str]] = []
+
+
+def accepted_exit_3(code: int, reason: str) -> None:
+    """Record that the running test accepted the lab's exit 3 (nothing is
+    recorded for another code), with the reason the lab gave."""
+    if code == 3:
+        test = os.environ.get("PYTEST_CURRENT_TEST", "?").rpartition(" ")[0]
+        ACCEPTED.append((test, reason))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The suite's last lines: how many tests of each kind ran, and what it did
+    not check (each skip and each accepted exit 3, with its reason)."""
+    tr = terminalreporter
+    counts: dict[str, dict[str, int]] = {}
+    for outcome in ("passed", "failed", "error", "skipped"):
+        for report in tr.stats.get(outcome, []):
+            if outcome == "passed" and getattr(report, "when", "") != "call":
+                continue                                   # its setup and teardown
+            path, _, name = report.nodeid.partition("::")
+            kind = kinds.kind_of(Path(path).name, name.partition("[")[0]) \
+                if Path(path).name in kinds.FILES else "?"
+            counts.setdefault(kind, {}).setdefault(outcome, 0)
+            counts[kind][outcome] += 1
+    if not counts:
+        return
+    tr.write_sep("=", "by kind")
+    for kind in [*kinds.ORDER, "?"]:
+        if kind in counts:
+            tr.write_line(f"{kind}: " + ", ".join(f"{n} {o}" for o, n in counts[kind].items()))
+    skipped = tr.stats.get("skipped", [])
+    if not skipped and not ACCEPTED:
+        return                                  # everything collected was checked
+    reasons: dict[str, list[str]] = {}
+    for report in skipped:
+        longrepr = report.longrepr
+        why = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        reasons.setdefault(why.removeprefix("Skipped: "), []).append(report.nodeid)
+    tr.write_sep("=", f"not checked here: {len(skipped)} skipped, "
+                      f"{len(ACCEPTED)} accepted exit 3")
+    for why, nodes in sorted(reasons.items(), key=lambda kv: -len(kv[1])):
+        tr.write_line(f"skipped {len(nodes)}: {why}  ({nodes[0]}{', ...' if len(nodes) > 1 else ''})")
+    for test, why in ACCEPTED:
+        tr.write_line(f"exit 3 accepted: {test}: {why}")

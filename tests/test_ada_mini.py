@@ -6,15 +6,13 @@ from __future__ import annotations
 import os
 import socket
 import struct
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, free_port
+from conftest import ROOT, Build, free_port
 from lab.measure.launch import Knobs, ServerProcess
 from lab.setup.paths import cache_dir
 from lab.setup.servers import discover
@@ -24,10 +22,8 @@ REQUEST = b"GET /api HTTP/1.1\r\nHost: localhost\r\n\r\n"
 
 
 @pytest.fixture(scope="module")
-def port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
-    built = subprocess.run([sys.executable, "-m", "lab", "build", "ada-mini"], cwd=ROOT,
-                           capture_output=True, text=True, timeout=3000)
-    assert built.returncode == 0, built.stderr[-3000:]
+def port(tmp_path_factory: pytest.TempPathFactory, built: Build) -> Iterator[int]:
+    built("ada-mini")
     server = discover(ROOT)["ada-mini"]
     cache = cache_dir()
     p = free_port()

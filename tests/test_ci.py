@@ -241,12 +241,13 @@ def verdict(runs: list[subprocess.CompletedProcess[str]], expected: int,
         assert "not a setting" not in step.stderr, step.stderr[-2000:]
     junit_report(results)        # kept whatever the outcome, for the job's artifacts
     code = recipe_code(cmp)
+    gate = " ".join(line for line in cmp.stderr.splitlines() if "gate:" in line)[:300]
     if code == 3 and "host-busy" in cmp.stderr:
         pytest.skip("this host was busy (host-busy at the compared levels): the gate "
-                    "said so with exit 3, as it must; no verdict to check")
+                    f"said so with exit 3, as it must; no verdict to check ({gate})")
     if code == 3 and "more starts decide" in cmp.stderr:
         pytest.skip("the starts spread too wide here for 5 a side to decide at α=1% "
-                    "(undecided, exit 3, as it must); no verdict to check")
+                    f"(undecided, exit 3, as it must); no verdict to check ({gate})")
     assert code == expected, cmp.stdout[-2000:] + cmp.stderr[-3000:]
     assert f"gate: {'pass' if expected == 0 else 'regression'} (exit {expected})" in cmp.stderr
     root, checks = junit_report(results)

@@ -387,8 +387,10 @@ def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
 def test_ada_vs_java_with_the_real_components_on_constructed_inputs() -> None:
     """Figures shaped like the published ones (AWS 7% over Grizzly, ASF 4% under
     AWS, EWS flat near 8,000 req/s, RSS 580 / 5.6 / 3.6 / 1 MB) reproduce every
-    claim but the 16-task one; swapping ASF's and AWS's memory breaks the
-    order and the ASF/AWS memory ratio."""
+    claim but the 16-task one. ASF's memory put below AWS's (3.0 MB) breaks the
+    order, and not the ASF/AWS memory ratio: 0.83 is inside the claim's
+    factor of 2 around the published 1.56 (0.78-3.12), so that one still
+    reproduces."""
     lab = lab_servers() | JERSEY_VARIANTS
     (study,) = [s for s in claims.load(CLAIMS, lab) if s.id == "ada-vs-java"]
     mb = 1024
@@ -412,7 +414,10 @@ def test_ada_vs_java_with_the_real_components_on_constructed_inputs() -> None:
                         "single-task-flat": claims.REPRODUCED,
                         "aws-more-tasks-not-faster": claims.INCONCLUSIVE}   # aws@16 not run
     measured["asf"] = server("asf", 10_270, 3.0)          # ASF below AWS in memory
-    verdicts = {c.id: claims.evaluate(c, measured, lab).verdict for c in study.claims}
-    assert verdicts["rss-order"] == claims.NOT_REPRODUCED
-    assert verdicts["asf-over-aws-rss"] == claims.INCONCLUSIVE or \
-        verdicts["asf-over-aws-rss"] == claims.REPRODUCED     # 0.83: inside a factor of 2
+    judged = {c.id: claims.evaluate(c, measured, lab) for c in study.claims}
+    assert judged["rss-order"].verdict == claims.NOT_REPRODUCED
+    assert judged["rss-order"].reason == "separated in the opposite order: aws above asf"
+    ratio = judged["asf-over-aws-rss"]
+    assert ratio.verdict == claims.REPRODUCED, ratio.reason
+    assert ratio.measured is not None and ratio.measured.median == pytest.approx(3072 / 3686)
+    assert ratio.reason.startswith("whole range [0.833–0.833] inside 0.78–3.12"), ratio.reason

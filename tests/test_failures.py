@@ -189,7 +189,7 @@ def live(client: Client, keepalive: bool, tmp_path: Path) -> tuple[Level, int]:
     return client.parse(ran.stdout, ran.stderr), int(count.read_text())
 
 
-@pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk not installed")
+@pytest.mark.usefixtures("wrk_installed")               # the lab installs it (conftest)
 def test_wrk_counts_each_reset_connection_as_one_reset(tmp_path: Path) -> None:
     level, resets = live(wrk.Wrk(), False, tmp_path)      # a connection per request
     assert resets == TIMES
@@ -197,23 +197,22 @@ def test_wrk_counts_each_reset_connection_as_one_reset(tmp_path: Path) -> None:
     assert level.successful > EVERY * TIMES
 
 
-@pytest.mark.skipif(shutil.which("siege") is None, reason="siege not installed")
+@pytest.mark.usefixtures("siege_installed")              # the lab installs it (conftest)
 def test_siege_counts_each_reset_connection_once_without_a_word(tmp_path: Path) -> None:
     level, resets = live(siege.Siege(), False, tmp_path)
     assert resets == TIMES
     assert kinds(level) == {"unanswered": TIMES}
 
 
+@pytest.mark.usefixtures("vegeta_installed")             # the lab builds it (conftest)
 def test_vegeta_counts_each_reset_connection_as_one_reset(tmp_path: Path) -> None:
     client = vegeta.Vegeta()
-    if client.version() != vegeta.VEGETA_VERSION:
-        pytest.skip("the lab's vegeta is not built (make bench CLIENT=vegeta builds it)")
     level, resets = live(client, False, tmp_path)
     assert resets == TIMES
     assert kinds(level) == {"reset": TIMES}
 
 
-@pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk not installed")
+@pytest.mark.usefixtures("wrk_installed")               # the lab installs it (conftest)
 def test_the_kinds_reach_the_record_and_the_summary_line(tmp_path: Path) -> None:
     level, _ = live(wrk.Wrk(), False, tmp_path)
     where = levelrow.Where(server="flaky", rep=1, axis="concurrency", value=2, concurrency=2,

@@ -495,6 +495,7 @@ def test_finish_on_a_full_disk_is_one_line(tmp_path: Path, monkeypatch: pytest.M
     assert "No space left on device" in err and "Traceback" not in err
 
 
+@pytest.mark.usefixtures("wrk_installed")                # the lab installs it (conftest)
 def test_a_full_disk_mid_sweep_is_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     """#7: ENOSPC on the second level's row: the sweep stops with one line,
@@ -508,8 +509,6 @@ def test_a_full_disk_mid_sweep_is_recorded(tmp_path: Path, monkeypatch: pytest.M
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     monkeypatch.chdir(ROOT)
-    if shutil.which("wrk") is None:
-        pytest.skip("wrk is not installed")
     assert cli.main(["new-run"]) == 0
     run = Path(capsys.readouterr().out.strip())
     real = append_row

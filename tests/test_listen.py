@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import http.client
 import os
-import shutil
 import socket
-import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, free_port
+from conftest import ROOT, Build, free_port
 from lab.host import procs
-from lab.measure.launch import Knobs, ListenError, ServerProcess, lab_env, placeholders
-from lab.setup.servers import Command, Server, discover, expand, is_built
+from lab.measure.launch import Knobs, ListenError, ServerProcess
+from lab.setup.servers import Command, Server, discover
 
 FIXTURES = ROOT / "tests" / "fixtures"
 BODY = b'{"greeting":"Hello World!"}'
@@ -209,30 +207,6 @@ def test_check_listening_expects_the_capped_backlog(tmp_path: Path) -> None:
 
 # ------------------------------------------------------ the repository's servers
 
-def ensure_built(server: Server, values: dict[str, str], env: dict[str, str]) -> None:
-    """Build a stale server with its manifest's [setup] and [build] commands (what
-    `make build` runs); skip when this host lacks what it needs."""
-    if is_built(server, values):
-        return
-    missing = [f"{cmd} (Debian package {pkg})" for cmd, pkg in server.requires.items()
-               if shutil.which(cmd) is None]
-    if missing:
-        pytest.skip(f"{server.name} is not built and cannot be built here: missing "
-                    f"{', '.join(missing)}; install them or run make build SERVER={server.name}")
-    for step, what in ((server.setup, "setup"), (server.build, "build")):
-        if step is None:
-            continue
-        argv = expand(step.argv, values)
-        done = subprocess.run(argv, cwd=step.dir, env=env, capture_output=True, text=True,
-                              timeout=1200)
-        output = f"{done.stdout[-2000:]}{done.stderr[-2000:]}"
-        if done.returncode != 0 and what == "setup":
-            pytest.skip(f"{server.name}: its toolchain cannot be set up here "
-                        f"({' '.join(argv)}):\n{output}")
-        assert done.returncode == 0, f"{server.name}: {' '.join(argv)} failed:\n{output}"
-    assert is_built(server, values), f"{server.name}: built, but its artifact is still stale"
-
-
 def get_api(bind: str, port: int) -> bytes:
     conn = http.client.HTTPConnection(procs.connect_host(bind), port, timeout=10)
     try:
@@ -245,17 +219,16 @@ def get_api(bind: str, port: int) -> bytes:
 
 
 @pytest.mark.parametrize("name", sorted(REPO))
-def test_server_listens_on_bind_with_backlog(name: str, tmp_path: Path) -> None:
+def test_server_listens_on_bind_with_backlog(name: str, tmp_path: Path, built: Build) -> None:
     """Started as the lab starts it: on 127.0.0.1 with backlog 512 (the
     defaults), then on ::1 with 100 (127.0.0.1 without IPv6), so both knobs
     are seen to reach the server."""
     server = REPO[name]
+    built(name)
     starts = [("127.0.0.1", 512), ("::1" if has_ipv6_loopback() else "127.0.0.1", 100)]
     for bind, backlog in starts:
         knobs = Knobs(port=free_port(), workers=server.workers_default, backlog=backlog,
                       bind=bind)
-        values = placeholders(ROOT, cache_dir(), knobs)
-        ensure_built(server, values, lab_env(ROOT, cache_dir(), "test-listen", knobs))
         with started(server, knobs, tmp_path / f"{name}-{backlog}.log") as proc:
             assert proc.check_listening() == {"address": bind, "backlog": backlog}
             sockets = procs.listeners(knobs.port)

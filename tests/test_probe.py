@@ -1,18 +1,18 @@
 """The robustness probe (lab/measure/probe/): its parts, two doubles built to fail
-and to pass it, then real servers with short bounds (each skipped, with the
-reason, when it is not built here)."""
+and to pass it, then real servers with short bounds (each built first, once a
+session, by conftest's `built`: a server that cannot be built fails)."""
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from conftest import FAKES, ROOT, free_port
+from conftest import FAKES, ROOT, Build, free_port
 from lab.measure import probe
 from lab.measure.launch import Knobs, placeholders
 from lab.setup.fromenv import from_env
@@ -175,33 +175,50 @@ def test_sturdy_survives_every_probe(tmp_path: Path, port: int) -> None:
 
 # ---------------------------------------------------------------- real servers
 
-def real(name: str) -> Server:
-    """A repository server, or skip with the reason it cannot run here."""
+def real(name: str, built: Build) -> Server:
+    """A repository server, built (with what it needs installed) by the lab."""
+    built(name)
     server = discover(ROOT)[name]
-    missing = [cmd for cmd in server.requires if shutil.which(cmd) is None]
-    if missing:
-        pytest.skip(f"{name}: {', '.join(missing)} not installed "
-                    f"(apt-get install {' '.join(server.requires[c] for c in missing)})")
     values = placeholders(ROOT, CACHE, knobs(0, server))
-    if not is_built(server, values):
-        pytest.skip(f"{name}: not built here (no up-to-date {artifact_path(server, values)}); "
-                    f"build it first, e.g. SERVER={name} make build")
+    assert is_built(server, values), f"{name}: no up-to-date {artifact_path(server, values)}"
     return server
 
 
-def probe_real(name: str, tmp_path: Path, port: int) -> probe.ProbeReport:
-    server = real(name)
-    report = probe.probe_server(server, ROOT, CACHE, tmp_path, knobs(port, server), CPUS,
-                                FAST)
+Probed = Callable[[str], probe.ProbeReport]
+
+
+@pytest.fixture(scope="module")
+def probed(built: Build, tmp_path_factory: pytest.TempPathFactory) -> Probed:
+    """probed(name): the report of one probe of a repository server, made once
+    a session (every server is probed once: the end-to-end run does not
+    probe again) and shared by the tests that read it."""
+    reports: dict[str, probe.ProbeReport] = {}
+
+    def get(name: str) -> probe.ProbeReport:
+        if name not in reports:
+            server = real(name, built)
+            folder = tmp_path_factory.mktemp("probed")
+            reports[name] = probe.probe_server(server, ROOT, CACHE, folder,
+                                               knobs(free_port(), server), CPUS, FAST)
+            assert probe.load_report(folder / name / "probe.json") == reports[name]
+        return reports[name]
+    return get
+
+
+@pytest.mark.parametrize("name", sorted(discover(ROOT)))
+def test_every_repository_server_is_probed(name: str, probed: Probed) -> None:
+    """Each server started apart, every probe run, its report saved, within a
+    minute, and still answering after it (make bench loads it: the end-to-end
+    run does not probe again)."""
+    report = probed(name)
     assert report.error == "", report.error
-    assert len(report.results) == len(probe.PROBES)
+    assert [r.probe for r in report.results] == [p.name for p in probe.PROBES]
     assert report.elapsed_s < 60
-    assert (tmp_path / name / "probe.json").exists()
-    return report
+    assert report.still_answers and all(r.ran for r in report.results), report.markdown()
 
 
-def test_nginx_survives_and_rejects_bad_requests(tmp_path: Path, port: int) -> None:
-    report = probe_real("nginx", tmp_path, port)
+def test_nginx_survives_and_rejects_bad_requests(probed: Probed) -> None:
+    report = probed("nginx")
     got = by_name(report)
     assert report.still_answers, report.markdown()
     assert got["garbage"].outcome.startswith("400")
@@ -210,16 +227,16 @@ def test_nginx_survives_and_rejects_bad_requests(tmp_path: Path, port: int) -> N
     assert "3 of 3 normal answered" in got["slow"].outcome
 
 
-def test_undertow_survives(tmp_path: Path, port: int) -> None:
-    report = probe_real("undertow", tmp_path, port)
+def test_undertow_survives(probed: Probed) -> None:
+    report = probed("undertow")
     assert report.still_answers, report.markdown()
     assert by_name(report)["pipelined"].outcome == "3 of 3 answered"
 
 
-def test_aws_findings(tmp_path: Path, port: int) -> None:
+def test_aws_findings(probed: Probed) -> None:
     """The hand-found AWS 20.2 behaviour, seen by the probe: header cost,
     slow clients holding every task, pipelining answered once."""
-    report = probe_real("aws", tmp_path, port)
+    report = probed("aws")
     got = by_name(report)
     assert got["pipelined"].outcome.startswith("1 of 3 answered")
     assert " 0 of 3 normal answered" in got["slow"].outcome
@@ -230,8 +247,8 @@ def test_aws_findings(tmp_path: Path, port: int) -> None:
     assert heavy.cpu_s > 0.5 and heavy.cpu_s > 20 * got["header-16k"].cpu_s
 
 
-def test_ada_mini_probe(tmp_path: Path, port: int) -> None:
-    report = probe_real("ada-mini", tmp_path, port)
+def test_ada_mini_probe(probed: Probed) -> None:
+    report = probed("ada-mini")
     got = by_name(report)
     assert got["pipelined"].outcome == "3 of 3 answered"
     assert got["garbage"].outcome.startswith("400")

@@ -6,16 +6,14 @@ from __future__ import annotations
 import html as htmllib
 from pathlib import Path
 
-from conftest import bench, free_port, lab, lab_env, run_folders
+from conftest import copy_of_run, free_port, lab, lab_env
 from lab.record import manifest
 
 
-def test_a_problem_added_to_a_complete_run_shows_in_summary_and_report(tmp_path: Path) -> None:
-    env = lab_env(tmp_path, SERVER="sturdy", CONCURRENCY="1", DURATION="1s", WARMUP="0",
-                  PORT=str(free_port()))
-    made = bench(env)
-    assert made.returncode == 0, made.stderr[-2000:]
-    [run] = run_folders(tmp_path)
+def test_a_problem_added_to_a_complete_run_shows_in_summary_and_report(
+        tmp_path: Path, short_run: Path) -> None:
+    env = lab_env(tmp_path, SERVER="sturdy", PORT=str(free_port()))
+    run = copy_of_run(short_run, tmp_path)          # a complete run of the session, copied
     problem = "profile of sturdy: mvn could not fetch tools.profiler:async-profiler:4.0 <x>"
     manifest.add_problem(run, problem)
     out = lab(env, "report", str(run))

@@ -341,9 +341,8 @@ def test_the_summary_draws_the_probe_table_from_probe_json(tmp_path: Path) -> No
     assert "- paced: stopped answering after garbage" in summary
 
 
+@pytest.mark.usefixtures("wrk_installed")                # the lab installs it (conftest)
 def test_case6_a_rerun_records_what_it_overrode(tmp_path: Path) -> None:
-    if not shutil.which("wrk"):
-        pytest.skip("the recorded run used wrk, which is not installed here")
     run = copy_run(tmp_path / LANDED, LANDED)
     port = str(free_port())
     out = tmp_path / "out"

@@ -22,16 +22,19 @@ def only_run(tmp: Path) -> tuple[Path, dict]:
 
 
 def test_repetitions_interleave_servers_each_a_fresh_start(tmp_path: Path) -> None:
-    out = bench(lab_env(tmp_path, SERVER="nginx paced", REPEAT="2", CONCURRENCY="1 2",
+    # nginx is the ceiling reference, never in a verdict: paced and its alias
+    # paced#2 are the pair the Verdicts section judges
+    out = bench(lab_env(tmp_path, SERVER="nginx paced paced#2", REPEAT="2", CONCURRENCY="1 2",
                         PORT=str(free_port()), **QUICK), timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     run, m = only_run(tmp_path)
     rows = read_rows(run)
-    # ABBA: the second round starts the other server first
+    # ABBA: the second round starts the servers in the reverse order
     assert [(r.server, r.rep, r.value) for r in rows] == [
         ("nginx", 1, 1), ("nginx", 1, 2), ("paced", 1, 1), ("paced", 1, 2),
+        ("paced#2", 1, 1), ("paced#2", 1, 2), ("paced#2", 2, 1), ("paced#2", 2, 2),
         ("paced", 2, 1), ("paced", 2, 2), ("nginx", 2, 1), ("nginx", 2, 2)]
-    for name in ("nginx", "paced"):
+    for name in ("nginx", "paced", "paced#2"):
         starts = m["servers"][name]["starts"]
         assert [s["rep"] for s in starts] == [1, 2]
         assert starts[0]["pid"] != starts[1]["pid"]            # a fresh process each
@@ -40,11 +43,15 @@ def test_repetitions_interleave_servers_each_a_fresh_start(tmp_path: Path) -> No
     assert m["status"] == "complete"
     summary = (run / "summary.md").read_text()
     assert "req/s median [min–max]" in summary and "–" in summary.split("## Levels")[1]
-    assert "## Verdicts" not in summary or "too few starts: 2 against 2" in summary
-    assert m["starts_spent"] == {"nginx": 2, "paced": 2}
+    verdicts = summary.split("## Verdicts", 1)[1]     # an IndexError when it is missing
+    for value in (1, 2):      # 2 starts a side cannot reach α: undecided, and it says why
+        assert f"| {value} | paced vs paced#2 |" in verdicts, verdicts
+    assert "too few starts: 2 against 2" in verdicts, verdicts
+    assert "nginx vs" not in verdicts and "vs nginx" not in verdicts
+    assert m["starts_spent"] == {"nginx": 2, "paced": 2, "paced#2": 2}
     levels = (run / "levels.csv").read_text().splitlines()
     assert levels[0].startswith("server,value,reps,rate_median,rate_min,rate_max")
-    assert len(levels) == 1 + 4 and all(",2," in line for line in levels[1:])
+    assert len(levels) == 1 + 6 and all(",2," in line for line in levels[1:])
     assert b"<svg" in (run / "rps.svg").read_bytes()[:2000]
     assert leftovers(run) == []
 

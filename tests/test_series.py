@@ -84,11 +84,11 @@ def test_a_short_run_stores_each_level_and_charts_it(tmp_path: Path) -> None:
     assert leftovers(run) == []
 
 
+@pytest.mark.usefixtures("vegeta_installed")             # the lab builds it (conftest)
 def test_a_vegeta_run_stores_its_responses_per_second(tmp_path: Path) -> None:
     """nginx at 500/s for 2 s: each second of the level has vegeta's count."""
-    binary = vegeta.Vegeta().binary
-    if shutil.which("gnuplot") is None or not binary.exists():
-        pytest.skip("gnuplot and the lab's vegeta (make deps CLIENT=vegeta) are needed")
+    if shutil.which("gnuplot") is None:
+        pytest.skip("gnuplot is needed")
     env = lab_env(tmp_path, SERVER="nginx", CLIENT="vegeta", RATE="500", DURATION="2s",
                   WARMUP="0", PORT=str(free_port()))
     del env["LAB_SERVER_PATH"]

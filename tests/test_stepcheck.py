@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FAKES, ROOT, bench, free_port, lab_env, run_folders
+from conftest import FAKES, ROOT, free_port, lab_env, run_folders
 from lab.studies import cost
 from lab.record import costs, manifest
 
@@ -23,16 +23,11 @@ def make(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=600)
 
 
-@pytest.fixture(scope="module")
-def bench_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A short bench run of a test double (two levels of 1 s)."""
-    tmp = tmp_path_factory.mktemp("bench")
-    env = lab_env(tmp, SERVER="sturdy", CONCURRENCY="1 2", DURATION="1s", WARMUP="0",
-                  PORT=str(free_port()))
-    made = bench(env)
-    assert made.returncode == 0, made.stderr[-2000:]
-    [run] = run_folders(tmp)
-    return run
+@pytest.fixture
+def bench_run(short_run: Path) -> Path:
+    """A short bench run of a test double (two levels of 1 s): conftest's, made
+    once a session; the tests here only read it, or copy it."""
+    return short_run
 
 
 @pytest.fixture

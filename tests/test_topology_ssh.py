@@ -326,13 +326,28 @@ def start_bench(env: dict[str, str], tmp: Path) -> tuple[subprocess.Popen[str], 
     raise AssertionError("no level finished in time")
 
 
+def client_running(lan: Lan, tool: str, proc: subprocess.Popen[str]) -> None:
+    """Wait (polling, under a deadline) until a process of `tool` runs on one of
+    the hosts: a level's client run, started after the level measured before it."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        for line in lan.leftovers():                 # "<alias> <pid>: <command line>"
+            argv = line.split(": ", 1)[1].split()
+            if argv and Path(argv[0]).name == tool:
+                return
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    raise AssertionError(f"no {tool} ran on a client host in time")
+
+
 SLOW = {"SERVER": "nginx", "CONCURRENCY": "1 2 3 4 5 6 7 8", "DURATION": "2s", "WARMUP": "0"}
 
 
 def test_ctrl_c_stops_everything_on_every_host(tmp_path: Path, lan: Lan) -> None:
     env = ssh_env(tmp_path, lan, CLIENT="wrk", CLIENT_HOST=lan.dest(1), **SLOW)
     proc, run = start_bench(env, tmp_path)
-    time.sleep(0.7)                                  # into the next level's client run
+    client_running(lan, "wrk", proc)                 # the next level's client, on its host
     os.killpg(proc.pid, signal.SIGINT)               # what a terminal's Ctrl-C does
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -182,8 +181,7 @@ def test_registered() -> None:
     assert clients()["wrk"] is Wrk and Wrk.axis == "concurrency"
 
 
-needs_wrk = pytest.mark.skipif(shutil.which("wrk") is None,
-                               reason="wrk is not installed (apt-get install wrk)")
+needs_wrk = pytest.mark.usefixtures("wrk_installed")     # the lab installs it (conftest)
 
 
 @needs_wrk

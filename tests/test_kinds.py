@@ -1,0 +1,52 @@
+"""tests/kinds.py, the one table of test kinds: every test file has a kind,
+every test named apart exists, and `make test` runs them unit, fault, then
+real-server (checked on a collection of the whole suite)."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import kinds
+from conftest import ROOT
+
+TESTS = ROOT / "tests"
+
+
+def test_every_test_file_has_a_kind_and_every_named_test_exists() -> None:
+    files = sorted(p.name for p in TESTS.glob("test_*.py"))
+    assert sorted(kinds.FILES) == files
+    assert set(kinds.FILES.values()) <= set(kinds.ORDER)
+    for key, kind in kinds.TESTS.items():
+        file, _, name = key.partition("::")
+        assert kind in kinds.ORDER and kind != kinds.FILES[file], key
+        assert re.search(rf"^def {re.escape(name)}\(", (TESTS / file).read_text(), re.M), key
+    for key, needs in kinds.NEEDS.items():
+        assert key.partition("::")[0] in kinds.FILES, key
+        assert needs and set(needs) <= set(kinds.MARKERS) - set(kinds.ORDER), key
+
+
+def collect(*args: str) -> list[str]:
+    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
+                          "-p", "no:cacheprovider", "--strict-markers", *args],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    return [line for line in out.stdout.splitlines() if "::" in line]
+
+
+def kind(nodeid: str) -> str:
+    path, _, test = nodeid.partition("::")
+    return kinds.kind_of(path.rpartition("/")[2], test.partition("[")[0])
+
+
+def test_units_run_first_then_faults_then_real_servers() -> None:
+    """Files given in the reverse of the kinds' order, each holding more than
+    one kind: the collection puts every unit first, then faults, then real
+    servers; `-m unit` keeps the units alone, in the same order."""
+    files = [str(TESTS / f) for f in ("test_probe.py", "test_faults.py", "test_compare.py")]
+    ids = collect(*files)
+    order = [kinds.ORDER.index(kind(i)) for i in ids]
+    assert order == sorted(order) and set(order) == {0, 1, 2}, ids
+    units = collect("-m", "unit", *files)
+    assert units == [i for i in ids if kind(i) == "unit"] and units
+    assert collect("-m", "real-server", *files) == [i for i in ids if kind(i) == "real-server"]
