@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shlex
 import shutil
 import socket
 import subprocess
@@ -21,6 +22,28 @@ ROOT = Path(__file__).resolve().parents[1]
 FAKES = ROOT / "tests" / "servers"
 MIRROR = "../shared/ada-sources"     # ADA_SOURCES for the tests (relative to ROOT)
 sys.path.insert(0, str(ROOT))
+
+
+def same_interpreter() -> Path:
+    """Every `python3` the suite starts (the lab's steps, make's recipes, the
+    test doubles) is the interpreter that runs the suite, with its bytecode
+    cached for the session: a version manager's shim (pyenv: a bash script,
+    0.2-0.3 s a start here) and PYTHONDONTWRITEBYTECODE (every module compiled
+    again in each step) took a third of a short fault run. The folder holds a
+    `python3` that execs sys.executable (a venv stays the venv) and the
+    bytecode; pytest_unconfigure removes it."""
+    top = Path(tempfile.mkdtemp(prefix="lab-tests-python-"))
+    (top / "bin").mkdir()
+    python = top / "bin" / "python3"
+    python.write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} \"$@\"\n")
+    python.chmod(0o755)
+    os.environ["PATH"] = f"{top / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = str(top / "bytecode")
+    return top
+
+
+INTERPRETER = same_interpreter()
 
 
 def free_port() -> int:
@@ -251,6 +274,10 @@ def results_json_fit_their_schema(tmp_path_factory: pytest.TempPathFactory) -> I
 # tests/kinds.py holds the one table (file -> kind, and the tests of a file that
 # differ); the hooks here mark each test with it, run units, then faults, then
 # real servers, and end the suite with what it did not check.
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(INTERPRETER, ignore_errors=True)
+
 
 def pytest_configure(config: pytest.Config) -> None:
     for name, text in kinds.MARKERS.items():

@@ -65,7 +65,7 @@ VALGRIND = ("valgrind --tool=cachegrind --cache-sim=no --branch-sim=no --vgdb=no
             "--trace-children=yes --cachegrind-out-file=%q{LAB_WRAP_OUT}/cachegrind.out.%p")
 DEFAULT_REPEAT = 5      # the fewest starts an exact rank test at 1% can decide on (decide.py)
 NATIVE_REQUESTS = 20_000           # a plain start: enough CPU for /proc's 10 ms ticks
-SETTLE_S = 2.0                     # after ready(): the server closes the check's socket
+SETTLE_S = 2.0                     # after ready(): at most this for the server to close the check's socket
 READY_UNDER_VALGRIND_S = 180.0     # valgrind starts a server 5-50 times slower
 SUMMARY = re.compile(r"^summary:\s+(\d+)", re.M)
 ENDED = re.compile(r"^==(\d+)== I\s+refs:", re.M)
@@ -198,6 +198,23 @@ def scratch_folder(server: Server, run: Path) -> Path:
     return folder
 
 
+# /proc/net/tcp states in which the server may still hold the socket's
+# descriptor (it has not called close()): ESTABLISHED, CLOSE_WAIT
+HELD = ("01", "08")
+
+
+def closed(port: int, bound_s: float = SETTLE_S) -> bool:
+    """Wait until no socket on the server's port is in a state where the
+    server still holds its descriptor (the readiness check's connection is
+    closed on both sides), at most bound_s. False: it was still open."""
+    deadline = time.monotonic() + bound_s
+    while any(procfs.tcp_sockets(state, port=port) for state in HELD):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
 def counted_start(server: Server, params: Params, run: Path, level: int, requests: int,
                   out: Path, pads: int = 0) -> dict[str, Any]:
     """One start under cachegrind: `requests` at `level`, then stopped. Its Ir."""
@@ -218,7 +235,7 @@ def counted_start(server: Server, params: Params, run: Path, level: int, request
         # select()-based server (ada-mini) scans its descriptors up to the
         # highest, so a client socket that got the next number would cost
         # ~27 more instructions per request in this start only.
-        time.sleep(SETTLE_S)
+        closed(params.port)
         drive(instance.url, requests, level, params.client_cpus, timeout_for(requests), pads)
     except procs.NotReady as e:
         raise CostError(str(e)) from None
