@@ -8,7 +8,6 @@ import socket
 import struct
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 

@@ -14,7 +14,7 @@ import pytest
 from conftest import accepted_exit_3, bench, free_port, lab_env, run_folders
 from lab.present import compare
 from lab.analyse import diff, metrics
-from lab.record import files, folder
+from lab.record import files
 from lab.record.rows import Row, append_row
 
 
@@ -247,7 +247,7 @@ def test_never_overwrites_a_comparison(tmp_path: Path) -> None:
 
 def test_two_real_runs_of_paced_show_no_large_change(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    env = lab_env(tmp_path, SERVER="nginx paced", REPEAT="3", CONCURRENCY="1 4",
+    env = lab_env(tmp_path, SERVER="nginx paced", REPEAT="2", CONCURRENCY="1 4",
                   DURATION="1s", WARMUP="0", PROBE="0", PORT=str(free_port()))
     for _ in range(2):
         done = bench(env, timeout=300)
@@ -255,7 +255,7 @@ def test_two_real_runs_of_paced_show_no_large_change(
     a, b = run_folders(tmp_path)
     out_root = tmp_path / "results"
     code = compare.main(a, b, False, out_root)
-    # the gate: the same server twice is never a regression; with 3 starts a side
+    # the gate: the same server twice is never a regression; with 2 starts a side
     # the rule cannot reach α=1% (exit 3, and it says so)
     err = capsys.readouterr().err
     assert code == 3 and re.search(r"too few starts|host-busy|client-bound|steal", err), err
@@ -273,7 +273,7 @@ def test_two_real_runs_of_paced_show_no_large_change(
     paced = [c for c in data["comparisons"] if c["server"] == "paced"]
     assert [c["value"] for c in paced] == [1, 4]
     for c in paced:      # 5 ms per request: the same speed in both runs
-        assert c["kind"] in ("undecided", "not-comparable"), c     # 3 starts cannot decide
+        assert c["kind"] in ("undecided", "not-comparable"), c     # 2 starts cannot decide
         assert not (c["kind"] == "faster" and c["percent"] > 30), c
         assert 0.5 < c["ratios"]["rate"] < 2.0, c
     page = (folder / "compare.html").read_text()

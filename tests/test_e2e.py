@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 from conftest import ROOT, Build, bench, free_port, lab_env, leftovers, run_folders
-from lab.record import folder
 from lab.record.rows import rows_by_server
 from lab.setup.servers import discover
 
@@ -21,7 +20,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 def test_every_server_end_to_end(tmp_path: Path, built: Build) -> None:
     built(*discover(ROOT))
-    env = lab_env(tmp_path, SERVER="all", CONCURRENCY="1 4", DURATION="2s", WARMUP="1s",
+    env = lab_env(tmp_path, SERVER="all", CONCURRENCY="1 4", DURATION="1s", WARMUP="1s",
                   PORT=str(free_port()))
     del env["LAB_SERVER_PATH"]                       # the repository's servers only
     out = bench(env, timeout=3600)

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 from conftest import ROOT, bench, free_port, lab_env, leftovers, run_folders
-from lab.record import calibration, files, folder, manifest
+from lab.record import calibration, files, manifest
 from lab.record.rows import read_rows
 
 QUICK = {"DURATION": "1s", "WARMUP": "0", "PROBE": "0"}

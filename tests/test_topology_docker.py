@@ -11,7 +11,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -21,7 +20,6 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, bench, free_port, lab, lab_env, leftovers, run_folders
-from lab.record import folder, manifest
 from lab.setup.fromenv import from_env
 from lab.measure.topologies import docker
 from lab.measure.topologies.docker import cgroups, compose, engine as docker_engine

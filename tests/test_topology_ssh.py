@@ -21,7 +21,6 @@ import pytest
 
 from conftest import ROOT, bench, free_port, lab, lab_env, leftovers, run_folders
 from lab.analyse import levelrow
-from lab.record import folder
 from lab.record.rows import read_rows
 from lab.measure.clients import Load
 from lab.record.level import Level
@@ -217,7 +216,6 @@ def nothing_left(run: Path, lan: Lan, params_env: dict[str, str]) -> None:
     """No process of the run here or on any host, no master connection open."""
     assert leftovers(run) == []
     assert lan.leftovers() == []                                
-    sockets = Path("/tmp") / f"labssh-{os.geteuid()}"
     p = from_env(params_env, ["nginx", "aws", "jersey", "paced"], CLIENTS)
     for dest in ssh.SshPlan.of(p).dests:
         assert not Path(ssh_session.SshLink.to(dest, p).control).exists(), dest

@@ -16,7 +16,6 @@ import pytest
 import httpfakes
 from conftest import ROOT, free_port
 from lab.measure.clients import host_tools
-from lab.measure import hostinfo
 from lab.measure.clients import ClientError, Load, Options, clients
 from lab.measure.clients.wrk import SCRIPT, Wrk, parse, threads_for
 

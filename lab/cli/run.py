@@ -14,22 +14,20 @@ from pathlib import Path
 
 from lab.setup.paths import ROOT
 from lab.measure.clients import host_tools
-from lab.studies import calibrate
 from lab.measure import hostinfo, topologies
 from lab.host import procs
 from lab.record import checked, files, folder, manifest, pinning, runlock
-from lab.present import report
 from lab.setup import stepcheck
 from lab.setup.exits import Exit
 from lab.setup.paths import cache_dir
 from lab.setup.params import SETTINGS, ConfigError, format_cpus, run_settings
 from lab.setup.servers import lookup, outside
-from lab.measure.sweep import ServerSweep, SweepError
 from lab.cli.common import STOP_SIGNALS, client_for, fail, load_params, recorded_settings
 from lab.cli.prepare import plan
 
 
 def cmd_new_run(_: argparse.Namespace) -> int:
+    from lab.studies import calibrate     # here: the family's other steps need no sweep
     params, servers = load_params()
     topo = topologies.current(params)
     for gone in folder.mark_gone_runs(ROOT / params.results):
@@ -146,6 +144,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
+    from lab.measure.sweep import ServerSweep, SweepError
     params, servers = load_params()
     topologies.join(params)                  # the lab's own connections leave from the clients' side
     run = Path(args.run)
@@ -303,7 +302,7 @@ def cmd_gone(args: argparse.Namespace) -> int:
         manifest.add_problem(run, args.problem)
     folder.mark_gone(run)
     try:
-        from lab.present import reportpage
+        from lab.present import report, reportpage
         report.write(run)
         reportpage.main_report(run)
     except (OSError, files.RecordError) as e:
