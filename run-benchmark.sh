@@ -36,7 +36,7 @@ lab() {
   if [[ -n $stopping ]]; then
     case $1 in finish | plot | report | down) ;; *) return 130 ;; esac
   fi
-  python3 -m lab "$@" &
+  "$python" -m lab "$@" &
   step=$!
   local code before
   while :; do
@@ -80,6 +80,11 @@ if (( $# > 0 )); then
   export SERVER="$*"
 fi
 
+# Every step runs on one interpreter, found once: a version manager's python3
+# (pyenv's shim is a bash script) costs a fifth of a second a start.
+python=$(python3 -c 'import sys; print(sys.executable)') || python=""
+[[ -n $python ]] || python=python3
+
 lab check                               # bad input: exit 2, nothing built or started
 read -ra servers <<< "$(lab resolve)"
 lab deps "${servers[@]}"                # installs missing packages as root, else exit 2
@@ -88,7 +93,7 @@ lab build "${servers[@]}"               # toolchains and builds, only what chang
 # saying "done" (SIGKILL, the OOM killer), it undoes the topology (lab down)
 # and marks the run interrupted. It reads the pipe this script and its steps
 # hold; the servers never inherit it.
-exec {guard}> >(exec python3 -m lab guard)
+exec {guard}> >(exec "$python" -m lab guard)
 tell_guard() { ( trap '' PIPE; echo "$*" >&"$guard" ) 2>/dev/null || true; }
 down() { lab down; tell_guard "done"; }
 trap down EXIT                          # the topology is undone whatever happens next

@@ -12,6 +12,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -199,6 +200,32 @@ def short_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     [run] = run_folders(tmp)
     assert leftovers(run) == []
     return run
+
+
+@dataclass(frozen=True)
+class Made:
+    """What one command of the lab made: its output, and the results folder."""
+    out: subprocess.CompletedProcess[str]
+    results: Path
+
+
+@pytest.fixture(scope="session")
+def quick_study(tmp_path_factory: pytest.TempPathFactory) -> Made:
+    """`make reproduce STUDY=ada-vs-java QUICK=1` as a user types it, once a
+    session: two real runs (siege, wrk) of the study's eight servers, 3 levels
+    of 1 s, one start each. test_reproduce reads its claims; test_e2e checks
+    the study's servers end to end on its runs and runs only the others."""
+    tmp = tmp_path_factory.mktemp("quick-study")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
+    if "LAB_CACHE" in os.environ:
+        env["LAB_CACHE"] = os.environ["LAB_CACHE"]
+    if "ADA_SOURCES" not in env and (ROOT / MIRROR).is_dir():
+        env["ADA_SOURCES"] = MIRROR                  # the pinned Ada archives, offline
+    env.update(RESULTS=str(tmp / "results"), PORT=str(free_port()))
+    out = subprocess.run(["make", "-s", "--no-print-directory", "reproduce", "STUDY=ada-vs-java",
+                          "QUICK=1"], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=1500)
+    return Made(out, tmp / "results")
 
 
 def copy_of_run(run: Path, dest: Path) -> Path:

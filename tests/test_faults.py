@@ -15,7 +15,8 @@ import pytest
 
 from conftest import ROOT, bench, lab_env, leftovers, run_folders
 
-SHORT = {"CONCURRENCY": "1 2 3 4 5 6", "DURATION": "2s", "WARMUP": "0"}
+SHORT = {"CONCURRENCY": "1 2 3 4 5 6", "DURATION": "2s", "WARMUP": "0"}   # long enough to interrupt
+BRIEF = {"CONCURRENCY": "1 2", "DURATION": "1s", "WARMUP": "0"}
 
 
 def manifest(run: Path) -> dict:
@@ -73,7 +74,7 @@ def test_server_that_never_listens(tmp_path: Path, port: int) -> None:
 
 
 def test_server_that_fails_verification_is_not_loaded(tmp_path: Path, port: int) -> None:
-    out = bench(lab_env(tmp_path, SERVER="liar nginx", PORT=str(port), **SHORT), timeout=120)
+    out = bench(lab_env(tmp_path, SERVER="liar nginx", PORT=str(port), **BRIEF), timeout=120)
     assert out.returncode == 1
     assert "liar failed verification, not loaded" in out.stderr
     assert "Hello World?" in out.stderr                       # what came back

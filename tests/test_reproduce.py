@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import MIRROR, ROOT, free_port, leftovers
+from conftest import ROOT, Made, leftovers
 from lab.analyse import claimjudge, claims, levelrow, metrics
 from lab.studies import reproduce
 from lab.record.level import Level
@@ -206,21 +206,13 @@ def test_overall_says_whether_the_client_decides() -> None:
 
 # ---------------------------------------------------------------- a real smoke run
 
-def test_quick_smoke_run_of_ada_vs_java(tmp_path: Path) -> None:
-    """make reproduce STUDY=ada-vs-java QUICK=1: two real lab runs (siege, wrk),
-    3 levels x 1 s x 1 repetition for aws@8 aws@16 asf@8 ews@1 simple-components@1
-    jersey@62 ada-mini@1 nginx@1."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
-    if "LAB_CACHE" in os.environ:
-        env["LAB_CACHE"] = os.environ["LAB_CACHE"]
-    if "ADA_SOURCES" not in env and (ROOT / MIRROR).is_dir():
-        env["ADA_SOURCES"] = MIRROR                  # the pinned Ada archives, offline
-    env.update(RESULTS=str(tmp_path / "results"), PORT=str(free_port()))
-    r = subprocess.run(["make", "-s", "--no-print-directory", "reproduce", "STUDY=ada-vs-java",
-                        "QUICK=1"], cwd=ROOT, env=env, capture_output=True, text=True,
-                       timeout=1500)
+def test_quick_smoke_run_of_ada_vs_java(quick_study: Made) -> None:
+    """make reproduce STUDY=ada-vs-java QUICK=1 (conftest's quick_study, once a
+    session): two real lab runs (siege, wrk), 3 levels x 1 s x 1 repetition
+    for aws@8 aws@16 asf@8 ews@1 simple-components@1 jersey@62 ada-mini@1 nginx@1."""
+    r = quick_study.out
     assert r.returncode == 0, r.stderr[-4000:]
-    folders = sorted((tmp_path / "results").glob("reproduce-ada-vs-java-*"))
+    folders = sorted(quick_study.results.glob("reproduce-ada-vs-java-*"))
     assert len(folders) == 1
     folder = folders[0]
     text = (folder / "claims.md").read_text()
