@@ -216,12 +216,8 @@ def quick_study(tmp_path_factory: pytest.TempPathFactory) -> Made:
     of 1 s, one start each. test_reproduce reads its claims; test_e2e checks
     the study's servers end to end on its runs and runs only the others."""
     tmp = tmp_path_factory.mktemp("quick-study")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LAB_")}
-    if "LAB_CACHE" in os.environ:
-        env["LAB_CACHE"] = os.environ["LAB_CACHE"]
-    if "ADA_SOURCES" not in env and (ROOT / MIRROR).is_dir():
-        env["ADA_SOURCES"] = MIRROR                  # the pinned Ada archives, offline
-    env.update(RESULTS=str(tmp / "results"), PORT=str(free_port()))
+    env = lab_env(tmp, PORT=str(free_port()))
+    del env["LAB_SERVER_PATH"], env["PROBE"]       # the repository's servers; QUICK's PROBE
     out = subprocess.run(["make", "-s", "--no-print-directory", "reproduce", "STUDY=ada-vs-java",
                           "QUICK=1"], cwd=ROOT, env=env, capture_output=True, text=True,
                          timeout=1500)

@@ -47,7 +47,7 @@ from typing import Any
 
 from lab.measure.clients import host_tools
 from lab.measure import deps, hostinfo
-from lab.host import procfs, procs
+from lab.host import hang, procfs, procs
 from lab.record import checked, files, folder, manifest, pinning, runlock
 from lab.present import report
 from lab.analyse.costview import JIT_LANGUAGES, JIT_REASON
@@ -198,17 +198,14 @@ def scratch_folder(server: Server, run: Path) -> Path:
     return folder
 
 
-# /proc/net/tcp states in which the server may still hold the socket's
-# descriptor (it has not called close()): ESTABLISHED, CLOSE_WAIT
-HELD = ("01", "08")
-
-
 def closed(port: int, bound_s: float = SETTLE_S) -> bool:
     """Wait until no socket on the server's port is in a state where the
     server still holds its descriptor (the readiness check's connection is
     closed on both sides), at most bound_s. False: it was still open."""
     deadline = time.monotonic() + bound_s
-    while any(procfs.tcp_sockets(state, port=port) for state in HELD):
+    # ESTABLISHED, CLOSE_WAIT: the server may still hold the descriptor (no close() yet)
+    while any(procfs.tcp_sockets(state, port=port) for state in (hang.ESTABLISHED,
+                                                                  hang.CLOSE_WAIT)):
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.02)
