@@ -81,8 +81,10 @@ def test_repeat_auto_adds_starts_only_while_a_pair_is_undecided(tmp_path: Path) 
 
 
 def test_warmup_auto_waits_until_the_rate_is_steady(tmp_path: Path) -> None:
+    # keep-alive: no connection set up a request, the double's sleep sets its rate
     out = bench(lab_env(tmp_path, SERVER="warming", CONCURRENCY="2", DURATION="2s",
-                        WARMUP="auto", WARMUP_MAX="40s", PROBE="0", PORT=str(free_port())),
+                        KEEPALIVE="1", WARMUP="auto", WARMUP_MAX="40s", PROBE="0",
+                        PORT=str(free_port())),
                 timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     run, m = only_run(tmp_path)

@@ -47,7 +47,7 @@ def cmd_check_servers(args: argparse.Namespace) -> int:
     """The servers' checklist (lab.setup.checklist): every server found, or the
     one in FOLDER; one line per problem with its fix, exit 2 if any."""
     from lab.setup.paths import server_path
-    from lab.setup.servers import SERVER_TOML, manifests
+    from lab.setup.servers import manifests
     paths = (checklist.folder_manifests(Path(args.folder).resolve()) if args.folder
              else manifests(ROOT, ":".join(map(str, server_path()))))
     count, found = checklist.check(paths, checklist.Tree(ROOT, compose_services()))

@@ -6,14 +6,13 @@ its own, measured at the one load level given."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,10 @@ from lab.setup.servers import Server, expand
 from lab.measure.verify import VerifyError, recheck, verify, wire
 
 WARMUP_WORKERS = 64            # an open-loop client's warm-up connections
+# Several client hosts start at one wall-clock time this far after all are
+# ready: the time for each to be asked; a host asked later starts late.
+START_LEAD_S = 0.5
+START_SPREAD_NOTED_S = 1.0     # client hosts started further apart are noted
 
 
 class SweepError(RuntimeError):
@@ -482,7 +485,12 @@ class ServerSweep:
             return [host.run_client(self.client.command(sp.url, share, duration), p.client_cpus,
                                     sp.env, outs[0], limit, sp.alive)]
         stop = threading.Event()
-        barrier = threading.Barrier(len(shares))
+        at = [0.0]
+
+        def start_time() -> None:               # run once, when every host is ready
+            at[0] = time.time() + START_LEAD_S
+
+        barrier = threading.Barrier(len(shares), action=start_time)
         got: list[ClientRun | BaseException | None] = [None] * len(shares)
 
         def alive() -> bool:
@@ -491,8 +499,10 @@ class ServerSweep:
         def one(i: int, host: ClientHost, share: Load) -> None:
             try:
                 argv = self.client.command(sp.url, share, duration)
-                barrier.wait(timeout=60)
-                got[i] = host.run_client(argv, p.client_cpus, sp.env, outs[i], limit, alive)
+                host.prepare(argv, sp.env)
+                barrier.wait(timeout=300)      # the others' prepare: a copy each
+                got[i] = host.run_client(argv, p.client_cpus, sp.env, outs[i], limit, alive,
+                                         at=at[0])
             except BaseException as e:          # handed to the main thread below
                 got[i] = e
                 stop.set()
@@ -538,8 +548,9 @@ class ServerSweep:
                           for share, ran, lv, pct in zip(shares, runs, levels, cpu_pct)]}
         with files.open_text(self.out / "client-hosts.jsonl", self.run, append=True) as f:
             f.write(json.dumps(line) + "\n")
-        if spread is not None and spread > 1.0:
-            self.note(f"{tag}: the client hosts started {spread:.1f}s apart (more than 1 s): "
+        if spread is not None and spread > START_SPREAD_NOTED_S:
+            self.note(f"{tag}: the client hosts started {spread:.1f}s apart (more than "
+                      f"{START_SPREAD_NOTED_S:g} s): "
                       "their loads overlapped only in part")
 
 

@@ -35,7 +35,6 @@ from __future__ import annotations
 import os
 import pwd
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -299,9 +298,9 @@ def function_view(small: Path, large: Path, extra: int) -> list[list[Any]]:
     own tools (cg_merge each start's processes, cg_diff the two starts,
     cg_annotate the difference), divided by the extra requests."""
     merged = []
-    for folder in (small, large):
-        out = folder / "merged.cg"
-        files = [str(f) for f in sorted(folder.glob("cachegrind.out.*"))]
+    for start in (small, large):
+        out = start / "merged.cg"
+        files = [str(f) for f in sorted(start.glob("cachegrind.out.*"))]
         got = subprocess.run(["cg_merge", "-o", str(out), *files], capture_output=True,
                              text=True, timeout=300)
         if got.returncode != 0:
@@ -380,7 +379,7 @@ def build_facts(server: Server, params: Params, run: Path) -> dict[str, str]:
 def measure(run: Path, params: Params, servers: list[Server], levels: tuple[int, ...],
             counts: tuple[int, int], repeat: int, pads: int = 0) -> int:
     data: dict[str, Any] = {
-        "tool": f"valgrind --tool=cachegrind (Ir: instructions executed in user space)",
+        "tool": "valgrind --tool=cachegrind (Ir: instructions executed in user space)",
         "wrapper": VALGRIND, "levels": list(levels), "requests": list(counts),
         "repeat": repeat, "headers": pads, "servers": {}}
     for s in servers:

@@ -25,7 +25,6 @@ user/kernel split; the flame graphs are linked, the report stays script-free).
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys

@@ -393,7 +393,6 @@ def main(argv: list[str]) -> int:
     probe built servers one after another (each with its default WORKERS)
     and print the table; what regenerates docs/probe-table.md."""
     import argparse
-    import os
     import tempfile
 
     from lab.setup.servers import found_here

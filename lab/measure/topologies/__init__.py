@@ -40,6 +40,9 @@ from lab.record.series import Point
 from lab.setup.servers import Server
 
 T = TypeVar("T")
+# The longest a client host waits for a shared start time (ClientHost.run_client's
+# `at`): a clock set far ahead there cannot stall a level.
+START_WAIT_MAX_S = 5.0
 __path__ = pkgutil.extend_path(__path__, __name__)   # topologies kept outside the checkout
 
 
@@ -189,9 +192,16 @@ class ClientHost(ABC):
 
     @abstractmethod
     def run_client(self, argv: list[str], cpus: tuple[int, ...], env: dict[str, str],
-                   out: Path, timeout: float, server_alive: Callable[[], bool]) -> ClientRun:
+                   out: Path, timeout: float, server_alive: Callable[[], bool],
+                   at: float | None = None) -> ClientRun:
         """Run the client pinned to `cpus` to its end, stdout to `out` (stderr beside it,
-        .err); ClientHung past `timeout`, ServerDied when `server_alive()` turns false."""
+        .err); ClientHung past `timeout`, ServerDied when `server_alive()` turns false.
+        `at`: the wall-clock time (time.time()) to start it, for several client
+        hosts started together; a host that gets it late starts at once."""
+
+    def prepare(self, argv: list[str], env: dict[str, str]) -> None:
+        """What run_client(argv) needs there, made ready beforehand (files
+        copied), so that hosts started together are not held up by it."""
 
     @abstractmethod
     def cpu_times(self, cpus: tuple[int, ...]) -> tuple[float, float]:

@@ -1,11 +1,11 @@
 """A correct server whose speed is set by a sleep per request, not by the CPU,
-so that its rate is steady on a noisy host: 5 ms per request once warm.
+so that its rate is steady on a noisy host: 5 ms per request once warm (--pace).
 
 With --die-at N it kills itself with SIGKILL (as the OOM killer would) once N
 requests sleep at the same time: at concurrency N, never below.
 
 With --warm S it starts slow and speeds up over its first S seconds of
-load (40 ms per request, falling linearly to 5 ms), like a JIT warming up.
+load (8 times its pace, falling linearly to its pace), like a JIT warming up.
 Listens on BIND:PORT with backlog BACKLOG, as every lab server does."""
 import argparse
 import os
@@ -17,6 +17,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 BODY = b'{"greeting":"Hello World!"}'
 args = argparse.ArgumentParser()
 args.add_argument("--warm", type=float, default=0.0)
+args.add_argument("--pace", type=float, default=5.0,
+                  help="ms per request once warm: the longer, the less the CPU's share "
+                       "(and a noisy host's) in its rate")
 args.add_argument("--close-below", type=int, default=0,
                   help="with fewer WORKERS than this, close every connection (as AWS does "
                        "with one task)")
@@ -26,6 +29,7 @@ args.add_argument("--shipped", type=int, default=0,
                        "it prints what it runs with, as the lab's servers do")
 ARGS = args.parse_args()
 WARM_S = ARGS.warm
+PACE_S = ARGS.pace / 1000
 CLOSE = int(os.environ.get("WORKERS", "1")) < ARGS.close_below
 FIRST: list[float] = []
 SLEEPING = [0]
@@ -39,8 +43,8 @@ def pause() -> float:
             FIRST.append(time.monotonic())
         since = time.monotonic() - FIRST[0]
     if WARM_S <= 0 or since >= WARM_S:
-        return 0.005
-    return 0.005 + 0.035 * (1 - since / WARM_S)
+        return PACE_S
+    return PACE_S * (1 + 7 * (1 - since / WARM_S))
 
 
 class Handler(BaseHTTPRequestHandler):

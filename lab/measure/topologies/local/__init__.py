@@ -15,8 +15,9 @@ from lab.record import files
 from lab.measure import hostinfo
 from lab.setup.params import Params
 from lab.host.procfs import TreeSample
-from lab.measure.topologies import (ClientHost, ClientHung, ClientRun, Placement, ServerDied,
-                                    ServerHost, Started, Topology, TreeSampler)
+from lab.measure.topologies import (START_WAIT_MAX_S, ClientHost, ClientHung, ClientRun,
+                                    Placement, ServerDied, ServerHost, Started, Topology,
+                                    TreeSampler)
 
 
 class LocalProcess:
@@ -114,8 +115,11 @@ class LocalClientHost(ClientHost):
         self.prefix = prefix
 
     def run_client(self, argv: list[str], cpus: tuple[int, ...], env: dict[str, str],
-                   out: Path, timeout: float, server_alive: Callable[[], bool]) -> ClientRun:
+                   out: Path, timeout: float, server_alive: Callable[[], bool],
+                   at: float | None = None) -> ClientRun:
         err = out.with_suffix(".err")
+        if at is not None:
+            time.sleep(min(max(0.0, at - time.time()), START_WAIT_MAX_S))
         with files.open_binary(out) as fo, files.open_binary(err) as fe:
             proc = procs.start([*self.prefix, *procs.pinned(argv, cpus)], Path.cwd(), env, fe,
                                stdout=fo)

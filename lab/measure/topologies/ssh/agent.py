@@ -16,7 +16,8 @@ forwards the end of file), so nothing of it outlives the lab.
                          watch / unwatch: a server tree sampled in a thread
                          (lab.host.procfs.Sampler) for the length of one client run;
                          client_start / client_wait / client_stop: a load client run pinned
-                         in a session of its own, its CPU from wait4's rusage as here
+                         in a session of its own, its CPU from wait4's rusage as here;
+                         started at a wall-clock time when given one (several hosts)
 
 Written for Python 3.9 and newer (Debian 11's python3), standard library
 only; it imports lab.host.procfs and lab.measure.hostinfo from the shipped copy.
@@ -204,6 +205,9 @@ def unwatch(number: int) -> Dict[str, Any]:
 def answer(request: List[Any]) -> Dict[str, Any]:
     what, args = request[0], request[1:]
     if what == "client_start":
+        at = args[6] if len(args) > 6 else None
+        if at is not None:      # several client hosts: each waits for the same time
+            time.sleep(min(max(0.0, float(at) - time.time()), float(args[7])))
         return client_start([str(a) for a in args[0]], str(args[1]),
                             {str(k): str(v) for k, v in args[2].items()}, str(args[3]),
                             str(args[4]), str(args[5]))

@@ -21,8 +21,8 @@ from lab.host import procs
 from lab.record import files
 from lab.host.procfs import TreeSample
 from lab.record.series import Point
-from lab.measure.topologies import (ClientHost, ClientHung, ClientRun, HostLost, ServerDied,
-                                    ServerHost, Started, TreeSampler)
+from lab.measure.topologies import (START_WAIT_MAX_S, ClientHost, ClientHung, ClientRun,
+                                    HostLost, ServerDied, ServerHost, Started, TreeSampler)
 from lab.measure.topologies.ssh.session import SshLink, Remote, Session, key, last_line
 from lab.measure.topologies.ssh.ship import ROOT, SHIPPED, PathMap, env_words, path_map, remote_env
 
@@ -335,15 +335,21 @@ class SshClientHost(Host, ClientHost):
         fixed = PathMap(found.items())
         return [self.mapped(fixed(word)) for word in argv]
 
+    def prepare(self, argv: list[str], env: dict[str, str]) -> None:
+        self.ship_files(argv, env.get(procs.MARKER, "run"))
+
     def run_client(self, argv: list[str], cpus: tuple[int, ...], env: dict[str, str],
-                   out: Path, timeout: float, server_alive: Callable[[], bool]) -> ClientRun:
+                   out: Path, timeout: float, server_alive: Callable[[], bool],
+                   at: float | None = None) -> ClientRun:
         """Run it there through the agent (a child of the agent, which reads its
-        rusage); stdout to `out` here at its end, stderr beside it (.err)."""
+        rusage, and waits there for `at`); stdout to `out` here at its end,
+        stderr beside it (.err)."""
         run = env.get(procs.MARKER, "run")
         there = self.ship_files(argv, run)
         started = self.ask("client_start", there, ",".join(map(str, cpus)),
                            remote_env(env, self.mapped), self.remote.root,
-                           f"{self.remote.runs}/{run}/clients", out.stem)
+                           f"{self.remote.runs}/{run}/clients", out.stem,
+                           at, START_WAIT_MAX_S)
         number = int(started["client"])
         t0 = time.monotonic()
         result: dict[str, Any] = {}
