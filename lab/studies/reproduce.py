@@ -24,6 +24,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -50,6 +51,9 @@ SMOKE = "smoke run: verdicts not meaningful"
 SYSCTL_SAME = {("net.ipv4.tcp_tw_reuse", "2", "1"):
                "2 = reuse for loopback only; the lab runs over loopback, so in effect as published"}
 RUN_FOLDER = re.compile(r"^run folder: (.+)$")
+# After an interrupt, how long run-benchmark.sh gets to stop its step and close
+# its run (finish, plot, report: a few seconds) before it is killed.
+STOP_WAIT_S = 40.0
 
 
 class ReproduceError(ValueError):
@@ -219,14 +223,29 @@ def run_benchmark(run: RunPlan, env: Mapping[str, str]) -> RunDone:
             code = child.wait()
         except KeyboardInterrupt:     # Ctrl-C reached the child too; SIGTERM only us: pass it on
             child.terminate()         # it stops its step and closes its run (a few seconds);
+            # a script that has not ended by then is killed: its guard (lab guard)
+            # then undoes the topology and marks the run interrupted
+            watchdog = threading.Timer(STOP_WAIT_S, stop_late, (child,))
+            watchdog.daemon = True
+            watchdog.start()
             for line in child.stderr:  # its last lines still say where and why
                 sys.stderr.write(line)
                 m = RUN_FOLDER.match(line.rstrip("\n"))
                 if m and folder is None:
                     folder = (ROOT / m.group(1)).resolve()
             child.wait()
+            watchdog.cancel()
             raise Interrupted(RunDone(run, 130, folder)) from None
     return RunDone(run, code, folder)
+
+
+def stop_late(child: subprocess.Popen[str]) -> None:
+    """run-benchmark.sh still running STOP_WAIT_S after its SIGTERM: killed."""
+    if child.poll() is None:
+        print(f"[reproduce] run-benchmark.sh had not stopped {STOP_WAIT_S:g} s after its "
+              "SIGTERM: killed; its guard marks the run interrupted", file=sys.stderr,
+              flush=True)
+        child.kill()
 
 
 class Interrupted(KeyboardInterrupt):
