@@ -32,11 +32,18 @@ trap 'on_signal TERM' TERM
 trap 'on_signal HUP' HUP
 
 lab() {
-  # once stopping, only the steps that close the run still run
+  # once stopping, only the steps that close the run still run, and they
+  # ignore further signals (LAB_CLOSING_STEP, lab/cli/common.py): a second
+  # Ctrl-C or a SIGTERM passed on cannot leave the run unmarked
+  local closing=""
   if [[ -n $stopping ]]; then
-    case $1 in finish | plot | report | down) ;; *) return 130 ;; esac
+    case $1 in finish | plot | report | down) closing=1 ;; *) return 130 ;; esac
   fi
-  "$python" -m lab "$@" &
+  if [[ -n $closing ]]; then               # ignored from its first instruction
+    ( trap '' INT TERM HUP; LAB_CLOSING_STEP=1 exec "$python" -m lab "$@" ) &
+  else
+    "$python" -m lab "$@" &
+  fi
   step=$!
   local code before
   while :; do

@@ -190,6 +190,41 @@ def test_sigterm_to_the_script_alone(tmp_path: Path, netns_port: int, topology: 
     assert namespaces_gone(netns_port)
 
 
+def step_running(session: int, step: str, timeout: float = 60) -> int:
+    """The pid of `python3 -m lab STEP` in this session, as soon as it runs."""
+    needle = f"\0-m\0lab\0{step}\0".encode()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for name in filter(str.isdigit, os.listdir("/proc")):
+            if needle in _cmdline(int(name)) and os.getpgid(int(name)) == session:
+                return int(name)
+        time.sleep(0.005)
+    raise AssertionError(f"lab {step} never ran")
+
+
+def test_a_repeated_signal_leaves_the_closing_steps_alone(tmp_path: Path,
+                                                          netns_port: int) -> None:
+    """Ctrl-C, then while the run is drawn (lab plot) a second Ctrl-C and a
+    SIGTERM to the script (what make reproduce passes on after a Ctrl-C): the
+    steps that close the run ignore both, so it is marked, drawn and
+    summarised, exit 130 (they were interrupted before: run left "running")."""
+    proc, run = start_bench(tmp_path, settings(tmp_path, netns_port, "local"))
+    try:
+        os.killpg(proc.pid, signal.SIGINT)
+        step_running(proc.pid, "plot")
+        os.killpg(proc.pid, signal.SIGINT)
+        os.kill(proc.pid, signal.SIGTERM)
+        _, err = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    assert manifest(run)["status"] == "interrupted", err
+    assert (run / "rps.png").is_file() and (run / "report.html").is_file(), err
+    assert "interrupted" in (run / "summary.md").read_text()
+    assert_nothing_left(run, netns_port)
+
+
 @pytest.mark.parametrize("topology", TOPOLOGIES)
 def test_sigkill_of_the_group(tmp_path: Path, netns_port: int, topology: str) -> None:
     proc, run = start_bench(tmp_path, settings(tmp_path, netns_port, topology))

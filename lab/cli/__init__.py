@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import signal
 import sys
 from collections.abc import Callable
@@ -19,7 +20,7 @@ from lab.record import files
 from lab.setup.exits import Exit
 from lab.setup.params import ConfigError
 from lab.setup.servers import ManifestError
-from lab.cli.common import STOP_SIGNALS, fail
+from lab.cli.common import CLOSING_VARIABLE, STOP_SIGNALS, fail
 
 
 def step(family: str, name: str) -> Callable[[argparse.Namespace], int]:
@@ -180,8 +181,9 @@ def on_stop(signum: int, frame: FrameType | None) -> None:
 def main(argv: list[str]) -> int:
     if sys.version_info < (3, 11):
         return fail("the lab needs Python 3.11 or newer (tomllib)", Exit.BAD_INPUT)
+    closing = os.environ.get(CLOSING_VARIABLE) == "1"
     for sig in STOP_SIGNALS:         # INT too: a background step starts with it ignored
-        signal.signal(sig, on_stop)
+        signal.signal(sig, signal.SIG_IGN if closing else on_stop)
     args = parser().parse_args(argv)
     try:
         return int(args.fn(args))

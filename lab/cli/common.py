@@ -85,3 +85,7 @@ def refuse_unchecked(params: Params, servers: dict[str, Server], names: list[str
 
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# Set by run-benchmark.sh on the steps that close an interrupted run (finish,
+# plot, report, down): they ignore the stop signals, so that a repeated Ctrl-C
+# or a SIGTERM passed on after it cannot leave the run unmarked or half drawn.
+CLOSING_VARIABLE = "LAB_CLOSING_STEP"
