@@ -92,8 +92,8 @@ fi
 python=$(python3 -c 'import sys; print(sys.executable)') || python=""
 [[ -n $python ]] || python=python3
 
-lab check                               # bad input: exit 2, nothing built or started
-read -ra servers <<< "$(lab resolve)"
+resolved=$(lab check)                   # bad input: exit 2, nothing built or started
+read -ra servers <<< "$resolved"        # the servers SERVER names
 lab deps "${servers[@]}"                # installs missing packages as root, else exit 2
 lab build "${servers[@]}"               # toolchains and builds, only what changed
 # The guard outlives this script: if it and every step are gone without

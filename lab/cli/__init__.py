@@ -35,10 +35,10 @@ def step(family: str, name: str) -> Callable[[argparse.Namespace], int]:
     return run
 
 
-cmd_build, cmd_check, cmd_check_servers, cmd_deps, cmd_exits, cmd_list, cmd_resolve, \
+cmd_build, cmd_check, cmd_check_servers, cmd_deps, cmd_exits, cmd_list, \
     cmd_settings = (step("prepare", n) for n in (
         "cmd_build", "cmd_check", "cmd_check_servers", "cmd_deps", "cmd_exits", "cmd_list",
-        "cmd_resolve", "cmd_settings"))
+        "cmd_settings"))
 cmd_down, cmd_finish, cmd_gone, cmd_guard, cmd_images, cmd_new_run, cmd_next, cmd_probe, \
     cmd_rerun, cmd_sweep, cmd_up = (step("run", n) for n in (
         "cmd_down", "cmd_finish", "cmd_gone", "cmd_guard", "cmd_images", "cmd_new_run",
@@ -56,7 +56,8 @@ def parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="step", required=True)
     sub.add_parser("list", help="servers found from their manifests").set_defaults(fn=cmd_list)
-    sub.add_parser("check", help="validate the settings (exit 2 when bad)").set_defaults(fn=cmd_check)
+    sub.add_parser("check", help="validate the settings (exit 2 when bad), print the servers "
+                   "SERVER names").set_defaults(fn=cmd_check)
     sp = sub.add_parser("check-servers", help="each server's checklist: manifest, Maven module "
                         "or Ada project, build inputs, Dockerfile and compose service (exit 2 "
                         "with one line per problem)")
@@ -73,9 +74,6 @@ def parser() -> argparse.ArgumentParser:
     sp.add_argument("run")
     sp.add_argument("servers", nargs="*")
     sp.set_defaults(fn=cmd_next)
-    sp = sub.add_parser("resolve", help="print the servers SERVER names (or REPEAT)")
-    sp.add_argument("--repeat", action="store_true", help="print the number of repetitions")
-    sp.set_defaults(fn=cmd_resolve)
     for name, fn, text in (("deps", cmd_deps, "install missing system packages"),
                            ("build", cmd_build, "set up toolchains and build what changed")):
         sp = sub.add_parser(name, help=text)

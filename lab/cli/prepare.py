@@ -83,6 +83,7 @@ def cmd_check(_: argparse.Namespace) -> int:
     for w in params.warnings:
         print(f"warning: {w}", file=sys.stderr)
     print(f"plan: {plan(params)}", file=sys.stderr)
+    print(" ".join(params.servers))                   # for run-benchmark.sh: the servers SERVER names
     return 0
 
 
@@ -121,12 +122,6 @@ def cmd_exits(args: argparse.Namespace) -> int:
     """The exit codes as `make help` shows them, or docs/settings.md's table."""
     from lab.setup import exits
     print(exits.markdown_table() if args.markdown else exits.help_text())
-    return 0
-
-
-def cmd_resolve(args: argparse.Namespace) -> int:
-    params, _servers = load_params()
-    print(params.repeat if args.repeat else " ".join(params.servers))
     return 0
 
 
