@@ -40,9 +40,9 @@ lab() {
     case $1 in finish | plot | report | down) closing=1 ;; *) return 130 ;; esac
   fi
   if [[ -n $closing ]]; then               # ignored from its first instruction
-    ( trap '' INT TERM HUP; LAB_CLOSING_STEP=1 exec "$python" -m lab "$@" ) &
+    ( trap '' INT TERM HUP; LAB_CLOSING_STEP=1 exec "$python" -S -m lab "$@" ) &
   else
-    "$python" -m lab "$@" &
+    "$python" -S -m lab "$@" &
   fi
   step=$!
   local code before
@@ -88,7 +88,10 @@ if (( $# > 0 )); then
 fi
 
 # Every step runs on one interpreter, found once: a version manager's python3
-# (pyenv's shim is a bash script) costs a fifth of a second a start.
+# (pyenv's shim is a bash script) costs a fifth of a second a start. The lab is
+# the standard library alone, so its steps start without site (-S), as its
+# keepers do (lab/host/procs.py): no .pth file of site-packages runs each step
+# (one here imports certifi: 57 ms a start, 15 starts a short run).
 python=$(python3 -c 'import sys; print(sys.executable)') || python=""
 [[ -n $python ]] || python=python3
 
@@ -100,7 +103,7 @@ lab build "${servers[@]}"               # toolchains and builds, only what chang
 # saying "done" (SIGKILL, the OOM killer), it undoes the topology (lab down)
 # and marks the run interrupted. It reads the pipe this script and its steps
 # hold; the servers never inherit it.
-exec {guard}> >(exec "$python" -m lab guard)
+exec {guard}> >(exec "$python" -S -m lab guard)
 tell_guard() { ( trap '' PIPE; echo "$*" >&"$guard" ) 2>/dev/null || true; }
 down() { lab down; tell_guard "done"; }
 trap down EXIT                          # the topology is undone whatever happens next
