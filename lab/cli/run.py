@@ -10,6 +10,7 @@ import signal
 import sys
 import time
 from collections.abc import Collection, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from lab.setup.paths import ROOT
@@ -20,15 +21,22 @@ from lab.record import checked, files, folder, manifest, pinning, runlock
 from lab.setup import stepcheck
 from lab.setup.exits import Exit
 from lab.setup.paths import cache_dir
-from lab.setup.params import SETTINGS, ConfigError, format_cpus, run_settings
-from lab.setup.servers import lookup, outside
+from lab.setup.params import SETTINGS, ConfigError, Params, format_cpus, run_settings
+from lab.setup.servers import Discovered, lookup, outside
 from lab.cli.common import STOP_SIGNALS, client_for, fail, load_params, recorded_settings
 from lab.cli.prepare import plan
 
 
 def cmd_new_run(_: argparse.Namespace) -> int:
-    from lab.studies import calibrate     # here: the family's other steps need no sweep
     params, servers = load_params()
+    with ThreadPoolExecutor(max_workers=1) as pool:    # the tools' versions (mvn -v starts
+        return start_run(params, servers, pool.submit(host_tools))   # a JVM), probed meanwhile
+
+
+def start_run(params: Params, servers: Discovered,
+              tools: Future[dict[str, str | None]]) -> int:
+    """A new run folder and its manifest; prints the folder."""
+    from lab.studies import calibrate     # here: the family's other steps need no sweep
     topo = topologies.current(params)
     for gone in folder.mark_gone_runs(ROOT / params.results):
         print(f"note: {gone.name} was left running by a lab that is gone: marked interrupted",
@@ -56,7 +64,7 @@ def cmd_new_run(_: argparse.Namespace) -> int:
         calibration=calibrate.last(cache_dir()),
         host=topo.server.facts(),
         client_hosts=[c.facts() for c in topo.clients if not c.same_host_as(topo.server)],
-        tools=dict(host_tools()),
+        tools=dict(tools.result()),
         lab=hostinfo.lab_revision(ROOT),
         extra=rerun_of(os.environ.get("LAB_RERUN")),
     ))
