@@ -17,7 +17,7 @@ from lab.setup.paths import ROOT
 from lab.measure.clients import host_tools
 from lab.measure import hostinfo, topologies
 from lab.host import procs
-from lab.record import checked, files, folder, manifest, pinning, runlock
+from lab.record import calibration, checked, files, folder, manifest, pinning, runlock
 from lab.setup import stepcheck
 from lab.setup.exits import Exit
 from lab.setup.paths import cache_dir
@@ -36,7 +36,6 @@ def cmd_new_run(_: argparse.Namespace) -> int:
 def start_run(params: Params, servers: Discovered,
               tools: Future[dict[str, str | None]]) -> int:
     """A new run folder and its manifest; prints the folder."""
-    from lab.studies import calibrate     # here: the family's other steps need no sweep
     topo = topologies.current(params)
     for gone in folder.mark_gone_runs(ROOT / params.results):
         print(f"note: {gone.name} was left running by a lab that is gone: marked interrupted",
@@ -61,7 +60,7 @@ def start_run(params: Params, servers: Discovered,
         pinning=pinning.Pinning(server_cpus=format_cpus(params.server_cpus),
                                client_cpus=format_cpus(params.client_cpus)),
         client=manifest.ClientInfo.parse(checked.obj(conditions, run / manifest.MANIFEST, "client")),
-        calibration=calibrate.last(cache_dir()),
+        calibration=calibration.last(cache_dir()),
         host=topo.server.facts(),
         client_hosts=[c.facts() for c in topo.clients if not c.same_host_as(topo.server)],
         tools=dict(tools.result()),
@@ -87,13 +86,16 @@ def cmd_next(args: argparse.Namespace) -> int:
     """The next round of starts of a run (lab.analyse.nextstarts): "SERVER REP"
     lines in the order to start them (ABBA), nothing when the run is done; the
     starts spent so far go into the manifest (`starts_spent`)."""
-    from lab.analyse import analysis, nextstarts
+    from lab.analyse import nextstarts
     run = Path(args.run)
     m = manifest.read_manifest(run)
     auto = bool(m.params.extra.get("repeat_auto"))
     past_min = auto and min((nextstarts.done(m, s)[0] for s in args.servers),
                             default=0) >= m.params.repeat
-    a = analysis.of(run)[1] if past_min else None
+    a = None
+    if past_min:                 # the analysis (and its imports) only when it decides
+        from lab.analyse import analysis
+        a = analysis.of(run)[1]
     nxt = nextstarts.plan(m, list(args.servers), a)
 
     def spent(rec: manifest.Manifest) -> None:
