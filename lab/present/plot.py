@@ -107,12 +107,16 @@ def gnuplots(jobs: list[Job], run: Path) -> str:
     folder; then, in the jobs' order, move each output into the run with the
     lab's one writer (never through a link planted there), stopping at the
     first that failed: its error line, or "" when all are done."""
-    with tempfile.TemporaryDirectory(prefix=".lab-plot-") as tmp, \
-            ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+    with tempfile.TemporaryDirectory(prefix=".lab-plot-") as tmp:
         outs = [Path(tmp) / str(i) for i in range(len(jobs))]
         for out in outs:
             out.mkdir()
-        errors = list(pool.map(lambda job, out: gnuplot(job.script, job.setup, out), jobs, outs))
+        pool = ThreadPoolExecutor(max_workers=os.cpu_count() or 1)
+        try:
+            errors = list(pool.map(lambda job, out: gnuplot(job.script, job.setup, out),
+                                   jobs, outs))
+        finally:                  # interrupted: the charts drawing end, no other starts
+            pool.shutdown(cancel_futures=True)
         for job, out, err in zip(jobs, outs, errors):
             if err:
                 return f"{job.failed}: {err}"
