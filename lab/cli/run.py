@@ -24,7 +24,6 @@ from lab.setup.paths import cache_dir
 from lab.setup.params import SETTINGS, ConfigError, Params, format_cpus, run_settings
 from lab.setup.servers import Discovered, lookup, outside
 from lab.cli.common import STOP_SIGNALS, client_for, fail, load_params, recorded_settings
-from lab.cli.prepare import plan
 
 
 def cmd_new_run(_: argparse.Namespace) -> int:
@@ -36,6 +35,7 @@ def cmd_new_run(_: argparse.Namespace) -> int:
 def start_run(params: Params, servers: Discovered,
               tools: Future[dict[str, str | None]]) -> int:
     """A new run folder and its manifest; prints the folder."""
+    from lab.cli.prepare import plan     # here: the family's other steps need no launch, deps
     topo = topologies.current(params)
     for gone in folder.mark_gone_runs(ROOT / params.results):
         print(f"note: {gone.name} was left running by a lab that is gone: marked interrupted",
