@@ -17,10 +17,13 @@ such a level earns no more starts for req/s.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from lab.analyse import verdicts
-from lab.analyse.analysis import Analysis
 from lab.record.manifest import Manifest
+
+if TYPE_CHECKING:        # a run's analysis is read only past REPEAT=auto's minimum
+    from lab.analyse.analysis import Analysis
 
 DECIDED = verdicts.RANKED + ("faster", "faster-at-least", "equivalent")
 FAILED = ("failed", "not loaded", "interrupted")

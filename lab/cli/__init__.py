@@ -14,6 +14,7 @@ import signal
 import sys
 from collections.abc import Callable
 from types import FrameType
+from typing import Any, NoReturn
 
 from lab.host import procs
 from lab.record import files
@@ -51,115 +52,133 @@ cmd_calibrate, cmd_claims, cmd_cost, cmd_noise, cmd_profile, cmd_reproduce, \
         "cmd_calibrate", "cmd_claims", "cmd_cost", "cmd_noise", "cmd_profile", "cmd_reproduce",
         "cmd_workshop_prepare"))
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python3 -m lab", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+class Unparsed(Exception):
+    """What Strict raises where argparse would print an error and exit."""
+
+
+class Strict(argparse.ArgumentParser):
+    """A parser that raises Unparsed on bad arguments instead of printing."""
+
+    def error(self, message: str) -> NoReturn:
+        raise Unparsed(message)
+
+
+def parser(step: str = "") -> argparse.ArgumentParser:
+    """The command line. With `step`, only that step's parser is made (and bad
+    arguments raise Unparsed): making all ~40 cost 10-25 ms of each step."""
+    p = (Strict if step else argparse.ArgumentParser)(
+        prog="python3 -m lab", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="step", required=True)
-    sub.add_parser("list", help="servers found from their manifests").set_defaults(fn=cmd_list)
-    sub.add_parser("check", help="validate the settings (exit 2 when bad), print the servers "
-                   "SERVER names").set_defaults(fn=cmd_check)
-    sp = sub.add_parser("check-servers", help="each server's checklist: manifest, Maven module "
-                        "or Ada project, build inputs, Dockerfile and compose service (exit 2 "
-                        "with one line per problem)")
+    others = argparse.ArgumentParser(add_help=False, conflict_handler="resolve")
+
+    def add(name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        return sub.add_parser(name, **kwargs) if not step or name == step else others
+    add("list", help="servers found from their manifests").set_defaults(fn=cmd_list)
+    add("check", help="validate the settings (exit 2 when bad), print the servers SERVER "
+        "names").set_defaults(fn=cmd_check)
+    sp = add("check-servers", help="each server's checklist: manifest, Maven module "
+             "or Ada project, build inputs, Dockerfile and compose service (exit 2 "
+             "with one line per problem)")
     sp.add_argument("folder", nargs="?", default="", help="one server folder (default: all)")
     sp.set_defaults(fn=cmd_check_servers)
-    sp = sub.add_parser("settings", help="every setting the lab reads (make help)")
+    sp = add("settings", help="every setting the lab reads (make help)")
     sp.add_argument("--markdown", action="store_true", help="docs/settings.md's table")
     sp.set_defaults(fn=cmd_settings)
-    sp = sub.add_parser("exits", help="the lab's exit codes (make help)")
+    sp = add("exits", help="the lab's exit codes (make help)")
     sp.add_argument("--markdown", action="store_true", help="docs/settings.md's table")
     sp.set_defaults(fn=cmd_exits)
-    sp = sub.add_parser("next", help="print the next round of starts of a run (ABBA), "
-                        "nothing when done (REPEAT=auto: only undecided pairs)")
+    sp = add("next", help="print the next round of starts of a run (ABBA), "
+             "nothing when done (REPEAT=auto: only undecided pairs)")
     sp.add_argument("run")
     sp.add_argument("servers", nargs="*")
     sp.set_defaults(fn=cmd_next)
     for name, fn, text in (("deps", cmd_deps, "install missing system packages"),
                            ("build", cmd_build, "set up toolchains and build what changed")):
-        sp = sub.add_parser(name, help=text)
+        sp = add(name, help=text)
         sp.add_argument("servers", nargs="*")
         sp.set_defaults(fn=fn)
-    sub.add_parser("up", help="set up the topology (namespaces, links, ssh master)"
-                   ).set_defaults(fn=cmd_up)
-    sub.add_parser("down", help="undo `up` (always safe to run)").set_defaults(fn=cmd_down)
-    sub.add_parser("guard", help="run-benchmark.sh's guard: lab down and the run marked "
-                   "interrupted when the script and its steps vanish").set_defaults(fn=cmd_guard)
-    sp = sub.add_parser("gone", help="a vanished step's keeper: mark its run interrupted "
-                        "(lab.record.runlock.guard)")
+    add("up", help="set up the topology (namespaces, links, ssh master)"
+        ).set_defaults(fn=cmd_up)
+    add("down", help="undo `up` (always safe to run)").set_defaults(fn=cmd_down)
+    add("guard", help="run-benchmark.sh's guard: lab down and the run marked "
+        "interrupted when the script and its steps vanish").set_defaults(fn=cmd_guard)
+    sp = add("gone", help="a vanished step's keeper: mark its run interrupted "
+             "(lab.record.runlock.guard)")
     sp.add_argument("run")
     sp.add_argument("--remove", default="", help="a partial folder inside the run")
     sp.add_argument("--problem", default="", help="what to record in the manifest")
     sp.set_defaults(fn=cmd_gone)
-    sub.add_parser("images", help="RUNTIME=docker: make debian:bullseye and debian:bookworm "
-                   "locally (debootstrap, docker import) unless they exist"
-                   ).set_defaults(fn=cmd_images)
-    sub.add_parser("new-run", help="make a run folder, print its path").set_defaults(fn=cmd_new_run)
-    sp = sub.add_parser("probe", help="robustness probe of one server (a separate start)")
+    add("images", help="RUNTIME=docker: make debian:bullseye and debian:bookworm "
+        "locally (debootstrap, docker import) unless they exist"
+        ).set_defaults(fn=cmd_images)
+    add("new-run", help="make a run folder, print its path").set_defaults(fn=cmd_new_run)
+    sp = add("probe", help="robustness probe of one server (a separate start)")
     sp.add_argument("run")
     sp.add_argument("server")
     sp.set_defaults(fn=cmd_probe)
-    sp = sub.add_parser("sweep", help="verify, warm up and sweep one server, one repetition")
+    sp = add("sweep", help="verify, warm up and sweep one server, one repetition")
     sp.add_argument("run")
     sp.add_argument("server")
     sp.add_argument("rep", type=int, nargs="?", default=1)
     sp.set_defaults(fn=cmd_sweep)
-    sub.add_parser("calibrate", help="what each installed client drives against the ceiling"
-                   ).set_defaults(fn=cmd_calibrate)
-    sp = sub.add_parser("compare", help="run B against run A, with noise-aware verdicts")
+    add("calibrate", help="what each installed client drives against the ceiling"
+        ).set_defaults(fn=cmd_calibrate)
+    sp = add("compare", help="run B against run A, with noise-aware verdicts")
     sp.add_argument("a")
     sp.add_argument("b")
     sp.set_defaults(fn=cmd_compare)
-    sub.add_parser("noise", help="this host's A/A noise of SERVER: the same server twice in "
-                   "one run; its floor kept for compare (make noise)").set_defaults(fn=cmd_noise)
-    sub.add_parser("history", help="SERVER across the runs in RESULTS, as a table "
-                   "(make history)").set_defaults(fn=cmd_history)
-    sp = sub.add_parser("finish", help="mark a run complete or incomplete")
+    add("noise", help="this host's A/A noise of SERVER: the same server twice in "
+        "one run; its floor kept for compare (make noise)").set_defaults(fn=cmd_noise)
+    add("history", help="SERVER across the runs in RESULTS, as a table "
+        "(make history)").set_defaults(fn=cmd_history)
+    sp = add("finish", help="mark a run complete or incomplete")
     sp.add_argument("run")
     sp.add_argument("status", type=int)
     sp.set_defaults(fn=cmd_finish)
     for name, fn, text in (("plot", cmd_plot, "draw the charts of a run"),
                            ("report", cmd_report, "summarise a run"),
                            ("rerun", cmd_rerun, "run again with a run's recorded settings")):
-        sp = sub.add_parser(name, help=text)
+        sp = add(name, help=text)
         sp.add_argument("run")
         sp.set_defaults(fn=fn)
-    sp = sub.add_parser("bmf", help="a run in bencher.dev's metric format (BMF JSON), one "
-                        "measure per gated figure")
+    sp = add("bmf", help="a run in bencher.dev's metric format (BMF JSON), one "
+             "measure per gated figure")
     sp.add_argument("run")
     sp.add_argument("--output", default="", help="the file to write (default: stdout)")
     sp.set_defaults(fn=cmd_bmf)
-    sp = sub.add_parser("use", help="the USE method read off a run: utilisation, saturation "
-                        "and errors of each resource (make use)")
+    sp = add("use", help="the USE method read off a run: utilisation, saturation "
+             "and errors of each resource (make use)")
     sp.add_argument("run")
     sp.set_defaults(fn=cmd_use)
-    sp = sub.add_parser("live", help="a line a second (rate, server and client CPU, run "
-                        "queue, TIME_WAIT) while a run measures")
+    sp = add("live", help="a line a second (rate, server and client CPU, run "
+             "queue, TIME_WAIT) while a run measures")
     sp.add_argument("run", nargs="?", default="", help="a run folder (default: the newest "
                     "running one in RESULTS)")
     sp.add_argument("--seconds", type=int, default=0, help="stop after this many (0: when "
                     "the run ends)")
     sp.set_defaults(fn=cmd_live)
-    sub.add_parser("workshop-prepare", help="build, install and calibrate everything "
-                   "docs/workshop.md uses, then say ready (make workshop-prepare)"
-                   ).set_defaults(fn=cmd_workshop_prepare)
-    sp = sub.add_parser("cost", help="instructions per request under cachegrind, "
-                        "separate starts (make cost)")
+    add("workshop-prepare", help="build, install and calibrate everything "
+        "docs/workshop.md uses, then say ready (make workshop-prepare)"
+        ).set_defaults(fn=cmd_workshop_prepare)
+    sp = add("cost", help="instructions per request under cachegrind, "
+             "separate starts (make cost)")
     sp.add_argument("--check", action="store_true",
                     help="validate only; print the native servers to build")
     sp.set_defaults(fn=cmd_cost)
-    sp = sub.add_parser("profile", help="CPU profiles of a run's servers at PROFILE_AT "
-                        "(separate starts; make profile)")
+    sp = add("profile", help="CPU profiles of a run's servers at PROFILE_AT "
+             "(separate starts; make profile)")
     sp.add_argument("run")
     sp.add_argument("--check", action="store_true", help="validate only")
     sp.set_defaults(fn=cmd_profile)
-    sp = sub.add_parser("reproduce", help="a published study, with two clients; claims judged")
+    sp = add("reproduce", help="a published study, with two clients; claims judged")
     sp.add_argument("study", nargs="?", default="", help="a study id from docs/claims.toml")
     sp.set_defaults(fn=cmd_reproduce)
-    sp = sub.add_parser("claims", help="a study's claims judged on runs made earlier")
+    sp = add("claims", help="a study's claims judged on runs made earlier")
     sp.add_argument("--study", default="", help="a study id from docs/claims.toml")
     sp.add_argument("runs", nargs="*", help="run folders (or make reproduce folders)")
     sp.set_defaults(fn=cmd_claims)
-    sp = sub.add_parser("agree", help="the verdicts two runs share (an A/A or a rerun check)")
+    sp = add("agree", help="the verdicts two runs share (an A/A or a rerun check)")
     sp.add_argument("run_a")
     sp.add_argument("run_b")
     sp.set_defaults(fn=cmd_agree)
@@ -182,7 +201,11 @@ def main(argv: list[str]) -> int:
     closing = os.environ.get(CLOSING_VARIABLE) == "1"
     for sig in STOP_SIGNALS:         # INT too: a background step starts with it ignored
         signal.signal(sig, signal.SIG_IGN if closing else on_stop)
-    args = parser().parse_args(argv)
+    try:                             # the step's parser alone; on bad arguments the
+        args = parser(argv[0] if argv and not argv[0].startswith("-") else ""
+                      ).parse_args(argv)
+    except Unparsed:                 # whole one says it, as ever
+        args = parser().parse_args(argv)
     try:
         return int(args.fn(args))
     except (ConfigError, ManifestError, procs.PortBusy, files.RecordError) as e:

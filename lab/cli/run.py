@@ -10,25 +10,32 @@ import signal
 import sys
 import time
 from collections.abc import Collection, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 from lab.setup.paths import ROOT
 from lab.measure.clients import host_tools
 from lab.measure import hostinfo, topologies
 from lab.host import procs
-from lab.record import checked, files, folder, manifest, pinning, runlock
+from lab.record import calibration, checked, files, folder, manifest, pinning, runlock
 from lab.setup import stepcheck
 from lab.setup.exits import Exit
 from lab.setup.paths import cache_dir
-from lab.setup.params import SETTINGS, ConfigError, format_cpus, run_settings
-from lab.setup.servers import lookup, outside
+from lab.setup.params import SETTINGS, ConfigError, Params, format_cpus, run_settings
+from lab.setup.servers import Discovered, lookup, outside
 from lab.cli.common import STOP_SIGNALS, client_for, fail, load_params, recorded_settings
-from lab.cli.prepare import plan
 
 
 def cmd_new_run(_: argparse.Namespace) -> int:
-    from lab.studies import calibrate     # here: the family's other steps need no sweep
     params, servers = load_params()
+    with ThreadPoolExecutor(max_workers=1) as pool:    # the tools' versions (mvn -v starts
+        return start_run(params, servers, pool.submit(host_tools))   # a JVM), probed meanwhile
+
+
+def start_run(params: Params, servers: Discovered,
+              tools: Future[dict[str, str | None]]) -> int:
+    """A new run folder and its manifest; prints the folder."""
+    from lab.cli.prepare import plan     # here: the family's other steps need no launch, deps
     topo = topologies.current(params)
     for gone in folder.mark_gone_runs(ROOT / params.results):
         print(f"note: {gone.name} was left running by a lab that is gone: marked interrupted",
@@ -53,10 +60,10 @@ def cmd_new_run(_: argparse.Namespace) -> int:
         pinning=pinning.Pinning(server_cpus=format_cpus(params.server_cpus),
                                client_cpus=format_cpus(params.client_cpus)),
         client=manifest.ClientInfo.parse(checked.obj(conditions, run / manifest.MANIFEST, "client")),
-        calibration=calibrate.last(cache_dir()),
+        calibration=calibration.last(cache_dir()),
         host=topo.server.facts(),
         client_hosts=[c.facts() for c in topo.clients if not c.same_host_as(topo.server)],
-        tools=dict(host_tools()),
+        tools=dict(tools.result()),
         lab=hostinfo.lab_revision(ROOT),
         extra=rerun_of(os.environ.get("LAB_RERUN")),
     ))
@@ -79,13 +86,16 @@ def cmd_next(args: argparse.Namespace) -> int:
     """The next round of starts of a run (lab.analyse.nextstarts): "SERVER REP"
     lines in the order to start them (ABBA), nothing when the run is done; the
     starts spent so far go into the manifest (`starts_spent`)."""
-    from lab.analyse import analysis, nextstarts
+    from lab.analyse import nextstarts
     run = Path(args.run)
     m = manifest.read_manifest(run)
     auto = bool(m.params.extra.get("repeat_auto"))
     past_min = auto and min((nextstarts.done(m, s)[0] for s in args.servers),
                             default=0) >= m.params.repeat
-    a = analysis.of(run)[1] if past_min else None
+    a = None
+    if past_min:                 # the analysis (and its imports) only when it decides
+        from lab.analyse import analysis
+        a = analysis.of(run)[1]
     nxt = nextstarts.plan(m, list(args.servers), a)
 
     def spent(rec: manifest.Manifest) -> None:
@@ -128,13 +138,16 @@ def cmd_images(_: argparse.Namespace) -> int:
 
 def cmd_probe(args: argparse.Namespace) -> int:
     """The robustness probe on a separate start of the server; exit 1: not to be loaded."""
-    from lab.measure import probe
     params, servers = load_params()
     topologies.join(params)                  # the probe's connections leave from the clients' side
     run = Path(args.run)
+    server = lookup(servers, args.server)
+    if not params.probe:     # PROBE=0: probe.main_step's line, without importing the probe
+        print(f"[{server.name}] probe skipped (PROBE=0)", file=sys.stderr)
+        return 0
+    from lab.measure import probe
     try:
-        found, code = probe.main_step(params, lookup(servers, args.server), ROOT, cache_dir(),
-                                     run)
+        found, code = probe.main_step(params, server, ROOT, cache_dir(), run)
     except KeyboardInterrupt:
         manifest.add_problem(run, f"probe of {args.server}: interrupted", status="incomplete")
         return fail("interrupted", Exit.INTERRUPTED)

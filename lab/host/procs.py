@@ -328,8 +328,8 @@ def wait_ready(host: str, port: int, proc: Polled, timeout: float) -> float:
         try:
             with socket.create_connection((host, port), timeout=0.5):
                 return time.monotonic() - start_t
-        except OSError:
-            time.sleep(0.1)
+        except OSError:       # a fine poll: a server is often up in a few ms (nginx),
+            time.sleep(0.01)  # and every start waited out a 0.1 s sleep here
     raise NotReady(f"did not accept connections on port {port} within {timeout:.0f}s")
 
 

@@ -2,6 +2,7 @@
 copy a run's manifest keeps): what each client drove against the ceiling."""
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -97,3 +98,20 @@ def _level(o: Obj, key: str) -> int:
 
 def read_calibration(path: Path) -> Calibration:
     return Calibration.parse(Obj(read_json(path), path, ""))
+
+
+FILE = "calibration.json"      # in the lab's cache
+
+
+def last(cache: Path) -> Calibration | None:
+    """The last calibration saved on this machine, or None (an unreadable one
+    is named on stderr and not used)."""
+    path = cache / FILE
+    if not path.exists():
+        return None
+    try:
+        return read_calibration(path)
+    except RecordError as e:
+        print(f"warning: calibration not used: {e}; run `make calibrate` again",
+              file=sys.stderr)
+        return None

@@ -17,6 +17,7 @@ from typing import Any
 
 from lab.measure import hostinfo, topologies
 from lab.record import calibration, checked, files, folder, manifest
+from lab.record.calibration import FILE
 from lab.record.rows import Row, read_rows
 from lab.measure.clients import Options, axes, clients
 from lab.analyse.metrics import why_not_calibrated
@@ -25,22 +26,7 @@ from lab.setup.params import SETTINGS, ConfigError, Params, format_cpus, parse_l
 from lab.setup.servers import Server
 from lab.measure.sweep import ServerSweep, SweepError
 
-FILE = "calibration.json"
 DEFAULTS = {"CONCURRENCY": "1 8 64", "DURATION": "5s", "WARMUP": "2s"}
-
-
-def last(cache: Path) -> calibration.Calibration | None:
-    """The last calibration saved on this machine, or None (an unreadable one
-    is named on stderr and not used)."""
-    path = cache / FILE
-    if not path.exists():
-        return None
-    try:
-        return calibration.read_calibration(path)
-    except files.RecordError as e:
-        print(f"warning: calibration not used: {e}; run `make calibrate` again",
-              file=sys.stderr)
-        return None
 
 
 def installed() -> list[str]:

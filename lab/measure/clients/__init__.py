@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Protocol, runtime_checkable
@@ -115,9 +116,14 @@ def described() -> str:
 
 def host_tools() -> dict[str, str | None]:
     """The host's TOOLS' versions (lab.measure.hostinfo) and each load client's
-    ("not installed": None)."""
-    found: dict[str, str | None] = {name: hostinfo.tool_version(name) for name in hostinfo.TOOLS}
-    for name, cls in clients().items():
-        version = cls().version()
-        found[name] = None if version == "not installed" else version
-    return dict(sorted(found.items()))
+    ("not installed": None), each probed anew. The probes run side by side:
+    one after another they took 0.6 s of each run (mvn -v starts a JVM)."""
+    found = [cls() for cls in clients().values()]
+    with ThreadPoolExecutor(max_workers=len(hostinfo.TOOLS) + len(found)) as pool:
+        tools = {name: pool.submit(hostinfo.tool_version, name) for name in hostinfo.TOOLS}
+        loads = {c.name: pool.submit(c.version) for c in found}
+        versions = {name: f.result() for name, f in tools.items()}
+        for name, f in loads.items():
+            version = f.result()
+            versions[name] = None if version == "not installed" else version
+    return dict(sorted(versions.items()))
