@@ -227,7 +227,7 @@ class ServerSweep:
             self.start_record["cgroup_mem_idle_kb"] = idle.cgroup_mem_kb
         self.save()
         what = f" {fmt_value(self.params.axis, knob_value)}," if knob_value is not None else ""
-        progress(f"{self.tag}{what} ready in {took:.1f}s, verified: {', '.join(passed)}")
+        progress(f"{self.tag}{what} ready in {took:.2f}s, verified: {', '.join(passed)}")
         if sp.knobs.workers is not None:
             return sp.knobs.workers
         return int(str(said["workers"])) if said else 0
