@@ -141,13 +141,10 @@ def cmd_probe(args: argparse.Namespace) -> int:
     params, servers = load_params()
     topologies.join(params)                  # the probe's connections leave from the clients' side
     run = Path(args.run)
-    server = lookup(servers, args.server)
-    if not params.probe:     # PROBE=0: probe.main_step's line, without importing the probe
-        print(f"[{server.name}] probe skipped (PROBE=0)", file=sys.stderr)
-        return 0
     from lab.measure import probe
     try:
-        found, code = probe.main_step(params, server, ROOT, cache_dir(), run)
+        found, code = probe.main_step(params, lookup(servers, args.server), ROOT, cache_dir(),
+                                     run)
     except KeyboardInterrupt:
         manifest.add_problem(run, f"probe of {args.server}: interrupted", status="incomplete")
         return fail("interrupted", Exit.INTERRUPTED)

@@ -17,7 +17,6 @@ from typing import Any
 
 from lab.measure import hostinfo, topologies
 from lab.record import calibration, checked, files, folder, manifest
-from lab.record.calibration import FILE
 from lab.record.rows import Row, read_rows
 from lab.measure.clients import Options, axes, clients
 from lab.analyse.metrics import why_not_calibrated
@@ -117,16 +116,16 @@ def run(root: Path, cache: Path, servers: dict[str, Server]) -> int:
             for mode, (saved, refused) in modes.items():
                 out["clients"][name][mode], out["clients"][name]["refused"][mode] = saved, refused
         out["host_busy"] = True
-    cal = calibration.Calibration.parse(checked.obj(out, cache / FILE, ""))
+    cal = calibration.Calibration.parse(checked.obj(out, cache / calibration.FILE, ""))
     print(table(cal))
     if not any(levels for c in cal.clients.values() for levels in c.modes.values()):
         print(f"error: no level was saved (each is listed above with why); "
-              f"{cache / FILE} is left as it was", file=sys.stderr)
+              f"{cache / calibration.FILE} is left as it was", file=sys.stderr)
         if any(r.has("host-busy") or r.has("steal") for r in busy_rows):
             print(f"the host was busy: {QUIET_MOMENT}", file=sys.stderr)
         return 1
-    files.write_json(cache / FILE, cal.to_json())
-    print(f"saved to {cache / FILE}; every run whose conditions match (client, connection, "
+    files.write_json(cache / calibration.FILE, cal.to_json())
+    print(f"saved to {cache / calibration.FILE}; every run whose conditions match (client, connection, "
           "pinning, topology) now uses it", file=sys.stderr)
     if out.get("host_busy"):
         print(QUIET_ADVICE, file=sys.stderr)
