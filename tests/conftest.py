@@ -6,6 +6,7 @@ import os
 import random
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -155,12 +156,69 @@ def shared_checkout() -> Iterator[Path]:
 Build = Callable[..., None]
 
 
+class Prebuild:
+    """The whole suite (`make test`) builds every repository server in the
+    background while its fault tests run: they leave about half of the two
+    CPUs idle, and a cold build (the Ada toolchain's bootstrap, AWS, ASF, the
+    Java servers) takes minutes of them. The build runs at idle CPU priority
+    (SCHED_IDLE), as `python3 -m lab deps` and `python3 -m lab build` with
+    SERVER=all, the way a user's `make build` does. What needs the servers
+    built or the host quiet waits for it to end (`wait`): the real-server
+    tests, `built`, and the fault tests of kinds.QUIET, which run last in
+    their kind. It starts with the first fault test; a session without every
+    test file (one file alone, -m unit) builds nothing in the background."""
+    def __init__(self) -> None:
+        self.armed = False
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log: Path | None = None
+        self.took_s: float | None = None
+        self.t0 = 0.0
+        self.waited_s = 0.0
+        self.code: int | None = None
+
+    def start(self) -> None:
+        self.armed = False
+        top = Path(tempfile.mkdtemp(prefix="lab-tests-build-"))
+        env = lab_env(top, SERVER="all")
+        del env["LAB_SERVER_PATH"]                       # the repository's servers
+        # packages in the foreground (apt's lock); what fails is told by `built`
+        if lab(env, "deps", timeout=3600).returncode != 0:
+            return
+        self.log = top / "build.log"
+        self.t0 = time.monotonic()
+        with self.log.open("wb") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "lab", "build"], cwd=ROOT, env=env, stdout=out,
+                stderr=subprocess.STDOUT, start_new_session=True,
+                preexec_fn=lambda: os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0)))
+
+    def wait(self) -> None:
+        """Until the background build ended (at once if none runs). Its
+        failures are not told here: `built` builds again and fails saying why."""
+        if self.proc is None:
+            return
+        t0 = time.monotonic()
+        self.code = self.proc.wait()
+        self.waited_s += time.monotonic() - t0
+        self.took_s = time.monotonic() - self.t0
+        self.proc = None
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.wait()
+
+
+PREBUILD = Prebuild()
+
+
 @pytest.fixture(scope="session")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Build:
     """built(name, ...): each repository server built once a session, the way a
     user's `make build SERVER=name` does it (`lab deps` installs its packages,
     `lab build` its toolchain and artifact, both cached per LAB_CACHE). A
     server that cannot be built fails the test that needs it: never a skip."""
+    PREBUILD.wait()
     failed: dict[str, str] = {}
     done: set[str] = set()
 
@@ -299,6 +357,7 @@ def results_json_fit_their_schema(tmp_path_factory: pytest.TempPathFactory) -> I
 # real servers, and end the suite with what it did not check.
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    PREBUILD.stop()
     shutil.rmtree(INTERPRETER, ignore_errors=True)
 
 
@@ -316,8 +375,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         for mark in kinds.marks_of(item.path.name, item.originalname):
             item.add_marker(mark)
-    items.sort(key=lambda item: kinds.ORDER.index(
-        kinds.kind_of(item.path.name, item.originalname)))     # stable: file order within a kind
+    items.sort(key=lambda item: (        # stable: file order within a kind, QUIET last in it
+        kinds.ORDER.index(kinds.kind_of(item.path.name, item.originalname)),
+        kinds.is_quiet(item.path.name, item.originalname)))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The whole suite builds the servers beside its fault tests (Prebuild)."""
+    files = {item.path.name for item in session.items}
+    PREBUILD.armed = files >= set(kinds.FILES) and any(
+        item.get_closest_marker("real-server") for item in session.items)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("unit"):
+        return
+    if PREBUILD.armed:
+        PREBUILD.start()
+    if item.get_closest_marker("real-server") or kinds.is_quiet(item.path.name,
+                                                                  item.originalname):
+        PREBUILD.wait()
 
 
 # Exit 3 ("nothing compared cleanly", "undecided") that a test accepted from
@@ -349,6 +426,10 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             counts[kind][outcome] += 1
     if not counts:
         return
+    if PREBUILD.took_s is not None:
+        tr.write_line(f"servers built beside the fault tests: {PREBUILD.took_s:.0f} s, exit "
+                      f"{PREBUILD.code}; tests waited {PREBUILD.waited_s:.0f} s for it "
+                      f"(log: {PREBUILD.log})")
     tr.write_sep("=", "by kind")
     for kind in [*kinds.ORDER, "?"]:
         if kind in counts:

@@ -21,6 +21,10 @@ def test_every_test_file_has_a_kind_and_every_named_test_exists() -> None:
         file, _, name = key.partition("::")
         assert kind in kinds.ORDER and kind != kinds.FILES[file], key
         assert re.search(rf"^def {re.escape(name)}\(", (TESTS / file).read_text(), re.M), key
+    for key in kinds.QUIET:            # run last in the fault kind (conftest's Prebuild)
+        file, _, name = key.partition("::")
+        assert kinds.kind_of(file, name) == "fault", key
+        assert re.search(rf"^def {re.escape(name)}\(", (TESTS / file).read_text(), re.M), key
     for key, needs in kinds.NEEDS.items():
         assert key.partition("::")[0] in kinds.FILES, key
         assert needs and set(needs) <= set(kinds.MARKERS) - set(kinds.ORDER), key
@@ -47,6 +51,10 @@ def test_units_run_first_then_faults_then_real_servers() -> None:
     ids = collect(*files)
     order = [kinds.ORDER.index(kind(i)) for i in ids]
     assert order == sorted(order) and set(order) == {0, 1, 2}, ids
+    # the faults that judge measurements last among the faults (conftest's Prebuild)
+    quiet = [kinds.is_quiet(f.rpartition("/")[2], t.partition("[")[0])
+             for f, _, t in (i.partition("::") for i in ids if kind(i) == "fault")]
+    assert quiet == sorted(quiet) and True in quiet and False in quiet, ids
     units = collect("-m", "unit", *files)
     assert units == [i for i in ids if kind(i) == "unit"] and units
     assert collect("-m", "real-server", *files) == [i for i in ids if kind(i) == "real-server"]

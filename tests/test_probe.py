@@ -20,10 +20,11 @@ from lab.setup.servers import Server, artifact_path, discover, is_built, load
 from lab.measure.verify import BODY
 
 # Short bounds: the doubles answer at once, and a real server's findings
-# show within a second or two.
+# show within a second or two; quiet is judged over short windows (0.1 s
+# after each probe, 0.3 s at the end: five seconds less a server).
 FAST = probe.Limits(deadline_s=1.5, verify_timeout_s=1.0, settle_s=0.6, recover_s=1.0,
                     quiet_s=5.0, cpus_quiet_s=5.0, idle_connections=300, idle_open_s=1.5,
-                    normal_requests=3)
+                    normal_requests=3, settle_window_s=0.1, quiet_window_s=0.3)
 CPUS = (0,)
 CACHE = Path(os.environ.get("LAB_CACHE") or ROOT / ".cache").resolve()
 

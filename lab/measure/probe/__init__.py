@@ -87,17 +87,18 @@ def wait_quiet(t: Target, bound_s: float, window_s: float, share: float) -> floa
 
 
 def wait_cpus_quiet(cpus: tuple[int, ...], bound_s: float, share: float = 0.10,
-                    where: ServerHost | None = None) -> float | None:
+                    where: ServerHost | None = None, window_s: float = 1.0) -> float | None:
     """Seconds until these CPUs (of the server's host) were less than `share`
-    busy over 1 s (all of them together); None if they never were within bound_s."""
+    busy over one window (all of them together); None if they never were
+    within bound_s."""
     times = where.cpu_times if where is not None else procfs.cpu_times
     t0 = time.monotonic()
     prev, _ = times(cpus)
     while True:
-        time.sleep(1.0)
+        time.sleep(window_s)
         cur, _ = times(cpus)
         elapsed = time.monotonic() - t0
-        if (cur - prev) / len(cpus) < share:
+        if (cur - prev) / len(cpus) / window_s < share:
             return elapsed
         if elapsed >= bound_s:
             return None
@@ -158,8 +159,8 @@ class ProbeReport:
     results: tuple[ProbeResult, ...] = ()
     final_ok: bool = False
     final_error: str = ""                # final_breaches on one line
-    quiet_s: float | None = None         # after the last probe: tree < 5% of a core over 1 s
-    cpus_quiet_s: float | None = None    # after the stop (probe_server): CPUs < 10% busy over 1 s
+    quiet_s: float | None = None         # after the last probe: tree < 5% of a core, one window
+    cpus_quiet_s: float | None = None    # after the stop (probe_server): CPUs < 10% busy, one window
     elapsed_s: float = 0.0               # the probe (run_probe) from first probe to final check
     error: str = ""                      # the instance could not be started or probed at all
     final_breaches: tuple[Check, ...] = ()   # the final check's, typed (lab.analyse.contract)
@@ -239,7 +240,7 @@ def run_one(probe: Probe, t: Target) -> ProbeResult:
         # Our side failed (out of descriptors, say): say so, do not guess.
         outcome, facts = f"probe error: {type(e).__name__}: {e}", {}
     elapsed = time.monotonic() - t0
-    settled = wait_quiet(t, t.limits.settle_s, window_s=0.3, share=0.10)
+    settled = wait_quiet(t, t.limits.settle_s, window_s=t.limits.settle_window_s, share=0.10)
     after = tree_cpu(t)
     if after is None:
         outcome += "; server process exited"
@@ -289,7 +290,7 @@ def run_probe(host: str, port: int, pid: int, workers: int, limits: Limits | Non
             recovered = round(waited, 2)
         result = run_one(probe, t)
         results.append(replace(result, recovered_s=recovered))
-    quiet = wait_quiet(t, lim.quiet_s, window_s=1.0, share=0.05)
+    quiet = wait_quiet(t, lim.quiet_s, window_s=lim.quiet_window_s, share=0.05)
     final, _ = check_until(t, lim.recover_s)
     return ProbeReport(server=server, host=host, port=port, workers=workers, limits=lim,
                        results=tuple(results), final_ok=not final,
@@ -335,7 +336,8 @@ def probe_server(server: Server, root: Path, cache: Path, run_dir: Path, knobs: 
             # The port outlived the stop: the sweep that follows would fail on it.
             report = replace(report, error=report.error or f"after the stop: {e}")
     report = replace(report, cpus_quiet_s=wait_cpus_quiet(cpus, lim.cpus_quiet_s,
-                                                          where=instance.where))
+                                                          where=instance.where,
+                                                          window_s=lim.quiet_window_s))
     save(report, out / PROBE, run_dir)
     return report
 

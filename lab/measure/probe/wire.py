@@ -33,6 +33,8 @@ class Limits:
     recover_s: float = 5.0           # a server that stopped answering: wait this long for it
     quiet_s: float = 30.0            # after the last probe: wait for the tree to use < 5% of a core
     cpus_quiet_s: float = 15.0       # after the stop: wait for its CPUs to be < 10% busy
+    settle_window_s: float = 0.3     # quiet after a probe: < 10% of a core over this long
+    quiet_window_s: float = 1.0      # quiet after the last probe, and its CPUs after the stop
     idle_connections: int = 1000
     idle_open_s: float = 2.0         # time allowed to open the idle connections
     slow_extra: int = 3              # slow clients = WORKERS + this ...
