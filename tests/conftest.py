@@ -79,6 +79,13 @@ def lab_env(tmp: Path, **settings: str) -> dict[str, str]:
     return env
 
 
+def repository_env(tmp: Path, **settings: str) -> dict[str, str]:
+    """lab_env for the repository's servers alone (no test doubles)."""
+    env = lab_env(tmp, **settings)
+    del env["LAB_SERVER_PATH"]
+    return env
+
+
 def lab(env: dict[str, str], *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "lab", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)
@@ -177,50 +184,47 @@ class Prebuild:
     def __init__(self) -> None:
         self.armed = False
         self.proc: subprocess.Popen[bytes] | None = None
+        self.ended: threading.Thread | None = None
         self.log: Path | None = None
         self.took_s: float | None = None
-        self.t0 = 0.0
         self.waited_s = 0.0
         self.code: int | None = None
 
     def start(self) -> None:
         self.armed = False
         top = Path(tempfile.mkdtemp(prefix="lab-tests-build-"))
-        env = lab_env(top, SERVER="all")
-        del env["LAB_SERVER_PATH"]                       # the repository's servers
+        env = repository_env(top, SERVER="all")
         # packages in the foreground (apt's lock); what fails is told by `built`
         if lab(env, "deps", timeout=3600).returncode != 0:
             return
         self.log = top / "build.log"
-        self.t0 = time.monotonic()
+        t0 = time.monotonic()
         with self.log.open("wb") as out:
-            self.proc = subprocess.Popen(
+            proc = self.proc = subprocess.Popen(
                 [sys.executable, "-m", "lab", "build"], cwd=ROOT, env=env, stdout=out,
                 stderr=subprocess.STDOUT, start_new_session=True,
                 preexec_fn=lambda: os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0)))
-        proc = self.proc
 
         def ended() -> None:                             # when it ended, not when asked
-            proc.wait()
-            self.took_s = time.monotonic() - self.t0
-        threading.Thread(target=ended, daemon=True).start()
+            self.code = proc.wait()
+            self.took_s = time.monotonic() - t0
+        self.ended = threading.Thread(target=ended, daemon=True)
+        self.ended.start()
 
     def wait(self) -> None:
         """Until the background build ended (at once if none runs). Its
         failures are not told here: `built` builds again and fails saying why."""
-        if self.proc is None:
+        if self.ended is None:
             return
         t0 = time.monotonic()
-        self.code = self.proc.wait()
+        self.ended.join()
         self.waited_s += time.monotonic() - t0
-        if self.took_s is None:
-            self.took_s = time.monotonic() - self.t0
-        self.proc = None
+        self.ended = self.proc = None
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
-            self.wait()
+        self.wait()
 
 
 PREBUILD = Prebuild()
@@ -238,8 +242,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Build:
 
     def steps(names: list[str]) -> str:
         """deps then build of these servers in one call each: "" or what failed."""
-        env = lab_env(tmp_path_factory.mktemp("build"), SERVER=" ".join(names))
-        del env["LAB_SERVER_PATH"]                       # the repository's servers
+        env = repository_env(tmp_path_factory.mktemp("build"), SERVER=" ".join(names))
         for step in ("deps", "build"):
             out = lab(env, step, timeout=3600)
             if out.returncode != 0:
@@ -309,8 +312,7 @@ def install_client(tool: str, tmp: Path) -> None:
     another user the lab exits 2 with the apt-get line, the skip's reason."""
     if shutil.which(tool):
         return
-    env = lab_env(tmp, SERVER="nginx", CLIENT=tool)
-    del env["LAB_SERVER_PATH"]
+    env = repository_env(tmp, SERVER="nginx", CLIENT=tool)
     out = lab(env, "deps", timeout=900)
     if out.returncode == 2 and os.geteuid() != 0:
         pytest.skip(out.stderr.strip()[-300:])
@@ -330,8 +332,7 @@ def vegeta_installed(tmp_path_factory: pytest.TempPathFactory) -> None:
     from lab.measure.clients import vegeta
     if vegeta.Vegeta().version() == vegeta.VEGETA_VERSION:
         return
-    env = lab_env(tmp_path_factory.mktemp("deps"), SERVER="nginx", CLIENT="vegeta")
-    del env["LAB_SERVER_PATH"]
+    env = repository_env(tmp_path_factory.mktemp("deps"), SERVER="nginx", CLIENT="vegeta")
     out = lab(env, "deps", timeout=1800)
     if out.returncode == 2:
         pytest.skip(out.stderr.strip()[-300:])
@@ -389,9 +390,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         for mark in kinds.marks_of(item.path.name, item.originalname):
             item.add_marker(mark)
-    items.sort(key=lambda item: (        # stable: file order within a kind, QUIET last in it
+    items.sort(key=lambda item: (        # stable: file order within a kind, quiet last in it
         kinds.ORDER.index(kinds.kind_of(item.path.name, item.originalname)),
-        kinds.is_quiet(item.path.name, item.originalname)))
+        item.get_closest_marker("quiet") is not None))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -406,8 +407,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         return
     if PREBUILD.armed:
         PREBUILD.start()
-    if item.get_closest_marker("real-server") or kinds.is_quiet(item.path.name,
-                                                                  item.originalname):
+    if item.get_closest_marker("real-server") or item.get_closest_marker("quiet"):
         PREBUILD.wait()
 
 

@@ -11,7 +11,7 @@ and runs the kinds in ORDER; a test file missing here stops the collection.
 
 root, docker and ssh say what a file's tests need beyond their kind (some of
 them, which skip, saying so, where they cannot have it): `pytest -m "not
-docker"` leaves those files out."""
+docker"` leaves those files out. quiet marks the fault tests of QUIET."""
 from __future__ import annotations
 
 ORDER = ("unit", "fault", "real-server")
@@ -23,6 +23,7 @@ MARKERS = {
     "root": "needs root (namespaces, mounts, another user, packages installed)",
     "docker": "needs a Docker engine (RUNTIME=docker)",
     "ssh": "runs against emulated ssh hosts (namespaces with their own sshd; root)",
+    "quiet": "a fault test that judges measurements: run after the background build (QUIET)",
 }
 
 # file -> its kind; then, by kind, the tests of a file whose kind differs
@@ -340,10 +341,8 @@ def kind_of(file: str, test: str) -> str:
     return TESTS.get(f"{file}::{test}", FILES[file])
 
 
-def is_quiet(file: str, test: str) -> bool:
-    return f"{file}::{test}" in QUIET
-
-
 def marks_of(file: str, test: str) -> list[str]:
-    """The marker names of a test: its kind, then what it needs."""
-    return [kind_of(file, test), *NEEDS.get(f"{file}::{test}", NEEDS.get(file, ()))]
+    """The marker names of a test: its kind, what it needs, then `quiet`
+    for the tests of QUIET (`pytest -m quiet` selects them)."""
+    return [kind_of(file, test), *NEEDS.get(f"{file}::{test}", NEEDS.get(file, ())),
+            *(["quiet"] if f"{file}::{test}" in QUIET else [])]

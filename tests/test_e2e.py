@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conftest import ROOT, Build, Made, bench, free_port, lab_env, leftovers, run_folders
+from conftest import ROOT, Build, Made, bench, free_port, leftovers, repository_env, run_folders
 from lab.record.rows import rows_by_server
 from lab.setup.servers import ServerSpec, discover
 
@@ -73,9 +73,8 @@ def test_every_server_end_to_end(tmp_path: Path, built: Build, quick_study: Made
     rest = [name for name in known if name not in in_study]
     assert rest and in_study < set(known), (in_study, rest)
     built(*rest)
-    env = lab_env(tmp_path, SERVER=" ".join(rest), CONCURRENCY="1 4", DURATION="1s",
-                  WARMUP="1s", PORT=str(free_port()))
-    del env["LAB_SERVER_PATH"]                       # the repository's servers only
+    env = repository_env(tmp_path, SERVER=" ".join(rest), CONCURRENCY="1 4", DURATION="1s",
+                         WARMUP="1s", PORT=str(free_port()))
     out = bench(env, timeout=3600)
     assert out.returncode == 0, out.stderr[-4000:]
     [run] = run_folders(tmp_path)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, bench, free_port, lab_env, leftovers, run_folders
+from conftest import ROOT, bench, free_port, leftovers, repository_env, run_folders
 from lab.measure import jit
 from lab.analyse import levelrow, metrics
 from lab.present import report
@@ -66,9 +66,8 @@ def test_auto_warmup_of_a_jvm_records_its_jit_and_nginx_is_unaffected(tmp_path: 
     """A real JVM server (undertow) and a native one (nginx), short settings."""
     if shutil.which("jcmd") is None:
         pytest.skip("no jcmd on PATH")
-    env = lab_env(tmp_path, SERVER="undertow nginx", CONCURRENCY="4", DURATION="1s",
-                  WARMUP="auto", WARMUP_MAX="8s", PORT=str(free_port()))
-    del env["LAB_SERVER_PATH"]                       # the repository's servers
+    env = repository_env(tmp_path, SERVER="undertow nginx", CONCURRENCY="4", DURATION="1s",
+                         WARMUP="auto", WARMUP_MAX="8s", PORT=str(free_port()))
     out = bench(env)
     assert out.returncode == 0, out.stderr[-3000:]
     [run] = run_folders(tmp_path)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, bench, free_port, lab, lab_env, leftovers, run_folders
+from conftest import GRACE, ROOT, bench, free_port, lab, lab_env, leftovers, run_folders
 from lab.host import procs
 from lab.measure.topologies import netns
 
@@ -540,7 +540,7 @@ def test_reproduce_interrupted_or_killed(tmp_path: Path, port: int, how: str) ->
     """make reproduce QUICK=1, stopped during its first run: nothing new starts
     (no `make cost` under valgrind, no second client's run), what was measured
     is judged, exit 130; the run is marked interrupted and nothing is left."""
-    env = step_env(tmp_path, port, QUICK="1", CONCURRENCY="1")
+    env = step_env(tmp_path, port, QUICK="1", CONCURRENCY="1", **GRACE)
     proc = start_step(env, "reproduce", "ada-vs-java")
     wait_for(lambda: running(proc) and any(rows(r) for r in lab_runs(tmp_path)), 600)
     [run] = lab_runs(tmp_path)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, bench, free_port, lab_env, leftovers, run_folders
+from conftest import ROOT, bench, free_port, leftovers, repository_env, run_folders
 from lab.record import series
 from lab.measure.clients import vegeta
 
@@ -63,9 +63,8 @@ def test_a_short_run_stores_each_level_and_charts_it(tmp_path: Path) -> None:
     req/s (not available from siege), one chart per server inlined."""
     if shutil.which("gnuplot") is None or shutil.which("siege") is None:
         pytest.skip("gnuplot and siege are needed")
-    env = lab_env(tmp_path, SERVER="nginx", CONCURRENCY="1 4", DURATION="2s", WARMUP="0",
-                  PORT=str(free_port()))
-    del env["LAB_SERVER_PATH"]
+    env = repository_env(tmp_path, SERVER="nginx", CONCURRENCY="1 4", DURATION="2s",
+                         WARMUP="0", PORT=str(free_port()))
     out = bench(env, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     [run] = run_folders(tmp_path)
@@ -89,9 +88,8 @@ def test_a_vegeta_run_stores_its_responses_per_second(tmp_path: Path) -> None:
     """nginx at 500/s for 2 s: each second of the level has vegeta's count."""
     if shutil.which("gnuplot") is None:
         pytest.skip("gnuplot is needed")
-    env = lab_env(tmp_path, SERVER="nginx", CLIENT="vegeta", RATE="500", DURATION="2s",
-                  WARMUP="0", PORT=str(free_port()))
-    del env["LAB_SERVER_PATH"]
+    env = repository_env(tmp_path, SERVER="nginx", CLIENT="vegeta", RATE="500", DURATION="2s",
+                         WARMUP="0", PORT=str(free_port()))
     out = bench(env, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     [run] = run_folders(tmp_path)

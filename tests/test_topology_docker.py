@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, bench, free_port, lab, lab_env, leftovers, run_folders
+from conftest import ROOT, bench, free_port, lab, lab_env, leftovers, repository_env, run_folders
 from lab.setup.fromenv import from_env
 from lab.measure.topologies import docker
 from lab.measure.topologies.docker import cgroups, compose, engine as docker_engine
@@ -322,10 +322,8 @@ def project_leftovers(port: int) -> list[str]:
 
 
 def docker_env(tmp_path: Path, port: int, **settings: str) -> dict[str, str]:
-    env = lab_env(tmp_path, RUNTIME="docker", PORT=str(port), LAB_DOCKER_PREFIX=PREFIX,
-                  **settings)
-    del env["LAB_SERVER_PATH"]                       # the repository's servers only
-    return env
+    return repository_env(tmp_path, RUNTIME="docker", PORT=str(port), LAB_DOCKER_PREFIX=PREFIX,
+                          **settings)
 
 
 @NEEDS_DOCKER

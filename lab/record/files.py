@@ -20,7 +20,6 @@ import errno
 import io
 import json
 import os
-import secrets
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -181,7 +180,7 @@ def _write_atomic(path: Path, text: str | bytes, root: Path | None) -> Path:
     dfd = _dir_fd(root, parts[:-1], create=True)
     try:
         name = parts[-1]
-        tmp = f".{name[:60]}.{secrets.token_hex(6)}.tmp"
+        tmp = f".{name[:60]}.{os.urandom(6).hex()}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
                      0o644, dir_fd=dfd)
         try:

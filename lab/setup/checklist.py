@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import os
 import re
-import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:            # imported where a pom is read: every step imports this module
+    import xml.etree.ElementTree as ET
 
 from lab.setup.servers import (SERVER_TOML, SKIP_DIRS, ManifestError, Server, ServerSpec, add,
                                load_all)
@@ -126,6 +128,7 @@ def inputs(server: Server, tree: Tree) -> list[Problem]:
 
 
 def _pom(path: Path, tree: Tree, name: str) -> tuple[ET.Element | None, list[Problem]]:
+    import xml.etree.ElementTree as ET
     try:
         return ET.parse(path).getroot(), []
     except (OSError, ET.ParseError) as e:

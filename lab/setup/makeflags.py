@@ -4,7 +4,6 @@ CONCURENCY=8`). The settings themselves are lab/setup/params.py's REGISTRY.
 """
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Collection
 
@@ -25,6 +24,7 @@ def command_line_variables(makeflags: str) -> list[str]:
 
 def misspelt(names: Collection[str]) -> list[str]:
     """For each name not a setting but close to one: "X: did you mean Y?"."""
+    import difflib                  # here: every step imports this module, few misspell
     known = list(SETTINGS) + list(MAKE_VARIABLES)
     found = []
     for name in names:

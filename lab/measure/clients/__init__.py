@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Protocol, runtime_checkable
@@ -118,6 +117,7 @@ def host_tools() -> dict[str, str | None]:
     """The host's TOOLS' versions (lab.measure.hostinfo) and each load client's
     ("not installed": None), each probed anew. The probes run side by side:
     one after another they took 0.6 s of each run (mvn -v starts a JVM)."""
+    from concurrent.futures import ThreadPoolExecutor   # here: every step imports this module
     found = [cls() for cls in clients().values()]
     with ThreadPoolExecutor(max_workers=len(hostinfo.TOOLS) + len(found)) as pool:
         tools = {name: pool.submit(hostinfo.tool_version, name) for name in hostinfo.TOOLS}
