@@ -127,6 +127,28 @@ def test_a_knob_sweep_restarts_the_server_per_value(tmp_path: Path) -> None:
     assert "workers=2" in out.stderr
 
 
+def test_a_knob_value_that_stops_answering_leaves_the_other_values_measured(
+        tmp_path: Path) -> None:
+    """Each value of a knob sweep is a start of its own: stall answering no
+    request under load at workers=1 is that value's result, and workers=2 is
+    still started and measured (docs/workshop.md, exercise 3: AWS with 2 tasks
+    and 32 closing clients can fail every request)."""
+    out = bench(lab_env(tmp_path, SERVER="stall", AXIS="workers", VALUES="1 2",
+                        CONCURRENCY="2", PORT=str(free_port()), **QUICK), timeout=300)
+    assert out.returncode == 1, out.stderr[-3000:]
+    run, m = only_run(tmp_path)
+    assert [(r.value, r.successful) for r in read_rows(run)] == [(1, 0), (2, 0)]
+    starts = m["servers"]["stall"]["starts"]
+    assert [(s["knob"], s["status"]) for s in starts] == [(1, "failed"), (2, "failed")]
+    assert starts[0]["pid"] != starts[1]["pid"]
+    assert m["status"] == "incomplete"
+    for value in (1, 2):
+        assert any(p.startswith(f"stall workers={value}: c=2: no request completed")
+                   for p in m["problems"]), m["problems"]
+    assert "workers=1 failed:" in out.stderr and "stall stopped answering" in out.stderr
+    assert leftovers(run) == []
+
+
 def test_calibrate_saves_only_levels_where_the_client_was_the_limit(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     env = lab_env(tmp_path, LAB_CACHE=str(cache), CLIENTS="siege", CONCURRENCY="2",

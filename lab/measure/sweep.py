@@ -49,6 +49,10 @@ class NotLoaded(SweepError):
     """The start failed a check before any load (listener, contract)."""
 
 
+class StoppedAnswering(SweepError):
+    """A level where no request completed: the start ends there."""
+
+
 def server_facts(server: Server, values: dict[str, str], env: dict[str, str],
                  cpus: tuple[int, ...], where: ServerHost) -> dict[str, str]:
     """key=value lines of the manifest's facts command, run pinned like the server, where it runs."""
@@ -139,10 +143,10 @@ class ServerSweep:
         for knob_value, levels in self.starts():
             try:
                 self.one_start(knob_value, levels)
-            except NotLoaded as e:
+            except (NotLoaded, StoppedAnswering) as e:
                 if knob_value is None:
                     raise
-                self.not_loaded(knob_value, e)
+                self.value_failed(knob_value, e)
 
     def starts(self) -> list[tuple[int | None, list[int]]]:
         """(knob value, levels) of each start: one start at every level for a load
@@ -243,9 +247,10 @@ class ServerSweep:
             self.start_record["levels_done"] = i
             self.save()
             if level.successful == 0:
-                raise SweepError(f"{fmt_value(self.params.load_axis, level_value)}: no request "
-                                 f"completed in {self.params.duration_s}s ({level.failed} "
-                                 f"failed): {self.server.name} stopped answering")
+                at = fmt_value(self.params.load_axis, level_value)
+                raise StoppedAnswering(f"{at}: no request completed in {self.params.duration_s}s "
+                                       f"({level.failed} failed): {self.server.name} stopped "
+                                       "answering")
             eta = (time.monotonic() - started) / i * (len(levels) - i)
             self.show(row, i, len(levels), eta)
 
@@ -303,14 +308,17 @@ class ServerSweep:
                  f"{row.server_cpu_pct:.0f}% client {row.client_cpu_pct:.0f}%  "
                  f"ETA {fmt_eta(eta)}{note}")
 
-    def not_loaded(self, knob_value: int, e: NotLoaded) -> None:
-        """One knob value a server cannot serve the contract at (AWS with one task
-        closes every connection) is a result: the other values are still
-        measured; the run is incomplete."""
-        self.start_record["status"] = "not loaded"
+    def value_failed(self, knob_value: int, e: NotLoaded | StoppedAnswering) -> None:
+        """One knob value a server cannot serve is a result, and each value is
+        a start of its own: the other values are still measured; the run is
+        incomplete. Not loaded: it failed the contract at that value (AWS with
+        one task closes every connection); failed: it stopped answering under
+        the load (AWS with 2 tasks and 32 clients closing every connection)."""
+        not_loaded = isinstance(e, NotLoaded)
+        self.start_record["status"] = "not loaded" if not_loaded else "failed"
         self.save()
         at = fmt_value(self.params.axis, knob_value)
-        self.note(f"{at} not loaded: {e}")
+        self.note(f"{at} {'not loaded' if not_loaded else 'failed'}: {e}")
         manifest.add_problem(self.run, f"{self.server.name} {at}: {e}")
 
     # ---- warm-up ------------------------------------------------------------
