@@ -6,20 +6,20 @@ import os
 import random
 import shlex
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import kinds
+import suite
 
 ROOT = Path(__file__).resolve().parents[1]
 FAKES = ROOT / "tests" / "servers"
@@ -170,64 +170,7 @@ def shared_checkout() -> Iterator[Path]:
 Build = Callable[..., None]
 
 
-class Prebuild:
-    """The whole suite (`make test`) builds every repository server in the
-    background while its fault tests run: they leave about half of the two
-    CPUs idle, and a cold build (the Ada toolchain's bootstrap, AWS, ASF, the
-    Java servers) takes minutes of them. The build runs at idle CPU priority
-    (SCHED_IDLE), as `python3 -m lab deps` and `python3 -m lab build` with
-    SERVER=all, the way a user's `make build` does. What needs the servers
-    built or the host quiet waits for it to end (`wait`): the real-server
-    tests, `built`, and the fault tests of kinds.QUIET, which run last in
-    their kind. It starts with the first fault test; a session without every
-    test file (one file alone, -m unit) builds nothing in the background."""
-    def __init__(self) -> None:
-        self.armed = False
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.ended: threading.Thread | None = None
-        self.log: Path | None = None
-        self.took_s: float | None = None
-        self.waited_s = 0.0
-        self.code: int | None = None
-
-    def start(self) -> None:
-        self.armed = False
-        top = Path(tempfile.mkdtemp(prefix="lab-tests-build-"))
-        env = repository_env(top, SERVER="all")
-        # packages in the foreground (apt's lock); what fails is told by `built`
-        if lab(env, "deps", timeout=3600).returncode != 0:
-            return
-        self.log = top / "build.log"
-        t0 = time.monotonic()
-        with self.log.open("wb") as out:
-            proc = self.proc = subprocess.Popen(
-                [sys.executable, "-m", "lab", "build"], cwd=ROOT, env=env, stdout=out,
-                stderr=subprocess.STDOUT, start_new_session=True,
-                preexec_fn=lambda: os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0)))
-
-        def ended() -> None:                             # when it ended, not when asked
-            self.code = proc.wait()
-            self.took_s = time.monotonic() - t0
-        self.ended = threading.Thread(target=ended, daemon=True)
-        self.ended.start()
-
-    def wait(self) -> None:
-        """Until the background build ended (at once if none runs). Its
-        failures are not told here: `built` builds again and fails saying why."""
-        if self.ended is None:
-            return
-        t0 = time.monotonic()
-        self.ended.join()
-        self.waited_s += time.monotonic() - t0
-        self.ended = self.proc = None
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        self.wait()
-
-
-PREBUILD = Prebuild()
+PREBUILD = suite.Prebuild()
 
 
 @pytest.fixture(scope="session")
@@ -243,11 +186,12 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Build:
     def steps(names: list[str]) -> str:
         """deps then build of these servers in one call each: "" or what failed."""
         env = repository_env(tmp_path_factory.mktemp("build"), SERVER=" ".join(names))
-        for step in ("deps", "build"):
-            out = lab(env, step, timeout=3600)
-            if out.returncode != 0:
-                return (f"`python3 -m lab {step}` of {' '.join(names)} ended with exit "
-                        f"{out.returncode}:\n{out.stderr[-3000:]}")
+        with suite.one_build():
+            for step in ("deps", "build"):
+                out = lab(env, step, timeout=3600)
+                if out.returncode != 0:
+                    return (f"`python3 -m lab {step}` of {' '.join(names)} ended with exit "
+                            f"{out.returncode}:\n{out.stderr[-3000:]}")
         return ""
 
     def build(*names: str) -> None:
@@ -288,11 +232,13 @@ class Made:
 def quick_study(tmp_path_factory: pytest.TempPathFactory) -> Made:
     """`make reproduce STUDY=ada-vs-java QUICK=1` as a user types it, once a
     session: two real runs (siege, wrk) of the study's eight servers, 3 levels
-    of 1 s, one start each. test_reproduce reads its claims; test_e2e checks
-    the study's servers end to end on its runs and runs only the others."""
+    of 1 s, one start each. Its two readers live in test_e2e.py (a file goes
+    whole to one pytest-xdist worker, so it is made once): the smoke test
+    reads its claims, the end-to-end test checks the study's servers on its
+    runs and runs only the others."""
     tmp = tmp_path_factory.mktemp("quick-study")
-    env = lab_env(tmp, PORT=str(free_port()), **GRACE)
-    del env["LAB_SERVER_PATH"], env["PROBE"]       # the repository's servers; QUICK's PROBE
+    env = repository_env(tmp, PORT=str(free_port()), **GRACE)
+    del env["PROBE"]                                # QUICK's PROBE
     out = subprocess.run(["make", "-s", "--no-print-directory", "reproduce", "STUDY=ada-vs-java",
                           "QUICK=1"], cwd=ROOT, env=env, capture_output=True, text=True,
                          timeout=1500)
@@ -313,7 +259,8 @@ def install_client(tool: str, tmp: Path) -> None:
     if shutil.which(tool):
         return
     env = repository_env(tmp, SERVER="nginx", CLIENT=tool)
-    out = lab(env, "deps", timeout=900)
+    with suite.one_build():
+        out = lab(env, "deps", timeout=900)
     if out.returncode == 2 and os.geteuid() != 0:
         pytest.skip(out.stderr.strip()[-300:])
     assert out.returncode == 0 and shutil.which(tool), out.stderr[-3000:]
@@ -333,7 +280,8 @@ def vegeta_installed(tmp_path_factory: pytest.TempPathFactory) -> None:
     if vegeta.Vegeta().version() == vegeta.VEGETA_VERSION:
         return
     env = repository_env(tmp_path_factory.mktemp("deps"), SERVER="nginx", CLIENT="vegeta")
-    out = lab(env, "deps", timeout=1800)
+    with suite.one_build():
+        out = lab(env, "deps", timeout=1800)
     if out.returncode == 2:
         pytest.skip(out.stderr.strip()[-300:])
     assert out.returncode == 0, out.stderr[-3000:]
@@ -371,14 +319,26 @@ def results_json_fit_their_schema(tmp_path_factory: pytest.TempPathFactory) -> I
 # differ); the hooks here mark each test with it, run units, then faults, then
 # real servers, and end the suite with what it did not check.
 
-def pytest_unconfigure(config: pytest.Config) -> None:
-    PREBUILD.stop()
-    shutil.rmtree(INTERPRETER, ignore_errors=True)
-
-
 def pytest_configure(config: pytest.Config) -> None:
     for name, text in kinds.MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
+    worker = getattr(config, "workerinput", None)
+    if worker is None:          # the main process: pytest's controller, or the only one
+        suite.Session.top = Path(tempfile.mkdtemp(prefix="lab-tests-session-"))
+    else:
+        suite.Session.top = Path(worker["lab_session"])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist: each worker meets the others in the main process's folder."""
+    node.workerinput["lab_session"] = str(suite.Session.top)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(INTERPRETER, ignore_errors=True)
+    if not hasattr(config, "workerinput"):
+        PREBUILD.stop()
 
 
 @pytest.hookimpl(tryfirst=True)        # before -m deselects by these marks
@@ -395,33 +355,70 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.get_closest_marker("quiet") is not None))
 
 
+def start_prebuild(nodeids: list[str]) -> None:
+    """The background build, in the main process, once a session that holds
+    every test file and a real-server test (Prebuild)."""
+    if suite.Session.path(suite.STARTED).exists():
+        return
+    tests = [kinds.split_nodeid(n) for n in nodeids]
+    if {file for file, _ in tests} >= set(kinds.FILES) and any(
+            kinds.kind_of(file, name) == "real-server" for file, name in tests):
+        top = Path(tempfile.mkdtemp(prefix="lab-tests-build-"))
+        PREBUILD.start(repository_env(top, SERVER="all"), ROOT)
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """The whole suite builds the servers beside its fault tests (Prebuild)."""
-    files = {item.path.name for item in session.items}
-    PREBUILD.armed = files >= set(kinds.FILES) and any(
-        item.get_closest_marker("real-server") for item in session.items)
+    if not hasattr(session.config, "workerinput"):
+        start_prebuild([item.nodeid for item in session.items])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    start_prebuild(ids)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """A test of kinds.QUIET runs alone; the others beside each other."""
+    with suite.turn(alone=item.get_closest_marker("quiet") is not None):
+        yield
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    if item.get_closest_marker("unit"):
-        return
-    if PREBUILD.armed:
-        PREBUILD.start()
     if item.get_closest_marker("real-server") or item.get_closest_marker("quiet"):
         PREBUILD.wait()
 
 
 # Exit 3 ("nothing compared cleanly", "undecided") that a test accepted from
-# the lab: a busy host's answer, no verdict checked. Counted at the end.
-ACCEPTED: list[tuple[str, str]] = []
+# the lab: a busy host's answer, no verdict checked. Counted at the end, from
+# the reports (a worker's report reaches the main process with them).
+ACCEPTED = "exit 3 accepted"
+WAITED = "waited for the background build (s)"
+PENDING: list[str] = []
 
 
 def accepted_exit_3(code: int, reason: str) -> None:
     """Record that the running test accepted the lab's exit 3 (nothing is
     recorded for another code), with the reason the lab gave."""
     if code == 3:
-        test = os.environ.get("PYTEST_CURRENT_TEST", "?").rpartition(" ")[0]
-        ACCEPTED.append((test, reason))
+        PENDING.append(reason)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    report.user_properties.extend((ACCEPTED, why) for why in PENDING)
+    PENDING.clear()
+    if PREBUILD.waited_s >= 0.5:
+        report.user_properties.append((WAITED, round(PREBUILD.waited_s, 1)))
+    PREBUILD.waited_s = 0.0
+
+
+def properties(tr: pytest.TerminalReporter, key: str) -> list[tuple[str, Any]]:
+    """(nodeid, value) of every report's user property `key`."""
+    return [(report.nodeid, value) for reports in tr.stats.values() for report in reports
+            for k, value in getattr(report, "user_properties", ()) if k == key]
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -433,23 +430,25 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         for report in tr.stats.get(outcome, []):
             if outcome == "passed" and getattr(report, "when", "") != "call":
                 continue                                   # its setup and teardown
-            path, _, name = report.nodeid.partition("::")
-            kind = kinds.kind_of(Path(path).name, name.partition("[")[0]) \
-                if Path(path).name in kinds.FILES else "?"
+            file, name = kinds.split_nodeid(report.nodeid)
+            kind = kinds.kind_of(file, name) if file in kinds.FILES else "?"
             counts.setdefault(kind, {}).setdefault(outcome, 0)
             counts[kind][outcome] += 1
     if not counts:
         return
-    if PREBUILD.took_s is not None:
-        tr.write_line(f"servers built beside the fault tests: {PREBUILD.took_s:.0f} s, exit "
-                      f"{PREBUILD.code}; tests waited {PREBUILD.waited_s:.0f} s for it "
-                      f"(log: {PREBUILD.log})")
+    built = PREBUILD.result()
+    if built is not None:
+        waited = sum(s for _, s in properties(tr, WAITED))
+        tr.write_line(f"servers built beside the other tests: {built['took_s']:.0f} s, exit "
+                      f"{built['code']}; tests waited {waited:.0f} s for it "
+                      f"(log: {built['log']})")
     tr.write_sep("=", "by kind")
     for kind in [*kinds.ORDER, "?"]:
         if kind in counts:
             tr.write_line(f"{kind}: " + ", ".join(f"{n} {o}" for o, n in counts[kind].items()))
     skipped = tr.stats.get("skipped", [])
-    if not skipped and not ACCEPTED:
+    accepted = properties(tr, ACCEPTED)
+    if not skipped and not accepted:
         return                                  # everything collected was checked
     reasons: dict[str, list[str]] = {}
     for report in skipped:
@@ -457,8 +456,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         why = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
         reasons.setdefault(why.removeprefix("Skipped: "), []).append(report.nodeid)
     tr.write_sep("=", f"not checked here: {len(skipped)} skipped, "
-                      f"{len(ACCEPTED)} accepted exit 3")
+                      f"{len(accepted)} accepted exit 3")
     for why, nodes in sorted(reasons.items(), key=lambda kv: -len(kv[1])):
         tr.write_line(f"skipped {len(nodes)}: {why}  ({nodes[0]}{', ...' if len(nodes) > 1 else ''})")
-    for test, why in ACCEPTED:
+    for test, why in accepted:
         tr.write_line(f"exit 3 accepted: {test}: {why}")

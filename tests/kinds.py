@@ -11,7 +11,8 @@ and runs the kinds in ORDER; a test file missing here stops the collection.
 
 root, docker and ssh say what a file's tests need beyond their kind (some of
 them, which skip, saying so, where they cannot have it): `pytest -m "not
-docker"` leaves those files out. quiet marks the fault tests of QUIET."""
+docker"` leaves those files out. quiet marks the tests of QUIET, which run
+alone."""
 from __future__ import annotations
 
 ORDER = ("unit", "fault", "real-server")
@@ -23,7 +24,7 @@ MARKERS = {
     "root": "needs root (namespaces, mounts, another user, packages installed)",
     "docker": "needs a Docker engine (RUNTIME=docker)",
     "ssh": "runs against emulated ssh hosts (namespaces with their own sshd; root)",
-    "quiet": "a fault test that judges measurements: run after the background build (QUIET)",
+    "quiet": "a test that judges measurements: runs alone, after the background build (QUIET)",
 }
 
 # file -> its kind; then, by kind, the tests of a file whose kind differs
@@ -288,9 +289,6 @@ OTHER: dict[str, dict[str, tuple[str, ...]]] = {
             "test_aws_findings",
             "test_ada_mini_probe",
         ),
-        "test_reproduce.py": (
-            "test_quick_smoke_run_of_ada_vs_java",
-        ),
         "test_topology_docker.py": (
             "test_aws_and_undertow_through_compose",
             "test_a_container_that_dies_mid_sweep_leaves_nothing",
@@ -310,10 +308,12 @@ TESTS = {f"{file}::{test}": kind for kind, files in OTHER.items()
          for file, tests in files.items() for test in tests}
 
 
-# Fault tests that judge measurements (a gate's verdict, a steady rate, a
-# calibration): on a busy host they skip or accept exit 3, so `make test` runs
-# them last in their kind, after the servers built beside the others
-# (conftest's Prebuild) are done.
+# Tests that judge measurements (a gate's verdict, a steady rate, a
+# calibration, a noise floor, a claim): on a busy host they skip or accept
+# exit 3, so each runs alone (suite.turn: no other test beside it, on either
+# pytest-xdist worker), after the servers' background build (suite.Prebuild),
+# and last in its kind. The other tests check what the lab does, not what it
+# measured, and run beside each other.
 QUIET = (
     "test_ci.py::test_the_ci_commands_pass_the_same_code_and_fail_a_slowed_variant",
     "test_compare.py::test_two_real_runs_of_paced_show_no_large_change",
@@ -323,6 +323,9 @@ QUIET = (
     "test_repeat.py::test_calibrate_saves_only_levels_where_the_client_was_the_limit",
     "test_repeat.py::test_a_run_states_its_share_of_a_calibration_of_its_conditions",
     "test_faults.py::test_competing_load_is_flagged",
+    "test_noise.py::test_make_noise_on_ada_mini_records_a_floor_that_compare_names",
+    "test_jit.py::test_auto_warmup_of_a_jvm_records_its_jit_and_nginx_is_unaffected",
+    "test_claimruns.py::test_two_tiny_real_parts_are_judged_together",
 )
 
 
@@ -335,6 +338,12 @@ NEEDS = {
     "test_deps.py": ("root",),
     "test_hardening.py": ("root",),
 }
+
+
+def split_nodeid(nodeid: str) -> tuple[str, str]:
+    """(file name, test function) of a pytest node id, parameters left out."""
+    path, _, name = nodeid.partition("::")
+    return path.rpartition("/")[2], name.partition("[")[0]
 
 
 def kind_of(file: str, test: str) -> str:

@@ -24,14 +24,25 @@ def importable() -> bool:
     return importlib.util.find_spec("pytest") is not None
 
 
+def workers_note() -> int:
+    """make test runs the suite on two pytest-xdist workers where that plugin
+    is importable (the Makefile's WORKERS); without it, in one process."""
+    if importlib.util.find_spec("xdist") is None:
+        print("note: pytest-xdist is not installed, so the suite runs in one process, "
+              "about a third slower on two cores; to use two workers: "
+              f"{sys.executable} -m pip install pytest-xdist (Debian's python3: "
+              "apt-get install python3-pytest-xdist)", file=sys.stderr)
+    return 0
+
+
 def main() -> int:
     if importable():
-        return 0
+        return workers_note()
     code = deps.ensure(PACKAGE)
     if code != 0:
         return code
     if importable():
-        return 0
+        return workers_note()
     # Installed, yet this interpreter is not the one Debian's package serves.
     print(f"error: python3-pytest is installed for /usr/bin/python3, but {sys.executable} "
           f"cannot import pytest: run {sys.executable} -m pip install pytest, "

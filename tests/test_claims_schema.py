@@ -1,7 +1,7 @@
 """claims.json's one shape (docs/claims.schema.json), checked with
 tests/schemacheck.py on the file each command writes: `make claims` on runs
 made earlier, `make reproduce` with its runs stood in for by saved ones (its
-real runs: tests/test_reproduce.py's smoke run). Both are judged by
+real runs: tests/test_e2e.py's smoke run of the quick study). Both are judged by
 lab.analyse.claimjudge; the shape is described in docs/run-folder.md."""
 from __future__ import annotations
 

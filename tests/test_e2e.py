@@ -2,7 +2,9 @@
 built (Ada toolchain bootstrap included; conftest's `built`, once a session),
 verified and swept, then charted. The study's eight servers are checked on
 the two runs of `make reproduce STUDY=ada-vs-java QUICK=1` (conftest's
-quick_study, which test_reproduce reads too: 3 levels of 1 s, siege and wrk);
+quick_study, whose claims the smoke test below reads: 3 levels of 1 s, siege
+and wrk; both its readers live in this file, so two pytest-xdist workers never
+both make it);
 the others are run here, warmed up and swept at two short levels. The
 slowest test: it runs once. The robustness probe of every server is
 test_probe.py's (each server probed once a session); make bench's probe step
@@ -16,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from conftest import ROOT, Build, Made, bench, free_port, leftovers, repository_env, run_folders
+from lab.analyse import claims
 from lab.record.rows import rows_by_server
 from lab.setup.servers import ServerSpec, discover
+from lab.studies import reproduce
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -92,3 +96,35 @@ def test_every_server_end_to_end(tmp_path: Path, built: Build, quick_study: Made
                             capture_output=True, text=True, timeout=120)
     assert redraw.returncode == 0, redraw.stderr
     assert (run / "rps.png").read_bytes().startswith(PNG)
+
+
+def test_quick_smoke_run_of_ada_vs_java(quick_study: Made) -> None:
+    """make reproduce STUDY=ada-vs-java QUICK=1 (conftest's quick_study, once a
+    session): two real lab runs (siege, wrk), 3 levels x 1 s x 1 repetition
+    for aws@8 aws@16 asf@8 ews@1 simple-components@1 jersey@62 ada-mini@1 nginx@1."""
+    r = quick_study.out
+    assert r.returncode == 0, r.stderr[-4000:]
+    folders = sorted(quick_study.results.glob("reproduce-ada-vs-java-*"))
+    assert len(folders) == 1
+    folder = folders[0]
+    text = (folder / "claims.md").read_text()
+    assert text in r.stdout and reproduce.SMOKE in text
+    rows = [line for line in text.splitlines() if line.startswith("| `")]
+    assert len(rows) == 8
+    data = json.loads((folder / "claims.json").read_text())
+    assert [run["client"] for run in data["runs"]] == ["siege", "wrk"]
+    for c in data["claims"]:
+        for client in ("siege", "wrk"):
+            got = c["by_client"][client]
+            assert got["verdict"] == claims.INCONCLUSIVE, (c["id"], got)
+            assert got["reason"]
+    for run in data["runs"]:
+        path = Path(run["folder"])
+        assert run["exit"] == 0 and (path / "report.html").exists()
+        m = json.loads((path / "manifest.json").read_text())
+        assert m["status"] == "complete"
+        assert m["params"]["levels"] == [1, 2, 50] and m["params"]["repeat"] == 1
+        assert sorted(m["servers"]) == sorted(["aws@8", "aws@16", "asf@8", "ews@1",
+                                               "simple-components@1", "jersey@62",
+                                               "ada-mini@1", "nginx@1"])
+        assert leftovers(path) == []

@@ -3,11 +3,13 @@ every test named apart exists, and `make test` runs them unit, fault, then
 real-server (checked on a collection of the whole suite)."""
 from __future__ import annotations
 
+import fcntl
 import re
 import subprocess
 import sys
 
 import kinds
+import suite
 from conftest import ROOT
 
 TESTS = ROOT / "tests"
@@ -21,9 +23,9 @@ def test_every_test_file_has_a_kind_and_every_named_test_exists() -> None:
         file, _, name = key.partition("::")
         assert kind in kinds.ORDER and kind != kinds.FILES[file], key
         assert re.search(rf"^def {re.escape(name)}\(", (TESTS / file).read_text(), re.M), key
-    for key in kinds.QUIET:            # run last in the fault kind (conftest's Prebuild)
+    for key in kinds.QUIET:            # each runs alone, last in its kind
         file, _, name = key.partition("::")
-        assert kinds.kind_of(file, name) == "fault", key
+        assert kinds.kind_of(file, name) != "unit", key
         assert re.search(rf"^def {re.escape(name)}\(", (TESTS / file).read_text(), re.M), key
     for key, needs in kinds.NEEDS.items():
         assert key.partition("::")[0] in kinds.FILES, key
@@ -51,7 +53,7 @@ def test_units_run_first_then_faults_then_real_servers() -> None:
     ids = collect(*files)
     order = [kinds.ORDER.index(kind(i)) for i in ids]
     assert order == sorted(order) and set(order) == {0, 1, 2}, ids
-    # the faults that judge measurements last among the faults (conftest's Prebuild)
+    # the faults that judge measurements last among the faults (they run alone)
     marked = collect("-m", "quiet", *files)
     assert marked and all(kind(i) == "fault" for i in marked), marked
     quiet = [i in marked for i in ids if kind(i) == "fault"]
@@ -59,3 +61,25 @@ def test_units_run_first_then_faults_then_real_servers() -> None:
     units = collect("-m", "unit", *files)
     assert units == [i for i in ids if kind(i) == "unit"] and units
     assert collect("-m", "real-server", *files) == [i for i in ids if kind(i) == "real-server"]
+
+
+def test_a_quiet_test_runs_alone_and_the_others_beside_each_other() -> None:
+    """suite.turn, which conftest takes around each test in every process of
+    the session: a turn held alone (a test of QUIET) admits no other; a turn
+    held beside others (this test's, now) admits another such turn, the
+    other worker's, but not one alone."""
+    def admits(name: str, exclusive: bool) -> bool:
+        with suite.Session.path(name).open("a") as f:
+            try:
+                fcntl.flock(f, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False
+            fcntl.flock(f, fcntl.LOCK_UN)
+            return True
+    assert admits("turn.lock", exclusive=False) and not admits("turn.lock", exclusive=True)
+    with suite.locked("probe.lock", exclusive=True):
+        assert not admits("probe.lock", exclusive=False)
+    with suite.locked("probe.lock", exclusive=False):
+        assert admits("probe.lock", exclusive=False)
+        assert not admits("probe.lock", exclusive=True)
+    assert admits("probe.lock", exclusive=True)

@@ -1,12 +1,12 @@
 """lab.studies.reproduce: the plan each study of the real docs/claims.toml produces
 (client, connection, levels, SERVER with @N, repetitions, per run), the
 user's overrides and QUICK=1, bad input (exit 2, nothing run, no folder),
-the claims table on constructed statistics, and one real smoke run of
-`make reproduce STUDY=ada-vs-java QUICK=1` with no process left behind."""
+and the claims table on constructed statistics. The real smoke run of
+`make reproduce STUDY=ada-vs-java QUICK=1` is test_e2e's (the session's
+quick_study, read there twice)."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import subprocess
 import sys
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, Made, leftovers
+from conftest import ROOT
 from lab.analyse import claimjudge, claims, levelrow, metrics
 from lab.studies import reproduce
 from lab.record.level import Level
@@ -205,34 +205,3 @@ def test_overall_says_whether_the_client_decides() -> None:
 
 
 # ---------------------------------------------------------------- a real smoke run
-
-def test_quick_smoke_run_of_ada_vs_java(quick_study: Made) -> None:
-    """make reproduce STUDY=ada-vs-java QUICK=1 (conftest's quick_study, once a
-    session): two real lab runs (siege, wrk), 3 levels x 1 s x 1 repetition
-    for aws@8 aws@16 asf@8 ews@1 simple-components@1 jersey@62 ada-mini@1 nginx@1."""
-    r = quick_study.out
-    assert r.returncode == 0, r.stderr[-4000:]
-    folders = sorted(quick_study.results.glob("reproduce-ada-vs-java-*"))
-    assert len(folders) == 1
-    folder = folders[0]
-    text = (folder / "claims.md").read_text()
-    assert text in r.stdout and reproduce.SMOKE in text
-    rows = [line for line in text.splitlines() if line.startswith("| `")]
-    assert len(rows) == 8
-    data = json.loads((folder / "claims.json").read_text())
-    assert [run["client"] for run in data["runs"]] == ["siege", "wrk"]
-    for c in data["claims"]:
-        for client in ("siege", "wrk"):
-            got = c["by_client"][client]
-            assert got["verdict"] == claims.INCONCLUSIVE, (c["id"], got)
-            assert got["reason"]
-    for run in data["runs"]:
-        path = Path(run["folder"])
-        assert run["exit"] == 0 and (path / "report.html").exists()
-        m = json.loads((path / "manifest.json").read_text())
-        assert m["status"] == "complete"
-        assert m["params"]["levels"] == [1, 2, 50] and m["params"]["repeat"] == 1
-        assert sorted(m["servers"]) == sorted(["aws@8", "aws@16", "asf@8", "ews@1",
-                                               "simple-components@1", "jersey@62",
-                                               "ada-mini@1", "nginx@1"])
-        assert leftovers(path) == []

@@ -14,6 +14,9 @@ from typing import Iterable
 from lab.measure.clients import clients
 from lab.setup.servers import Server
 
+# How long an install waits for the lock of another apt-get (or dpkg) at work.
+APT_LOCK_WAIT_S = 600
+
 # command: Debian package, for the lab itself
 LAB = {"taskset": "util-linux", "ss": "iproute2", "gnuplot": "gnuplot-nox"}
 
@@ -46,9 +49,10 @@ def ensure(want: dict[str, str]) -> int:
         return 2
     print(f"installing {' '.join(packages)}", file=sys.stderr, flush=True)
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    subprocess.run(["apt-get", "update", "-qq"], env=env, check=False,
+    wait = ["-o", f"DPkg::Lock::Timeout={APT_LOCK_WAIT_S}"]    # another apt-get at work
+    subprocess.run(["apt-get", *wait, "update", "-qq"], env=env, check=False,
                    stdout=subprocess.DEVNULL)
-    code = subprocess.run(line.split(), env=env, check=False,
+    code = subprocess.run(["apt-get", *wait, *line.split()[1:]], env=env, check=False,
                           stdout=subprocess.DEVNULL).returncode
     still = missing(want)
     if code != 0 or still:

@@ -1,0 +1,131 @@
+"""What the processes of one test session share: the folder they meet in, whose
+turn it is, and the servers' build in the background.
+
+`make test` runs the suite on two pytest-xdist workers where that plugin is
+installed (one process otherwise). The main process (pytest's controller, or
+the only process) makes the session's folder and hands it to each worker.
+
+- Turns: a test of kinds.QUIET judges measurements, so it runs alone: it
+  holds the folder's lock exclusively while every other test holds it shared.
+- Builds: `built` and the clients' installs write the same LAB_CACHE, one at
+  a time (`one_build`), after the background build.
+- The background build (Prebuild) runs in the main process; a test that needs
+  the servers built, in any process, waits until the folder says it ended.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+
+DONE = "prebuild.json"          # written when the background build ended
+STARTED = "prebuild.started"
+
+
+class Session:
+    """The session's folder (set by the main process, given to workers)."""
+    top: Path | None = None
+
+    @classmethod
+    def path(cls, name: str) -> Path:
+        assert cls.top is not None, "the session's folder is set in pytest_configure"
+        return cls.top / name
+
+
+@contextmanager
+def locked(name: str, exclusive: bool) -> Iterator[None]:
+    """flock on the session folder's file `name`: exclusive, or shared."""
+    with Session.path(name).open("a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def turn(alone: bool) -> AbstractContextManager[None]:
+    """A test's turn: alone (no other test runs meanwhile) or beside others."""
+    return locked("turn.lock", exclusive=alone)
+
+
+def one_build() -> AbstractContextManager[None]:
+    """One writer of LAB_CACHE at a time: a build, a client's install."""
+    return locked("build.lock", exclusive=True)
+
+
+class Prebuild:
+    """The whole suite (`make test`) builds every repository server in the
+    background while its unit and fault tests run: they leave CPU idle, and a
+    cold build (the Ada toolchain's bootstrap, AWS, ASF, the Java servers)
+    takes minutes of it. The build runs at idle CPU priority (SCHED_IDLE), as
+    `python3 -m lab deps` and `python3 -m lab build` with SERVER=all, the way a
+    user's `make build` does. What needs the servers built or the host quiet
+    waits for it to end (`wait`): the real-server tests, `built`, and the
+    tests of kinds.QUIET. A session without every test file (one file alone,
+    -m unit) builds nothing in the background."""
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.stopping = False
+        self.waited_s = 0.0               # this process's, not yet reported
+
+    def start(self, env: dict[str, str], root: Path) -> None:
+        """In the main process: the build in a thread of its own; the folder
+        says it started now and, when it ends, how (DONE)."""
+        Session.path(STARTED).touch()
+        threading.Thread(target=self._run, args=(env, root), daemon=True).start()
+
+    def _run(self, env: dict[str, str], root: Path) -> None:
+        t0 = time.monotonic()
+        log = Session.path("build.log")
+        code = 0
+        with log.open("wb") as out:
+            for step in ("deps", "build"):
+                if self.stopping:
+                    code = -1
+                    break
+                proc = self.proc = subprocess.Popen(
+                    [sys.executable, "-m", "lab", step], cwd=root, env=env, stdout=out,
+                    stderr=subprocess.STDOUT, start_new_session=True,
+                    preexec_fn=lambda: os.sched_setscheduler(0, os.SCHED_IDLE,
+                                                             os.sched_param(0)))
+                code = proc.wait()
+                if code != 0:            # what fails is told by `built`
+                    break
+        self.proc = None
+        done = {"code": code, "took_s": time.monotonic() - t0, "log": str(log)}
+        tmp = Session.path(DONE + ".tmp")
+        tmp.write_text(json.dumps(done))
+        tmp.rename(Session.path(DONE))
+
+    @staticmethod
+    def result() -> dict[str, object] | None:
+        """How the background build ended; None if none ran or it runs."""
+        if Session.top is None or not Session.path(DONE).exists():
+            return None
+        data: dict[str, object] = json.loads(Session.path(DONE).read_text())
+        return data
+
+    def wait(self) -> None:
+        """Until the background build ended (at once if none runs). Its
+        failures are not told here: `built` builds again and fails saying why."""
+        if Session.top is None or not Session.path(STARTED).exists():
+            return
+        t0 = time.monotonic()
+        while not Session.path(DONE).exists():
+            time.sleep(0.5)
+        self.waited_s += time.monotonic() - t0
+
+    def stop(self) -> None:
+        """In the main process: the build stopped, if it still runs."""
+        self.stopping = True
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
