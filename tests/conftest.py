@@ -335,6 +335,12 @@ def pytest_configure_node(node: Any) -> None:
     node.workerinput["lab_session"] = str(suite.Session.top)
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """--dist=loadfile (make test): suite.file_scheduler."""
+    return suite.file_scheduler(config, log) if config.getoption("dist") == "loadfile" else None
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(INTERPRETER, ignore_errors=True)
     if not hasattr(config, "workerinput"):
@@ -352,7 +358,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(mark)
     items.sort(key=lambda item: (        # stable: file order within a kind, quiet last in it
         kinds.ORDER.index(kinds.kind_of(item.path.name, item.originalname)),
-        item.get_closest_marker("quiet") is not None))
+        item.get_closest_marker("quiet") is not None,
+        kinds.LONG.index(item.path.name) if item.path.name in kinds.LONG else len(kinds.LONG)))
 
 
 def start_prebuild(nodeids: list[str]) -> None:
@@ -379,14 +386,14 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    """A test of kinds.QUIET runs alone; the others beside each other."""
-    with suite.turn(alone=item.get_closest_marker("quiet") is not None):
-        yield
-
-
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    if item.get_closest_marker("real-server") or item.get_closest_marker("quiet"):
+    """A real-server test and a test of kinds.QUIET wait for the background
+    build, before their turn: a test of QUIET runs alone, the others beside
+    each other."""
+    quiet = item.get_closest_marker("quiet") is not None
+    if quiet or item.get_closest_marker("real-server"):
         PREBUILD.wait()
+    with suite.turn(alone=quiet):
+        yield
 
 
 # Exit 3 ("nothing compared cleanly", "undecided") that a test accepted from

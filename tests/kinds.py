@@ -329,6 +329,18 @@ QUIET = (
 )
 
 
+# The files that take longest in their kind (a minute or more each in a
+# `make test` here), first in it: the two pytest-xdist workers take files in
+# the collection's order (suite.file_scheduler), so the long ones start early
+# and the short ones fill in, and neither worker is left alone with a long file
+# at the end.
+LONG = (
+    "test_e2e.py", "test_workshop.py", "test_topology_docker.py", "test_probe.py",
+    "test_listen.py", "test_cost.py", "test_repeat.py", "test_faults.py",
+    "test_topology_ssh.py", "test_lifetime.py", "test_hostile.py",
+)
+
+
 # What a file's tests (some of them), or one test, need beyond their kind.
 NEEDS = {
     "test_topology_docker.py": ("docker",),

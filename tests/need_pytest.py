@@ -26,7 +26,7 @@ def importable() -> bool:
 
 def workers_note() -> int:
     """make test runs the suite on two pytest-xdist workers where that plugin
-    is importable (the Makefile's WORKERS); without it, in one process."""
+    is importable (the Makefile's XDIST_ARGS); without it, in one process."""
     if importlib.util.find_spec("xdist") is None:
         print("note: pytest-xdist is not installed, so the suite runs in one process, "
               "about a third slower on two cores; to use two workers: "

@@ -25,6 +25,7 @@ import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import Any
 
 DONE = "prebuild.json"          # written when the background build ended
 STARTED = "prebuild.started"
@@ -129,3 +130,30 @@ class Prebuild:
         proc = self.proc
         if proc is not None and proc.poll() is None:
             os.killpg(proc.pid, signal.SIGTERM)
+
+
+def file_scheduler(config: Any, log: Any) -> Any:
+    """pytest-xdist's loadfile (each file whole on one worker), changed in two
+    ways: files go out in the collection's order (conftest: the kinds' order,
+    kinds.LONG first in each), not by their count of tests; and a worker gets
+    its next file only when its last test is about to run, so that no file
+    waits queued behind a long one while the other worker has nothing."""
+    from xdist.scheduler import LoadFileScheduling
+
+    class InOrder(LoadFileScheduling):  # type: ignore[misc]
+        def schedule(self) -> None:
+            if hasattr(self.config.option, "loadscopereorder"):
+                self.config.option.loadscopereorder = False
+            super().schedule()
+
+        def _reschedule(self, node: Any) -> None:
+            if node.shutting_down:
+                return
+            if not self.workqueue:
+                node.shutdown()
+                return
+            # a worker runs a test once it knows the next one: 1 left is its last
+            if self._pending_of(self.assigned_work[node]) <= 1:
+                self._assign_work_unit(node)
+
+    return InOrder(config, log)

@@ -78,7 +78,8 @@ def test_root_installs_pytest_through_the_labs_installer(tmp_path: Path) -> None
     assert out.returncode == 0, out.stderr
     assert "installing python3-pytest" in out.stderr
     assert log.read_text().splitlines() == [
-        "update -qq", "install -y --no-install-recommends python3-pytest"]
+        "-o DPkg::Lock::Timeout=600 update -qq",
+        "-o DPkg::Lock::Timeout=600 install -y --no-install-recommends python3-pytest"]
 
 
 def test_not_root_is_also_given_the_sudo_line(monkeypatch: pytest.MonkeyPatch,

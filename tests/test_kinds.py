@@ -27,6 +27,7 @@ def test_every_test_file_has_a_kind_and_every_named_test_exists() -> None:
         file, _, name = key.partition("::")
         assert kinds.kind_of(file, name) != "unit", key
         assert re.search(rf"^def {re.escape(name)}\(", (TESTS / file).read_text(), re.M), key
+    assert set(kinds.LONG) <= set(kinds.FILES) and len(set(kinds.LONG)) == len(kinds.LONG)
     for key, needs in kinds.NEEDS.items():
         assert key.partition("::")[0] in kinds.FILES, key
         assert needs and set(needs) <= set(kinds.MARKERS) - set(kinds.ORDER), key

@@ -93,9 +93,14 @@ class Job(NamedTuple):
 
 def gnuplot(script: str, setup: str, out: Path) -> str:
     """Run plots/<script> with gnuplot writing into the private folder `out`;
-    the error text, or "" when done."""
+    the error text, or "" when done. gnuplot runs in a session of its own:
+    it stops drawing on SIGINT even where the signal is ignored, so a second
+    Ctrl-C to the group of a run that closes (run-benchmark.sh's closing
+    steps ignore it) would leave a chart undrawn; a Ctrl-C to `lab plot`
+    itself still stops it (subprocess.run kills its child on the way out)."""
     done = subprocess.run(["gnuplot", "-e", f"{setup}; out={gp_quote(str(out))}",
-                           str(PLOTS / script)], capture_output=True, text=True)
+                           str(PLOTS / script)], capture_output=True, text=True,
+                          start_new_session=True)
     if done.returncode != 0:
         return done.stderr.strip()[-500:] or f"exit code {done.returncode}"
     return ""
