@@ -27,6 +27,8 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
+import kinds
+
 DONE = "prebuild.json"          # written when the background build ended
 STARTED = "prebuild.started"
 
@@ -132,19 +134,35 @@ class Prebuild:
             os.killpg(proc.pid, signal.SIGTERM)
 
 
+def file_rank(nodeids: list[str]) -> tuple[int, int]:
+    """Where a file's tests go in the workers' queue: with the last kind they
+    hold (test_probe.py's real-server tests wait for the build with the other
+    real-server files, not with the units), the kind's LONG files first."""
+    files = {kinds.split_nodeid(n)[0] for n in nodeids}
+    kind = max(kinds.ORDER.index(kinds.kind_of(*kinds.split_nodeid(n))) for n in nodeids)
+    long = min((kinds.LONG.index(f) for f in files if f in kinds.LONG), default=len(kinds.LONG))
+    return kind, long
+
+
 def file_scheduler(config: Any, log: Any) -> Any:
     """pytest-xdist's loadfile (each file whole on one worker), changed in two
-    ways: files go out in the collection's order (conftest: the kinds' order,
-    kinds.LONG first in each), not by their count of tests; and a worker gets
-    its next file only when its last test is about to run, so that no file
-    waits queued behind a long one while the other worker has nothing."""
+    ways: files go out by file_rank, then in the collection's order, not by
+    their count of tests; and a worker gets its next file only when its last
+    test is about to run, so that no file waits queued behind a long one while
+    the other worker has nothing."""
     from xdist.scheduler import LoadFileScheduling
 
     class InOrder(LoadFileScheduling):  # type: ignore[misc]
         def schedule(self) -> None:
-            if hasattr(self.config.option, "loadscopereorder"):
+            if hasattr(self.config.option, "loadscopereorder"):   # by count of tests
                 self.config.option.loadscopereorder = False
             super().schedule()
+
+        def _assign_work_unit(self, node: Any) -> None:
+            # min: the first of the lowest rank, in the collection's order
+            first = min(self.workqueue, key=lambda scope: file_rank(list(self.workqueue[scope])))
+            self.workqueue.move_to_end(first, last=False)
+            super()._assign_work_unit(node)
 
         def _reschedule(self, node: Any) -> None:
             if node.shutting_down:
