@@ -134,14 +134,18 @@ class Prebuild:
             os.killpg(proc.pid, signal.SIGTERM)
 
 
-def file_rank(nodeids: list[str]) -> tuple[int, int]:
+def file_rank(nodeids: list[str]) -> tuple[int, bool, int]:
     """Where a file's tests go in the workers' queue: with the last kind they
     hold (test_probe.py's real-server tests wait for the build with the other
-    real-server files, not with the units), the kind's LONG files first."""
-    files = {kinds.split_nodeid(n)[0] for n in nodeids}
-    kind = max(kinds.ORDER.index(kinds.kind_of(*kinds.split_nodeid(n))) for n in nodeids)
-    long = min((kinds.LONG.index(f) for f in files if f in kinds.LONG), default=len(kinds.LONG))
-    return kind, long
+    real-server files, not with the units); in it, a file with tests of QUIET
+    after the others (those wait for the build, and then run alone), and the
+    LONG files first."""
+    tests = [kinds.split_nodeid(n) for n in nodeids]
+    kind = max(kinds.ORDER.index(kinds.kind_of(file, name)) for file, name in tests)
+    quiet = any(f"{file}::{name}" in kinds.QUIET for file, name in tests)
+    long = min((kinds.LONG.index(file) for file, _ in tests if file in kinds.LONG),
+               default=len(kinds.LONG))
+    return kind, quiet, long
 
 
 def file_scheduler(config: Any, log: Any) -> Any:

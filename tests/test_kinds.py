@@ -89,7 +89,11 @@ def test_a_quiet_test_runs_alone_and_the_others_beside_each_other() -> None:
 def test_a_file_goes_to_the_workers_with_the_last_kind_it_holds() -> None:
     """suite.file_rank: test_probe.py (unit tests, and real-server tests that
     wait for the servers' build) is handed out with the real-server files;
-    its units alone would go with the units."""
+    its units alone would go with the units. test_repeat.py, long but with
+    tests that run alone after the build, goes after test_hostile.py."""
     ids = collect(str(TESTS / "test_probe.py"))
     assert suite.file_rank(ids)[0] == kinds.ORDER.index("real-server")
     assert suite.file_rank([i for i in ids if kind(i) == "unit"])[0] == 0
+    # a file with tests of QUIET after the other files of its kind
+    assert suite.file_rank(collect(str(TESTS / "test_repeat.py"))) > \
+        suite.file_rank(collect(str(TESTS / "test_hostile.py")))
