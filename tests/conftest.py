@@ -343,8 +343,11 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     shutil.rmtree(INTERPRETER, ignore_errors=True)
-    if not hasattr(config, "workerinput"):
+    if not hasattr(config, "workerinput"):     # the session's folder is the main one's
         PREBUILD.stop()
+        built = PREBUILD.result()
+        if built is None or built["code"] == 0:  # a failed build's log is kept (the summary)
+            shutil.rmtree(suite.Session.path(""), ignore_errors=True)
 
 
 @pytest.hookimpl(tryfirst=True)        # before -m deselects by these marks
@@ -370,8 +373,7 @@ def start_prebuild(nodeids: list[str]) -> None:
     tests = [kinds.split_nodeid(n) for n in nodeids]
     if {file for file, _ in tests} >= set(kinds.FILES) and any(
             kinds.kind_of(file, name) == "real-server" for file, name in tests):
-        top = Path(tempfile.mkdtemp(prefix="lab-tests-build-"))
-        PREBUILD.start(repository_env(top, SERVER="all"), ROOT)
+        PREBUILD.start(repository_env(suite.Session.path("build"), SERVER="all"), ROOT)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
