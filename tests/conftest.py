@@ -317,7 +317,8 @@ def results_json_fit_their_schema(tmp_path_factory: pytest.TempPathFactory) -> I
 # ---------------------------------------------------------------- kinds, order, what was not checked
 # tests/kinds.py holds the one table (file -> kind, and the tests of a file that
 # differ); the hooks here mark each test with it, run units, then faults, then
-# real servers, and end the suite with what it did not check.
+# real servers, then the tests that judge measurements (kinds.rank), and end
+# the suite with what it did not check.
 
 def pytest_configure(config: pytest.Config) -> None:
     for name, text in kinds.MARKERS.items():
@@ -359,10 +360,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         for mark in kinds.marks_of(item.path.name, item.originalname):
             item.add_marker(mark)
-    items.sort(key=lambda item: (        # stable: file order within a kind, quiet last in it
-        kinds.ORDER.index(kinds.kind_of(item.path.name, item.originalname)),
-        item.get_closest_marker("quiet") is not None,
-        kinds.LONG.index(item.path.name) if item.path.name in kinds.LONG else len(kinds.LONG)))
+    items.sort(key=lambda item: kinds.rank(item.path.name, item.originalname))   # stable
 
 
 def start_prebuild(nodeids: list[str]) -> None:

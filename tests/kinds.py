@@ -12,7 +12,7 @@ and runs the kinds in ORDER; a test file missing here stops the collection.
 root, docker and ssh say what a file's tests need beyond their kind (some of
 them, which skip, saying so, where they cannot have it): `pytest -m "not
 docker"` leaves those files out. quiet marks the tests of QUIET, which run
-alone."""
+alone, after all the others (rank)."""
 from __future__ import annotations
 
 ORDER = ("unit", "fault", "real-server")
@@ -24,7 +24,7 @@ MARKERS = {
     "root": "needs root (namespaces, mounts, another user, packages installed)",
     "docker": "needs a Docker engine (RUNTIME=docker)",
     "ssh": "runs against emulated ssh hosts (namespaces with their own sshd; root)",
-    "quiet": "a test that judges measurements: runs alone, after the background build (QUIET)",
+    "quiet": "a test that judges measurements: runs alone, after every other test (QUIET)",
 }
 
 # file -> its kind; then, by kind, the tests of a file whose kind differs
@@ -312,8 +312,9 @@ TESTS = {f"{file}::{test}": kind for kind, files in OTHER.items()
 # calibration, a noise floor, a claim): on a busy host they skip or accept
 # exit 3, so each runs alone (suite.turn: no other test beside it, on either
 # pytest-xdist worker), after the servers' background build (suite.Prebuild),
-# and last in its kind. The other tests check what the lab does, not what it
-# measured, and run beside each other.
+# and after every other test (rank), when nothing else is left to run. The
+# other tests check what the lab does, not what it measured, and run beside
+# each other.
 QUIET = (
     "test_ci.py::test_the_ci_commands_pass_the_same_code_and_fail_a_slowed_variant",
     "test_compare.py::test_two_real_runs_of_paced_show_no_large_change",
@@ -332,16 +333,30 @@ QUIET = (
 )
 
 
-# The files that take longest in their kind (a minute or more each in a
-# `make test` here), first in it: the two pytest-xdist workers take files in
-# the collection's order (suite.file_scheduler), so the long ones start early
-# and the short ones fill in, and neither worker is left alone with a long file
-# at the end.
+# The files that take longest in their kind, longest first (their tests
+# outside QUIET, in a `make test` here on two workers: from 4 minutes for the
+# workshop down to 40 s), first in it: the two pytest-xdist workers take files
+# in this order (suite.file_scheduler), so the long ones start early and the
+# short ones fill in, and neither worker is left alone with a long file while
+# the other waits to run the tests of QUIET.
 LONG = (
-    "test_e2e.py", "test_workshop.py", "test_topology_docker.py", "test_probe.py",
-    "test_listen.py", "test_cost.py", "test_repeat.py", "test_faults.py",
-    "test_topology_ssh.py", "test_lifetime.py", "test_hostile.py",
+    "test_workshop.py", "test_e2e.py", "test_probe.py", "test_topology_docker.py",
+    "test_lifetime.py", "test_faults.py", "test_topology_ssh.py", "test_cost.py",
+    "test_topology_netns.py", "test_listen.py",
+    "test_repeat.py", "test_stepcheck.py", "test_record.py", "test_hostile.py",
 )
+
+# Files whose tests go to the workers one by one, not as a whole file: each
+# test of the workshop runs an exercise of its own (half a minute each).
+SPLIT = ("test_workshop.py",)
+
+
+def rank(file: str, test: str) -> tuple[bool, int, int]:
+    """Where a test goes in the suite's order (conftest sorts the collection
+    by it; suite.file_scheduler hands work out by it): the tests of QUIET
+    after all the others, then by kind (ORDER), then the LONG files first."""
+    return (f"{file}::{test}" in QUIET, ORDER.index(kind_of(file, test)),
+            LONG.index(file) if file in LONG else len(LONG))
 
 
 # What a file's tests (some of them), or one test, need beyond their kind.

@@ -137,26 +137,37 @@ class Prebuild:
             self.thread.join(timeout=60)
 
 
-def file_rank(nodeids: list[str]) -> tuple[int, bool, int]:
-    """Where a file's tests go in the workers' queue: with the last kind they
-    hold (test_probe.py's real-server tests wait for the build with the other
-    real-server files, not with the units); in it, a file with tests of QUIET
-    after the others (those wait for the build, and then run alone), and the
-    LONG files first."""
-    tests = [kinds.split_nodeid(n) for n in nodeids]
-    kind = max(kinds.ORDER.index(kinds.kind_of(file, name)) for file, name in tests)
-    quiet = any(f"{file}::{name}" in kinds.QUIET for file, name in tests)
-    long = min((kinds.LONG.index(file) for file, _ in tests if file in kinds.LONG),
-               default=len(kinds.LONG))
-    return kind, quiet, long
+QUIET_UNIT = "::quiet"
+
+
+def scope_of(nodeid: str) -> str:
+    """The work unit a test goes to a worker in: its file's, but for the tests
+    of kinds.QUIET (a unit of their own per file, after every other unit) and
+    of the files of kinds.SPLIT (a unit each)."""
+    file, name = kinds.split_nodeid(nodeid)
+    path = nodeid.partition("::")[0]
+    if f"{file}::{name}" in kinds.QUIET:
+        return path + QUIET_UNIT
+    return nodeid if file in kinds.SPLIT else path
+
+
+def unit_rank(nodeids: list[str]) -> tuple[bool, int, int]:
+    """Where a unit goes in the workers' queue: kinds.rank, with the last kind
+    its tests hold (test_probe.py's real-server tests wait for the build with
+    the other real-server files, not with the units)."""
+    return max(kinds.rank(*kinds.split_nodeid(n)) for n in nodeids)
 
 
 def file_scheduler(config: Any, log: Any) -> Any:
-    """pytest-xdist's loadfile (each file whole on one worker), changed in two
-    ways: files go out by file_rank, then in the collection's order, not by
-    their count of tests; and a worker gets its next file only when its last
-    test is about to run, so that no file waits queued behind a long one while
-    the other worker has nothing."""
+    """pytest-xdist's loadfile (each file whole on one worker), changed in
+    three ways: its units are scope_of's, not whole files; they go out by
+    unit_rank, then in the collection's order, not by their count of tests;
+    and a worker gets its next unit only when its last test is about to run
+    (a worker runs a test once it knows the next one, or that none is left),
+    so that no unit waits queued behind a long one while the other worker has
+    nothing. The tests of kinds.QUIET come last: the first worker to reach
+    them waits for its turn until the other one's last test outside them
+    ends (LONG and SPLIT keep those last ones short)."""
     from xdist.scheduler import LoadFileScheduling
 
     class InOrder(LoadFileScheduling):  # type: ignore[misc]
@@ -165,9 +176,12 @@ def file_scheduler(config: Any, log: Any) -> Any:
                 self.config.option.loadscopereorder = False
             super().schedule()
 
+        def _split_scope(self, nodeid: str) -> str:
+            return scope_of(nodeid)
+
         def _assign_work_unit(self, node: Any) -> None:
             # min: the first of the lowest rank, in the collection's order
-            first = min(self.workqueue, key=lambda scope: file_rank(list(self.workqueue[scope])))
+            first = min(self.workqueue, key=lambda scope: unit_rank(list(self.workqueue[scope])))
             self.workqueue.move_to_end(first, last=False)
             super()._assign_work_unit(node)
 

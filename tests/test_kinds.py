@@ -23,11 +23,12 @@ def test_every_test_file_has_a_kind_and_every_named_test_exists() -> None:
         file, _, name = key.partition("::")
         assert kind in kinds.ORDER and kind != kinds.FILES[file], key
         assert re.search(rf"^def {re.escape(name)}\(", (TESTS / file).read_text(), re.M), key
-    for key in kinds.QUIET:            # each runs alone, last in its kind
+    for key in kinds.QUIET:            # each runs alone, after every other test
         file, _, name = key.partition("::")
         assert kinds.kind_of(file, name) != "unit", key
         assert re.search(rf"^def {re.escape(name)}\(", (TESTS / file).read_text(), re.M), key
     assert set(kinds.LONG) <= set(kinds.FILES) and len(set(kinds.LONG)) == len(kinds.LONG)
+    assert set(kinds.SPLIT) <= set(kinds.FILES)
     for key, needs in kinds.NEEDS.items():
         assert key.partition("::")[0] in kinds.FILES, key
         assert needs and set(needs) <= set(kinds.MARKERS) - set(kinds.ORDER), key
@@ -49,19 +50,19 @@ def kind(nodeid: str) -> str:
 def test_units_run_first_then_faults_then_real_servers() -> None:
     """Files given in the reverse of the kinds' order, each holding more than
     one kind: the collection puts every unit first, then faults, then real
-    servers; `-m unit` keeps the units alone, in the same order."""
+    servers, then the tests of QUIET (they run alone, when nothing else is
+    left); `-m unit` keeps the units alone, in the same order."""
     files = [str(TESTS / f) for f in ("test_probe.py", "test_faults.py", "test_compare.py")]
     ids = collect(*files)
-    order = [kinds.ORDER.index(kind(i)) for i in ids]
-    assert order == sorted(order) and set(order) == {0, 1, 2}, ids
-    # the faults that judge measurements last among the faults (they run alone)
     marked = collect("-m", "quiet", *files)
-    assert marked and all(kind(i) == "fault" for i in marked), marked
-    quiet = [i in marked for i in ids if kind(i) == "fault"]
-    assert quiet == sorted(quiet) and False in quiet, ids
+    assert marked and {kind(i) for i in marked} == {"fault"}, marked
+    assert ids[-len(marked):] == marked, ids
+    order = [kinds.ORDER.index(kind(i)) for i in ids if i not in marked]
+    assert order == sorted(order) and set(order) == {0, 1, 2}, ids
     units = collect("-m", "unit", *files)
     assert units == [i for i in ids if kind(i) == "unit"] and units
-    assert collect("-m", "real-server", *files) == [i for i in ids if kind(i) == "real-server"]
+    real = [i for i in ids if kind(i) == "real-server" and i not in marked]
+    assert collect("-m", "real-server", *files) == real
 
 
 def test_a_quiet_test_runs_alone_and_the_others_beside_each_other() -> None:
@@ -87,13 +88,27 @@ def test_a_quiet_test_runs_alone_and_the_others_beside_each_other() -> None:
 
 
 def test_a_file_goes_to_the_workers_with_the_last_kind_it_holds() -> None:
-    """suite.file_rank: test_probe.py (unit tests, and real-server tests that
-    wait for the servers' build) is handed out with the real-server files;
-    its units alone would go with the units. test_repeat.py, long but with
-    tests that run alone after the build, goes after test_hostile.py."""
-    ids = collect(str(TESTS / "test_probe.py"))
-    assert suite.file_rank(ids)[0] == kinds.ORDER.index("real-server")
-    assert suite.file_rank([i for i in ids if kind(i) == "unit"])[0] == 0
-    # a file with tests of QUIET after the other files of its kind
-    assert suite.file_rank(collect(str(TESTS / "test_repeat.py"))) > \
-        suite.file_rank(collect(str(TESTS / "test_hostile.py")))
+    """suite.scope_of and unit_rank, what the workers are handed: test_probe.py
+    (unit tests, and real-server tests that wait for the servers' build) goes
+    whole, with the real-server files; its units alone would go with the
+    units. test_repeat.py's tests of QUIET go apart from its others, after
+    every unit without them; the workshop's exercises go one by one."""
+    def units(ids: list[str]) -> dict[str, list[str]]:
+        grouped: dict[str, list[str]] = {}
+        for i in ids:
+            grouped.setdefault(suite.scope_of(i), []).append(i)
+        return grouped
+
+    probe = collect(str(TESTS / "test_probe.py"))
+    [whole] = units(probe).values()
+    assert suite.unit_rank(whole) == (False, kinds.ORDER.index("real-server"),
+                                      kinds.LONG.index("test_probe.py"))
+    assert suite.unit_rank([i for i in probe if kind(i) == "unit"])[1] == 0
+    repeat = units(collect(str(TESTS / "test_repeat.py")))
+    assert len(repeat) == 2
+    rest, quiet = sorted(repeat.values(), key=suite.unit_rank)
+    assert all(f"{kinds.split_nodeid(i)[0]}::{kinds.split_nodeid(i)[1]}" in kinds.QUIET
+               for i in quiet) and rest
+    assert suite.unit_rank(quiet) > max(suite.unit_rank(probe), suite.unit_rank(rest))
+    workshop = collect(str(TESTS / "test_workshop.py"))
+    assert len(units(workshop)) == len(workshop) > 9
