@@ -11,6 +11,7 @@ duration plus wait. Real captured outputs where one shows it, constructed ones
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from html import escape
 from pathlib import Path
@@ -189,8 +190,10 @@ def test_a_body_changed_mid_run_is_caught_live(tmp_path: Path) -> None:
     out = bench(env, timeout=300)
     [run] = run_folders(tmp_path)
     assert leftovers(run) == []
-    assert "NOT RANKED: answer changed: after the level, GET /api must return exactly" \
-        in out.stderr, show(out)
+    # the level's line names every reason it is not ranked: on a busy host siege
+    # may also stop early, a reason that comes first
+    assert re.search(r"NOT RANKED: (.*; )?answer changed: after the level, GET /api must "
+                     r"return exactly", out.stderr), show(out)
     data = json.loads((run / "results.json").read_text())
     flagged = [r for r in data["rows"]["turncoat"] if "answer-changed" in r["flags"].split()]
     assert flagged and all("Hello World?" in r["unranked"] for r in flagged)
