@@ -29,7 +29,7 @@ def workers_note() -> int:
     is importable (the Makefile's XDIST_ARGS); without it, in one process."""
     if importlib.util.find_spec("xdist") is None:
         print("note: pytest-xdist is not installed, so the suite runs in one process, "
-              "about a quarter longer on two cores (32 minutes against 25 here); to use two workers: "
+              "about a third longer on two cores (32 minutes against 24 here); to use two workers: "
               f"{sys.executable} -m pip install pytest-xdist (Debian's python3: "
               "apt-get install python3-pytest-xdist)", file=sys.stderr)
     return 0

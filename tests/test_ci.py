@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, free_port, lab_env
+from conftest import ROOT, accepted_exit_3, free_port, lab_env
 from lab.measure import deps
 from lab.measure.clients import clients
 from lab.present import bmf
@@ -245,7 +245,15 @@ def verdict(runs: list[subprocess.CompletedProcess[str]], expected: int,
     if code == 3 and "host-busy" in cmp.stderr:
         pytest.skip("this host was busy (host-busy at the compared levels): the gate "
                     f"said so with exit 3, as it must; no verdict to check ({gate})")
-    if code == 3 and "more starts decide" in cmp.stderr:
+    if code == 3 and expected == 0:
+        # the same code, undecided (a shift of 2% that 5 starts a side cannot
+        # place against δ=5%, seen here): not a pass, but never a regression
+        accepted_exit_3(code, gate)
+        root, _ = junit_report(results)
+        assert all(junit_kind(c) != "failure" for c in root.iter("testcase")), gate
+        assert "gate: not-comparable (exit 3)" in cmp.stderr, gate
+        return
+    if code == 3 and "undecided (" in cmp.stderr:
         pytest.skip("the starts spread too wide here for 5 a side to decide at α=1% "
                     f"(undecided, exit 3, as it must); no verdict to check ({gate})")
     assert code == expected, cmp.stdout[-2000:] + cmp.stderr[-3000:]
@@ -295,7 +303,7 @@ def test_the_ci_commands_pass_the_same_code_and_fail_a_slowed_variant(tmp_path: 
     assert line.startswith(f"make bench LAB_SERVER_PATH={folder.resolve()} ")
     baseline = tmp_path / "baseline"
     shutil.copytree(tmp_path / "main-results", baseline)
-    # a merge request that changes nothing: exit 0
+    # a merge request that changes nothing: exit 0 (3 where undecided; never 1)
     verdict(job(tmp_path, "pr-same", folder, baseline, port, COMMANDS), 0, tmp_path / "pr-same")
     # a merge request that slows every request down (5 ms -> 12 ms): exit 1
     (server / "delay_ms").write_text("12\n")
