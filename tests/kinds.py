@@ -355,7 +355,7 @@ def rank(file: str, test: str) -> tuple[bool, int, int]:
     """Where a test goes in the suite's order (conftest sorts the collection
     by it; suite.file_scheduler hands work out by it): the tests of QUIET
     after all the others, then by kind (ORDER), then the LONG files first."""
-    return (f"{file}::{test}" in QUIET, ORDER.index(kind_of(file, test)),
+    return (quiet(file, test), ORDER.index(kind_of(file, test)),
             LONG.index(file) if file in LONG else len(LONG))
 
 
@@ -376,6 +376,11 @@ def split_nodeid(nodeid: str) -> tuple[str, str]:
     return path.rpartition("/")[2], name.partition("[")[0]
 
 
+def quiet(file: str, test: str) -> bool:
+    """A test of QUIET: it runs alone, after every other test."""
+    return f"{file}::{test}" in QUIET
+
+
 def kind_of(file: str, test: str) -> str:
     return TESTS.get(f"{file}::{test}", FILES[file])
 
@@ -384,4 +389,4 @@ def marks_of(file: str, test: str) -> list[str]:
     """The marker names of a test: its kind, what it needs, then `quiet`
     for the tests of QUIET (`pytest -m quiet` selects them)."""
     return [kind_of(file, test), *NEEDS.get(f"{file}::{test}", NEEDS.get(file, ())),
-            *(["quiet"] if f"{file}::{test}" in QUIET else [])]
+            *(["quiet"] if quiet(file, test) else [])]

@@ -71,10 +71,11 @@ class Prebuild:
     does. A cold build (the Ada toolchain's bootstrap, AWS, ASF, the Java
     servers) takes minutes, and everything real waits for it, so it runs at
     the tests' own priority: at idle priority (SCHED_IDLE) beside two busy
-    workers it took 375 s instead of 245, and tests waited 206 s for it. What needs the servers built or the host quiet
-    waits for it to end (`wait`): the real-server tests, `built`, and the
-    tests of kinds.QUIET. A session without every test file (one file alone,
-    -m unit) builds nothing in the background."""
+    workers it took 375 s instead of 245, and tests waited 206 s for it.
+    What needs the servers built or the host quiet waits for it to end
+    (`wait`): the real-server tests, `built`, and the tests of kinds.QUIET.
+    A session without every test file (one file alone, -m unit) builds
+    nothing in the background."""
     def __init__(self) -> None:
         self.proc: subprocess.Popen[bytes] | None = None
         self.thread: threading.Thread | None = None
@@ -137,17 +138,14 @@ class Prebuild:
             self.thread.join(timeout=60)
 
 
-QUIET_UNIT = "::quiet"
-
-
 def scope_of(nodeid: str) -> str:
     """The work unit a test goes to a worker in: its file's, but for the tests
     of kinds.QUIET (a unit of their own per file, after every other unit) and
     of the files of kinds.SPLIT (a unit each)."""
     file, name = kinds.split_nodeid(nodeid)
     path = nodeid.partition("::")[0]
-    if f"{file}::{name}" in kinds.QUIET:
-        return path + QUIET_UNIT
+    if kinds.quiet(file, name):
+        return f"{path}::quiet"
     return nodeid if file in kinds.SPLIT else path
 
 

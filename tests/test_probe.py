@@ -4,7 +4,6 @@ session, by conftest's `built`: a server that cannot be built fails)."""
 from __future__ import annotations
 
 import dataclasses
-
 import json
 import os
 import socket
