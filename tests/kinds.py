@@ -199,6 +199,7 @@ OTHER: dict[str, dict[str, tuple[str, ...]]] = {
         ),
         "test_build_log.py": (
             "test_a_failed_ada_source_check_shows_only_its_own_output",
+            "test_two_builds_in_one_cache_take_turns",
         ),
         "test_compare.py": (
             "test_two_real_runs_of_paced_show_no_large_change",

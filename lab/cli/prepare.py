@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from lab.setup.paths import ROOT
-from lab.measure import deps, topologies
+from lab.measure import buildlock, deps, topologies
 from lab.host import procs
 from lab.record import folder
 from lab.setup import checklist, stepcheck
@@ -21,7 +21,7 @@ from lab.measure.clients import axes
 from lab.measure.launch import Knobs, lab_env, placeholders
 from lab.setup.params import ConfigError, Params, cpu_ranges
 from lab.setup.settings_doc import Found, help_text, markdown_table
-from lab.setup.servers import ServerSpec, expand, is_built, lookup
+from lab.setup.servers import Server, ServerSpec, expand, is_built, lookup
 from lab.cli.common import compose_services, fail, load_params, refuse_unchecked, servers_found
 
 
@@ -175,8 +175,14 @@ def cmd_build(args: argparse.Namespace) -> int:
     logs.mkdir(parents=True, exist_ok=True)
     builds = {(lookup(servers, n).folder, lookup(servers, n).artifact): lookup(servers, n)
               for n in args.servers or params.servers}
-    # every server's setup (toolchains; pinned sources checked, exit 2) before any build
-    for step, s in [(step, s) for step in ("setup", "build") for s in builds.values()]:
+    with buildlock.held(cache):
+        return build_all(params, list(builds.values()), cache, logs)
+
+
+def build_all(params: Params, builds: list[Server], cache: Path, logs: Path) -> int:
+    """Every server's setup (toolchains; pinned sources checked, exit 2),
+    then every build that is not up to date."""
+    for step, s in [(step, s) for step in ("setup", "build") for s in builds]:
         name = ServerSpec.parse(s.name).base
         if not topologies.needs_build(params, s):
             if step == "build":

@@ -122,8 +122,8 @@ EOF
 # The ready stamp: when the root was made and one package=NAME line for each
 # package it holds, so that a longer PACKAGES list is installed incrementally.
 write_ready() {
-    { date -u +%Y-%m-%dT%H:%M:%SZ; printf 'package=%s\n' "${PACKAGES[@]}"; } > "$READY.tmp"
-    mv "$READY.tmp" "$READY"
+    { date -u +%Y-%m-%dT%H:%M:%SZ; printf 'package=%s\n' "${PACKAGES[@]}"; } > "$READY.$$.tmp"
+    mv "$READY.$$.tmp" "$READY"
 }
 
 ensure_rootfs() {
@@ -269,12 +269,15 @@ cmd_sources() {
         exit "$code"
     }
     rm -f "$dir/lab-sources/build-library.sh"   # staged by older labs: the image takes ../build-library.sh
+    # This process's own temporary name: `lab build` holds the cache's build
+    # lock, but toolchain.sh may also be run by hand beside it.
+    local tmp=$dir/lab-sources/facts.txt.$$.tmp
     # shellcheck disable=SC2086  # a list of library names
-    (cd "$LAB_ROOT" && python3 -m lab.setup.sources facts $libs) > "$dir/lab-sources/facts.txt.tmp"
-    if cmp -s "$dir/lab-sources/facts.txt.tmp" "$dir/lab-sources/facts.txt"; then
-        rm "$dir/lab-sources/facts.txt.tmp"      # unchanged: keep its time (a build input)
+    (cd "$LAB_ROOT" && python3 -m lab.setup.sources facts $libs) > "$tmp"
+    if cmp -s "$tmp" "$dir/lab-sources/facts.txt"; then
+        rm "$tmp"                                # unchanged: keep its time (a build input)
     else
-        mv "$dir/lab-sources/facts.txt.tmp" "$dir/lab-sources/facts.txt"
+        mv "$tmp" "$dir/lab-sources/facts.txt"
     fi
 }
 
@@ -373,8 +376,8 @@ cmd_build() {
     [[ -x $hostbin ]] || die "build produced no $hostbin"
     mkdir -p "$STAMPS"
     printf 'mode=%s\nhost_binary=%s\nbuilt=%s\n' "$mode" "$hostbin" \
-        "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$STAMPS/$name.built.tmp"
-    mv "$STAMPS/$name.built.tmp" "$STAMPS/$name.built"
+        "$(date -u +%Y-%m-%dT%H:%M:%SZ)" > "$STAMPS/$name.built.$$.tmp"
+    mv "$STAMPS/$name.built.$$.tmp" "$STAMPS/$name.built"
     say "built $name: $hostbin"
 }
 
