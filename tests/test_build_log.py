@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from conftest import MIRROR, ROOT, lab, lab_env
+from conftest import FAKES, MIRROR, ROOT, lab, lab_env
 from lab.setup import sources
 
 
@@ -88,6 +88,11 @@ def test_two_builds_in_one_cache_take_turns(tmp_path: Path) -> None:
             until(lambda: "waiting for it to end" in logs[1].read_text()
                   or second.poll() is not None, "the second build says it waits")
             assert second.poll() is None, logs[1].read_text()
+            # a server with nothing to set up or build does not wait
+            free = subprocess.run([*argv[:-1], "sturdy"], cwd=ROOT, timeout=60, text=True,
+                                  env={**env, "LAB_SERVER_PATH": f"{folder.parent}:{FAKES}",
+                                       "SERVER": "sturdy"}, capture_output=True)
+            assert free.returncode == 0 and "another build" not in free.stderr, free.stderr
             (folder / "go").touch()
             codes = first.wait(timeout=60), second.wait(timeout=60)
         finally:

@@ -5,6 +5,8 @@ Two labs that share a cache (two `make bench` side by side, the test suite's
 workers) would otherwise set up or build the same server at once: two Maven
 builds writing one target/, two toolchain.sh runs staging one server's
 pinned sources. The second waits, saying so, and then finds the server built.
+A `lab build` with no setup or build to run (servers without one, or built in
+their image) takes no lock.
 """
 from __future__ import annotations
 
