@@ -117,8 +117,13 @@ flock -n "$lock"
 echo "held by run-benchmark.sh" >&"$lock"
 echo "run folder: $run" >&2
 
-interrupted() {                         # a signal, or a step killed by one
-  [[ -n $stopping ]] || (( $1 == 130 || $1 > 128 ))
+# A signal, or a step ended by one. A step's 130 alone also means stopping:
+# bash runs no trap for a signal that was ignored when it started (a parent
+# that ignores SIGINT), while the step, Python, still takes its Ctrl-C.
+interrupted() {
+  [[ -n $stopping ]] && return 0
+  (( $1 == 130 || $1 > 128 )) || return 1
+  stopping=INT                          # the steps that close the run ignore repeats
 }
 
 status=0

@@ -6,6 +6,7 @@ import os
 import random
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -312,6 +313,31 @@ def results_json_fit_their_schema(tmp_path_factory: pytest.TempPathFactory) -> I
         except (OSError, ValueError) as e:
             bad.append(f"{path}: {e}")
     assert not bad, "results.json not fitting docs/results.schema.json:\n" + "\n".join(bad[:20])
+
+
+STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@pytest.fixture(autouse=True)
+def stop_signals_left_as_found() -> Iterator[None]:
+    """Each test leaves this process's stop signals as it found them, and
+    fails if it left one ignored or blocked: every process a later test
+    starts would inherit that (run-benchmark.sh then cannot trap a Ctrl-C,
+    make ends with 2). A handler a test installed (the lab's own, by
+    `cli.main` in-process) is put back silently."""
+    before = [signal.getsignal(s) for s in STOPS]
+    yield
+    after = [signal.getsignal(s) for s in STOPS]
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    for sig, handler in zip(STOPS, before):
+        signal.signal(sig, handler)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPS)
+    ignored = [s.name for s, h in zip(STOPS, after) if h == signal.SIG_IGN
+               and h != before[STOPS.index(s)]]
+    held = [s.name for s in STOPS if s in blocked]
+    assert not ignored and not held, (f"this test left {', '.join(ignored + held)} "
+                                      f"{'ignored' if ignored else 'blocked'} in the test process "
+                                      f"(put back now)")
 
 
 # ---------------------------------------------------------------- kinds, order, what was not checked

@@ -328,9 +328,6 @@ QUIET = (
     "test_noise.py::test_make_noise_on_ada_mini_records_a_floor_that_compare_names",
     "test_jit.py::test_auto_warmup_of_a_jvm_records_its_jit_and_nginx_is_unaffected",
     "test_claimruns.py::test_two_tiny_real_parts_are_judged_together",
-    # not a measurement, but signals timed against a step's start: twice on
-    # two workers the closing run drew no chart (never alone; cause not found)
-    "test_lifetime.py::test_a_repeated_signal_leaves_the_closing_steps_alone",
 )
 
 
