@@ -226,8 +226,9 @@ def test_a_repeated_signal_leaves_the_closing_steps_alone(tmp_path: Path, netns_
     steps that close the run ignore both, so it is marked, drawn and
     summarised, exit 130 (they were interrupted before: run left "running").
     Also when the script starts with SIGINT ignored, and so cannot trap it:
-    the sweep's own 130 says the run is stopping (this test failed that way
-    on pytest-xdist workers left with SIGINT ignored)."""
+    the sweep's own 130 says the run is stopping. In full `make test` runs
+    this test failed that way before: `lab plot` ignored INT and QUIT but
+    not TERM, started outside the closing mode, as when bash ran no trap."""
     proc, run = start_bench(tmp_path, settings(tmp_path, netns_port, "local"),
                             ignoring_sigint=parent == "ignoring SIGINT")
     try:

@@ -68,6 +68,30 @@ def test_a_correct_server_passes_every_check() -> None:
             "keep-alive", "404 elsewhere"]
 
 
+def slow_first(delay_s: float) -> type[BaseHTTPRequestHandler]:
+    """A correct server whose first answer waits delay_s (a JVM framework
+    that sets itself up on its first request)."""
+    base = handler()
+    first = threading.Lock()
+
+    class H(base):  # type: ignore[valid-type, misc]
+        def do_GET(self) -> None:
+            if first.acquire(blocking=False):
+                time.sleep(delay_s)
+            super().do_GET()
+    return H
+
+
+def test_a_slow_first_answer_is_waited_for_within_first_timeout() -> None:
+    """The sweep gives the first GET /api the rest of the server's
+    ready_timeout; every later operation keeps the short timeout."""
+    with serving(slow_first(1.2)) as port:
+        found = checks("127.0.0.1", port, timeout=1.0)
+        assert contract.breaches(found)[0].name == contract.REACHABLE
+    with serving(slow_first(1.2)) as port:
+        assert "exact body" in verify("127.0.0.1", port, timeout=1.0, first_timeout=10.0)
+
+
 @pytest.mark.parametrize("h, check, got", [
     (handler(body=b'{"greeting":"Hello World?"}'), "exactly", "World?"),
     (handler(body=BODY + b"\n"), "Content-Length: 27", "'28'"),

@@ -212,8 +212,9 @@ class ServerSweep:
             listening = sp.check_listening()
         except ListenError as e:
             raise NotLoaded(f"{e}; not loaded") from None
-        try:
-            passed = verify(sp.host, self.params.port, keepalive=self.params.keepalive)
+        try:                                # its first answer: within its ready_timeout
+            passed = verify(sp.host, self.params.port, keepalive=self.params.keepalive,
+                            first_timeout=max(5.0, self.server.ready_timeout - took))
         except VerifyError as e:
             raise NotLoaded(f"{name} failed verification, not loaded: "
                             f"{contract.listed(e.breaches)}") from e

@@ -177,18 +177,22 @@ def connection_close(host: str, port: int, timeout: float = 5.0) -> list[Check]:
 
 
 def checks(host: str, port: int, timeout: float = 5.0,
-           keepalive: bool = True) -> list[Check]:
+           keepalive: bool = True, first_timeout: float | None = None) -> list[Check]:
     """Every check of the contract, passed or not, in one pass: GET /api's
     status, Content-Type, Content-Length and body, keep-alive, 404 elsewhere,
     and, when the run's connection mode is close (keepalive False), what
     close promises (connection_close). A server that does not answer GET /api
-    at all is one breach: the rest cannot be checked."""
-    conn = http.client.HTTPConnection(host, port, timeout=timeout)
+    at all is one breach: the rest cannot be checked. The first answer may
+    take first_timeout (a JVM framework that sets itself up on its first
+    request); every later socket operation, timeout."""
+    conn = http.client.HTTPConnection(host, port, timeout=first_timeout or timeout)
     try:
         first = get(conn, "/api")
     except (http.client.HTTPException, OSError) as e:
         conn.close()
         return [failed(contract.REACHABLE, "the server must answer HTTP on 127.0.0.1", e)]
+    if conn.sock is not None:
+        conn.sock.settimeout(timeout)
     try:
         found = [*api_checks(first), keep_alive(conn, first)]
         if not found[-1].ok:            # the 404 on a connection of its own
@@ -202,10 +206,11 @@ def checks(host: str, port: int, timeout: float = 5.0,
     return [c if not c.ok else Check(c.name, c.rule, True) for c in found]
 
 
-def verify(host: str, port: int, timeout: float = 5.0, keepalive: bool = True) -> list[str]:
+def verify(host: str, port: int, timeout: float = 5.0, keepalive: bool = True,
+           first_timeout: float | None = None) -> list[str]:
     """Run every check (those of the run's connection mode); returns the labels
     of what passed, or raises VerifyError with every breach."""
-    found = checks(host, port, timeout, keepalive)
+    found = checks(host, port, timeout, keepalive, first_timeout)
     broken = contract.breaches(found)
     if broken:
         raise VerifyError(broken[0], breaches=broken)
