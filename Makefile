@@ -92,10 +92,11 @@ claims: ## a study's claims judged on runs made earlier, nothing run: make claim
 	@$(call STEP,$(LAB) claims --study "$$STUDY" $$RUNS)
 
 # The order (unit, fault, real-server) and the markers come from one table,
-# tests/kinds.py; the last lines count every skip and accepted exit 3. Two
-# pytest-xdist workers where it is installed, each test file on one of them;
-# a test that judges measurements runs alone (docs/testing.md).
-XDIST_ARGS = $(shell $(PYTHON) -c 'import xdist' 2>/dev/null && echo --numprocesses=2 --dist=loadfile)
+# tests/kinds.py; the last lines count every skip and accepted exit 3. Three
+# pytest-xdist workers where it is installed (the third waits for the build),
+# each test file on one of them; a test that judges measurements runs alone
+# (docs/testing.md).
+XDIST_ARGS = $(shell $(PYTHON) -c 'import xdist' 2>/dev/null && echo --numprocesses=3 --dist=loadfile)
 test: ## the test suite: units, faults, then every server built and swept
 	@$(PYTHON) tests/need_pytest.py    # installs python3-pytest as root, else the apt line, exit 2
 	SERVER=all $(LAB) deps                      # every server's packages and siege

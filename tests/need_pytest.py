@@ -25,11 +25,11 @@ def importable() -> bool:
 
 
 def workers_note() -> int:
-    """make test runs the suite on two pytest-xdist workers where that plugin
+    """make test runs the suite on three pytest-xdist workers where that plugin
     is importable (the Makefile's XDIST_ARGS); without it, in one process."""
     if importlib.util.find_spec("xdist") is None:
         print("note: pytest-xdist is not installed, so the suite runs in one process, "
-              "about a third longer on two cores (32 minutes against 24 here); to use two workers: "
+              "about half again as long on two cores (32 minutes against 21 here); to use three workers: "
               f"{sys.executable} -m pip install pytest-xdist (Debian's python3: "
               "apt-get install python3-pytest-xdist)", file=sys.stderr)
     return 0

@@ -1,7 +1,7 @@
 """What the processes of one test session share: the folder they meet in, whose
 turn it is, and the servers' build in the background.
 
-`make test` runs the suite on two pytest-xdist workers where that plugin is
+`make test` runs the suite on three pytest-xdist workers where that plugin is
 installed (one process otherwise). The main process (pytest's controller, or
 the only process) makes the session's folder and hands it to each worker.
 
@@ -156,6 +156,24 @@ def unit_rank(nodeids: list[str]) -> tuple[bool, int, int]:
     return max(kinds.rank(*kinds.split_nodeid(n)) for n in nodeids)
 
 
+# The workers that run the unit and fault tests while the background build
+# runs. The others (make test's third) start on the real-server units: they
+# wait for the build without taking a CPU from it, then work beside the first
+# two, whose real-server tests leave a third of the CPUs idle (each waits on
+# its levels' timers).
+EARLY = 2
+
+
+def late(worker: str) -> bool:
+    """A worker ("gw2") that starts on the real-server units."""
+    return int(worker.removeprefix("gw")) >= EARLY
+
+
+def real(rank: tuple[bool, int, int]) -> bool:
+    """A unit of real-server tests, outside QUIET."""
+    return not rank[0] and rank[1] == kinds.ORDER.index("real-server")
+
+
 def file_scheduler(config: Any, log: Any) -> Any:
     """pytest-xdist's loadfile (each file whole on one worker), changed in
     three ways: its units are scope_of's, not whole files; they go out by
@@ -164,8 +182,9 @@ def file_scheduler(config: Any, log: Any) -> Any:
     (a worker runs a test once it knows the next one, or that none is left),
     so that no unit waits queued behind a long one while the other worker has
     nothing. The tests of kinds.QUIET come last: the first worker to reach
-    them waits for its turn until the other one's last test outside them
-    ends (LONG and SPLIT keep those last ones short)."""
+    them waits for its turn until the others' last tests outside them end
+    (LONG and SPLIT keep those last ones short). A late worker takes the
+    real-server units first (EARLY)."""
     from xdist.scheduler import LoadFileScheduling
 
     class InOrder(LoadFileScheduling):  # type: ignore[misc]
@@ -178,8 +197,11 @@ def file_scheduler(config: Any, log: Any) -> Any:
             return scope_of(nodeid)
 
         def _assign_work_unit(self, node: Any) -> None:
+            ranks = {scope: unit_rank(list(tests)) for scope, tests in self.workqueue.items()}
+            if late(node.gateway.id):
+                ranks = {s: r for s, r in ranks.items() if real(r)} or ranks
             # min: the first of the lowest rank, in the collection's order
-            first = min(self.workqueue, key=lambda scope: unit_rank(list(self.workqueue[scope])))
+            first = min(ranks, key=ranks.__getitem__)
             self.workqueue.move_to_end(first, last=False)
             super()._assign_work_unit(node)
 
