@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, accepted_exit_3, free_port, lab_env
+from conftest import GRACE, ROOT, accepted_exit_3, free_port, lab_env
 from lab.measure import deps
 from lab.measure.clients import clients
 from lab.present import bmf
@@ -221,7 +221,7 @@ def job(tmp: Path, name: str, server: Path, baseline: Path, port: int,
     lab's checkout; stops at the first that fails, as a job does."""
     env = lab_env(tmp, LAB_SERVER_PATH=str(server), RESULTS=str(tmp / name),
                   BASELINE=str(baseline), CONCURRENCY="1 4",
-                  DURATION="1s", REPEAT="5", WARMUP="0", PORT=str(port))
+                  DURATION="1s", REPEAT="5", WARMUP="0", PORT=str(port), **GRACE)
     out = []
     for command in commands:
         done = subprocess.run(["bash", "-c", command], cwd=ROOT, env=env, capture_output=True,

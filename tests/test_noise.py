@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, accepted_exit_3, bench, free_port, lab, lab_env, run_folders
+from conftest import GRACE, ROOT, accepted_exit_3, bench, free_port, lab, lab_env, run_folders
 from lab.present import compare
 from lab.analyse.gate import GateSettings
 from lab.analyse import floors, metrics
@@ -158,7 +158,7 @@ def borrowed_cache(tmp: Path) -> Path:
 def test_make_noise_on_ada_mini_records_a_floor_that_compare_names(tmp_path: Path) -> None:
     cache = borrowed_cache(tmp_path)
     settings = dict(CONCURRENCY="1 4", DURATION="1s", WARMUP="0", PORT=str(free_port()),
-                    LAB_CACHE=str(cache))
+                    LAB_CACHE=str(cache), **GRACE)
     env = lab_env(tmp_path, **settings)
     done = subprocess.run(["make", "-s", "noise", "SERVER=ada-mini"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=900)

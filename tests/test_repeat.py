@@ -9,7 +9,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from conftest import ROOT, bench, free_port, lab_env, leftovers, run_folders
+from conftest import GRACE, ROOT, bench, free_port, lab_env, leftovers, run_folders
 from lab.record import calibration, files, manifest
 from lab.record.rows import read_rows
 
@@ -152,7 +152,7 @@ def test_a_knob_value_that_stops_answering_leaves_the_other_values_measured(
 def test_calibrate_saves_only_levels_where_the_client_was_the_limit(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     env = lab_env(tmp_path, LAB_CACHE=str(cache), CLIENTS="siege", CONCURRENCY="2",
-                  DURATION="1s", PORT=str(free_port()))
+                  DURATION="1s", PORT=str(free_port()), **GRACE)
     cal = subprocess.run(["make", "-s", "calibrate"], cwd=ROOT, env=env, capture_output=True,
                          text=True, timeout=300)
     assert "| siege" in cal.stdout and "c=2" in cal.stdout

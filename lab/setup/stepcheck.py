@@ -37,7 +37,7 @@ USES: dict[str, frozenset[str]] = {
     "reproduce": frozenset({"STUDY", "QUICK"}) | RUN | LAB,
     "claims": frozenset({"STUDY", "RESULTS"}) | LAB,
     "calibrate": frozenset({"CLIENTS", "CONCURRENCY", "DURATION", "WARMUP", "PORT", "BIND",
-                            "SERVER_CPUS", "CLIENT_CPUS", "CLIENT_THREADS"}) | LAB,
+                            "SERVER_CPUS", "CLIENT_CPUS", "CLIENT_THREADS", "CLIENT_GRACE"}) | LAB,
 }
 # values that ask for what the step does anyway
 ANYWAY: dict[str, dict[str, str]] = {
