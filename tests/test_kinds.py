@@ -111,3 +111,15 @@ def test_a_file_goes_to_the_workers_with_the_last_kind_it_holds() -> None:
     assert suite.unit_rank(quiet) > max(suite.unit_rank(probe), suite.unit_rank(rest))
     workshop = collect(str(TESTS / "test_workshop.py"))
     assert len(units(workshop)) == len(workshop) > 9
+
+
+def test_a_late_worker_starts_on_the_real_server_units() -> None:
+    """make test's third worker (gw2) takes real-server units outside QUIET
+    first: it waits for the build instead of running units beside it."""
+    assert [suite.late(f"gw{i}") for i in range(4)] == [False, False, True, True]
+    probe = collect(str(TESTS / "test_probe.py"))
+    repeat = collect(str(TESTS / "test_repeat.py"))
+    assert suite.real(suite.unit_rank(probe))
+    assert not suite.real(suite.unit_rank([i for i in probe if kind(i) == "unit"]))
+    assert not suite.real(suite.unit_rank([i for i in repeat
+                                           if kinds.quiet(*kinds.split_nodeid(i))]))
