@@ -87,6 +87,14 @@ def repository_env(tmp: Path, **settings: str) -> dict[str, str]:
     return env
 
 
+def until(check: Callable[[], object], deadline_s: float = 60, why: str = "") -> None:
+    """Poll check() until it is true; fail after deadline_s, saying what was awaited."""
+    end = time.monotonic() + deadline_s
+    while not check():
+        assert time.monotonic() < end, f"not within {deadline_s:g} s: {why or 'timed out'}"
+        time.sleep(0.05)
+
+
 def lab(env: dict[str, str], *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "lab", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=timeout)

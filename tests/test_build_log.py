@@ -6,11 +6,9 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
-from conftest import FAKES, MIRROR, ROOT, lab, lab_env
+from conftest import FAKES, MIRROR, ROOT, lab, lab_env, until
 from lab.setup import sources
 
 
@@ -57,13 +55,6 @@ meaning = "none"
 """
 
 
-def until(what: Callable[[], bool], why: str, deadline_s: float = 60) -> None:
-    end = time.monotonic() + deadline_s
-    while not what():
-        assert time.monotonic() < end, f"not within {deadline_s:.0f} s: {why}"
-        time.sleep(0.05)
-
-
 def test_two_builds_in_one_cache_take_turns(tmp_path: Path) -> None:
     """Two `lab build` sharing LAB_CACHE (two `make bench` side by side): the
     second waits for the first, saying so, instead of setting the same server
@@ -82,11 +73,11 @@ def test_two_builds_in_one_cache_take_turns(tmp_path: Path) -> None:
         second = None
         try:
             until(lambda: (folder / "started").exists() or first.poll() is not None,
-                  "the first setup starts")
+                  why="the first setup starts")
             second = subprocess.Popen(argv, cwd=ROOT, env=env, stderr=e2,
                                       stdout=subprocess.DEVNULL)
             until(lambda: "waiting for it to end" in logs[1].read_text()
-                  or second.poll() is not None, "the second build says it waits")
+                  or second.poll() is not None, why="the second build says it waits")
             assert second.poll() is None, logs[1].read_text()
             # a server with nothing to set up or build does not wait
             free = subprocess.run([*argv[:-1], "sturdy"], cwd=ROOT, timeout=60, text=True,

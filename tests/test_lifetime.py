@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import GRACE, ROOT, bench, free_port, lab, lab_env, leftovers, run_folders
+from conftest import GRACE, ROOT, bench, free_port, lab, lab_env, leftovers, run_folders, until
 from lab.host import procs
 from lab.measure.topologies import netns
 
@@ -81,21 +81,13 @@ def start_bench(tmp_path: Path, env: dict[str, str], ignoring_sigint: bool = Fal
     raise AssertionError("no level finished in time")
 
 
-def wait_for(check: object, timeout: float = 120) -> None:
-    """Until check() is true (the guard works after the script is gone)."""
-    deadline = time.monotonic() + timeout
-    while not check():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.2)
-
-
 def assert_nothing_left(run: Path, port: int) -> None:
     assert leftovers(run) == []
     assert procs.listeners(port) == []
     # every step's keeper ended with its step: none of this checkout's is left
     # whose step is gone (a step still alive, such as this pytest process when
     # an earlier test started a server in-process, keeps its keeper)
-    wait_for(lambda: orphaned_keepers() == [], 30)
+    until(lambda: orphaned_keepers() == [], 30)
 
 
 def orphaned_keepers() -> list[int]:
@@ -258,9 +250,9 @@ def test_sigkill_of_the_group(tmp_path: Path, netns_port: int, topology: str) ->
     proc.communicate(timeout=60)
     # the keeper kills the server and client; the guard undoes the topology
     # and marks the run
-    wait_for(lambda: manifest(run)["status"] == "interrupted")
-    wait_for(lambda: namespaces_gone(netns_port))
-    wait_for(lambda: leftovers(run) == [] and procs.listeners(netns_port) == [], 30)
+    until(lambda: manifest(run)["status"] == "interrupted", 120)
+    until(lambda: namespaces_gone(netns_port), 120)
+    until(lambda: leftovers(run) == [] and procs.listeners(netns_port) == [], 30)
     assert_nothing_left(run, netns_port)
     assert manifest(run)["servers"]["nginx"]["status"] == "interrupted"
 
@@ -314,10 +306,10 @@ def test_the_keeper_kills_what_a_vanished_step_started(tmp_path: Path) -> None:
                 if f"{marker}\0".encode() in _environ(int(p)) and int(p) != step.pid
                 and _comm(int(p)) == "sleep"]
 
-    wait_for(lambda: len(ours()) == 3, 10)
+    until(lambda: len(ours()) == 3, 10)
     step.kill()
     step.wait()
-    wait_for(lambda: ours() == [], 10)
+    until(lambda: ours() == [], 10)
 
 
 def test_the_next_run_marks_a_run_whose_lab_is_gone(tmp_path: Path) -> None:
@@ -440,8 +432,8 @@ def lock_free(run: Path) -> bool:
 
 
 def nothing_left_by(step: int, run: Path, port: int, tmp_path: Path) -> None:
-    wait_for(lambda: keeper_marked(step) == [] and leftovers(run) == [], 30)
-    wait_for(lambda: list((tmp_path / "tmp").iterdir()) == [], 30)
+    until(lambda: keeper_marked(step) == [] and leftovers(run) == [], 30)
+    until(lambda: list((tmp_path / "tmp").iterdir()) == [], 30)
     assert_nothing_left(run, port)
     assert lock_free(run)
 
@@ -457,12 +449,12 @@ def test_cost_interrupted_or_killed(tmp_path: Path, port: int, how: str) -> None
     env = step_env(tmp_path, port, SERVER="nginx", COST_LEVELS="1",
                    COST_REQUESTS="2000 400000", REPEAT="1")
     proc = start_step(env, "cost")
-    wait_for(lambda: running(proc) and run_folders(tmp_path) and procs.listeners(port), 180)
+    until(lambda: running(proc) and run_folders(tmp_path) and procs.listeners(port), 180)
     [run] = run_folders(tmp_path)
     assert not lock_free(run)                               # held while it lives
     code, err = signal_step(proc, how)
     if how == "SIGKILL":
-        wait_for(lambda: manifest(run)["status"] == "interrupted", 60)   # its keeper
+        until(lambda: manifest(run)["status"] == "interrupted", 60)   # its keeper
     else:
         assert code == 130, err
         assert "interrupted" in err
@@ -470,10 +462,10 @@ def test_cost_interrupted_or_killed(tmp_path: Path, port: int, how: str) -> None
     assert m["status"] == "interrupted", m["problems"]
     assert m["servers"]["nginx"]["status"] == "interrupted"
     summary = run / "summary.md"        # SIGKILL: written by the keeper after the manifest
-    wait_for(lambda: summary.exists() and "interrupted" in summary.read_text(), 30)
+    until(lambda: summary.exists() and "interrupted" in summary.read_text(), 30)
     scratch = Path(env["LAB_CACHE"]) / "scratch" if env.get("LAB_CACHE") else \
         ROOT / ".cache" / "scratch"
-    wait_for(lambda: not list(scratch.glob(f"cost-{run.name}-*")), 30)
+    until(lambda: not list(scratch.glob(f"cost-{run.name}-*")), 30)
     nothing_left_by(proc.pid, run, port, tmp_path)
 
 
@@ -503,19 +495,19 @@ def test_profile_interrupted_or_killed(tmp_path: Path, port: int, measured_run: 
     before = manifest(run)["status"]
     env = step_env(tmp_path, port, PROFILE_AT="2", DURATION="30s")
     proc = start_step(env, "profile", str(run))
-    wait_for(lambda: running(proc) and perf_of(proc.pid), 180)
+    until(lambda: running(proc) and perf_of(proc.pid), 180)
     assert not lock_free(run)                               # a report waits meanwhile
     code, err = signal_step(proc, how)
     what = "profile of ada-mini at concurrency 2: interrupted"
     if how == "SIGKILL":
-        wait_for(lambda: any(what in p for p in manifest(run)["problems"]), 60)  # its keeper
+        until(lambda: any(what in p for p in manifest(run)["problems"]), 60)  # its keeper
     else:
         assert code == 130, err
     m = manifest(run)
     assert any(what in p for p in m["problems"]), m["problems"]
     assert m["status"] == before                            # the run's own outcome stands
     profile = run / "ada-mini" / "profile"
-    wait_for(lambda: list(profile.iterdir()) == [], 30)     # no perf.data, no partial folder
+    until(lambda: list(profile.iterdir()) == [], 30)     # no perf.data, no partial folder
     assert not list(run.rglob("perf.data*"))
     nothing_left_by(proc.pid, run, port, tmp_path)
 
@@ -568,11 +560,11 @@ def test_reproduce_interrupted_or_killed(tmp_path: Path, port: int, how: str) ->
     is judged, exit 130; the run is marked interrupted and nothing is left."""
     env = step_env(tmp_path, port, QUICK="1", CONCURRENCY="1", **GRACE)
     proc = start_step(env, "reproduce", "ada-vs-java")
-    wait_for(lambda: running(proc) and any(rows(r) for r in lab_runs(tmp_path)), 600)
+    until(lambda: running(proc) and any(rows(r) for r in lab_runs(tmp_path)), 600)
     [run] = lab_runs(tmp_path)
     code, err = signal_step(proc, how)
     if how == "SIGKILL":
-        wait_for(lambda: manifest(run)["status"] == "interrupted", 60)   # the script's guard
+        until(lambda: manifest(run)["status"] == "interrupted", 60)   # the script's guard
     else:
         assert code == 130, err[-3000:]
         assert "nothing more is run" in err

@@ -28,7 +28,7 @@ from lab.record.rows import Row
 from lab.measure.topologies import (ClientHost, ClientHung, ClientRun, Placement, ServerDied,
                                     ServerHost)
 from lab.setup.servers import Server, expand
-from lab.measure.verify import VerifyError, recheck, verify, wire
+from lab.measure.verify import TIMEOUT_S, VerifyError, recheck, verify, wire
 
 WARMUP_WORKERS = 64            # an open-loop client's warm-up connections
 # Several client hosts start at one wall-clock time this far after all are
@@ -214,7 +214,7 @@ class ServerSweep:
             raise NotLoaded(f"{e}; not loaded") from None
         try:                                # its first answer: within its ready_timeout
             passed = verify(sp.host, self.params.port, keepalive=self.params.keepalive,
-                            first_timeout=max(5.0, self.server.ready_timeout - took))
+                            first_timeout=max(TIMEOUT_S, self.server.ready_timeout - took))
         except VerifyError as e:
             raise NotLoaded(f"{name} failed verification, not loaded: "
                             f"{contract.listed(e.breaches)}") from e

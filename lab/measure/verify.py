@@ -135,6 +135,7 @@ def elsewhere(conn: http.client.HTTPConnection) -> Check:
     return Check(name, rule, missing.status == 404, missing.show())
 
 
+TIMEOUT_S = 5.0          # each socket operation of a check (a server's first answer: first_timeout)
 CLOSE_WAIT_S = 2.0       # how long a server may take to close after its last answer
 
 
@@ -143,7 +144,7 @@ def has_token(value: str | None, token: str) -> bool:
     return value is not None and token in (t.strip().lower() for t in value.split(","))
 
 
-def connection_close(host: str, port: int, timeout: float = 5.0) -> list[Check]:
+def connection_close(host: str, port: int, timeout: float = TIMEOUT_S) -> list[Check]:
     """What connection close promises (RFC 9112 9.6): a GET /api that says
     `Connection: close` is answered with `Connection: close`, then the server
     closes the connection."""
@@ -176,7 +177,7 @@ def connection_close(host: str, port: int, timeout: float = 5.0) -> list[Check]:
             Check("closed after it", closed_rule, closed, after)]
 
 
-def checks(host: str, port: int, timeout: float = 5.0,
+def checks(host: str, port: int, timeout: float = TIMEOUT_S,
            keepalive: bool = True, first_timeout: float | None = None) -> list[Check]:
     """Every check of the contract, passed or not, in one pass: GET /api's
     status, Content-Type, Content-Length and body, keep-alive, 404 elsewhere,
@@ -206,7 +207,7 @@ def checks(host: str, port: int, timeout: float = 5.0,
     return [c if not c.ok else Check(c.name, c.rule, True) for c in found]
 
 
-def verify(host: str, port: int, timeout: float = 5.0, keepalive: bool = True,
+def verify(host: str, port: int, timeout: float = TIMEOUT_S, keepalive: bool = True,
            first_timeout: float | None = None) -> list[str]:
     """Run every check (those of the run's connection mode); returns the labels
     of what passed, or raises VerifyError with every breach."""
@@ -217,7 +218,7 @@ def verify(host: str, port: int, timeout: float = 5.0, keepalive: bool = True,
     return [c.name for c in found]
 
 
-def recheck(host: str, port: int, timeout: float = 5.0) -> list[Check]:
+def recheck(host: str, port: int, timeout: float = TIMEOUT_S) -> list[Check]:
     """The contract's cheap part again, after a level: one GET /api on a fresh
     connection, its status, Content-Type, Content-Length and exact body. The
     breaches ([]: the answer held). A connection that fails is tried once more
@@ -267,7 +268,7 @@ def read_response(sock: socket.socket, limit: int = 65536) -> bytes:
     return head + b"\r\n\r\n" + body[:length]
 
 
-def wire(host: str, port: int, keepalive: bool, timeout: float = 5.0) -> dict[str, object]:
+def wire(host: str, port: int, keepalive: bool, timeout: float = TIMEOUT_S) -> dict[str, object]:
     """What the server sends for GET /api, byte for byte, in the run's connection
     mode (close: the request says Connection: close): the status line, each
     header as sent (its value's spacing kept, Date's value masked) and the
