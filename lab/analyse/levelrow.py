@@ -44,6 +44,12 @@ class Measured:
     # the answers checked after the level (or sampled during it) broke the
     # contract: what was seen ("" : they held)
     answer_changed: str = ""
+    # a paired run (lab.measure.pair): the other side's server and client CPU
+    # on the CPUs this side's host figures cover (not "other processes"), and
+    # its client's CPU on this side's client CPUs (a shared client CPU is
+    # client-bound by both clients' load)
+    partner_cpu_s: float = 0.0
+    shared_client_cpu_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -105,9 +111,10 @@ def level_flags(level: Level, client_pct: float, other_pct: float, steal_pct: fl
 def make_row(where: Where, level: Level, m: Measured) -> Row:
     wall = max(m.wall_s, 1e-9)
     client_pct = max(m.client_hosts_cpu_pct) if m.client_hosts_cpu_pct else \
-        100 * m.client_cpu_s / (where.client_cpus * wall)
+        100 * (m.client_cpu_s + m.shared_client_cpu_s) / (where.client_cpus * wall)
     allotment = where.lab_cpus * wall
-    other_pct = max(0.0, 100 * (m.host_busy_s - m.server_cpu_s - m.client_cpu_s) / allotment)
+    other_pct = max(0.0, 100 * (m.host_busy_s - m.server_cpu_s - m.client_cpu_s
+                                - m.partner_cpu_s) / allotment)
     steal_pct = 100 * m.host_steal_s / allotment
     littles = round(level.in_flight / where.concurrency, 3) if where.concurrency else None
     flags = level_flags(level, client_pct, other_pct, steal_pct, littles, where.not_steady,

@@ -60,7 +60,24 @@ def undecided(a: Analysis) -> list[tuple[str, str]]:
 def plan(m: Manifest, loaded: list[str], a: Analysis | None) -> Next:
     """The next round of `loaded` servers (those the probe let through), from
     what the run has recorded; `a` is its analysis (REPEAT=auto, past the
-    minimum)."""
+    minimum). A paired run (PAIRED) starts its two servers together: a round
+    is one start pair, "A+B" (lab.measure.pair)."""
+    mode = str(m.params.extra.get("paired") or "")
+    if not mode:
+        return rounds(m, loaded, a)
+    if len(loaded) != 2:
+        gone = [s for s in m.params.servers if s not in loaded]
+        return Next([], f"PAIRED={mode} needs both servers: {', '.join(gone) or 'one'} "
+                    "not loaded")
+    nxt = rounds(m, loaded, a)
+    if not nxt.starts:
+        return nxt
+    rep = max(r for _, r in nxt.starts)
+    return Next([("+".join(loaded), rep)], nxt.said.replace("round", "pair", 1))
+
+
+def rounds(m: Manifest, loaded: list[str], a: Analysis | None) -> Next:
+    """The next round of starts of a run of one server at a time."""
     p = m.params
     auto = bool(p.extra.get("repeat_auto"))
     first = p.repeat

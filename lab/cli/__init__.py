@@ -117,7 +117,8 @@ def parser(step: str = "") -> argparse.ArgumentParser:
     sp.add_argument("run")
     sp.add_argument("server")
     sp.set_defaults(fn=cmd_probe)
-    sp = add("sweep", help="verify, warm up and sweep one server, one repetition")
+    sp = add("sweep", help="verify, warm up and sweep one server, one repetition (PAIRED: "
+             "A+B, one start pair)")
     sp.add_argument("run")
     sp.add_argument("server")
     sp.add_argument("rep", type=int, nargs="?", default=1)

@@ -154,17 +154,30 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
+    """One start of a server, or (PAIRED: "A+B", as `lab next` prints it) one
+    start pair of two (lab.measure.pair)."""
     from lab.measure.sweep import ServerSweep, SweepError
+    from lab.measure.pair import PairSweep
     params, servers = load_params()
     topologies.join(params)                  # the lab's own connections leave from the clients' side
     run = Path(args.run)
     client, _ = client_for(params, run)
-    sweep = ServerSweep(ROOT, cache_dir(), run, lookup(servers, args.server), params, client,
-                        args.rep)
+    names = args.server.split("+")
+    if len(names) == 2 and params.paired:
+        pair = PairSweep(ROOT, cache_dir(), run, (lookup(servers, names[0]),
+                                                  lookup(servers, names[1])),
+                         params, client, args.rep)
+        sides: tuple[ServerSweep, ...] = pair.sides
+        work = pair.run_all
+    else:
+        sides = (ServerSweep(ROOT, cache_dir(), run, lookup(servers, args.server), params,
+                             client, args.rep),)
+        work = sides[0].run_all
     try:
-        sweep.run_all()
-        sweep.save(status="complete" if args.rep >= params.repeat else "running",
-                   reps_done=args.rep)
+        work()
+        for sweep in sides:
+            sweep.save(status="complete" if args.rep >= params.repeat else "running",
+                       reps_done=args.rep)
         return 0
     except (SweepError, procs.PortBusy, procs.NotReady, topologies.HostLost) as e:
         status, message, code = "failed", str(e), Exit.FAILED
@@ -175,12 +188,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         status, message, code = "failed", f"{e.strerror or e}{where}", Exit.FAILED
     except KeyboardInterrupt:
         status, message, code = "interrupted", "interrupted (Ctrl-C or SIGTERM)", Exit.INTERRUPTED
-    if sweep.start_record:
-        sweep.start_record["status"] = status
+    for sweep in sides:
+        if sweep.start_record:
+            sweep.start_record["status"] = status
     where = f"{args.server} (rep {args.rep})" if params.repeat > 1 else args.server
     try:
         with files.last_words():
-            sweep.save(status=status, error=message)
+            for sweep in sides:
+                sweep.save(status=status, error=message)
             # incomplete now, not only in `lab finish`: a SIGTERM to the whole
             # group ends run-benchmark.sh before it gets there
             manifest.add_problem(run, f"{where}: {message}", status="incomplete")

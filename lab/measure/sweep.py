@@ -106,6 +106,8 @@ class ServerSweep:
             f"[{server.name} rep {rep}, up to {params.repeat_max}]" if params.repeat_auto else \
             f"[{server.name} rep {rep}/{params.repeat}]"
         self.start_record: dict[str, Any] = {}
+        # set by a paired run (lab.measure.pair) to stop this side's client now
+        self.halt = threading.Event()
 
     # ---- the manifest's record of this server -----------------------------
     def record(self) -> manifest.ServerRecord:
@@ -258,12 +260,20 @@ class ServerSweep:
     def one_level(self, sp: ServerProcess, knob_value: int | None, level_value: int,
                   workers: int, not_steady: bool) -> tuple[Level, Row]:
         """One level: the client run (lab.measure.sweep.level) and its row."""
+        level, m = self.measure_level(sp, knob_value, level_value)
+        return level, self.row(sp, knob_value, level_value, workers, not_steady, level, m)
+
+    def measure_level(self, sp: ServerProcess, knob_value: int | None, level_value: int,
+                      again: bool = True) -> tuple[Level, levelrow.Measured]:
+        """The level's client run, once more when the client stopped early
+        (`again`; a paired run does not: the other side would not be loaded
+        with it), and the answer checked after it."""
         p = self.params
         load = self.load(level_value)
         tag = f"rep{self.rep}-" + (f"{p.axis}{knob_value}-" if knob_value is not None else "")
         tag += f"c{level_value}" if load.concurrency else f"r{level_value}"
         level, m = self.level(sp, load, p.duration_s, tag)
-        if level.stopped and sp.alive():
+        if level.stopped and sp.alive() and again:
             # Siege sometimes ends a timed run early with nothing failed (and always
             # after 1,024 failures): once more, the first output kept aside
             stem = f"{self.client.name}-{tag}"
@@ -278,6 +288,13 @@ class ServerSweep:
         broken = recheck(sp.host, p.port) if level.successful else []   # none: the sweep ends
         if broken:
             m = replace(m, answer_changed="after the level, " + contract.one_line(broken))
+        return level, m
+
+    def row(self, sp: ServerProcess, knob_value: int | None, level_value: int, workers: int,
+            not_steady: bool, level: Level, m: levelrow.Measured) -> Row:
+        """A measured level as its row of results.csv."""
+        p = self.params
+        load = self.load(level_value)
         where = levelrow.Where(
             server=self.server.name, rep=self.rep, axis=p.axis,
             value=knob_value if knob_value is not None else level_value,
@@ -286,7 +303,7 @@ class ServerSweep:
             server_cpus=len(p.server_cpus), client_cpus=len(p.client_cpus),
             lab_cpus=self.topology.lab_cpus(p.server_cpus, p.client_cpus),
             not_steady=not_steady)
-        return level, levelrow.make_row(where, level, m)
+        return levelrow.make_row(where, level, m)
 
     def show(self, row: Row, i: int, n: int, eta: float) -> None:
         """The level's progress line."""
@@ -492,7 +509,8 @@ class ServerSweep:
         if len(shares) == 1:
             [(host, share)] = shares
             return [host.run_client(self.client.command(sp.url, share, duration), p.client_cpus,
-                                    sp.env, outs[0], limit, sp.alive)]
+                                    sp.env, outs[0], limit,
+                                    lambda: not self.halt.is_set() and sp.alive())]
         stop = threading.Event()
         at = [0.0]
 
@@ -503,7 +521,7 @@ class ServerSweep:
         got: list[ClientRun | BaseException | None] = [None] * len(shares)
 
         def alive() -> bool:
-            return not stop.is_set() and sp.alive()
+            return not stop.is_set() and not self.halt.is_set() and sp.alive()
 
         def one(i: int, host: ClientHost, share: Load) -> None:
             try:

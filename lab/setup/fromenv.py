@@ -241,6 +241,36 @@ def check_repeat(get: Callable[[str], str]) -> RepeatSettings:
     return RepeatSettings(True, low, high)
 
 
+PAIRED_MODES = ("duet", "rmit")
+
+
+def check_paired(text: str, servers: tuple[str, ...], axis: str, topology: str, runtime: str,
+                 port: int) -> str:
+    """PAIRED: empty, duet or rmit; a paired run is two servers at load levels,
+    started here (lab.measure.pair), the second on PORT+1."""
+    mode = text.strip()
+    if not mode:
+        return ""
+    if mode not in PAIRED_MODES:
+        raise ConfigError(f"PAIRED={text!r}: expected duet or rmit (or empty: one server at a "
+                          "time)")
+    if len(servers) != 2:
+        raise ConfigError(f"PAIRED={mode} starts two servers together: SERVER names "
+                          f"{len(servers)} ({' '.join(servers)}); give two, e.g. "
+                          f"SERVER=\"{servers[0]} {servers[0]}#2\" for an A/A pair")
+    if axis in KNOBS:
+        raise ConfigError(f"PAIRED={mode} loads both servers at each load level; AXIS={axis} "
+                          "starts a server per value: drop AXIS or PAIRED")
+    if topology != "local" or runtime != "process":
+        raise ConfigError(f"PAIRED={mode} runs both servers on this host as processes "
+                          f"(TOPOLOGY=local, RUNTIME=process); this run has TOPOLOGY="
+                          f"{topology}, RUNTIME={runtime}")
+    if port + 1 > 65535:
+        raise ConfigError(f"PAIRED={mode} puts the second server on PORT+1: PORT={port} leaves "
+                          "no port above it")
+    return mode
+
+
 def check_cpus(get: Callable[[str], str], topology: str, available: set[int]
                ) -> tuple[tuple[int, ...], tuple[int, ...], list[str]]:
     """SERVER_CPUS and CLIENT_CPUS (over ssh another host's: `lab check` asks it)."""
@@ -346,6 +376,9 @@ def from_env(env: Mapping[str, str], known_servers: list[str],
     threads_text = get("CLIENT_THREADS").strip()
     server_cpus, client_cpus, cpu_notes = check_cpus(get, where.topology, available)
     bind, bind_notes = parse_bind(get("BIND"))
+    port = SETTINGS["PORT"].number(get("PORT"))
+    paired = check_paired(get("PAIRED"), servers, sweep.axis, where.topology, where.runtime,
+                          port)
 
     return Params(
         servers=servers,
@@ -367,7 +400,7 @@ def from_env(env: Mapping[str, str], known_servers: list[str],
         workers=SETTINGS["WORKERS"].number(workers_text) if workers_text else None,
         backlog=SETTINGS["BACKLOG"].number(get("BACKLOG")),
         bind=bind,
-        port=SETTINGS["PORT"].number(get("PORT")),
+        port=port,
         server_cpus=server_cpus,
         client_cpus=client_cpus,
         verdict_at=check_verdict_at(get("VERDICT_AT"), sweep.values),
@@ -387,5 +420,6 @@ def from_env(env: Mapping[str, str], known_servers: list[str],
         remote_dir=where.remote_dir,
         repeat_auto=reps.auto,
         repeat_max=reps.most,
+        paired=paired,
         warnings=tuple(cpu_notes + bind_notes + warned),
     )

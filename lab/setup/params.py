@@ -214,6 +214,12 @@ REGISTRY: tuple[Setting, ...] = (
             "test can decide at 1%)", "REPEAT=auto", bounds=(2, 100)),
     declare("REPEAT_MAX", "10", "",
             "REPEAT=auto: the most starts a server gets", "REPEAT=auto", bounds=(2, 100)),
+    declare("PAIRED", "", "duet or rmit",
+            "empty: one server at a time (repetitions interleaved); duet: the two servers "
+            "started together as a start pair, each loaded by its own client at the same moment "
+            "(PORT and PORT+1, sides swapped every other pair); rmit: both up, each level in "
+            "short alternating slices in a random order; REPEAT counts the pairs",
+            "two servers, TOPOLOGY=local, RUNTIME=process"),
     declare("WARMUP", "auto", "auto or duration",
             "auto: load at the top level until 3 slices of 2s agree within 5% (and a JVM's JIT "
             "is quiet); or a fixed time (30s); 0 = none"),
@@ -430,6 +436,7 @@ class Params:
     server_log_max: int = 64 << 20  # SERVER_LOG_MAX, bytes (lab.host.logcap)
     repeat_auto: bool = False       # REPEAT=auto: repeat is REPEAT_MIN, at most repeat_max
     repeat_max: int = 0
+    paired: str = ""                # PAIRED: "" (one server at a time), duet or rmit
     warnings: tuple[str, ...] = field(default=())
 
     def to_json(self) -> dict[str, object]:

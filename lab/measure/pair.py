@@ -1,0 +1,271 @@
+"""One start pair of a paired run (PAIRED=duet or rmit), top-down: both
+servers started on their seats → both verified → both warmed up at once →
+each level → both stopped (always).
+
+- duet: at each level both clients run at the same moment, each loading its
+  own server, so both sides see the same interference (Bulej et al., ICPE
+  2020);
+- rmit: both servers up, each level measured in short slices of one server
+  at a time, alternating in a random order (Abedi and Brecht, ICPE 2017), for
+  a server that must have the CPUs to itself while it is measured.
+
+The pair is the independent unit (lab.analyse.pairverdict). Its seats swap
+every other pair: the port, the CPUs and which client starts first, so that
+neither server always has the better seat (the analysis checks it).
+"""
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TypeVar
+
+from lab.analyse import contract, levelrow
+from lab.measure.clients import Client
+from lab.measure.launch import ServerProcess
+from lab.measure.sweep import ServerSweep, StoppedAnswering, fmt_value, progress
+from lab.measure.topologies import ServerDied
+from lab.measure.verify import recheck
+from lab.record import files, rows
+from lab.record.level import Level
+from lab.record.rows import Row
+from lab.setup.params import Params
+from lab.setup.servers import Server
+
+T = TypeVar("T")
+RMIT_SLICES = 5          # PAIRED=rmit: slices of each server a level (at most one a second
+                         # of DURATION), DURATION split among them
+
+
+@dataclass(frozen=True)
+class Seat:
+    """Where one side of a start pair runs."""
+    number: int                   # 1 or 2
+    port: int
+    server_cpus: tuple[int, ...]
+    client_cpus: tuple[int, ...]
+    client_first: bool            # duet: its client is started first
+
+    def record(self) -> dict[str, object]:
+        return {"seat": self.number, "port": self.port, "server_cpus": list(self.server_cpus),
+                "client_cpus": list(self.client_cpus), "client_first": self.client_first}
+
+
+def halves(cpus: tuple[int, ...], split: bool) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    if not split:
+        return cpus, cpus
+    return cpus[:len(cpus) // 2], cpus[len(cpus) // 2:]
+
+
+def shares_cpus(params: Params) -> bool:
+    """The two sides share their CPUs: a duet on fewer than 2 server and 2
+    client CPUs (a 2-core host: both servers on one CPU, both clients on the
+    other), and always under rmit (each server has every CPU while measured)."""
+    return params.paired == "rmit" or len(params.server_cpus) < 2 or len(params.client_cpus) < 2
+
+
+def seats(params: Params, rep: int) -> tuple[Seat, Seat]:
+    """The seats of start pair `rep` for the servers in params.servers' order:
+    seat 1 has PORT, the first half of the CPUs (where there are enough to
+    split) and the client started first; seat 2 PORT+1 and the rest. Odd
+    pairs give the first server seat 1, even pairs swap."""
+    split = not shares_cpus(params)
+    s1, s2 = halves(params.server_cpus, split)
+    c1, c2 = halves(params.client_cpus, split)
+    one, two = Seat(1, params.port, s1, c1, True), Seat(2, params.port + 1, s2, c2, False)
+    return (one, two) if rep % 2 == 1 else (two, one)
+
+
+class PairSweep:
+    """Start pair `rep` of two servers, each side a ServerSweep on its seat."""
+
+    def __init__(self, root: Path, cache: Path, run: Path, servers: tuple[Server, Server],
+                 params: Params, client: Client, rep: int) -> None:
+        self.run, self.params, self.rep = run, params, rep
+        self.seats = seats(params, rep)
+        self.sides = tuple(self.side(root, cache, server, seat, client)
+                           for server, seat in zip(servers, self.seats))
+        self.procs: list[ServerProcess] = []
+
+    def side(self, root: Path, cache: Path, server: Server, seat: Seat,
+             client: Client) -> ServerSweep:
+        p = self.params
+        mine = replace(p, port=seat.port, server_cpus=seat.server_cpus,
+                       client_cpus=seat.client_cpus)
+        sweep = ServerSweep(root, cache, self.run, server, mine, client, self.rep)
+        most = f"up to {p.repeat_max}" if p.repeat_auto else str(p.repeat)
+        sweep.tag = f"[{server.name} pair {self.rep}/{most} {p.paired} seat {seat.number}]"
+        return sweep
+
+    # ---- the steps, top-down --------------------------------------------------
+    def run_all(self) -> None:
+        """Both started, verified, warmed up; each level; both stopped, always."""
+        levels = list(self.params.load)
+        for side in self.sides:
+            files.make_dirs(side.out, self.run)
+        try:
+            for side in self.sides:
+                self.procs.append(side.launch(None))
+            workers = [side.check(sp, None) for side, sp in zip(self.sides, self.procs)]
+            self.note_seats()
+            warm = self.warm_up(levels[-1])
+            for side, w in zip(self.sides, warm):
+                side.start_record.update(status="measuring", warmup=w)
+                side.save()
+            self.sweep_levels(levels, workers, [w.get("steady") is False for w in warm])
+            for side in self.sides:
+                side.start_record["status"] = "complete"
+                side.save()
+        finally:
+            for side, sp in zip(self.sides, self.procs):
+                side.start_record["exit_code"] = sp.stop()
+                side.save()
+                progress(f"{side.tag} stopped")
+
+    def note_seats(self) -> None:
+        """Each start's record: its seat and its partner."""
+        names = [side.server.name for side in self.sides]
+        for i, (side, seat) in enumerate(zip(self.sides, self.seats)):
+            side.start_record["pair"] = {"mode": self.params.paired, "rep": self.rep,
+                                         "with": names[1 - i], **seat.record()}
+            side.save()
+
+    def warm_up(self, top: int) -> list[dict[str, object]]:
+        """Both warmed up together (duet: as they will be measured), or each
+        alone in turn (rmit)."""
+        if self.params.paired == "rmit":
+            return [side.warm_up(sp, top) for side, sp in zip(self.sides, self.procs)]
+        return self.both(lambda i: self.sides[i].warm_up(self.procs[i], top))
+
+    def sweep_levels(self, levels: list[int], workers: list[int],
+                     not_steady: list[bool]) -> None:
+        started = time.monotonic()
+        for k, value in enumerate(levels, 1):
+            got = self.measure(value)
+            made = [side.row(sp, None, value, w, ns, level, m) for side, sp, w, ns, (level, m)
+                    in zip(self.sides, self.procs, workers, not_steady, self.partnered(got))]
+            eta = (time.monotonic() - started) / k * (len(levels) - k)
+            for side, row in zip(self.sides, made):
+                rows.append_row(self.run, row)
+                side.start_record["levels_done"] = k
+                side.save()
+                side.show(row, k, len(levels), eta)
+            silent = [side.server.name for side, (level, _) in zip(self.sides, got)
+                      if level.successful == 0]
+            if silent:
+                raise StoppedAnswering(f"{fmt_value(self.params.load_axis, value)}: no request "
+                                       f"completed in {self.params.duration_s}s: "
+                                       f"{', '.join(silent)} stopped answering")
+
+    def measure(self, value: int) -> list[tuple[Level, levelrow.Measured]]:
+        """One level of both sides: at the same moment (duet), or in slices (rmit)."""
+        if self.params.paired == "rmit":
+            return self.slices(value)
+        return self.both(lambda i: self.sides[i].measure_level(self.procs[i], None, value,
+                                                               again=False))
+
+    def slices(self, value: int) -> list[tuple[Level, levelrow.Measured]]:
+        """RMIT: RMIT_SLICES blocks, each one slice of either server in a random
+        order (seeded by the run, the pair and the level: a rerun repeats it);
+        each side's slices summed into its level."""
+        p = self.params
+        count = min(RMIT_SLICES, p.duration_s)
+        length = p.duration_s // count
+        order = random.Random(f"{self.run.name}/{self.rep}/{value}")
+        got: list[list[tuple[Level, levelrow.Measured]]] = [[], []]
+        for block in range(count):
+            for i in order.sample((0, 1), 2):
+                side = self.sides[i]
+                load = side.load(value)
+                tag = f"rep{self.rep}-" + (f"c{value}" if load.concurrency else f"r{value}") + \
+                    f"-slice{block + 1}"
+                got[i].append(side.level(self.procs[i], load, length, tag))
+        out = []
+        for side, sp, parts in zip(self.sides, self.procs, got):
+            level, m = summed(parts)
+            broken = recheck(sp.host, side.params.port) if level.successful else []
+            if broken:
+                m = replace(m, answer_changed="after the level, " + contract.one_line(broken))
+            out.append((level, m))
+        return out
+
+    def partnered(self, got: list[tuple[Level, levelrow.Measured]]
+                  ) -> list[tuple[Level, levelrow.Measured]]:
+        """Duet: each side's host figures without the other side's server and
+        client (they are the pair, not other processes), and its client CPUs'
+        load with the other client's where they share them."""
+        if self.params.paired != "duet":
+            return got
+        out = []
+        for i, (level, m) in enumerate(got):
+            mine, theirs = self.seats[i], self.seats[1 - i]
+            other = got[1 - i][1]
+            lab = set(mine.server_cpus) | set(mine.client_cpus)
+            partner = (other.server_cpu_s if lab & set(theirs.server_cpus) else 0.0) + \
+                (other.client_cpu_s if lab & set(theirs.client_cpus) else 0.0)
+            shared = other.client_cpu_s if set(mine.client_cpus) & set(theirs.client_cpus) \
+                else 0.0
+            out.append((level, replace(m, partner_cpu_s=partner, shared_client_cpu_s=shared)))
+        return out
+
+    def both(self, work: Callable[[int], T]) -> list[T]:
+        """work(0) and work(1) at the same moment, seat 1's started first; the
+        first failure (or a Ctrl-C) stops the other side's client."""
+        got: list[T | BaseException | None] = [None, None]
+
+        def one(i: int) -> None:
+            try:
+                got[i] = work(i)
+            except BaseException as e:          # handed to the main thread below
+                got[i] = e
+                for side in self.sides:
+                    side.halt.set()
+        first = 0 if self.seats[0].number == 1 else 1
+        threads = {i: threading.Thread(target=one, args=(i,), daemon=True)
+                   for i in (first, 1 - first)}
+        for t in threads.values():
+            t.start()
+        try:
+            for t in threads.values():
+                t.join()
+        except BaseException:
+            for side in self.sides:
+                side.halt.set()
+            for t in threads.values():
+                t.join()
+            raise
+        errors = [e for e in got if isinstance(e, BaseException)]
+        if errors:      # the cause, not the other side's client stopped because of it
+            raise next((e for e in errors if not isinstance(e, ServerDied)), errors[0])
+        return [x for x in got if x is not None and not isinstance(x, BaseException)]
+
+
+def summed(parts: list[tuple[Level, levelrow.Measured]]) -> tuple[Level, levelrow.Measured]:
+    """An RMIT side's slices of one level as one level: counts, times and CPU
+    added, the rate over the slices' whole elapsed time, the mean response
+    weighted by responses; each percentile and the longest response the worst
+    slice's (an upper bound of the whole's); memory at the last slice's end."""
+    levels, ms = [lv for lv, _ in parts], [m for _, m in parts]
+    transactions = sum(x.transactions for x in levels)
+    elapsed = sum(x.elapsed_s for x in levels)
+    weights = [x.transactions for x in levels] if transactions else [1] * len(levels)
+    combined = levelrow.combine(levels)            # counts, percentiles, failures
+    level = replace(combined, elapsed_s=elapsed,
+                    rate_rps=transactions / elapsed if elapsed > 0 else 0.0,
+                    resp_ms=sum(x.resp_ms * w for x, w in zip(levels, weights)) / sum(weights),
+                    in_flight=sum(x.in_flight * x.elapsed_s for x in levels) / elapsed
+                    if elapsed > 0 else 0.0)
+    last = ms[-1]
+    return level, replace(
+        last, server_cpu_s=sum(m.server_cpu_s for m in ms),
+        rss_peak_kb=max(m.rss_peak_kb for m in ms),
+        threads_peak=max(m.threads_peak for m in ms),
+        client_cpu_s=sum(m.client_cpu_s for m in ms), wall_s=sum(m.wall_s for m in ms),
+        host_busy_s=sum(m.host_busy_s for m in ms), host_steal_s=sum(m.host_steal_s for m in ms),
+        sampler_cpu_s=sum(m.sampler_cpu_s for m in ms),
+        server_sys_s=None if any(m.server_sys_s is None for m in ms)
+        else sum(m.server_sys_s or 0.0 for m in ms),
+        answer_changed="; ".join(m.answer_changed for m in ms if m.answer_changed))
