@@ -77,6 +77,7 @@ FILES = {
     "test_nextstarts.py": "unit",
     "test_noise.py": "unit",
     "test_pages.py": "unit",
+    "test_paired.py": "unit",
     "test_params.py": "unit",
     "test_pre_layout_run.py": "unit",
     "test_probe.py": "unit",

@@ -1,0 +1,248 @@
+"""lab.analyse.paired, the decision rule for paired runs: its exact
+arithmetic (the signed-rank distribution, the Hodges-Lehmann estimate and
+interval, ties and zeros), and its false-alarm rate, power and equivalence
+simulated on start pairs (seeded, pure arithmetic): a log ratio N(0, 2%) a
+pair, and bimodal busy-host pairs (both servers of a pair see the same busy
+moment, aws at c=4's 9.8k to 30.7k req/s, and in a third of the pairs one
+of them, either, loses 40%; figures rounded to 100 req/s, so ties and zeros
+occur)."""
+from __future__ import annotations
+
+import math
+import random
+from itertools import product
+
+import pytest
+
+from lab.analyse import decide, paired
+
+ALPHA = decide.ALPHA
+SIMS = 10_000
+BUSY_AWS_C4 = (9_800.0, 11_900.0, 16_500.0, 21_700.0, 28_900.0, 30_700.0)
+
+
+def within(sims: int, rate: float) -> float:
+    """The largest count a true rate `rate` gives with 3 standard errors."""
+    return sims * (rate + 3 * math.sqrt(rate * (1 - rate) / sims))
+
+
+# ---------------------------------------------------------------- exact arithmetic
+
+def test_the_counts_are_the_2_to_the_n_sign_patterns() -> None:
+    for n in range(21):
+        assert sum(paired._counts(n)) == 2 ** n
+    n = 8
+    seen = [0] * (n * (n + 1) // 2 + 1)
+    for signs in product((0, 1), repeat=n):
+        seen[sum(rank for rank, up in zip(range(1, n + 1), signs) if up)] += 1
+    assert tuple(seen) == paired._counts(n)
+
+
+def test_known_critical_values() -> None:
+    # n=10: the one-sided 1% critical value of the tables is W+ <= 5 (10/1024)
+    assert paired._cdf(10)[5] == pytest.approx(0.0098, abs=1e-4)
+    assert paired._cdf(10)[6] > 0.01
+    # n=8: two-sided, the smallest p is 2/256 (every sign the same)
+    assert 2 * paired.smallest_p(8) == 2 / 256
+    assert paired.min_pairs(ALPHA / 2) == 8 and paired.min_pairs(ALPHA) == 7
+    assert paired.min_pairs(paired.smallest_p(12)) == 12
+
+
+def test_the_estimate_is_the_median_of_the_walsh_averages() -> None:
+    # Walsh averages of 1,2,3,4,100: 1 1.5 2 2 2.5 2.5 3 [3] 3.5 4 50.5 51 52 52 100;
+    # the mean is 22, the estimate 3
+    w = paired.walsh([1.0, 2.0, 3.0, 4.0, 100.0])
+    assert len(w) == 15 and paired.hodges_lehmann(w) == 3.0
+    assert paired.hodges_lehmann(paired.walsh([1.0, 2.0, 4.0])) == 2.25   # 2 and 2.5
+
+
+def test_the_interval_for_six_pairs_by_hand() -> None:
+    # n=6: P(W+ <= 2) = 3/64 = 0.047, P(W+ <= 3) = 5/64: at a 5% tail k = 3, the
+    # 3rd and the 19th of the 21 Walsh averages of 1..6 (1, 1.5, 2, 2, ...: 2 and 5)
+    w = paired.walsh([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    assert paired.interval(w, 6, 0.05) == (2.0, 5.0)
+    assert paired.hodges_lehmann(w) == 3.5
+    assert paired.interval(w, 6, 0.02) == (1.0, 6.0)               # 1/64: min and max
+    assert paired.interval(w, 6, 0.01) == (-math.inf, math.inf)    # 1/64 > 1%
+
+
+def test_zeros_and_ties_count_against_the_claim() -> None:
+    up = [float(v) for v in range(1, 9)]
+    assert paired.p_above(paired.walsh(up), 8) == 1 / 256
+    assert paired.p_below(paired.walsh(up), 8) == 1.0
+    # a zero in place of the smallest: as if it were negative, P(W+ >= 35) = 2/256
+    assert paired.p_above(paired.walsh([0.0, *up[1:]]), 8) == 2 / 256
+    assert paired.p_below(paired.walsh([0.0, *up[1:]]), 8) == 1.0
+    # 1 and -1: W+ is 1 or 2 with the tie broken, 1 counted: P(W+ >= 1) = 3/4
+    assert paired.p_above(paired.walsh([1.0, -1.0]), 2) == 0.75
+
+
+def test_with_ties_and_zeros_the_p_is_never_below_the_sign_flips() -> None:
+    """Under the null the signs of the pairs are fair coins: over all 2^n sign
+    patterns of tied magnitudes with a zero, the share at least as far out as
+    each pattern is never above that pattern's p (conservative)."""
+    sizes = [0.0, 0.01, 0.01, 0.02, 0.02, 0.02, 0.03, 0.05]
+    n = len(sizes)
+    ups = []
+    for signs in product((1.0, -1.0), repeat=n):
+        w = paired.walsh([s * v for s, v in zip(signs, sizes)])
+        ups.append((sum(1 for x in w if x > 0), paired.p_above(w, n)))
+    for u, p in ups:
+        assert sum(1 for v, _ in ups if v >= u) / 2 ** n <= p + 1e-12
+
+
+# ---------------------------------------------------------------- simulated pairs
+
+def normal(r: random.Random, k: int, shift: float = 0.0,
+           sd: float = 0.02) -> tuple[list[float], list[float]]:
+    """k start pairs: a moment shared by both (spread 10%, which the ratio
+    cancels), each server its own noise, log ratio N(log(1 + shift), sd)."""
+    a, b = [], []
+    for _ in range(k):
+        moment = 10_000 * math.exp(r.gauss(0, 0.10))
+        a.append(moment * (1 + shift) * math.exp(r.gauss(0, sd / math.sqrt(2))))
+        b.append(moment * math.exp(r.gauss(0, sd / math.sqrt(2))))
+    return a, b
+
+
+def busy(r: random.Random, k: int) -> tuple[list[float], list[float]]:
+    """k A/A start pairs on a busy host: one recorded busy moment for both,
+    ±3% each, and in a third of the pairs one of the two loses 40%; rounded
+    to 100 req/s."""
+    a, b = [], []
+    for _ in range(k):
+        moment = r.choice(BUSY_AWS_C4)
+        x, y = (moment * (1 + r.uniform(-0.03, 0.03)) for _ in range(2))
+        if r.random() < 1 / 3:
+            x, y = (0.6 * x, y) if r.random() < 0.5 else (x, 0.6 * y)
+        a.append(round(x, -2))
+        b.append(round(y, -2))
+    return a, b
+
+
+def aa(r: random.Random, kind: str, k: int) -> tuple[list[float], list[float]]:
+    return normal(r, k) if kind == "normal" else busy(r, k)
+
+
+@pytest.mark.parametrize("kind", ["normal", "busy"])
+def test_a_a_false_alarms_stay_within_alpha_at_ten_pairs(kind: str) -> None:
+    # δ=0 leaves the test alone (with δ it only gets rarer): 10 pairs at 1%
+    # reject at W+ >= 52 or <= 3, 10/1024 = 0.98%; normal pairs find that,
+    # not less (exact, not timid); busy ones, tied, no more
+    r = random.Random(29)
+    said = sum(paired.decide_paired(*aa(r, kind, 10), delta_pct=0.0).outcome == decide.BETTER
+               for _ in range(SIMS))
+    assert said <= within(SIMS, ALPHA)
+    if kind == "normal":
+        expect = 10 / 1024
+        assert abs(said / SIMS - expect) <= 3 * math.sqrt(expect * (1 - expect) / SIMS)
+
+
+def sequential(a: list[float], b: list[float], first: int, last: int,
+               delta_pct: float) -> tuple[str, int]:
+    """REPEAT=auto on pre-drawn pairs: a look after every pair from `first`
+    to `last`, α spent over the looks; the outcome and the pairs."""
+    for k in range(first, last + 1):
+        d = paired.decide_paired(a[:k], b[:k], delta_pct=delta_pct,
+                                 alpha=decide.look_alpha(ALPHA, k, first, last))
+        if d.outcome != decide.UNDECIDED:
+            return d.outcome, k
+    return decide.UNDECIDED, last
+
+
+@pytest.mark.parametrize("kind", ["normal", "busy"])
+def test_a_look_after_every_pair_keeps_the_false_alarm_rate(kind: str) -> None:
+    r = random.Random(291)
+    said = 0
+    for _ in range(SIMS):
+        a, b = aa(r, kind, 12)
+        said += sequential(a, b, 8, 12, 0.0)[0] == decide.BETTER
+    assert said <= within(SIMS, ALPHA)
+
+
+def test_spending_over_pairs_8_to_12() -> None:
+    assert sum(decide.look_alpha(ALPHA, k, 8, 12) for k in range(8, 13)) == \
+        pytest.approx(ALPHA)
+    # the first look can decide 8 pairs (two-sided 2/256 = 0.78% <= 0.8%); the
+    # later ones, 0.05% each, only 12 (9 to 11 pairs cannot reach it)
+    assert 2 * paired.smallest_p(8) <= decide.look_alpha(ALPHA, 8, 8, 12)
+    later = decide.look_alpha(ALPHA, 9, 8, 12)
+    assert [2 * paired.smallest_p(k) <= later for k in range(9, 13)] == \
+        [False, False, False, True]
+
+
+def test_a_5_percent_shift_is_found_within_10_pairs() -> None:
+    r = random.Random(5)
+    fixed = looked = 0
+    for _ in range(SIMS):
+        a, b = normal(r, 12, shift=0.05)
+        fixed += paired.decide_paired(a[:10], b[:10], delta_pct=2.0).outcome == decide.BETTER
+        outcome, k = sequential(a, b, 8, 12, 2.0)
+        looked += outcome == decide.BETTER and k <= 10
+    assert fixed >= 0.9 * SIMS
+    assert looked >= 0.9 * SIMS
+
+
+def test_a_a_with_tight_pairs_is_equivalent_within_3_percent() -> None:
+    r = random.Random(15)
+    said = 0
+    for _ in range(SIMS):
+        d = paired.decide_paired(*normal(r, 10, sd=0.015), delta_pct=3.0)
+        said += d.outcome == decide.EQUIVALENT
+    assert said >= 0.9 * SIMS
+
+
+def test_pairing_cancels_the_moment_that_hides_a_shift_from_starts() -> None:
+    # busy moments spread the starts 9.8k to 30.7k; A is 5% ahead in each pair
+    r = random.Random(3)
+    b = [r.choice(BUSY_AWS_C4) * math.exp(r.gauss(0, 0.01)) for _ in range(10)]
+    a = [v * 1.05 * math.exp(r.gauss(0, 0.01)) for v in b]
+    d = paired.decide_paired(a, b, delta_pct=2.0)
+    assert d.outcome == decide.BETTER and d.a_better and 3 < d.estimate_pct < 7
+    assert decide.decide(a, b, delta_pct=2.0).outcome == decide.UNDECIDED
+
+
+# ---------------------------------------------------------------- as decide does
+
+def test_a_cost_5_percent_higher_on_b_decides_a_better() -> None:
+    r = random.Random(8)
+    a = [100 * math.exp(r.gauss(0, 0.01)) for _ in range(10)]
+    b = [v * 1.05 * math.exp(r.gauss(0, 0.01)) for v in a]
+    d = paired.decide_paired(a, b, higher_is_better=False, delta_pct=2.0, sided="a")
+    assert d.outcome == decide.BETTER and d.a_better is True and d.starts == (10, 10)
+    assert 3 < d.estimate_pct < 7 and d.lo_pct > 0
+    # the same figures as a rate: B better, two-sided; asked only "A better?",
+    # the answer is A no better than δ (the upper bound below it)
+    two = paired.decide_paired(a, b, delta_pct=2.0)
+    assert two.outcome == decide.BETTER and two.a_better is False and two.estimate_pct < -3
+    one = paired.decide_paired(a, b, delta_pct=2.0, sided="a")
+    assert one.outcome == decide.EQUIVALENT and "upper bound is below +2%" in one.reason
+
+
+def test_one_sided_needs_one_pair_fewer() -> None:
+    a, b = [110.0 + i for i in range(7)], [100.0] * 7
+    one = paired.decide_paired(a, b, sided="a")
+    assert one.outcome == decide.BETTER and one.p == 1 / 128
+    two = paired.decide_paired(a, b)
+    assert two.outcome == decide.UNDECIDED
+    assert two.reason == ("too few pairs: 7 pairs cannot reach α=1% (the smallest p "
+                          "is 0.016); 8 pairs can")
+
+
+def test_undecided_says_why() -> None:
+    r = random.Random(4)
+    wide = paired.decide_paired(*normal(r, 10, sd=0.10))
+    assert wide.outcome == decide.UNDECIDED and "spans ±5%: more pairs decide" in wide.reason
+    # log ratios 1%..8%: every sign up (p 2/256), the estimate 4.5% < 5%, the
+    # interval up to 7.5% (the 2nd largest Walsh average)
+    small = paired.decide_paired([100 * math.exp(0.01 * i) for i in range(1, 9)], [100.0] * 8)
+    assert small.outcome == decide.UNDECIDED and small.p <= ALPHA
+    assert small.reason == "a difference is likely, but it may be smaller than δ=5%"
+
+
+def test_bad_input() -> None:
+    with pytest.raises(ValueError, match="3 of A, 2 of B"):
+        paired.decide_paired([1.0, 2.0, 3.0], [1.0, 2.0])
+    d = paired.decide_paired([1.0, 0.0], [1.0, 2.0])
+    assert d.outcome == decide.UNDECIDED and d.reason == "a figure of 0 or less has no ratio"
+    assert d.starts == (2, 2)
