@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from lab.analyse import costlink, costview, findings, metrics, profileview, sends, verdicts
+from lab.analyse import costlink, costview, decide, findings, metrics, policy, profileview, sends, verdicts
 from lab.record import failures, outputs, runrecord
 from lab.analyse.wording import axis_label
 from lab.analyse.findings import Finding
@@ -69,6 +69,7 @@ class Analysis:
     failed: dict[str, list[str]] = field(default_factory=dict)   # server: what failed, a
                                                                 # line per level (failure_lines)
     primary: list[Verdict] = field(default_factory=list)   # one a pair, across the levels
+    method: str = decide.METHOD             # how the verdicts were reached (lab.analyse.policy)
 
     def levels(self, server: str) -> list[LevelStats]:
         return self.stats.get(server, [])
@@ -312,12 +313,22 @@ def analyse(rec: RunRecord) -> Analysis:
         sub = {n: stats[n] for n in compared}
         at = verdicts.verdict_values(sub, tuple(m.params.verdict_at))
         looks = looks_of(m)
-        found = verdicts.verdicts(sub, at, looks=looks)
-        first = verdicts.primaries(sub, at, looks=looks)
+        mode = paired_mode(m)
+        if mode and len(sub) == 2:
+            from lab.analyse import pairverdict
+            shared = shares_cpus(m)
+            found = pairverdict.verdicts(sub, at, mode, shared, looks=looks)
+            first = pairverdict.primaries(sub, at, mode, shared, looks=looks)
+        else:
+            found = verdicts.verdicts(sub, at, looks=looks)
+            first = verdicts.primaries(sub, at, looks=looks)
     answers = sends.answers(m, list(stats) + [n for n in m.servers if n not in stats])
     found = [replace(v, wire_text=sends.size_note(v.a, v.b, answers)) for v in found]
     basis = ("p99 latency at the same offered rate" if any(
         s.open_loop for n in compared for s in stats[n]) else "requests/s")
+    if paired_mode(m):
+        basis = (f"start pairs {policy.PAIRED_WORDS.get(paired_mode(m), paired_mode(m))}: "
+                 "requests/s, or server CPU per request where the servers saturate")
     note = "" if m.calibration is None else (why_calibration_differs(m, m.calibration) or "")
     notes = [x for levels in stats.values() if levels
              if (x := capacity_note(m, metrics.peak(levels)))]
@@ -329,7 +340,25 @@ def analyse(rec: RunRecord) -> Analysis:
                     profiles=profileview.analyse(rec.profiles), answers=answers,
                     failed={n: lines for n, levels in stats.items()
                             if (lines := failure_lines(m, n, levels))},
-                    primary=first)
+                    primary=first, method=policy.method(paired_mode(m)))
+
+
+def paired_mode(m: Manifest) -> str:
+    """PAIRED of the run: "" (one server at a time), duet or rmit."""
+    return str(m.params.extra.get("paired") or "")
+
+
+def shares_cpus(m: Manifest) -> bool:
+    """A duet's two servers ran at once on the same CPUs (the seats recorded:
+    lab.measure.pair.seats), so their CPU loads add up; under rmit each ran
+    alone while measured."""
+    if paired_mode(m) != "duet":
+        return False
+    seats = [st.extra.get("pair") for rec in m.servers.values() for st in rec.starts]
+    for seat in seats:
+        if isinstance(seat, dict) and isinstance(seat.get("server_cpus"), list):
+            return len(seat["server_cpus"]) == len(m.params.extra.get("server_cpus") or [])
+    return True
 
 
 def looks_of(m: Manifest) -> verdicts.Looks:

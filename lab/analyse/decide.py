@@ -116,11 +116,13 @@ class Decision:
     delta_pct: float
     starts: tuple[int, int]   # starts of A and of B it stood on
     reason: str               # undecided: why; else a short account
+    pairs: bool = False       # start pairs (lab.analyse.paired): starts[0] pairs
 
     def stated(self) -> str:
-        """'α=1%, δ=5%, 5+5 starts'"""
-        return (f"α={pct(100 * self.alpha)}%, δ={self.delta_pct:g}%, "
-                f"{self.starts[0]}+{self.starts[1]} starts")
+        """'α=1%, δ=5%, 5+5 starts' (start pairs: '10 pairs')"""
+        n = f"{self.starts[0]} pairs" if self.pairs else \
+            f"{self.starts[0]}+{self.starts[1]} starts"
+        return f"α={pct(100 * self.alpha)}%, δ={self.delta_pct:g}%, {n}"
 
 
 def pct(x: float) -> str:

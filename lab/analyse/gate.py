@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from lab.analyse import costview, decide, floors, metrics, reasons, verdicts
+from lab.analyse import costview, decide, floors, metrics, policy, reasons, verdicts
 from lab.analyse.diff import Manifest, Stats
 from lab.analyse.metrics import LevelStats
 from lab.record import manifest
@@ -37,8 +37,8 @@ METRICS: dict[str, tuple[str, bool]] = {
     "instructions": ("instructions per request", False),
 }
 # A level is measured cleanly when no repetition on either side has one of these.
-UNCLEAN = ("client-bound", "host-busy", "steal", "failures", *metrics.UNRANKED)
-HOST = ("host-busy", "steal")    # req/s not clean: server CPU per request judged instead
+UNCLEAN = (*policy.RATE_UNCLEAN, "failures", *metrics.UNRANKED)
+HOST = policy.HOST_FLAGS    # req/s not clean: server CPU per request judged instead
 MAX_LOST = 0.9                   # the most of the server's CPU time a bound may add back
 # What the gate says of one metric at one level; the first two are the only
 # ones that count as "compared cleanly".

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from itertools import combinations
 
 from lab.analyse import decide
+from lab.analyse.policy import HOST_FLAGS, RATE_UNCLEAN
 from lab.analyse.metrics import (FAILED_SHARE_PCT, MIN_REPS_FOR_VERDICT, LevelStats, Spread,
                                  unranked_text)
 
@@ -189,6 +190,7 @@ class Verdict:
     starts: tuple[int, int] | None = None   # the starts of a and of b it stood on
     levels: tuple[int, ...] = ()     # a primary verdict: the levels it is taken across
     metric: str = ""                 # a primary verdict: what it ranks by
+    paired: str = ""                 # decided on start pairs (PAIRED: duet, rmit)
 
     def said(self) -> str:
         """The verdict in full: req/s, then CPU per request (with instructions per
@@ -201,8 +203,9 @@ class Verdict:
         """'α=1%, δ=5%, 5+5 starts', or a dash where the rule did not run."""
         if self.alpha is None or self.starts is None or self.delta_pct is None:
             return "–"
-        return (f"α={decide.pct(100 * self.alpha)}%, δ={self.delta_pct:g}%, "
-                f"{self.starts[0]}+{self.starts[1]} starts")
+        n = f"{self.starts[0]} pairs ({self.paired})" if self.paired else \
+            f"{self.starts[0]}+{self.starts[1]} starts"
+        return f"α={decide.pct(100 * self.alpha)}%, δ={self.delta_pct:g}%, {n}"
 
     def where(self) -> str:
         """The level column: the level, or a primary verdict's levels."""
@@ -226,7 +229,6 @@ def samples(a: LevelStats, b: LevelStats) -> tuple[Sample, Sample, bool, str]:
 
 
 CPU_PHRASE = "needs less server CPU per request than"
-HOST_FLAGS = ("host-busy", "steal")
 
 
 def cpu_values(s: LevelStats) -> tuple[float, ...]:
@@ -341,7 +343,6 @@ def by_start(levels: list[LevelStats], at: list[int], metric: str, upto: int | N
     return {rep: sum(xs) / len(xs) for rep, xs in per.items() if len(xs) == len(at)}
 
 
-RATE_UNCLEAN = ("client-bound", "host-busy", "steal")
 
 
 def primary(name_a: str, la: list[LevelStats], name_b: str, lb: list[LevelStats],

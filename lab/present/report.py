@@ -15,7 +15,6 @@ from lab.analyse import analysis, costview, memsplit, metrics, probeview, profil
 from lab.record import files, outputs, probe
 from lab.analyse.analysis import Analysis
 from lab.analyse.wording import DASH, axis_label, median_range, spread_text
-from lab.analyse.decide import METHOD
 from lab.analyse.metrics import JIT_QUIET_PER_S, LevelStats
 from lab.record.manifest import Manifest, Warmup
 from lab.record.runrecord import RunRecord
@@ -76,7 +75,7 @@ def verdict_section(m: Manifest, a: Analysis) -> list[str]:
     axis = axis_label(m.params.axis)
     lines = [f"## Verdicts ({a.basis}, at {axis} = {', '.join(map(str, a.verdict_at))})", ""]
     if a.primary:
-        lines += [f"Primary, one a pair: {METHOD}", "",
+        lines += [f"Primary, one a pair: {a.method}", "",
                   f"| {axis} | pair | verdict |", "|---|---|---|"]
         lines += [f"| {v.where()} | {v.a} vs {v.b} | {v.said()} |" for v in a.primary]
         lines += ["", "Per level (secondary: each at α over the number of per-level verdicts):",

@@ -14,7 +14,6 @@ from urllib.parse import quote
 
 from lab.analyse import (analysis, costview, findings, memsplit, metrics, probeview,
                          profileview, sends)
-from lab.analyse.decide import METHOD
 from lab.record import calibration, files, outputs
 from lab.record.probe import probe_files
 from lab.analyse.analysis import Analysis
@@ -390,7 +389,7 @@ def verdicts_html(m: Manifest, a: Analysis) -> str:
     head = [axis_label(m.params.axis), "a", "b", "kind", "verdict", "α, δ, starts"]
     first = ""
     if a.primary:
-        first = (f'<p class="muted">Primary, one a pair: {escaped(METHOD)}</p>'
+        first = (f'<p class="muted">Primary, one a pair: {escaped(a.method)}</p>'
                  + table(head, [[escaped(v.where()), escaped(v.a), escaped(v.b), escaped(v.kind),
                                  escaped(v.said()), escaped(v.rule())] for v in a.primary],
                          numeric=set(), cls="verdicts primary")

@@ -3,6 +3,8 @@ of its own CPU time (a busy loop on the thread's CPU clock, so the cost is
 the same whatever else runs) and TWIN_SLEEP_MS milliseconds of sleep (a cost
 that CPU per request cannot see). Two builds that differ by a known amount,
 for paired runs (PAIRED=duet) and the CI gate: the variants of server.toml.
+TWIN_ODD_PORT_CPU_US more a request where its PORT is odd: a seat that is
+slower whoever sits on it (a paired run's second seat has PORT+1).
 
 Listens on BIND:PORT with backlog BACKLOG, as every lab server does."""
 import os
@@ -10,7 +12,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 BODY = b'{"greeting":"Hello World!"}'
-CPU_NS = int(float(os.environ.get("TWIN_CPU_US", "0")) * 1000)
+CPU_NS = int(float(os.environ.get("TWIN_CPU_US", "0")) * 1000) + \
+    int(os.environ["PORT"]) % 2 * int(float(os.environ.get("TWIN_ODD_PORT_CPU_US", "0")) * 1000)
 SLEEP_S = float(os.environ.get("TWIN_SLEEP_MS", "0")) / 1000
 
 

@@ -1,0 +1,63 @@
+"""The lab's decision policy, in one place: which flags make a figure
+unclean, which figure decides a pair of servers at a level, which rule
+decides (independent starts or start pairs), and how α is spent. The rules
+themselves are arithmetic: lab.analyse.decide (two sets of independent
+starts) and lab.analyse.paired (start pairs measured at the same moment).
+
+A run's verdicts (lab.analyse.verdicts, lab.analyse.pairverdict), the next
+starts of REPEAT=auto (lab.analyse.nextstarts) and `make compare`'s gate
+(lab.analyse.gate) take these from here.
+"""
+from __future__ import annotations
+
+from typing import Protocol
+
+from lab.analyse import decide, paired
+
+ALPHA = decide.ALPHA               # per family of verdicts (ALPHA for make compare)
+DELTA_PCT = decide.DELTA_PCT       # the smallest effect that counts (MIN_EFFECT)
+
+# the host, not the server, took CPU: req/s is not the server's alone there
+HOST_FLAGS = ("host-busy", "steal")
+# one server at a time: req/s (or p99) is ranked only at levels without these;
+# where every level has one, server CPU per request decides instead
+RATE_UNCLEAN = ("client-bound", *HOST_FLAGS)
+# a start pair: both sides ran at the same moment on the same host, so what
+# the host took fell on both (the duet's premise, checked by the balance of
+# the seats and an A/A's realized rate: docs/methodology.md#paired-runs);
+# only a client that was the limit makes req/s unclean there
+PAIRED_UNCLEAN = ("client-bound",)
+# a start pair at a level where the servers' CPUs were this busy (both
+# servers' CPU summed where they share CPUs) is decided by server CPU per
+# request: two saturated servers on one CPU split it as the scheduler does,
+# and their req/s ratio says more of the scheduler than of the servers
+SATURATED_CPU_PCT = 80.0
+
+PAIRED_WORDS = {"duet": "under duet (both measured at the same moment)",
+                "rmit": "under RMIT (alternating slices, both servers up)"}
+
+
+class Rule(Protocol):
+    def __call__(self, a: tuple[float, ...] | list[float], b: tuple[float, ...] | list[float],
+                 *, higher_is_better: bool = True, alpha: float = ALPHA,
+                 delta_pct: float = DELTA_PCT, sided: str = "two") -> decide.Decision: ...
+
+
+def rule(paired_mode: str) -> Rule:
+    """The decision rule of a run: independent starts, or start pairs."""
+    return paired.decide_paired if paired_mode else decide.decide
+
+
+def paired_figure(cpu_pct: float, client_bound: bool) -> str:
+    """The figure that decides a start pair at one level: "rate" (req/s)
+    where neither server saturates its CPUs and no client was the limit,
+    else "cpu" (server CPU per request)."""
+    return "cpu" if client_bound or cpu_pct >= SATURATED_CPU_PCT else "rate"
+
+
+
+def method(paired_mode: str) -> str:
+    """The sentence a report gives for how its verdicts were reached."""
+    if not paired_mode:
+        return decide.METHOD
+    return f"{paired.METHOD} Pairs {PAIRED_WORDS.get(paired_mode, paired_mode)}."

@@ -1,0 +1,184 @@
+"""Paired runs, read side and plan: the seats of a start pair (swapped every
+other pair, shared or split CPUs), PAIRED's checks (exit 2 before anything
+starts), the rounds of `lab next`, and a paired run's verdicts on
+constructed rows made by the real levelrow.make_row: the figure chosen by
+the servers' CPU, the paired rule, and a seat that favours its occupant
+caught as unbalanced, never called a difference between the servers."""
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+
+import pytest
+
+from lab.analyse import levelrow, metrics, pairverdict, policy
+from lab.analyse.nextstarts import plan
+from lab.analyse.verdicts import Looks
+from lab.measure import pair
+from lab.record import manifest
+from lab.record.level import Level
+from lab.record.rows import Row
+from lab.setup.fromenv import from_env
+from lab.setup.params import ConfigError
+
+WHERE = levelrow.Where(server="a", rep=1, axis="concurrency", value=1, concurrency=1,
+                       offered_rps=None, workers=1, backlog=512, duration_s=3,
+                       server_cpus=1, client_cpus=1, lab_cpus=2)
+LEVEL = Level(transactions=3000, successful=3000, failed=0, availability_pct=100.0,
+              elapsed_s=3.0, rate_rps=1000.0, resp_ms=1.0, in_flight=1.0, longest_ms=5.0,
+              data_mb=0.1)
+MEASURED = levelrow.Measured(server_cpu_s=0.6, rss_end_kb=2048, rss_peak_kb=4096, threads_end=3,
+                             threads_peak=4, client_cpu_s=0.3, wall_s=3.0, host_busy_s=0.9,
+                             host_steal_s=0.0, sampler_cpu_s=0.01, time_wait=0)
+CLIENTS = {"wrk": "concurrency", "siege": "concurrency", "vegeta": "rate"}
+
+
+def params(**env: str) -> object:
+    base = {"SERVER": "a b", "CLIENT": "wrk", "PAIRED": "duet", "CONCURRENCY": "1 4"}
+    return from_env({**base, **env}, ["a", "b", "c"], CLIENTS, available_cpus={0, 1})
+
+
+def one(server: str, rep: int, value: int, rate: float, cpu_us: float, cpu_pct: float) -> Row:
+    """A level of one side of a pair, through the real make_row: `rate`
+    req/s, `cpu_us` server CPU per request, its server `cpu_pct` of its CPU."""
+    level = dataclasses.replace(LEVEL, rate_rps=rate, transactions=int(rate * 3),
+                                successful=int(rate * 3))
+    cpu_s = cpu_us * rate * 3 / 1e6
+    m = dataclasses.replace(MEASURED, server_cpu_s=cpu_s, wall_s=3.0 * cpu_s / (cpu_pct / 100)
+                            if cpu_pct else 3.0, host_busy_s=cpu_s + 0.3)
+    row = levelrow.make_row(dataclasses.replace(WHERE, server=server, value=value), level, m)
+    return dataclasses.replace(row, rep=rep, rate_rps=rate, server_cpu_us_per_req=cpu_us,
+                               server_cpu_pct=cpu_pct)
+
+
+def stats(rows: list[Row]) -> dict[str, list[metrics.LevelStats]]:
+    by: dict[str, list[Row]] = {}
+    for r in rows:
+        by.setdefault(r.server, []).append(r)
+    return {name: metrics.level_stats(rs) for name, rs in by.items()}
+
+
+def pairs(n: int, a_over_b: float, seat: float = 1.0, sd: float = 0.01, cpu_pct: float = 30.0,
+          seed: int = 1, value: int = 1) -> list[Row]:
+    """n start pairs of a and b at one level: a's req/s `a_over_b` times b's,
+    the side on seat 1 (a on odd pairs) `seat` times faster, a common
+    moment's noise (both sides alike) and `sd` of each side's own."""
+    rng = random.Random(seed)
+    out = []
+    for rep in range(1, n + 1):
+        moment = 1000 * math.exp(rng.gauss(0, 0.2))        # the host at that moment
+        a_seat, b_seat = (seat, 1.0) if rep % 2 else (1.0, seat)
+        ra = moment * a_over_b * a_seat * math.exp(rng.gauss(0, sd))
+        rb = moment * b_seat * math.exp(rng.gauss(0, sd))
+        out += [one("a", rep, value, ra, 1e6 / ra * 0.3, cpu_pct),
+                one("b", rep, value, rb, 1e6 / rb * 0.3, cpu_pct)]
+    return out
+
+
+def verdict(rows: list[Row], mode: str = "duet", shared: bool = True, delta: float = 3.0
+            ) -> pairverdict.Verdict:
+    s = stats(rows)
+    values = sorted({r.value for r in rows})
+    [v] = pairverdict.primaries(s, values, mode, shared, delta_pct=delta)
+    return v
+
+
+# ---------------------------------------------------------------- the seats
+
+def test_seats_swap_every_other_pair_and_share_two_cores() -> None:
+    p = params(PORT="20000")
+    one_, two = pair.seats(p, 1)                      # type: ignore[arg-type]
+    assert (one_.number, one_.port, two.number, two.port) == (1, 20000, 2, 20001)
+    assert one_.client_first and not two.client_first
+    assert one_.server_cpus == two.server_cpus == (0,)      # a 2-core host: shared
+    assert one_.client_cpus == two.client_cpus == (1,)
+    a2, b2 = pair.seats(p, 2)                         # type: ignore[arg-type]
+    assert (a2.number, b2.number) == (2, 1) and (a2.port, b2.port) == (20001, 20000)
+
+
+def test_seats_split_the_cpus_where_there_are_four() -> None:
+    p = from_env({"SERVER": "a b", "CLIENT": "wrk", "PAIRED": "duet"}, ["a", "b"], CLIENTS,
+                 available_cpus={0, 1, 2, 3})
+    a, b = pair.seats(p, 1)
+    assert (a.server_cpus, b.server_cpus, a.client_cpus, b.client_cpus) == \
+        ((0,), (1,), (2,), (3,))
+    rmit = dataclasses.replace(p, paired="rmit")
+    a, b = pair.seats(rmit, 1)                        # each alone while measured: every CPU
+    assert a.server_cpus == b.server_cpus == (0, 1)
+
+
+# ---------------------------------------------------------------- the setting
+
+@pytest.mark.parametrize("env, said", [
+    ({"PAIRED": "twins"}, "expected duet or rmit"),
+    ({"SERVER": "a b c"}, "starts two servers together"),
+    ({"SERVER": "a"}, "starts two servers together"),
+    ({"AXIS": "workers", "VALUES": "1 2", "CONCURRENCY": "4"}, "drop AXIS or PAIRED"),
+    ({"TOPOLOGY": "netns"}, "TOPOLOGY=local"),
+    ({"PORT": "65535"}, "PORT+1"),
+])
+def test_paired_refuses_what_it_cannot_run(env: dict[str, str], said: str) -> None:
+    with pytest.raises(ConfigError, match=said.replace("+", r"\+")):
+        params(**env)
+
+
+def test_paired_is_recorded_and_empty_by_default() -> None:
+    assert params().paired == "duet"                  # type: ignore[attr-defined]
+    assert params(PAIRED="").paired == ""             # type: ignore[attr-defined]
+
+
+def test_lab_next_plans_one_start_pair_a_round() -> None:
+    m = manifest.Manifest(run_id="r", status="running", params=manifest.RunParams(
+        servers=["a", "b"], axis="concurrency", duration_s=3, repeat=3,
+        extra={"paired": "duet"}), client=manifest.ClientInfo(tool="wrk"))
+    nxt = plan(m, ["a", "b"], None)
+    assert nxt.starts == [("a+b", 1)] and "pair 1 of 3" in nxt.said
+    gone = plan(m, ["a"], None)
+    assert gone.starts == [] and "needs both servers: b" in gone.said
+    m.params.extra["paired"] = ""
+    assert plan(m, ["a", "b"], None).starts == [("a", 1), ("b", 1)]
+
+
+# ---------------------------------------------------------------- the verdicts
+
+def test_a_b_moment_that_hits_both_sides_cancels_in_the_pairs() -> None:
+    """The host's moment spreads each side by 20% (sd of the log), far more
+    than the 5% between them: the pairs decide, by req/s (CPU 30%)."""
+    v = verdict(pairs(10, 1.05))
+    assert v.kind == "faster" and v.a == "a" and v.metric.startswith("requests/s")
+    assert "under duet" in v.text and "10 pairs (duet)" in v.rule()
+    assert v.percent is not None and 3 < v.percent < 7
+
+
+def test_an_a_a_pair_is_equivalent_within_three_percent() -> None:
+    v = verdict(pairs(10, 1.0, sd=0.005))
+    assert v.kind == "equivalent", v.text
+
+
+def test_saturated_servers_are_decided_by_cpu_per_request() -> None:
+    """Both servers at 45% of one shared CPU: 90% together, saturated; apart
+    (each on its own CPUs) 45%: req/s."""
+    rows = pairs(10, 1.0, cpu_pct=45.0)
+    assert verdict(rows, shared=True).metric.startswith("server CPU per request")
+    assert verdict(rows, shared=False).metric.startswith("requests/s")
+
+
+def test_a_seat_that_favours_its_occupant_is_unbalanced_never_a_difference() -> None:
+    """A/A, the second seat 20% slower whoever sits on it: the odd and the
+    even pairs disagree, and the pair is not ranked."""
+    v = verdict(pairs(10, 1.0, seat=1.2))
+    assert v.kind == "not-comparable" and "unbalanced: seat 1 favoured" in v.text, v.text
+    assert "faster" not in v.kind
+
+
+def test_the_looks_of_repeat_auto_stop_at_the_first_that_decides() -> None:
+    rows = pairs(12, 1.10, seed=3)
+    s = stats(rows)
+    [v] = pairverdict.primaries(s, [1], "duet", True, delta_pct=3.0, looks=Looks(8, 12))
+    assert v.kind == "faster" and v.starts == (8, 8)
+
+
+def test_the_method_sentence_says_how_a_paired_run_decides() -> None:
+    assert "signed-rank" in policy.method("duet") and "under duet" in policy.method("duet")
+    assert "Mann-Whitney" in policy.method("")
