@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import bench, free_port, lab_env, leftovers, run_folders
+from conftest import bench, free_port, lab, lab_env, leftovers, run_folders
 
 pytestmark = pytest.mark.usefixtures("wrk_installed")    # the lab installs it (conftest)
 
@@ -67,6 +67,12 @@ def test_a_duet_loads_both_servers_at_the_same_moment_on_swapped_seats(tmp_path:
     assert "pair 2/2 duet seat 1" in said
     summary = (run / "summary.md").read_text()
     assert "under duet" in summary and "signed-rank" in summary
+    # the paired gate (make compare RUN=...): 2 pairs decide nothing, said so, exit 3
+    gated = lab(lab_env(tmp_path, MIN_EFFECT="3%"), "compare", str(run))
+    assert gated.returncode == 3, gated.stderr[-2000:]
+    assert "too few pairs" in gated.stderr
+    [out] = (tmp_path / "results").glob("compare-*-paired")
+    assert (out / "compare.xml").is_file() and (out / "compare.json").is_file()
 
 
 def test_an_a_a_duet_with_a_slower_seat_is_unbalanced_not_a_difference(

@@ -12,7 +12,8 @@ import random
 
 import pytest
 
-from lab.analyse import levelrow, metrics, pairverdict, policy
+from lab.analyse import levelrow, metrics, pairgate, pairverdict, policy
+from lab.analyse.gate import GateSettings
 from lab.analyse.nextstarts import plan
 from lab.analyse.verdicts import Looks
 from lab.measure import pair
@@ -48,8 +49,8 @@ def one(server: str, rep: int, value: int, rate: float, cpu_us: float, cpu_pct: 
     m = dataclasses.replace(MEASURED, server_cpu_s=cpu_s, wall_s=3.0 * cpu_s / (cpu_pct / 100)
                             if cpu_pct else 3.0, host_busy_s=cpu_s + 0.3)
     row = levelrow.make_row(dataclasses.replace(WHERE, server=server, value=value), level, m)
-    return dataclasses.replace(row, rep=rep, rate_rps=rate, server_cpu_us_per_req=cpu_us,
-                               server_cpu_pct=cpu_pct)
+    return dataclasses.replace(row, rep=rep, rate_rps=rate,
+                               server_cpu_us_per_req=cpu_us * cpu_pct / 30.0)
 
 
 def stats(rows: list[Row]) -> dict[str, list[metrics.LevelStats]]:
@@ -157,11 +158,13 @@ def test_an_a_a_pair_is_equivalent_within_three_percent() -> None:
 
 
 def test_saturated_servers_are_decided_by_cpu_per_request() -> None:
-    """Both servers at 45% of one shared CPU: 90% together, saturated; apart
-    (each on its own CPUs) 45%: req/s."""
-    rows = pairs(10, 1.0, cpu_pct=45.0)
-    assert verdict(rows, shared=True).metric.startswith("server CPU per request")
+    """Both servers at 45% of one shared CPU at c=4: 90% together,
+    saturated; apart (each on its own CPUs) 45%: req/s. At c=1 (one request
+    in flight a side: latency-bound) req/s, however busy."""
+    rows = pairs(10, 1.0, cpu_pct=45.0, value=4)
+    assert verdict(rows, shared=True).metric.startswith("server CPU per request at 4")
     assert verdict(rows, shared=False).metric.startswith("requests/s")
+    assert verdict(pairs(10, 1.0, cpu_pct=45.0), shared=True).metric.startswith("requests/s")
 
 
 def test_a_seat_that_favours_its_occupant_is_unbalanced_never_a_difference() -> None:
@@ -182,3 +185,46 @@ def test_the_looks_of_repeat_auto_stop_at_the_first_that_decides() -> None:
 def test_the_method_sentence_says_how_a_paired_run_decides() -> None:
     assert "signed-rank" in policy.method("duet") and "under duet" in policy.method("duet")
     assert "Mann-Whitney" in policy.method("")
+
+
+# ---------------------------------------------------------------- the paired gate
+
+def gate_of(rows: list[Row], delta: float = 3.0) -> pairgate.Gate:
+    s = stats(rows)
+    at = sorted({r.value for r in rows})
+    return pairgate.of(s, at, "duet", True, 1, GateSettings(min_effect_pct=delta))
+
+
+def sleepy(n: int, seed: int = 5) -> list[Row]:
+    """B sleeps 30% more a request at c=1 (its rate falls, its CPU per
+    request does not); at c=4 both saturate one CPU and cost the same."""
+    rng = random.Random(seed)
+    out = []
+    for rep in range(1, n + 1):
+        moment = 1000 * math.exp(rng.gauss(0, 0.2))
+        ra, rb = (moment * math.exp(rng.gauss(0, 0.01)) for _ in range(2))
+        out += [one("a", rep, 1, ra, 300, 30.0), one("b", rep, 1, rb / 1.3, 300, 23.0),
+                one("a", rep, 4, ra, 300 * math.exp(rng.gauss(0, 0.01)), 48.0),
+                one("b", rep, 4, rb, 300 * math.exp(rng.gauss(0, 0.01)), 48.0)]
+    return out
+
+
+def test_the_paired_gate_passes_the_same_code_and_fails_a_costlier_head() -> None:
+    same = gate_of(pairs(10, 1.0, sd=0.005) + pairs(10, 1.0, sd=0.005, seed=2, value=4))
+    assert same.code == 0 and same.outcome == "pass", same.reason
+    worse = gate_of(pairs(10, 1.06, sd=0.005) + pairs(10, 1.06, sd=0.005, seed=2, value=4))
+    assert worse.code == 1 and worse.checks[0].outcome == "regression"
+    assert worse.checks[0].worse_pct is not None and worse.checks[0].worse_pct > 3
+
+
+def test_the_paired_gate_sees_a_sleep_that_costs_no_cpu() -> None:
+    """CPU per request is the same at both levels; c=1 is decided by req/s."""
+    g = gate_of(sleepy(10))
+    assert g.code == 1, g.reason
+    at1 = next(c for c in g.checks if not c.levels and c.value == 1)
+    assert at1.outcome == "regression" and at1.metric.startswith("requests/s")
+
+
+def test_the_paired_gate_with_too_few_pairs_decides_nothing() -> None:
+    g = gate_of(pairs(3, 1.0))
+    assert g.code == 3 and "too few pairs" in g.reason

@@ -314,14 +314,15 @@ def analyse(rec: RunRecord) -> Analysis:
         at = verdicts.verdict_values(sub, tuple(m.params.verdict_at))
         looks = looks_of(m)
         mode = paired_mode(m)
+        alpha, delta = rule_of(m)
         if mode and len(sub) == 2:
             from lab.analyse import pairverdict
-            shared = shares_cpus(m)
-            found = pairverdict.verdicts(sub, at, mode, shared, looks=looks)
-            first = pairverdict.primaries(sub, at, mode, shared, looks=looks)
+            shared, cpus = seat_cpus(m)
+            found = pairverdict.verdicts(sub, at, mode, shared, alpha, delta, looks, cpus)
+            first = pairverdict.primaries(sub, at, mode, shared, alpha, delta, looks, cpus)
         else:
-            found = verdicts.verdicts(sub, at, looks=looks)
-            first = verdicts.primaries(sub, at, looks=looks)
+            found = verdicts.verdicts(sub, at, alpha, delta, looks)
+            first = verdicts.primaries(sub, at, alpha, delta, looks)
     answers = sends.answers(m, list(stats) + [n for n in m.servers if n not in stats])
     found = [replace(v, wire_text=sends.size_note(v.a, v.b, answers)) for v in found]
     basis = ("p99 latency at the same offered rate" if any(
@@ -343,22 +344,33 @@ def analyse(rec: RunRecord) -> Analysis:
                     primary=first, method=policy.method(paired_mode(m)))
 
 
+def rule_of(m: Manifest) -> tuple[float, float]:
+    """The run's ALPHA and MIN_EFFECT (%), as recorded (a run made before
+    they were run settings: the rule's defaults)."""
+    alpha, delta = m.params.extra.get("alpha"), m.params.extra.get("min_effect_pct")
+    return (float(alpha) if isinstance(alpha, (int, float)) and 0 < alpha < 1 else policy.ALPHA,
+            float(delta) if isinstance(delta, (int, float)) and 0 <= delta <= 100
+            else policy.DELTA_PCT)
+
+
 def paired_mode(m: Manifest) -> str:
     """PAIRED of the run: "" (one server at a time), duet or rmit."""
     return str(m.params.extra.get("paired") or "")
 
 
-def shares_cpus(m: Manifest) -> bool:
-    """A duet's two servers ran at once on the same CPUs (the seats recorded:
-    lab.measure.pair.seats), so their CPU loads add up; under rmit each ran
-    alone while measured."""
-    if paired_mode(m) != "duet":
-        return False
-    seats = [st.extra.get("pair") for rec in m.servers.values() for st in rec.starts]
-    for seat in seats:
-        if isinstance(seat, dict) and isinstance(seat.get("server_cpus"), list):
-            return len(seat["server_cpus"]) == len(m.params.extra.get("server_cpus") or [])
-    return True
+def seat_cpus(m: Manifest) -> tuple[bool, int]:
+    """A paired run's seats as recorded (lab.measure.pair.seats): whether
+    both servers ran at once on the same CPUs (a duet on shared CPUs: their
+    loads add up; under rmit each ran alone while measured), and how many
+    server CPUs a seat had."""
+    for rec in m.servers.values():
+        for st in rec.starts:
+            seat = st.extra.get("pair")
+            if isinstance(seat, dict) and isinstance(seat.get("server_cpus"), list):
+                cpus = len(seat["server_cpus"])
+                return (paired_mode(m) == "duet" and
+                        cpus == len(m.params.extra.get("server_cpus") or [])), max(1, cpus)
+    return paired_mode(m) == "duet", 1
 
 
 def looks_of(m: Manifest) -> verdicts.Looks:

@@ -127,7 +127,6 @@ class LevelStats:
     reps: tuple[int, ...] = ()            # the start (rep) of each value of rate, cpu, ...
     lost_pct: tuple[float, ...] = ()      # each start's CPU time the hypervisor (steal) and
                                           # other processes took, % of the lab's CPUs
-    server_cpu_pct: tuple[float, ...] = ()   # each start's server CPU, % of its CPUs
 
     @property
     def ranked(self) -> bool:
@@ -192,8 +191,7 @@ def level_stats(rows: list[Row]) -> list[LevelStats]:
             unranked=tuple(f"rep {r.rep}: {r.unranked}" if len(group) > 1 else r.unranked
                            for r in sorted(group, key=lambda r: r.rep) if r.unranked),
             reps=tuple(r.rep for r in group),
-            lost_pct=tuple(r.steal_pct + r.other_cpu_pct for r in group),
-            server_cpu_pct=tuple(r.server_cpu_pct for r in group)))
+            lost_pct=tuple(r.steal_pct + r.other_cpu_pct for r in group)))
     return out
 
 

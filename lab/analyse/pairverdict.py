@@ -1,9 +1,10 @@
 """A paired run's verdicts (PAIRED=duet or rmit): its two servers started
 together as start pairs (lab.measure.pair), each pair one value.
 
-At each level the figure that decides is chosen by lab.analyse.policy:
-req/s where neither server saturated its CPUs and no client was the limit,
-else server CPU per request. A pair's value is its mean log advantage of A
+At each level (a concurrency) the figure that decides is chosen by
+lab.analyse.policy: req/s where one request was in flight a side, or where
+the servers did not saturate their CPUs, and no client was the limit; else
+server CPU per request. A pair's value is its mean log advantage of A
 over B across the levels used (positive: A better), and the rule is the
 exact paired one (lab.analyse.paired), looks replayed under REPEAT=auto.
 
@@ -20,16 +21,25 @@ import statistics
 
 from lab.analyse import decide, paired, policy
 from lab.analyse.metrics import FAILED_SHARE_PCT, LevelStats
-from lab.analyse.verdicts import CPU_PHRASE, Looks, Sample, Verdict, from_decision
+from lab.analyse.verdicts import CPU_PHRASE, Judgement, Looks, Sample, Verdict, from_decision
 
 WHAT = {"rate": "requests/s", "cpu": "server CPU per request"}
 
 
-def figures(la: list[LevelStats], lb: list[LevelStats], at: list[int], shared: bool
-            ) -> tuple[dict[int, str], str]:
+def busy_pct(s: LevelStats) -> dict[int, float]:
+    """Each pair's server CPU, % of one CPU: CPU per request times req/s."""
+    if len(s.rate.values) != len(s.reps) or len(s.cpu_us_per_req.values) != len(s.reps):
+        return {}
+    return {r: us * rate / 1e4 for r, us, rate in
+            zip(s.reps, s.cpu_us_per_req.values, s.rate.values)}
+
+
+def figures(la: list[LevelStats], lb: list[LevelStats], at: list[int], shared: bool,
+            cpus: int = 1) -> tuple[dict[int, str], str]:
     """The figure that decides at each level both measured whole (no
     unranked repetition, failures within FAILED_SHARE_PCT), and why a level
-    was left out ("" when none was)."""
+    was left out ("" when none was). `cpus`: each seat's server CPUs;
+    `shared`: both servers ran on them at once (their loads add up)."""
     ba, bb = {s.value: s for s in la}, {s.value: s for s in lb}
     out: dict[int, str] = {}
     left: list[str] = []
@@ -40,11 +50,11 @@ def figures(la: list[LevelStats], lb: list[LevelStats], at: list[int], shared: b
         if not (a.ranked and b.ranked) or max(a.failed_pct, b.failed_pct) > FAILED_SHARE_PCT:
             left.append(f"{v} (not ranked or failing)")
             continue
-        cpu = dict(zip(a.reps, a.server_cpu_pct))
-        both = [(cpu[r] + x) if shared else max(cpu[r], x)
-                for r, x in zip(b.reps, b.server_cpu_pct) if r in cpu]
+        xa, xb = busy_pct(a), busy_pct(b)
+        both = [((xa[r] + x) if shared else max(xa[r], x)) / max(1, cpus)
+                for r, x in xb.items() if r in xa]
         bound = any(x.flags.get(f, 0) for x in (a, b) for f in policy.PAIRED_UNCLEAN)
-        out[v] = policy.paired_figure(statistics.median(both) if both else 0.0, bound)
+        out[v] = policy.paired_figure(statistics.median(both) if both else 0.0, bound, v)
     return out, ", ".join(left)
 
 
@@ -90,15 +100,23 @@ def unbalanced_text(d: decide.Decision) -> str:
 
 def primary(name_a: str, la: list[LevelStats], name_b: str, lb: list[LevelStats],
             at: list[int], alpha: float, delta_pct: float, looks: Looks, mode: str,
-            shared: bool) -> Verdict:
+            shared: bool, cpus: int = 1) -> Verdict:
     """One verdict for the pair across the levels `at`; REPEAT=auto: the
     looks replayed (the first k pairs), the first look that decided."""
+    return judged(name_a, la, name_b, lb, at, alpha, delta_pct, looks, mode, shared, cpus)[0]
+
+
+def judged(name_a: str, la: list[LevelStats], name_b: str, lb: list[LevelStats],
+           at: list[int], alpha: float, delta_pct: float, looks: Looks, mode: str,
+           shared: bool, cpus: int = 1, sided: str = "two") -> tuple[Verdict, Judgement | None]:
+    """primary, with the judgement it stands on (None: the rule did not run);
+    `sided` "a": only "A better" is asked (the paired gate: is B worse?)."""
     under = policy.PAIRED_WORDS.get(mode, f"under {mode}")
-    used, left = figures(la, lb, at, shared)
+    used, left = figures(la, lb, at, shared, cpus)
     if not used:
         return Verdict(at[0] if at else 0, name_a, name_b, "missing", None,
                        f"not measured whole at a common level ({left or 'none'})",
-                       levels=tuple(at), metric="", paired=mode)
+                       levels=tuple(at), metric="", paired=mode), None
     kinds = sorted(set(used.values()))
     what = " and ".join(
         f"{WHAT[k]} at {', '.join(str(v) for v, f in used.items() if f == k)}" for k in kinds)
@@ -111,42 +129,43 @@ def primary(name_a: str, la: list[LevelStats], name_b: str, lb: list[LevelStats]
     if tilt:
         return Verdict(lv[0], name_a, name_b, "not-comparable", None, text + tilt + off,
                        alpha=alpha, delta_pct=delta_pct, starts=(len(adv), len(adv)),
-                       levels=lv, metric=what, paired=mode)
+                       levels=lv, metric=what, paired=mode), None
     phrase = "is faster than" if kinds == ["rate"] else \
         CPU_PHRASE if kinds == ["cpu"] else "does better than"
     j = None
     for k in looks.at(max(adv, default=0)):
         first = [d for r, d in adv.items() if r <= k]
         d = paired.decide_paired([math.exp(x) for x in first], [1.0] * len(first),
-                                 alpha=looks.alpha(alpha, k), delta_pct=delta_pct)
+                                 alpha=looks.alpha(alpha, k), delta_pct=delta_pct, sided=sided)
         j = from_decision(Sample(name_a, ()), Sample(name_b, ()), d, True, phrase)
         if j.kind in ("better", "equivalent"):
             break
     if j is None:
         return Verdict(lv[0], name_a, name_b, "missing", None, text + "no whole pair" + off,
-                       levels=lv, metric=what, paired=mode)
+                       levels=lv, metric=what, paired=mode), None
     if j.winner is not None and j.loser is not None:
         return Verdict(lv[0], j.winner, j.loser, j.kind.replace("better", "faster"), j.percent,
                        text + j.text + off, alpha=j.alpha, delta_pct=j.delta_pct,
-                       starts=j.starts, levels=lv, metric=what, paired=mode)
+                       starts=j.starts, levels=lv, metric=what, paired=mode), j
     return Verdict(lv[0], name_a, name_b, j.kind, j.percent, text + j.text + off,
                    alpha=j.alpha, delta_pct=j.delta_pct, starts=j.starts, levels=lv,
-                   metric=what, paired=mode)
+                   metric=what, paired=mode), j
 
 
 def primaries(stats: dict[str, list[LevelStats]], at: list[int], mode: str, shared: bool,
               alpha: float = policy.ALPHA, delta_pct: float = policy.DELTA_PCT,
-              looks: Looks = Looks()) -> list[Verdict]:
+              looks: Looks = Looks(), cpus: int = 1) -> list[Verdict]:
     """The paired run's primary verdict (its one pair of servers)."""
     (a, la), (b, lb) = list(stats.items())[:2]
-    return [primary(a, la, b, lb, at, alpha, delta_pct, looks, mode, shared)]
+    return [primary(a, la, b, lb, at, alpha, delta_pct, looks, mode, shared, cpus)]
 
 
 def verdicts(stats: dict[str, list[LevelStats]], at: list[int], mode: str, shared: bool,
              alpha: float = policy.ALPHA, delta_pct: float = policy.DELTA_PCT,
-             looks: Looks = Looks()) -> list[Verdict]:
+             looks: Looks = Looks(), cpus: int = 1) -> list[Verdict]:
     """The pair at each level alone: the secondary verdicts, one family
     (each at α over the levels, Bonferroni)."""
     (a, la), (b, lb) = list(stats.items())[:2]
     each = alpha / max(1, len(at))
-    return [primary(a, la, b, lb, [v], each, delta_pct, looks, mode, shared) for v in at]
+    return [primary(a, la, b, lb, [v], each, delta_pct, looks, mode, shared, cpus)
+            for v in at]

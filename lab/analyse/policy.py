@@ -27,10 +27,11 @@ RATE_UNCLEAN = ("client-bound", *HOST_FLAGS)
 # the seats and an A/A's realized rate: docs/methodology.md#paired-runs);
 # only a client that was the limit makes req/s unclean there
 PAIRED_UNCLEAN = ("client-bound",)
-# a start pair at a level where the servers' CPUs were this busy (both
-# servers' CPU summed where they share CPUs) is decided by server CPU per
-# request: two saturated servers on one CPU split it as the scheduler does,
-# and their req/s ratio says more of the scheduler than of the servers
+# a start pair at a level of more than one request in flight a side, where
+# the servers' CPUs were this busy (both servers' CPU summed where they share
+# CPUs), is decided by server CPU per request: two saturated servers on one
+# CPU split it as the scheduler does, and their req/s ratio says more of the
+# scheduler than of the servers
 SATURATED_CPU_PCT = 80.0
 
 PAIRED_WORDS = {"duet": "under duet (both measured at the same moment)",
@@ -48,11 +49,16 @@ def rule(paired_mode: str) -> Rule:
     return paired.decide_paired if paired_mode else decide.decide
 
 
-def paired_figure(cpu_pct: float, client_bound: bool) -> str:
-    """The figure that decides a start pair at one level: "rate" (req/s)
-    where neither server saturates its CPUs and no client was the limit,
-    else "cpu" (server CPU per request)."""
-    return "cpu" if client_bound or cpu_pct >= SATURATED_CPU_PCT else "rate"
+def paired_figure(cpu_pct: float, client_bound: bool, concurrency: int) -> str:
+    """The figure that decides a start pair at one level: "cpu" (server CPU
+    per request) where a client was the limit, or where more than one
+    request was in flight a side and the servers saturated their CPUs; else
+    "rate" (req/s). With one request in flight a side, a server is
+    latency-bound: no queue of its own, and a cost that is no CPU (a sleep,
+    a lock) shows only in its rate."""
+    if client_bound:
+        return "cpu"
+    return "cpu" if concurrency > 1 and cpu_pct >= SATURATED_CPU_PCT else "rate"
 
 
 

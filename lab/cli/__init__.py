@@ -125,9 +125,10 @@ def parser(step: str = "") -> argparse.ArgumentParser:
     sp.set_defaults(fn=cmd_sweep)
     add("calibrate", help="what each installed client drives against the ceiling"
         ).set_defaults(fn=cmd_calibrate)
-    sp = add("compare", help="run B against run A, with noise-aware verdicts")
+    sp = add("compare", help="run B against run A, with noise-aware verdicts; one paired "
+             "run: its second server against its first")
     sp.add_argument("a")
-    sp.add_argument("b")
+    sp.add_argument("b", nargs="?")
     sp.set_defaults(fn=cmd_compare)
     add("noise", help="this host's A/A noise of SERVER: the same server twice in "
         "one run; its floor kept for compare (make noise)").set_defaults(fn=cmd_noise)

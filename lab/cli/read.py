@@ -113,9 +113,13 @@ def cmd_live(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from lab.present import compare
     for run in (args.a, args.b):
-        runlock.refuse_busy(Path(run), "make compare")
+        if run is not None:
+            runlock.refuse_busy(Path(run), "make compare")
     params_root = ROOT / results_folder(os.environ)
     settings = compare.gate_settings(os.environ.get, cache_dir())   # ConfigError: exit 2
+    if args.b is None:                  # one paired run: its B against its A
+        from lab.present import paircompare
+        return paircompare.main(Path(args.a), params_root, settings)
     return compare.main(Path(args.a), Path(args.b), os.environ.get("FORCE") == "1", params_root,
                         settings)
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 from lab.setup.params import (KNOBS, LOAD_AXES, RUNTIMES, SETTINGS, TOPOLOGIES, WARMUP_SLICE_S,
+                              check_alpha, check_min_effect,
                               ConfigError, Params, cpu_ranges, default_split, flag, loop,
                               parse_bind, parse_cpus, parse_duration, parse_levels, parse_list,
                               parse_size, results_folder)
@@ -244,6 +245,13 @@ def check_repeat(get: Callable[[str], str]) -> RepeatSettings:
 PAIRED_MODES = ("duet", "rmit")
 
 
+def check_rule(get: Callable[[str], str]) -> tuple[float, float]:
+    """ALPHA (a fraction) and MIN_EFFECT (%): the decision rule of a run's verdicts."""
+    alpha, effect = check_alpha(get("ALPHA")), check_min_effect(get("MIN_EFFECT"))
+    assert isinstance(alpha, float) and isinstance(effect, float)
+    return alpha, effect
+
+
 def check_paired(text: str, servers: tuple[str, ...], axis: str, topology: str, runtime: str,
                  port: int) -> str:
     """PAIRED: empty, duet or rmit; a paired run is two servers at load levels,
@@ -261,6 +269,9 @@ def check_paired(text: str, servers: tuple[str, ...], axis: str, topology: str, 
     if axis in KNOBS:
         raise ConfigError(f"PAIRED={mode} loads both servers at each load level; AXIS={axis} "
                           "starts a server per value: drop AXIS or PAIRED")
+    if axis != "concurrency":
+        raise ConfigError(f"PAIRED={mode} pairs closed-loop levels (CLIENT=siege or wrk); "
+                          f"AXIS={axis} offers a rate: drop PAIRED or use a closed-loop client")
     if topology != "local" or runtime != "process":
         raise ConfigError(f"PAIRED={mode} runs both servers on this host as processes "
                           f"(TOPOLOGY=local, RUNTIME=process); this run has TOPOLOGY="
@@ -377,6 +388,7 @@ def from_env(env: Mapping[str, str], known_servers: list[str],
     server_cpus, client_cpus, cpu_notes = check_cpus(get, where.topology, available)
     bind, bind_notes = parse_bind(get("BIND"))
     port = SETTINGS["PORT"].number(get("PORT"))
+    rule = check_rule(get)
     paired = check_paired(get("PAIRED"), servers, sweep.axis, where.topology, where.runtime,
                           port)
 
@@ -421,5 +433,7 @@ def from_env(env: Mapping[str, str], known_servers: list[str],
         repeat_auto=reps.auto,
         repeat_max=reps.most,
         paired=paired,
+        alpha=rule[0],
+        min_effect_pct=rule[1],
         warnings=tuple(cpu_notes + bind_notes + warned),
     )

@@ -340,13 +340,14 @@ REGISTRY: tuple[Setting, ...] = (
             "rate), cpu (server CPU per request), rss (RSS at the end), instructions (per request, "
             "make cost runs)", "make compare", scope="compare", check=check_gate),
     declare("MIN_EFFECT", "5%", "percent",
-            "the smallest worsening make compare calls a regression (a larger A/A floor of `make "
-            "noise` wins): δ of the decision rule (docs/methodology.md)", "make compare",
-            scope="compare", check=check_min_effect),
+            "δ of the decision rule (docs/methodology.md): the smallest difference a run's "
+            "verdicts call faster and the half-width of their \"equivalent\"; the smallest "
+            "worsening make compare calls a regression (a larger A/A floor of `make noise` wins)",
+            "every run, make compare", check=check_min_effect),
     declare("ALPHA", "1%", "percent",
-            "the false-alarm rate of one make compare, over all its checks (each at ALPHA over "
-            "their number); a run's verdicts use 1%", "make compare", scope="compare",
-            check=check_alpha),
+            "the false-alarm rate of a run's verdicts (each family of them) and of one make "
+            "compare over all its checks (each at ALPHA over their number)",
+            "every run, make compare", check=check_alpha),
     # make calibrate
     declare("CLIENTS", "", "client names",
             "the clients to calibrate, space-separated (empty: every installed one)",
@@ -437,6 +438,8 @@ class Params:
     repeat_auto: bool = False       # REPEAT=auto: repeat is REPEAT_MIN, at most repeat_max
     repeat_max: int = 0
     paired: str = ""                # PAIRED: "" (one server at a time), duet or rmit
+    alpha: float = 0.01             # ALPHA: the verdicts' false-alarm rate
+    min_effect_pct: float = 5.0     # MIN_EFFECT: δ of the verdicts, %
     warnings: tuple[str, ...] = field(default=())
 
     def to_json(self) -> dict[str, object]:

@@ -1,0 +1,62 @@
+"""The regression gate of a paired run (`make compare RUN=<paired run>`): its
+second server (B, the head) against its first (A, the base), both measured
+in the same start pairs (lab.measure.pair). The checks are the paired
+verdicts (lab.analyse.pairverdict), one-sided (is B worse than A?), with
+δ = MIN_EFFECT: one across the levels, at ALPHA/2, and one at each level,
+each at ALPHA/2 over their number (Bonferroni), as lab.analyse.gate does.
+
+At each level the figure is the paired policy's (lab.analyse.policy):
+req/s where the servers did not saturate their CPUs, server CPU per
+request where they did. A slowdown that costs no CPU (a sleep, a lock)
+shows in req/s at the levels where one request is in flight at a time.
+The outcome and exit code are lab.analyse.gate's: 1 when a check finds B
+worse, else 0 when one shows B no worse, else 3 (nothing decided).
+"""
+from __future__ import annotations
+
+from lab.analyse import policy
+from lab.analyse.gate import (NOT_JUDGED, OUTCOMES, PASS, REGRESSION, Gate, GateCheck,
+                              GateSettings)
+from lab.analyse.metrics import LevelStats
+from lab.analyse.pairverdict import judged
+from lab.analyse.verdicts import Looks
+from lab.setup.exits import Exit
+
+
+def check(a: str, la: list[LevelStats], b: str, lb: list[LevelStats], at: list[int],
+          alpha: float, delta: float, mode: str, shared: bool, cpus: int,
+          across: bool) -> GateCheck:
+    """One check of B against A over the levels `at` (one level, or across)."""
+    v, j = judged(a, la, b, lb, at, alpha, delta, Looks(), mode, shared, cpus, sided="a")
+    worse = j.decision.estimate_pct if j is not None and j.decision is not None else None
+    if v.kind in ("faster", "faster-at-least") and v.a == a:
+        outcome = REGRESSION
+    elif v.kind == "equivalent":
+        outcome = PASS
+    else:
+        outcome = NOT_JUDGED
+    return GateCheck(b, v.value, v.metric or "paired", outcome, v.kind, worse, delta, v.text,
+                     tuple(v.levels) if across else ())
+
+
+def of(stats: dict[str, list[LevelStats]], at: list[int], mode: str, shared: bool, cpus: int,
+       settings: GateSettings) -> Gate:
+    """The gate of a paired run's two servers (A first, as the run named them)."""
+    (a, la), (b, lb) = list(stats.items())[:2]
+    half = settings.alpha / 2
+    each = half / max(1, len(at))
+    delta = settings.min_effect_pct
+    checks = [check(a, la, b, lb, at, half, delta, mode, shared, cpus, across=True)]
+    checks += [check(a, la, b, lb, [v], each, delta, mode, shared, cpus, across=False)
+               for v in at]
+    worse = [c for c in checks if c.outcome == REGRESSION]
+    passed = [c for c in checks if c.outcome == PASS]
+    if worse:
+        code, reason = Exit.FAILED, f"{b} is worse than {a} {worse[0].where()}: {worse[0].text}"
+    elif passed:
+        code, reason = Exit.OK, (f"{b} is no worse than {a} by {delta:g}% or more "
+                                 f"{passed[0].where()}, {policy.PAIRED_WORDS.get(mode, mode)}")
+    else:
+        code, reason = Exit.NOT_COMPARABLE, f"nothing decided: {checks[0].text}"
+    return Gate(int(code), OUTCOMES[code], ("paired",), delta, {}, checks, reason,
+                settings.alpha, each)
