@@ -129,7 +129,7 @@ def test_noise_counts_the_false_alarms_of_its_verdicts(
                                server="paced#2"))
     assert noise.record_floor(aa, "paced", tmp_path / "cache") == Exit.OK
     _, a = noise.analysis.of(aa)
-    said, able, allowed = noise.false_alarms(a)
+    said, able, allowed, _same = noise.false_alarms(a)
     assert able >= 1 and said >= 1 and 0 < allowed <= 0.01 * able
     out = capsys.readouterr().out
     assert f"A/A verdicts: {said} of {able} said \"better\" between paced and paced#2" in out

@@ -21,7 +21,7 @@ from lab.record import manifest
 from lab.record.level import Level
 from lab.record.rows import Row
 from lab.setup.fromenv import from_env
-from lab.setup.params import ConfigError
+from lab.setup.params import ConfigError, Params
 
 WHERE = levelrow.Where(server="a", rep=1, axis="concurrency", value=1, concurrency=1,
                        offered_rps=None, workers=1, backlog=512, duration_s=3,
@@ -35,7 +35,7 @@ MEASURED = levelrow.Measured(server_cpu_s=0.6, rss_end_kb=2048, rss_peak_kb=4096
 CLIENTS = {"wrk": "concurrency", "siege": "concurrency", "vegeta": "rate"}
 
 
-def params(**env: str) -> object:
+def params(**env: str) -> Params:
     base = {"SERVER": "a b", "CLIENT": "wrk", "PAIRED": "duet", "CONCURRENCY": "1 4"}
     return from_env({**base, **env}, ["a", "b", "c"], CLIENTS, available_cpus={0, 1})
 
@@ -89,12 +89,12 @@ def verdict(rows: list[Row], mode: str = "duet", shared: bool = True, delta: flo
 
 def test_seats_swap_every_other_pair_and_share_two_cores() -> None:
     p = params(PORT="20000")
-    one_, two = pair.seats(p, 1)                      # type: ignore[arg-type]
+    one_, two = pair.seats(p, 1)                    
     assert (one_.number, one_.port, two.number, two.port) == (1, 20000, 2, 20001)
     assert one_.client_first and not two.client_first
     assert one_.server_cpus == two.server_cpus == (0,)      # a 2-core host: shared
     assert one_.client_cpus == two.client_cpus == (1,)
-    a2, b2 = pair.seats(p, 2)                         # type: ignore[arg-type]
+    a2, b2 = pair.seats(p, 2)                       
     assert (a2.number, b2.number) == (2, 1) and (a2.port, b2.port) == (20001, 20000)
 
 
@@ -125,8 +125,8 @@ def test_paired_refuses_what_it_cannot_run(env: dict[str, str], said: str) -> No
 
 
 def test_paired_is_recorded_and_empty_by_default() -> None:
-    assert params().paired == "duet"                  # type: ignore[attr-defined]
-    assert params(PAIRED="").paired == ""             # type: ignore[attr-defined]
+    assert params().paired == "duet"                
+    assert params(PAIRED="").paired == ""           
 
 
 def test_lab_next_plans_one_start_pair_a_round() -> None:
@@ -228,3 +228,10 @@ def test_the_paired_gate_sees_a_sleep_that_costs_no_cpu() -> None:
 def test_the_paired_gate_with_too_few_pairs_decides_nothing() -> None:
     g = gate_of(pairs(3, 1.0))
     assert g.code == 3 and "too few pairs" in g.reason
+
+
+def test_repeat_auto_of_start_pairs_looks_from_eight_to_twelve() -> None:
+    p = params(REPEAT="auto")
+    assert (p.repeat, p.repeat_max) == (8, 12)       
+    p = params(REPEAT="auto", REPEAT_MIN="10", REPEAT_MAX="20")
+    assert (p.repeat, p.repeat_max) == (10, 20)      

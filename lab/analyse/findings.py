@@ -240,9 +240,15 @@ class ServerNote(Finding):
 class FewRepetitions(Finding):
     kind: ClassVar[str] = "few-repetitions"
     repeat: int
+    paired: bool = False        # start pairs: the paired test's own minimum
 
     def text(self) -> str:
         need = metrics.MIN_STARTS
+        if self.paired:
+            need = metrics.MIN_PAIRS
+            return (f"{self.repeat} start pairs cannot reach the verdicts' α=1% (the exact "
+                    f"paired test needs {need}): use REPEAT={need} or more (or REPEAT=auto "
+                    f"with REPEAT_MIN={need}) for verdicts.")
         if self.repeat == 1:
             return ("One run per level ranks nothing on a noisy host: use "
                     f"REPEAT={need} or more (or REPEAT=auto) for verdicts.")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from lab.analyse import decide
+from lab.analyse import decide, paired
 from lab.record import failures as failure_kinds
 from lab.record.failures import Failure
 from lab.record.rows import Row
@@ -32,6 +32,7 @@ JIT_QUIET_PER_S = 1.0          # warm-up auto, a JVM: at most this many JIT comp
 MIN_REPS_FOR_VERDICT = 3       # fewer repetitions show no spread (a claim's range)
 MIN_STARTS = decide.min_starts(decide.ALPHA / 2)   # the fewest starts a side on which a
                                                    # two-sided verdict can reach α (5 at 1%)
+MIN_PAIRS = paired.min_pairs(decide.ALPHA / 2)     # likewise, start pairs (8 at 1%)
 CAPACITY_LIMITED = 0.90        # a server at 90%+ of the client's calibrated capacity
 FAILED_SHARE_PCT = 1.0         # failed requests, % of a repetition's: more, and the level's
                                # req/s (or latency) is not ranked

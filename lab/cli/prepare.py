@@ -101,6 +101,12 @@ def plan(p: Params, bind: str | None = None) -> str:
     reps = (f" x REPEAT=auto ({p.repeat} starts each, then one more at a time for pairs still "
             f"undecided, up to {p.repeat_max}; ABBA order)" if p.repeat_auto
             else f" x {p.repeat} repetitions (interleaved, ABBA order)" if p.repeat > 1 else "")
+    if p.paired:
+        how = ("both loaded at the same moment, PORT and PORT+1" if p.paired == "duet" else
+               "both up, each level in alternating slices of one at a time")
+        count = (f"REPEAT=auto: {p.repeat} start pairs, then one at a time while undecided, up "
+                 f"to {p.repeat_max}" if p.repeat_auto else f"{p.repeat} start pairs")
+        reps = f" x {count} (PAIRED={p.paired}: {how}; seats swapped every other pair)"
     where = bind or (p.bind if p.topology == "local" else p.server_host if p.topology == "ssh"
                      else f"({p.topology} address)")
     if ":" in where and not where.startswith("(") and "@" not in where:

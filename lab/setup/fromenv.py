@@ -245,6 +245,19 @@ def check_repeat(get: Callable[[str], str]) -> RepeatSettings:
 PAIRED_MODES = ("duet", "rmit")
 
 
+# PAIRED with REPEAT=auto, REPEAT_MIN and REPEAT_MAX not given: start pairs
+# decide at α=1% from 8 pairs at the first look (80% of α), and from 12 at a
+# later one (lab.analyse.paired; docs/methodology.md#paired-runs)
+PAIRED_AUTO = {"REPEAT_MIN": "8", "REPEAT_MAX": "12"}
+
+
+def paired_repeat(env: Mapping[str, str], name: str) -> str:
+    """A paired run's own default of REPEAT_MIN or REPEAT_MAX, or ""."""
+    if not env.get("PAIRED", "").strip() or env.get(name, "").strip():
+        return ""
+    return PAIRED_AUTO.get(name, "")
+
+
 def check_rule(get: Callable[[str], str]) -> tuple[float, float]:
     """ALPHA (a fraction) and MIN_EFFECT (%): the decision rule of a run's verdicts."""
     alpha, effect = check_alpha(get("ALPHA")), check_min_effect(get("MIN_EFFECT"))
@@ -382,7 +395,7 @@ def from_env(env: Mapping[str, str], known_servers: list[str],
         raise ConfigError("; ".join(refused))
     sweep = check_sweep(get, given, client, client_axis, servers, known)
     warm = check_warmup(get)
-    reps = check_repeat(get)
+    reps = check_repeat(lambda name: paired_repeat(env, name) or get(name))
     workers_text = get("WORKERS").strip()
     threads_text = get("CLIENT_THREADS").strip()
     server_cpus, client_cpus, cpu_notes = check_cpus(get, where.topology, available)

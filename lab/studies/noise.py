@@ -51,7 +51,9 @@ def settings(env: dict[str, str]) -> tuple[str, dict[str, str]]:
                           f"{env.get('SERVER', '')!r})")
     server = words[0]
     run_env = {**env, "SERVER": f"{server} {second(server)}", "PROBE": "0"}
-    run_env.setdefault("REPEAT", "5")
+    # start pairs need more of them than starts a side: the exact paired test
+    # decides at α=1% from 8 pairs (lab.analyse.paired)
+    run_env.setdefault("REPEAT", "10" if env.get("PAIRED", "").strip() else "5")
     return server, run_env
 
 
@@ -91,12 +93,13 @@ def floors_of(stats: dict[str, list[LevelStats]], server: str
     return got, levels, left_out
 
 
-def false_alarms(a: analysis.Analysis) -> tuple[int, int, float]:
+def false_alarms(a: analysis.Analysis) -> tuple[int, int, float, int]:
     """Of an A/A run's verdicts (primary and per level; req/s and server CPU
     per request): how many said "better" (a false alarm: the two entries are
-    one server), how many could have (enough starts for their α), and the
-    false alarms expected at most (the sum of their α)."""
-    said = able = 0
+    one server), how many could have (enough starts or pairs for their α),
+    the false alarms expected at most (the sum of their α), and how many
+    said "equivalent" (what the host lets the rule see)."""
+    said = able = same = 0
     allowed = 0.0
     judged: list[Judgement] = []
     for v in a.primary + a.verdicts:
@@ -106,22 +109,25 @@ def false_alarms(a: analysis.Analysis) -> tuple[int, int, float]:
         if v.cpu is not None:
             judged.append(v.cpu)
     for j in judged:
-        if j.alpha is None or j.starts is None or "too few starts" in j.text:
+        if j.alpha is None or j.starts is None or "too few starts" in j.text \
+                or "too few pairs" in j.text:
             continue
         able += 1
         allowed += j.alpha
         said += j.kind in RANKED
-    return said, able, allowed
+        same += j.kind == "equivalent"
+    return said, able, allowed, same
 
 
 def record_floor(run: Path, server: str, cache: Path) -> int:
     """Read the A/A run, keep its floor in the cache, say what it is, and the
     realized false-alarm rate of its verdicts."""
     rec, a = analysis.of(run)
-    said, able, allowed = false_alarms(a)
+    said, able, allowed, same = false_alarms(a)
     print(f"A/A verdicts: {said} of {able} said \"better\" between {server} and "
           f"{second(server)} (a false alarm each; the rule allows {allowed:.2f} on average"
-          + (")" if able else "; none could decide: give REPEAT=5 or more)"))
+          + (f"); {same} of {able} said \"equivalent\"" if able else
+             "; none could decide: give REPEAT=5 or more (start pairs: 10))"))
     found, levels, left_out = floors_of(a.stats, server)
     for why in left_out:
         print(f"[noise] level {why}: left out of the floor", file=sys.stderr)
@@ -154,7 +160,9 @@ def run(env: dict[str, str], cache: Path) -> int:
     server, run_env = settings(env)
     results = ROOT / (run_env.get("RESULTS") or "results")
     before = folders(results)
-    print(f"[noise] {server} twice, interleaved ({server} and {second(server)}), "
+    how = f"as start pairs (PAIRED={run_env['PAIRED']})" if run_env.get("PAIRED", "").strip() \
+        else "interleaved"
+    print(f"[noise] {server} twice, {how} ({server} and {second(server)}), "
           f"REPEAT={run_env['REPEAT']}", file=sys.stderr, flush=True)
     child = subprocess.Popen([str(ROOT / "run-benchmark.sh")], cwd=ROOT, env=run_env)
     try:
