@@ -48,8 +48,13 @@ def starts(run: Path) -> dict[str, list[dict[str, object]]]:
 
 def test_a_duet_loads_both_servers_at_the_same_moment_on_swapped_seats(tmp_path: Path) -> None:
     run, said = paired_run(tmp_path, SERVER="twin twin.heavier", PAIRED="duet",
-                           CONCURRENCY="1 4", DURATION="2s", REPEAT="2", WARMUP="1s")
+                           CONCURRENCY="1 4", DURATION="2s", REPEAT="2", WARMUP="auto",
+                           WARMUP_MAX="6s")
     got = starts(run)
+    # WARMUP=auto: both sides' slices at the same moment, as many for each
+    warm = [st["warmup"] for ss in got.values() for st in ss]
+    assert all(w["together"] for w in warm)            # type: ignore[index]
+    assert warm[0]["slices"] == warm[2]["slices"]      # type: ignore[index]
     seats = {name: [(st["pair"]["seat"], st["pair"]["port"]) for st in ss]   # type: ignore
              for name, ss in got.items()}
     assert seats["twin"][0][0] == 1 and seats["twin"][1][0] == 2

@@ -44,9 +44,10 @@ cmd_down, cmd_finish, cmd_gone, cmd_guard, cmd_images, cmd_new_run, cmd_next, cm
     cmd_rerun, cmd_sweep, cmd_up = (step("run", n) for n in (
         "cmd_down", "cmd_finish", "cmd_gone", "cmd_guard", "cmd_images", "cmd_new_run",
         "cmd_next", "cmd_probe", "cmd_rerun", "cmd_sweep", "cmd_up"))
-cmd_agree, cmd_bmf, cmd_compare, cmd_history, cmd_live, cmd_plot, cmd_report, cmd_use = (
-    step("read", n) for n in ("cmd_agree", "cmd_bmf", "cmd_compare", "cmd_history", "cmd_live",
-                              "cmd_plot", "cmd_report", "cmd_use"))
+cmd_agree, cmd_bmf, cmd_compare, cmd_history, cmd_live, cmd_plot, cmd_report, cmd_resample, \
+    cmd_use = (step("read", n) for n in (
+        "cmd_agree", "cmd_bmf", "cmd_compare", "cmd_history", "cmd_live", "cmd_plot",
+        "cmd_report", "cmd_resample", "cmd_use"))
 cmd_calibrate, cmd_claims, cmd_cost, cmd_noise, cmd_profile, cmd_reproduce, \
     cmd_workshop_prepare = (step("studies", n) for n in (
         "cmd_calibrate", "cmd_claims", "cmd_cost", "cmd_noise", "cmd_profile", "cmd_reproduce",
@@ -134,6 +135,17 @@ def parser(step: str = "") -> argparse.ArgumentParser:
         "one run; its floor kept for compare (make noise)").set_defaults(fn=cmd_noise)
     add("history", help="SERVER across the runs in RESULTS, as a table "
         "(make history)").set_defaults(fn=cmd_history)
+    sp = add("resample", help="a paired run's rule on draws of fewer pairs: how often it "
+             "decides (A/A: the realized false alarms and equivalents)")
+    sp.add_argument("run")
+    sp.add_argument("--pairs", type=int, default=0, help="pairs a draw (0: as recorded)")
+    sp.add_argument("--draws", type=int, default=1000)
+    sp.add_argument("--alpha", type=float, default=None, help="a fraction (0.01); default: "
+                    "the run's ALPHA")
+    sp.add_argument("--delta", type=float, default=None, help="percent; default: the "
+                    "run's MIN_EFFECT")
+    sp.add_argument("--seed", type=int, default=1)
+    sp.set_defaults(fn=cmd_resample)
     sp = add("finish", help="mark a run complete or incomplete")
     sp.add_argument("run")
     sp.add_argument("status", type=int)

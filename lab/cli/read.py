@@ -124,6 +124,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
                         settings)
 
 
+def cmd_resample(args: argparse.Namespace) -> int:
+    """A paired run's rule on draws of its recorded pairs (lab.analyse.resample)."""
+    from lab.analyse import resample
+    return resample.main(Path(args.run), args.pairs, args.draws, args.alpha, args.delta,
+                         args.seed)
+
+
 def cmd_history(args: argparse.Namespace) -> int:
     from lab.analyse import history
     return history.main(ROOT / results_folder(os.environ),

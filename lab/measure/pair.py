@@ -21,18 +21,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from lab.analyse import contract, levelrow
 from lab.measure.clients import Client
 from lab.measure.launch import ServerProcess
-from lab.measure.sweep import ServerSweep, StoppedAnswering, fmt_value, progress
+from lab.measure.sweep import ServerSweep, StoppedAnswering, fmt_value, jit_said, progress
 from lab.measure.topologies import ServerDied
 from lab.measure.verify import recheck
 from lab.record import files, rows
 from lab.record.level import Level
 from lab.record.rows import Row
-from lab.setup.params import Params
+from lab.setup.params import WARMUP_SLICE_S, Params
 from lab.setup.servers import Server
 
 T = TypeVar("T")
@@ -133,12 +133,58 @@ class PairSweep:
                                          "with": names[1 - i], **seat.record()}
             side.save()
 
-    def warm_up(self, top: int) -> list[dict[str, object]]:
+    def warm_up(self, top: int) -> list[dict[str, Any]]:
         """Both warmed up together (duet: as they will be measured), or each
         alone in turn (rmit)."""
         if self.params.paired == "rmit":
             return [side.warm_up(sp, top) for side, sp in zip(self.sides, self.procs)]
-        return self.both(lambda i: self.sides[i].warm_up(self.procs[i], top))
+        if not self.params.warmup_auto:                  # a fixed time: the same for both
+            return self.both(lambda i: self.sides[i].warm_up(self.procs[i], top))
+        return self.warm_together(top)
+
+    def warm_together(self, top: int) -> list[dict[str, Any]]:
+        """WARMUP=auto under duet: slices of both sides at the same moment
+        until each side's last slices agree (and a JVM's JIT is quiet) or
+        WARMUP_MAX: a side warmed alone after its partner settled would run
+        faster than it will be measured, and its slices would never agree."""
+        p = self.params
+        watches = [side.jit_watch(sp) for side, sp in zip(self.sides, self.procs)]
+        for w in watches:
+            if w:
+                w.take()
+        rates: list[list[float]] = [[], []]
+
+        def settled(i: int) -> bool:
+            w = watches[i]
+            return levelrow.steady(rates[i]) and (w is None or w.unavailable or
+                                                  levelrow.jit_quiet(w.per_s))
+        t0 = time.monotonic()
+        while not (settled(0) and settled(1)) and \
+                time.monotonic() - t0 + WARMUP_SLICE_S <= p.warmup_max_s:
+            tag = f"rep{self.rep}-warmup{len(rates[0]) + 1}"
+            got = self.both(lambda i: self.sides[i].level(
+                self.procs[i], self.sides[i].load(top), WARMUP_SLICE_S, tag))
+            for i, (level, _) in enumerate(got):
+                rates[i].append(round(level.rate_rps, 1))
+            for w in watches:
+                if w:
+                    w.take()
+        took = time.monotonic() - t0
+        out = []
+        for i, (side, w) in enumerate(zip(self.sides, watches)):
+            shown = " ".join(f"{r / 1000:.1f}k" for r in rates[i][-6:])
+            if settled(i):
+                progress(f"{side.tag} warm-up auto, together: steady after {took:.0f}s at "
+                         f"c={top} (last slices {shown} req/s; not recorded){jit_said(w)}")
+            else:
+                progress(f"{side.tag} warning: warm-up did not settle within WARMUP_MAX="
+                         f"{p.warmup_max_s}s at c={top} (last slices {shown} req/s"
+                         f"{jit_said(w)}): every level of this start is flagged not-steady")
+            out.append({"mode": "auto", "together": True, "steady": settled(i),
+                        "seconds": round(took, 1), "slices": len(rates[i]),
+                        "slice_rates": rates[i], "cap_s": p.warmup_max_s,
+                        **(w.record(levelrow.jit_quiet(w.per_s)) if w else {})})
+        return out
 
     def sweep_levels(self, levels: list[int], workers: list[int],
                      not_steady: list[bool]) -> None:
