@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from lab.analyse import levelrow, metrics, pairgate, pairverdict, policy
+from lab.analyse import levelrow, metrics, pairgate, pairverdict, policy, resample
 from lab.analyse.gate import GateSettings
 from lab.analyse.nextstarts import plan
 from lab.analyse.verdicts import Looks
@@ -235,3 +235,16 @@ def test_repeat_auto_of_start_pairs_looks_from_eight_to_twelve() -> None:
     assert (p.repeat, p.repeat_max) == (8, 12)       
     p = params(REPEAT="auto", REPEAT_MIN="10", REPEAT_MAX="20")
     assert (p.repeat, p.repeat_max) == (10, 20)      
+
+
+def test_resampled_pairs_show_the_realized_rates() -> None:
+    """Draws of recorded pairs through the rule: an A/A with 1% sd says
+    equivalent within ±3% almost always and better almost never; a 5%
+    difference is found."""
+    rng = random.Random(7)
+    same = [rng.gauss(0, 0.01) for _ in range(20)]
+    got = resample.draw(same, 10, 1000, 0.01, 3.0)
+    assert got.equivalent >= 900 and got.a_better + got.b_better <= 20
+    assert "equivalent within ±3%" in got.line("a", "b")
+    shifted = [x + math.log(1.05) for x in same]
+    assert resample.draw(shifted, 10, 1000, 0.01, 2.0).a_better >= 900

@@ -127,9 +127,20 @@ def load_difference(ma: Manifest, mb: Manifest) -> list[Difference]:
     return [] if a == b else [Difference("load average at start (1 min)", a, b, False)]
 
 
+def paired_difference(ma: Manifest, mb: Manifest) -> list[Difference]:
+    """A paired run's figures are each server's beside the other (PAIRED:
+    under duet, a shared CPU), not its own on the host: against a run of
+    one server at a time, or of the other design, they matter."""
+    def mode(m: Manifest) -> str:
+        return str(manifest.manifest_value(m, "params.paired") or "")
+    a, b = mode(ma), mode(mb)
+    alone = "(one server at a time)"
+    return [] if a == b else [Difference("paired runs (PAIRED)", a or alone, b or alone, True)]
+
+
 def differences(ma: Manifest, mb: Manifest) -> list[Difference]:
     """What differs between the runs' conditions: those that matter first."""
-    return (path_differences(ma, mb, MATTERS, True)
+    return (paired_difference(ma, mb) + path_differences(ma, mb, MATTERS, True)
             + path_differences(ma, mb, MAY_MATTER, False)
             + tool_differences(ma, mb) + server_differences(ma, mb)
             + load_difference(ma, mb))

@@ -6,8 +6,8 @@ with the highest median, and that level), server CPU µs per request and RSS
 at the end at that level, and instructions per request (make cost runs: the
 median at the lowest level counted). Runs are in the order they started. A
 line breaks wherever the conditions change (CONDITIONS: client, connection
-mode, topology, pinning, host, server version): figures on either side of a
-break are not one series. A run whose peak level was flagged (client-bound,
+mode, topology, pinning, host, paired or not, server version): figures on
+either side of a break are not one series. A run whose peak level was flagged (client-bound,
 host-busy, steal or failed requests in a repetition: lab.analyse.gate's
 UNCLEAN) says so in the table's flags column and stands apart in the chart:
 its figure measures the client or the host, not a step of a trend. Reads
@@ -66,6 +66,8 @@ class Point:
 
 def conditions(m: dict[str, Any], server: str) -> tuple[tuple[str, str], ...]:
     found = [(what, str(manifest.manifest_value(m, path) or "?")) for what, path in CONDITIONS]
+    # a paired run's figures are each server's beside the other (PAIRED): a series of their own
+    found.append(("paired", str(manifest.manifest_value(m, "params.paired") or "no")))
     version = manifest.manifest_value(m, f"servers.{server}.version") if "." not in server else None
     return tuple(found + [("server version", str(version or "?"))])
 

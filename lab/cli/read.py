@@ -116,10 +116,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if run is not None:
             runlock.refuse_busy(Path(run), "make compare")
     params_root = ROOT / results_folder(os.environ)
-    settings = compare.gate_settings(os.environ.get, cache_dir())   # ConfigError: exit 2
-    if args.b is None:                  # one paired run: its B against its A
-        from lab.present import paircompare
+    if args.b is None:                  # one paired run: its B against its A, by default at
+        from lab.present import paircompare     # the run's own ALPHA and MIN_EFFECT
+        recorded = paircompare.rule_settings(Path(args.a))
+        settings = compare.gate_settings(
+            lambda k, d: os.environ.get(k) or recorded.get(k) or d, cache_dir())
         return paircompare.main(Path(args.a), params_root, settings)
+    settings = compare.gate_settings(os.environ.get, cache_dir())   # ConfigError: exit 2
     return compare.main(Path(args.a), Path(args.b), os.environ.get("FORCE") == "1", params_root,
                         settings)
 

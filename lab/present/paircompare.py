@@ -20,7 +20,18 @@ from lab.analyse import analysis, pairgate
 from lab.analyse.gate import GateSettings
 from lab.present import indexpage, junit
 from lab.present.compare import EXIT_REFUSED, conditions, gate_lines, run_id
-from lab.record import files, folder
+from lab.record import files, folder, manifest
+
+
+def rule_settings(run: Path) -> dict[str, str]:
+    """The run's own ALPHA and MIN_EFFECT, as given to it (the gate's
+    defaults: ALPHA or MIN_EFFECT given to make compare win); none from a
+    folder that is not a readable run (main says why)."""
+    try:
+        given = manifest.read_manifest(run).settings
+    except files.RecordError:
+        return {}
+    return {k: str(given[k]) for k in ("ALPHA", "MIN_EFFECT") if given.get(k)}
 
 
 def main(run: Path, out_root: Path, settings: GateSettings) -> int:
