@@ -283,7 +283,7 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
         out.extend(findings.ServerNote(name, note) for note in m.server(name).notes)
     least = metrics.MIN_PAIRS if paired_mode(m) else metrics.MIN_STARTS
     if reps < least and len(stats) > 1 and not m.params.extra.get("repeat_auto"):
-        out.append(findings.FewRepetitions(reps, bool(paired_mode(m))))
+        out.append(findings.FewRepetitions(reps, "pairs" if paired_mode(m) else "starts"))
     if m.calibration is None and m.extra.get("kind") != "cost":
         out.append(findings.NoCalibration())
     elif cal_note:

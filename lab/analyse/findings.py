@@ -240,11 +240,11 @@ class ServerNote(Finding):
 class FewRepetitions(Finding):
     kind: ClassVar[str] = "few-repetitions"
     repeat: int
-    paired: bool = False        # start pairs: the paired test's own minimum
+    unit: str = "starts"        # or "pairs" (a paired run): the paired test's own minimum
 
     def text(self) -> str:
         need = metrics.MIN_STARTS
-        if self.paired:
+        if self.unit == "pairs":
             need = metrics.MIN_PAIRS
             return (f"{self.repeat} start pairs cannot reach the verdicts' α=1% (the exact "
                     f"paired test needs {need}): use REPEAT={need} or more (or REPEAT=auto "
