@@ -164,7 +164,6 @@ def decide(a: tuple[float, ...] | list[float], b: tuple[float, ...] | list[float
     lo, hi = interval(diffs, m, n, tail)
     p_a, p_b = p_greater(la, lb), p_greater(lb, la)
     p = min(1.0, 2 * min(p_a, p_b)) if sided == "two" else p_a
-    delta = math.log1p(delta_pct / 100)
     est_pct, lo_pct, hi_pct = ratio_pct(est), ratio_pct(lo), ratio_pct(hi)
     d = Decision(UNDECIDED, None, est_pct, lo_pct, hi_pct, p, alpha, delta_pct, (m, n), "")
     if smallest_p(m, n) > tail:
@@ -173,24 +172,39 @@ def decide(a: tuple[float, ...] | list[float], b: tuple[float, ...] | list[float
         return replace(d, reason=f"too few starts: {m} against {n} cannot reach α="
                        f"{pct(100 * alpha)}% (the smallest p is {least:.2g}); "
                        f"{need} against {need} can")
+    return settle(d, est, p_a, p_b, tail, sided, interval(diffs, m, n, alpha), "rank test",
+                  "starts")
+
+
+def settle(d: Decision, est: float, p_a: float, p_b: float, tail: float, sided: str,
+           tost: tuple[float, float], test: str, more: str) -> Decision:
+    """The outcome of a decision whose test could reach its tail (`d`: its
+    figures, undecided): better when the test rejects (p_a, p_b: one-sided
+    p of each side) and the log estimate `est` is at least δ; equivalent when
+    the 1-2α interval `tost` (logs) lies inside ±δ (sided "a": its upper
+    bound below δ); else undecided with the reason. Shared by this rule and
+    its twin for start pairs (lab.analyse.paired): `test` names the test,
+    `more` what more of decides ("starts", "pairs")."""
+    delta = math.log1p(d.delta_pct / 100)
     a_wins = p_a <= tail and est >= delta
     b_wins = sided == "two" and p_b <= tail and -est >= delta
     if a_wins or b_wins:
-        return replace(d, outcome=BETTER, a_better=a_wins, reason="the rank test rejects at α "
-                     "and the estimate is at least δ")
-    lo2, hi2 = interval(diffs, m, n, alpha)       # TOST: the 1-2α interval
+        return replace(d, outcome=BETTER, a_better=a_wins, reason=f"the {test} rejects at α "
+                       "and the estimate is at least δ")
+    lo2, hi2 = tost
     if sided == "a" and hi2 < delta:              # one side asked: A no better than δ
-        return Decision(EQUIVALENT, None, est_pct, ratio_pct(lo2), ratio_pct(hi2), p, alpha,
-                        delta_pct, (m, n), f"the {pct(100 - 100 * alpha)}% upper bound is "
-                        f"below +{delta_pct:g}%")
+        return replace(d, outcome=EQUIVALENT, lo_pct=ratio_pct(lo2), hi_pct=ratio_pct(hi2),
+                       reason=f"the {pct(100 - 100 * d.alpha)}% upper bound is below "
+                       f"+{d.delta_pct:g}%")
     if -delta < lo2 and hi2 < delta:
-        return Decision(EQUIVALENT, None, est_pct, ratio_pct(lo2), ratio_pct(hi2), p, alpha,
-                        delta_pct, (m, n), f"the {pct(100 - 200 * alpha)}% interval lies "
-                        f"inside ±{delta_pct:g}%")
+        return replace(d, outcome=EQUIVALENT, lo_pct=ratio_pct(lo2), hi_pct=ratio_pct(hi2),
+                       reason=f"the {pct(100 - 200 * d.alpha)}% interval lies inside "
+                       f"±{d.delta_pct:g}%")
     if (p_a <= tail or (sided == "two" and p_b <= tail)) and abs(est) < delta:
-        why = f"a difference is likely, but it may be smaller than δ={delta_pct:g}%"
+        why = f"a difference is likely, but it may be smaller than δ={d.delta_pct:g}%"
     else:
-        why = f"the interval {span(lo_pct, hi_pct)} spans ±{delta_pct:g}%: more starts decide"
+        why = (f"the interval {span(d.lo_pct, d.hi_pct)} spans ±{d.delta_pct:g}%: more "
+               f"{more} decide")
     return replace(d, reason=why)
 
 

@@ -32,7 +32,7 @@ from functools import lru_cache
 from itertools import accumulate
 
 from lab.analyse import decide
-from lab.analyse.decide import BETTER, EQUIVALENT, UNDECIDED, Decision, pct, ratio_pct, span
+from lab.analyse.decide import UNDECIDED, Decision, pct, ratio_pct
 
 # One sentence for reports: how every paired verdict is reached.
 METHOD = ("each start pair's figure is the log ratio of A's figure to B's, both measured "
@@ -162,7 +162,6 @@ def _decide(a: tuple[float, ...] | list[float], b: tuple[float, ...] | list[floa
     lo, hi = interval(w, n, tail)
     p_a, p_b = p_above(w, n), p_below(w, n)
     p = min(1.0, 2 * min(p_a, p_b)) if sided == "two" else p_a
-    delta = math.log1p(delta_pct / 100)
     est_pct, lo_pct, hi_pct = ratio_pct(est), ratio_pct(lo), ratio_pct(hi)
     d = Decision(UNDECIDED, None, est_pct, lo_pct, hi_pct, p, alpha, delta_pct, (n, n), "")
     if smallest_p(n) > tail:
@@ -170,22 +169,5 @@ def _decide(a: tuple[float, ...] | list[float], b: tuple[float, ...] | list[floa
         return replace(d, reason=f"too few pairs: {n} pairs cannot reach α="
                        f"{pct(100 * alpha)}% (the smallest p is {least:.2g}); "
                        f"{min_pairs(tail)} pairs can")
-    a_wins = p_a <= tail and est >= delta
-    b_wins = sided == "two" and p_b <= tail and -est >= delta
-    if a_wins or b_wins:
-        return replace(d, outcome=BETTER, a_better=a_wins, reason="the signed-rank test "
-                       "rejects at α and the estimate is at least δ")
-    lo2, hi2 = interval(w, n, alpha)              # TOST: the 1-2α interval
-    if sided == "a" and hi2 < delta:              # one side asked: A no better than δ
-        return Decision(EQUIVALENT, None, est_pct, ratio_pct(lo2), ratio_pct(hi2), p, alpha,
-                        delta_pct, (n, n), f"the {pct(100 - 100 * alpha)}% upper bound is "
-                        f"below +{delta_pct:g}%")
-    if -delta < lo2 and hi2 < delta:
-        return Decision(EQUIVALENT, None, est_pct, ratio_pct(lo2), ratio_pct(hi2), p, alpha,
-                        delta_pct, (n, n), f"the {pct(100 - 200 * alpha)}% interval lies "
-                        f"inside ±{delta_pct:g}%")
-    if (p_a <= tail or (sided == "two" and p_b <= tail)) and abs(est) < delta:
-        why = f"a difference is likely, but it may be smaller than δ={delta_pct:g}%"
-    else:
-        why = f"the interval {span(lo_pct, hi_pct)} spans ±{delta_pct:g}%: more pairs decide"
-    return replace(d, reason=why)
+    return decide.settle(d, est, p_a, p_b, tail, sided, interval(w, n, alpha),
+                         "signed-rank test", "pairs")
