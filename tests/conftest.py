@@ -126,6 +126,18 @@ def server_sessions(run: Path) -> set[int]:
             if "pid" in start}
 
 
+def another_results(environ: bytes, run: Path) -> bool:
+    """The process's RESULTS is not the run's folder: a run of another test
+    that started in the same second under the same name (run ids are the
+    time and the servers: two workers' runs of nginx can share one)."""
+    for entry in environ.split(b"\0"):
+        if entry.startswith(b"RESULTS="):
+            given = Path(entry[len(b"RESULTS="):].decode(errors="replace"))
+            return (given if given.is_absolute() else ROOT / given).resolve() != \
+                run.parent.resolve()
+    return False
+
+
 def leftovers(run: Path) -> list[str]:
     """Live processes the run started: carrying its LAB_RUN marker (nginx
     overwrites its environment with its title) or in a server's session."""
@@ -137,7 +149,7 @@ def leftovers(run: Path) -> list[str]:
             environ = Path(f"/proc/{pid}/environ").read_bytes()
             stat = Path(f"/proc/{pid}/stat").read_text()
             session = int(stat[stat.rindex(")") + 2:].split()[3])
-            if needle in environ or session in sessions:
+            if (needle in environ and not another_results(environ, run)) or session in sessions:
                 cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
                 found.append(f"{pid}: {cmd.decode(errors='replace')}")
         except OSError:
