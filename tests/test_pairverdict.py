@@ -248,3 +248,12 @@ def test_resampled_pairs_show_the_realized_rates() -> None:
     assert "equivalent within ±3%" in got.line("a", "b")
     shifted = [x + math.log(1.05) for x in same]
     assert resample.draw(shifted, 10, 1000, 0.01, 2.0).a_better >= 900
+
+
+def test_a_paired_run_s_spread_across_pairs_is_said_to_be_cancelled() -> None:
+    from lab.analyse import findings
+    alone = findings.Noisy("ews", 2, 2, 10, 1.36, 1).text()
+    paired_ = findings.Noisy("ews", 2, 2, 10, 1.36, 1, "start pairs").text()
+    assert "Consider more repetitions" in alone and "10 repetitions" in alone
+    assert "10 start pairs" in paired_ and "each pair's ratio" in paired_
+    assert "Consider more" not in paired_

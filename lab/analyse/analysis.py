@@ -254,7 +254,8 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
         if count("noisy"):
             worst = max(levels, key=lambda s: s.rate.ratio)
             out.append(findings.Noisy(name, count("noisy"), n, reps, worst.rate.ratio,
-                                      worst.value))
+                                      worst.value, "start pairs" if paired_mode(m)
+                                      else "repetitions"))
         if count("littles-law"):
             out.append(findings.LittlesLaw(name, count("littles-law"), n))
         if count("saturated"):

@@ -75,12 +75,17 @@ class Noisy(Finding):
     repeat: int
     worst_ratio: float          # max/min of req/s over the repetitions, at the worst level
     worst_value: int
+    unit: str = "repetitions"   # or "start pairs" (a paired run)
 
     def text(self) -> str:
-        return (f"{self.server}: {self.count} of {self.levels} levels spread more than "
-                f"{metrics.NOISY_SPREAD - 1:.0%} across {self.repeat} repetitions (worst: "
-                f"{self.worst_ratio - 1:.0%} at {self.worst_value}). Consider more "
-                "repetitions (REPEAT), a longer DURATION, or a quieter machine.")
+        said = (f"{self.server}: {self.count} of {self.levels} levels spread more than "
+                f"{metrics.NOISY_SPREAD - 1:.0%} across {self.repeat} {self.unit} (worst: "
+                f"{self.worst_ratio - 1:.0%} at {self.worst_value}).")
+        if self.unit != "repetitions":          # the pairs' verdicts stand on the ratios
+            return (f"{said} The host moved both sides of each pair alike: the verdicts "
+                    "stand on each pair's ratio, not on this spread.")
+        return (f"{said} Consider more repetitions (REPEAT), a longer DURATION, or a "
+                "quieter machine.")
 
 
 @dataclass(frozen=True)
