@@ -288,15 +288,7 @@ def main(a: Path, b: Path, force: bool, out_root: Path,
     except BaseException:
         shutil.rmtree(out, ignore_errors=True)     # a failed comparison leaves no folder
         raise
-    print(text)
-    print(f"comparison: {out}", file=sys.stderr)
-    try:
-        index = indexpage.write_index(out_root)
-    except OSError as e:
-        index = None
-        print(f"note: no index written in {out_root}: {e.strerror or e}", file=sys.stderr)
-    if index is not None:
-        print(f"index: {index}", file=sys.stderr)
+    shown(text, out, out_root)
     for name, note in g.floors.items():
         print(f"noise floor for {name}: {note}", file=sys.stderr)
     if problem:
@@ -305,6 +297,20 @@ def main(a: Path, b: Path, force: bool, out_root: Path,
     if problem and g.code == Exit.OK:
         return int(Exit.FAILED)
     return g.code
+
+
+def shown(text: str, out: Path, out_root: Path) -> None:
+    """A comparison written: its text printed, its folder and the index said
+    (the index rewritten; a results folder where it cannot be is noted)."""
+    print(text)
+    print(f"comparison: {out}", file=sys.stderr)
+    try:
+        index = indexpage.write_index(out_root)
+    except OSError as e:
+        print(f"note: no index written in {out_root}: {e.strerror or e}", file=sys.stderr)
+        return
+    if index is not None:
+        print(f"index: {index}", file=sys.stderr)
 
 
 def gate_settings(environ: Callable[[str, str], str], cache: Path | None) -> GateSettings:

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from lab.analyse import analysis, pairgate
 from lab.analyse.gate import GateSettings
-from lab.present import indexpage, junit
-from lab.present.compare import EXIT_REFUSED, conditions, gate_lines, run_id
+from lab.present import junit
+from lab.present.compare import EXIT_REFUSED, conditions, gate_lines, run_id, shown
 from lab.record import files, folder, manifest
 
 
@@ -67,11 +67,6 @@ def main(run: Path, out_root: Path, settings: GateSettings) -> int:
     except BaseException:
         shutil.rmtree(out, ignore_errors=True)     # a failed comparison leaves no folder
         raise
-    print(text)
-    print(f"comparison: {out}", file=sys.stderr)
-    try:
-        indexpage.write_index(out_root)
-    except OSError as e:
-        print(f"note: no index written in {out_root}: {e.strerror or e}", file=sys.stderr)
+    shown(text, out, out_root)
     print(f"gate: {g.outcome} (exit {g.code}): {g.reason}", file=sys.stderr)
     return g.code
