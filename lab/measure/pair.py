@@ -23,12 +23,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from lab.analyse import contract, levelrow
+from lab.analyse import levelrow
 from lab.measure.clients import Client
 from lab.measure.launch import ServerProcess
-from lab.measure.sweep import ServerSweep, StoppedAnswering, fmt_value, jit_said, progress
+from lab.measure.sweep import ServerSweep, StoppedAnswering, fmt_value, progress
 from lab.measure.topologies import ServerDied
-from lab.measure.verify import recheck
 from lab.record import files, rows
 from lab.record.level import Level
 from lab.record.rows import Row
@@ -170,21 +169,8 @@ class PairSweep:
                 if w:
                     w.take()
         took = time.monotonic() - t0
-        out = []
-        for i, (side, w) in enumerate(zip(self.sides, watches)):
-            shown = " ".join(f"{r / 1000:.1f}k" for r in rates[i][-6:])
-            if settled(i):
-                progress(f"{side.tag} warm-up auto, together: steady after {took:.0f}s at "
-                         f"c={top} (last slices {shown} req/s; not recorded){jit_said(w)}")
-            else:
-                progress(f"{side.tag} warning: warm-up did not settle within WARMUP_MAX="
-                         f"{p.warmup_max_s}s at c={top} (last slices {shown} req/s"
-                         f"{jit_said(w)}): every level of this start is flagged not-steady")
-            out.append({"mode": "auto", "together": True, "steady": settled(i),
-                        "seconds": round(took, 1), "slices": len(rates[i]),
-                        "slice_rates": rates[i], "cap_s": p.warmup_max_s,
-                        **(w.record(levelrow.jit_quiet(w.per_s)) if w else {})})
-        return out
+        return [side.warmed("auto, together", rates[i], settled(i), took, f"c={top}", w)
+                for i, (side, w) in enumerate(zip(self.sides, watches))]
 
     def sweep_levels(self, levels: list[int], workers: list[int],
                      not_steady: list[bool]) -> None:
@@ -232,10 +218,7 @@ class PairSweep:
         out = []
         for side, sp, parts in zip(self.sides, self.procs, got):
             level, m = summed(parts)
-            broken = recheck(sp.host, side.params.port) if level.successful else []
-            if broken:
-                m = replace(m, answer_changed="after the level, " + contract.one_line(broken))
-            out.append((level, m))
+            out.append((level, side.checked_after(sp, level, m)))
         return out
 
     def partnered(self, got: list[tuple[Level, levelrow.Measured]]

@@ -283,12 +283,7 @@ class ServerSweep:
             self.note(f"{tag}: {level.stopped}; measured once more (the first output is "
                       f"{self.client.name}-{tag}.stopped.*)")
             level, m = self.level(sp, load, p.duration_s, tag)
-        # the answer checked again after the load (a server may change it mid-run):
-        # a level whose answers changed is flagged and not ranked
-        broken = recheck(sp.host, p.port) if level.successful else []   # none: the sweep ends
-        if broken:
-            m = replace(m, answer_changed="after the level, " + contract.one_line(broken))
-        return level, m
+        return level, self.checked_after(sp, level, m)       # none completed: the sweep ends
 
     def row(self, sp: ServerProcess, knob_value: int | None, level_value: int, workers: int,
             not_steady: bool, level: Level, m: levelrow.Measured) -> Row:
@@ -381,11 +376,17 @@ class ServerSweep:
             rates.append(round(level.rate_rps, 1))
             if watch:
                 watch.take()
-        ok = settled()
-        took = time.monotonic() - t0
+        return self.warmed("auto", rates, settled(), time.monotonic() - t0, at, watch)
+
+    def warmed(self, how: str, rates: list[float], ok: bool, took: float, at: str,
+               watch: jit.Watch | None) -> dict[str, Any]:
+        """WARMUP=auto's end, said and recorded: steady after its slices, or
+        WARMUP_MAX reached (every level of the start flagged not-steady).
+        `how`: "auto", or "auto, together" (a duet's sides, lab.measure.pair)."""
+        p = self.params
         shown = " ".join(f"{r / 1000:.1f}k" for r in rates[-6:])
         if ok:
-            progress(f"{self.tag} warm-up auto: steady after {took:.0f}s at {at} "
+            progress(f"{self.tag} warm-up {how}: steady after {took:.0f}s at {at} "
                      f"(last slices {shown} req/s; not recorded){jit_said(watch)}")
         else:
             progress(f"{self.tag} warning: warm-up did not settle within WARMUP_MAX="
@@ -393,7 +394,17 @@ class ServerSweep:
                      f"{jit_said(watch)}): every level of this start is flagged not-steady")
         return {"mode": "auto", "steady": ok, "seconds": round(took, 1),
                 "slices": len(rates), "slice_rates": rates, "cap_s": p.warmup_max_s,
+                **({"together": True} if "together" in how else {}),
                 **(watch.record(levelrow.jit_quiet(watch.per_s)) if watch else {})}
+
+    def checked_after(self, sp: ServerProcess, level: Level, m: levelrow.Measured
+                      ) -> levelrow.Measured:
+        """The answer checked again after a level (a server may change it
+        mid-run): a level whose answers changed is flagged and not ranked."""
+        broken = recheck(sp.host, self.params.port) if level.successful else []
+        if broken:
+            m = replace(m, answer_changed="after the level, " + contract.one_line(broken))
+        return m
 
     def jit_watch(self, sp: ServerProcess) -> jit.Watch | None:
         """For a JVM server, its JIT's compilations read between warm-up slices."""
