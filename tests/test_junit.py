@@ -1,17 +1,58 @@
 """compare.xml (issue 30): the gate as a JUnit XML report, one test case per
 gated server × level × metric: a failure for a regression, skipped (with the
 reason) for a figure not measured cleanly, passed otherwise; the ceiling
-reference is no gated figure. On constructed runs (no load)."""
+reference is no gated figure. On constructed runs (no load).
+
+Every report is checked with `xmllint --schema` against the JUnit schema
+Jenkins accepts (tests/fixtures/jenkins-junit.xsd, its source named in its
+header): issue 44 found `skipped` on <testsuites>, which Jenkins refuses."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from lab.present import compare
+import pytest
+
+from conftest import ROOT
+from lab.present import compare, junit
 from lab.setup.exits import Exit
 from test_compare import make_run, manifest, paced_rows
 from test_gate import CLEAN, run_pair
+import test_pairverdict as paired
+
+SCHEMA = ROOT / "tests" / "fixtures" / "jenkins-junit.xsd"
+INSTALL = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "libxml2-utils"]
+
+
+@pytest.fixture(scope="module")
+def xmllint() -> str:
+    """xmllint (Debian's libxml2-utils), installed as .ci/run installs it;
+    as another user than root, the apt-get line is the skip's reason."""
+    found = shutil.which("xmllint")
+    if found is None and os.geteuid() == 0:
+        subprocess.run(INSTALL, capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+        found = shutil.which("xmllint")
+        assert found, f"{' '.join(INSTALL)} did not install xmllint"
+    if found is None:
+        pytest.skip(f"xmllint is missing: {' '.join(INSTALL)} (as root) installs it")
+    return found
+
+
+def invalid(xmllint: str, path: Path) -> str:
+    """What xmllint says is wrong with `path` against Jenkins' schema ("" when valid)."""
+    done = subprocess.run([xmllint, "--noout", "--schema", str(SCHEMA), str(path)],
+                          capture_output=True, text=True, timeout=60)
+    return "" if done.returncode == 0 else done.stderr.strip()
+
+
+def xml_of(out: Path) -> Path:
+    [folder] = [p for p in out.iterdir() if p.name.startswith("compare-")]
+    return folder / "compare.xml"
 
 
 def report(out: Path) -> tuple[ET.Element, list[dict[str, object]]]:
@@ -40,7 +81,8 @@ def test_a_regression_is_a_failure_and_a_pass_passes(tmp_path: Path) -> None:
     assert cases(root) == {"paced across c=1,4 rate": "failure", "paced c=1 rate": "failure",
                            "paced c=4 rate": "passed"}
     assert len(gated) == len(cases(root)) == int(root.get("tests", "-1"))
-    assert root.get("failures") == "2" and root.get("skipped") == "0"
+    suite = root.find("testsuite")
+    assert suite is not None and suite.get("failures") == "2" and suite.get("skipped") == "0"
     assert all("worse in B" in f.get("message", "") for f in root.iter("failure"))
     props = {p.get("name"): p.get("value") for p in root.iter("property")}
     assert props["gate.outcome"] == "regression" and props["gate.exit"] == "1"
@@ -67,3 +109,75 @@ def test_the_ceiling_reference_is_no_test_case(tmp_path: Path) -> None:
     got = cases(root)
     assert got["paced c=1 rate"] == "passed" and set(got.values()) == {"passed"}
     assert not any("nginx" in name for name in got)
+
+
+def test_the_schema_refuses_what_jenkins_refuses(xmllint: str, tmp_path: Path) -> None:
+    """The schema kept here is strict where Jenkins' is: an attribute it does
+    not declare, on <testsuites> or a test case, is refused."""
+    for bad in ('<testsuites skipped="1"/>', '<testsuites><testsuite name="s" tests="1" '
+                'failures="0" errors="0"><testcase name="c" verdict="x"/></testsuite>'
+                '</testsuites>', '<testsuites><testsuite name="s"/></testsuites>'):
+        (tmp_path / "bad.xml").write_text(bad)
+        assert "not allowed" in invalid(xmllint, tmp_path / "bad.xml") or \
+            "is required" in invalid(xmllint, tmp_path / "bad.xml"), bad
+    (tmp_path / "good.xml").write_text('<testsuites tests="1"><testsuite name="s" tests="1" '
+                                       'failures="0" errors="0" skipped="1"><testcase name="c">'
+                                       '<skipped message="m">m</skipped></testcase>'
+                                       '</testsuite></testsuites>')
+    assert invalid(xmllint, tmp_path / "good.xml") == ""
+
+
+def two_run_reports(tmp: Path) -> dict[str, tuple[int, Path]]:
+    """compare.xml of the gate of two runs, one a way it ends: a regression
+    (exit 1), a pass (0), host-busy figures skipped (3), the ceiling alone (3)."""
+    made: dict[str, tuple[int, Path]] = {}
+    a, b = run_pair(tmp / "r", {1: [100, 101, 102, 100.5, 101.5, 99.5],
+                                4: [400, 404, 398, 402, 401, 399]},
+                    {1: [70, 71, 70, 70.5, 71.5, 69.5], 4: [399, 402, 405, 400.5, 403.5, 401]})
+    made["regression"] = (compare.main(a, b, False, tmp / "o1", CLEAN), xml_of(tmp / "o1"))
+    a, b = run_pair(tmp / "p", {1: [100, 101, 102, 100.5, 101.5]},
+                    {1: [101, 100, 102, 100.5, 101]})
+    made["pass"] = (compare.main(a, b, False, tmp / "o2", CLEAN), xml_of(tmp / "o2"))
+    a, b = run_pair(tmp / "h", {1: [100, 101, 102]}, {1: [50, 51, 52]}, flags_b="host-busy")
+    made["host-busy"] = (compare.main(a, b, False, tmp / "o3", CLEAN), xml_of(tmp / "o3"))
+    runs = ROOT / "tests" / "fixtures" / "runs"
+    made["ceiling"] = (compare.main(runs / "20261123-033230-warming+nginx+flaky",
+                                    runs / "20261123-033407-nginx+paced", False, tmp / "o4",
+                                    CLEAN), xml_of(tmp / "o4"))
+    return made
+
+
+def paired_reports(tmp: Path) -> dict[str, tuple[int, Path]]:
+    """compare.xml of the gate of a paired run (lab.analyse.pairgate) on
+    constructed start pairs: a head that sleeps (exit 1), the same code (0),
+    too few pairs (3)."""
+    made: dict[str, tuple[int, Path]] = {}
+    tmp.mkdir()
+    for name, rows in (("sleep", paired.sleepy(10)),
+                       ("same", paired.pairs(10, 1.0, sd=0.005)
+                        + paired.pairs(10, 1.0, sd=0.005, seed=2, value=4)),
+                       ("few", paired.pairs(3, 1.0))):
+        g = paired.gate_of(rows)
+        junit.write(tmp / f"{name}.xml", g, ("run:a", "run:b"))
+        made[name] = (g.code, tmp / f"{name}.xml")
+    return made
+
+
+def test_every_compare_xml_is_valid_for_jenkins(xmllint: str, tmp_path: Path) -> None:
+    reports = {**two_run_reports(tmp_path), **paired_reports(tmp_path / "paired")}
+    assert {k: code for k, (code, _) in reports.items()} == {
+        "regression": 1, "pass": 0, "host-busy": 3, "ceiling": 3, "sleep": 1, "same": 0,
+        "few": 3}
+    assert {k: invalid(xmllint, path) for k, (_, path) in reports.items()} == \
+        {k: "" for k in reports}
+
+
+def test_a_skipped_case_says_its_reason_in_its_text(tmp_path: Path) -> None:
+    """GitLab shows a skipped case's text, not its message="""
+    reports = {**two_run_reports(tmp_path), **paired_reports(tmp_path / "paired")}
+    skipped = [s for _, path in reports.values()
+               for s in ET.parse(path).getroot().iter("skipped")]
+    assert skipped
+    for s in skipped:
+        assert s.text and s.get("message") and s.text.startswith(str(s.get("message"))), \
+            (s.text, s.get("message"))
