@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
@@ -19,6 +20,7 @@ import pytest
 
 from conftest import ROOT
 from lab.present import compare, junit
+from lab.record.rows import Row
 from lab.setup.exits import Exit
 from test_compare import make_run, manifest, paced_rows
 from test_gate import CLEAN, run_pair
@@ -83,7 +85,8 @@ def test_a_regression_is_a_failure_and_a_pass_passes(tmp_path: Path) -> None:
     assert len(gated) == len(cases(root)) == int(root.get("tests", "-1"))
     suite = root.find("testsuite")
     assert suite is not None and suite.get("failures") == "2" and suite.get("skipped") == "0"
-    assert all("worse in B" in f.get("message", "") for f in root.iter("failure"))
+    assert all("B worse by" in f.get("message", "") and "worse in B" in (f.text or "")
+               for f in root.iter("failure"))
     props = {p.get("name"): p.get("value") for p in root.iter("property")}
     assert props["gate.outcome"] == "regression" and props["gate.exit"] == "1"
 
@@ -94,8 +97,9 @@ def test_a_host_busy_figure_is_skipped_with_its_reason(tmp_path: Path) -> None:
     root, _ = report(tmp_path / "out")
     # req/s refused (host-busy in B), and CPU per request undecided on 3+3 starts
     assert cases(root) == {"paced across c=1 rate": "skipped", "paced c=1 rate": "skipped"}
-    messages = [s.get("message", "") for s in root.iter("skipped")]
-    assert all("host-busy" in m and "not clean" in m for m in messages), messages
+    said = [(s.get("message", ""), s.text or "") for s in root.iter("skipped")]
+    assert all("host-busy" in m and "CPU per request" in m and "not clean" in t
+               for m, t in said), said
 
 
 def test_the_ceiling_reference_is_no_test_case(tmp_path: Path) -> None:
@@ -140,7 +144,20 @@ def two_run_reports(tmp: Path) -> dict[str, tuple[int, Path]]:
     made["pass"] = (compare.main(a, b, False, tmp / "o2", CLEAN), xml_of(tmp / "o2"))
     a, b = run_pair(tmp / "h", {1: [100, 101, 102]}, {1: [50, 51, 52]}, flags_b="host-busy")
     made["host-busy"] = (compare.main(a, b, False, tmp / "o3", CLEAN), xml_of(tmp / "o3"))
+    # a sleep a request under hypervisor steal: CPU per request cannot see it
+    def steal(rates: dict[int, list[float]]) -> list[Row]:
+        return [replace(r, flags="steal", steal_pct=15.0, server_cpu_us_per_req=50.0)
+                for r in paced_rows(rates)]     # type: ignore[arg-type]
+    a = make_run(tmp / "s", "ra", manifest(), steal({1: [1000, 1010, 990, 1005, 995],
+                                                     4: [4000, 4040, 3960, 4020, 3980]}))
+    b = make_run(tmp / "s", "rb", manifest(), steal({1: [100, 101, 99, 100.5, 99.5],
+                                                     4: [400, 404, 396, 402, 398]}))
+    made["steal"] = (compare.main(a, b, False, tmp / "o5", CLEAN), xml_of(tmp / "o5"))
     runs = ROOT / "tests" / "fixtures" / "runs"
+    made["sturdy"] = (compare.main(runs / "20261124-071349-sturdy+paced-landed",
+                                   runs / "20261125-120537-sturdy+paced-pre21", False,
+                                   tmp / "o6", CLEAN),
+                      xml_of(tmp / "o6"))
     made["ceiling"] = (compare.main(runs / "20261123-033230-warming+nginx+flaky",
                                     runs / "20261123-033407-nginx+paced", False, tmp / "o4",
                                     CLEAN), xml_of(tmp / "o4"))
@@ -166,8 +183,8 @@ def paired_reports(tmp: Path) -> dict[str, tuple[int, Path]]:
 def test_every_compare_xml_is_valid_for_jenkins(xmllint: str, tmp_path: Path) -> None:
     reports = {**two_run_reports(tmp_path), **paired_reports(tmp_path / "paired")}
     assert {k: code for k, (code, _) in reports.items()} == {
-        "regression": 1, "pass": 0, "host-busy": 3, "ceiling": 3, "sleep": 1, "same": 0,
-        "few": 3}
+        "regression": 1, "pass": 0, "host-busy": 3, "steal": 3, "sturdy": 3, "ceiling": 3,
+        "sleep": 1, "same": 0, "few": 3}
     assert {k: invalid(xmllint, path) for k, (_, path) in reports.items()} == \
         {k: "" for k in reports}
 
@@ -181,3 +198,42 @@ def test_a_skipped_case_says_its_reason_in_its_text(tmp_path: Path) -> None:
     for s in skipped:
         assert s.text and s.get("message") and s.text.startswith(str(s.get("message"))), \
             (s.text, s.get("message"))
+
+
+def test_a_compare_of_the_ceiling_alone_says_why_in_a_skipped_case(tmp_path: Path) -> None:
+    """No figure gated (the ceiling reference is the only server in common):
+    exit 3, and the report holds one skipped case naming the reason, not
+    tests="0" with the reason only in a property."""
+    code, path = two_run_reports(tmp_path)["ceiling"]
+    assert code == Exit.NOT_COMPARABLE
+    root = ET.parse(path).getroot()
+    suite = root.find("testsuite")
+    assert suite is not None and (suite.get("tests"), suite.get("skipped")) == ("1", "1")
+    assert cases(root) == {junit.NOTHING: "skipped"}
+    [skip] = root.iter("skipped")
+    assert "ceiling reference is not gated" in skip.get("message", "")
+    assert "exit 3" in skip.get("message", "") and "ceiling" in (skip.text or "")
+
+
+def test_each_reason_comes_first_in_one_short_line(tmp_path: Path) -> None:
+    """A failure's or skip's message, and the gate's reason, are one line
+    under 100 characters; the arithmetic (interval, α, starts) follows in
+    the text and in gate.detail. Issue 44 saw skip messages of 258
+    characters and a gate.reason of 579."""
+    reports = {**two_run_reports(tmp_path), **paired_reports(tmp_path / "paired")}
+    for name, (code, path) in reports.items():
+        root = ET.parse(path).getroot()
+        props = {p.get("name"): p.get("value") or "" for p in root.iter("property")}
+        reason = props["gate.reason"]
+        assert "\n" not in reason and len(reason) < 100, (name, reason)
+        if code != Exit.OK:
+            assert props["gate.detail"] and props["gate.detail"] != reason, name
+        for el in [*root.iter("failure"), *root.iter("skipped")]:
+            message, text = el.get("message", ""), el.text or ""
+            assert "\n" not in message and len(message) < 100, (name, message)
+            first, _, rest = text.partition("\n")
+            assert first == message and rest, (name, text)
+    # the arithmetic is there, after the line: too few starts and what would decide
+    root = ET.parse(reports["host-busy"][1]).getroot()
+    assert all("3 against 3 cannot reach" in (s.text or "") and
+               "3 against 3" not in s.get("message", "") for s in root.iter("skipped"))

@@ -19,6 +19,7 @@ A by the rule, else 0 when at least one metric was judged, else 3
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -68,8 +69,9 @@ class GateCheck:
     judgement: str | None  # verdicts.judge's kind (better, equivalent, undecided, ...)
     worse_pct: float | None   # how much worse B is than A (negative: better), in %
     threshold_pct: float | None
-    text: str
+    text: str              # the arithmetic: the rule's figures, interval, α, δ, starts
     levels: tuple[int, ...] = ()   # a check across levels (each start's mean over them)
+    reason: str = ""       # one short line: what was found, without the arithmetic
 
     def where(self) -> str:
         """Its level ("4"), or the levels of a check across them ("across 1, 4")."""
@@ -85,9 +87,38 @@ class Gate:
     min_effect_pct: float
     floors: dict[str, str]          # server: the floor used (or why none)
     checks: list[GateCheck]
-    reason: str                     # one line: why this outcome
+    reason: str                     # one short line: why this outcome
     alpha: float = decide.ALPHA     # ALPHA: the family's false-alarm rate
     alpha_each: float = decide.ALPHA   # each check's: ALPHA over the family (Bonferroni)
+    detail: str = ""                # the arithmetic behind the reason (each check's text)
+
+
+def headline(outcome: str, j: verdicts.Judgement | None, worse: float | None,
+             threshold: float | None, text: str, by: str = "") -> str:
+    """A check's one line: what the rule found, in a few words; its text
+    keeps the arithmetic (the interval, α, δ, the starts). `by`: the figure
+    judged where it is not the gated one ("by CPU per request (req/s
+    host-busy): ")."""
+    if outcome == REGRESSION:
+        return f"{by}B worse by {worse or 0:.1f}%, beyond the threshold {threshold or 0:.1f}%"
+    if outcome == PASS:
+        return f"{by}B no worse than A by the threshold {threshold or 0:.1f}% or more"
+    d = j.decision if j is not None else None
+    if j is not None and d is not None and j.kind == verdicts.UNDECIDED:
+        head = d.reason.split(":")[0]
+        if head.startswith("too few"):
+            head += f" for α={decide.pct(100 * d.alpha)}%"
+        return f"{by}undecided: {head}"
+    said = j.text if j is not None else text
+    bound = re.match(r"not comparable \(([^;,]*)", said)
+    return by + (f"not comparable ({bound.group(1)})" if bound else
+                 re.split(r" \(|; |: ", said, maxsplit=1)[0])
+
+
+def judged_by(flags: list[str]) -> str:
+    """`by` of headline where server CPU per request stands for req/s."""
+    names = dict.fromkeys(f.split(" in ")[0] for f in flags)
+    return f"by CPU per request (req/s {', '.join(names)}): "
 
 
 def unclean(s: LevelStats) -> list[str]:
@@ -142,7 +173,9 @@ def vetoed(c: GateCheck, va: tuple[float, ...], vb: tuple[float, ...], threshold
     b = check(c.server, c.value, "rate", va, vb, threshold, note, alpha, a_bound=True)
     if b.outcome != REGRESSION:
         return c
-    return replace(c, outcome=NOT_JUDGED, text=(
+    return replace(c, outcome=NOT_JUDGED, reason=(
+        f"req/s {b.worse_pct or 0:.0f}% below A's: a slowdown CPU per request cannot see"),
+        text=(
         f"{via}B's server CPU per request is no worse, but its req/s, "
         "even raised by all the CPU time the hypervisor and other processes took (an upper "
         f"bound of B's), is {b.worse_pct or 0:.0f}% below A's: a slowdown CPU per request "
@@ -158,7 +191,7 @@ def worse_pct(a: float, b: float, higher_is_better: bool) -> float | None:
 
 def check(server: str, value: int, metric: str, va: tuple[float, ...],
           vb: tuple[float, ...], threshold: float, floor_note: str, alpha: float,
-          a_bound: bool = False, via: str = "") -> GateCheck:
+          a_bound: bool = False, via: str = "", by: str = "") -> GateCheck:
     """One metric through the lab's decision rule (verdicts.judge, one-sided:
     is A better than B, i.e. B worse?) with δ = the threshold (MIN_EFFECT or
     the A/A floor, the larger): "better" is a regression; B shown no
@@ -166,7 +199,7 @@ def check(server: str, value: int, metric: str, va: tuple[float, ...],
     undecided (too few starts, or an interval that spans δ) is not judged. `a_bound`: A was client-bound, so its
     req/s is a lower bound of A's: a B clearly below it is still a
     regression. `via`: said before the text (CPU per request judged where
-    req/s was host-busy)."""
+    req/s was host-busy), `by`: before the one-line reason (headline)."""
     what, higher = METRICS[metric]
     j = verdicts.judge(verdicts.Sample("A", va, a_bound), verdicts.Sample("B", vb),
                        higher_is_better=higher, better=f"has better {what} than",
@@ -175,16 +208,17 @@ def check(server: str, value: int, metric: str, va: tuple[float, ...],
     worse = worse_pct(metrics.spread(list(va)).median, metrics.spread(list(vb)).median,
                       higher) if va and vb else None
     if d is None or (j.kind not in verdicts.RANKED and d.reason.startswith("too few")):
-        return GateCheck(server, value, metric, NOT_JUDGED, j.kind, worse, threshold, via + j.text)
-    if j.kind in verdicts.RANKED and j.winner == "A":
-        return GateCheck(server, value, metric, REGRESSION, j.kind, worse, threshold,
-                         f"{via}regression: {what} {worse or 0:.1f}% worse in B (median), by at "
-                         f"least the threshold {threshold:.1f}% ({floor_note}) by the rule: "
-                         f"{j.text}")
-    if j.kind != "equivalent":
-        return GateCheck(server, value, metric, NOT_JUDGED, j.kind, worse, threshold, via + j.text)
-    return GateCheck(server, value, metric, PASS, j.kind, worse, threshold,
-                     f"{via}pass ({floor_note}): {j.text}")
+        outcome, text = NOT_JUDGED, via + j.text
+    elif j.kind in verdicts.RANKED and j.winner == "A":
+        outcome, text = REGRESSION, (
+            f"{via}regression: {what} {worse or 0:.1f}% worse in B (median), by at least the "
+            f"threshold {threshold:.1f}% ({floor_note}) by the rule: {j.text}")
+    elif j.kind != "equivalent":
+        outcome, text = NOT_JUDGED, via + j.text
+    else:
+        outcome, text = PASS, f"{via}pass ({floor_note}): {j.text}"
+    return GateCheck(server, value, metric, outcome, j.kind, worse, threshold, text,
+                     reason=headline(outcome, j, worse, threshold, text, by))
 
 
 def level_checks(a: LevelStats, b: LevelStats, wanted: tuple[str, ...],
@@ -204,16 +238,17 @@ def level_checks(a: LevelStats, b: LevelStats, wanted: tuple[str, ...],
         if metric == "rate" and a.open_loop:
             out.append(GateCheck(a.server, a.value, metric, NOT_APPLICABLE, None, None, None,
                                  "requests/s is set by the offered rate in open loop "
-                                 "(p99 is gated there)"))
+                                 "(p99 is gated there)", reason="not gated in open loop"))
         elif metric == "p99" and not a.open_loop:
             out.append(GateCheck(a.server, a.value, metric, NOT_APPLICABLE, None, None, None,
                                  "p99 is gated at a fixed offered rate only (an open-loop "
-                                 "client: CLIENT=vegeta)"))
+                                 "client: CLIENT=vegeta)", reason="gated in open loop only"))
         elif metric == "rate" and not blocking and busy:
             via = (f"req/s not clean ({', '.join(busy)}): server CPU per request judged "
                    "instead, the server's own CPU time; ")
             cpu = replace(check(a.server, a.value, "cpu", values(a, "cpu"), values(b, "cpu"),
-                                thresholds["cpu"], note, alpha, via=via), metric="rate")
+                                thresholds["cpu"], note, alpha, via=via, by=judged_by(busy)),
+                          metric="rate")
             out.append(vetoed(cpu, values(a, "rate"), host_bound(b, widen), thresholds["rate"],
                               note, alpha, via))
         elif metric == "rate" and not blocking:
@@ -226,7 +261,9 @@ def level_checks(a: LevelStats, b: LevelStats, wanted: tuple[str, ...],
                              thresholds[metric], note, alpha))
         elif dirty:
             out.append(GateCheck(a.server, a.value, metric, NOT_CLEAN, None, None, None,
-                                 "not measured cleanly: " + ", ".join(dirty)))
+                                 "not measured cleanly: " + ", ".join(dirty),
+                                 reason="not measured cleanly: " + ", ".join(
+                                     dict.fromkeys(d.split(" in ")[0] for d in dirty))))
         else:
             out.append(check(a.server, a.value, metric, values(a, metric), values(b, metric),
                              thresholds[metric], note, alpha))
@@ -268,7 +305,8 @@ def of(sa: Stats, sb: Stats, costs: tuple[costview.CostAnalysis | None,
             in_b = {s.value for s in sb.get(name, [])}
             checks += [GateCheck(name, s.value, metric, NOT_APPLICABLE, None, None, None,
                                  "the ceiling reference is not gated: it measures the host and "
-                                 "the client, not a server under test")
+                                 "the client, not a server under test",
+                                 reason="the ceiling reference is not gated")
                        for s in sa.get(name, []) if s.value in in_b for metric in wanted]
             continue
         floor, note = floors.matching(cache, name, ms)
@@ -288,19 +326,32 @@ def of(sa: Stats, sb: Stats, costs: tuple[costview.CostAnalysis | None,
                                         y.per_request.values, thresholds["instructions"],
                                         short, each))
     checks = across + checks
-    counted = [c for c in checks if c.outcome in (REGRESSION, PASS)]
-    if any(c.outcome == REGRESSION for c in checks):
-        code, reason = Exit.FAILED, "B is worse than A beyond the noise at a cleanly " \
-            "measured level: " + "; ".join(f"{c.server} {c.where()} {c.metric}"
-                                           for c in checks if c.outcome == REGRESSION)
-    elif counted:
-        code, reason = Exit.OK, (f"B is no worse than A ({len(counted)} metric(s) at clean "
-                                 "levels compared)")
-    else:
-        code, reason = Exit.NOT_COMPARABLE, "nothing could be compared cleanly or decided: " + \
-            why_nothing(checks, wanted)
+    code, reason, detail = outcome_of(checks, wanted)
     return Gate(int(code), OUTCOMES[code], wanted, min_effect, used, checks, reason,
-                settings.alpha, each)
+                settings.alpha, each, detail)
+
+
+def outcome_of(checks: list[GateCheck], wanted: tuple[str, ...]) -> tuple[Exit, str, str]:
+    """The exit code, its one-line reason and the arithmetic behind it: 1
+    when a check found B worse, else 0 when one showed B no worse, else 3.
+    Both gates (of two runs, of a paired run) say it so."""
+    worse = [c for c in checks if c.outcome == REGRESSION]
+    passed = [c for c in checks if c.outcome == PASS]
+    if worse:
+        more = f" and {len(worse) - 1} more" if len(worse) > 1 else ""
+        return Exit.FAILED, (f"B is worse than A beyond the noise: {worse[0].server} "
+                             f"{worse[0].where()} {worse[0].metric}{more}"), \
+            "; ".join(f"{c.server} {c.where()} {c.metric}: {c.text}" for c in worse)
+    if passed:
+        return Exit.OK, f"B is no worse than A ({len(passed)} check(s) passed)", ""
+    shown = [c for c in checks if c.outcome != NOT_APPLICABLE] or checks
+    heads = list(dict.fromkeys(c.reason or c.text for c in shown))
+    if not heads:
+        return Exit.NOT_COMPARABLE, "nothing decided: no level was measured in both runs", \
+            why_nothing(checks, wanted)
+    more = f" (+{len(heads) - 1} other reason{'s' * (len(heads) > 2)})" if len(heads) > 1 else ""
+    return Exit.NOT_COMPARABLE, f"nothing decided: {heads[0]}{more}", \
+        why_nothing(checks, wanted)
 
 
 def per_start(levels: list[LevelStats], metric: str) -> tuple[float, ...]:
@@ -329,6 +380,7 @@ class Todo:
     threshold: float           # δ of the judged metric (MIN_EFFECT or the A/A floor)
     floor_note: str            # which: "MIN_EFFECT=5%" or "A/A floor of ..."
     why: str                   # said before the text ("" when the metric is judged itself)
+    by: str                    # said before the one-line reason (headline), likewise
     rate_threshold: float      # δ of req/s, for the host bound's veto
 
 
@@ -365,14 +417,14 @@ def across_checks(sa: Stats, sb: Stats, wanted: tuple[str, ...],
                 continue
             if len(pairs) >= 2:
                 todo.append(Todo(name, metric, metric, [a for a, _ in pairs],
-                                 [b for _, b in pairs], thresholds[metric], short, "",
+                                 [b for _, b in pairs], thresholds[metric], short, "", "",
                                  thresholds[metric]))
             elif metric == "rate" and len(sound) > len(pairs):
                 dirty = sorted({f for a, b in sound for f in unclean(a) + unclean(b)})
                 todo.append(Todo(name, metric, "cpu", [a for a, _ in sound],
                                  [b for _, b in sound], thresholds["cpu"], short,
                                  f"req/s not clean ({', '.join(dirty)}): server CPU per request "
-                                 "judged instead, the server's own CPU time; ",
+                                 "judged instead, the server's own CPU time; ", judged_by(dirty),
                                  thresholds["rate"]))
     each = decide.family_alpha(settings.alpha / 2, len(todo))
     widen = widen_of(ms[1])
@@ -381,7 +433,7 @@ def across_checks(sa: Stats, sb: Stats, wanted: tuple[str, ...],
         lv = tuple(s.value for s in t.a)
         via = f"across {', '.join(map(str, lv))}: {t.why}"
         c = check(t.server, lv[0], t.judged, per_start(t.a, t.judged), per_start(t.b, t.judged),
-                  t.threshold, t.floor_note, each, via=via)
+                  t.threshold, t.floor_note, each, via=via, by=t.by)
         bounds = [host_bound(s, widen) for s in t.b]
         if t.judged != t.metric and all(s.ranked for s in t.a) and all(bounds):
             bound = [replace(s, rate=metrics.spread(list(v))) for s, v in zip(t.b, bounds)]

@@ -14,9 +14,8 @@ worse, else 0 when one shows B no worse, else 3 (nothing decided).
 """
 from __future__ import annotations
 
-from lab.analyse import policy
 from lab.analyse.gate import (NOT_JUDGED, OUTCOMES, PASS, REGRESSION, Gate, GateCheck,
-                              GateSettings)
+                              GateSettings, headline)
 from lab.analyse.metrics import LevelStats
 from lab.analyse.pairverdict import judged
 from lab.analyse.verdicts import Looks
@@ -35,8 +34,11 @@ def check(a: str, la: list[LevelStats], b: str, lb: list[LevelStats], at: list[i
         outcome = PASS
     else:
         outcome = NOT_JUDGED
+    # the text's opening ("across 2 levels by ..., under duet (...): ") is no reason
+    said = v.text.split(": ", 1)[-1] if v.text.startswith("across ") else v.text
     return GateCheck(b, v.value, v.metric or "paired", outcome, v.kind, worse, delta, v.text,
-                     tuple(v.levels) if across else ())
+                     tuple(v.levels) if across else (),
+                     headline(outcome, j, worse, delta, said))
 
 
 def of(stats: dict[str, list[LevelStats]], at: list[int], mode: str, shared: bool, cpus: int,
@@ -51,12 +53,15 @@ def of(stats: dict[str, list[LevelStats]], at: list[int], mode: str, shared: boo
                for v in at]
     worse = [c for c in checks if c.outcome == REGRESSION]
     passed = [c for c in checks if c.outcome == PASS]
+    detail = "; ".join(f"{c.where()}: {c.text}" for c in checks)
     if worse:
-        code, reason = Exit.FAILED, f"{b} is worse than {a} {worse[0].where()}: {worse[0].text}"
+        code, reason = Exit.FAILED, f"{b} is worse than {a} {worse[0].where()}: {worse[0].reason}"
+        detail = "; ".join(f"{c.where()}: {c.text}" for c in worse)
     elif passed:
         code, reason = Exit.OK, (f"{b} is no worse than {a} by {delta:g}% or more "
-                                 f"{passed[0].where()}, {policy.PAIRED_WORDS.get(mode, mode)}")
+                                 f"{passed[0].where()}, under {mode}")
+        detail = f"{passed[0].where()}: {passed[0].text}"
     else:
-        code, reason = Exit.NOT_COMPARABLE, f"nothing decided: {checks[0].text}"
+        code, reason = Exit.NOT_COMPARABLE, f"nothing decided: {checks[0].reason}"
     return Gate(int(code), OUTCOMES[code], ("paired",), delta, {}, checks, reason,
-                settings.alpha, each)
+                settings.alpha, each, detail)

@@ -293,7 +293,7 @@ def main(a: Path, b: Path, force: bool, out_root: Path,
         print(f"noise floor for {name}: {note}", file=sys.stderr)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
-    print(f"gate: {g.outcome} (exit {g.code}): {g.reason}", file=sys.stderr)
+    last_line(g)
     if problem and g.code == Exit.OK:
         return int(Exit.FAILED)
     return g.code
@@ -311,6 +311,14 @@ def shown(text: str, out: Path, out_root: Path) -> None:
         return
     if index is not None:
         print(f"index: {index}", file=sys.stderr)
+
+
+def last_line(g: Gate) -> None:
+    """The gate's arithmetic, then its last line: `gate: <outcome> (exit N):
+    <one-line reason>` (what a CI log shows last), for both gates."""
+    if g.detail:
+        print(f"why: {g.detail}", file=sys.stderr)
+    print(f"gate: {g.outcome} (exit {g.code}): {g.reason}", file=sys.stderr)
 
 
 def gate_settings(environ: Callable[[str, str], str], cache: Path | None) -> GateSettings:

@@ -19,7 +19,7 @@ from pathlib import Path
 from lab.analyse import analysis, pairgate
 from lab.analyse.gate import GateSettings
 from lab.present import junit
-from lab.present.compare import EXIT_REFUSED, conditions, gate_lines, run_id, shown
+from lab.present.compare import EXIT_REFUSED, conditions, gate_lines, last_line, run_id, shown
 from lab.record import files, folder, manifest
 
 
@@ -68,5 +68,5 @@ def main(run: Path, out_root: Path, settings: GateSettings) -> int:
         shutil.rmtree(out, ignore_errors=True)     # a failed comparison leaves no folder
         raise
     shown(text, out, out_root)
-    print(f"gate: {g.outcome} (exit {g.code}): {g.reason}", file=sys.stderr)
+    last_line(g)
     return g.code
