@@ -6,6 +6,7 @@ schema for BMF (https://bencher.dev/docs/reference/bencher-metric-format/),
 written out here. On constructed runs (no load)."""
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -17,6 +18,7 @@ import pytest
 
 from conftest import ROOT, lab_env
 from lab.present import bmf
+from lab.setup.exits import Exit
 from test_compare import make_run, manifest, paced_rows
 
 
@@ -81,3 +83,30 @@ def test_the_command_writes_the_file_and_says_what_it_left_out(tmp_path: Path) -
     bad = subprocess.run([sys.executable, "-m", "lab", "bmf", str(tmp_path / "nothing")],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+def test_a_run_with_nothing_clean_exports_nothing_and_says_why(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every level host-busy (a busy shared runner): `{}`, which Bencher's
+    schema accepts (BMF has no place for a reason that is no benchmark),
+    and exit 3 as the gate does when nothing compared cleanly, the reason
+    on stderr; never `{}` with exit 0."""
+    from lab.cli.read import cmd_bmf
+    rows = [replace(r, flags="host-busy") for r in paced_rows({1: [100, 104, 102],
+                                                               4: [400, 404, 398]})]
+    run = make_run(tmp_path, "busy", manifest(), rows)
+    out = tmp_path / "bmf.json"
+    code = cmd_bmf(argparse.Namespace(run=str(run), output=str(out)))
+    err = capsys.readouterr().err
+    assert code == Exit.NOT_COMPARABLE == 3
+    assert json.loads(out.read_text()) == {} and bmf_shape_problems({}) == []
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("bmf: nothing exported (exit 3): ") and "host-busy" in last, err
+    assert "paced c=1: host-busy" in err and "paced c=4: host-busy" in err
+    # to stdout as well
+    assert cmd_bmf(argparse.Namespace(run=str(run), output="")) == 3
+    assert json.loads(capsys.readouterr().out) == {}
+    # one clean level: exported, exit 0
+    clean = make_run(tmp_path, "clean", manifest(), paced_rows({1: [100, 104, 102]}))
+    assert cmd_bmf(argparse.Namespace(run=str(clean), output="")) == 0
+    assert list(json.loads(capsys.readouterr().out)) == ["paced c=1"]

@@ -79,7 +79,9 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
 def cmd_bmf(args: argparse.Namespace) -> int:
     """A run in bencher.dev's metric format (lab.present.bmf): to --output,
-    else stdout; what was left out (flagged levels, the ceiling) on stderr."""
+    else stdout; what was left out (flagged levels, the ceiling) on stderr.
+    Nothing left in: `{}` all the same, and exit 3 with the reason, as the
+    gate exits when nothing was compared cleanly."""
     from lab.present import bmf
     run = Path(args.run)
     runrecord.load(run)                    # a folder that is not a readable run: exit 2
@@ -91,6 +93,10 @@ def cmd_bmf(args: argparse.Namespace) -> int:
         print(f"bmf: {args.output} ({len(data)} benchmarks)", file=sys.stderr)
     else:
         print(json.dumps(data, indent=2, sort_keys=True))
+    if not data:
+        print(f"bmf: nothing exported (exit {int(Exit.NOT_COMPARABLE)}): "
+              f"{bmf.why_empty(left_out)}", file=sys.stderr)
+        return int(Exit.NOT_COMPARABLE)
     return 0
 
 

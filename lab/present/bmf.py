@@ -18,7 +18,10 @@ Like the gate, it leaves out what is no server's figure: the ceiling
 reference, make noise's alias (`<name>#2`), and every level a repetition of
 which was client-bound, host-busy, taken by the hypervisor or had failed
 requests (`left_out` says which, and why); Bencher would read those as
-steps of the trend.
+steps of the trend. A run none of whose levels is left in (a busy shared
+runner) exports `{}`, which Bencher's schema accepts, and the command
+exits 3 as the gate does when nothing was compared cleanly, with the
+reason on stderr: BMF has no place for a reason that is not a benchmark.
 """
 from __future__ import annotations
 
@@ -93,6 +96,15 @@ def of_run(run: Path) -> tuple[dict[str, Any], list[str]]:
                 if got is not None:
                     found.setdefault(f"{sc.server} c={x.level}", {})[slug] = got
     return found, left_out
+
+
+def why_empty(left_out: list[str]) -> str:
+    """One line: why a run gave no benchmark (the first thing left out, and
+    how many more; the notes before it say each)."""
+    if not left_out:
+        return "the run has no measured level"
+    more = f" (+{len(left_out) - 1} more left out)" if len(left_out) > 1 else ""
+    return f"no level of a server under test was measured cleanly: {left_out[0]}{more}"
 
 
 def write(path: Path, data: dict[str, Any]) -> None:
