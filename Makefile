@@ -70,7 +70,7 @@ rerun: ## run again with a saved run's settings; settings given here win: make r
 	@test -n "$${RUN-}" || { echo "error: give RUN=results/<run-id>" >&2; exit 2; }
 	@$(call STEP,LAB_GIVEN="$(GIVEN)" $(LAB) rerun "$$RUN")
 
-compare: ## run B against run A, a gate: make compare A=results/<x> B=results/<y> [GATE=rate p99] [MIN_EFFECT=5%] [ALPHA=1%] [FORCE=1], or a paired run's second server against its first: make compare RUN=results/<paired run>; exit 0 no worse, 1 regression, 3 nothing compared cleanly
+compare: ## run B against run A, a gate: make compare A=results/<x> B=results/<y> [GATE=rate p99] [MIN_EFFECT=5%] [ALPHA=1%] [FORCE=1], or a paired run's second server against its first: make compare RUN=results/<paired run>; exit 0 no worse, 1 regression (by req/s, or by CPU per request where the host or the client set req/s), 3 nothing decided (the reason is printed)
 	@if [ -n "$${RUN-}" ]; then test -z "$${A-}$${B-}" || { echo "error: give RUN=<paired run> or A= and B=, not both" >&2; exit 2; }; \
 	  else test -n "$${A-}" -a -n "$${B-}" || { echo "error: give A=results/<x> B=results/<y>, or RUN=results/<paired run>" >&2; exit 2; }; fi
 	@$(call STEP,if [ -n "$${RUN-}" ]; then $(LAB) compare "$$RUN"; else $(LAB) compare "$$A" "$$B"; fi)

@@ -1,5 +1,6 @@
 """`make compare` as a regression gate (issue 20): exit 0 when B is no worse,
-1 when B is worse beyond the noise at a cleanly measured level, 3 when
+1 when a check finds B worse beyond the noise (by CPU per request where
+the host or the client set req/s), 3 when
 nothing could be compared cleanly (with the reason), 2 on bad input; GATE
 and MIN_EFFECT; the A/A floor of `make noise` used and named. On
 constructed runs (no load)."""
@@ -327,3 +328,54 @@ def test_the_ceiling_reference_is_not_gated(tmp_path: Path,
     assert isinstance(checks, list)
     assert {c["outcome"] for c in checks if c["server"] == "nginx"} == {"not-applicable"}
     assert "ceiling reference is not gated" in capsys.readouterr().out
+
+
+def unclean_flags() -> tuple[set[str], set[str]]:
+    """Every flag that makes a level unclean for the gate, from their one
+    declaration (lab.analyse.policy's tuples, and the gate's UNCLEAN built on
+    them and metrics.UNRANKED), split into those where server CPU per request
+    is judged instead of req/s, and those never judged."""
+    from lab.analyse import gate, metrics, policy
+    declared = {f for name in dir(policy) if name.endswith(("_UNCLEAN", "_FLAGS"))
+                for f in getattr(policy, name)}
+    every = declared | set(gate.UNCLEAN) | set(metrics.UNRANKED)
+    judged_by_cpu = set(policy.RATE_UNCLEAN) | set(policy.HOST_FLAGS)
+    return judged_by_cpu, every - judged_by_cpu
+
+
+def test_ci_md_names_every_unclean_flag_and_what_the_gate_does_with_it() -> None:
+    """docs/ci.md's paragraph on a level measured cleanly names each flag
+    (issue 44: it left out client-stopped), says that host-busy, steal and
+    client-bound levels are judged by CPU per request and can fail the job
+    (exit 1), and that the others are never judged."""
+    text = (ROOT / "docs" / "ci.md").read_text()
+    [para] = [p for p in text.split("\n\n") if p.startswith("A level is measured cleanly")]
+    para = " ".join(para.split())
+    by_cpu, never = unclean_flags()
+    assert {f for f in by_cpu | never if f"`{f}`" not in para} == set(), para
+    [cpu] = [s for s in para.split(". ") if "CPU per request" in s and "judge" in s]
+    assert all(f"`{f}`" in cpu for f in by_cpu) and not any(f"`{f}`" in cpu for f in never), cpu
+    [blocked] = [s for s in para.split(". ") if "never judged" in s]
+    assert all(f"`{f}`" in blocked for f in never), blocked
+    assert "exit 1" in para and "never fails the job" not in text
+    exit1 = next(line for line in text.splitlines() if line.startswith("| 1 |"))
+    assert "CPU per request" in exit1, exit1
+
+
+@pytest.mark.parametrize("flag", sorted(unclean_flags()[1]))
+def test_a_level_never_judged_is_judged_neither_at_the_level_nor_across(
+        tmp_path: Path, flag: str) -> None:
+    """Every level flagged `flag` (failures, a client that stopped early, an
+    answer that changed, ...) on both sides, B needing twice the CPU a
+    request: no check judges it, and nothing is decided (exit 3). The check
+    across the levels judged such levels by CPU per request (exit 1)."""
+    def rows(rates: dict[int, list[float]]) -> list[Row]:
+        return [replace(r, flags=flag) for r in paced_rows(rates)]  # type: ignore[arg-type]
+    ra = make_run(tmp_path, "ra", manifest(), rows({1: [100, 101, 102, 100.5, 101.5],
+                                                    4: [400, 404, 398, 402, 401]}))
+    rb = make_run(tmp_path, "rb", manifest(), rows({1: [50, 51, 52, 50.5, 51.5],
+                                                    4: [200, 202, 199, 201, 200.5]}))
+    assert compare.main(ra, rb, False, tmp_path / "out", CLEAN) == Exit.NOT_COMPARABLE
+    checks = gate_of(tmp_path / "out")["checks"]
+    assert isinstance(checks, list)
+    assert {c["outcome"] for c in checks} <= {"not-clean", "not-applicable"}, checks

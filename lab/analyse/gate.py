@@ -287,8 +287,9 @@ def of(sa: Stats, sb: Stats, costs: tuple[costview.CostAnalysis | None,
                                            costview.CostAnalysis | None],
        ms: tuple[Manifest, Manifest], settings: GateSettings) -> Gate:
     """Every gated metric at every level both runs measured, and the outcome:
-    1 when B is worse beyond the threshold at a level measured cleanly in
-    both, else 0 when at least one was compared cleanly, else 3."""
+    1 when a check finds B worse beyond the threshold (by req/s, or by CPU
+    per request where only the host or the client set req/s), else 0 when
+    one showed B no worse, else 3."""
     wanted, min_effect, cache = settings.metrics, settings.min_effect_pct, settings.cache
     checks: list[GateCheck] = []
     used: dict[str, str] = {}
@@ -388,12 +389,12 @@ def across_checks(sa: Stats, sb: Stats, wanted: tuple[str, ...],
                   ms: tuple[Manifest, Manifest], settings: GateSettings,
                   cache: Path | None) -> list[GateCheck]:
     """One check a server and gated metric across every level both runs
-    measured cleanly (no client-bound, host-busy, steal or failures on either
-    side): each start's mean over those levels is one value, so a sweep of
-    many levels needs no more starts than one level. Where fewer than two
-    levels are clean for req/s but some are only host-busy, steal or
-    client-bound (no failures), req/s is judged across those by server CPU
-    per request, and said. The family: these checks, each at ALPHA/2 over
+    measured cleanly (no flag of UNCLEAN on either side): each start's mean
+    over those levels is one value, so a sweep of many levels needs no more
+    starts than one level. Where fewer than two levels are clean for req/s
+    but some are only host-busy, steal or client-bound (policy.RATE_UNCLEAN:
+    no failures, no client that stopped, no answer that changed), req/s is
+    judged across those by server CPU per request, and said. The family: these checks, each at ALPHA/2 over
     their number."""
     todo: list[Todo] = []
     for name in sa:
@@ -403,7 +404,9 @@ def across_checks(sa: Stats, sb: Stats, wanted: tuple[str, ...],
         at_b = {s.value: s for s in sb[name]}
         common = [(a, at_b[a.value]) for a in sa[name] if a.value in at_b]
         pairs = [(a, b) for a, b in common if not unclean(a) and not unclean(b)]
-        sound = [(a, b) for a, b in common if "failures" not in unclean(a) + unclean(b)]
+        # levels unclean only where the host or a client set req/s: CPU per request
+        sound = [(a, b) for a, b in common
+                 if set(unclean(a) + unclean(b)) <= set(policy.RATE_UNCLEAN)]
         if not common:
             continue
         floor, _ = floors.matching(cache, name, ms)

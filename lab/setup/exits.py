@@ -12,7 +12,7 @@ class Exit(IntEnum):
     OK = 0
     FAILED = 1          # compare: REGRESSION
     BAD_INPUT = 2
-    NOT_COMPARABLE = 3  # compare and noise only
+    NOT_COMPARABLE = 3  # compare, noise and bmf only
     INTERRUPTED = 130
 
 
@@ -22,11 +22,12 @@ REGRESSION = Exit.FAILED
 TABLE: tuple[tuple[int, str], ...] = (
     (Exit.OK, "done (compare: B is no worse than A)"),
     (Exit.FAILED, "a failure while running: results kept and marked incomplete "
-                  "(compare: B is worse than A beyond the noise at a cleanly measured level)"),
+                  "(compare: B is worse than A beyond the noise, by req/s or, where the "
+                  "host or the client set req/s, by server CPU per request)"),
     (Exit.BAD_INPUT, "bad input or a missing prerequisite: nothing was built or started"),
     (Exit.NOT_COMPARABLE, "compare: nothing could be compared cleanly or decided at α; noise: "
-                          "no level was measured cleanly, no floor recorded (the reason is "
-                          "printed)"),
+                          "no level was measured cleanly, no floor recorded; bmf: no level "
+                          "measured cleanly, nothing exported (the reason is printed)"),
     (Exit.INTERRUPTED, "interrupted (SIGINT, SIGTERM or SIGHUP): the run is marked interrupted"),
 )
 
