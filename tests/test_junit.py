@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import replace
 import shutil
 import subprocess
@@ -237,3 +238,34 @@ def test_each_reason_comes_first_in_one_short_line(tmp_path: Path) -> None:
     root = ET.parse(reports["host-busy"][1]).getroot()
     assert all("3 against 3 cannot reach" in (s.text or "") and
                "3 against 3" not in s.get("message", "") for s in root.iter("skipped"))
+
+
+def documented_forms() -> list[re.Pattern[str]]:
+    """The case names docs/ci.md gives for compare.xml (`<server> c=<level>
+    <metric>` ...), each as a pattern of the names it stands for."""
+    text = " ".join((ROOT / "docs" / "ci.md").read_text().split())
+    para = text[text.index("`compare.xml` is the gate as a JUnit XML report"):]
+    forms = re.findall(r"`(<server> [^`]*<metric>)`", para.split(" A regression ")[0])
+    out = []
+    for form in forms:
+        pattern = re.escape(form)
+        for word, said in ((re.escape("<levels>"), r"\d+(,\d+)*"),
+                           (re.escape("<level>"), r"\d+"), (re.escape("<server>"), r"\S+"),
+                           (re.escape("<metric>"), r".+")):
+            pattern = pattern.replace(word, said)
+        out.append(re.compile(pattern + "$"))
+    return out
+
+
+def test_every_case_name_has_a_form_docs_ci_md_gives(tmp_path: Path) -> None:
+    """Both forms are written down (issue 44: ci.md gave only the one of a
+    level, not `<server> across c=… <metric>`), and every case of the real
+    reports is one of them."""
+    forms = documented_forms()
+    assert len(forms) == 2, forms
+    names = [str(case.get("name")) for _, path in two_run_reports(tmp_path).values()
+             for case in ET.parse(path).getroot().iter("testcase")
+             if case.get("name") != junit.NOTHING]
+    used = {i for name in names for i, form in enumerate(forms) if form.match(name)}
+    assert [n for n in names if not any(f.match(n) for f in forms)] == []
+    assert used == {0, 1}, names

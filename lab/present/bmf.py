@@ -14,11 +14,10 @@ built-in `latency` (nanoseconds) at a fixed offered rate, and
 cost runs), created by Bencher on first use. value is the median of the
 repetitions, lower_value and upper_value their min and max.
 
-Like the gate, it leaves out what is no server's figure: the ceiling
-reference, make noise's alias (`<name>#2`), and every level a repetition of
-which was client-bound, host-busy, taken by the hypervisor or had failed
-requests (`left_out` says which, and why); Bencher would read those as
-steps of the trend. A run none of whose levels is left in (a busy shared
+It leaves out what is no server's figure: the ceiling reference, make
+noise's alias (`<name>#2`), and every level not measured cleanly (a
+repetition with a flag of lab.analyse.gate.UNCLEAN: `left_out` says which,
+and why); Bencher would read those as steps of the trend. A run none of whose levels is left in (a busy shared
 runner) exports `{}`, which Bencher's schema accepts, and the command
 exits 3 as the gate does when nothing was compared cleanly, with the
 reason on stderr: BMF has no place for a reason that is not a benchmark.
