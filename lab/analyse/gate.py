@@ -345,13 +345,13 @@ def outcome_of(checks: list[GateCheck], wanted: tuple[str, ...]) -> tuple[Exit, 
             "; ".join(f"{c.server} {c.where()} {c.metric}: {c.text}" for c in worse)
     if passed:
         return Exit.OK, f"B is no worse than A ({len(passed)} check(s) passed)", ""
-    shown = [c for c in checks if c.outcome != NOT_APPLICABLE] or checks
-    heads = list(dict.fromkeys(c.reason or c.text for c in shown))
+    gated = [c for c in checks if c.outcome != NOT_APPLICABLE]
+    heads = list(dict.fromkeys(c.reason or c.text for c in gated or checks))
     if not heads:
-        return Exit.NOT_COMPARABLE, "nothing decided: no level was measured in both runs", \
+        return Exit.NOT_COMPARABLE, "nothing gated: no level was measured in both runs", \
             why_nothing(checks, wanted)
     more = f" (+{len(heads) - 1} other reason{'s' * (len(heads) > 2)})" if len(heads) > 1 else ""
-    return Exit.NOT_COMPARABLE, f"nothing decided: {heads[0]}{more}", \
+    return Exit.NOT_COMPARABLE, f"nothing {'decided' if gated else 'gated'}: {heads[0]}{more}", \
         why_nothing(checks, wanted)
 
 
