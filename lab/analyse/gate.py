@@ -102,7 +102,7 @@ def headline(outcome: str, j: verdicts.Judgement | None, worse: float | None,
     if outcome == REGRESSION:
         return f"{by}B worse by {worse or 0:.1f}%, beyond the threshold {threshold or 0:.1f}%"
     if outcome == PASS:
-        return f"{by}B no worse than A by the threshold {threshold or 0:.1f}% or more"
+        return f"{by}B no worse than A by {threshold or 0:.1f}% (the threshold) or more"
     d = j.decision if j is not None else None
     if j is not None and d is not None and j.kind == verdicts.UNDECIDED:
         head = d.reason.split(":")[0]
