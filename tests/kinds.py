@@ -258,6 +258,9 @@ OTHER: dict[str, dict[str, tuple[str, ...]]] = {
             "test_live_follows_the_start_being_measured",
             "test_live_waits_for_a_run_then_says_none_came",
         ),
+        "test_workshop.py": (
+            "test_each_run_form_the_docs_write_works_in_each_step",
+        ),
     },
     "real-server": {
         "test_claimruns.py": (

@@ -23,6 +23,7 @@ test runs what it would have run."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import statistics
@@ -35,7 +36,7 @@ from typing import Any
 
 import pytest
 
-from conftest import GRACE, ROOT, accepted_exit_3, free_port, lab_env, leftovers
+from conftest import GRACE, ROOT, accepted_exit_3, copy_of_run, free_port, lab_env, leftovers
 from lab.record import rows
 from lab.record.costs import COST
 
@@ -122,13 +123,15 @@ def runs_in(results: Path) -> list[Path]:
 
 def resolve(command: str, made: list[Path]) -> list[str]:
     """shlex words, with A=results/<...> B=results/<...> pointing at the two
-    runs this exercise made (the document leaves the run ids to the reader)."""
+    runs this exercise made (the document leaves the run ids to the reader),
+    relative to the clone as the text writes them (an absolute path hid a
+    make profile that failed on the relative one)."""
     words = shlex.split(command)
     for i, word in enumerate(words):
         key, eq, value = word.partition("=")
         if eq and "<" in value and key in ("A", "B", "RUN"):
             pick = {"A": -2, "B": -1, "RUN": -1}[key]
-            words[i] = f"{key}={made[pick]}"
+            words[i] = f"{key}={os.path.relpath(made[pick], ROOT)}"
     return words
 
 
@@ -316,3 +319,24 @@ def exercise_9(d: Done) -> None:
 ANSWERS: dict[int, Callable[[Done], None]] = {
     1: exercise_1, 2: exercise_2, 3: exercise_3, 4: exercise_4, 5: exercise_5,
     7: exercise_7, 9: exercise_9}
+
+
+@pytest.mark.parametrize("step", ["profile", "report", "plots", "use"])
+def test_each_run_form_the_docs_write_works_in_each_step(tmp_path: Path, short_run: Path,
+                                                         step: str) -> None:
+    """RUN=results/<run> as the text writes it (relative to where make is
+    typed), and with a trailing slash: perf wrote its perf.data relative to
+    the profile's folder, so a relative RUN failed (exercise 8); an absolute
+    one, as workshop-check passes, hid it."""
+    run = copy_of_run(short_run, tmp_path)
+    env = lab_env(tmp_path, PORT=str(free_port()), PROFILE_AT="1", DURATION="1s")
+    relative = os.path.relpath(run, ROOT)
+    assert not Path(relative).is_absolute()
+    for form in (relative, relative + "/"):
+        out = subprocess.run(["make", "-s", step, f"RUN={form}"], cwd=ROOT, env=env,
+                             capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, f"RUN={form}\n{out.stderr[-3000:]}"
+    if step == "profile":
+        made = sorted(p.name for p in (run / "sturdy" / "profile").iterdir())
+        assert made == ["c1", "c1-2"], made
+        assert all((run / "sturdy" / "profile" / m / "flamegraph.svg").is_file() for m in made)
