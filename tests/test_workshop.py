@@ -340,3 +340,33 @@ def test_each_run_form_the_docs_write_works_in_each_step(tmp_path: Path, short_r
         made = sorted(p.name for p in (run / "sturdy" / "profile").iterdir())
         assert made == ["c1", "c1-2"], made
         assert all((run / "sturdy" / "profile" / m / "flamegraph.svg").is_file() for m in made)
+
+
+def plan_line(command: str, env: dict[str, str], **changed: str) -> str:
+    """The plan line `lab check` prints for a make bench line as written
+    (with `changed` settings), as make bench prints it when a run starts."""
+    _make, _step, *given = shlex.split(command)
+    settings = {**dict(w.split("=", 1) for w in given), **changed}
+    out = subprocess.run([sys.executable, "-m", "lab", "check"], cwd=ROOT,
+                         env={**env, **settings}, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    [line] = [x for x in out.stderr.splitlines() if x.startswith("plan: ")]
+    return line
+
+
+def test_exercise_3s_verdicts_get_the_starts_their_family_needs(tmp_path: Path) -> None:
+    """Three servers make three pairs, α split to a third each: the plan
+    line says how many starts a side that family needs, and the exercise
+    asks for that many (REPEAT=5, as it was, left every pair undecided)."""
+    from lab.analyse import verdicts
+    [command] = [c for c in EXERCISES[2].commands if "aws@8 aws@16 aws@32" in c]
+    env = {k: v for k, v in lab_env(tmp_path, PORT=str(free_port())).items()
+           if k != "LAB_SERVER_PATH"}
+    need = verdicts.starts_needed(3)
+    assert need is not None and need > 5
+    line = plan_line(command, env)
+    assert "3 pairs" in line and " cannot " not in line, line
+    assert re.search(rf"verdicts: .*\b{need} starts a side\b", line) or \
+        f"from {need} starts a side" in line, line
+    few = plan_line(command, env, REPEAT="5")
+    assert f"{need} starts a side can decide" in few and "REPEAT=5 cannot" in few, few
