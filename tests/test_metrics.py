@@ -273,3 +273,20 @@ def test_starts_needed_is_where_the_familys_rule_starts_deciding(
 
 def test_starts_needed_says_none_when_no_look_can_decide() -> None:
     assert verdicts.starts_needed(6, 0.01, verdicts.Looks(5, 6)) is None
+
+
+@pytest.mark.parametrize("words", [
+    # vegeta (Go's net package), Siege: the errno EADDRNOTAVAIL, no local port left
+    'Get "http://127.0.0.1:8080/api": dial tcp 127.0.0.1:0->127.0.0.1:8080: connect: '
+    'cannot assign requested address',
+    "[error] socket: unable to connect sock.c:282: Cannot assign requested address"])
+def test_a_client_out_of_local_ports_flags_its_level(words: str) -> None:
+    """Exercise 6's collapse: connections opened faster than TIME_WAIT frees
+    their ports; the level measures the client's host, and says so."""
+    from lab.record import failures
+    from lab.analyse import policy
+    assert failures.kind_of(words) == "ports"
+    lvl = dataclasses.replace(level(failed=40), failures=(failures.Failure("ports", 40, words),))
+    row = levelrow.make_row(WHERE, lvl, measured())
+    assert "out-of-ports" in row.flags.split() and "out-of-ports" in metrics.FLAGS
+    assert "out-of-ports" in policy.RATE_UNCLEAN            # its req/s ranks nothing

@@ -144,7 +144,8 @@ def plan(p: Params, bind: str | None = None, servers: int = 0) -> str:
     if ":" in where and not where.startswith("(") and "@" not in where:
         where = f"[{where}]"                     # an IPv6 address, as in a URL
     return (f"{' '.join(p.servers)}{reps} | {sweep} | {p.duration_s}s each, warm-up {warm} | "
-            f"{p.client} {'keep-alive' if p.keepalive else 'connection close'} | "
+            f"{p.client} {'keep-alive' if p.keepalive else 'connection close'}"
+            f"{f', at most {p.connections} connections' if p.connections else ''} | "
             f"{where}:{p.port} backlog {p.backlog} | server CPU {cpu_ranges(p.server_cpus)}, "
             f"client CPU {cpu_ranges(p.client_cpus)}{family_need(p, servers)}")
 
