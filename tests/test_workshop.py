@@ -324,7 +324,7 @@ ANSWERS: dict[int, Callable[[Done], None]] = {
     7: exercise_7, 9: exercise_9}
 
 
-@pytest.mark.parametrize("step", ["profile", "report", "plots", "use"])
+@pytest.mark.parametrize("step", ["profile", "report", "plots", "use", "compare", "rerun"])
 def test_each_run_form_the_docs_write_works_in_each_step(tmp_path: Path, short_run: Path,
                                                          step: str) -> None:
     """RUN=results/<run> as the text writes it (relative to where make is
@@ -332,13 +332,28 @@ def test_each_run_form_the_docs_write_works_in_each_step(tmp_path: Path, short_r
     the profile's folder, so a relative RUN failed (exercise 8); an absolute
     one, as workshop-check passes, hid it."""
     run = copy_of_run(short_run, tmp_path)
-    env = lab_env(tmp_path, PORT=str(free_port()), PROFILE_AT="1", DURATION="1s")
+    port = str(free_port())
+    env = lab_env(tmp_path, PORT=port, DURATION="1s",
+                  **({"PROFILE_AT": "1"} if step == "profile" else {}))
+    other = copy_of_run(short_run, tmp_path / "b") if step == "compare" else run
     relative = os.path.relpath(run, ROOT)
     assert not Path(relative).is_absolute()
     for form in (relative, relative + "/"):
-        out = subprocess.run(["make", "-s", step, f"RUN={form}"], cwd=ROOT, env=env,
+        given = [f"RUN={form}"]
+        if step == "compare":          # the run against a copy of itself, both forms
+            given = [f"A={form}", f"B={os.path.relpath(other, ROOT)}/"]
+            shutil.rmtree(tmp_path / "results" / f"compare-{run.name}-vs-{other.name}",
+                          ignore_errors=True)
+        if step == "rerun":            # into this test's results, on a free port
+            given += [f"RESULTS={tmp_path / 'results'}", f"PORT={port}"]
+        out = subprocess.run(["make", "-s", step, *given], cwd=ROOT, env=env,
                              capture_output=True, text=True, timeout=600)
-        assert out.returncode == 0, f"RUN={form}\n{out.stderr[-3000:]}"
+        code = lab_code(out)
+        assert code in ((0, 1, 3) if step == "compare" else (0,)), \
+            f"{' '.join(given)}\n{out.stderr[-3000:]}"
+        if step == "compare":
+            assert (tmp_path / "results" / f"compare-{run.name}-vs-{other.name}" /
+                    "compare.png").is_file(), out.stderr[-2000:]
     if step == "profile":
         made = sorted(p.name for p in (run / "sturdy" / "profile").iterdir())
         assert made == ["c1", "c1-2"], made
