@@ -53,8 +53,9 @@ CODES = {(1, 2): 3, (3, 0): 1}
 SHORT_COST = ["COST_REQUESTS=200 600", "REPEAT=1"]      # as exercise 8 gives
 # exercises whose commands are all checked, not run: why that is enough
 CHECKED = {
-    6: "one bench of four repository servers for the RSS chart: test_e2e runs and charts "
-       "every repository server",
+    6: "vegeta and wrk against aws and undertow: test_vegeta runs vegeta live (its "
+       "connections capped by CONNECTIONS, and reused), test_e2e runs and charts every "
+       "repository server",
 }
 # single commands checked, not run: (exercise, command index) -> why
 CHECKED_COMMANDS = {
