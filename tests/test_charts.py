@@ -122,7 +122,8 @@ def png_rows(path: Path) -> list[list[tuple[int, ...]]]:
     raw, stride, rows = zlib.decompress(idat), width * channels, []
     prev = bytearray(stride)
     for y in range(len(raw) // (stride + 1)):
-        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        at = y * (stride + 1)
+        kind, line = raw[at], bytearray(raw[at + 1:at + 1 + stride])
         for i in range(stride):
             a = line[i - channels] if i >= channels else 0
             b, c = prev[i], prev[i - channels] if i >= channels else 0
@@ -140,7 +141,8 @@ def test_the_compare_chart_s_title_is_not_cut_off(tmp_path: Path) -> None:
     (tmp_path / "data").mkdir()
     for side in ("a", "b"):
         (tmp_path / "data" / f"{side}-aws@8.dat").write_text(
-            "# value rate lo hi client_bound host_busy\n1 4500 4400 4600 0 0\n8 5200 5100 5300 0 1\n")
+            "# value rate lo hi client_bound host_busy\n"
+            "1 4500 4400 4600 0 0\n8 5200 5100 5300 0 1\n")
     ids = ("20261128-121031-aws@8+aws@16+aws@32-wrk-close",
            "20261128-121101-aws@8+aws@16+aws@32-wrk-close")
     setup = (f"dir='{tmp_path}'; servers='aws@8'; label_a='{ids[0]}'; label_b='{ids[1]}'; "
