@@ -44,7 +44,12 @@ set output dir . "/compare." . fmt
 colors = "#1f77b4 #d62728 #2ca02c #ff7f0e #9467bd #8c564b #e377c2 #17becf #bcbd22 #7f7f7f"
 color(i) = word(colors, (i - 1) % words(colors) + 1)
 
-set title "Requests per second: A = " . label_a . " (solid), B = " . label_b . " (dashed)\nmedian of the repetitions, min-max bars" font ",12"
+# the title is centred on the chart, not over the plot area (which the legend
+# narrows), a run a line: two long run ids on one line ran off the left edge
+set label 3 "Requests per second (median of the repetitions, min-max bars)\n" . \
+    "A = " . label_a . " (solid)\nB = " . label_b . " (dashed)" \
+    at screen 0.5, screen 0.975 center font ",12"
+set tmargin 5
 set label 1 cond_a at screen 0.5, 0.045 center font ",8"
 set label 2 cond_b at screen 0.5, 0.018 center font ",8"
 set bmargin 7

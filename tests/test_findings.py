@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from lab.analyse import analysis, findings, metrics
+from lab.analyse import analysis, findings, metrics, verdicts
 from lab.analyse.findings import Finding
 from lab.present import report, reportpage
 
@@ -97,3 +97,23 @@ def test_summary_page_and_results_json_render_the_same_findings(tmp_path: Path,
     assert warned.count("<li>") == len(texts)
     for t in texts:
         assert f"<li>{escape(t)}</li>" in warned
+
+
+def test_few_repetitions_names_the_starts_the_runs_family_needs() -> None:
+    """Three servers at REPEAT=5 (exercise 3 as it was): the warning names
+    the 6 starts a side that three pairs at α/3 need, not the 5 of one pair."""
+    from dataclasses import replace
+    from lab.record.rows import read_rows
+    from lab.record.runrecord import load
+    run = ROOT / "tests" / "fixtures" / "runs" / "20261124-071349-sturdy+paced-landed"
+    rec = load(run)
+    m = rec.manifest
+    stats = {name: metrics.level_stats(rows) for name, rows in rec.by_server().items()}
+    assert len(stats) == 2 and read_rows(run)
+    two = analysis.warnings(replace(m, params=replace(m.params, repeat=5)), stats, "", [])
+    assert not [f for f in two if f.kind == "few-repetitions"]      # 5 a side: one pair
+    third = {**stats, "third": stats[next(iter(stats))]}
+    three = analysis.warnings(replace(m, params=replace(m.params, repeat=5)), third, "", [])
+    [few] = [f for f in three if f.kind == "few-repetitions"]
+    need = verdicts.starts_needed(3)
+    assert need == 6 and f"REPEAT={need}" in few.text() and "0.33%" in few.text(), few.text()

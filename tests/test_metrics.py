@@ -247,3 +247,46 @@ def test_open_loop_verdicts_are_at_every_offered_rate() -> None:
           "b": stats(rows("b", 1000, [1000] * 3, p99=[2, 2, 2], offered=1000.0),
                      rows("b", 4000, [4000] * 3, p99=[3, 3, 3], offered=4000.0))}
     assert verdicts.verdict_values(by, ()) == [1000, 4000]
+
+
+@pytest.mark.parametrize("servers, looks", [
+    (2, verdicts.Looks()), (3, verdicts.Looks()), (4, verdicts.Looks()),
+    (3, verdicts.Looks(5, 10)), (3, verdicts.Looks(6, 10))])
+def test_starts_needed_is_where_the_familys_rule_starts_deciding(
+        servers: int, looks: verdicts.Looks) -> None:
+    """The minimum the plan line prints is the rule's own: with that many
+    starts a side, servers 30% apart are ranked in every pair of the family;
+    with one fewer, none is (exercise 3: three servers at REPEAT=5 split α to
+    0.33% a pair, and 5 against 5 cannot reach it)."""
+    need = verdicts.starts_needed(servers, 0.01, looks)
+    assert need is not None
+
+    def family(k: int) -> list[verdicts.Verdict]:
+        by = {f"s{i}": stats(rows(f"s{i}", 8, [1000 * 1.3 ** i + j for j in range(k)]))
+              for i in range(servers)}
+        return verdicts.primaries(by, [8], 0.01, looks=looks)
+    assert all(v.kind == "faster" for v in family(need)), [v.text for v in family(need)]
+    assert not any(v.kind == "faster" for v in family(need - 1))
+    if looks.first is None:
+        assert all("too few starts" in v.text for v in family(need - 1))
+
+
+def test_starts_needed_says_none_when_no_look_can_decide() -> None:
+    assert verdicts.starts_needed(6, 0.01, verdicts.Looks(5, 6)) is None
+
+
+@pytest.mark.parametrize("words", [
+    # vegeta (Go's net package), Siege: the errno EADDRNOTAVAIL, no local port left
+    'Get "http://127.0.0.1:8080/api": dial tcp 127.0.0.1:0->127.0.0.1:8080: connect: '
+    'cannot assign requested address',
+    "[error] socket: unable to connect sock.c:282: Cannot assign requested address"])
+def test_a_client_out_of_local_ports_flags_its_level(words: str) -> None:
+    """Exercise 6's collapse: connections opened faster than TIME_WAIT frees
+    their ports; the level measures the client's host, and says so."""
+    from lab.record import failures
+    from lab.analyse import policy
+    assert failures.kind_of(words) == "ports"
+    lvl = dataclasses.replace(level(failed=40), failures=(failures.Failure("ports", 40, words),))
+    row = levelrow.make_row(WHERE, lvl, measured())
+    assert "out-of-ports" in row.flags.split() and "out-of-ports" in metrics.FLAGS
+    assert "out-of-ports" in policy.RATE_UNCLEAN            # its req/s ranks nothing

@@ -4,6 +4,7 @@ live`, lab.studies.live)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -73,3 +74,46 @@ def test_live_follows_the_start_being_measured(tmp_path: Path) -> None:
 def test_live_waits_for_a_run_then_says_none_came(tmp_path: Path) -> None:
     out = lab(lab_env(tmp_path), "live", "--seconds", "1", timeout=60)
     assert out.returncode == 2 and "no run started" in out.stderr
+
+
+def test_live_starts_afresh_at_a_new_start(tmp_path: Path) -> None:
+    """A new start is a new process, its CPU counted from 0: its first line
+    subtracted the previous start's CPU (server CPU -1050%), and showed the
+    previous start's last level as the one running."""
+    import time
+    from lab.record import manifest
+    from lab.studies import live
+    run = tmp_path / "run"
+    shutil.copytree(FIXTURES / "20261124-071349-sturdy+paced-landed", run)
+    sum(range(3_000_000))                           # the first start's CPU: this process's
+    second = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        data = json.loads((run / "manifest.json").read_text())
+        data["status"] = "running"
+        first, again = data["servers"]["sturdy"]["starts"][:1] * 2
+        first = dict(first, status="measuring", pid=os.getpid())
+        data["servers"]["sturdy"]["starts"] = [first]
+        (run / "manifest.json").write_text(json.dumps(data))
+        (run / "sturdy").mkdir(exist_ok=True)
+        (run / "sturdy" / f"wrk-{first['id']}-c4.out").write_text("")
+        state: dict[str, float] = {}
+        said = [live.line(manifest.read_manifest(run), run, state, time.monotonic())]
+        time.sleep(0.3)
+        said.append(live.line(manifest.read_manifest(run), run, state, time.monotonic()))
+        assert f"wrk-{first['id']}-c4" in said[-1] and "server CPU" in said[-1]
+        # the next start: another id, another process, no output of its own yet
+        nxt = dict(again, id="rep2", rep=2, status="measuring", pid=second.pid)
+        data["servers"]["sturdy"]["starts"] = [dict(first, status="complete"), nxt]
+        (run / "manifest.json").write_text(json.dumps(data))
+        time.sleep(0.3)
+        for _ in range(2):
+            said.append(live.line(manifest.read_manifest(run), run, state, time.monotonic()))
+            time.sleep(0.3)
+    finally:
+        second.kill()
+        second.wait()
+    for text in said[2:]:
+        assert "[sturdy rep2]" in text and f"PID {second.pid}" in text, text
+        assert f"wrk-{first['id']}-c4" not in text, text       # not the last start's level
+        assert "server CPU -" not in text, text
+    assert "server CPU" in said[-1]

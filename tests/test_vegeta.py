@@ -114,9 +114,11 @@ def test_a_report_of_no_requests_is_an_error() -> None:
         parse(json.dumps(data), err)
 
 
-def prepared(keepalive: bool, cache: Path | None = None, threads: int = 1) -> Vegeta:
+def prepared(keepalive: bool, cache: Path | None = None, threads: int = 1,
+             connections: int = 0) -> Vegeta:
     v = Vegeta(cache)
-    v.prepare(Path("/nonexistent"), Options(keepalive=keepalive, threads=threads))
+    v.prepare(Path("/nonexistent"), Options(keepalive=keepalive, threads=threads,
+                                            connections=connections))
     return v
 
 
@@ -255,3 +257,57 @@ def test_live_run_against_a_local_server() -> None:
     assert level.transactions == level.successful == pytest.approx(200, abs=2), ran.stdout
     assert level.failed == 0 and 0.9 < level.elapsed_s < 3
     assert level.p99_ms is not None and 0 < level.p99_ms <= level.longest_ms
+
+
+def test_connections_caps_vegetas_connections() -> None:
+    text = script(prepared(True, connections=4).command(URL, Load(rate=1000), 3))
+    assert " -max-connections=4 " in f"{text} "
+    assert "max-connections" not in script(prepared(True).command(URL, Load(rate=1000), 3))
+
+
+def count_connections(delay_s: float) -> tuple[Any, list[int]]:
+    """A local server that answers after `delay_s` and counts the connections it accepted."""
+    import threading
+    from http.server import ThreadingHTTPServer
+    accepted = [0]
+
+    class Slow(httpfakes.Greeting):
+        def do_GET(self) -> None:
+            time.sleep(delay_s)
+            super().do_GET()
+
+    class Counting(ThreadingHTTPServer):
+        daemon_threads = True
+
+        def get_request(self) -> Any:
+            accepted[0] += 1
+            return super().get_request()
+    server = Counting(("127.0.0.1", free_port()), Slow)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, accepted
+
+
+@pytest.mark.parametrize("connections", [0, 2])
+def test_an_open_loop_past_the_servers_pace_keeps_to_its_connections(connections: int) -> None:
+    """200 requests/s at 20 ms each keep 4 in flight: uncapped, vegeta opens a
+    connection for each (a server with a fixed number of connection slots,
+    as AWS's 5, closes those past them, and every request then pays for a
+    new connection: exercise 6's collapse); with CONNECTIONS=2 it keeps 2,
+    reused, and the requests wait in vegeta (counted in their latency)."""
+    v = live_vegeta()
+    v.prepare(Path("/nonexistent"), Options(keepalive=True, threads=1, connections=connections))
+    server, accepted = count_connections(0.02)
+    try:
+        argv = v.command(f"http://127.0.0.1:{server.server_address[1]}/api", Load(rate=200), 1)
+        env = {k: val for k, val in os.environ.items() if k != "GOMAXPROCS"}
+        ran = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
+    finally:
+        server.shutdown()
+        server.server_close()
+    level = v.parse(ran.stdout, ran.stderr)
+    assert level.successful == pytest.approx(200, abs=2) and level.failed == 0, ran.stdout
+    if connections:
+        assert accepted[0] <= connections, accepted
+        assert level.p99_ms is not None and level.p99_ms > 100   # the wait in vegeta counts
+    else:
+        assert accepted[0] > 2, accepted

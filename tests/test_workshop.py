@@ -23,8 +23,10 @@ test runs what it would have run."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -35,7 +37,7 @@ from typing import Any
 
 import pytest
 
-from conftest import GRACE, ROOT, accepted_exit_3, free_port, lab_env, leftovers
+from conftest import GRACE, ROOT, accepted_exit_3, copy_of_run, free_port, lab_env, leftovers
 from lab.record import rows
 from lab.record.costs import COST
 
@@ -51,8 +53,9 @@ CODES = {(1, 2): 3, (3, 0): 1}
 SHORT_COST = ["COST_REQUESTS=200 600", "REPEAT=1"]      # as exercise 8 gives
 # exercises whose commands are all checked, not run: why that is enough
 CHECKED = {
-    6: "one bench of four repository servers for the RSS chart: test_e2e runs and charts "
-       "every repository server",
+    6: "vegeta and wrk against aws and undertow: test_vegeta runs vegeta live (its "
+       "connections capped by CONNECTIONS, and reused), test_e2e runs and charts every "
+       "repository server",
 }
 # single commands checked, not run: (exercise, command index) -> why
 CHECKED_COMMANDS = {
@@ -120,15 +123,17 @@ def runs_in(results: Path) -> list[Path]:
         if results.exists() else []
 
 
-def resolve(command: str, made: list[Path]) -> list[str]:
+def resolve(command: str, made: list[Path], root: Path = ROOT) -> list[str]:
     """shlex words, with A=results/<...> B=results/<...> pointing at the two
-    runs this exercise made (the document leaves the run ids to the reader)."""
+    runs this exercise made (the document leaves the run ids to the reader),
+    relative to the clone as the text writes them (an absolute path hid a
+    make profile that failed on the relative one)."""
     words = shlex.split(command)
     for i, word in enumerate(words):
         key, eq, value = word.partition("=")
         if eq and "<" in value and key in ("A", "B", "RUN"):
             pick = {"A": -2, "B": -1, "RUN": -1}[key]
-            words[i] = f"{key}={made[pick]}"
+            words[i] = f"{key}={os.path.relpath(made[pick], root)}"
     return words
 
 
@@ -145,12 +150,13 @@ def lab_code(out: subprocess.CompletedProcess[str]) -> int:
 def test_each_exercise_runs_short(tmp_path: Path, ex: Exercise) -> None:
     extra = tmp_path / "servers"
     extra.mkdir()                      # LAB_SERVER_PATH must name a folder (lab.setup.params)
-    for path, code in ex.files.items():
-        target = extra / Path(path).relative_to("servers")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(code)
     env = lab_env(tmp_path, PORT=str(free_port()))
     env["LAB_SERVER_PATH"] = str(extra)
+    root = ROOT
+    if ex.files:            # written into the clone, as the student does: into a copy of it
+        root = lab_copy(ROOT, tmp_path / "lab")  # (without a hello the student made here)
+        write_files(ex, root)
+        env = check_env(env)
     results = tmp_path / "results"
     made: list[Path] = []
     outputs: list[subprocess.CompletedProcess[str]] = []
@@ -158,14 +164,14 @@ def test_each_exercise_runs_short(tmp_path: Path, ex: Exercise) -> None:
         if ex.number in CHECKED or (ex.number, i) in CHECKED_COMMANDS:
             checked(command, env)
             continue
-        words = resolve(command, made)
+        words = resolve(command, made, root)
         if words[1] in ("bench", "reproduce"):
             words += [w for w in SHORT if w.partition("=")[0] not in KEEP.get((ex.number, i), ())]
             words += SHORT_EXTRA.get((ex.number, i), [])
         given = {w.partition("=")[0] for w in words if "=" in w}
         words += [w for w in {"cost": SHORT_COST, "profile": SHORT_PROFILE}.get(words[1], [])
                   if w.partition("=")[0] not in given]
-        out = subprocess.run(words, cwd=ROOT, env=env, capture_output=True, text=True,
+        out = subprocess.run(words, cwd=root, env=env, capture_output=True, text=True,
                              timeout=900)
         want = CODES.get((ex.number, i))
         assert lab_code(out) in ((want,) if want is not None else (0, 1, 3)
@@ -190,7 +196,7 @@ def test_each_exercise_runs_short(tmp_path: Path, ex: Exercise) -> None:
         assert leftovers(run) == []
     check = ANSWERS.get(ex.number)
     if check is not None:
-        check(Done(made, outputs, env, extra))
+        check(Done(made, outputs, env, root))
 
 
 def checked(command: str, env: dict[str, str]) -> None:
@@ -209,11 +215,12 @@ def checked(command: str, env: dict[str, str]) -> None:
 @dataclass
 class Done:
     """What an exercise's commands made: its run folders (in order), each
-    command's output, the environment they ran in, LAB_SERVER_PATH's folder."""
+    command's output, the environment they ran in, the lab they ran in (the
+    clone, or a copy of it where the exercise writes files)."""
     runs: list[Path]
     outputs: list[subprocess.CompletedProcess[str]]
     env: dict[str, str]
-    servers: Path
+    root: Path
 
     def manifest(self, i: int) -> dict[str, Any]:
         data: dict[str, Any] = json.loads((self.runs[i] / "manifest.json").read_text())
@@ -286,7 +293,7 @@ def exercise_7(d: Done) -> None:
     m = d.manifest(0)
     assert m["status"] == "complete" and m["servers"]["hello"]["status"] == "complete"
     # ... and the same server without its handling of Connection does not
-    hello = d.servers / "hello" / "hello.py"
+    hello = d.root / "servers" / "hello" / "hello.py"
     code = hello.read_text()
     kept = [line for line in code.splitlines()
             if "connection" not in line.lower() or line.lstrip().startswith("#")]
@@ -294,7 +301,7 @@ def exercise_7(d: Done) -> None:
         "docs/workshop.md's hello.py does not handle the Connection header"
     hello.write_text("\n".join(kept) + "\n")
     out = subprocess.run(["make", "bench", "SERVER=hello", "CLIENT=wrk", "CONCURRENCY=1",
-                          *SHORT], cwd=ROOT, env=d.env, capture_output=True, text=True,
+                          *SHORT], cwd=d.root, env=d.env, capture_output=True, text=True,
                          timeout=600)
     assert lab_code(out) == 1 and "verification" in out.stderr, out.stderr[-3000:]
 
@@ -316,3 +323,130 @@ def exercise_9(d: Done) -> None:
 ANSWERS: dict[int, Callable[[Done], None]] = {
     1: exercise_1, 2: exercise_2, 3: exercise_3, 4: exercise_4, 5: exercise_5,
     7: exercise_7, 9: exercise_9}
+
+
+@pytest.mark.parametrize("step", ["profile", "report", "plots", "use", "compare", "rerun"])
+def test_each_run_form_the_docs_write_works_in_each_step(tmp_path: Path, short_run: Path,
+                                                         step: str) -> None:
+    """RUN=results/<run> as the text writes it (relative to where make is
+    typed), and with a trailing slash: perf wrote its perf.data relative to
+    the profile's folder, so a relative RUN failed (exercise 8); an absolute
+    one, as workshop-check passes, hid it."""
+    run = copy_of_run(short_run, tmp_path)
+    port = str(free_port())
+    env = lab_env(tmp_path, PORT=port, DURATION="1s",
+                  **({"PROFILE_AT": "1"} if step == "profile" else {}))
+    other = copy_of_run(short_run, tmp_path / "b") if step == "compare" else run
+    relative = os.path.relpath(run, ROOT)
+    assert not Path(relative).is_absolute()
+    for form in (relative, relative + "/"):
+        given = [f"RUN={form}"]
+        if step == "compare":          # the run against a copy of itself, both forms
+            given = [f"A={form}", f"B={os.path.relpath(other, ROOT)}/"]
+            shutil.rmtree(tmp_path / "results" / f"compare-{run.name}-vs-{other.name}",
+                          ignore_errors=True)
+        if step == "rerun":            # into this test's results, on a free port
+            given += [f"RESULTS={tmp_path / 'results'}", f"PORT={port}"]
+        out = subprocess.run(["make", "-s", step, *given], cwd=ROOT, env=env,
+                             capture_output=True, text=True, timeout=600)
+        code = lab_code(out)
+        assert code in ((0, 1, 3) if step == "compare" else (0,)), \
+            f"{' '.join(given)}\n{out.stderr[-3000:]}"
+        if step == "compare":
+            assert (tmp_path / "results" / f"compare-{run.name}-vs-{other.name}" /
+                    "compare.png").is_file(), out.stderr[-2000:]
+    if step == "profile":
+        made = sorted(p.name for p in (run / "sturdy" / "profile").iterdir())
+        assert made == ["c1", "c1-2"], made
+        assert all((run / "sturdy" / "profile" / m / "flamegraph.svg").is_file() for m in made)
+
+
+def plan_line(command: str, env: dict[str, str], **changed: str) -> str:
+    """The plan line `lab check` prints for a make bench line as written
+    (with `changed` settings), as make bench prints it when a run starts."""
+    _make, _step, *given = shlex.split(command)
+    settings = {**dict(w.split("=", 1) for w in given), **changed}
+    out = subprocess.run([sys.executable, "-m", "lab", "check"], cwd=ROOT,
+                         env={**env, **settings}, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    [line] = [x for x in out.stderr.splitlines() if x.startswith("plan: ")]
+    return line
+
+
+def test_exercise_3s_verdicts_get_the_starts_their_family_needs(tmp_path: Path) -> None:
+    """Three servers make three pairs, α split to a third each: the plan
+    line says how many starts a side that family needs, and the exercise
+    asks for that many (REPEAT=5, as it was, left every pair undecided)."""
+    from lab.analyse import verdicts
+    [command] = [c for c in EXERCISES[2].commands if "aws@8 aws@16 aws@32" in c]
+    env = {k: v for k, v in lab_env(tmp_path, PORT=str(free_port())).items()
+           if k != "LAB_SERVER_PATH"}
+    need = verdicts.starts_needed(3)
+    assert need is not None and need > 5
+    line = plan_line(command, env)
+    assert "3 pairs" in line and " cannot " not in line, line
+    assert re.search(rf"verdicts: .*\b{need} starts a side\b", line) or \
+        f"from {need} starts a side" in line, line
+    few = plan_line(command, env, REPEAT="5")
+    assert f"{need} starts a side can decide" in few and "REPEAT=5 cannot" in few, few
+
+
+WRITTEN = sorted({Path(p).parts[1] for e in EXERCISES for p in e.files
+                  if Path(p).parts[0] == "servers"})
+LEFT_OUT = {".git", ".cache", "results", "__pycache__", ".pytest_cache", ".mypy_cache"}
+
+
+def lab_copy(source: Path, dest: Path) -> Path:
+    """The lab as a student first meets it: `source`'s tree without its
+    results and caches, nor the server folders the workshop has the student
+    write (exercise 7's servers/hello): a student who did exercise 7 in the
+    clone has them, and the check writes its own. The cache stays the
+    source's (LAB_CACHE, set by check_env): nothing is built again."""
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        skip = {n for n in names if n in LEFT_OUT}
+        if Path(folder) == source / "servers":
+            skip |= {n for n in names if n in WRITTEN}
+        return skip
+    shutil.copytree(source, dest, symlinks=True, ignore=ignore)
+    return dest
+
+
+def check_env(env: dict[str, str]) -> dict[str, str]:
+    """env for a copy of the lab: the clone's cache (its builds, vegeta) and
+    its Ada sources, by absolute path (a relative ADA_SOURCES is the clone's)."""
+    from lab.setup.paths import cache_dir
+    out = {**env, "LAB_CACHE": str(cache_dir())}
+    if env.get("ADA_SOURCES") and not Path(env["ADA_SOURCES"]).is_absolute():
+        out["ADA_SOURCES"] = str((ROOT / env["ADA_SOURCES"]).resolve())
+    return out
+
+
+def write_files(ex: Exercise, root: Path) -> None:
+    """The files an exercise has the student write, where the text puts them."""
+    for path, code in ex.files.items():
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(code)
+
+
+def test_the_check_does_not_depend_on_what_the_student_added(tmp_path: Path) -> None:
+    """A clone where exercise 7 was done (servers/hello written as the text
+    says): make workshop-prepare's servers are the text's own, without
+    hello, and the check's copy of the lab holds the check's hello alone, so
+    that `make check-servers` does not find the name twice."""
+    from lab.studies import workshop
+    assert WRITTEN == ["hello"]
+    [seven] = [e for e in EXERCISES if e.files]
+    student = lab_copy(ROOT, tmp_path / "student")
+    before = workshop.used(DOC.read_text(), student)[0]
+    write_files(seven, student)                          # exercise 7, done in the clone
+    assert (student / "servers" / "hello" / "server.toml").is_file()
+    assert workshop.used(DOC.read_text(), student)[0] == before
+    assert "hello" not in before
+    check = lab_copy(student, tmp_path / "check")
+    assert not (check / "servers" / "hello").exists()
+    write_files(seven, check)                            # the check's own, as the text says
+    env = check_env({k: v for k, v in lab_env(tmp_path).items() if k != "LAB_SERVER_PATH"})
+    out = subprocess.run([sys.executable, "-m", "lab", "check-servers"], cwd=check, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "also used by" not in out.stderr, out.stderr[-2000:]

@@ -6,7 +6,8 @@ measured times the document gives. Run it alone on the 2-core VM, after
 
 It reads the commands from the document as `make workshop-check` does
 (tests/test_workshop.py), fills each `<run>` with the runs the exercise just
-made, writes exercise 7's files into a scratch LAB_SERVER_PATH, and prints
+made, writes exercise 7's files into a copy of the lab (as the check does:
+a servers/hello a student left in the clone is not the text's), and prints
 one line per exercise: its wall time, and each command's exit code (make's:
 the lab's 1 and 3 read 2). Exercise 2's wait for TIME_WAIT is not included:
 it prints the count before the exercise instead."""
@@ -21,20 +22,22 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conftest import ROOT  # noqa: E402
-from test_workshop import DOC, exercises, resolve, runs_in  # noqa: E402
+from test_workshop import (DOC, check_env, exercises, lab_copy, resolve,  # noqa: E402
+                           runs_in, write_files)
 
 
 def main(wanted: list[int]) -> int:
     results = Path(os.environ.get("RESULTS") or ROOT / "results").resolve()
     with tempfile.TemporaryDirectory() as scratch:
-        env = dict(os.environ, RESULTS=str(results), LAB_SERVER_PATH=scratch)
+        env = dict(os.environ, RESULTS=str(results))
         for ex in exercises(DOC.read_text()):
             if wanted and ex.number not in wanted:
                 continue
-            for path, code in ex.files.items():
-                target = Path(scratch) / Path(path).relative_to("servers")
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(code)
+            root, here = ROOT, env
+            if ex.files:                    # written into the clone: a copy of it
+                root = lab_copy(ROOT, Path(scratch) / f"lab-{ex.number}")
+                write_files(ex, root)
+                here = check_env(env)
             if ex.number == 2:
                 tw = subprocess.run(["ss", "-Htan", "state", "time-wait"],
                                     capture_output=True, text=True).stdout.count("\n")
@@ -44,8 +47,8 @@ def main(wanted: list[int]) -> int:
             codes = []
             t0 = time.monotonic()
             for command in ex.commands:
-                words = resolve(command, made)
-                codes.append(subprocess.run(words, cwd=ROOT, env=env).returncode)
+                words = resolve(command, made, root)
+                codes.append(subprocess.run(words, cwd=root, env=here).returncode)
                 made = [r for r in runs_in(results) if r not in before]
             took = time.monotonic() - t0
             print(f"exercise {ex.number}: {took / 60:.1f} min ({took:.0f} s), exit codes "

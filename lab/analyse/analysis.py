@@ -282,9 +282,13 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
             if few is not None:
                 out.append(few)
         out.extend(findings.ServerNote(name, note) for note in m.server(name).notes)
-    least = metrics.MIN_PAIRS if paired_mode(m) else metrics.MIN_STARTS
-    if reps < least and len(stats) > 1 and not m.params.extra.get("repeat_auto"):
-        out.append(findings.FewRepetitions(reps, "pairs" if paired_mode(m) else "starts"))
+    ranked = max(2, sum(1 for n in stats if m.role(n) != "ceiling"))   # the family's size
+    alpha = rule_of(m)[0]
+    least = verdicts.starts_needed(ranked, alpha, paired_run=bool(paired_mode(m)))
+    if least is not None and reps < least and len(stats) > 1 and \
+            not m.params.extra.get("repeat_auto"):
+        out.append(findings.FewRepetitions(reps, "pairs" if paired_mode(m) else "starts",
+                                           least, alpha, ranked * (ranked - 1) // 2))
     if m.calibration is None and m.extra.get("kind") != "cost":
         out.append(findings.NoCalibration())
     elif cal_note:

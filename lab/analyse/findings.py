@@ -246,18 +246,25 @@ class FewRepetitions(Finding):
     kind: ClassVar[str] = "few-repetitions"
     repeat: int
     unit: str = "starts"        # or "pairs" (a paired run): the paired test's own minimum
+    need: int = 0               # the starts (pairs) a side the run's family needs
+                                # (verdicts.starts_needed); 0: one pair's at 1%
+    alpha: float = 0.01         # the run's ALPHA
+    pairs: int = 1              # the pairs of servers it is split over
 
     def text(self) -> str:
-        need = metrics.MIN_STARTS
+        from lab.analyse.decide import pct
+        need = self.need or (metrics.MIN_PAIRS if self.unit == "pairs" else metrics.MIN_STARTS)
+        each = f"α={pct(100 * self.alpha)}%" + (
+            f" (split over {self.pairs} pairs: {pct(100 * self.alpha / self.pairs)}% each)"
+            if self.pairs > 1 else "")
         if self.unit == "pairs":
-            need = metrics.MIN_PAIRS
-            return (f"{self.repeat} start pairs cannot reach the verdicts' α=1% (the exact "
+            return (f"{self.repeat} start pairs cannot reach the verdicts' {each} (the exact "
                     f"paired test needs {need}): use REPEAT={need} or more (or REPEAT=auto "
                     f"with REPEAT_MIN={need}) for verdicts.")
         if self.repeat == 1:
             return ("One run per level ranks nothing on a noisy host: use "
                     f"REPEAT={need} or more (or REPEAT=auto) for verdicts.")
-        return (f"{self.repeat} starts a server cannot reach the verdicts' α=1% (an exact "
+        return (f"{self.repeat} starts a server cannot reach the verdicts' {each} (an exact "
                 f"test needs {need} a side): use REPEAT={need} or more (or REPEAT=auto) "
                 "for verdicts.")
 

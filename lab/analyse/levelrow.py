@@ -95,6 +95,8 @@ def level_flags(level: Level, client_pct: float, other_pct: float, steal_pct: fl
         flags.append("client-bound")
     if level.failed:
         flags.append("failures")
+    if any(f.kind == "ports" for f in level.failures):
+        flags.append("out-of-ports")
     if other_pct > HOST_BUSY_PCT:
         flags.append("host-busy")
     if steal_pct > STEAL_PCT:

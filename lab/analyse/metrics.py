@@ -57,6 +57,10 @@ FLAGS: dict[str, str] = {
     "client-stopped": f"the client stopped early: its own elapsed time fell more than "
                       f"{RAN_SHORT:.0%} short of the level's length, so its rate is not the "
                       "level's; not ranked",
+    "out-of-ports": "the client's host ran out of local ports (cannot assign requested "
+                    "address): connections were opened faster than TIME_WAIT freed their "
+                    "ports, so the level measures the client's host, not the server; its "
+                    "req/s is not ranked",
     "answer-changed": "the server's answer checked after the level (status and exact body, "
                       "on a fresh connection) or sampled during it was not the contract's: "
                       "not ranked",

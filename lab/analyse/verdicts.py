@@ -403,6 +403,27 @@ def primaries(stats: dict[str, list[LevelStats]], at: list[int], alpha: float = 
     return [primary(a, stats[a], b, stats[b], at, each, delta_pct, looks) for a, b in pairs]
 
 
+def starts_needed(servers: int, alpha: float = decide.ALPHA, looks: Looks = Looks(),
+                  paired_run: bool = False) -> int | None:
+    """The fewest starts a side (start pairs, in a paired run) from which the
+    run's primary verdicts can decide at all: the family of every pair of
+    `servers` servers, each at α over their number (`primaries`), two-sided,
+    at the look made after that many starts (REPEAT=auto: that look's share
+    of α). None: no look up to REPEAT_MAX can. The plan line and the
+    few-repetitions warning print it; the rule itself says it pair by pair."""
+    from lab.analyse import paired
+    each = decide.family_alpha(alpha, servers * (servers - 1) // 2)
+
+    def smallest(k: int) -> float:
+        return paired.smallest_p(k) if paired_run else decide.smallest_p(k, k)
+    if looks.first is None:
+        return paired.min_pairs(each / 2) if paired_run else decide.min_starts(each / 2)
+    for k in range(looks.first, max(looks.first, looks.last or 0) + 1):
+        if smallest(k) <= looks.alpha(each, k) / 2:
+            return k
+    return None
+
+
 def verdicts(stats: dict[str, list[LevelStats]], at: list[int], alpha: float = decide.ALPHA,
              delta_pct: float = decide.DELTA_PCT, looks: Looks = Looks()) -> list[Verdict]:
     """Every pair of servers at every level in `at` (in the order given): the

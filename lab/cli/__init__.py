@@ -53,6 +53,16 @@ cmd_calibrate, cmd_claims, cmd_cost, cmd_noise, cmd_profile, cmd_reproduce, \
         "cmd_calibrate", "cmd_claims", "cmd_cost", "cmd_noise", "cmd_profile", "cmd_reproduce",
         "cmd_workshop_prepare"))
 
+def run_folder(text: str) -> str:
+    """A run folder as given (RUN=, A=, B=, RUNS=): made absolute once, here,
+    against the folder the command was typed in, so that `results/<run>`,
+    `results/<run>/` and `$PWD/results/<run>` are the same run in every step
+    (perf, given a folder inside a relative RUN, ran elsewhere and failed).
+    Symbolic links are left as they are (os.path.abspath); "" stays "" (lab
+    live: the newest run)."""
+    return os.path.abspath(text) if text else text
+
+
 class Unparsed(Exception):
     """What Strict raises where argparse would print an error and exit."""
 
@@ -91,7 +101,7 @@ def parser(step: str = "") -> argparse.ArgumentParser:
     sp.set_defaults(fn=cmd_exits)
     sp = add("next", help="print the next round of starts of a run (ABBA), "
              "nothing when done (REPEAT=auto: only undecided pairs)")
-    sp.add_argument("run")
+    sp.add_argument("run", type=run_folder)
     sp.add_argument("servers", nargs="*")
     sp.set_defaults(fn=cmd_next)
     for name, fn, text in (("deps", cmd_deps, "install missing system packages"),
@@ -106,7 +116,7 @@ def parser(step: str = "") -> argparse.ArgumentParser:
         "interrupted when the script and its steps vanish").set_defaults(fn=cmd_guard)
     sp = add("gone", help="a vanished step's keeper: mark its run interrupted "
              "(lab.record.runlock.guard)")
-    sp.add_argument("run")
+    sp.add_argument("run", type=run_folder)
     sp.add_argument("--remove", default="", help="a partial folder inside the run")
     sp.add_argument("--problem", default="", help="what to record in the manifest")
     sp.set_defaults(fn=cmd_gone)
@@ -115,12 +125,12 @@ def parser(step: str = "") -> argparse.ArgumentParser:
         ).set_defaults(fn=cmd_images)
     add("new-run", help="make a run folder, print its path").set_defaults(fn=cmd_new_run)
     sp = add("probe", help="robustness probe of one server (a separate start)")
-    sp.add_argument("run")
+    sp.add_argument("run", type=run_folder)
     sp.add_argument("server")
     sp.set_defaults(fn=cmd_probe)
     sp = add("sweep", help="verify, warm up and sweep one server, one repetition (PAIRED: "
              "A+B, one start pair)")
-    sp.add_argument("run")
+    sp.add_argument("run", type=run_folder)
     sp.add_argument("server")
     sp.add_argument("rep", type=int, nargs="?", default=1)
     sp.set_defaults(fn=cmd_sweep)
@@ -128,8 +138,8 @@ def parser(step: str = "") -> argparse.ArgumentParser:
         ).set_defaults(fn=cmd_calibrate)
     sp = add("compare", help="run B against run A, with noise-aware verdicts; one paired "
              "run: its second server against its first")
-    sp.add_argument("a")
-    sp.add_argument("b", nargs="?")
+    sp.add_argument("a", type=run_folder)
+    sp.add_argument("b", nargs="?", type=run_folder)
     sp.set_defaults(fn=cmd_compare)
     add("noise", help="this host's A/A noise of SERVER: the same server twice in "
         "one run; its floor kept for compare (make noise)").set_defaults(fn=cmd_noise)
@@ -137,7 +147,7 @@ def parser(step: str = "") -> argparse.ArgumentParser:
         "(make history)").set_defaults(fn=cmd_history)
     sp = add("resample", help="a paired run's rule on draws of fewer pairs: how often it "
              "decides (A/A: the realized false alarms and equivalents)")
-    sp.add_argument("run")
+    sp.add_argument("run", type=run_folder)
     sp.add_argument("--pairs", type=int, default=0, help="pairs a draw (0: as recorded)")
     sp.add_argument("--draws", type=int, default=1000)
     sp.add_argument("--alpha", type=float, default=None, help="a fraction (0.01); default: "
@@ -147,28 +157,28 @@ def parser(step: str = "") -> argparse.ArgumentParser:
     sp.add_argument("--seed", type=int, default=1)
     sp.set_defaults(fn=cmd_resample)
     sp = add("finish", help="mark a run complete or incomplete")
-    sp.add_argument("run")
+    sp.add_argument("run", type=run_folder)
     sp.add_argument("status", type=int)
     sp.set_defaults(fn=cmd_finish)
     for name, fn, text in (("plot", cmd_plot, "draw the charts of a run"),
                            ("report", cmd_report, "summarise a run"),
                            ("rerun", cmd_rerun, "run again with a run's recorded settings")):
         sp = add(name, help=text)
-        sp.add_argument("run")
+        sp.add_argument("run", type=run_folder)
         sp.set_defaults(fn=fn)
     sp = add("bmf", help="a run in bencher.dev's metric format (BMF JSON), one "
              "measure per gated figure")
-    sp.add_argument("run")
+    sp.add_argument("run", type=run_folder)
     sp.add_argument("--output", default="", help="the file to write (default: stdout)")
     sp.set_defaults(fn=cmd_bmf)
     sp = add("use", help="the USE method read off a run: utilisation, saturation "
              "and errors of each resource (make use)")
-    sp.add_argument("run")
+    sp.add_argument("run", type=run_folder)
     sp.set_defaults(fn=cmd_use)
     sp = add("live", help="a line a second (rate, server and client CPU, run "
              "queue, TIME_WAIT) while a run measures")
-    sp.add_argument("run", nargs="?", default="", help="a run folder (default: the newest "
-                    "running one in RESULTS)")
+    sp.add_argument("run", nargs="?", default="", type=run_folder,
+                    help="a run folder (default: the newest running one in RESULTS)")
     sp.add_argument("--seconds", type=int, default=0, help="stop after this many (0: when "
                     "the run ends)")
     sp.set_defaults(fn=cmd_live)
@@ -182,7 +192,7 @@ def parser(step: str = "") -> argparse.ArgumentParser:
     sp.set_defaults(fn=cmd_cost)
     sp = add("profile", help="CPU profiles of a run's servers at PROFILE_AT "
              "(separate starts; make profile)")
-    sp.add_argument("run")
+    sp.add_argument("run", type=run_folder)
     sp.add_argument("--check", action="store_true", help="validate only")
     sp.set_defaults(fn=cmd_profile)
     sp = add("reproduce", help="a published study, with two clients; claims judged")
@@ -190,11 +200,12 @@ def parser(step: str = "") -> argparse.ArgumentParser:
     sp.set_defaults(fn=cmd_reproduce)
     sp = add("claims", help="a study's claims judged on runs made earlier")
     sp.add_argument("--study", default="", help="a study id from docs/claims.toml")
-    sp.add_argument("runs", nargs="*", help="run folders (or make reproduce folders)")
+    sp.add_argument("runs", nargs="*", type=run_folder,
+                    help="run folders (or make reproduce folders)")
     sp.set_defaults(fn=cmd_claims)
     sp = add("agree", help="the verdicts two runs share (an A/A or a rerun check)")
-    sp.add_argument("run_a")
-    sp.add_argument("run_b")
+    sp.add_argument("run_a", type=run_folder)
+    sp.add_argument("run_b", type=run_folder)
     sp.set_defaults(fn=cmd_agree)
     return p
 

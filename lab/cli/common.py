@@ -61,7 +61,8 @@ def recorded_settings(params: Params) -> dict[str, str]:
 def client_for(params: Params, run: Path) -> tuple[Client, dict[str, str]]:
     """The run's client, prepared in the run folder; and its conditions."""
     client = clients()[params.client]()
-    return client, client.prepare(run, Options(params.keepalive, params.client_threads))
+    return client, client.prepare(run, Options(params.keepalive, params.client_threads,
+                                                params.connections))
 
 
 def compose_services() -> dict[str, checklist.Service]:

@@ -83,14 +83,46 @@ def cmd_check(_: argparse.Namespace) -> int:
     topologies.check(params)          # exit 2: not available here, host unreachable or lacking
     for w in params.warnings:
         print(f"warning: {w}", file=sys.stderr)
-    print(f"plan: {plan(params)}", file=sys.stderr)
+    print(f"plan: {plan(params, servers=compared(params, servers))}", file=sys.stderr)
     print(" ".join(params.servers))                   # for run-benchmark.sh: the servers SERVER names
     return 0
 
 
-def plan(p: Params, bind: str | None = None) -> str:
+def compared(p: Params, servers: dict[str, Server]) -> int:
+    """How many of the run's servers its verdicts compare (the ceiling
+    reference, nginx, is never ranked: lab.analyse.analysis)."""
+    return sum(1 for n in p.servers if lookup(servers, n).role != "ceiling")
+
+
+def family_need(p: Params, servers: int) -> str:
+    """The plan's last words on a run that compares `servers` servers: how
+    many starts a side its family of verdicts needs to decide at all
+    (lab.analyse.verdicts.starts_needed), and whether REPEAT gives them."""
+    from lab.analyse import verdicts
+    from lab.analyse.decide import pct
+    if servers < 2:
+        return ""
+    pairs = servers * (servers - 1) // 2
+    unit = "start pairs" if p.paired else "starts a side"
+    looks = verdicts.Looks(p.repeat, p.repeat_max) if p.repeat_auto else verdicts.Looks()
+    need = verdicts.starts_needed(servers, p.alpha, looks, bool(p.paired))
+    fam = f"{pairs} pair{'s' * (pairs != 1)} at α={pct(100 * p.alpha)}%" + (
+        f" split to {pct(100 * p.alpha / pairs)}% a pair" if pairs > 1 else "")
+    if need is None:
+        return (f" | verdicts: {fam}: no look up to REPEAT_MAX={p.repeat_max} can decide "
+                "(raise REPEAT_MAX)")
+    if p.repeat_auto:
+        return (f" | verdicts: {fam}: from {need} {unit} (REPEAT=auto spreads α over its "
+                "looks)")
+    short = "" if p.repeat >= need else \
+        f", REPEAT={p.repeat} cannot (every pair would stay undecided)"
+    return f" | verdicts: {fam}: {need} {unit} can decide{short}"
+
+
+def plan(p: Params, bind: str | None = None, servers: int = 0) -> str:
     """One line: what the run will do; `bind`: the topology's server address
-    (before `lab up`, a topology other than local only names it)."""
+    (before `lab up`, a topology other than local only names it); `servers`:
+    how many of them the verdicts compare (`compared`)."""
     warm = (f"auto (cap {p.warmup_max_s}s)" if p.warmup_auto
             else f"{p.warmup_s}s" if p.warmup_s else "none")
     if p.axis in ("concurrency", "rate"):
@@ -112,9 +144,10 @@ def plan(p: Params, bind: str | None = None) -> str:
     if ":" in where and not where.startswith("(") and "@" not in where:
         where = f"[{where}]"                     # an IPv6 address, as in a URL
     return (f"{' '.join(p.servers)}{reps} | {sweep} | {p.duration_s}s each, warm-up {warm} | "
-            f"{p.client} {'keep-alive' if p.keepalive else 'connection close'} | "
+            f"{p.client} {'keep-alive' if p.keepalive else 'connection close'}"
+            f"{f', at most {p.connections} connections' if p.connections else ''} | "
             f"{where}:{p.port} backlog {p.backlog} | server CPU {cpu_ranges(p.server_cpus)}, "
-            f"client CPU {cpu_ranges(p.client_cpus)}")
+            f"client CPU {cpu_ranges(p.client_cpus)}{family_need(p, servers)}")
 
 
 def cmd_settings(args: argparse.Namespace) -> int:

@@ -35,7 +35,8 @@ def cmd_new_run(_: argparse.Namespace) -> int:
 def start_run(params: Params, servers: Discovered,
               tools: Future[dict[str, str | None]]) -> int:
     """A new run folder and its manifest; prints the folder."""
-    from lab.cli.prepare import plan     # here: the family's other steps need no launch, deps
+    from lab.cli.prepare import compared, plan   # here: the family's other steps need no
+    #                                              launch, deps
     topo = topologies.current(params)
     for gone in folder.mark_gone_runs(ROOT / params.results):
         print(f"note: {gone.name} was left running by a lab that is gone: marked interrupted",
@@ -54,7 +55,7 @@ def start_run(params: Params, servers: Discovered,
         settings=settings,
         params=manifest.RunParams.parse(checked.obj(params.to_json(), run / manifest.MANIFEST,
                                                  "params")),
-        plan=plan(params, topo.bind),
+        plan=plan(params, topo.bind, compared(params, servers)),
         topology=topo.summary,
         topology_details=topo.describe(),
         pinning=pinning.Pinning(server_cpus=format_cpus(params.server_cpus),

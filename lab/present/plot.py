@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from lab.setup.paths import PLOTS
-from lab.analyse import analysis
+from lab.analyse import analysis, metrics
 from lab.record import series
 from lab.analyse.analysis import Analysis
 from lab.analyse.wording import gp_quote, why_not_a_figure, xlabel
@@ -25,7 +25,7 @@ from lab.setup.params import LOAD_AXES
 MB = 1024
 COLUMNS = ("value rate rate_lo rate_hi resp_ms resp_lo resp_hi rss_end_MB rss_peak_MB "
            "client_bound cpu_us_per_req cpu_lo cpu_hi failed disturbed noisy p50_ms p90_ms "
-           "p99_ms unranked")
+           "p99_ms unranked failing")
 
 
 def num(x: float | None) -> str:
@@ -54,7 +54,9 @@ def export(rec: RunRecord, a: Analysis) -> tuple[list[str], str, bool]:
                 num(s.cpu_us_per_req.lo), num(s.cpu_us_per_req.hi), str(s.failed),
                 str(int(bool({"steal", "host-busy"} & set(flags)))), str(int(s.noisy)),
                 *(num(x.median if x else None) for x in (s.p50_ms, s.p90_ms, s.p99_ms)),
-                str(int(not s.ranked))]))
+                str(int(not s.ranked)),
+                # failing: more requests failed than a ranked req/s allows
+                str(int(s.failed_pct > metrics.FAILED_SHARE_PCT))]))
         files.write_atomic(data / f"{safe(name, run)}.dat", "\n".join(lines) + "\n", run)
         published = ["# value req/s"] + [f"{s.value} {s.rate.median}" for s in levels]
         files.write_atomic(run / name / "rps.dat", "\n".join(published) + "\n", run)
@@ -155,7 +157,8 @@ def draw(run: Path) -> int:
     jobs = [Job(f"{chart}.gp",
                 f"run={gp_quote(str(run))}; servers={gp_quote(' '.join(measured))}; "
                 f"ceiling={gp_quote(ceiling)}; conditions={gp_quote(cond)}; "
-                f"xlabel={gp_quote(xlabel(axis))}; xticks={gp_quote(ticks(a))}; fmt='{fmt}'",
+                f"xlabel={gp_quote(xlabel(axis))}; xticks={gp_quote(ticks(a))}; fmt='{fmt}'; "
+                f"failshare='{metrics.FAILED_SHARE_PCT:g}'",
                 f"{chart}.{fmt}", f"gnuplot {chart}.gp failed")
             for chart in drawn for fmt in ("png", "svg")]
     err = gnuplots(jobs, run)

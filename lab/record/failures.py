@@ -66,6 +66,7 @@ def decode_failures(text: str, path: Path) -> list[Failure]:
 
 
 KINDS: dict[str, str] = {
+    "ports": "no local port left (cannot assign requested address)",
     "refused": "could not connect (refused)",
     "reset": "reset or closed by the server",
     "timeout": "timed out",
@@ -79,6 +80,9 @@ KINDS: dict[str, str] = {
 
 # the client's words, in the order tried: the first match names the kind
 PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # EADDRNOTAVAIL: the client's host has no local port left (Siege says it
+    # after "unable to connect": first)
+    ("ports", re.compile(r"cannot assign requested address|eaddrnotavail", re.I)),
     ("refused", re.compile(r"connection refused|unable to connect|econnrefused", re.I)),
     ("timeout", re.compile(r"timed? ?out|timeout|deadline exceeded", re.I)),
     ("reset", re.compile(r"reset by peer|connection reset|broken pipe|\bEOF\b|"

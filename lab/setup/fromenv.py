@@ -336,6 +336,9 @@ def inapplicable(given: Callable[[str], bool], client: str, axes: Mapping[str, s
     if given("CONCURRENCY") and client_axis != "concurrency":
         refused.append(f"CONCURRENCY is the load of {loop('concurrency', axes)}; {client} is "
                        "open-loop and sets its load with RATE: drop CONCURRENCY")
+    if given("CONNECTIONS") and client != "vegeta":
+        refused.append(f"CONNECTIONS caps vegeta's connections; {client} keeps CONCURRENCY "
+                       "connections: drop CONNECTIONS")
     if given("CLIENT_THREADS") and client == "siege":
         refused.append("CLIENT_THREADS: siege has no threads setting (one process, a thread "
                        "per user): drop it")
@@ -422,6 +425,8 @@ def from_env(env: Mapping[str, str], known_servers: list[str],
         client_threads=(SETTINGS["CLIENT_THREADS"].number(threads_text) if threads_text
                         else len(client_cpus)),
         client_grace_s=parse_duration("CLIENT_GRACE", get("CLIENT_GRACE")),
+        connections=(SETTINGS["CONNECTIONS"].number(get("CONNECTIONS").strip())
+                     if get("CONNECTIONS").strip() else 0),
         workers=SETTINGS["WORKERS"].number(workers_text) if workers_text else None,
         backlog=SETTINGS["BACKLOG"].number(get("BACKLOG")),
         bind=bind,

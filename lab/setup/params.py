@@ -232,6 +232,12 @@ REGISTRY: tuple[Setting, ...] = (
     declare("CLIENT_THREADS", "", "",
             "client threads where the client has them (empty: one per client CPU)",
             "CLIENT=wrk, vegeta", bounds=(1, 1024)),
+    declare("CONNECTIONS", "", "",
+            "the most connections vegeta keeps open (-max-connections); past them a request "
+            "waits in vegeta, the wait counted in its latency (empty: no cap, one connection "
+            "per request waiting: a server with fixed connection slots, as AWS, closes the "
+            "others, and every request pays for a new one)",
+            "CLIENT=vegeta", bounds=(1, 100000)),
     declare("CLIENT_GRACE", "45s", "duration",
             "time a client may run past DURATION before it counts as hung (stopped, retried once)"),
     declare("AXIS", "", "axis",
@@ -440,6 +446,7 @@ class Params:
     paired: str = ""                # PAIRED: "" (one server at a time), duet or rmit
     alpha: float = 0.01             # ALPHA: the verdicts' false-alarm rate
     min_effect_pct: float = 5.0     # MIN_EFFECT: δ of the verdicts, %
+    connections: int = 0            # CONNECTIONS (vegeta): the most kept open; 0: no cap
     warnings: tuple[str, ...] = field(default=())
 
     def to_json(self) -> dict[str, object]:

@@ -57,10 +57,14 @@ def run_queue() -> int | None:
     return None
 
 
-def client_rate(folder: Path) -> tuple[str, float | None]:
-    """The newest client output of a server's folder: its tag, and the last
-    second's rate where the client reports one while it runs (vegeta)."""
-    outs = sorted((p for p in folder.glob("*.out") if p.is_file()),
+def client_rate(folder: Path, start_id: str = "") -> tuple[str, float | None]:
+    """The newest client output of a server's folder (of the start
+    `start_id` alone, when given: "<client>-<start id>-<level>.out"): its
+    tag, and the last second's rate where the client reports one while it
+    runs (vegeta). A start that has not reached a level yet has none: the
+    previous start's last level is not this one's."""
+    outs = sorted((p for p in folder.glob("*.out") if p.is_file()
+                   and (not start_id or f"-{start_id}-" in p.name)),
                   key=lambda p: p.stat().st_mtime) if folder.is_dir() else []
     if not outs:
         return "", None
@@ -93,13 +97,19 @@ def line(m: manifest.Manifest, run: Path, state: dict[str, float], now: float) -
     c_busy = procfs.cpu_times(client_cpus)[0] if client_cpus else 0.0
     tree_cpu = sample.cpu_s if sample else 0.0
     parts = [f"[{name} {start_id}] PID {pid}"]
-    tag, rate = client_rate(run / name)
-    if tag:
-        parts.append(tag)
+    tag, rate = client_rate(run / name, start_id)
+    parts.append(tag or "no level yet (starting, verifying or warming up)")
+    if state.get("pid") != pid:
+        # a new start is a new process, its CPU counted from 0: no delta
+        # against the previous start's (that gave server CPU -1050%)
+        state.clear()
     if "t" in state:
         span = max(now - state["t"], 1e-3)
         parts.append(f"rate {rate:,.0f}/s" if rate is not None else "rate: at the level's end")
-        parts.append(f"server CPU {100 * (tree_cpu - state['tree']) / span:.0f}%")
+        used = tree_cpu - state["tree"]
+        # a process of the tree that ended took its CPU time with it: no figure
+        parts.append(f"server CPU {100 * used / span:.0f}%" if used >= 0 else
+                     "server CPU: a process of its tree ended, next second")
         if server_cpus:
             parts.append(f"(its CPUs {pct(s_busy - state['s'], span, len(server_cpus)):.0f}%"
                          " busy)")
@@ -112,7 +122,7 @@ def line(m: manifest.Manifest, run: Path, state: dict[str, float], now: float) -
     if queue is not None:
         parts.append(f"run queue {queue}")
     parts.append(f"TIME_WAIT {procfs.time_wait_sockets():,}")
-    state.update(t=now, tree=tree_cpu, s=s_busy, c=c_busy)
+    state.update(t=now, tree=tree_cpu, s=s_busy, c=c_busy, pid=pid)
     return "  ".join(parts)
 
 

@@ -147,7 +147,8 @@ class LoadRun:
     def __init__(self, m: dict[str, Any], url: str, at: int, seconds: int, out: Path) -> None:
         p = m["params"]
         self.client = clients()[p["client"]]()
-        self.client.prepare(out, Options(p["keepalive"], p["client_threads"]))
+        self.client.prepare(out, Options(p["keepalive"], p["client_threads"],
+                                         int(p.get("connections") or 0)))
         load = Load(concurrency=at) if p["load_axis"] == "concurrency" else Load(rate=at)
         argv = procs.pinned(self.client.command(url, load, seconds), tuple(p["client_cpus"]))
         self.out, self.err = out / "client.out", out / "client.err"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -32,10 +33,22 @@ CALIBRATE_PAUSE_S = 30
 EXTRA_TOOLS = {"perf": "linux-perf"}     # make profile (exercise 8); valgrind: lab.studies.cost
 
 
-def used(text: str) -> tuple[list[str], list[str]]:
-    """The servers (base names, those the lab knows) and the clients the
-    document's `make` lines name, in order of first use; siege is the default client."""
-    known = found_here(ROOT)
+WRITTEN = re.compile(r"^```\S+ +servers/([^/\s]+)/", re.M)
+
+
+def written(text: str) -> set[str]:
+    """The server folders the document has the student write (exercise 7's
+    ```toml servers/hello/server.toml block): made in the session, never
+    prepared, whether or not a student already made them in this clone."""
+    return set(WRITTEN.findall(text))
+
+
+def used(text: str, root: Path = ROOT) -> tuple[list[str], list[str]]:
+    """The servers (base names, those the lab at `root` knows, without those
+    the document has the student write) and the clients the document's
+    `make` lines name, in order of first use; siege is the default client."""
+    known = found_here(root)
+    mine = written(text)
     servers: list[str] = []
     clients: list[str] = ["siege"]
     for line in text.splitlines():
@@ -51,7 +64,8 @@ def used(text: str) -> tuple[list[str], list[str]]:
             if key == "SERVER":
                 for name in value.split():
                     base = ServerSpec.base_of(name)
-                    if base in known and base not in servers:
+                    if base in known and base not in servers and \
+                            known[base].folder.name not in mine:
                         servers.append(base)
             elif key == "CLIENT" and value and value not in clients:
                 clients.append(value)

@@ -44,9 +44,10 @@ class Load:
 
 @dataclass(frozen=True)
 class Options:
-    """The run's client settings (KEEPALIVE, CLIENT_THREADS)."""
+    """The run's client settings (KEEPALIVE, CLIENT_THREADS, CONNECTIONS)."""
     keepalive: bool
     threads: int
+    connections: int = 0   # CONNECTIONS: the most an open-loop client keeps; 0: no cap
 
 
 class Client(Protocol):

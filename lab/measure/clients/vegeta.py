@@ -31,6 +31,18 @@ Counting, as siege and wrk count: a transaction is a response (vegeta's
 status code 0 is a request that got none: refused, reset, timed out);
 2xx/3xx are successful; failed is every other request.
 
+Connections: with no cap (vegeta's default), an open loop past the
+server's pace opens a connection for every request still waiting. They are
+reused while the server keeps them (a request's body is read whole, so the
+connection goes back to Go's pool), but a server with a fixed number of
+connection slots closes the others: AWS, with 5 tasks, closed every
+connection past them ("EOF", "server closed idle connection"), so each
+request paid for a new connection, the client's CPU and the ports went to
+handshakes, tens of thousands of sockets piled up in TIME_WAIT, and levels
+the server could serve fell to a few hundred requests/s or less (workshop
+exercise 6). CONNECTIONS=N caps them (`-max-connections`): the requests past
+them wait in vegeta, and their wait is in their latency.
+
 Vegeta is no Debian package: install() builds the pinned version with Go
 into the lab cache. Only CLIENT=vegeta needs Go.
 """
@@ -235,7 +247,8 @@ class Vegeta:
         self.options = options
         return {"tool": "vegeta", "version": self.version(),
                 "connection": "keep-alive" if options.keepalive else "close",
-                "threads": str(options.threads), "binary": str(self.binary)}
+                "threads": str(options.threads), "binary": str(self.binary),
+                "connections": str(options.connections or "no cap")}
 
     def attack_flags(self, load: Load, duration_s: int) -> list[str]:
         if load.rate < 0 or load.concurrency < 0:
@@ -250,6 +263,11 @@ class Vegeta:
         if load.concurrency:
             flags += [f"-workers={load.concurrency}", f"-max-workers={load.concurrency}"]
         assert self.options is not None
+        if self.options.connections:
+            # CONNECTIONS: past them a request waits in vegeta for a free
+            # connection, and the wait is in its latency (vegeta times a
+            # request from when a worker takes it off the schedule)
+            flags += [f"-max-connections={self.options.connections}"]
         return flags + [f"-duration={duration_s}s",
                         f"-keepalive={'true' if self.options.keepalive else 'false'}"]
 
