@@ -56,3 +56,29 @@ def test_a_csv_from_an_older_lab_is_refused_with_the_reason(tmp_path: Path) -> N
     (tmp_path / rows.CSV).write_text("server,concurrency\nx,1\n")
     with pytest.raises(ValueError, match="lacks columns rep"):
         rows.read_rows(tmp_path)
+
+
+@pytest.mark.parametrize("field,cell", [("rate_rps", "nan"), ("rate_rps", "inf"),
+                                        ("rate_rps", "1e308"), ("server_cpu_pct", "-inf"),
+                                        ("p99_ms", "NaN"), ("rss_peak_kb", "9" * 400)])
+def test_a_figure_that_is_no_number_is_refused_as_corrupt(
+        tmp_path: Path, field: str, cell: str) -> None:
+    """NaN, inf and an absurd figure (a rate of 1e308 req/s) are no figure any
+    level measured: the reader refuses the file, naming it, the line and the
+    cell, rather than show them in a report (issue 44, §6)."""
+    values = {f.name: 0 for f in fields(rows.Row)}
+    values.update(server="a", rep=1, axis="concurrency", value=1, concurrency=1,
+                  offered_rps=None, p50_ms=None, p90_ms=None, p99_ms=1.5,
+                  littles_ratio=1.0, client_bound=False, flags="", failure_kinds="")
+    rows.append_row(tmp_path, rows.Row(**values))
+    rows.append_row(tmp_path, rows.Row(**values))
+    path = tmp_path / rows.CSV
+    lines = path.read_text().splitlines()
+    cells = lines[2].split(",")
+    cells[rows.COLUMNS.index(field)] = cell
+    path.write_text("\n".join([*lines[:2], ",".join(cells)]) + "\n")
+    with pytest.raises(ValueError) as e:
+        rows.read_rows(tmp_path)
+    said = str(e.value)
+    assert str(path) in said and "line 3" in said and f"`{field}`" in said, said
+    assert "corrupt" in said, said

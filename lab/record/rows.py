@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import os
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, fields
@@ -96,6 +97,10 @@ class Row:
 
 
 COLUMNS = list(Row.__dataclass_fields__)
+# no figure a level can measure comes near this (a rate of 10^15 req/s, a
+# petabyte of memory in KB is 10^12): a cell beyond it, like NaN or inf, is
+# no measurement, and shown as a figure it would mislead
+FIGURE_LIMIT = 1e15
 OPTIONAL = {f.name for f in fields(Row) if f.default is None}   # columns newer than old runs
 
 
@@ -109,6 +114,10 @@ def append_row(run: Path, row: Row) -> None:
         w.writerow({k: "" if v is None else v for k, v in asdict(row).items()})
 
 
+class NotAFigure(ValueError):
+    """A number cell that holds NaN, inf or a figure beyond FIGURE_LIMIT."""
+
+
 def _convert(kind: object, text: str) -> Any:
     """A CSV cell back to its field's type ('' is None for optional fields)."""
     spec = str(kind)
@@ -118,10 +127,12 @@ def _convert(kind: object, text: str) -> Any:
         if text not in ("True", "False"):
             raise ValueError(f"not a boolean: {text!r}")
         return text == "True"
-    if spec.startswith("int"):
-        return int(text)
-    if spec.startswith("float"):
-        return float(text)
+    if spec.startswith("int") or spec.startswith("float"):
+        number = int(text) if spec.startswith("int") else float(text)
+        if abs(number) > FIGURE_LIMIT or (isinstance(number, float)
+                                          and not math.isfinite(number)):
+            raise NotAFigure(f"{text[:40]!r}, no figure a level can measure (corrupt)")
+        return number
     return text
 
 
@@ -141,6 +152,8 @@ def from_record(record: dict[str, str | None], path: Path = Path(CSV), line: int
             raise RecordError(path, f"{where}ends before the `{f.name}` cell (truncated)")
         try:
             values[f.name] = _convert(f.type, cell)
+        except NotAFigure as e:
+            raise RecordError(path, f"{where}`{f.name}` is {e}") from None
         except ValueError:
             raise RecordError(path, f"{where}`{f.name}` is {cell!r}, not a "
                                     f"{str(f.type).split(' ')[0]}") from None
