@@ -221,6 +221,8 @@ OTHER: dict[str, dict[str, tuple[str, ...]]] = {
         "test_integrity.py": (
             "test_siege_giving_up_is_caught_live",
             "test_a_body_changed_mid_run_is_caught_live",
+            "test_a_client_stopped_mid_level_is_caught_live",
+            "test_the_lab_stopped_mid_level_is_a_sampler_gap_live",
         ),
         "test_logcap.py": (
             "test_a_server_that_logs_100k_a_request_is_capped_live",

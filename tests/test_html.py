@@ -37,6 +37,10 @@ NO_REAL_DATA = {
     "client-stopped": "no saved fixture run has a client that gave up (test_integrity makes one)",
     "answer-changed": "no saved fixture run has a server that changed its answer "
                       "(test_integrity makes one)",
+    "client-stalled": "no saved fixture run has a client stopped mid-level "
+                      "(test_integrity makes one)",
+    "sampler-gap": "no saved fixture run has the lab stopped mid-level (test_integrity "
+                   "makes one)",
 }
 
 

@@ -263,12 +263,16 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
         for flag in metrics.UNRANKED:        # each flagged level, with its reasons
             said = tuple(f"{at_value(m.params.axis, s.value)}: {'; '.join(s.unranked)}"
                          for s in levels if s.flags.get(flag))
-            if said:
-                out.append(findings.ClientStopped(name, tool, len(said), n, said)
-                           if flag == "client-stopped"
-                           else findings.AnswerChanged(name, len(said), n, said))
+            if said and flag == "client-stopped":
+                out.append(findings.ClientStopped(name, tool, len(said), n, said))
+            elif said and flag == "client-stalled":
+                out.append(findings.ClientStalled(name, tool, len(said), n, said))
+            elif said:
+                out.append(findings.AnswerChanged(name, len(said), n, said))
         if count("not-steady"):
             out.append(findings.NotSteady(name))
+        if count("sampler-gap"):
+            out.append(findings.SamplerGap(name, count("sampler-gap"), n))
         if count("host-busy"):
             out.append(findings.HostBusy(name, count("host-busy"), n))
         if count("steal"):
