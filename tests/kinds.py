@@ -55,6 +55,7 @@ FILES = {
     "test_exits.py": "fault",
     "test_extending.py": "fault",
     "test_failures.py": "unit",
+    "test_fullcache.py": "fault",
     "test_faults.py": "fault",
     "test_figures.py": "unit",
     "test_findings.py": "unit",
@@ -370,6 +371,7 @@ NEEDS = {
     "test_lifetime.py": ("root",),
     "test_deps.py": ("root",),
     "test_hardening.py": ("root",),
+    "test_fullcache.py": ("root",),
 }
 
 
