@@ -93,6 +93,7 @@ FILES = {
     "test_reproduce.py": "unit",
     "test_results.py": "unit",
     "test_results_schema.py": "fault",
+    "test_scale.py": "fault",
     "test_sends.py": "fault",
     "test_series.py": "unit",
     "test_servers.py": "unit",

@@ -82,3 +82,32 @@ def test_a_figure_that_is_no_number_is_refused_as_corrupt(
     said = str(e.value)
     assert str(path) in said and "line 3" in said and f"`{field}`" in said, said
     assert "corrupt" in said, said
+
+
+def test_results_json_is_never_larger_than_the_lab_reads(tmp_path: Path) -> None:
+    """results.json of a saved run: a line per row while it fits; rows left out,
+    saying why, where they would pass the limit; refused, before anything is
+    written, where even the rest would (issue 44, §6: a 335 MB results.json
+    once, over the 64 MiB the lab reads of a file)."""
+    import json
+    import shutil
+    from lab.analyse import analysis
+    from lab.record import files
+    run = tmp_path / "run"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "runs" /
+                    "20261124-071349-sturdy+paced-landed", run)
+    rec, a = analysis.of(run)
+    whole = "".join(analysis.results_text(rec, a))
+    data = json.loads(whole)
+    assert [r["rep"] for r in data["rows"]["sturdy"]] == [r.rep for r in rec.by_server()["sturdy"]]
+    assert "rows_omitted" not in data and whole.count("\n") > len(rec.rows)
+    limit = len(whole.encode()) - 100
+    cut = "".join(analysis.results_text(rec, a, limit))
+    assert len(cut.encode()) <= limit
+    data = json.loads(cut)
+    assert data["rows"] == {} and data["rows_omitted"].startswith(f"{len(rec.rows)} rows would")
+    assert data["levels"] and data["verdicts"] is not None
+    with pytest.raises(OSError, match="results.json would be .* without its rows"):
+        analysis.results_text(rec, a, 1000)
+    files.write_atomic(tmp_path / "out.json", analysis.results_text(rec, a))
+    assert files.read_json(tmp_path / "out.json") == json.loads(whole)
