@@ -73,6 +73,7 @@ FILES = {
     "test_lifetime.py": "fault",
     "test_listen.py": "unit",
     "test_logcap.py": "unit",
+    "test_manyruns.py": "unit",
     "test_memsplit.py": "unit",
     "test_metrics.py": "unit",
     "test_nextstarts.py": "unit",

@@ -393,14 +393,15 @@ def looks_of(m: Manifest) -> verdicts.Looks:
     return verdicts.Looks()
 
 
-def of(run: Path) -> tuple[RunRecord, Analysis]:
+def of(run: Path, cost_runs: list[Path] | None = None) -> tuple[RunRecord, Analysis]:
     """A run folder read (RecordError when it cannot be) and analysed; a
     CPU-per-request verdict gets the instructions per request of `make cost`
-    runs of the same builds beside it (lab.analyse.costlink: runs beside this one)."""
+    runs of the same builds beside it (lab.analyse.costlink: runs beside this
+    one; `cost_runs`: those already found, [] for none)."""
     rec = runrecord.load(run)
     a = analyse(rec)
     if any(v.cpu is not None for v in a.verdicts) and rec.manifest.extra.get("kind") != "cost":
-        links = costlink.find(run, rec.manifest)
+        links = costlink.find(run, rec.manifest, cost_runs)
         if links:
             a = replace(a, verdicts=[replace(v, cost_text=costlink.beside(
                 v.a, v.b, v.value, links)) if v.cpu is not None else v for v in a.verdicts])
