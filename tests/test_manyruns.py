@@ -66,7 +66,10 @@ def test_a_cache_that_is_not_the_labs_is_ignored_and_written_anew(
     want = history.points(top)
     for bad in ("{", json.dumps({"version": 1, "runs": {"r000": {"key": "x", "history": 7}}}),
                 json.dumps({"version": 1, "runs": {runs[0].name: {
-                    "key": runcache.key(runs[0]), "history": {"points": [{"server": 1}]}}}})):
+                    "key": runcache.key(runs[0]), "history": {"points": [{"server": 1}]}}}}),
+                json.dumps({"version": 1, "runs": {runs[0].name: {
+                    "key": runcache.key(runs[0]), "history": {"points": [
+                        {**history.point_json(want["paced"][0]), "peak_rps": "1e308"}]}}}})):
         (top / runcache.CACHE).write_text(bad)
         analysed.clear()
         assert history.points(top) == want, bad
@@ -121,3 +124,14 @@ def test_a_link_in_the_cache_s_place_is_left_alone(tmp_path: Path) -> None:
     (top / runcache.CACHE).symlink_to(elsewhere)
     assert history.points(top)
     assert (top / runcache.CACHE).is_symlink() and elsewhere.read_text() == "theirs"
+
+
+def test_an_index_entry_the_lab_did_not_make_is_made_again(tmp_path: Path) -> None:
+    top = tmp_path / "results"
+    runs = results(top, 2)
+    indexpage.write_index(top)
+    data = files.read_json(top / runcache.CACHE)
+    data["runs"][runs[0].name]["index"]["started"] = 5          # no page can show it
+    (top / runcache.CACHE).write_text(json.dumps(data))
+    text = indexpage.write_index(top).read_text()
+    assert "<td>2026-11-20 10:00:00+0000</td><td>r000 " in text

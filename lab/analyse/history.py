@@ -79,10 +79,17 @@ def point_json(p: Point) -> dict[str, Any]:
 def point_of(d: Any) -> Point:
     """A point as the cache keeps it (lab.record.runcache); ValueError when it is not one."""
     try:
-        return Point(**{**d, "conditions": tuple((str(k), str(v)) for k, v in d["conditions"]),
-                        "flags": tuple(str(f) for f in d["flags"])})
+        p = Point(**{**d, "conditions": tuple((str(k), str(v)) for k, v in d["conditions"]),
+                     "flags": tuple(str(f) for f in d["flags"])})
     except (TypeError, KeyError, ValueError) as e:
         raise ValueError(f"not a history point: {e}") from None
+    figures = (p.peak_rps, p.peak_at, p.cpu_us_per_req, p.rss_mb, p.instructions)
+    if not all(isinstance(x, str) for x in (p.server, p.run, p.started)) or \
+            not isinstance(p.report, bool) or \
+            not all(x is None or (isinstance(x, (int, float)) and not isinstance(x, bool))
+                    for x in figures):
+        raise ValueError("not a history point: a field of another type")
+    return p
 
 
 def run_points(run: Path) -> list[Point]:

@@ -107,8 +107,12 @@ def cached_entry(cache: runcache.RunCache, folder: Path) -> dict[str, Any] | Non
     """run_entry, or the cache's while the run is unchanged (a comparison,
     which has no manifest, is read each time)."""
     kept = cache.get(folder, "index")
-    if isinstance(kept, dict) and set(kept) >= {"folder", "started", "kind", "broken", "report"}:
-        return kept
+    if isinstance(kept, dict) and kept.get("folder") == folder.name and \
+            isinstance(kept.get("report"), bool) and \
+            all(isinstance(kept.get(k), str) for k in ("started", "kind", "broken")) and \
+            all(isinstance(v, str) for k, v in kept.items() if k not in ("report", "repeat")) \
+            and isinstance(kept.get("repeat", 0), int):
+        return kept                         # as run_entry made it: else made again
     entry = run_entry(folder)
     if entry is not None:
         cache.put(folder, "index", entry)
