@@ -252,6 +252,31 @@ def test_the_stop_clock_counts_only_time_stopped() -> None:
     assert procfs.state(proc.pid) == ""
 
 
+def test_a_remote_client_host_counts_its_client_stopped(tmp_path: Path) -> None:
+    """TOPOLOGY=ssh: the agent runs the client there and watches it the same way
+    (its result's stopped_s, lab.measure.topologies.ssh.agent)."""
+    import threading
+    from lab.measure.topologies.ssh import agent
+    run = agent.ClientProcess(["sleep", "1"], "0", {}, str(tmp_path), str(tmp_path), "c")
+
+    def stop_for_a_while() -> None:
+        from lab.host import procfs
+        os.kill(run.proc.pid, signal.SIGSTOP)
+        while procfs.state(run.proc.pid) != "T":
+            time.sleep(0.01)
+        time.sleep(0.6)
+        os.kill(run.proc.pid, signal.SIGCONT)
+    stopper = threading.Thread(target=stop_for_a_while)
+    stopper.start()
+    try:
+        done = run.wait(30)
+    finally:
+        stopper.join()
+    assert done["done"] and done["stopped_s"] >= 0.5, done
+    calm = agent.ClientProcess(["true"], "0", {}, str(tmp_path), str(tmp_path), "d").wait(30)
+    assert calm["stopped_s"] == 0.0
+
+
 # --------------------------------------------------------------------------- live
 
 def show(out: object) -> str:
