@@ -193,6 +193,21 @@ def test_a_level_longer_than_the_clients_own_clock_is_client_stalled() -> None:
     assert lab_stopped.flags.split() == ["sampler-gap"] and lab_stopped.unranked == ""
 
 
+def test_an_rmit_level_is_judged_by_its_worst_slice_not_their_sum() -> None:
+    """PAIRED=rmit measures a level in up to five slices, each a client run with
+    its own start-up: their sum of a few tenths of a second each is no stall;
+    a slice stopped for 2 s is, and so is the level."""
+    from lab.measure import pair
+    where = replace(WHERE, duration_s=10)
+    part = Level(2000, 2000, 0, 100.0, 2.0, 1000.0, 0.8, 8.0, 2.0, 1.0)
+    m = replace(measured(), wall_s=2.3)
+    level, joined = pair.summed([(part, m)] * 5)
+    assert level.elapsed_s == 10.0 and joined.wall_s == pytest.approx(11.5)
+    assert levelrow.make_row(where, level, joined, "wrk").flags == ""
+    level, joined = pair.summed([(part, m)] * 4 + [(part, replace(m, client_stopped_s=2.0))])
+    assert levelrow.make_row(where, level, joined, "wrk").has("client-stalled")
+
+
 def test_a_sampler_gap_is_flagged_and_its_rate_not_ranked() -> None:
     """The sweep stopped 20 s mid-level: server and client CPU of 5% and 7%
     instead of about 25% and 40% (issue 44, §7). A gap between the sampler's

@@ -55,6 +55,10 @@ class Measured:
     # longest_gap: every 0.2 s, unless the lab itself stopped)
     client_stopped_s: float = 0.0
     sampler_gap_s: float = 0.0
+    # how far the lab's clock ran past the client's own elapsed time, where it
+    # is not wall_s less the level's elapsed time (a PAIRED=rmit level: its
+    # slices' worst, not their sum of start-up times)
+    clock_over_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -107,7 +111,7 @@ def stalled(level: Level, duration_s: float, m: Measured, client: str) -> str:
     if m.client_stopped_s > most:
         return (f"{client} was stopped for {m.client_stopped_s:.1f} s of the {duration_s:g} s "
                 "level (a signal or a tracer): it sent nothing then")
-    over = m.wall_s - level.elapsed_s
+    over = m.wall_s - level.elapsed_s if m.clock_over_s is None else m.clock_over_s
     if over > max(most, STALL_MIN_S) and not sampler_gap(m) and not level.stopped:
         return (f"{client} took {m.wall_s:.1f} s by the lab's clock for {level.elapsed_s:.1f} s "
                 "by its own: it stalled outside its own measurement")
