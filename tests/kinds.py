@@ -55,6 +55,7 @@ FILES = {
     "test_exits.py": "fault",
     "test_extending.py": "fault",
     "test_failures.py": "unit",
+    "test_fullcache.py": "fault",
     "test_faults.py": "fault",
     "test_figures.py": "unit",
     "test_findings.py": "unit",
@@ -72,6 +73,7 @@ FILES = {
     "test_lifetime.py": "fault",
     "test_listen.py": "unit",
     "test_logcap.py": "unit",
+    "test_manyruns.py": "unit",
     "test_memsplit.py": "unit",
     "test_metrics.py": "unit",
     "test_nextstarts.py": "unit",
@@ -92,6 +94,7 @@ FILES = {
     "test_reproduce.py": "unit",
     "test_results.py": "unit",
     "test_results_schema.py": "fault",
+    "test_scale.py": "fault",
     "test_sends.py": "fault",
     "test_series.py": "unit",
     "test_servers.py": "unit",
@@ -221,6 +224,8 @@ OTHER: dict[str, dict[str, tuple[str, ...]]] = {
         "test_integrity.py": (
             "test_siege_giving_up_is_caught_live",
             "test_a_body_changed_mid_run_is_caught_live",
+            "test_a_client_stopped_mid_level_is_caught_live",
+            "test_the_lab_stopped_mid_level_is_a_sampler_gap_live",
         ),
         "test_logcap.py": (
             "test_a_server_that_logs_100k_a_request_is_capped_live",
@@ -373,6 +378,7 @@ NEEDS = {
     "test_lifetime.py": ("root",),
     "test_deps.py": ("root",),
     "test_hardening.py": ("root",),
+    "test_fullcache.py": ("root",),
 }
 
 

@@ -4,6 +4,7 @@ it leaves (table, json, chart, html) from two real short runs."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -124,7 +125,7 @@ def test_too_few_starts_for_alpha_are_undecided() -> None:
 def test_open_loop_levels_are_judged_by_p99_latency() -> None:
     def open_loop(rates: list[float], p99: list[float] | None) -> metrics.LevelStats:
         rows = [row("s", i + 1, 1000, r, p99=p99[i] if p99 else None) for i, r in enumerate(rates)]
-        rows = [Row(**{**r.__dict__, "offered_rps": 1000.0, "axis": "rate"}) for r in rows]
+        rows = [dataclasses.replace(r, offered_rps=1000.0, axis="rate") for r in rows]
         [s] = metrics.level_stats(rows)
         return s
     a = open_loop([1000, 1000, 1000, 1000, 1000], [10, 11, 12, 10.5, 11.5])

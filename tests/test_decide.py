@@ -140,3 +140,21 @@ def test_too_few_starts_say_how_many_would_do() -> None:
     assert d.outcome == decide.UNDECIDED
     assert d.reason.startswith("too few starts: 3 against 3 cannot reach α=1%")
     assert "5 against 5 can" in d.reason
+
+
+def test_the_exact_counts_are_every_ordering_s_and_kept_one_table_at_a_time() -> None:
+    """_counts(m, n) counts, for each U, the orderings of m against n values
+    that give it: checked against every ordering, up to 5 a side. It keeps
+    no table for smaller m and n (issue 44, §6: at 50 starts a side those
+    tables took 51 MB of a report's memory)."""
+    import itertools
+    for m in range(0, 6):
+        for n in range(0, 6):
+            counts = [0] * (m * n + 1)
+            for xs in itertools.combinations(range(m + n), m):   # x's ranks among all
+                ys = [r for r in range(m + n) if r not in xs]
+                counts[sum(1 for x in xs for y in ys if x > y)] += 1
+            assert decide._counts(m, n) == tuple(counts), (m, n)
+    decide._counts.cache_clear()
+    big = decide._counts(40, 40)
+    assert sum(big) == math.comb(80, 40) and decide._counts.cache_info().currsize == 1

@@ -42,6 +42,9 @@ EXAMPLES: list[Finding] = [
     findings.ClientStopped("aws", "siege", 1, 3, ("c=8: client stopped early: siege stopped "
                                                   "after 0.16 s of the 5 s level",)),
     findings.AnswerChanged("aws", 1, 3, ("c=8: answer changed: after the level, exact body",)),
+    findings.ClientStalled("aws", "wrk", 1, 3, ("c=8: client stalled: wrk was stopped for "
+                                                "3.0 s of the 4 s level",)),
+    findings.SamplerGap("aws", 2, 3),
 ]
 
 

@@ -82,9 +82,9 @@ def test_the_index_has_a_trend_chart_per_server_with_linked_runs(tmp_path: Path)
     assert items[0].startswith('<a href="r1/report.html">r1</a>')   # its report
     assert items[1].startswith('<a href="r2/">r2</a>')              # no report: its folder
     assert items[2] == "conditions change: client siege → wrk"
-    # nothing but the index is written in the results folder
-    assert sorted(p.name for p in top.iterdir()) == [".lab-results", "index.html", "r1", "r2",
-                                                      "r3", "r4"]
+    # nothing but the index and the runs' cache is written in the results folder
+    assert sorted(p.name for p in top.iterdir()) == [".lab-results", ".lab-runs-cache.json",
+                                                      "index.html", "r1", "r2", "r3", "r4"]
     # the data gnuplot draws: a blank line (a break in every line) at each change
     history.data_file(tmp_path / "paced.dat", history.points(top)["paced"])
     dat = (tmp_path / "paced.dat").read_text().split("\n")[1:-1]

@@ -39,6 +39,10 @@ NO_REAL_DATA = {
                       "(test_integrity makes one)",
     "out-of-ports": "no saved fixture run ran its client's host out of local ports "
                     "(test_metrics flags a level whose client said so)",
+    "client-stalled": "no saved fixture run has a client stopped mid-level "
+                      "(test_integrity makes one)",
+    "sampler-gap": "no saved fixture run has the lab stopped mid-level (test_integrity "
+                   "makes one)",
 }
 
 

@@ -10,17 +10,23 @@ duration plus wait. Real captured outputs where one shows it, constructed ones
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
+import signal
+import subprocess
+import time
 from dataclasses import replace
 from html import escape
 from pathlib import Path
 
 import pytest
 
-from conftest import bench, free_port, lab_env, leftovers, run_folders
+from conftest import GRACE, ROOT, bench, free_port, lab_env, leftovers, run_folders, until
 from lab.analyse import analysis, findings, gate, levelrow, metrics, verdicts
 from lab.measure.clients import siege, vegeta, wrk
+from lab.record import manifest
 from lab.record.level import Level
 from lab.present import reportpage
 
@@ -154,6 +160,138 @@ def test_a_level_whose_answer_changed_is_flagged_and_not_ranked() -> None:
     assert verdicts.verdict(stats[0], other[0]).kind != "not-comparable"
 
 
+def test_a_client_stopped_mid_level_is_flagged_stalled_and_not_ranked() -> None:
+    """wrk stopped (SIGSTOP) for 3 s of a 4 s level still ran 4 s by its own
+    clock, and reported a third of its rate (issue 44, §7): the time it was
+    seen stopped makes the level client-stalled, not ranked."""
+    level = Level(4708, 4708, 0, 100.0, 4.0, 1177.0, 0.8, 8.0, 2.0, 1.0)
+    where = replace(WHERE, duration_s=4)
+    m = replace(measured(), wall_s=4.05, client_stopped_s=3.0)
+    row = levelrow.make_row(where, level, m, "wrk")
+    assert row.has("client-stalled") and not row.has("sampler-gap")
+    assert row.unranked == ("client stalled: wrk was stopped for 3.0 s of the 4 s level "
+                            "(a signal or a tracer): it sent nothing then")
+    fine = levelrow.make_row(where, replace(level, rate_rps=3326.0),
+                             replace(m, client_stopped_s=0.1), "wrk")
+    assert fine.flags == "" and fine.unranked == ""
+    stats = metrics.level_stats([row])
+    assert not stats[0].ranked and "client-stalled" in gate.unclean(stats[0])
+    other = metrics.level_stats([fine])
+    assert verdicts.verdict(stats[0], other[0]).kind == "not-comparable"
+    said = analysis_findings([row])["client-stalled"]
+    assert said.startswith("aws: wrk stalled at 1 of 1 levels (c=8: client stalled: wrk was "
+                           "stopped for 3.0 s"), said
+
+
+def test_a_level_longer_than_the_clients_own_clock_is_client_stalled() -> None:
+    level = Level(5000, 5000, 0, 100.0, 5.0, 1000.0, 0.8, 8.0, 2.0, 1.0)
+    row = levelrow.make_row(WHERE, level, replace(measured(), wall_s=9.0), "siege")
+    assert row.has("client-stalled") and "took 9.0 s by the lab's clock for 5.0 s" in row.unranked
+    # the same gap with the lab's own sampler stopped is the lab's stall, not the client's
+    lab_stopped = levelrow.make_row(WHERE, level, replace(measured(), wall_s=25.0,
+                                                          sampler_gap_s=20.0), "siege")
+    assert lab_stopped.flags.split() == ["sampler-gap"] and lab_stopped.unranked == ""
+
+
+def test_an_rmit_level_is_judged_by_its_worst_slice_not_their_sum() -> None:
+    """PAIRED=rmit measures a level in up to five slices, each a client run with
+    its own start-up: their sum of a few tenths of a second each is no stall;
+    a slice stopped for 2 s is, and so is the level."""
+    from lab.measure import pair
+    where = replace(WHERE, duration_s=10)
+    part = Level(2000, 2000, 0, 100.0, 2.0, 1000.0, 0.8, 8.0, 2.0, 1.0)
+    m = replace(measured(), wall_s=2.3)
+    level, joined = pair.summed([(part, m)] * 5)
+    assert level.elapsed_s == 10.0 and joined.wall_s == pytest.approx(11.5)
+    assert levelrow.make_row(where, level, joined, "wrk").flags == ""
+    level, joined = pair.summed([(part, m)] * 4 + [(part, replace(m, client_stopped_s=2.0))])
+    assert levelrow.make_row(where, level, joined, "wrk").has("client-stalled")
+
+
+def test_a_sampler_gap_is_flagged_and_its_rate_not_ranked() -> None:
+    """The sweep stopped 20 s mid-level: server and client CPU of 5% and 7%
+    instead of about 25% and 40% (issue 44, §7). A gap between the sampler's
+    samples says so; req/s there is unclean (CPU per request decides)."""
+    level = Level(5000, 5000, 0, 100.0, 5.0, 1000.0, 0.8, 8.0, 2.0, 1.0)
+    row = levelrow.make_row(WHERE, level, replace(measured(), wall_s=25.0, sampler_gap_s=20.2))
+    assert row.has("sampler-gap") and row.server_cpu_pct < 5
+    assert "sampler-gap" in gate.unclean(metrics.level_stats([row])[0])
+    assert "sampler-gap" in metrics.FLAGS and "sampler-gap" in reportpage.MEANINGS
+    # the sampler's ordinary rhythm (0.2 s, a busy host's 0.6 s) is no gap
+    quiet = levelrow.make_row(WHERE, level, replace(measured(), sampler_gap_s=0.6))
+    assert quiet.flags == ""
+    found = analysis_findings([row])
+    assert "sampler-gap" in found and "lab's own sampling" in found["sampler-gap"]
+    assert "client-stalled" not in found
+
+
+def analysis_findings(rows: list) -> dict[str, str]:
+    """The findings' texts by kind for these rows, as a saved run's analysis finds them."""
+    m = manifest.read_manifest(FIXTURES / "runs" / "20261124-071349-sturdy+paced-landed")
+    found = analysis.warnings(m, {rows[0].server: metrics.level_stats(rows)}, "", [])
+    return {f.kind: f.text() for f in found}
+
+
+def test_the_series_gap_is_the_longest_between_samples() -> None:
+    from lab.record import series
+    assert series.longest_gap([]) == 0.0 and series.longest_gap([(1.0, 0.0, 1)]) == 0.0
+    points = [(0.0, 0.0, 1), (0.2, 0.1, 1), (20.4, 0.2, 1), (20.6, 0.3, 1)]
+    assert abs(series.longest_gap(points) - 20.2) < 1e-9
+
+
+def test_the_stop_clock_counts_only_time_stopped() -> None:
+    import os
+    import signal
+    import subprocess
+    import time
+    from lab.host import procfs
+    proc = subprocess.Popen(["sleep", "30"])
+    try:
+        clock = procfs.StopClock(proc.pid)
+        clock.tick()
+        time.sleep(0.2)
+        clock.tick()
+        assert clock.stopped_s == 0.0                 # running (sleeping) is not stopped
+        os.kill(proc.pid, signal.SIGSTOP)
+        until_stopped = time.monotonic() + 5
+        while procfs.state(proc.pid) != "T" and time.monotonic() < until_stopped:
+            time.sleep(0.01)
+        clock.tick()
+        time.sleep(0.3)
+        clock.tick()
+        assert clock.stopped_s >= 0.3
+        os.kill(proc.pid, signal.SIGCONT)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert procfs.state(proc.pid) == ""
+
+
+def test_a_remote_client_host_counts_its_client_stopped(tmp_path: Path) -> None:
+    """TOPOLOGY=ssh: the agent runs the client there and watches it the same way
+    (its result's stopped_s, lab.measure.topologies.ssh.agent)."""
+    import threading
+    from lab.measure.topologies.ssh import agent
+    run = agent.ClientProcess(["sleep", "1"], "0", {}, str(tmp_path), str(tmp_path), "c")
+
+    def stop_for_a_while() -> None:
+        from lab.host import procfs
+        os.kill(run.proc.pid, signal.SIGSTOP)
+        while procfs.state(run.proc.pid) != "T":
+            time.sleep(0.01)
+        time.sleep(0.6)
+        os.kill(run.proc.pid, signal.SIGCONT)
+    stopper = threading.Thread(target=stop_for_a_while)
+    stopper.start()
+    try:
+        done = run.wait(30)
+    finally:
+        stopper.join()
+    assert done["done"] and done["stopped_s"] >= 0.5, done
+    calm = agent.ClientProcess(["true"], "0", {}, str(tmp_path), str(tmp_path), "d").wait(30)
+    assert calm["stopped_s"] == 0.0
+
+
 # --------------------------------------------------------------------------- live
 
 def show(out: object) -> str:
@@ -201,6 +339,89 @@ def test_a_body_changed_mid_run_is_caught_live(tmp_path: Path) -> None:
     assert "its answer changed during the load" in kinds["answer-changed"]["text"]
     assert "its answer changed during the load" in (run / "summary.md").read_text()
     assert_legend(run, "answer-changed")
+
+
+def stopped_mid_level(tmp_path: Path, duration: str, which: str, stop_s: float
+                      ) -> tuple[Path, str, str]:
+    """A one-level run of sturdy under wrk, with `which` ("wrk", or "lab": the
+    lab's step, wrk's parent) stopped by SIGSTOP from outside for `stop_s`,
+    half a second into the level."""
+    port = free_port()
+    env = lab_env(tmp_path, SERVER="sturdy", CLIENT="wrk", CONCURRENCY="2",
+                  DURATION=duration, WARMUP="0", PORT=str(port))
+    proc = subprocess.Popen([str(ROOT / "run-benchmark.sh")], cwd=ROOT, env={**GRACE, **env},
+                            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    target = None
+    try:
+        until(lambda: find_client(b"wrk", port) or proc.poll() is not None, 180,
+              "wrk started")
+        wrk_pid = find_client(b"wrk", port)
+        assert wrk_pid, proc.communicate()
+        target = wrk_pid if which == "wrk" else parent_of(wrk_pid)
+        time.sleep(0.5)
+        os.kill(target, signal.SIGSTOP)
+        time.sleep(stop_s)
+        os.kill(target, signal.SIGCONT)
+        stdout, stderr = proc.communicate(timeout=300)
+    finally:
+        if target:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(target, signal.SIGCONT)
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    [run] = run_folders(tmp_path)
+    return run, stdout, stderr
+
+
+def parent_of(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat[stat.rindex(")") + 2:].split()[1])
+
+
+def test_a_client_stopped_mid_level_is_caught_live(tmp_path: Path) -> None:
+    """wrk stopped (SIGSTOP) from outside for 2.5 s of a 4 s level: it runs its
+    length by its own clock, so only the lab's watch of it can tell (issue 44,
+    §7). The level is flagged client-stalled and not ranked."""
+    run, stdout, stderr = stopped_mid_level(tmp_path, "4s", "wrk", 2.5)
+    assert leftovers(run) == []
+    assert re.search(r"NOT RANKED: client stalled: wrk was stopped for 2\.\d s of the 4 s level",
+                     stderr), f"{stdout}\n{stderr}"
+    data = json.loads((run / "results.json").read_text())
+    [row] = data["rows"]["sturdy"]
+    assert "client-stalled" in row["flags"].split() and row["elapsed_s"] > 3.5
+    kinds = {f["kind"]: f for f in data["findings"]}
+    assert "wrk stalled at 1 of 1 levels" in kinds["client-stalled"]["text"]
+    assert_legend(run, "client-stalled")
+
+
+def test_the_lab_stopped_mid_level_is_a_sampler_gap_live(tmp_path: Path) -> None:
+    """The lab's own step stopped (SIGSTOP) for 5 s of a 2 s level: wrk ends on
+    its own meanwhile, the level's wall time runs on, and its CPU shares fall
+    (issue 44, §7: 5% and 7% instead of 25% and 40%). The gap in the lab's
+    sampling flags it sampler-gap, and the client is not blamed."""
+    run, stdout, stderr = stopped_mid_level(tmp_path, "2s", "lab", 5.0)
+    assert leftovers(run) == []
+    data = json.loads((run / "results.json").read_text())
+    [row] = data["rows"]["sturdy"]
+    flags = row["flags"].split()
+    assert "sampler-gap" in flags and "client-stalled" not in flags, f"{stdout}\n{stderr}"
+    kinds = {f["kind"]: f for f in data["findings"]}
+    assert "lab's own sampling" in kinds["sampler-gap"]["text"]
+    assert_legend(run, "sampler-gap")
+
+
+def find_client(name: bytes, port: int) -> int | None:
+    """The pid of a client `name` loading this port (its URL in its argv)."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and Path(argv[0].decode()).name.encode() == name and \
+                any(f":{port}".encode() in a for a in argv):
+            return int(pid)
+    return None
 
 
 def assert_legend(run: Path, flag: str) -> None:

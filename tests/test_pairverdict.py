@@ -48,6 +48,7 @@ def one(server: str, rep: int, value: int, rate: float, cpu_us: float, cpu_pct: 
     cpu_s = cpu_us * rate * 3 / 1e6
     m = dataclasses.replace(MEASURED, server_cpu_s=cpu_s, wall_s=3.0 * cpu_s / (cpu_pct / 100)
                             if cpu_pct else 3.0, host_busy_s=cpu_s + 0.3)
+    level = dataclasses.replace(level, elapsed_s=m.wall_s)    # the client's clock, the lab's
     row = levelrow.make_row(dataclasses.replace(WHERE, server=server, value=value), level, m)
     return dataclasses.replace(row, rep=rep, rate_rps=rate,
                                server_cpu_us_per_req=cpu_us * cpu_pct / 30.0)

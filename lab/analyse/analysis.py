@@ -10,20 +10,24 @@ none imports the measuring side (sweep, launch, calibrate, topologies).
 """
 from __future__ import annotations
 
+import errno
+import json
 import math
 
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 from lab.analyse import costlink, costview, decide, findings, metrics, policy, profileview, sends, verdicts
-from lab.record import failures, outputs, runrecord
+from lab.record import failures, files, outputs, runrecord
 from lab.analyse.wording import axis_label
 from lab.analyse.findings import Finding
 from lab.analyse.metrics import LevelStats
 from lab.analyse.verdicts import Verdict
 from lab.record.calibration import CalLevel, Calibration
 from lab.record.manifest import Manifest
+from lab.record.rows import COLUMNS, Row
 from lab.record.runrecord import RunRecord
 from lab.setup.reason import Reason
 
@@ -263,12 +267,16 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
         for flag in metrics.UNRANKED:        # each flagged level, with its reasons
             said = tuple(f"{at_value(m.params.axis, s.value)}: {'; '.join(s.unranked)}"
                          for s in levels if s.flags.get(flag))
-            if said:
-                out.append(findings.ClientStopped(name, tool, len(said), n, said)
-                           if flag == "client-stopped"
-                           else findings.AnswerChanged(name, len(said), n, said))
+            if said and flag == "client-stopped":
+                out.append(findings.ClientStopped(name, tool, len(said), n, said))
+            elif said and flag == "client-stalled":
+                out.append(findings.ClientStalled(name, tool, len(said), n, said))
+            elif said:
+                out.append(findings.AnswerChanged(name, len(said), n, said))
         if count("not-steady"):
             out.append(findings.NotSteady(name))
+        if count("sampler-gap"):
+            out.append(findings.SamplerGap(name, count("sampler-gap"), n))
         if count("host-busy"):
             out.append(findings.HostBusy(name, count("host-busy"), n))
         if count("steal"):
@@ -389,14 +397,15 @@ def looks_of(m: Manifest) -> verdicts.Looks:
     return verdicts.Looks()
 
 
-def of(run: Path) -> tuple[RunRecord, Analysis]:
+def of(run: Path, cost_runs: list[Path] | None = None) -> tuple[RunRecord, Analysis]:
     """A run folder read (RecordError when it cannot be) and analysed; a
     CPU-per-request verdict gets the instructions per request of `make cost`
-    runs of the same builds beside it (lab.analyse.costlink: runs beside this one)."""
+    runs of the same builds beside it (lab.analyse.costlink: runs beside this
+    one; `cost_runs`: those already found, [] for none)."""
     rec = runrecord.load(run)
     a = analyse(rec)
     if any(v.cpu is not None for v in a.verdicts) and rec.manifest.extra.get("kind") != "cost":
-        links = costlink.find(run, rec.manifest)
+        links = costlink.find(run, rec.manifest, cost_runs)
         if links:
             a = replace(a, verdicts=[replace(v, cost_text=costlink.beside(
                 v.a, v.b, v.value, links)) if v.cpu is not None else v for v in a.verdicts])
@@ -431,8 +440,9 @@ def finite(x: Any) -> Any:
 
 
 def to_json(rec: RunRecord, a: Analysis) -> dict[str, Any]:
-    """results.json: the manifest, typed rows, level statistics, verdicts and
-    capacity shares, as one file for other tools."""
+    """results.json but its rows: the manifest, level statistics, verdicts and
+    capacity shares, as one file for other tools; results_text writes it,
+    the typed rows last (`rows`), one a line."""
     return {**rec.manifest.to_json(),
             "results_schema": outputs.RESULTS_SCHEMA,
             "levels": {n: [level_json(s) for s in v] for n, v in a.stats.items()},
@@ -449,5 +459,57 @@ def to_json(rec: RunRecord, a: Analysis) -> dict[str, Any]:
             "warnings": findings.texts(a.warnings),
             "findings": [f.to_json() for f in a.warnings],     # the same, kind and figures
             "failed": a.failed,
-            "costs": None if a.costs is None else asdict(a.costs),
-            "rows": {n: [asdict(r) for r in rows] for n, rows in rec.by_server().items()}}
+            "costs": None if a.costs is None else asdict(a.costs)}
+
+
+def results_text(rec: RunRecord, a: Analysis, limit: int = files.MAX_BYTES) -> Iterator[str]:
+    """results.json's text (to_json's), in chunks to write as they come: a line
+    per key, its value compact, and a line per row, so that a run of 200,000
+    levels is neither held as an indented tree nor written larger than the lab
+    reads back (`limit`, files.MAX_BYTES). Where the rows would pass `limit`,
+    `rows` is {} and `rows_omitted` says why (they are in results.csv);
+    TooLarge, before anything is written, where even the rest would."""
+    data = to_json(rec, a)
+    head = [f"  {_compact(k)}: {_compact(v)},\n" for k, v in data.items()]
+    size = sum(map(len, head)) + 32
+    if size > limit:
+        raise TooLarge(f"{outputs.RESULTS_JSON} would be {size / 2**20:,.0f} MiB without its "
+                       f"rows, more than the {limit / 2**20:,.0f} MiB the lab reads of a file: "
+                       "not written (results.csv, summary.md and levels.csv hold the figures)")
+    groups = rec.by_server()
+    for rows in groups.values():                # measured first, held nowhere
+        size += sum(len(_row_line(r)) + 2 for r in rows) + 16
+        if size > limit:
+            said = (f"{len(rec.rows):,} rows would make {outputs.RESULTS_JSON} larger than "
+                    f"the {limit / 2**20:,.0f} MiB the lab reads of a file: they are in "
+                    "results.csv")
+            return iter(["{\n", *head, f'  "rows_omitted": {_compact(said)},\n',
+                         '  "rows": {}\n}\n'])
+    return _with_rows(head, groups)
+
+
+def _with_rows(head: list[str], groups: dict[str, list[Row]]) -> Iterator[str]:
+    yield "{\n"
+    yield from head
+    yield '  "rows": {'
+    for i, (name, rows) in enumerate(groups.items()):
+        yield f"{',' * (i > 0)}\n    {_compact(name)}: ["
+        for j, row in enumerate(rows):
+            yield f"{',' * (j > 0)}\n      {_row_line(row)}"
+        yield "\n    ]"
+    yield "\n  }\n}\n"
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), default=str)
+
+
+def _row_line(row: Row) -> str:
+    return _compact({name: getattr(row, name) for name in COLUMNS})
+
+
+class TooLarge(OSError):
+    """An output the lab could not read back (over files.MAX_BYTES): not written."""
+
+    def __init__(self, said: str) -> None:
+        super().__init__(errno.EFBIG, said)

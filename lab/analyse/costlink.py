@@ -31,16 +31,23 @@ def same_build(a: dict[str, str] | None, b: dict[str, str] | None) -> bool:
     return bool(a) and bool(b) and a == b and "error" not in (a or {})
 
 
-def find(run: Path, m: Manifest) -> dict[str, CostLink]:
-    """Each server of `m` that a cost run beside `run` measured in the same build."""
-    found: dict[str, CostLink] = {}
+def cost_runs(results_dir: Path) -> list[Path]:
+    """The folders of results_dir holding a cost.json, newest first: the
+    candidates of `find` (found once for many runs of one folder)."""
     try:
-        siblings = sorted((p for p in run.parent.iterdir() if p.is_dir() and p != run),
-                          key=lambda p: p.name, reverse=True)      # newest first
+        return sorted((p for p in results_dir.iterdir() if (p / COST).is_file()),
+                      key=lambda p: p.name, reverse=True)
     except OSError:
-        return found
+        return []
+
+
+def find(run: Path, m: Manifest, candidates: list[Path] | None = None) -> dict[str, CostLink]:
+    """Each server of `m` that a cost run beside `run` measured in the same build
+    (`candidates`: cost_runs of its folder, when already found)."""
+    found: dict[str, CostLink] = {}
+    siblings = cost_runs(run.parent) if candidates is None else candidates
     for folder in siblings:
-        if not (folder / COST).is_file():
+        if folder == run:
             continue
         try:
             cm = manifest.read_manifest(folder)

@@ -46,17 +46,20 @@ METHOD = ("each start's figure (mean log over the levels) compared by an exact "
 def _counts(m: int, n: int) -> tuple[int, ...]:
     """counts[u]: how many of the C(m+n, m) orderings give U = u, where U
     counts pairs (x from the m side, y from the n side) with x > y.
-    Recursion on the largest value: it is on the m side (every y is below
-    it: U gains n) or on the n side (U gains nothing)."""
-    if m == 0 or n == 0:
-        return (1,)
-    a, b = _counts(m - 1, n), _counts(m, n - 1)
-    out = [0] * (m * n + 1)
-    for u, c in enumerate(a):
-        out[u + n] += c
-    for u, c in enumerate(b):
-        out[u] += c
-    return tuple(out)
+    They are the coefficients of the Gaussian binomial [m+n choose m] in q,
+    the product over i = 1..m of (1 - q^(n+i)) / (1 - q^i): each step is
+    [n+i choose i], a polynomial, so the division is exact. One list of
+    m·n+1 counts at a time (a recursion over every smaller m and n kept them
+    all: 51 MB at 50 starts a side, and growing as the fourth power)."""
+    poly = [1]
+    for i in range(1, m + 1):
+        grown = poly + [0] * (n + i)                # times (1 - q^(n+i))
+        for k in range(n + i, len(grown)):
+            grown[k] -= poly[k - n - i]
+        for k in range(i, len(grown)):              # over (1 - q^i)
+            grown[k] += grown[k - i]
+        poly = grown[:i * n + 1]
+    return tuple(poly)
 
 
 @lru_cache(maxsize=None)

@@ -170,6 +170,41 @@ class ClientStopped(Finding):
 
 
 @dataclass(frozen=True)
+class ClientStalled(Finding):
+    """The client was stopped mid-level (SIGSTOP, a tracer), or ran past its own
+    clock: its rate counts time it sent nothing (lab.analyse.levelrow.stalled)."""
+    kind: ClassVar[str] = "client-stalled"
+    server: str
+    tool: str
+    count: int                  # levels flagged
+    levels: int
+    why: tuple[str, ...]        # each flagged level's reason, "c=8: ..."
+
+    def text(self) -> str:
+        return (f"{self.server}: {self.tool} stalled at {self.count} of {self.levels} levels "
+                f"({'; '.join(self.why)}): those levels are not ranked, their rate counts "
+                f"time {self.tool} sent nothing. Was it stopped (Ctrl-Z, a debugger) or "
+                "starved? Measure again on a quiet host.")
+
+
+@dataclass(frozen=True)
+class SamplerGap(Finding):
+    """The lab's sampler of the server took no sample for a while mid-level:
+    the lab itself was stopped or starved (lab.analyse.levelrow.sampler_gap)."""
+    kind: ClassVar[str] = "sampler-gap"
+    server: str
+    count: int
+    levels: int
+
+    def text(self) -> str:
+        return (f"{self.count} of {self.levels} levels of {self.server} had a gap of more than "
+                f"{metrics.STALL_MIN_S:g} s in the lab's own sampling (the lab was stopped or "
+                "starved): their CPU shares cover time the load did not run, so whether the "
+                "client was the limit cannot be told and their req/s is not ranked. Do not "
+                "suspend the lab mid-run; rerun on a quiet host.")
+
+
+@dataclass(frozen=True)
 class AnswerChanged(Finding):
     """The server's answer broke the contract after the load had started."""
     kind: ClassVar[str] = "answer-changed"

@@ -19,14 +19,14 @@ import os
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from lab.setup.paths import PLOTS
 from lab.analyse import analysis, metrics
 from lab.analyse.gate import UNCLEAN
-from lab.record import files, manifest, outputs
+from lab.record import files, manifest, outputs, runcache
 from lab.analyse.wording import gp_quote
 
 
@@ -72,9 +72,29 @@ def conditions(m: dict[str, Any], server: str) -> tuple[tuple[str, str], ...]:
     return tuple(found + [("server version", str(version or "?"))])
 
 
+def point_json(p: Point) -> dict[str, Any]:
+    return {**asdict(p), "conditions": [list(c) for c in p.conditions], "flags": list(p.flags)}
+
+
+def point_of(d: Any) -> Point:
+    """A point as the cache keeps it (lab.record.runcache); ValueError when it is not one."""
+    try:
+        p = Point(**{**d, "conditions": tuple((str(k), str(v)) for k, v in d["conditions"]),
+                     "flags": tuple(str(f) for f in d["flags"])})
+    except (TypeError, KeyError, ValueError) as e:
+        raise ValueError(f"not a history point: {e}") from None
+    figures = (p.peak_rps, p.peak_at, p.cpu_us_per_req, p.rss_mb, p.instructions)
+    if not all(isinstance(x, str) for x in (p.server, p.run, p.started)) or \
+            not isinstance(p.report, bool) or \
+            not all(x is None or (isinstance(x, (int, float)) and not isinstance(x, bool))
+                    for x in figures):
+        raise ValueError("not a history point: a field of another type")
+    return p
+
+
 def run_points(run: Path) -> list[Point]:
     """One point per server the run measured (aliases of make noise left out)."""
-    rec, a = analysis.of(run)
+    rec, a = analysis.of(run, cost_runs=[])     # a point needs no other run's cost
     m = rec.manifest.to_json()
     costs: dict[str, float] = {}
     if a.costs is not None:
@@ -98,29 +118,49 @@ def run_points(run: Path) -> list[Point]:
     return out
 
 
-def points(results_dir: Path, unreadable: dict[str, str] | None = None
-           ) -> dict[str, list[Point]]:
+def points(results_dir: Path, unreadable: dict[str, str] | None = None,
+           cache: runcache.RunCache | None = None) -> dict[str, list[Point]]:
     """Every server's points across the run folders of results_dir, oldest
     first; a folder that cannot be read is left out (the index lists it as
     unreadable, with the reason; so does `unreadable`, folder: reason)."""
     found: dict[str, list[Point]] = {}
     if not results_dir.is_dir():
         return found
+    own = cache is None                 # else the caller's, saved by the caller
+    cache = runcache.RunCache(results_dir) if cache is None else cache
     for run in sorted(results_dir.iterdir()):
         if run.name.startswith(".") or not run.is_dir() or \
                 not os.path.lexists(run / manifest.MANIFEST):
             continue
-        try:
-            got = run_points(run)
-        except files.RecordError as e:
+        got, broken = cached_points(cache, run)
+        if broken:
             if unreadable is not None:
-                unreadable[run.name] = f"{e.path.name}: {e.problem}"
+                unreadable[run.name] = broken
             continue
         for p in got:
             found.setdefault(p.server, []).append(p)
+    if own:
+        cache.save({d.name for d in results_dir.iterdir() if d.is_dir()})
     for name in found:
         found[name].sort(key=lambda p: (p.started, p.run))
     return found
+
+
+def cached_points(cache: runcache.RunCache, run: Path) -> tuple[list[Point], str]:
+    """run_points, or the cache's while the run is unchanged; with why the run
+    cannot be read ("" : it can)."""
+    kept = cache.get(run, "history")
+    if isinstance(kept, dict):
+        try:
+            return [point_of(d) for d in kept.get("points", [])], str(kept.get("broken", ""))
+        except ValueError:
+            pass                                  # not the cache's: computed again
+    try:
+        got, broken = run_points(run), ""
+    except files.RecordError as e:
+        got, broken = [], f"{e.path.name}: {e.problem}"
+    cache.put(run, "history", {"points": [point_json(p) for p in got], "broken": broken})
+    return got, broken
 
 
 def changes(before: Point, after: Point) -> list[str]:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lab.analyse.metrics import (CLIENT_BOUND_PCT, HOST_BUSY_PCT, JIT_QUIET_PER_S, LITTLES_HIGH,
-                                 LITTLES_LOW, RAN_SHORT, SATURATED_SHORTFALL, STEADY_SLICES,
-                                 STEADY_TOLERANCE, STEAL_PCT)
+                                 LITTLES_LOW, RAN_SHORT, SATURATED_SHORTFALL, STALL_MIN_S,
+                                 STALLED_SHARE, STEADY_SLICES, STEADY_TOLERANCE, STEAL_PCT)
 from lab.record import failures as failure_kinds
 from lab.record.level import Level
 from lab.record.failures import encode_failures
@@ -50,6 +50,15 @@ class Measured:
     # client-bound by both clients' load)
     partner_cpu_s: float = 0.0
     shared_client_cpu_s: float = 0.0
+    # stalls: how long the client was seen stopped (SIGSTOP, a tracer), and the
+    # longest time between two of the server sampler's samples (lab.record.series.
+    # longest_gap: every 0.2 s, unless the lab itself stopped)
+    client_stopped_s: float = 0.0
+    sampler_gap_s: float = 0.0
+    # how far the lab's clock ran past the client's own elapsed time, where it
+    # is not wall_s less the level's elapsed time (a PAIRED=rmit level: its
+    # slices' worst, not their sum of start-up times)
+    clock_over_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -84,11 +93,41 @@ def ran_short(level: Level, duration_s: float, client: str) -> str:
             f"(its own elapsed time){said}")
 
 
+def sampler_gap(m: Measured) -> bool:
+    """The sampler took no sample for over STALL_MIN_S and STALLED_SHARE of the
+    level's wall time: the lab itself was stopped or starved, and the level's
+    CPU shares (over that wall time) cover time the load did not run."""
+    return m.sampler_gap_s > max(STALL_MIN_S, STALLED_SHARE * m.wall_s)
+
+
+def stalled(level: Level, duration_s: float, m: Measured, client: str) -> str:
+    """Why the client's rate is not the level's though it ran the level's
+    length by its own clock, or "": it was seen stopped (SIGSTOP, a tracer)
+    for more than STALLED_SHARE of the level, or the level's wall time ran
+    past the client's own elapsed time by that much (and STALL_MIN_S) while
+    the lab's sampler had no gap (with one, the lab stalled: sampler-gap) and
+    the client had not ended early (client-stopped says that)."""
+    most = STALLED_SHARE * duration_s
+    if m.client_stopped_s > most:
+        return (f"{client} was stopped for {m.client_stopped_s:.1f} s of the {duration_s:g} s "
+                "level (a signal or a tracer): it sent nothing then")
+    over = m.wall_s - level.elapsed_s if m.clock_over_s is None else m.clock_over_s
+    if over > max(most, STALL_MIN_S) and not sampler_gap(m) and not level.stopped:
+        return (f"{client} took {m.wall_s:.1f} s by the lab's clock for {level.elapsed_s:.1f} s "
+                "by its own: it stalled outside its own measurement")
+    return ""
+
+
 def level_flags(level: Level, client_pct: float, other_pct: float, steal_pct: float,
-                littles: float | None, not_steady: bool, answer_changed: str = "") -> list[str]:
+                littles: float | None, not_steady: bool, answer_changed: str = "",
+                stall: str = "", gap: bool = False) -> list[str]:
     flags = []
     if level.stopped:
         flags.append("client-stopped")
+    if stall:
+        flags.append("client-stalled")
+    if gap:
+        flags.append("sampler-gap")
     if answer_changed:
         flags.append("answer-changed")
     if client_pct >= CLIENT_BOUND_PCT:
@@ -110,7 +149,7 @@ def level_flags(level: Level, client_pct: float, other_pct: float, steal_pct: fl
     return flags
 
 
-def make_row(where: Where, level: Level, m: Measured) -> Row:
+def make_row(where: Where, level: Level, m: Measured, client: str = "the client") -> Row:
     wall = max(m.wall_s, 1e-9)
     client_pct = max(m.client_hosts_cpu_pct) if m.client_hosts_cpu_pct else \
         100 * (m.client_cpu_s + m.shared_client_cpu_s) / (where.client_cpus * wall)
@@ -119,9 +158,11 @@ def make_row(where: Where, level: Level, m: Measured) -> Row:
                                 - m.partner_cpu_s) / allotment)
     steal_pct = 100 * m.host_steal_s / allotment
     littles = round(level.in_flight / where.concurrency, 3) if where.concurrency else None
+    stall = stalled(level, where.duration_s, m, client)
     flags = level_flags(level, client_pct, other_pct, steal_pct, littles, where.not_steady,
-                        m.answer_changed)
+                        m.answer_changed, stall, sampler_gap(m))
     unranked = "; ".join(x for x in (level.stopped and f"client stopped early: {level.stopped}",
+                                     stall and f"client stalled: {stall}",
                                      m.answer_changed and f"answer changed: {m.answer_changed}")
                          if x)
     return Row(

@@ -39,6 +39,12 @@ FAILED_SHARE_PCT = 1.0         # failed requests, % of a repetition's: more, and
 RAN_SHORT = 0.20               # the client's own elapsed time more than this share short of
                                # the level's length (Siege ends 2 s levels up to 7% short on
                                # its own): it stopped early, and its rate is not a level's
+STALLED_SHARE = 0.10           # the client stopped (SIGSTOP, a tracer), or the lab's clock
+                               # ran past the client's own, for more than this share of the
+                               # level: its rate is not the level's (client-stalled)
+STALL_MIN_S = 1.0              # ... and a gap between the two clocks, or between two of the
+                               # sampler's samples (taken every 0.2 s), of at least this
+                               # (sampler-gap: the lab itself stopped; the CPU shares are wrong)
 
 # What each flag means, in one sentence: for summaries and reports.
 FLAGS: dict[str, str] = {
@@ -61,13 +67,20 @@ FLAGS: dict[str, str] = {
                     "address): connections were opened faster than TIME_WAIT freed their "
                     "ports, so the level measures the client's host, not the server; its "
                     "req/s is not ranked",
+    "client-stalled": f"the client was stopped (SIGSTOP, a tracer) or ran past its own clock "
+                      f"for more than {STALLED_SHARE:.0%} of the level: it sent nothing then, "
+                      "so its rate is not the level's; not ranked",
+    "sampler-gap": f"the lab's sampler took no sample for more than {STALL_MIN_S:g} s and "
+                   f"{STALLED_SHARE:.0%} of the level (every 0.2 s normally): the lab itself "
+                   "was stopped or starved, so the level's CPU shares (server, client, other "
+                   "processes) cover time the load did not run; req/s not ranked",
     "answer-changed": "the server's answer checked after the level (status and exact body, "
                       "on a fresh connection) or sampled during it was not the contract's: "
                       "not ranked",
 }
 # A level with one of these in any repetition is not ranked (its verdicts are
 # "not comparable", it is nobody's peak), whatever the other flags say.
-UNRANKED = ("client-stopped", "answer-changed")
+UNRANKED = ("client-stopped", "client-stalled", "answer-changed")
 
 
 

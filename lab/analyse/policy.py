@@ -19,15 +19,20 @@ DELTA_PCT = decide.DELTA_PCT       # the smallest effect that counts (MIN_EFFECT
 
 # the host, not the server, took CPU: req/s is not the server's alone there
 HOST_FLAGS = ("host-busy", "steal")
+# the lab's sampler stopped mid-level (the lab itself stopped or starved): the
+# level's CPU shares cover time the load did not run, so whether the client
+# was the limit or the host busy cannot be told there
+STALL_FLAGS = ("sampler-gap",)
 # one server at a time: req/s (or p99) is ranked only at levels without these
 # (out-of-ports: the client's host had no local port left, so the client was the limit);
 # where every level has one, server CPU per request decides instead
-RATE_UNCLEAN = ("client-bound", "out-of-ports", *HOST_FLAGS)
+RATE_UNCLEAN = ("client-bound", "out-of-ports", *HOST_FLAGS, *STALL_FLAGS)
 # a start pair: both sides ran at the same moment on the same host, so what
 # the host took fell on both (the duet's premise, checked by the balance of
 # the seats and an A/A's realized rate: docs/methodology.md#paired-runs);
-# only a client that was the limit makes req/s unclean there
-PAIRED_UNCLEAN = ("client-bound", "out-of-ports")
+# only a client that was the limit (or a sampler gap, where that cannot be
+# told) makes req/s unclean there
+PAIRED_UNCLEAN = ("client-bound", "out-of-ports", *STALL_FLAGS)
 # a start pair at a level of more than one request in flight a side, where
 # the servers' CPUs were this busy (both servers' CPU summed where they share
 # CPUs), is decided by server CPU per request: two saturated servers on one

@@ -17,12 +17,13 @@ from lab.host import procs
 from lab.record import folder
 from lab.setup import checklist, stepcheck
 from lab.setup.exits import Exit
+from lab.setup import paths
 from lab.setup.paths import cache_dir
 from lab.measure.clients import axes
 from lab.measure.launch import Knobs, lab_env, placeholders
 from lab.setup.params import ConfigError, Params, cpu_ranges
 from lab.setup.settings_doc import Found, help_text, markdown_table
-from lab.setup.servers import Server, ServerSpec, expand, is_built, lookup
+from lab.setup.servers import Server, ServerSpec, artifact_path, expand, is_built, lookup
 from lab.cli.common import compose_services, fail, load_params, refuse_unchecked, servers_found
 
 
@@ -175,10 +176,13 @@ def cmd_deps(args: argparse.Namespace) -> int:
 def run_logged(argv: list[str], cwd: Path, env: dict[str, str], log: Path) -> int:
     """A setup or build command to its end, output to the log; watched by the
     step's keeper (a killed `lab build` leaves no compiler running)."""
-    with log.open("ab") as f:
-        f.write(f"\n$ {shlex.join(argv)}  (in {cwd})\n".encode())
-        f.flush()
-        proc = procs.start(argv, cwd, env, f)
+    try:
+        with log.open("ab") as f:
+            f.write(f"\n$ {shlex.join(argv)}  (in {cwd})\n".encode())
+            f.flush()
+            proc = procs.start(argv, cwd, env, f)
+    except OSError as e:                    # a full LAB_CACHE: nothing started, the path said
+        raise LogLost(paths.cannot_write(log.parent, e)) from None
     try:
         return proc.wait()
     finally:
@@ -192,19 +196,39 @@ def run_own_log(argv: list[str], cwd: Path, env: dict[str, str], log: Path
     """run_logged into a log of this command's own, then appended to the
     shared `log` (LAB_CACHE/logs: every run and checkout appends to it); the
     exit code and the last 25 lines of this command's own output, never a
-    previous run's or another checkout's."""
+    previous run's or another checkout's. LogLost when the log could not be
+    written whole (a full LAB_CACHE): then the output stays in its own log."""
     own = log.with_name(f"{log.stem}.{os.getpid()}.log")
     own.unlink(missing_ok=True)
     try:
         code = run_logged(argv, cwd, env, own)
-        return code, procs.tail(own, 25)
+        said = procs.tail(own, 25)
     finally:                                # interrupted too: the shared log keeps it
-        try:
-            with log.open("ab") as f:
-                f.write(own.read_bytes())
-        except OSError:
-            pass
-        own.unlink(missing_ok=True)
+        lost = keep(own, log)
+    if lost:
+        raise LogLost(lost)
+    if paths.nearly_full(log.parent):       # its output (and what it built) may be cut short
+        raise LogLost(f"{paths.cannot_write(log.parent)}; its output in {log} may be cut "
+                      f"short (it exited with code {code})")
+    return code, said
+
+
+def keep(own: Path, log: Path) -> str:
+    """`own` appended to the shared `log` and removed; "" when done, else why
+    not (it then stays, whole, where it is: never a command without its log)."""
+    try:
+        data = own.read_bytes()
+        with log.open("ab") as f:
+            f.write(data)
+    except OSError as e:
+        return f"{paths.cannot_write(log.parent, e)}; this command's output is kept in {own}"
+    own.unlink(missing_ok=True)
+    return ""
+
+
+class LogLost(OSError):
+    """A setup or build's log could not be written whole (a full LAB_CACHE):
+    its outcome cannot be trusted, whatever its exit code."""
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -243,7 +267,13 @@ def build_all(params: Params, builds: list[Server], cache: Path, logs: Path) -> 
                 continue
             t0 = time.monotonic()
             print(f"[{name}] {step}: {shlex.join(command.argv)}", file=sys.stderr, flush=True)
-            code, own = run_own_log(expand(command.argv, values), command.dir, env, log)
+            try:
+                code, own = run_own_log(expand(command.argv, values), command.dir, env, log)
+            except LogLost as e:
+                made = artifact_path(s, values) if step == "build" else None
+                again = (f"; remove {made} (it may be incomplete) and build again once there "
+                         "is room" if made is not None and made.exists() else "")
+                return fail(f"{name}: {step} not trusted: {e}{again}", Exit.FAILED)
             if code != 0:
                 print(own, file=sys.stderr)             # this command's output only
                 return fail(f"{name}: {step} failed with exit code {code} (log: {log})",

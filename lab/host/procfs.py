@@ -264,6 +264,41 @@ class Sampler:
         return self.last.sys_s - self.first.sys_s
 
 
+def state(pid: int) -> str:
+    """A process's state letter (proc(5): R, S, D, T stopped by a signal, t
+    stopped by a tracer, Z ...), "" when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read().decode()
+    except (FileNotFoundError, ProcessLookupError):
+        return ""
+    return raw[raw.rindex(")") + 2:].split(maxsplit=1)[0]
+
+
+class StopClock:
+    """How long a process tree (a client) was stopped (SIGSTOP, a tracer):
+    `tick()` at each poll adds the time since the previous tick when a member
+    is seen stopped. The tree is found again every `rescan` ticks; in between
+    only its members' states are read."""
+    STOPPED = ("T", "t")
+
+    def __init__(self, root: int, rescan: int = 10) -> None:
+        self.root, self.rescan = root, rescan
+        self.members: list[int] = [root]
+        self.count = 0
+        self.stopped_s = 0.0
+        self.at = time.monotonic()
+
+    def tick(self) -> None:
+        if self.count % self.rescan == 0:
+            self.members = [x.pid for x in tree(self.root)] or [self.root]
+        self.count += 1
+        now = time.monotonic()
+        if any(state(pid) in self.STOPPED for pid in self.members):
+            self.stopped_s += now - self.at
+        self.at = now
+
+
 def tcp_sockets(state: str = "06", net: str = "/proc/net", port: int | None = None) -> int:
     """TCP sockets (IPv4 and IPv6) in `state` (hex, as /proc/net/tcp shows it:
     06 is TIME_WAIT) in the network namespace whose /proc net folder is `net`

@@ -297,4 +297,8 @@ def summed(parts: list[tuple[Level, levelrow.Measured]]) -> tuple[Level, levelro
         sampler_cpu_s=sum(m.sampler_cpu_s for m in ms),
         server_sys_s=None if any(m.server_sys_s is None for m in ms)
         else sum(m.server_sys_s or 0.0 for m in ms),
-        answer_changed="; ".join(m.answer_changed for m in ms if m.answer_changed))
+        answer_changed="; ".join(m.answer_changed for m in ms if m.answer_changed),
+        client_stopped_s=sum(m.client_stopped_s for m in ms),
+        sampler_gap_s=max(m.sampler_gap_s for m in ms),
+        clock_over_s=max(m.wall_s - lv.elapsed_s if m.clock_over_s is None else m.clock_over_s
+                         for lv, m in parts))

@@ -298,7 +298,7 @@ class ServerSweep:
             server_cpus=len(p.server_cpus), client_cpus=len(p.client_cpus),
             lab_cpus=self.topology.lab_cpus(p.server_cpus, p.client_cpus),
             not_steady=not_steady)
-        return levelrow.make_row(where, level, m)
+        return levelrow.make_row(where, level, m, self.client.name)
 
     def show(self, row: Row, i: int, n: int, eta: float) -> None:
         """The level's progress line."""
@@ -481,7 +481,9 @@ class ServerSweep:
             private_kb=last.private_kb if last else None,
             shared_kb=last.shared_kb if last else None,
             anon_kb=last.anon_kb if last else None,
-            server_sys_s=sampler.sys_s)
+            server_sys_s=sampler.sys_s,
+            client_stopped_s=max(ran.stopped_s for ran in runs),
+            sampler_gap_s=series.longest_gap(sampler.points))
 
     def write_series(self, tag: str, runs: list[ClientRun],
                      points: list[series.Point]) -> None:

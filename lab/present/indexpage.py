@@ -8,13 +8,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from lab.record import files, folder, manifest, outputs
+from lab.record import files, folder, manifest, outputs, runcache
 from lab.record.files import RecordError
 from lab.present.page import GATE_LOOK, escaped, page, table
 from lab.present.svg import inline_svg
 from lab.setup.reason import Reason
 
 INDEX = "index.html"
+PAGE = 200                  # runs and comparisons a page of the index shows, newest first
+HISTORY_SHOWN = 200         # runs each server's history charts and lists (the newest)
 INDEX_SIGNATURE = '<meta name="generator" content="lab index">'
 
 
@@ -101,12 +103,29 @@ def why_not_ours(results_dir: Path) -> Reason:
     return None
 
 
-def history_section(results_dir: Path) -> str:
+def cached_entry(cache: runcache.RunCache, folder: Path) -> dict[str, Any] | None:
+    """run_entry, or the cache's while the run is unchanged (a comparison,
+    which has no manifest, is read each time)."""
+    kept = cache.get(folder, "index")
+    if isinstance(kept, dict) and kept.get("folder") == folder.name and \
+            isinstance(kept.get("report"), bool) and \
+            all(isinstance(kept.get(k), str) for k in ("started", "kind", "broken")) and \
+            all(isinstance(v, str) for k, v in kept.items() if k not in ("report", "repeat")) \
+            and isinstance(kept.get("repeat", 0), int):
+        return kept                         # as run_entry made it: else made again
+    entry = run_entry(folder)
+    if entry is not None:
+        cache.put(folder, "index", entry)
+    return entry
+
+
+def history_section(results_dir: Path, cache: runcache.RunCache | None = None) -> str:
     """Per server measured in two runs or more: its trend chart across runs
     (lab.analyse.history, plots/history.gp) and the numbered runs, each linking to
     its report; a line breaks where the conditions changed."""
     from lab.analyse import history
-    found = {n: pts for n, pts in history.points(results_dir).items() if len(pts) > 1}
+    found = {n: pts for n, pts in history.points(results_dir, cache=cache).items()
+             if len(pts) > 1}
     if not found:
         return ""
     parts = ["<h2>History per server</h2>",
@@ -116,8 +135,14 @@ def history_section(results_dir: Path) -> str:
              "pinning, host, server version); a run flagged at its peak level (client-bound, "
              "host-busy) is ringed in red and not joined to the line. <code>make history SERVER=&lt;name&gt;</code> "
              "prints the same as a table.</p>"]
-    for name, pts in sorted(found.items()):
+    for name, every in sorted(found.items()):
+        pts = every[-HISTORY_SHOWN:]        # the newest: a chart of 5,000 runs was 11 MB
+        earlier = len(every) - len(pts)
         parts.append(f"<h3>{escaped(name)}</h3>")
+        if earlier:
+            parts.append(f'<p class="muted">The newest {len(pts):,} of its {len(every):,} '
+                         f"runs; <code>make history SERVER={escaped(name)}</code> lists "
+                         "them all.</p>")
         try:
             svg = inline_svg(f"history-{re.sub(r'[^A-Za-z0-9_-]', '-', name)}",
                              history.chart_svg(name, pts))
@@ -134,32 +159,77 @@ def history_section(results_dir: Path) -> str:
                 target = f"{pt.run}/{outputs.REPORT}" if pt.report else f"{pt.run}/"
                 flag = (f' <span class="worse">{escaped(pt.flag_text())}</span>'
                         if pt.flags else "")
-                items.append(f'<li value="{i}"><a href="{escaped(target)}">{escaped(pt.run)}</a> '
-                             f'<span class="muted">{escaped(pt.started)}</span>{flag}</li>')
+                items.append(f'<li value="{earlier + i}"><a href="{escaped(target)}">'
+                             f'{escaped(pt.run)}</a> <span class="muted">{escaped(pt.started)}'
+                             f"</span>{flag}</li>")
         parts.append('<ol class="history">' + "".join(items) + "</ol>")
     return "".join(parts)
 
 
 def write_index(results_dir: Path) -> Path | None:
-    """results_dir/index.html: every run and comparison, newest first; None
-    (with the reason on stderr) when the folder or its index.html is not the lab's."""
+    """results_dir/index.html: the newest PAGE runs and comparisons, the count
+    of all, and the older ones PAGE a page on index-2.html, index-3.html ...;
+    None (with the reason on stderr) when the folder or its index.html is not
+    the lab's. What each run shows comes from the runs' cache
+    (lab.record.runcache) while the run is unchanged."""
     why = why_not_ours(results_dir)
     if why:
         print(f"note: {why}", file=sys.stderr)
         return None
-    entries = [x for d in sorted(results_dir.iterdir())
-               if d.is_dir() and not d.name.startswith(".") and (x := run_entry(d))]
+    cache = runcache.RunCache(results_dir)
+    folders = [d for d in sorted(results_dir.iterdir()) if d.is_dir() and not d.name.startswith(".")]
+    entries = [x for d in folders if (x := cached_entry(cache, d))]
     entries.sort(key=lambda r: (r["started"], r["folder"]), reverse=True)
-    rows = [index_row(r) for r in entries]
+    history = history_section(results_dir, cache)
+    cache.save({d.name for d in folders})
+    pages = [entries[i:i + PAGE] for i in range(0, len(entries), PAGE)] or [[]]
     runs = sum(1 for r in entries if r["kind"] == "run")
-    body = (f"<h1>Runs in {escaped(results_dir.name)}</h1>"
-            f'<p class="muted">{runs} run{"s" * (runs != 1)}, '
-            f"{len(entries) - runs} comparison{'s' * (len(entries) - runs != 1)}, "
-            "newest first.</p>"
-            + table(["started", "folder", "kind", "servers", "client", "connection",
-                     "repetitions", "topology", "status"], rows, numeric={6}, cls="runs")
-            + history_section(results_dir))
-    text = page(f"Runs in {results_dir.name}", body).replace(
-        "<head>", f"<head>{INDEX_SIGNATURE}", 1)
-    return files.write_atomic(results_dir / INDEX, text)
+    said = (f"{runs:,} run{'s' * (runs != 1)}, {len(entries) - runs:,} "
+            f"comparison{'s' * (len(entries) - runs != 1)}, newest first")
+    nav = pages_nav(len(pages))
+    for n, chunk in enumerate(pages, 1):
+        rows = [index_row(r) for r in chunk]
+        shown = (f"; {(n - 1) * PAGE + 1:,}-{(n - 1) * PAGE + len(chunk):,} here"
+                 if len(pages) > 1 else "")
+        body = (f"<h1>Runs in {escaped(results_dir.name)}</h1>"
+                f'<p class="muted">{said}{shown}.</p>' + nav
+                + table(["started", "folder", "kind", "servers", "client", "connection",
+                         "repetitions", "topology", "status"], rows, numeric={6}, cls="runs")
+                + (history if n == 1 else ""))
+        text = page(f"Runs in {results_dir.name}", body).replace(
+            "<head>", f"<head>{INDEX_SIGNATURE}", 1)
+        written = files.write_atomic(results_dir / page_name(n), text)
+        if n == 1:
+            first = written
+    drop_old_pages(results_dir, len(pages))
+    return first
 
+
+def page_name(n: int) -> str:
+    return INDEX if n == 1 else f"index-{n}.html"
+
+
+def pages_nav(count: int) -> str:
+    """Links to every page of the index ("" for one page)."""
+    if count < 2:
+        return ""
+    links = " ".join(f'<a href="{page_name(n)}">{n}</a>' for n in range(1, count + 1))
+    return f'<p class="pages">Pages: {links}</p>'
+
+
+def drop_old_pages(results_dir: Path, count: int) -> None:
+    """The index's pages past `count` (fewer runs than before), where the lab
+    wrote them (its signature): removed, never another file."""
+    n = count + 1
+    while True:
+        old = results_dir / page_name(n)
+        if not old.is_file() or old.is_symlink():
+            return
+        try:
+            with old.open("rb") as f:
+                if INDEX_SIGNATURE not in f.read(4096).decode("utf-8", "replace"):
+                    return
+            old.unlink()
+        except OSError:
+            return
+        n += 1

@@ -216,5 +216,5 @@ def write(run: Path) -> str:
     text = summary(rec, a)
     files.write_atomic(run / outputs.SUMMARY, text)
     write_levels_csv(run, a.stats)
-    files.write_json(run / outputs.RESULTS_JSON, analysis.to_json(rec, a))
+    files.write_atomic(run / outputs.RESULTS_JSON, analysis.results_text(rec, a))
     return text

@@ -21,7 +21,7 @@ import io
 import json
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -156,24 +156,25 @@ def release(folder: Path) -> bool:
         return False
 
 
-def write_atomic(path: Path, text: str | bytes, root: Path | None = None,
+def write_atomic(path: Path, text: str | bytes | Iterable[str], root: Path | None = None,
                  spare: bool = False) -> Path:
     """`path` written whole or not at all: a temporary file of this writer's
     own (concurrent writers never share one), then a rename over the name (a
     link there is replaced, never followed). The folders from `root` (the run
     folder; default: the file's own folder) down to it are made as needed and
     must not be links. `spare`: on a full disk, the folder's RESERVE is given
-    up and the write tried once more."""
+    up and the write tried once more. `text` may be chunks of text, written as
+    they come (a large output is never held whole); then no second try."""
     try:
         return _write_atomic(path, text, root)
     except OSError as e:
         if not ((spare or _last_words.get()) and e.errno == errno.ENOSPC
-                and release(path.parent)):
+                and isinstance(text, (str, bytes)) and release(path.parent)):
             raise
         return _write_atomic(path, text, root)
 
 
-def _write_atomic(path: Path, text: str | bytes, root: Path | None) -> Path:
+def _write_atomic(path: Path, text: str | bytes | Iterable[str], root: Path | None) -> Path:
     root = path.parent if root is None else root
     parts = _relative(path, root)
     data = text.encode("utf-8") if isinstance(text, str) else text
@@ -185,7 +186,11 @@ def _write_atomic(path: Path, text: str | bytes, root: Path | None) -> Path:
                      0o644, dir_fd=dfd)
         try:
             with open(fd, "wb") as f:
-                f.write(data)
+                if isinstance(data, bytes):
+                    f.write(data)
+                else:
+                    for chunk in data:
+                        f.write(chunk.encode("utf-8"))
             os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
         except BaseException:
             try:

@@ -4,8 +4,9 @@ corrupt file raises `RecordError` naming the line and the cell."""
 from __future__ import annotations
 
 import csv
-import io
+import math
 import os
+import sys
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -19,12 +20,13 @@ from lab.setup.names import why_not_a_recorded_name
 CSV = "results.csv"
 
 
-@dataclass
+@dataclass(slots=True)
 class Row:
     """One level of one server start: every figure the lab keeps.
 
     Written to results.csv and read back typed (`read_rows`): empty cells are
-    None, booleans are bools.
+    None, booleans are bools. Slots, not a dict each: a run of 200,000 levels
+    is read whole (issue 44, §6: a 52.6 MB results.csv once took 2.9 GB).
     """
     server: str
     rep: int                      # repetition (a fresh server start each)
@@ -96,6 +98,10 @@ class Row:
 
 
 COLUMNS = list(Row.__dataclass_fields__)
+# no figure a level can measure comes near this (a rate of 10^15 req/s, a
+# petabyte of memory in KB is 10^12): a cell beyond it, like NaN or inf, is
+# no measurement, and shown as a figure it would mislead
+FIGURE_LIMIT = 1e15
 OPTIONAL = {f.name for f in fields(Row) if f.default is None}   # columns newer than old runs
 
 
@@ -109,6 +115,15 @@ def append_row(run: Path, row: Row) -> None:
         w.writerow({k: "" if v is None else v for k, v in asdict(row).items()})
 
 
+# a cell this short (0.0, 100.0, a worker count) is converted once a read and
+# its value shared by every row that has it: a large run repeats them
+SHARED_CELL = 6
+
+
+class NotAFigure(ValueError):
+    """A number cell that holds NaN, inf or a figure beyond FIGURE_LIMIT."""
+
+
 def _convert(kind: object, text: str) -> Any:
     """A CSV cell back to its field's type ('' is None for optional fields)."""
     spec = str(kind)
@@ -118,14 +133,19 @@ def _convert(kind: object, text: str) -> Any:
         if text not in ("True", "False"):
             raise ValueError(f"not a boolean: {text!r}")
         return text == "True"
-    if spec.startswith("int"):
-        return int(text)
-    if spec.startswith("float"):
-        return float(text)
+    if spec == "str" or spec.startswith("str "):
+        return sys.intern(text)             # a server's name, its flags: shared, not copied
+    if spec.startswith("int") or spec.startswith("float"):
+        number = int(text) if spec.startswith("int") else float(text)
+        if abs(number) > FIGURE_LIMIT or (isinstance(number, float)
+                                          and not math.isfinite(number)):
+            raise NotAFigure(f"{text[:40]!r}, no figure a level can measure (corrupt)")
+        return number
     return text
 
 
-def from_record(record: dict[str, str | None], path: Path = Path(CSV), line: int = 0) -> Row:
+def from_record(record: dict[str, str | None], path: Path = Path(CSV), line: int = 0,
+                seen: dict[tuple[str, str], Any] | None = None) -> Row:
     """One results.csv line as a Row; RecordError names the line and the cell."""
     where = f"line {line}: " if line else ""
     if None in record:
@@ -140,7 +160,15 @@ def from_record(record: dict[str, str | None], path: Path = Path(CSV), line: int
         if cell is None:
             raise RecordError(path, f"{where}ends before the `{f.name}` cell (truncated)")
         try:
-            values[f.name] = _convert(f.type, cell)
+            if seen is None or len(cell) > SHARED_CELL:
+                values[f.name] = _convert(f.type, cell)
+            else:                           # 0.0, 100.0, 512: one object for every row
+                key = (str(f.type), cell)
+                if key not in seen:
+                    seen[key] = _convert(f.type, cell)
+                values[f.name] = seen[key]
+        except NotAFigure as e:
+            raise RecordError(path, f"{where}`{f.name}` is {e}") from None
         except ValueError:
             raise RecordError(path, f"{where}`{f.name}` is {cell!r}, not a "
                                     f"{str(f.type).split(' ')[0]}") from None
@@ -162,11 +190,22 @@ def read_rows(run: Path) -> list[Row]:
     text = files.read_text(path)
     if "\0" in text:
         raise RecordError(path, "holds a NUL byte: binary or corrupt, not CSV")
-    try:
-        return [from_record(r, path, i + 2)
-                for i, r in enumerate(csv.DictReader(io.StringIO(text, newline="")))]
+    try:     # line by line: a StringIO of the whole would hold 4 bytes a character
+        seen: dict[tuple[str, str], Any] = {}
+        return [from_record(r, path, i + 2, seen)
+                for i, r in enumerate(csv.DictReader(_lines(text)))]
     except csv.Error as e:
         raise RecordError(path, f"is not valid CSV ({e})") from None
+
+
+def _lines(text: str) -> Iterator[str]:
+    """`text`'s lines, each with its end ("\\r\\n" too), as csv reads them."""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end + 1
+        yield text[start:end]
+        start = end
 
 
 def group(rows: list[Row]) -> dict[str, list[Row]]:

@@ -52,6 +52,13 @@ def server_per_second(points: list[Point]) -> list[tuple[float, int]]:
     return out
 
 
+def longest_gap(points: list[Point]) -> float:
+    """The longest time between two consecutive samples (0.0 with fewer than
+    two): the sampler takes one every 0.2 s, so a gap of seconds means the
+    lab itself was stopped or starved while the level ran."""
+    return max((b[0] - a[0] for a, b in zip(points, points[1:])), default=0.0)
+
+
 def _when(stamp: str) -> float:
     """vegeta's RFC 3339 time (nanoseconds, Z) as POSIX seconds."""
     head, _, frac = stamp.rstrip("Z").partition(".")

@@ -22,6 +22,7 @@ from lab.measure.clients import Options, axes, clients
 from lab.analyse.metrics import why_not_calibrated
 from lab.setup.fromenv import from_env
 from lab.setup.params import SETTINGS, ConfigError, Params, format_cpus, parse_list
+from lab.setup import paths
 from lab.setup.servers import Server
 from lab.measure.sweep import ServerSweep, SweepError
 
@@ -84,22 +85,29 @@ def run(root: Path, cache: Path, servers: dict[str, Server]) -> int:
             mode = "keep-alive" if keepalive else "close"
             p = replace(params, client=name, keepalive=keepalive)
             sub = run_folder / f"{name}-{mode}"
-            sub.mkdir()
-            client = clients()[name]()
-            conditions = client.prepare(sub, Options(keepalive, p.client_threads))
-            manifest.write_manifest(sub, manifest.Manifest(
-                run_id=sub.name,
-                params=manifest.RunParams.parse(checked.obj(p.to_json(), sub / manifest.MANIFEST,
-                                                            "params")),
-                client=manifest.ClientInfo.parse(checked.obj(conditions, sub / manifest.MANIFEST,
-                                                             "client"))))
-            print(f"[calibrate] {name}, connection {mode}, against {ceiling.name}",
-                  file=sys.stderr, flush=True)
+            sweep: ServerSweep | None = None
             try:
-                ServerSweep(root, cache, sub, ceiling, p, client).run_all()
+                sub.mkdir()
+                client = clients()[name]()
+                conditions = client.prepare(sub, Options(keepalive, p.client_threads))
+                manifest.write_manifest(sub, manifest.Manifest(
+                    run_id=sub.name,
+                    params=manifest.RunParams.parse(checked.obj(
+                        p.to_json(), sub / manifest.MANIFEST, "params")),
+                    client=manifest.ClientInfo.parse(checked.obj(
+                        conditions, sub / manifest.MANIFEST, "client"))))
+                files.reserve(sub)          # room for the manifest's last words on a full disk
+                print(f"[calibrate] {name}, connection {mode}, against {ceiling.name}",
+                      file=sys.stderr, flush=True)
+                sweep = ServerSweep(root, cache, sub, ceiling, p, client)
+                sweep.run_all()
             except SweepError as e:
                 print(f"error: calibration of {name} ({mode}) failed: {e}", file=sys.stderr)
                 return 1
+            except OSError as e:            # a full LAB_CACHE: which path, and the record says so
+                return not_written(cache, sub, sweep, e, f"{name} ({mode})")
+            finally:
+                files.release(sub)
             got = out["clients"].setdefault(name, {"version": conditions.get("version", ""),
                                                    "refused": {}})
             rows = read_rows(sub)
@@ -124,12 +132,39 @@ def run(root: Path, cache: Path, servers: dict[str, Server]) -> int:
         if any(r.has("host-busy") or r.has("steal") for r in busy_rows):
             print(f"the host was busy: {QUIET_MOMENT}", file=sys.stderr)
         return 1
-    files.write_json(cache / calibration.FILE, cal.to_json())
+    try:
+        files.write_json(cache / calibration.FILE, cal.to_json())
+    except OSError as e:
+        print(f"error: the calibration could not be saved: {paths.cannot_write(cache, e)}; "
+              f"{cache / calibration.FILE} is left as it was (it is written whole or not "
+              "at all)", file=sys.stderr)
+        return 1
     print(f"saved to {cache / calibration.FILE}; every run whose conditions match (client, connection, "
           "pinning, topology) now uses it", file=sys.stderr)
     if out.get("host_busy"):
         print(QUIET_ADVICE, file=sys.stderr)
     return 0
+
+
+def not_written(cache: Path, sub: Path, sweep: ServerSweep | None, e: OSError,
+                what: str) -> int:
+    """A write in LAB_CACHE failed (a full disk) during the calibration of
+    `what`: the message names the path, and the calibration's own record (its
+    server and the run) says it failed, as a run's does on a full RESULTS;
+    the calibration on record is left as it was."""
+    said = paths.cannot_write(sub, e)
+    try:
+        with files.last_words():
+            if sweep is not None and sweep.start_record:
+                sweep.start_record["status"] = "failed"
+                sweep.save(status="failed", error=said)
+            if (sub / manifest.MANIFEST).exists():
+                manifest.add_problem(sub, f"{what}: {said}", status="incomplete")
+    except OSError as again:
+        said += f" (and its manifest could not record it: {again.strerror or again})"
+    print(f"error: calibration of {what} failed: {said}\n  the calibration on record "
+          f"({cache / calibration.FILE}) is left as it was", file=sys.stderr)
+    return 1
 
 
 QUIET_MOMENT = (

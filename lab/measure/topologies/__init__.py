@@ -56,6 +56,9 @@ class ClientRun:
     wall_s: float
     host: str = "local"
     started: float | None = None     # wall-clock time it started there (several client hosts)
+    # how long the client was seen stopped (SIGSTOP, a tracer) while it ran: it
+    # sent nothing then (0.0 where it is not watched: a remote client host)
+    stopped_s: float = 0.0
 
 
 class ClientHung(RuntimeError):

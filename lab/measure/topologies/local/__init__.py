@@ -124,12 +124,14 @@ class LocalClientHost(ClientHost):
             proc = procs.start([*self.prefix, *procs.pinned(argv, cpus)], Path.cwd(), env, fe,
                                stdout=fo)
         t0 = time.monotonic()
+        stops = procfs.StopClock(proc.pid)      # a client stopped mid-level (SIGSTOP)
         try:
             while True:
                 pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
                 if pid:
                     proc.returncode = os.waitstatus_to_exitcode(status)
                     break
+                stops.tick()
                 if not server_alive():
                     raise ServerDied("the server exited during the level")
                 if time.monotonic() - t0 > timeout:
@@ -144,7 +146,7 @@ class LocalClientHost(ClientHost):
             procs.kill_group(proc.pid)
         return ClientRun(out.read_text(errors="replace"), err.read_text(errors="replace"),
                          proc.returncode, usage.ru_utime + usage.ru_stime,
-                         time.monotonic() - t0, self.name)
+                         time.monotonic() - t0, self.name, stopped_s=stops.stopped_s)
 
     def cpu_times(self, cpus: tuple[int, ...]) -> tuple[float, float]:
         return procfs.cpu_times(cpus)

@@ -278,6 +278,7 @@ class ClientProcess:
                                          env={**os.environ, **env}, stdin=subprocess.DEVNULL,
                                          stdout=fo, stderr=fe, start_new_session=True)
         self.result: Optional[Dict[str, Any]] = None
+        self.stops = procfs.StopClock(self.proc.pid)    # stopped mid-level (SIGSTOP)?
 
     def reap(self, block: bool) -> bool:
         """True once it has ended (and been waited for, with its rusage)."""
@@ -285,6 +286,7 @@ class ClientProcess:
             return True
         pid, status, usage = os.wait4(self.proc.pid, 0 if block else os.WNOHANG)
         if not pid:
+            self.stops.tick()
             return False
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)    # what outlived it in its session
@@ -293,6 +295,7 @@ class ClientProcess:
         self.result = {"exit_code": os.waitstatus_to_exitcode(status), "started": self.started,
                        "cpu_s": usage.ru_utime + usage.ru_stime,
                        "wall_s": time.monotonic() - self.t0,
+                       "stopped_s": self.stops.stopped_s,
                        "stdout": self.out.read_text(errors="replace"),
                        "stderr": self.err.read_text(errors="replace")}
         return True

@@ -374,7 +374,8 @@ class SshClientHost(Host, ClientHost):
         code = result.get("exit_code")
         return ClientRun(str(result["stdout"]), str(result["stderr"]),
                          int(code) if code is not None else None, float(result["cpu_s"]),
-                         float(result["wall_s"]), self.name, started=float(result["started"]))
+                         float(result["wall_s"]), self.name, started=float(result["started"]),
+                         stopped_s=float(result.get("stopped_s", 0.0)))
 
     def same_host_as(self, server: ServerHost) -> bool:
         """The same host: same machine (boot id) and same network stack. Hosts
