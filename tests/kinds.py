@@ -37,6 +37,7 @@ FILES = {
     "test_ada_pinned.py": "real-server",
     "test_ada_sources.py": "unit",
     "test_analysis.py": "unit",
+    "test_answers.py": "fault",
     "test_bmf.py": "unit",
     "test_build_log.py": "unit",
     "test_charts.py": "unit",
