@@ -114,6 +114,9 @@ FILES = {
 
 OTHER: dict[str, dict[str, tuple[str, ...]]] = {
     "unit": {
+        "test_answers.py": (
+            "test_each_clients_request_is_the_one_it_sends",
+        ),
         "test_checklist.py": (
             "test_every_server_in_the_tree_passes",
             "test_a_finding_is_one_line_owned_by_line",

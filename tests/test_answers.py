@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from conftest import bench, free_port, lab_env, leftovers, run_folders
+from test_integrity import assert_legend
 
 
 def show(out: object) -> str:
@@ -29,16 +30,18 @@ def show(out: object) -> str:
 
 
 def flagged_live(tmp_path: Path, server: str, **settings: str) -> tuple[dict, str]:
-    """Run the lab on `server`; its one server's levels (results.json) and what it printed."""
+    """Run the lab on `server`: its results.json, and what it printed and
+    summarised; the report marks the flag with its legend."""
     env = lab_env(tmp_path, SERVER=server, WARMUP="0", PORT=str(free_port()), **settings)
     out = bench(env, timeout=300)
     [run] = run_folders(tmp_path)
     assert leftovers(run) == []
     data = json.loads((run / "results.json").read_text())
-    name = server
-    levels = data["levels"][name]
+    levels = data["levels"][server]
     assert levels, show(out)
     summary = (run / "summary.md").read_text()
+    if "wrong-answers" in levels[0]["flags"]:
+        assert_legend(run, "wrong-answers")
     return data, out.stderr + "\n" + summary
 
 
@@ -95,3 +98,71 @@ def test_a_server_right_only_for_the_labs_own_request_is_not_loaded(
     [run] = run_folders(tmp_path)
     assert leftovers(run) == []
     assert not (run / "results.csv").exists()       # not loaded: no level measured
+
+
+# --------------------------------------------------------------------------- the client's request
+
+def captured(argv: list[str], port: int, stdin: str = "") -> bytes:
+    """The first request head a client sends to a listener that answers the contract."""
+    import socket
+    import subprocess
+    import threading
+    from lab.analyse.contract import BODY
+    seen: list[bytes] = []
+    answer = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 27\r\n\r\n"
+              + BODY)
+    srv = socket.create_server(("127.0.0.1", port))
+    srv.settimeout(0.2)
+    done = threading.Event()
+
+    def serve(conn: socket.socket) -> None:
+        buf = b""
+        with conn:
+            while not done.is_set():
+                try:
+                    data = conn.recv(4096)
+                except OSError:
+                    return
+                if not data:
+                    return
+                buf += data
+                while b"\r\n\r\n" in buf:
+                    head, _, buf = buf.partition(b"\r\n\r\n")
+                    seen.append(head + b"\r\n\r\n")
+                    conn.sendall(answer)
+
+    def accept() -> None:
+        while not done.is_set():
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                continue
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+    t = threading.Thread(target=accept, daemon=True)
+    t.start()
+    try:
+        subprocess.run(argv, input=stdin, capture_output=True, text=True, timeout=30)
+    finally:
+        done.set()
+        t.join()
+        srv.close()
+    assert seen, f"{argv[0]} sent nothing"
+    return seen[0]
+
+
+@pytest.mark.parametrize("keepalive", [True, False])
+@pytest.mark.parametrize("name", ["wrk", "siege", "vegeta"])
+def test_each_clients_request_is_the_one_it_sends(tmp_path: Path, name: str,
+                                                  keepalive: bool) -> None:
+    """What the verification sends as the client (clients.Asks.request) is,
+    byte for byte, the first request the installed client sends (1 s runs)."""
+    from lab.measure.clients import Asks, Load, Options, clients
+    client = clients()[name]()
+    if client.version() == "not installed":
+        pytest.skip(f"{name} is not installed")
+    client.prepare(tmp_path, Options(keepalive=keepalive, threads=1))
+    assert isinstance(client, Asks)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/api"
+    load = Load(rate=5) if client.axis == "rate" else Load(concurrency=1)
+    assert captured(client.command(url, load, 1), port) == client.request(url)

@@ -297,4 +297,5 @@ def summed(parts: list[tuple[Level, levelrow.Measured]]) -> tuple[Level, levelro
         sampler_cpu_s=sum(m.sampler_cpu_s for m in ms),
         server_sys_s=None if any(m.server_sys_s is None for m in ms)
         else sum(m.server_sys_s or 0.0 for m in ms),
-        answer_changed="; ".join(m.answer_changed for m in ms if m.answer_changed))
+        answer_changed="; ".join(m.answer_changed for m in ms if m.answer_changed),
+        wrong_answers="; ".join(m.wrong_answers for m in ms if m.wrong_answers))

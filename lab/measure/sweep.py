@@ -18,9 +18,9 @@ from typing import Any
 
 from lab.record import failures, files, manifest, rows, series
 from lab.measure import jit, topologies
-from lab.analyse import contract, levelrow, metrics
+from lab.analyse import answers, contract, levelrow, metrics
 from lab.host import logcap, procs
-from lab.measure.clients import Client, ClientError, Load, PerSecond
+from lab.measure.clients import Asks, Client, ClientError, Load, PerSecond
 from lab.record.level import Level
 from lab.measure.launch import Knobs, ListenError, ServerProcess
 from lab.setup.params import KNOBS, WARMUP_SLICE_S, Params
@@ -28,7 +28,7 @@ from lab.record.rows import Row
 from lab.measure.topologies import (ClientHost, ClientHung, ClientRun, Placement, ServerDied,
                                     ServerHost)
 from lab.setup.servers import Server, expand
-from lab.measure.verify import TIMEOUT_S, VerifyError, recheck, verify, wire
+from lab.measure.verify import TIMEOUT_S, VerifyError, as_client, recheck, verify, wire
 
 WARMUP_WORKERS = 64            # an open-loop client's warm-up connections
 # Several client hosts start at one wall-clock time this far after all are
@@ -106,6 +106,9 @@ class ServerSweep:
             f"[{server.name} rep {rep}, up to {params.repeat_max}]" if params.repeat_auto else \
             f"[{server.name} rep {rep}/{params.repeat}]"
         self.start_record: dict[str, Any] = {}
+        # the verified answer to the client's request, this start's (its size is
+        # what each level's bytes per response are checked against)
+        self.expected: answers.Expected | None = None
         # set by a paired run (lab.measure.pair) to stop this side's client now
         self.halt = threading.Event()
 
@@ -220,10 +223,10 @@ class ServerSweep:
         except VerifyError as e:
             raise NotLoaded(f"{name} failed verification, not loaded: "
                             f"{contract.listed(e.breaches)}") from e
-        try:                                # what it sends, byte for byte (lab.analyse.sends)
-            sends: dict[str, object] = wire(sp.host, self.params.port, self.params.keepalive)
-        except (VerifyError, OSError) as e:
-            sends = {"error": f"{type(e).__name__}: {e}"}
+        sends = self.as_client(sp)          # what it sends, byte for byte (lab.analyse.sends)
+        self.expected = answers.Expected.of(sends)
+        if isinstance(self.client, Asks):
+            passed.append(f"as {self.client.name} sends it")
         idle = sp.sample()
         said = sp.ran_with()                # the pool sizes it reports, as shipped or given
         self.start_record.update(status="verified", ready_s=round(took, 2), verified=passed,
@@ -238,6 +241,23 @@ class ServerSweep:
         if sp.knobs.workers is not None:
             return sp.knobs.workers
         return int(str(said["workers"])) if said else 0
+
+    def as_client(self, sp: ServerProcess) -> dict[str, object]:
+        """GET /api as the load client sends it (clients.Asks; else the lab's own
+        request), checked like the first answer: a server right only for the
+        lab's request is not loaded. What it sent, for the start's record."""
+        name, port = self.server.name, self.params.port
+        if not isinstance(self.client, Asks):
+            try:
+                return wire(sp.host, port, self.params.keepalive)
+            except (VerifyError, OSError) as e:
+                return {"error": f"{type(e).__name__}: {e}"}
+        sends, found = as_client(sp.host, port, self.client.request(sp.url), self.client.name)
+        broken = contract.breaches(found)
+        if broken:
+            self.start_record["response"] = sends
+            raise NotLoaded(f"{name} failed verification, not loaded: {contract.listed(broken)}")
+        return sends
 
     def sweep_levels(self, sp: ServerProcess, knob_value: int | None, levels: list[int],
                      workers: int, not_steady: bool) -> None:
@@ -457,6 +477,10 @@ class ServerSweep:
         # a rate is a level's only when the client ran its length, by its own clock
         levels = [replace(lv, stopped=levelrow.ran_short(lv, duration, self.client.name))
                   for lv in levels]
+        # the answers' size, each host's count against the verified answer (lab.analyse.answers)
+        wrong = "; ".join(f"{ran.host}: {why}" if several else why for ran, why in (
+            (ran, answers.size_check(lv, self.expected, share.concurrency, self.client.name))
+            for ran, lv, (_, share) in zip(runs, levels, shares)) if why)
         if "warmup" not in tag:
             self.write_series(tag, runs, sampler.points)
         hosts_pct = tuple(100 * ran.cpu_s / (len(p.client_cpus) * max(ran.wall_s, 1e-9))
@@ -481,7 +505,7 @@ class ServerSweep:
             private_kb=last.private_kb if last else None,
             shared_kb=last.shared_kb if last else None,
             anon_kb=last.anon_kb if last else None,
-            server_sys_s=sampler.sys_s)
+            server_sys_s=sampler.sys_s, wrong_answers=wrong)
 
     def write_series(self, tag: str, runs: list[ClientRun],
                      points: list[series.Point]) -> None:

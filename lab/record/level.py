@@ -31,3 +31,10 @@ class Level:
     # why the client ended before the level's length ("" : it ran its length):
     # lab.analyse.levelrow.ran_short, from the client's own elapsed time and words
     stopped: str = ""
+    # what data_mb counts, for the check of the answers' size (lab.analyse.answers):
+    # "wire" (every byte read, heads and bodies: wrk), "body" (bodies: siege,
+    # vegeta) or "" (nothing that can be checked)
+    counted: str = ""
+    counted_slack: float = 0.0       # bytes data_mb may be off by, either way (rounding)
+    counted_partial: bool = False    # it counts the part read of the answers in flight at the
+                                     # end (at most one a connection)

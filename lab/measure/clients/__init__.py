@@ -86,6 +86,26 @@ class PerSecond(Protocol):
     def per_second(self, stdout: str) -> list[float]: ...
 
 
+@runtime_checkable
+class Asks(Protocol):
+    """What a client may give besides `Client`'s members (wrk, siege and
+    vegeta do): its request for a URL, byte for byte as it sends it (after
+    prepare: the run's connection mode), so that the verification sends the
+    load client's own request (lab.measure.verify.as_client) and the size of
+    its answer is what the client's byte count is checked against
+    (lab.analyse.answers). A client without it is verified with the lab's own
+    request."""
+
+    def request(self, url: str) -> bytes: ...
+
+
+def target(url: str) -> tuple[str, str]:
+    """A URL's Host header value and its path (with the query), as clients send them."""
+    from urllib.parse import urlsplit
+    parts = urlsplit(url)
+    return parts.netloc, (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+
+
 def clients() -> dict[str, type[Client]]:
     """Every client found: the CLIENT of each module of this package, by name."""
     found: dict[str, type[Client]] = {}

@@ -50,7 +50,7 @@ from lab.record import failures as kinds
 from lab.measure import hostinfo
 from lab.setup import paths
 from lab.record import series
-from lab.measure.clients import ClientError, Load, Options
+from lab.measure.clients import ClientError, Load, Options, target
 from lab.record.level import Level
 from lab.record.failures import Failure
 from lab.setup.reason import Reason
@@ -210,6 +210,7 @@ def parse(stdout: str, stderr: str) -> Level:
         p99_ms=lat["99th"] / NS_PER_MS,
         offered_rps=float(offered.group(1)) if offered else None,
         failures=failures(codes, [str(e) for e in data.get("errors") or []]),
+        counted="body",                          # each result's body, whole
     )
 
 
@@ -267,6 +268,17 @@ class Vegeta:
 
     def parse(self, stdout: str, stderr: str) -> Level:
         return parse(stdout, stderr)
+
+    def request(self, url: str) -> bytes:
+        """vegeta's request, as Go's HTTP client sends it: its User-Agent, the
+        first request's sequence number and gzip accepted (captured:
+        tests/test_answers.py)."""
+        if self.options is None:
+            raise ClientError("Vegeta.prepare must run first")
+        host, path = target(url)
+        return (f"GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: Go-http-client/1.1\r\n"
+                "X-Vegeta-Seq: 0\r\nAccept-Encoding: gzip\r\n"
+                + ("" if self.options.keepalive else "Connection: close\r\n") + "\r\n").encode()
 
     def per_second(self, stdout: str) -> list[float]:
         """Responses per second, from the running reports (lab.record.series)."""

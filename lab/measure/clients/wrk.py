@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 from lab.setup.paths import ROOT
 from lab.measure import hostinfo
-from lab.measure.clients import ClientError, Load, Options
+from lab.measure.clients import ClientError, Load, Options, target
 from lab.record import files
 from lab.record.level import Level
 from lab.record.failures import Failure
@@ -115,6 +115,7 @@ def parse(stdout: str, stderr: str) -> Level:
         p90_ms=micros(data.get("p90_us")),
         p99_ms=micros(data.get("p99_us")),
         failures=failures(data),
+        counted="wire", counted_partial=True,   # every read counted, complete or not
     )
 
 
@@ -160,6 +161,15 @@ class Wrk:
 
     def parse(self, stdout: str, stderr: str) -> Level:
         return parse(stdout, stderr)
+
+    def request(self, url: str) -> bytes:
+        """wrk's request: the request line and Host, and the run's -H (captured:
+        tests/test_answers.py)."""
+        if self.options is None:
+            raise ClientError("Wrk.prepare must run first")
+        host, path = target(url)
+        return (f"GET {path} HTTP/1.1\r\nHost: {host}\r\n"
+                + ("" if self.options.keepalive else "Connection: close\r\n") + "\r\n").encode()
 
 
 CLIENT = Wrk
