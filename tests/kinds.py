@@ -116,6 +116,8 @@ OTHER: dict[str, dict[str, tuple[str, ...]]] = {
     "unit": {
         "test_answers.py": (
             "test_each_clients_request_is_the_one_it_sends",
+            "test_the_size_check_allows_only_what_the_client_may_count_besides",
+            "test_the_check_slice_line_is_read_with_its_example",
         ),
         "test_checklist.py": (
             "test_every_server_in_the_tree_passes",

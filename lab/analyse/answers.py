@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lab.record.level import Level
+from lab.record.level import Answers, Level
 
 MIB = 1024 * 1024        # Level.data_mb's unit
 
@@ -74,3 +74,15 @@ def size_check(level: Level, expected: Expected | None, connections: int, client
             + (f" and {connections:,} answers read in part when the level ended"
                if level.counted_partial and diff > 0 else "")
             + "): answers of another size")
+
+
+def sampled(answers: Answers | None, client: str, seconds: float) -> str:
+    """Why the answers the client checked itself at the level's load (its check
+    slice, lab.measure.clients.Checks) were wrong, with the count and the
+    first wrong one; "" when none was (or none was checked)."""
+    if answers is None or not answers.wrong:
+        return ""
+    example = f", e.g. {answers.example}" if answers.example else ""
+    return (f"{answers.wrong:,} of {answers.checked:,} answers {client} checked at the same "
+            f"load for {seconds:g} s after the level were not status 200 with the exact "
+            f"body{example}")

@@ -12,7 +12,7 @@ from lab.analyse.metrics import (CLIENT_BOUND_PCT, HOST_BUSY_PCT, JIT_QUIET_PER_
                                  LITTLES_LOW, RAN_SHORT, SATURATED_SHORTFALL, STEADY_SLICES,
                                  STEADY_TOLERANCE, STEAL_PCT)
 from lab.record import failures as failure_kinds
-from lab.record.level import Level
+from lab.record.level import Answers, Level
 from lab.record.failures import encode_failures
 from lab.record.rows import Row
 
@@ -47,6 +47,7 @@ class Measured:
     # the answers during the level were wrong (lab.analyse.answers): what was
     # seen ("" : nothing seen)
     wrong_answers: str = ""
+    answers: Answers | None = None         # the check slice's counts (None: none ran)
     # a paired run (lab.measure.pair): the other side's server and client CPU
     # on the CPUs this side's host figures cover (not "other processes"), and
     # its client's CPU on this side's client CPUs (a shared client CPU is
@@ -152,7 +153,9 @@ def make_row(where: Where, level: Level, m: Measured) -> Row:
         pss_kb=m.pss_kb, private_kb=m.private_kb, shared_kb=m.shared_kb, anon_kb=m.anon_kb,
         server_sys_us_per_req=round(1e6 * m.server_sys_s / level.transactions, 2)
         if m.server_sys_s is not None and level.transactions else None,
-        failure_kinds=encode_failures(level.failures), unranked=unranked)
+        failure_kinds=encode_failures(level.failures), unranked=unranked,
+        answers_checked=m.answers.checked if m.answers else None,
+        answers_wrong=m.answers.wrong if m.answers else None)
 
 
 def combine(levels: list[Level]) -> Level:

@@ -20,7 +20,7 @@ from lab.record import failures, files, manifest, rows, series
 from lab.measure import jit, topologies
 from lab.analyse import answers, contract, levelrow, metrics
 from lab.host import logcap, procs
-from lab.measure.clients import Asks, Client, ClientError, Load, PerSecond
+from lab.measure.clients import Asks, Checks, Client, ClientError, Load, PerSecond
 from lab.record.level import Level
 from lab.measure.launch import Knobs, ListenError, ServerProcess
 from lab.setup.params import KNOBS, WARMUP_SLICE_S, Params
@@ -31,6 +31,7 @@ from lab.setup.servers import Server, expand
 from lab.measure.verify import TIMEOUT_S, VerifyError, as_client, recheck, verify, wire
 
 WARMUP_WORKERS = 64            # an open-loop client's warm-up connections
+CHECK_S = 1                    # the check slice after each level (clients.Checks), not recorded
 # Several client hosts start at one wall-clock time this far after all are
 # ready: the time for each to be asked; a host asked later starts late.
 START_LEAD_S = 0.5
@@ -303,7 +304,41 @@ class ServerSweep:
             self.note(f"{tag}: {level.stopped}; measured once more (the first output is "
                       f"{self.client.name}-{tag}.stopped.*)")
             level, m = self.level(sp, load, p.duration_s, tag)
+        if level.successful:
+            m = self.check_slice(sp, load, tag, m)
         return level, self.checked_after(sp, level, m)       # none completed: the sweep ends
+
+    def check_slice(self, sp: ServerProcess, load: Load, tag: str, m: levelrow.Measured
+                    ) -> levelrow.Measured:
+        """The answers at the level's load, checked by the client itself
+        (clients.Checks: every answer's status and exact body) for CHECK_S after
+        the level, not recorded: a level whose answers there were wrong is
+        flagged wrong-answers with the count and the first wrong one. The
+        measured level runs without the check (its cost on every answer);
+        one client host only."""
+        if not isinstance(self.client, Checks) or len(self.topology.clients) > 1:
+            return m
+        p = self.params
+        host = self.topology.clients[0]
+        out = self.out / f"{self.client.name}-{tag}.check.out"
+        argv = self.client.check_command(sp.url, load, CHECK_S, contract.BODY)
+        try:
+            ran = host.run_client(argv, p.client_cpus, sp.env, out, CHECK_S + p.client_grace_s,
+                                  lambda: not self.halt.is_set() and sp.alive())
+        except ServerDied:
+            raise self.died(sp, load, f"{tag} check") from None
+        except ClientHung as hung:
+            self.note(f"{tag}: the check of the answers after the level hung ({hung}): "
+                      "not checked")
+            return m
+        try:
+            got = self.client.check_parse(ran.stdout, ran.stderr)
+        except ClientError as e:
+            self.note(f"{tag}: the check of the answers after the level gave no count ({e})")
+            return m
+        why = answers.sampled(got, self.client.name, CHECK_S)
+        return replace(m, answers=got, wrong_answers="; ".join(
+            x for x in (m.wrong_answers, why) if x))
 
     def row(self, sp: ServerProcess, knob_value: int | None, level_value: int, workers: int,
             not_steady: bool, level: Level, m: levelrow.Measured) -> Row:

@@ -38,3 +38,13 @@ class Level:
     counted_slack: float = 0.0       # bytes data_mb may be off by, either way (rounding)
     counted_partial: bool = False    # it counts the part read of the answers in flight at the
                                      # end (at most one a connection)
+
+
+@dataclass(frozen=True)
+class Answers:
+    """What a client checked itself in a check slice (lab.measure.clients.Checks):
+    how many answers, how many were not the contract's (status 200 and the exact
+    body), and the first wrong one as received ("" : none)."""
+    checked: int
+    wrong: int
+    example: str = ""

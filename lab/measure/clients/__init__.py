@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import ClassVar, Protocol, runtime_checkable
 
 from lab.measure import hostinfo
-from lab.record.level import Level
+from lab.record.level import Answers, Level
 from lab.setup.params import LOAD_AXES
 
 __path__ = pkgutil.extend_path(__path__, __name__)   # clients kept outside the checkout
@@ -97,6 +97,20 @@ class Asks(Protocol):
     request."""
 
     def request(self, url: str) -> bytes: ...
+
+
+@runtime_checkable
+class Checks(Protocol):
+    """What a client may give besides `Client`'s members (wrk does): a command
+    that loads as `command` does and also checks every answer's status and
+    exact body (`body`), for a short check slice at the level's load after
+    each level (lab.measure.sweep), and its counts read from its output. The
+    measured level runs without the check: it costs the client CPU on every
+    answer (docs/methodology.md)."""
+
+    def check_command(self, url: str, load: Load, duration_s: int, body: bytes) -> list[str]: ...
+
+    def check_parse(self, stdout: str, stderr: str) -> Answers: ...
 
 
 def target(url: str) -> tuple[str, str]:
