@@ -102,11 +102,16 @@ def test_wrong_only_under_load_is_flagged_under_siege(tmp_path: Path) -> None:
 
 
 @pytest.mark.usefixtures("vegeta_installed")
-@pytest.mark.parametrize("server", ["overloaded", "overloaded.error"])
+@pytest.mark.parametrize("server", ["overloaded", "overloaded.error", "overloaded.same"])
 def test_wrong_only_under_load_is_flagged_under_vegeta(tmp_path: Path, server: str) -> None:
+    """vegeta's byte count is of whole bodies; its check slice keeps every
+    body and checks them all (the same length too)."""
     data, said = flagged_live(tmp_path, server, CLIENT="vegeta", RATE="1000",
                               DURATION="2s")
     assert_wrong_and_not_ranked(data, server, said)
+    [row] = data["rows"][server]
+    assert row["answers_checked"] > 0 and row["answers_wrong"] > 0
+    assert "answers vegeta checked at the same load" in said
 
 
 @pytest.mark.parametrize("client", ["wrk", "siege"])

@@ -84,5 +84,5 @@ def sampled(answers: Answers | None, client: str, seconds: float) -> str:
         return ""
     example = f", e.g. {answers.example}" if answers.example else ""
     return (f"{answers.wrong:,} of {answers.checked:,} answers {client} checked at the same "
-            f"load for {seconds:g} s after the level were not status 200 with the exact "
-            f"body{example}")
+            f"load for {seconds:g} s after the level were successes (2xx/3xx) other than "
+            f"status 200 with the exact body{example}")

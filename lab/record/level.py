@@ -43,8 +43,9 @@ class Level:
 @dataclass(frozen=True)
 class Answers:
     """What a client checked itself in a check slice (lab.measure.clients.Checks):
-    how many answers, how many were not the contract's (status 200 and the exact
-    body), and the first wrong one as received ("" : none)."""
+    how many answers, how many of the successful (2xx/3xx) ones were not the
+    contract's (status 200 and the exact body; the others are failures), and
+    the first wrong one as received ("" : none)."""
     checked: int
     wrong: int
     example: str = ""

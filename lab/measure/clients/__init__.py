@@ -101,9 +101,9 @@ class Asks(Protocol):
 
 @runtime_checkable
 class Checks(Protocol):
-    """What a client may give besides `Client`'s members (wrk does): a command
-    that loads as `command` does and also checks every answer's status and
-    exact body (`body`), for a short check slice at the level's load after
+    """What a client may give besides `Client`'s members (wrk and vegeta do): a
+    command that loads as `command` does and also checks every successful
+    answer's status and exact body (`body`), for a check slice at the level's load after
     each level (lab.measure.sweep), and its counts read from its output. The
     measured level runs without the check: it costs the client CPU on every
     answer (docs/methodology.md)."""

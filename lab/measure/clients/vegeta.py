@@ -36,6 +36,7 @@ into the lab cache. Only CLIENT=vegeta needs Go.
 """
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -51,7 +52,7 @@ from lab.measure import hostinfo
 from lab.setup import paths
 from lab.record import series
 from lab.measure.clients import ClientError, Load, Options, target
-from lab.record.level import Level
+from lab.record.level import Answers, Level
 from lab.record.failures import Failure
 from lab.setup.reason import Reason
 
@@ -224,6 +225,7 @@ class Vegeta:
     def __init__(self, cache: Path | None = None) -> None:
         self.binary = paths.go_bin(cache or paths.cache_dir()) / "vegeta"
         self.options: Options | None = None
+        self.check_body = b""          # what check_parse compares bodies with
 
     def install(self, cache: Path) -> int:
         return build(cache)
@@ -268,6 +270,45 @@ class Vegeta:
 
     def parse(self, stdout: str, stderr: str) -> Level:
         return parse(stdout, stderr)
+
+    def check_command(self, url: str, load: Load, duration_s: int, body: bytes) -> list[str]:
+        """The level's attack with every result written out (`vegeta encode
+        -to=json`, a line each, its body base64) instead of reported: the check
+        slice, read by check_parse against `body`."""
+        if self.options is None:
+            raise ClientError("Vegeta.prepare must run first")
+        self.check_body = body
+        vegeta = shlex.quote(str(self.binary))
+        script = (f"export GOMAXPROCS={self.options.threads}; "
+                  + f"printf 'GET %s\\n' {shlex.quote(url)} | "
+                  + f"{vegeta} attack {' '.join(self.attack_flags(load, duration_s))} | "
+                  + f"{vegeta} encode -to=json")
+        return ["sh", "-c", script]
+
+    def check_parse(self, stdout: str, stderr: str) -> Answers:
+        """Each result of the check slice: the answers (status 0, no answer, is
+        not one), and the successful (2xx/3xx) ones that were not status 200
+        with the expected body."""
+        checked = wrong = 0
+        example = ""
+        for line in stdout.splitlines():
+            try:
+                result = json.loads(line)
+                code = int(result["code"])
+                body = base64.b64decode(result.get("body") or "")
+            except (ValueError, KeyError, TypeError):
+                continue
+            if code == 0:
+                continue
+            checked += 1
+            if 200 <= code < 400 and (code != 200 or body != self.check_body):
+                wrong += 1
+                example = example or f"{code} {body[:120].decode('latin-1')}"
+        if not checked:
+            lines = [x for x in stderr.splitlines() if x.strip()][-5:]
+            raise ClientError("vegeta gave no answer to check: " + (" | ".join(lines)
+                                                                      or "no output"))
+        return Answers(checked, wrong, example)
 
     def request(self, url: str) -> bytes:
         """vegeta's request, as Go's HTTP client sends it: its User-Agent, the
