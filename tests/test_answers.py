@@ -261,3 +261,4 @@ def test_the_check_slice_line_is_read_with_its_example() -> None:
     assert sampled(got, "wrk", 1).startswith("44,918 of 44,938 answers wrk checked at the same "
                                              "load for 1 s after the level")
     assert sampled(type(got)(10, 0), "wrk", 1) == "" and sampled(None, "wrk", 1) == ""
+    assert sampled(type(got)(10, 1, "200 a\r\nb"), "wrk", 1).endswith(", e.g. 200 a\\x0d\\x0ab")

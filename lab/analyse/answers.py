@@ -82,7 +82,8 @@ def sampled(answers: Answers | None, client: str, seconds: float) -> str:
     first wrong one; "" when none was (or none was checked)."""
     if answers is None or not answers.wrong:
         return ""
-    example = f", e.g. {answers.example}" if answers.example else ""
+    shown = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in answers.example)
+    example = f", e.g. {shown}" if shown else ""       # one line, whatever the server sent
     return (f"{answers.wrong:,} of {answers.checked:,} answers {client} checked at the same "
             f"load for {seconds:g} s after the level were successes (2xx/3xx) other than "
             f"status 200 with the exact body{example}")
