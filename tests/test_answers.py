@@ -76,6 +76,8 @@ def test_a_body_of_the_same_length_is_caught_by_wrks_own_check(tmp_path: Path) -
     assert row["answers_checked"] > 0 and row["answers_wrong"] > row["answers_checked"] // 2
     assert f"{row['answers_wrong']:,} of {row['answers_checked']:,} answers wrk checked" in said
     assert 'e.g. 200 {"greeting":"Hello World?"}' in said
+    failed = said[said.index("## What failed"):]
+    assert "overloaded.same c=2: answers during the load were wrong, not ranked: " in failed
 
 
 def test_a_right_server_passes_the_checks_during_the_load(tmp_path: Path) -> None:

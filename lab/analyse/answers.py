@@ -66,8 +66,9 @@ def size_check(level: Level, expected: Expected | None, connections: int, client
     what = "heads and bodies" if level.counted == "wire" else "bodies"
     per = got / level.transactions
     diff = got - want
+    more = "more" if diff > 0 else "fewer"
     return (f"{client} counted {per:,.1f} bytes per response ({what}) where the verified answer "
-            f"to its request has {size:,} ({abs(diff):,.0f} bytes {'more' if diff > 0 else 'fewer'}"
+            f"to its request has {size:,} ({abs(diff):,.0f} bytes {more}"
             f" over {level.transactions:,} responses"
             + (f", beyond its rounding of {level.counted_slack:,.0f}"
                if level.counted_slack else "")

@@ -311,7 +311,7 @@ class ServerSweep:
     def check_slice(self, sp: ServerProcess, load: Load, tag: str, m: levelrow.Measured
                     ) -> levelrow.Measured:
         """The answers at the level's load, checked by the client itself
-        (clients.Checks: every answer's status and exact body) for CHECK_S after
+        (clients.Checks: every successful answer's status and exact body) for CHECK_S after
         the level, not recorded: a level whose answers there were wrong is
         flagged wrong-answers with the count and the first wrong one. The
         measured level runs without the check (its cost on every answer);
