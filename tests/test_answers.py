@@ -23,6 +23,7 @@ import pytest
 
 from conftest import bench, free_port, lab_env, leftovers, run_folders
 from test_integrity import assert_legend
+from test_pair import two_ports
 
 
 def show(out: object) -> str:
@@ -266,3 +267,20 @@ def test_the_check_slice_line_is_read_with_its_example() -> None:
                                              "load for 1 s after the level")
     assert sampled(type(got)(10, 0), "wrk", 1) == "" and sampled(None, "wrk", 1) == ""
     assert sampled(type(got)(10, 1, "200 a\r\nb"), "wrk", 1).endswith(", e.g. 200 a\\x0d\\x0ab")
+
+
+def test_a_duet_flags_the_side_wrong_under_load_and_not_the_other(tmp_path: Path) -> None:
+    """PAIRED=duet: both sides loaded and checked at the same moment; the
+    side wrong under load is flagged with its counts, the other is not, and
+    the pair has no verdict at that level (not ranked)."""
+    env = lab_env(tmp_path, SERVER="overloaded.same twin", PAIRED="duet", CLIENT="wrk",
+                  KEEPALIVE="1", CONCURRENCY="2", DURATION="2s", WARMUP="0", PORT=two_ports())
+    out = bench(env, timeout=300)
+    [run] = run_folders(tmp_path)
+    assert leftovers(run) == []
+    data = json.loads((run / "results.json").read_text())
+    [wrong], [right] = data["rows"]["overloaded.same"], data["rows"]["twin"]
+    assert "wrong-answers" in wrong["flags"].split() and wrong["answers_wrong"] > 0, show(out)
+    assert "wrong-answers" not in right["flags"].split() and right["answers_wrong"] == 0
+    [verdict] = data["verdicts"]          # a start pair's level, not ranked: no verdict there
+    assert verdict["kind"] == "missing" and "not ranked" in verdict["text"], verdict
