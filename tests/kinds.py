@@ -37,6 +37,7 @@ FILES = {
     "test_ada_pinned.py": "real-server",
     "test_ada_sources.py": "unit",
     "test_analysis.py": "unit",
+    "test_answers.py": "fault",
     "test_bmf.py": "unit",
     "test_build_log.py": "unit",
     "test_charts.py": "unit",
@@ -116,6 +117,11 @@ FILES = {
 
 OTHER: dict[str, dict[str, tuple[str, ...]]] = {
     "unit": {
+        "test_answers.py": (
+            "test_each_clients_request_is_the_one_it_sends",
+            "test_the_size_check_allows_only_what_the_client_may_count_besides",
+            "test_the_check_slice_line_is_read_with_its_example",
+        ),
         "test_checklist.py": (
             "test_every_server_in_the_tree_passes",
             "test_a_finding_is_one_line_owned_by_line",

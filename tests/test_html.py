@@ -43,6 +43,8 @@ NO_REAL_DATA = {
                       "(test_integrity makes one)",
     "sampler-gap": "no saved fixture run has the lab stopped mid-level (test_integrity "
                    "makes one)",
+    "wrong-answers": "no saved fixture run has a server wrong under load "
+                     "(test_answers makes one)",
 }
 
 

@@ -55,6 +55,8 @@ def test_a_run_of_the_flat_tree_writes_the_same_summary_again(tmp_path: Path) ->
         for rows in d["rows"].values():
             for row in rows:
                 assert not row.pop("unranked", "")       # added since (issue 32): none here
+                assert row.pop("answers_checked", None) is None   # added since (issue 44):
+                assert row.pop("answers_wrong", None) is None     # not checked then
     assert again == old
     got = json.loads((run / "results.json").read_text())
     for v in got["verdicts"]:          # half the requests failed: not ranked

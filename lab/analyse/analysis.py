@@ -190,9 +190,15 @@ def at_value(axis: str, value: int) -> str:
 def failure_lines(m: Manifest, name: str, levels: list[LevelStats]) -> list[str]:
     """'aws c=50: 566 of 100,525 failed: reset or closed by the server (566: ...)', for
     each level where a request failed (over its repetitions); a level past
-    metrics.FAILED_SHARE_PCT says that its req/s is not ranked."""
+    metrics.FAILED_SHARE_PCT says that its req/s is not ranked. A level whose
+    answers during the load were wrong (flag wrong-answers: requests the client
+    counted as successful) has a line of its own, with the count and the
+    first wrong answer where the client checked them."""
     out = []
     for s in levels:
+        if s.flags.get("wrong-answers"):
+            out.append(f"{name} {at_value(m.params.axis, s.value)}: answers during the load "
+                       f"were wrong, not ranked: {'; '.join(s.unranked)}")
         if not s.failed:
             continue
         reps = (f" ({s.rate.n} repetitions: {' + '.join(f'{n:,}' for n in s.failed_by_rep)}"
@@ -271,6 +277,8 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
                 out.append(findings.ClientStopped(name, tool, len(said), n, said))
             elif said and flag == "client-stalled":
                 out.append(findings.ClientStalled(name, tool, len(said), n, said))
+            elif said and flag == "wrong-answers":
+                out.append(findings.WrongAnswers(name, len(said), n, said))
             elif said:
                 out.append(findings.AnswerChanged(name, len(said), n, said))
         if count("not-steady"):

@@ -220,6 +220,23 @@ class AnswerChanged(Finding):
                 "server; its log is in the run folder.")
 
 
+@dataclass(frozen=True)
+class WrongAnswers(Finding):
+    """Answers during the load that were not the verified answer (lab.analyse.answers)."""
+    kind: ClassVar[str] = "wrong-answers"
+    server: str
+    count: int
+    levels: int
+    why: tuple[str, ...]
+
+    def text(self) -> str:
+        return (f"{self.server}: wrong answers during the load at {self.count} of "
+                f"{self.levels} levels ({'; '.join(self.why)}): those levels are not ranked, "
+                "their requests/s count answers that are not the contract's, although the "
+                "answer checked before and after the load was right. Fix the server (it may "
+                "answer differently when loaded); its log is in the run folder.")
+
+
 NOT_RECORDED = "how is not recorded (a run made before the lab kept the kinds)"
 
 

@@ -12,7 +12,7 @@ from lab.analyse.metrics import (CLIENT_BOUND_PCT, HOST_BUSY_PCT, JIT_QUIET_PER_
                                  LITTLES_LOW, RAN_SHORT, SATURATED_SHORTFALL, STALL_MIN_S,
                                  STALLED_SHARE, STEADY_SLICES, STEADY_TOLERANCE, STEAL_PCT)
 from lab.record import failures as failure_kinds
-from lab.record.level import Level
+from lab.record.level import Answers, Level
 from lab.record.failures import encode_failures
 from lab.record.rows import Row
 
@@ -44,6 +44,10 @@ class Measured:
     # the answers checked after the level (or sampled during it) broke the
     # contract: what was seen ("" : they held)
     answer_changed: str = ""
+    # the answers during the level were wrong (lab.analyse.answers): what was
+    # seen ("" : nothing seen)
+    wrong_answers: str = ""
+    answers: Answers | None = None         # the check slice's counts (None: none ran)
     # a paired run (lab.measure.pair): the other side's server and client CPU
     # on the CPUs this side's host figures cover (not "other processes"), and
     # its client's CPU on this side's client CPUs (a shared client CPU is
@@ -120,7 +124,8 @@ def stalled(level: Level, duration_s: float, m: Measured, client: str) -> str:
 
 def level_flags(level: Level, client_pct: float, other_pct: float, steal_pct: float,
                 littles: float | None, not_steady: bool, answer_changed: str = "",
-                stall: str = "", gap: bool = False) -> list[str]:
+                stall: str = "", gap: bool = False,
+                wrong_answers: str = "") -> list[str]:
     flags = []
     if level.stopped:
         flags.append("client-stopped")
@@ -130,6 +135,8 @@ def level_flags(level: Level, client_pct: float, other_pct: float, steal_pct: fl
         flags.append("sampler-gap")
     if answer_changed:
         flags.append("answer-changed")
+    if wrong_answers:
+        flags.append("wrong-answers")
     if client_pct >= CLIENT_BOUND_PCT:
         flags.append("client-bound")
     if level.failed:
@@ -160,10 +167,11 @@ def make_row(where: Where, level: Level, m: Measured, client: str = "the client"
     littles = round(level.in_flight / where.concurrency, 3) if where.concurrency else None
     stall = stalled(level, where.duration_s, m, client)
     flags = level_flags(level, client_pct, other_pct, steal_pct, littles, where.not_steady,
-                        m.answer_changed, stall, sampler_gap(m))
+                        m.answer_changed, stall, sampler_gap(m), m.wrong_answers)
     unranked = "; ".join(x for x in (level.stopped and f"client stopped early: {level.stopped}",
                                      stall and f"client stalled: {stall}",
-                                     m.answer_changed and f"answer changed: {m.answer_changed}")
+                                     m.answer_changed and f"answer changed: {m.answer_changed}",
+                                     m.wrong_answers and f"wrong answers: {m.wrong_answers}")
                          if x)
     return Row(
         server=where.server, rep=where.rep, axis=where.axis, value=where.value,
@@ -188,7 +196,9 @@ def make_row(where: Where, level: Level, m: Measured, client: str = "the client"
         pss_kb=m.pss_kb, private_kb=m.private_kb, shared_kb=m.shared_kb, anon_kb=m.anon_kb,
         server_sys_us_per_req=round(1e6 * m.server_sys_s / level.transactions, 2)
         if m.server_sys_s is not None and level.transactions else None,
-        failure_kinds=encode_failures(level.failures), unranked=unranked)
+        failure_kinds=encode_failures(level.failures), unranked=unranked,
+        answers_checked=m.answers.checked if m.answers else None,
+        answers_wrong=m.answers.wrong if m.answers else None)
 
 
 def combine(levels: list[Level]) -> Level:
@@ -223,7 +233,10 @@ def combine(levels: list[Level]) -> Level:
         p99_ms=worst([x.p99_ms for x in levels]),
         offered_rps=None if None in offered else sum(v for v in offered if v is not None),
         failures=tuple(failure_kinds.merged(f for x in levels for f in x.failures)),
-        stopped="; ".join(dict.fromkeys(x.stopped for x in levels if x.stopped)))
+        stopped="; ".join(dict.fromkeys(x.stopped for x in levels if x.stopped)),
+        counted=levels[0].counted if len({x.counted for x in levels}) == 1 else "",
+        counted_slack=sum(x.counted_slack for x in levels),
+        counted_partial=any(x.counted_partial for x in levels))
 
 
 def steady(rates: list[float], slices: int = STEADY_SLICES,

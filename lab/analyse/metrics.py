@@ -75,12 +75,14 @@ FLAGS: dict[str, str] = {
                    "was stopped or starved, so the level's CPU shares (server, client, other "
                    "processes) cover time the load did not run; req/s not ranked",
     "answer-changed": "the server's answer checked after the level (status and exact body, "
-                      "on a fresh connection) or sampled during it was not the contract's: "
-                      "not ranked",
+                      "on a fresh connection) was not the contract's: not ranked",
+    "wrong-answers": "answers during the load were not the verified answer: the client's "
+                     "bytes per response were not its size, or sampled answers were wrong: "
+                     "not ranked",
 }
 # A level with one of these in any repetition is not ranked (its verdicts are
 # "not comparable", it is nobody's peak), whatever the other flags say.
-UNRANKED = ("client-stopped", "client-stalled", "answer-changed")
+UNRANKED = ("client-stopped", "client-stalled", "answer-changed", "wrong-answers")
 
 
 

@@ -301,4 +301,5 @@ def summed(parts: list[tuple[Level, levelrow.Measured]]) -> tuple[Level, levelro
         client_stopped_s=sum(m.client_stopped_s for m in ms),
         sampler_gap_s=max(m.sampler_gap_s for m in ms),
         clock_over_s=max(m.wall_s - lv.elapsed_s if m.clock_over_s is None else m.clock_over_s
-                         for lv, m in parts))
+                         for lv, m in parts),
+        wrong_answers="; ".join(m.wrong_answers for m in ms if m.wrong_answers))

@@ -18,9 +18,9 @@ from typing import Any
 
 from lab.record import failures, files, manifest, rows, series
 from lab.measure import jit, topologies
-from lab.analyse import contract, levelrow, metrics
+from lab.analyse import answers, contract, levelrow, metrics
 from lab.host import logcap, procs
-from lab.measure.clients import Client, ClientError, Load, PerSecond
+from lab.measure.clients import Asks, Checks, Client, ClientError, Load, PerSecond
 from lab.record.level import Level
 from lab.measure.launch import Knobs, ListenError, ServerProcess
 from lab.setup.params import KNOBS, WARMUP_SLICE_S, Params
@@ -28,9 +28,10 @@ from lab.record.rows import Row
 from lab.measure.topologies import (ClientHost, ClientHung, ClientRun, Placement, ServerDied,
                                     ServerHost)
 from lab.setup.servers import Server, expand
-from lab.measure.verify import TIMEOUT_S, VerifyError, recheck, verify, wire
+from lab.measure.verify import TIMEOUT_S, VerifyError, as_client, recheck, verify, wire
 
 WARMUP_WORKERS = 64            # an open-loop client's warm-up connections
+CHECK_S = 1                    # the check slice after each level (clients.Checks), not recorded
 # Several client hosts start at one wall-clock time this far after all are
 # ready: the time for each to be asked; a host asked later starts late.
 START_LEAD_S = 0.5
@@ -106,6 +107,9 @@ class ServerSweep:
             f"[{server.name} rep {rep}, up to {params.repeat_max}]" if params.repeat_auto else \
             f"[{server.name} rep {rep}/{params.repeat}]"
         self.start_record: dict[str, Any] = {}
+        # the verified answer to the client's request, this start's (its size is
+        # what each level's bytes per response are checked against)
+        self.expected: answers.Expected | None = None
         # set by a paired run (lab.measure.pair) to stop this side's client now
         self.halt = threading.Event()
 
@@ -220,10 +224,10 @@ class ServerSweep:
         except VerifyError as e:
             raise NotLoaded(f"{name} failed verification, not loaded: "
                             f"{contract.listed(e.breaches)}") from e
-        try:                                # what it sends, byte for byte (lab.analyse.sends)
-            sends: dict[str, object] = wire(sp.host, self.params.port, self.params.keepalive)
-        except (VerifyError, OSError) as e:
-            sends = {"error": f"{type(e).__name__}: {e}"}
+        sends = self.as_client(sp)          # what it sends, byte for byte (lab.analyse.sends)
+        self.expected = answers.Expected.of(sends)
+        if isinstance(self.client, Asks):
+            passed.append(f"as {self.client.name} sends it")
         idle = sp.sample()
         said = sp.ran_with()                # the pool sizes it reports, as shipped or given
         self.start_record.update(status="verified", ready_s=round(took, 2), verified=passed,
@@ -238,6 +242,23 @@ class ServerSweep:
         if sp.knobs.workers is not None:
             return sp.knobs.workers
         return int(str(said["workers"])) if said else 0
+
+    def as_client(self, sp: ServerProcess) -> dict[str, object]:
+        """GET /api as the load client sends it (clients.Asks; else the lab's own
+        request), checked like the first answer: a server right only for the
+        lab's request is not loaded. What it sent, for the start's record."""
+        name, port = self.server.name, self.params.port
+        if not isinstance(self.client, Asks):
+            try:
+                return wire(sp.host, port, self.params.keepalive)
+            except (VerifyError, OSError) as e:
+                return {"error": f"{type(e).__name__}: {e}"}
+        sends, found = as_client(sp.host, port, self.client.request(sp.url), self.client.name)
+        broken = contract.breaches(found)
+        if broken:
+            self.start_record["response"] = sends
+            raise NotLoaded(f"{name} failed verification, not loaded: {contract.listed(broken)}")
+        return sends
 
     def sweep_levels(self, sp: ServerProcess, knob_value: int | None, levels: list[int],
                      workers: int, not_steady: bool) -> None:
@@ -283,7 +304,41 @@ class ServerSweep:
             self.note(f"{tag}: {level.stopped}; measured once more (the first output is "
                       f"{self.client.name}-{tag}.stopped.*)")
             level, m = self.level(sp, load, p.duration_s, tag)
+        if level.successful:
+            m = self.check_slice(sp, load, tag, m)
         return level, self.checked_after(sp, level, m)       # none completed: the sweep ends
+
+    def check_slice(self, sp: ServerProcess, load: Load, tag: str, m: levelrow.Measured
+                    ) -> levelrow.Measured:
+        """The answers at the level's load, checked by the client itself
+        (clients.Checks: every successful answer's status and exact body) for CHECK_S after
+        the level, not recorded: a level whose answers there were wrong is
+        flagged wrong-answers with the count and the first wrong one. The
+        measured level runs without the check (its cost on every answer);
+        one client host only."""
+        if not isinstance(self.client, Checks) or len(self.topology.clients) > 1:
+            return m
+        p = self.params
+        host = self.topology.clients[0]
+        out = self.out / f"{self.client.name}-{tag}.check.out"
+        argv = self.client.check_command(sp.url, load, CHECK_S, contract.BODY)
+        try:
+            ran = host.run_client(argv, p.client_cpus, sp.env, out, CHECK_S + p.client_grace_s,
+                                  lambda: not self.halt.is_set() and sp.alive())
+        except ServerDied:
+            raise self.died(sp, load, f"{tag} check") from None
+        except ClientHung as hung:
+            self.note(f"{tag}: the check of the answers after the level hung ({hung}): "
+                      "not checked")
+            return m
+        try:
+            got = self.client.check_parse(ran.stdout, ran.stderr)
+        except ClientError as e:
+            self.note(f"{tag}: the check of the answers after the level gave no count ({e})")
+            return m
+        why = answers.sampled(got, self.client.name, CHECK_S)
+        return replace(m, answers=got, wrong_answers="; ".join(
+            x for x in (m.wrong_answers, why) if x))
 
     def row(self, sp: ServerProcess, knob_value: int | None, level_value: int, workers: int,
             not_steady: bool, level: Level, m: levelrow.Measured) -> Row:
@@ -457,6 +512,10 @@ class ServerSweep:
         # a rate is a level's only when the client ran its length, by its own clock
         levels = [replace(lv, stopped=levelrow.ran_short(lv, duration, self.client.name))
                   for lv in levels]
+        # the answers' size, each host's count against the verified answer (lab.analyse.answers)
+        wrong = "; ".join(f"{ran.host}: {why}" if several else why for ran, why in (
+            (ran, answers.size_check(lv, self.expected, share.concurrency, self.client.name))
+            for ran, lv, (_, share) in zip(runs, levels, shares)) if why)
         if "warmup" not in tag:
             self.write_series(tag, runs, sampler.points)
         hosts_pct = tuple(100 * ran.cpu_s / (len(p.client_cpus) * max(ran.wall_s, 1e-9))
@@ -483,7 +542,8 @@ class ServerSweep:
             anon_kb=last.anon_kb if last else None,
             server_sys_s=sampler.sys_s,
             client_stopped_s=max(ran.stopped_s for ran in runs),
-            sampler_gap_s=series.longest_gap(sampler.points))
+            sampler_gap_s=series.longest_gap(sampler.points),
+            wrong_answers=wrong)
 
     def write_series(self, tag: str, runs: list[ClientRun],
                      points: list[series.Point]) -> None:

@@ -268,23 +268,72 @@ def read_response(sock: socket.socket, limit: int = 65536) -> bytes:
     return head + b"\r\n\r\n" + body[:length]
 
 
-def wire(host: str, port: int, keepalive: bool, timeout: float = TIMEOUT_S) -> dict[str, object]:
-    """What the server sends for GET /api, byte for byte, in the run's connection
-    mode (close: the request says Connection: close): the status line, each
-    header as sent (its value's spacing kept, Date's value masked) and the
-    bytes on the wire, head and body; for the manifest's start record."""
-    request = (f"GET /api HTTP/1.1\r\nHost: {host}:{port}\r\nAccept: application/json\r\n"
-               + ("" if keepalive else "Connection: close\r\n") + "\r\n")
+def lab_request(host: str, port: int, keepalive: bool) -> bytes:
+    """The lab's own GET /api, in the run's connection mode (close: it says
+    Connection: close): what a load client without its own (clients.Asks) is
+    verified with."""
+    return (f"GET /api HTTP/1.1\r\nHost: {host}:{port}\r\nAccept: application/json\r\n"
+            + ("" if keepalive else "Connection: close\r\n") + "\r\n").encode()
+
+
+def exchange(host: str, port: int, request: bytes, timeout: float = TIMEOUT_S) -> bytes:
+    """Send `request` as it is on a new connection; the whole answer, as received."""
     with socket.create_connection((host, port), timeout=timeout) as sock:
-        sock.sendall(request.encode())
-        raw = read_response(sock)
+        sock.sendall(request)
+        return read_response(sock)
+
+
+def reply_of(raw: bytes) -> Reply:
+    """An answer as received (read_response) as a Reply, for api_checks."""
+    head, _, body = raw.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    version, _, rest = lines[0].partition(" ")
+    code, _, reason = rest.partition(" ")
+    headers = [(k.strip(), v.strip()) for k, _, v in (line.partition(":") for line in lines[1:])]
+    reply = Reply(int(code) if code.isdigit() else 0, reason, headers, body, False)
+    return Reply(reply.status, reason, headers, body,
+                 has_token(reply.header("Connection"), "close") or version == "HTTP/1.0")
+
+
+def recorded(raw: bytes, said: str) -> dict[str, object]:
+    """What the server sent, for the manifest's start record: the status line,
+    each header as sent (its value's spacing kept, Date's value masked) and
+    the bytes on the wire, head and body."""
     head, _, body = raw.partition(b"\r\n\r\n")
     lines = head.decode("latin-1").split("\r\n")
     headers = []
     for line in lines[1:]:
         name, _, value = line.partition(":")
         headers.append([name, f" {MASKED}" if name.strip().lower() == "date" else value])
-    return {"request": "GET /api HTTP/1.1, " + ("keep-alive" if keepalive else
-                                                "Connection: close"),
-            "status_line": lines[0], "headers": headers, "bytes": len(raw),
+    return {"request": said, "status_line": lines[0], "headers": headers, "bytes": len(raw),
             "head_bytes": len(head) + 4, "body_bytes": len(body)}
+
+
+def wire(host: str, port: int, keepalive: bool, timeout: float = TIMEOUT_S) -> dict[str, object]:
+    """What the server sends to the lab's own GET /api, byte for byte, in the
+    run's connection mode (recorded)."""
+    raw = exchange(host, port, lab_request(host, port, keepalive), timeout)
+    return recorded(raw, "GET /api HTTP/1.1, " + ("keep-alive" if keepalive
+                                                  else "Connection: close"))
+
+
+def as_client(host: str, port: int, request: bytes, who: str,
+              timeout: float = TIMEOUT_S) -> tuple[dict[str, object], list[Check]]:
+    """GET /api as the load client sends it, byte for byte (its headers too:
+    a server may answer a request without `Accept-Encoding: identity`
+    otherwise): what came back (recorded, the size the client's byte count is
+    checked against) and the contract's checks of it (status, Content-Type,
+    Content-Length, exact body), each breach naming the client's request."""
+    names = [line.partition(b":")[0].decode("latin-1")
+             for line in request.split(b"\r\n\r\n")[0].split(b"\r\n")[1:]]
+    said = f"GET /api HTTP/1.1 as {who} sends it ({', '.join(names)})"
+    label = f"as {who} sends it"
+    try:
+        raw = exchange(host, port, request, timeout)
+    except (VerifyError, OSError) as e:
+        return ({"request": said, "error": f"{type(e).__name__}: {e}"},
+                [failed(label, f"GET /api must be answered {label} ({', '.join(names)})", e)])
+    found = [Check(label, f"{c.rule}, to the request {label} ({', '.join(names)})", c.ok, c.got)
+             for c in api_checks(reply_of(raw))]
+    broken = contract.breaches(found)
+    return recorded(raw, said), broken or [Check(label, label, True)]

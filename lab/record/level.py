@@ -31,3 +31,21 @@ class Level:
     # why the client ended before the level's length ("" : it ran its length):
     # lab.analyse.levelrow.ran_short, from the client's own elapsed time and words
     stopped: str = ""
+    # what data_mb counts, for the check of the answers' size (lab.analyse.answers):
+    # "wire" (every byte read, heads and bodies: wrk), "body" (bodies: siege,
+    # vegeta) or "" (nothing that can be checked)
+    counted: str = ""
+    counted_slack: float = 0.0       # bytes data_mb may be off by, either way (rounding)
+    counted_partial: bool = False    # it counts the part read of the answers in flight at the
+                                     # end (at most one a connection)
+
+
+@dataclass(frozen=True)
+class Answers:
+    """What a client checked itself in a check slice (lab.measure.clients.Checks):
+    how many answers, how many of the successful (2xx/3xx) ones were not the
+    contract's (status 200 and the exact body; the others are failures), and
+    the first wrong one as received ("" : none)."""
+    checked: int
+    wrong: int
+    example: str = ""

@@ -88,6 +88,12 @@ class Row:
     # early, the answers changed: lab.analyse.metrics.UNRANKED); "" when it is,
     # None in runs made before it was recorded
     unranked: str | None = None
+    # the check slice after the level (lab.measure.clients.Checks): answers the
+    # client checked at the level's load, and how many were not the contract's;
+    # None where no check slice ran (a client without one, RMIT, several client
+    # hosts) and in runs made before it
+    answers_checked: int | None = None
+    answers_wrong: int | None = None
 
     def has(self, flag: str) -> bool:
         return flag in self.flags.split()

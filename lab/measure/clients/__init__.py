@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import ClassVar, Protocol, runtime_checkable
 
 from lab.measure import hostinfo
-from lab.record.level import Level
+from lab.record.level import Answers, Level
 from lab.setup.params import LOAD_AXES
 
 __path__ = pkgutil.extend_path(__path__, __name__)   # clients kept outside the checkout
@@ -85,6 +85,40 @@ class PerSecond(Protocol):
     per-second series (lab.record.series). A client without it gives none."""
 
     def per_second(self, stdout: str) -> list[float]: ...
+
+
+@runtime_checkable
+class Asks(Protocol):
+    """What a client may give besides `Client`'s members (wrk, siege and
+    vegeta do): its request for a URL, byte for byte as it sends it (after
+    prepare: the run's connection mode), so that the verification sends the
+    load client's own request (lab.measure.verify.as_client) and the size of
+    its answer is what the client's byte count is checked against
+    (lab.analyse.answers). A client without it is verified with the lab's own
+    request."""
+
+    def request(self, url: str) -> bytes: ...
+
+
+@runtime_checkable
+class Checks(Protocol):
+    """What a client may give besides `Client`'s members (wrk and vegeta do): a
+    command that loads as `command` does and also checks every successful
+    answer's status and exact body (`body`), for a check slice at the level's load after
+    each level (lab.measure.sweep), and its counts read from its output. The
+    measured level runs without the check: it costs the client CPU on every
+    answer (docs/methodology.md)."""
+
+    def check_command(self, url: str, load: Load, duration_s: int, body: bytes) -> list[str]: ...
+
+    def check_parse(self, stdout: str, stderr: str) -> Answers: ...
+
+
+def target(url: str) -> tuple[str, str]:
+    """A URL's Host header value and its path (with the query), as clients send them."""
+    from urllib.parse import urlsplit
+    parts = urlsplit(url)
+    return parts.netloc, (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 
 
 def clients() -> dict[str, type[Client]]:

@@ -8,6 +8,7 @@ time at full precision, and it is the in-flight count of Little's law.
 from __future__ import annotations
 
 import json
+import platform
 import re
 from pathlib import Path
 from typing import ClassVar
@@ -15,7 +16,7 @@ from typing import ClassVar
 from lab.setup.paths import ROOT
 from lab.record import failures as kinds
 from lab.measure import hostinfo
-from lab.measure.clients import ClientError, Load, Options
+from lab.measure.clients import ClientError, Load, Options, target
 from lab.record import files
 from lab.record.level import Level
 from lab.record.failures import Failure
@@ -35,6 +36,10 @@ def write_rc(dest: Path, keepalive: bool) -> Path:
         raise ClientError(f"{RC_TEMPLATE} must have exactly one 'connection =' line")
     files.write_atomic(dest, text)
     return dest
+
+
+MIB = 1024 * 1024        # data_transferred's unit (its bodies' bytes)
+ROUNDING_MB = 0.005      # it prints data_transferred with two decimals
 
 
 ERROR_LINE = re.compile(r"^\[(error|alert|fatal)\]\s*(.*)$")
@@ -102,6 +107,7 @@ def parse(stdout: str, stderr: str) -> Level:
         data_mb=float(data["data_transferred"]),
         failures=failures(failed, status, stderr),
         stopped=GAVE_UP.format(failures=GIVES_UP, failed=failed) if failed >= GIVES_UP else "",
+        counted="body", counted_slack=ROUNDING_MB * MIB,
     )
 
 
@@ -114,6 +120,8 @@ class Siege:
 
     def __init__(self) -> None:
         self.rc: Path | None = None
+        self.keepalive = True
+        self.said_version = ""
 
     def install(self, cache: Path) -> int:
         return 0                                # its Debian package is all
@@ -125,7 +133,8 @@ class Siege:
         """Write the run's rc once; every server of the run then uses that copy."""
         rc = run_dir / "siegerc"
         self.rc = rc if rc.exists() else write_rc(rc, options.keepalive)
-        return {"tool": "siege", "version": self.version(), "rc": self.rc.name,
+        self.keepalive, self.said_version = options.keepalive, self.version()
+        return {"tool": "siege", "version": self.said_version, "rc": self.rc.name,
                 "connection": "keep-alive" if options.keepalive else "close"}
 
     def command(self, url: str, load: Load, duration_s: int) -> list[str]:
@@ -138,6 +147,19 @@ class Siege:
 
     def parse(self, stdout: str, stderr: str) -> Level:
         return parse(stdout, stderr)
+
+    def request(self, url: str) -> bytes:
+        """Siege's request with client/siegerc's settings: Accept, its
+        Accept-Encoding (`*` for the rc's empty one), its User-Agent (its
+        version and the platform it was built for) and the run's Connection
+        (captured: tests/test_answers.py)."""
+        if self.rc is None:
+            raise ClientError("Siege.prepare must run first")
+        host, path = target(url)
+        agent = f"Mozilla/5.0 (pc-{platform.machine()}-linux-gnu) Siege/{self.said_version}"
+        return (f"GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept: */*\r\n"
+                f"Accept-Encoding: *\r\nUser-Agent: {agent}\r\nConnection: "
+                f"{'keep-alive' if self.keepalive else 'close'}\r\n\r\n").encode()
 
 
 CLIENT = Siege

@@ -48,6 +48,7 @@ into the lab cache. Only CLIENT=vegeta needs Go.
 """
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -62,8 +63,8 @@ from lab.record import failures as kinds
 from lab.measure import hostinfo
 from lab.setup import paths
 from lab.record import series
-from lab.measure.clients import ClientError, Load, Options
-from lab.record.level import Level
+from lab.measure.clients import ClientError, Load, Options, target
+from lab.record.level import Answers, Level
 from lab.record.failures import Failure
 from lab.setup.reason import Reason
 
@@ -222,6 +223,7 @@ def parse(stdout: str, stderr: str) -> Level:
         p99_ms=lat["99th"] / NS_PER_MS,
         offered_rps=float(offered.group(1)) if offered else None,
         failures=failures(codes, [str(e) for e in data.get("errors") or []]),
+        counted="body",                          # each result's body, whole
     )
 
 
@@ -235,6 +237,7 @@ class Vegeta:
     def __init__(self, cache: Path | None = None) -> None:
         self.binary = paths.go_bin(cache or paths.cache_dir()) / "vegeta"
         self.options: Options | None = None
+        self.check_body = b""          # what check_parse compares bodies with
 
     def install(self, cache: Path) -> int:
         return build(cache)
@@ -285,6 +288,56 @@ class Vegeta:
 
     def parse(self, stdout: str, stderr: str) -> Level:
         return parse(stdout, stderr)
+
+    def check_command(self, url: str, load: Load, duration_s: int, body: bytes) -> list[str]:
+        """The level's attack with every result written out (`vegeta encode
+        -to=json`, a line each, its body base64) instead of reported: the check
+        slice, read by check_parse against `body`."""
+        if self.options is None:
+            raise ClientError("Vegeta.prepare must run first")
+        self.check_body = body
+        vegeta = shlex.quote(str(self.binary))
+        script = (f"export GOMAXPROCS={self.options.threads}; "
+                  + f"printf 'GET %s\\n' {shlex.quote(url)} | "
+                  + f"{vegeta} attack {' '.join(self.attack_flags(load, duration_s))} | "
+                  + f"{vegeta} encode -to=json")
+        return ["sh", "-c", script]
+
+    def check_parse(self, stdout: str, stderr: str) -> Answers:
+        """Each result of the check slice: the answers (status 0, no answer, is
+        not one), and the successful (2xx/3xx) ones that were not status 200
+        with the expected body."""
+        checked = wrong = 0
+        example = ""
+        for line in stdout.splitlines():
+            try:
+                result = json.loads(line)
+                code = int(result["code"])
+                body = base64.b64decode(result.get("body") or "")
+            except (ValueError, KeyError, TypeError):
+                continue
+            if code == 0:
+                continue
+            checked += 1
+            if 200 <= code < 400 and (code != 200 or body != self.check_body):
+                wrong += 1
+                example = example or f"{code} {body[:120].decode('latin-1')}"
+        if not checked:
+            lines = [x for x in stderr.splitlines() if x.strip()][-5:]
+            raise ClientError("vegeta gave no answer to check: " + (" | ".join(lines)
+                                                                      or "no output"))
+        return Answers(checked, wrong, example)
+
+    def request(self, url: str) -> bytes:
+        """vegeta's request, as Go's HTTP client sends it: its User-Agent, the
+        first request's sequence number and gzip accepted (captured:
+        tests/test_answers.py)."""
+        if self.options is None:
+            raise ClientError("Vegeta.prepare must run first")
+        host, path = target(url)
+        return (f"GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: Go-http-client/1.1\r\n"
+                "X-Vegeta-Seq: 0\r\nAccept-Encoding: gzip\r\n"
+                + ("" if self.options.keepalive else "Connection: close\r\n") + "\r\n").encode()
 
     def per_second(self, stdout: str) -> list[float]:
         """Responses per second, from the running reports (lab.record.series)."""

@@ -20,13 +20,16 @@ from typing import Any, ClassVar
 
 from lab.setup.paths import ROOT
 from lab.measure import hostinfo
-from lab.measure.clients import ClientError, Load, Options
+from lab.measure.clients import ClientError, Load, Options, target
 from lab.record import files
-from lab.record.level import Level
+from lab.record.level import Answers, Level
 from lab.record.failures import Failure
 
 SCRIPT = ROOT / "client" / "wrk-report.lua"
+CHECK = ROOT / "client" / "wrk-check.lua"      # appended to SCRIPT: the check slice's
+CHECK_SCRIPT = "wrk-check.lua"                 # its name in the run folder
 REPORT_LINE = "wrk-report "
+ANSWERS_LINE = "wrk-answers "
 COUNTS = ("requests", "duration_us", "bytes", "connect", "read", "write", "status", "timeout")
 TIMES = ("mean_us", "max_us", "p50_us", "p90_us", "p99_us")
 MIB = 1024 * 1024        # siege's data_transferred unit
@@ -115,7 +118,24 @@ def parse(stdout: str, stderr: str) -> Level:
         p90_ms=micros(data.get("p90_us")),
         p99_ms=micros(data.get("p99_us")),
         failures=failures(data),
+        counted="wire", counted_partial=True,   # every read counted, complete or not
     )
+
+
+def check_parse(stdout: str, stderr: str) -> Answers:
+    """The checking script's line: answers checked, wrong, the first wrong one."""
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(ANSWERS_LINE):
+            try:
+                data = json.loads(line[len(ANSWERS_LINE):])
+            except json.JSONDecodeError:
+                break
+            if isinstance(data, dict) and isinstance(data.get("checked"), int) and \
+                    isinstance(data.get("wrong"), int) and isinstance(data.get("example"), str):
+                return Answers(data["checked"], data["wrong"], data["example"])
+            break
+    errors = [line for line in (stderr + stdout).splitlines() if line.strip()][-5:]
+    raise ClientError("wrk printed no answers checked: " + (" | ".join(errors) or "no output"))
 
 
 class Wrk:
@@ -140,6 +160,9 @@ class Wrk:
         script = run_dir / SCRIPT.name
         if not os.path.lexists(script):
             files.write_atomic(script, SCRIPT.read_bytes())
+        check = run_dir / CHECK_SCRIPT
+        if not os.path.lexists(check):
+            files.write_atomic(check, SCRIPT.read_bytes() + b"\n" + CHECK.read_bytes())
         self.script, self.options = script, options
         return {"tool": "wrk", "version": self.version(),
                 "connection": "keep-alive" if options.keepalive else "close",
@@ -160,6 +183,28 @@ class Wrk:
 
     def parse(self, stdout: str, stderr: str) -> Level:
         return parse(stdout, stderr)
+
+    def check_command(self, url: str, load: Load, duration_s: int, body: bytes) -> list[str]:
+        """The level's command with the checking script (client/wrk-check.lua),
+        the expected body its argument."""
+        argv = self.command(url, load, duration_s)
+        assert self.script is not None
+        at = argv.index(str(self.script))
+        argv[at] = str(self.script.with_name(CHECK_SCRIPT))
+        return argv + ["--", body.decode("latin-1")]
+
+    def check_parse(self, stdout: str, stderr: str) -> Answers:
+        return check_parse(stdout, stderr)
+
+    def request(self, url: str) -> bytes:
+        """wrk's request: the request line and Host, and the run's -H (captured:
+        tests/test_answers.py; wrk writes its headers from a Lua table, in an
+        order that varies from run to run)."""
+        if self.options is None:
+            raise ClientError("Wrk.prepare must run first")
+        host, path = target(url)
+        return (f"GET {path} HTTP/1.1\r\nHost: {host}\r\n"
+                + ("" if self.options.keepalive else "Connection: close\r\n") + "\r\n").encode()
 
 
 CLIENT = Wrk

@@ -1,4 +1,6 @@
-"""Answers the first four requests correctly, then holds every request."""
+"""Answers the first five requests correctly (the verification in connection
+close mode: GET /api, a second on the connection, the 404, Connection: close,
+and GET /api as the load client sends it), then holds every request."""
 import itertools
 import os
 import threading
@@ -19,7 +21,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         with lock:
             n = next(counter)
-        if n >= 4:
+        if n >= 5:
             time.sleep(600)
         ok = self.path == "/api"
         self.send_response(200 if ok else 404)
