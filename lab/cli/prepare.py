@@ -14,7 +14,7 @@ from pathlib import Path
 from lab.setup.paths import ROOT
 from lab.measure import buildlock, deps, topologies
 from lab.host import procs
-from lab.record import folder
+from lab.record import files, folder
 from lab.setup import checklist, stepcheck
 from lab.setup.exits import Exit
 from lab.setup.paths import cache_dir
@@ -139,10 +139,12 @@ def cmd_deps(args: argparse.Namespace) -> int:
         deps.ensure_client(params.client, cache_dir()) or topologies.deps(params)
 
 
-def run_logged(argv: list[str], cwd: Path, env: dict[str, str], log: Path) -> int:
-    """A setup or build command to its end, output to the log; watched by the
-    step's keeper (a killed `lab build` leaves no compiler running)."""
-    with log.open("ab") as f:
+def run_logged(argv: list[str], cwd: Path, env: dict[str, str], log: Path,
+               root: Path | None = None) -> int:
+    """A setup or build command to its end, output to the log (appended,
+    never through a link: lab.record.files); watched by the step's keeper (a
+    killed `lab build` leaves no compiler running)."""
+    with files.open_binary(log, root, append=True) as f:
         f.write(f"\n$ {shlex.join(argv)}  (in {cwd})\n".encode())
         f.flush()
         proc = procs.start(argv, cwd, env, f)
@@ -154,24 +156,36 @@ def run_logged(argv: list[str], cwd: Path, env: dict[str, str], log: Path) -> in
         procs.kill_group(proc.pid)
 
 
-def run_own_log(argv: list[str], cwd: Path, env: dict[str, str], log: Path
-                ) -> tuple[int, str]:
-    """run_logged into a log of this command's own, then appended to the
-    shared `log` (LAB_CACHE/logs: every run and checkout appends to it); the
-    exit code and the last 25 lines of this command's own output, never a
-    previous run's or another checkout's."""
+def check_log(log: Path, cache: Path) -> None:
+    """The shared build log can be appended to (made when missing): UnsafePath
+    when it is a link, hard or symbolic, or a folder on the way from the
+    cache is one."""
+    files.open_binary(log, cache, append=True).close()
+
+
+def run_own_log(argv: list[str], cwd: Path, env: dict[str, str], log: Path,
+                cache: Path) -> tuple[int, str]:
+    """run_logged into a log of this command's own (created new), then
+    appended to the shared `log` (LAB_CACHE/logs: every run and checkout
+    appends to it; not when it became a link, which is said); the exit code
+    and the last 25 lines of this command's own output, never a previous
+    run's or another checkout's."""
     own = log.with_name(f"{log.stem}.{os.getpid()}.log")
-    own.unlink(missing_ok=True)
     try:
-        code = run_logged(argv, cwd, env, own)
+        files.open_binary(own, cache).close()           # new: whatever was there is replaced
+        code = run_logged(argv, cwd, env, own, cache)
         return code, procs.tail(own, 25)
     finally:                                # interrupted too: the shared log keeps it
         try:
-            with log.open("ab") as f:
-                f.write(own.read_bytes())
+            with files.open_binary(log, cache, append=True) as f:
+                f.write(files.read_bytes(own))
+        except (OSError, files.RecordError) as e:
+            print(f"warning: this command's output was not added to {log}: {e}",
+                  file=sys.stderr)
+        try:
+            os.unlink(own)
         except OSError:
             pass
-        own.unlink(missing_ok=True)
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -205,12 +219,19 @@ def build_all(params: Params, builds: list[Server], cache: Path, logs: Path) -> 
         values = placeholders(ROOT, cache, knobs)
         env = lab_env(ROOT, cache, "build", knobs, s)
         log = logs / f"build-{name}.log"
-        for command in [s.setup if step == "setup" else s.build]:
-            if command is None or (step == "build" and is_built(s, values)):
-                continue
+        commands = [c for c in [s.setup if step == "setup" else s.build]
+                    if c is not None and not (step == "build" and is_built(s, values))]
+        try:
+            if commands:
+                check_log(log, cache)               # a link there: exit 2, nothing run
+        except files.UnsafePath as e:
+            return fail(f"{e} (remove it: the lab keeps its build logs there)",
+                        Exit.BAD_INPUT)
+        for command in commands:
             t0 = time.monotonic()
             print(f"[{name}] {step}: {shlex.join(command.argv)}", file=sys.stderr, flush=True)
-            code, own = run_own_log(expand(command.argv, values), command.dir, env, log)
+            code, own = run_own_log(expand(command.argv, values), command.dir, env, log,
+                                    cache)
             if code != 0:
                 print(own, file=sys.stderr)             # this command's output only
                 return fail(f"{name}: {step} failed with exit code {code} (log: {log})",
