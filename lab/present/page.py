@@ -9,6 +9,7 @@ import re
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
+from urllib.parse import quote
 
 from lab.analyse.wording import DASH
 from lab.present.svg import inline_svg
@@ -55,6 +56,25 @@ details.internals{margin:.4em 0}details.internals summary{cursor:pointer;color:#
 def escaped(value: object) -> str:
     """`value` as HTML text (quotes too, for attributes)."""
     return escape(str(value), quote=True)
+
+
+def href(path: str = "", fragment: str = "") -> str:
+    """The one builder of a page's href and src values, escaped for the
+    attribute: `path` relative to the page ("run/report.html", a folder with
+    a trailing "/"), each part URL-quoted (a ':' too, so no name becomes a
+    scheme: `javascript:x` is `javascript%3Ax`), then `#fragment`. ValueError
+    for anything but a relative path down from the page: empty parts (a
+    leading '/', '//', a URL), '.' or '..'."""
+    parts = path.split("/") if path else []
+    if parts and parts[-1] == "":
+        parts = parts[:-1]                               # a folder: "run/"
+    bad = [p for p in parts if p in ("", ".", "..")]
+    if bad or (path and not parts):
+        raise ValueError(f"not a relative path down from the page: {path!r}")
+    target = "/".join(quote(p, safe="+") for p in parts) + ("/" if path.endswith("/") else "")
+    if fragment:
+        target += "#" + quote(fragment, safe="!$&'()*+,;=:@/?")    # RFC 3986's fragment
+    return escaped(target)
 
 
 def cell(content: str, numeric: bool = False) -> str:
