@@ -76,6 +76,7 @@ FILES = {
     "test_metrics.py": "unit",
     "test_nextstarts.py": "unit",
     "test_noise.py": "unit",
+    "test_outside_text.py": "unit",
     "test_pages.py": "unit",
     "test_pair.py": "fault",
     "test_paired.py": "unit",
