@@ -101,3 +101,18 @@ def test_levels_csv_cells_a_spreadsheet_would_run_are_text(tmp_path: Path) -> No
     assert float(rows[1][3]) > 0                    # figures stay numbers
     assert all(not c.startswith(("=", "+", "@", "\t", "\r")) for r in rows for c in r)
     assert all(not c.startswith("-") or re.fullmatch(r"-[\d.e+-]+", c) for r in rows for c in r)
+
+
+def test_a_probes_outcome_from_the_server_stays_in_its_cell() -> None:
+    """The probe's table in summary.md: what the server answered is text."""
+    from lab.analyse import probeview
+    rep = {"results": [{"probe": "p", "title": "garbage", "ran": True,
+                        "outcome": "answered `HTTP/1.1 400 <b>|x`", "cpu_s": 0.1,
+                        "answers_after": False}],
+           "error": "Connection reset | <script>", "workers": 1}
+    text = probeview.table({"paced": rep})
+    [row] = [ln for ln in text.splitlines() if ln.startswith("| garbage")]
+    assert len(cells(row)) == 2 and unescaped(cells(row)[1], "<`") == [], row
+    assert "400 \\<b\\>" in row, row
+    [down] = [ln for ln in text.splitlines() if "still answers" in ln]
+    assert len(cells(down)) == 2 and "\\<script\\>" in down, down
