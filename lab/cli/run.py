@@ -213,7 +213,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     except OSError as e:
         message += f" (and the manifest could not record it: {e.strerror or e})"
     except files.RecordError as e:      # the run folder swapped: its last words go nowhere else
-        message += f" (and the manifest could not record it: {e})"
+        message += " (so the manifest could not record it)" if str(e) == message else \
+            f" (and the manifest could not record it: {e})"
     return fail(f"{where}: {message}\n  finished levels are kept in {run}", code)
 
 
