@@ -116,3 +116,15 @@ def test_a_probes_outcome_from_the_server_stays_in_its_cell() -> None:
     assert "400 \\<b\\>" in row, row
     [down] = [ln for ln in text.splitlines() if "still answers" in ln]
     assert len(cells(down)) == 2 and "\\<script\\>" in down, down
+
+
+def test_href_quotes_each_part_and_takes_only_a_relative_path_down() -> None:
+    import pytest
+    from lab.present.page import href
+    assert href("javascript:alert(1)/report.html") == "javascript%3Aalert%281%29/report.html"
+    assert href("a b&c/") == "a%20b%26c/"
+    assert href("nginx+paced/report.html") == "nginx+paced/report.html"
+    assert href(fragment='server-x"><script>') == "#server-x%22%3E%3Cscript%3E"
+    for bad in ("/etc/passwd", "../up", "a/../b", "a//b", "http://x/y", "./a", "/"):
+        with pytest.raises(ValueError, match="not a relative path"):
+            href(bad)
