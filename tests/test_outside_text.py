@@ -128,3 +128,36 @@ def test_href_quotes_each_part_and_takes_only_a_relative_path_down() -> None:
     for bad in ("/etc/passwd", "../up", "a/../b", "a//b", "http://x/y", "./a", "/"):
         with pytest.raises(ValueError, match="not a relative path"):
             href(bad)
+
+
+def test_a_profiles_flame_graph_link_is_a_quoted_file_of_its_folder(tmp_path: Path) -> None:
+    """profile.json names its flame graph: a name with a ':' becomes a quoted
+    relative link (in report.html and summary.md), a path is refused as
+    unreadable, and the report is written either way."""
+    import json
+    import shutil
+    from conftest import ROOT
+    from lab.present import reportpage
+    from lab.record import profiles
+    fixture = ROOT / "tests" / "fixtures" / "runs" / "20261123-033407-nginx+paced"
+    for graph, ok in (("javascript:alert(1).svg", True), ("../../../../escape.svg", False)):
+        run = tmp_path / graph.replace("/", "_")
+        shutil.copytree(fixture, run)
+        folder = run / "paced" / "profile" / "c1"
+        folder.mkdir(parents=True)
+        (folder / "profile.json").write_text(json.dumps(
+            {"profiler": "perf", "settings": "", "level": 1, "axis": "concurrency",
+             "client": "siege", "seconds": 1, "thread_root": False, "flamegraph": graph}))
+        (folder / "profile.folded").write_text("main;work 10\n")
+        got = profiles.read_profiles(run)["paced"]
+        assert isinstance(got, profiles.Profile) == ok, got
+        assert reportpage.main_report(run) == 0
+        page = (run / "report.html").read_text()
+        links = re.findall(r'href="([^"#]*)"', page)
+        assert all(":" not in h and ".." not in h.split("/") for h in links), links
+        if ok:
+            assert 'href="paced/profile/c1/javascript%3Aalert%281%29.svg"' in page
+            text = report.write(run)
+            assert "(paced/profile/c1/javascript%3Aalert%281%29.svg)" in text
+        else:
+            assert "not a file or folder name" in page or "cannot be a file" in page, page

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+from urllib.parse import quote
 
 from lab.analyse.metrics import Spread
 from lab.setup.reason import Reason
@@ -89,6 +90,24 @@ def md_code(value: object) -> str:
     fence = "`" * (max((len(r) for r in re.findall(r"`+", text)), default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def link_target(path: str = "", fragment: str = "") -> str:
+    """The one builder of a link's target, in a page (lab.present.page.href)
+    or in Markdown: `path` relative to the page ("run/report.html", a folder
+    with a trailing "/"), each part URL-quoted (a ':' too, so no name becomes
+    a scheme: `javascript:x` is `javascript%3Ax`), then `#fragment`.
+    ValueError for anything but a relative path down from the page: empty
+    parts (a leading '/', '//', a URL), '.' or '..'."""
+    parts = path.split("/") if path else []
+    if parts and parts[-1] == "":
+        parts = parts[:-1]                               # a folder: "run/"
+    if [p for p in parts if p in ("", ".", "..")] or (path and not parts):
+        raise ValueError(f"not a relative path down from the page: {path!r}")
+    target = "/".join(quote(p, safe="+") for p in parts) + ("/" if path.endswith("/") else "")
+    if fragment:
+        target += "#" + quote(fragment, safe="!$&'()*+,;=:@/?")    # RFC 3986's fragment
+    return target
 
 
 def csv_cell(value: object) -> object:

@@ -9,9 +9,8 @@ import re
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
-from urllib.parse import quote
 
-from lab.analyse.wording import DASH
+from lab.analyse.wording import DASH, link_target
 from lab.present.svg import inline_svg
 
 # The gate's outcome as the pages show it (compare.json's gate.outcome): its CSS class.
@@ -59,22 +58,10 @@ def escaped(value: object) -> str:
 
 
 def href(path: str = "", fragment: str = "") -> str:
-    """The one builder of a page's href and src values, escaped for the
-    attribute: `path` relative to the page ("run/report.html", a folder with
-    a trailing "/"), each part URL-quoted (a ':' too, so no name becomes a
-    scheme: `javascript:x` is `javascript%3Ax`), then `#fragment`. ValueError
-    for anything but a relative path down from the page: empty parts (a
-    leading '/', '//', a URL), '.' or '..'."""
-    parts = path.split("/") if path else []
-    if parts and parts[-1] == "":
-        parts = parts[:-1]                               # a folder: "run/"
-    bad = [p for p in parts if p in ("", ".", "..")]
-    if bad or (path and not parts):
-        raise ValueError(f"not a relative path down from the page: {path!r}")
-    target = "/".join(quote(p, safe="+") for p in parts) + ("/" if path.endswith("/") else "")
-    if fragment:
-        target += "#" + quote(fragment, safe="!$&'()*+,;=:@/?")    # RFC 3986's fragment
-    return escaped(target)
+    """Every href and src of a page: lab.analyse.wording.link_target (a
+    relative path down from the page, each part URL-quoted; ValueError for
+    anything else), escaped for the attribute."""
+    return escaped(link_target(path, fragment))
 
 
 def cell(content: str, numeric: bool = False) -> str:
