@@ -7,6 +7,7 @@ log); a client or a build command is a small local process. One bench
 whose run folder is swapped mid-run (a fault test)."""
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -198,3 +199,40 @@ def test_a_bench_whose_run_folder_is_swapped_mid_run_writes_nothing_there(
     rows = read_rows(tmp_path / "moved")
     assert 1 <= len(rows) < 4
     assert leftovers(tmp_path / "moved") == []
+
+
+def test_a_link_at_the_runs_lock_is_not_written_through_by_the_script(tmp_path: Path) -> None:
+    """run-benchmark.sh appends "held by run-benchmark.sh" to <run>/lock:
+    a link put there right after `lab new-run` made it is refused (exit 2),
+    the file it points to unchanged, the run marked not complete."""
+    out = tmp_path / "outside.txt"
+    out.write_text(SECRET)
+    results = tmp_path / "results"
+    planted_at: list[Path] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            for run in results.glob("*-paced-*") if results.is_dir() else []:
+                if (run / "lock").is_file():
+                    (run / "lock").unlink()
+                    (run / "lock").symlink_to(out)
+                    planted_at.append(run)
+                    return
+            time.sleep(0.001)
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        env = lab_env(tmp_path, SERVER="paced", CONCURRENCY="1", DURATION="1s", WARMUP="0",
+                      PORT=str(free_port()))
+        done = bench(env, timeout=300)
+    finally:
+        stop.set()
+        watcher.join()
+    if not planted_at or "held by" in done.stderr and "is a link" not in done.stderr:
+        pytest.skip("the script took the lock before the watcher could link it")
+    assert out.read_text() == SECRET
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "lock is a link or has another name" in done.stderr
+    m = json.loads((planted_at[0] / "manifest.json").read_text())
+    assert m["status"] != "complete" and m["status"] != "running", m["status"]
