@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -236,3 +237,33 @@ def test_a_link_at_the_runs_lock_is_not_written_through_by_the_script(tmp_path: 
     assert "lock is a link or has another name" in done.stderr
     m = json.loads((planted_at[0] / "manifest.json").read_text())
     assert m["status"] != "complete" and m["status"] != "running", m["status"]
+
+
+def test_a_link_at_the_downloads_part_name_in_the_cache_is_not_written_through(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """LAB_CACHE/sources/<archive>.part (the download's name) and the
+    keeper's copy name as links: the archive is fetched and kept under
+    private names, the files outside unchanged."""
+    from lab.setup import sources
+    from test_ada_sources import FILES, make_archive, source
+    upstream = make_archive(tmp_path / "up.tar.gz", "lib-0", FILES)
+    monkeypatch.setenv("LAB_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "cache" / "sources"
+    folder.mkdir(parents=True)
+    outside = [tmp_path / "outside-1", tmp_path / "outside-2"]
+    for out in outside:
+        out.write_text(SECRET)
+    (folder / "lib-0.tar.gz.part").symlink_to(outside[0])
+    (folder / f"lib-0.tar.gz.{os.getpid()}.part").symlink_to(outside[1])
+    src = source("lib-0.tar.gz", sources.content_digest(upstream, source("x")),
+                 url=upstream.as_uri())
+    got = sources.check(src, env={})
+    assert got == folder / "lib-0.tar.gz" and got.read_bytes() == upstream.read_bytes()
+    assert [p.read_text() for p in outside] == [SECRET, SECRET]
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    shutil.copy(upstream, mirror / "lib-0.tar.gz")
+    got.unlink()
+    assert sources.check(src, env={"ADA_SOURCES": str(mirror)}) == mirror / "lib-0.tar.gz"
+    assert got.read_bytes() == upstream.read_bytes()
+    assert [p.read_text() for p in outside] == [SECRET, SECRET]
