@@ -118,6 +118,10 @@ def test_a_run_folder_swapped_for_a_link_mid_run_gets_no_row(tmp_path: Path) -> 
             files.open_binary(run / "paced" / "wrk-rep1-c2.out").close()
         with pytest.raises(files.UnsafePath, match="no longer the run folder"):
             files.write_atomic(run / "manifest.json", "{}\n")
+        (target / "paced" / "wrk-rep1-c1.out").write_text(SECRET)
+        with pytest.raises(files.UnsafePath, match="no longer the run folder"):
+            files.rename(run / "paced" / "wrk-rep1-c1.out", "wrk-rep1-c1.stopped.out")
+        (target / "paced" / "wrk-rep1-c1.out").unlink()
         assert sorted(p.name for p in target.rglob("*")) == ["paced"]
         assert len(read_rows(tmp_path / "moved")) == 1
     finally:

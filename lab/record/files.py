@@ -330,6 +330,17 @@ def open_text(path: Path, root: Path | None = None, append: bool = False) -> IO[
     return io.TextIOWrapper(open_binary(path, root, append), encoding="utf-8", newline="")
 
 
+def rename(path: Path, new_name: str) -> Path:
+    """A file the lab wrote renamed within its folder (a client's output kept
+    aside), through the held run folder's descriptor like every write."""
+    dfd = _dir_fd(path.parent, [], create=False)
+    try:
+        os.rename(part(path.name, path), part(new_name, path), src_dir_fd=dfd, dst_dir_fd=dfd)
+    finally:
+        os.close(dfd)
+    return path.with_name(new_name)
+
+
 def copy_into(source: Path, path: Path, root: Path | None = None) -> Path:
     """A file the lab made elsewhere (a private temporary folder: gnuplot's
     output) written to `path` as write_atomic does."""
