@@ -147,9 +147,9 @@ def test_a_linked_build_log_in_the_cache_is_not_written_through(tmp_path: Path) 
     log = logs / "build-paced.log"
     log.symlink_to(target)
     with pytest.raises(files.UnsafePath, match="is a link"):
-        prepare.check_log(log, tmp_path / "cache")
+        prepare.check_log(log)
     code, own = prepare.run_own_log(["sh", "-c", "seq 1 5000"], tmp_path, dict(os.environ),
-                                    log, tmp_path / "cache")
+                                    log)
     assert code == 0 and own.splitlines()[-1] == "5000"
     assert target.read_text() == SECRET
     assert log.is_symlink()
@@ -160,8 +160,8 @@ def test_a_hard_linked_build_log_is_not_appended_to(tmp_path: Path) -> None:
     log = cache / "logs" / "build-paced.log"
     kept = planted(tmp_path, log)
     with pytest.raises(files.UnsafePath, match="2 names"):
-        prepare.check_log(log, cache)
-    prepare.run_own_log(["sh", "-c", "echo built"], tmp_path, dict(os.environ), log, cache)
+        prepare.check_log(log)
+    prepare.run_own_log(["sh", "-c", "echo built"], tmp_path, dict(os.environ), log)
     assert kept.read_text() == SECRET
 
 
@@ -271,3 +271,18 @@ def test_a_link_at_the_downloads_part_name_in_the_cache_is_not_written_through(
     assert sources.check(src, env={"ADA_SOURCES": str(mirror)}) == mirror / "lib-0.tar.gz"
     assert got.read_bytes() == upstream.read_bytes()
     assert [p.read_text() for p in outside] == [SECRET, SECRET]
+
+
+def test_a_cache_whose_logs_folder_is_a_link_still_keeps_build_logs(tmp_path: Path) -> None:
+    """LAB_CACHE, or its logs folder, may be a link (a cache whose entries are
+    another's, as test_noise borrows one): only the log file itself must not be."""
+    shared = tmp_path / "shared-logs"
+    shared.mkdir()
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "logs").symlink_to(shared)
+    log = cache / "logs" / "build-paced.log"
+    prepare.check_log(log)
+    code, own = prepare.run_own_log(["sh", "-c", "echo built"], tmp_path, dict(os.environ), log)
+    assert code == 0 and own.splitlines()[-1] == "built"
+    assert "built" in (shared / "build-paced.log").read_text()

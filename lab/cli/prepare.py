@@ -139,12 +139,11 @@ def cmd_deps(args: argparse.Namespace) -> int:
         deps.ensure_client(params.client, cache_dir()) or topologies.deps(params)
 
 
-def run_logged(argv: list[str], cwd: Path, env: dict[str, str], log: Path,
-               root: Path | None = None) -> int:
+def run_logged(argv: list[str], cwd: Path, env: dict[str, str], log: Path) -> int:
     """A setup or build command to its end, output to the log (appended,
     never through a link: lab.record.files); watched by the step's keeper (a
     killed `lab build` leaves no compiler running)."""
-    with files.open_binary(log, root, append=True) as f:
+    with files.open_binary(log, append=True) as f:
         f.write(f"\n$ {shlex.join(argv)}  (in {cwd})\n".encode())
         f.flush()
         proc = procs.start(argv, cwd, env, f)
@@ -156,15 +155,15 @@ def run_logged(argv: list[str], cwd: Path, env: dict[str, str], log: Path,
         procs.kill_group(proc.pid)
 
 
-def check_log(log: Path, cache: Path) -> None:
+def check_log(log: Path) -> None:
     """The shared build log can be appended to (made when missing): UnsafePath
-    when it is a link, hard or symbolic, or a folder on the way from the
-    cache is one."""
-    files.open_binary(log, cache, append=True).close()
+    when it is a link, hard or symbolic (its folder, like LAB_CACHE itself,
+    may be one: a cache whose entries are another's)."""
+    files.open_binary(log, append=True).close()
 
 
-def run_own_log(argv: list[str], cwd: Path, env: dict[str, str], log: Path,
-                cache: Path) -> tuple[int, str]:
+def run_own_log(argv: list[str], cwd: Path, env: dict[str, str], log: Path
+                ) -> tuple[int, str]:
     """run_logged into a log of this command's own (created new), then
     appended to the shared `log` (LAB_CACHE/logs: every run and checkout
     appends to it; not when it became a link, which is said); the exit code
@@ -172,12 +171,12 @@ def run_own_log(argv: list[str], cwd: Path, env: dict[str, str], log: Path,
     run's or another checkout's."""
     own = log.with_name(f"{log.stem}.{os.getpid()}.log")
     try:
-        files.open_binary(own, cache).close()           # new: whatever was there is replaced
-        code = run_logged(argv, cwd, env, own, cache)
+        files.open_binary(own).close()                  # new: whatever was there is replaced
+        code = run_logged(argv, cwd, env, own)
         return code, procs.tail(own, 25)
     finally:                                # interrupted too: the shared log keeps it
         try:
-            with files.open_binary(log, cache, append=True) as f:
+            with files.open_binary(log, append=True) as f:
                 f.write(files.read_bytes(own))
         except (OSError, files.RecordError) as e:
             print(f"warning: this command's output was not added to {log}: {e}",
@@ -223,15 +222,14 @@ def build_all(params: Params, builds: list[Server], cache: Path, logs: Path) -> 
                     if c is not None and not (step == "build" and is_built(s, values))]
         try:
             if commands:
-                check_log(log, cache)               # a link there: exit 2, nothing run
+                check_log(log)                      # a link there: exit 2, nothing run
         except files.UnsafePath as e:
             return fail(f"{e} (remove it: the lab keeps its build logs there)",
                         Exit.BAD_INPUT)
         for command in commands:
             t0 = time.monotonic()
             print(f"[{name}] {step}: {shlex.join(command.argv)}", file=sys.stderr, flush=True)
-            code, own = run_own_log(expand(command.argv, values), command.dir, env, log,
-                                    cache)
+            code, own = run_own_log(expand(command.argv, values), command.dir, env, log)
             if code != 0:
                 print(own, file=sys.stderr)             # this command's output only
                 return fail(f"{name}: {step} failed with exit code {code} (log: {log})",

@@ -16,8 +16,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from lab.record import files
-
 NAME = "build.lock"
 
 
@@ -26,7 +24,7 @@ def held(cache: Path) -> Iterator[None]:
     """The cache's build lock, for the body of the with-statement; waits,
     with one line on stderr, while another build holds it."""
     cache.mkdir(parents=True, exist_ok=True)
-    with files.open_binary(cache / NAME, append=True) as f:   # never truncated, never a link
+    with (cache / NAME).open("a") as f:            # never truncated: no other file is
         try:
             fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
