@@ -114,6 +114,14 @@ tell_guard "run $run"
 # tell a run whose lab is gone (marked interrupted) from one still going.
 exec {lock}>>"$run/lock"
 flock -n "$lock"
+# written only when what was opened is the lab's own file: not a link (the
+# name's own inode is the open file's), and no other name for it
+if [[ $(stat -c %d:%i -- "$run/lock") != $(stat -L -c %d:%i "/proc/self/fd/$lock") \
+      || $(stat -L -c %h "/proc/self/fd/$lock") != 1 ]]; then
+  echo "error: $run/lock is a link or has another name: the lab never writes through one" >&2
+  lab finish "$run" 2 || true
+  exit 2
+fi
 echo "held by run-benchmark.sh" >&"$lock"
 echo "run folder: $run" >&2
 

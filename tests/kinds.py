@@ -79,10 +79,12 @@ FILES = {
     "test_metrics.py": "unit",
     "test_nextstarts.py": "unit",
     "test_noise.py": "unit",
+    "test_outside_text.py": "unit",
     "test_pages.py": "unit",
     "test_pair.py": "fault",
     "test_paired.py": "unit",
     "test_pairverdict.py": "unit",
+    "test_planted.py": "unit",
     "test_params.py": "unit",
     "test_pre_layout_run.py": "unit",
     "test_probe.py": "unit",
@@ -238,6 +240,10 @@ OTHER: dict[str, dict[str, tuple[str, ...]]] = {
         ),
         "test_noise.py": (
             "test_noise_measures_one_server_else_exit_2_with_nothing_started",
+        ),
+        "test_planted.py": (
+            "test_a_bench_whose_run_folder_is_swapped_mid_run_writes_nothing_there",
+            "test_a_link_at_the_runs_lock_is_not_written_through_by_the_script",
         ),
         "test_probe.py": (
             "test_fragile_stops_answering_after_garbage",

@@ -135,3 +135,27 @@ def test_flagged_runs_say_so_and_are_no_step_of_the_trend(tmp_path: Path) -> Non
     folder.mark(top)
     index = indexpage.write_index(top)
     assert index is not None and "host-busy: not a trend point" in index.read_text()
+
+
+def test_a_run_folder_named_like_a_script_url_is_a_quoted_relative_link(tmp_path: Path) -> None:
+    """Issue 44 #5: a run folder named `javascript:alert(document.domain)`
+    never becomes an href the browser would run, in the runs table or the
+    history list; every href of the index is a relative path to its file."""
+    from html import unescape
+    from urllib.parse import unquote
+    top = tmp_path / "results"
+    made = runs(top)
+    hostile = made[1].rename(top / "javascript:alert(document.domain)")
+    folder.mark(top)
+    (hostile / "report.html").write_text("<html></html>")
+    index = indexpage.write_index(top)
+    assert index is not None
+    text = index.read_text()
+    assert "javascript:alert(document.domain)" in text          # shown, as text
+    hrefs = re.findall(r'href="([^"]*)"', text, re.I)
+    assert len(hrefs) >= 5
+    assert not [h for h in hrefs if unescape(h).lower().lstrip().startswith("javascript:")]
+    for h in hrefs:
+        target = unquote(unescape(h))
+        assert ":" not in unescape(h).split("/")[0] and not target.startswith("/"), h
+        assert (top / target).exists(), h

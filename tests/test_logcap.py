@@ -10,6 +10,7 @@ from pathlib import Path
 
 from conftest import bench, free_port, lab_env, leftovers, run_folders
 from lab.host import logcap
+from lab.record import files
 
 
 def test_copy_keeps_the_cap_and_drains_the_rest(tmp_path: Path) -> None:
@@ -25,7 +26,7 @@ def test_copy_keeps_the_cap_and_drains_the_rest(tmp_path: Path) -> None:
     t = threading.Thread(target=server)
     t.start()
     try:
-        dropped = logcap.copy(read, log, 50_000)
+        dropped = logcap.copy(read, files.open_fd(log, append=True), 50_000)
     finally:
         os.close(read)
         t.join(timeout=30)
@@ -43,7 +44,7 @@ def test_a_log_under_the_cap_is_kept_whole(tmp_path: Path) -> None:
     read, write = os.pipe()
     os.write(write, b"hello\n")
     os.close(write)
-    assert logcap.copy(read, log, 1000) == 0
+    assert logcap.copy(read, files.open_fd(log, append=True), 1000) == 0
     os.close(read)
     assert log.read_bytes() == b"hello\n" and not logcap.capped(log)
 

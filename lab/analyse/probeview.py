@@ -16,7 +16,7 @@ from typing import Any
 
 from lab.analyse import contract
 from lab.analyse.contract import Check
-from lab.analyse.wording import md_cell as cell
+from lab.analyse.wording import md_text as cell
 
 REASON = re.compile(r"^([1-5][0-9][0-9]) [A-Z][A-Za-z -]*[A-Za-z]")
 Report = dict[str, Any]            # one server's probe.json

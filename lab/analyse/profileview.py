@@ -15,6 +15,7 @@ from html import escape
 from pathlib import Path
 
 from lab.record import files
+from lab.analyse.wording import link_target, md_text
 from lab.record.profiles import FOLDED, Profile, read_folded
 
 FLAMEGRAPH = "flamegraph.svg"
@@ -180,7 +181,8 @@ def markdown(found: dict[str, ProfileSummary | str]) -> list[str]:
             lines += [f"### {name}", "", f"Profile unreadable: {got}", ""]
             continue
         lines += [f"### {name}", "", described(got.info, got.summary) +
-                  f" Flame graph: [{got.info.flamegraph}]({got.info.flamegraph})", "",
+                  f" Flame graph: [{md_text(got.info.flamegraph)}]"
+                  f"({link_target(got.info.flamegraph)})", "",
                   "| " + " | ".join(HEAD) + " |", "|---|---:|---|---:|"]
         lines += [f"| `{a}` | {x} | `{b}` | {y} |" for a, x, b, y in top_rows(got.summary)]
         lines.append("")

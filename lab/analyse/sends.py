@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+from lab.analyse.wording import md_code, md_text
 from lab.record.manifest import Manifest, Response
 
 REQUIRED = ("Date", "Server")      # what TechEmpower's verifier requires of every answer
@@ -67,7 +68,9 @@ def differences(responses: dict[str, Response | None],
                 why_none: dict[str, str] | None = None) -> dict[str, list[str]]:
     """What each server's answer does differently: against HTTP habits (Date,
     Server, spacing) always; against the others (Content-Type, status line,
-    size) where most servers agree or, for the size, against the smallest."""
+    size) where most servers agree or, for the size, against the smallest.
+    Markdown, as summary.md shows it: what the server sent is a code span or
+    escaped (md_code, md_text); the report page drops the backticks."""
     good = {n: r for n, r in responses.items() if r is not None and not r.error}
     out: dict[str, list[str]] = {n: [] for n in responses}
     for n, r in responses.items():
@@ -75,7 +78,7 @@ def differences(responses: dict[str, Response | None],
             out[n].append((why_none or {}).get(
                 n, "not recorded (a run before the lab recorded answers)"))
         elif r.error:
-            out[n].append(f"not read: {r.error}")
+            out[n].append(f"not read: {md_text(r.error)}")
     ctypes = Counter(r.header("Content-Type") for r in good.values())
     lines = Counter(r.status_line for r in good.values())
     common_ctype = ctypes.most_common(1)[0][0] if ctypes else None
@@ -88,14 +91,14 @@ def differences(responses: dict[str, Response | None],
                 out[n].append(f"no {h} header")
         ctype = r.header("Content-Type")
         if ctype is not None and ";" in ctype:
-            out[n].append(f"Content-Type parameter `{ctype.split(';', 1)[1].strip()}`")
+            out[n].append(f"Content-Type parameter {md_code(ctype.split(';', 1)[1].strip())}")
         elif len(good) > 1 and ctype != common_ctype:
-            out[n].append(f"another Content-Type: {ctype}")
+            out[n].append(f"another Content-Type: {md_text(ctype)}")
         if len(good) > 1 and r.status_line != common_line:
-            out[n].append(f"another status line: {r.status_line}")
+            out[n].append(f"another status line: {md_text(r.status_line)}")
         for k, v in r.headers:
             if odd_spacing(v):
-                out[n].append(f"`{k}:{v}` (spacing)")
+                out[n].append(f"{md_code(f'{k}:{v}')} (spacing)")
         if smallest is not None and r.bytes is not None and r.bytes != smallest:
             out[n].append(f"{r.bytes - smallest} bytes more than the smallest answer")
     return out
@@ -147,9 +150,11 @@ def markdown(found: dict[str, ServerAnswer]) -> list[str]:
         return []
     asked = request(found)
     lines = ["## What each server sends", "",
-             f"Its answer to `{asked or 'GET /api'}` when each start was verified.", "",
+             f"Its answer to {md_code(asked or 'GET /api')} when each start was verified.", "",
              "| " + " | ".join(HEAD) + " |", "|---|---|---|---|---|"]
     for row in rows(found):
-        row[2] = f"`{row[2]}`" if row[2] != "–" else row[2]   # a code span keeps the spacing
-        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
+        # a code span keeps the headers' spacing; the rest is text from outside the lab
+        lines.append("| " + " | ".join(md_code(c) if i == 2 and c != "–" else
+                                       c if i == 4 else md_text(c)    # differs: Markdown
+                                       for i, c in enumerate(row)) + " |")
     return lines

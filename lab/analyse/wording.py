@@ -4,6 +4,8 @@ reason), the swept axis's labels, and text quoted for gnuplot."""
 from __future__ import annotations
 
 import math
+import re
+from urllib.parse import quote
 
 from lab.analyse.metrics import Spread
 from lab.setup.reason import Reason
@@ -65,6 +67,58 @@ def median_range(s: Spread | None, scale: float = 1.0, fmt: str = ",.0f") -> str
 
 def ratio(x: float | None) -> str:
     return DASH if x is None or why_not_a_figure(x) else f"{x:.3f}"
+
+
+# Markdown's specials that text from outside the lab could use: code spans,
+# emphasis, links and images, HTML tags and entities, a table's cell bar.
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|&~!#])")
+
+
+def md_text(value: object) -> str:
+    """Text from outside the lab (server.toml's fields, a server's headers, a
+    manifest's values) as Markdown that shows it as written, in running text
+    or a table cell: each special backslash-escaped, a line break a space.
+    The one owner of that escaping (summary.md, compare.md, claims.md)."""
+    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(value).splitlines()))
+
+
+def md_code(value: object) -> str:
+    """Outside text as a code span that holds whatever backticks it has (a
+    fence longer than its longest run) and stays in a table cell (| is \\|,
+    which GitHub's tables read inside a code span too)."""
+    text = " ".join(str(value).splitlines()).replace("|", "\\|")
+    fence = "`" * (max((len(r) for r in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def link_target(path: str = "", fragment: str = "") -> str:
+    """The one builder of a link's target, in a page (lab.present.page.href)
+    or in Markdown: `path` relative to the page ("run/report.html", a folder
+    with a trailing "/"), each part URL-quoted (a ':' too, so no name becomes
+    a scheme: `javascript:x` is `javascript%3Ax`), then `#fragment`.
+    ValueError for anything but a relative path down from the page: empty
+    parts (a leading '/', '//', a URL), '.' or '..'."""
+    parts = path.split("/") if path else []
+    if parts and parts[-1] == "":
+        parts = parts[:-1]                               # a folder: "run/"
+    if [p for p in parts if p in ("", ".", "..")] or (path and not parts):
+        raise ValueError(f"not a relative path down from the page: {path!r}")
+    target = "/".join(quote(p, safe="+") for p in parts) + ("/" if path.endswith("/") else "")
+    if fragment:
+        target += "#" + quote(fragment, safe="!$&'()*+,;=:@/?")    # RFC 3986's fragment
+    return target
+
+
+def csv_cell(value: object) -> object:
+    """A cell of a CSV the lab writes for spreadsheets (levels.csv): text that
+    a spreadsheet would run as a formula (it starts with =, +, -, @, a tab or
+    a carriage return; OWASP's CSV injection advice) gets a leading ' ; a
+    number, or text that reads as one ("-1.5"), stays as it is."""
+    if not isinstance(value, str) or not value or value[0] not in "=+-@\t\r" \
+            or re.fullmatch(r"[+-](?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", value):
+        return value
+    return "'" + value
 
 
 def md_cell(text: str) -> str:

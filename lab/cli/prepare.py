@@ -14,7 +14,7 @@ from pathlib import Path
 from lab.setup.paths import ROOT
 from lab.measure import buildlock, deps, topologies
 from lab.host import procs
-from lab.record import folder
+from lab.record import files, folder
 from lab.setup import checklist, stepcheck
 from lab.setup.exits import Exit
 from lab.setup import paths
@@ -174,10 +174,11 @@ def cmd_deps(args: argparse.Namespace) -> int:
 
 
 def run_logged(argv: list[str], cwd: Path, env: dict[str, str], log: Path) -> int:
-    """A setup or build command to its end, output to the log; watched by the
-    step's keeper (a killed `lab build` leaves no compiler running)."""
+    """A setup or build command to its end, output to the log (appended,
+    never through a link: lab.record.files); watched by the step's keeper (a
+    killed `lab build` leaves no compiler running)."""
     try:
-        with log.open("ab") as f:
+        with files.open_binary(log, append=True) as f:
             f.write(f"\n$ {shlex.join(argv)}  (in {cwd})\n".encode())
             f.flush()
             proc = procs.start(argv, cwd, env, f)
@@ -199,7 +200,10 @@ def run_own_log(argv: list[str], cwd: Path, env: dict[str, str], log: Path
     previous run's or another checkout's. LogLost when the log could not be
     written whole (a full LAB_CACHE): then the output stays in its own log."""
     own = log.with_name(f"{log.stem}.{os.getpid()}.log")
-    own.unlink(missing_ok=True)
+    try:
+        files.open_binary(own).close()      # new: whatever was at its name is replaced
+    except OSError as e:
+        raise LogLost(paths.cannot_write(log.parent, e)) from None
     try:
         code = run_logged(argv, cwd, env, own)
         said = procs.tail(own, 25)
@@ -218,10 +222,12 @@ def keep(own: Path, log: Path) -> str:
     not (it then stays, whole, where it is: never a command without its log)."""
     try:
         data = own.read_bytes()
-        with log.open("ab") as f:
+        with files.open_binary(log, append=True) as f:      # never through a link
             f.write(data)
     except OSError as e:
         return f"{paths.cannot_write(log.parent, e)}; this command's output is kept in {own}"
+    except files.RecordError as e:          # it became a link during the build
+        return f"{e}; this command's output is kept in {own}"
     own.unlink(missing_ok=True)
     return ""
 
@@ -229,6 +235,13 @@ def keep(own: Path, log: Path) -> str:
 class LogLost(OSError):
     """A setup or build's log could not be written whole (a full LAB_CACHE):
     its outcome cannot be trusted, whatever its exit code."""
+
+
+def check_log(log: Path) -> None:
+    """The shared build log can be appended to (made when missing): UnsafePath
+    when it is a link, hard or symbolic (its folder, like LAB_CACHE itself,
+    may be one: a cache whose entries are another's)."""
+    files.open_binary(log, append=True).close()
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -262,9 +275,15 @@ def build_all(params: Params, builds: list[Server], cache: Path, logs: Path) -> 
         values = placeholders(ROOT, cache, knobs)
         env = lab_env(ROOT, cache, "build", knobs, s)
         log = logs / f"build-{name}.log"
-        for command in [s.setup if step == "setup" else s.build]:
-            if command is None or (step == "build" and is_built(s, values)):
-                continue
+        commands = [c for c in [s.setup if step == "setup" else s.build]
+                    if c is not None and not (step == "build" and is_built(s, values))]
+        try:
+            if commands:
+                check_log(log)                      # a link there: exit 2, nothing run
+        except files.UnsafePath as e:
+            return fail(f"{e} (remove it: the lab keeps its build logs there)",
+                        Exit.BAD_INPUT)
+        for command in commands:
             t0 = time.monotonic()
             print(f"[{name}] {step}: {shlex.join(command.argv)}", file=sys.stderr, flush=True)
             try:

@@ -22,6 +22,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from lab.present import reportpage
     run = Path(args.run)
     runrecord.load(run)                    # a folder that is not a readable run: exit 2
+    files.hold(run)                        # not a link; a swap mid-step stops its writes
     runlock.refuse_busy(run, "make report")
     folder.mark_gone_runs(run.resolve().parent)    # this run's index says it too
     done, why = False, ""
@@ -69,6 +70,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     from lab.present import plot
     run = Path(args.run)
     runrecord.load(run)                    # a folder that is not a readable run: exit 2
+    files.hold(run)                        # not a link; a swap mid-step stops its writes
     runlock.refuse_busy(run, "make plots")
     try:
         with manifest.as_reported():

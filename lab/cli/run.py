@@ -43,6 +43,7 @@ def start_run(params: Params, servers: Discovered,
               file=sys.stderr)
     run = folder.new_run(ROOT / params.results, params.servers,
                          (params.client, "keepalive" if params.keepalive else "close"))
+    files.hold(run)                        # written through its descriptor from now on
     files.open_binary(run / folder.LOCK, run, append=True).close()   # run-benchmark.sh holds it
     files.reserve(run)                     # room for the manifest's last words on a full disk
     _client, conditions = client_for(params, run)
@@ -83,12 +84,22 @@ def rerun_of(text: str | None) -> dict[str, object]:
     return {"rerun": data} if isinstance(data, dict) else {}
 
 
+def held(args: argparse.Namespace) -> Path:
+    """The run folder of a step that writes it while the run is measured,
+    held from here to the step's end (lab.record.files.hold): a swap of the
+    folder mid-step stops its writes instead of redirecting them; a folder
+    that is already a link is refused (UnsafePath: exit 2)."""
+    run = Path(args.run)
+    files.hold(run)
+    return run
+
+
 def cmd_next(args: argparse.Namespace) -> int:
     """The next round of starts of a run (lab.analyse.nextstarts): "SERVER REP"
     lines in the order to start them (ABBA), nothing when the run is done; the
     starts spent so far go into the manifest (`starts_spent`)."""
     from lab.analyse import nextstarts
-    run = Path(args.run)
+    run = held(args)
     m = manifest.read_manifest(run)
     auto = bool(m.params.extra.get("repeat_auto"))
     past_min = auto and min((nextstarts.done(m, s)[0] for s in args.servers),
@@ -141,7 +152,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
     """The robustness probe on a separate start of the server; exit 1: not to be loaded."""
     params, servers = load_params()
     topologies.join(params)                  # the probe's connections leave from the clients' side
-    run = Path(args.run)
+    run = held(args)
     from lab.measure import probe
     try:
         found, code = probe.main_step(params, lookup(servers, args.server), ROOT, cache_dir(),
@@ -161,7 +172,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from lab.measure.pair import PairSweep
     params, servers = load_params()
     topologies.join(params)                  # the lab's own connections leave from the clients' side
-    run = Path(args.run)
+    run = held(args)
     client, _ = client_for(params, run)
     names = args.server.split("+")
     if len(names) == 2 and params.paired:
@@ -202,6 +213,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             manifest.add_problem(run, f"{where}: {message}", status="incomplete")
     except OSError as e:
         message += f" (and the manifest could not record it: {e.strerror or e})"
+    except files.RecordError as e:      # the run folder swapped: its last words go nowhere else
+        message += " (so the manifest could not record it)" if str(e) == message else \
+            f" (and the manifest could not record it: {e})"
     return fail(f"{where}: {message}\n  finished levels are kept in {run}", code)
 
 
@@ -246,7 +260,7 @@ def cmd_finish(args: argparse.Namespace) -> int:
     what, and which server and repetition was not measured) or interrupted
     (status 130: a signal stopped it); exit 1 when it is incomplete although
     every step succeeded (a knob value a server could not serve)."""
-    run = Path(args.run)
+    run = held(args)
 
     def finish(m: manifest.Manifest) -> tuple[bool, list[str]]:
         for rec in m.servers.values():         # a step killed mid-start left these
@@ -296,6 +310,10 @@ def cmd_guard(_args: argparse.Namespace) -> int:
         word, _, rest = line.strip().partition(" ")
         if word == "run":
             run = Path(rest)
+            try:
+                files.hold(run)                  # held to the run's end: a swap for a link
+            except files.UnsafePath:             # later leaves the link's target alone
+                run = None
         elif word == "done":
             finished = True
     if finished:
@@ -318,7 +336,7 @@ def cmd_gone(args: argparse.Namespace) -> int:
     if it says running (lab.record.runlock.guard), and write its report again."""
     for sig in STOP_SIGNALS:
         signal.signal(sig, signal.SIG_DFL)
-    run = Path(args.run)
+    run = held(args)
     if args.remove:
         partial = Path(args.remove).resolve()
         if run.resolve() in partial.parents:

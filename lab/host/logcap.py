@@ -5,7 +5,10 @@ disk never holds more than the cap (a server writing 100 KB a request wrote
 about 1 GB in 4 s). At the cap it writes a note into the log; at the end, how
 much it discarded. `capped(log)` tells the lab afterwards (the report says it).
 
-    python3 -m lab.host.logcap LOG MAX_BYTES     (stdin: the server's output)
+    python3 -m lab.host.logcap FD MAX_BYTES      (stdin: the server's output)
+
+FD is the log, opened by the lab to append (lab.record.files: never through
+a link, hard or symbolic) and handed to the reader.
 """
 from __future__ import annotations
 
@@ -26,11 +29,10 @@ def write_all(fd: int, data: bytes) -> None:
         data = data[os.write(fd, data):]
 
 
-def copy(source: int, log: Path, cap: int) -> int:
-    """Append what `source` gives to `log` up to `cap` bytes in all, the rest
-    read and discarded; returns how many bytes were discarded."""
-    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
-                 0o644)
+def copy(source: int, fd: int, cap: int) -> int:
+    """Append what `source` gives to the log open at `fd` (closed at the end)
+    up to `cap` bytes in all, the rest read and discarded; returns how many
+    bytes were discarded."""
     try:
         size, dropped = os.fstat(fd).st_size, 0
         while chunk := os.read(source, CHUNK):
@@ -50,9 +52,10 @@ def copy(source: int, log: Path, cap: int) -> int:
         os.close(fd)
 
 
-def start(log: Path, cap: int, cpus: tuple[int, ...] = ()) -> tuple[int, subprocess.Popen[bytes]]:
+def start(log: int, cap: int, cpus: tuple[int, ...] = ()) -> tuple[int, subprocess.Popen[bytes]]:
     """The reader, started (pinned to `cpus`, beside the server, in a session of
-    its own the step's keeper watches): the write end of its pipe, to give the
+    its own the step's keeper watches) with the log open at `log` (closed
+    here: the reader keeps its copy): the write end of its pipe, to give the
     server as its stdout and stderr and then close, and the reader itself."""
     read, write = os.pipe()
     os.set_inheritable(write, False)
@@ -61,12 +64,13 @@ def start(log: Path, cap: int, cpus: tuple[int, ...] = ()) -> tuple[int, subproc
         reader = subprocess.Popen(procs.pinned(argv, cpus) if cpus else argv, stdin=read,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                   cwd=Path(__file__).resolve().parents[2],
-                                  start_new_session=True)
+                                  start_new_session=True, pass_fds=(log,))
     except BaseException:
         os.close(write)
         raise
     finally:
         os.close(read)
+        os.close(log)
     procs.Keeper.watch(reader.pid)
     return write, reader
 
@@ -91,7 +95,7 @@ def capped(log: Path) -> bool:
 
 
 def main(argv: list[str]) -> int:
-    copy(sys.stdin.fileno(), Path(argv[0]), int(argv[1]))
+    copy(sys.stdin.fileno(), int(argv[0]), int(argv[1]))
     return 0
 
 

@@ -300,7 +300,7 @@ class ServerSweep:
             stem = f"{self.client.name}-{tag}"
             for f in self.out.glob(f"{stem}.*"):
                 if re.fullmatch(r"(\.h\d+)?\.(out|err)", f.name[len(stem):]):
-                    f.rename(f.with_name(f"{stem}.stopped{f.name[len(stem):]}"))
+                    files.rename(f, f"{stem}.stopped{f.name[len(stem):]}")
             self.note(f"{tag}: {level.stopped}; measured once more (the first output is "
                       f"{self.client.name}-{tag}.stopped.*)")
             level, m = self.level(sp, load, p.duration_s, tag)
@@ -500,7 +500,8 @@ class ServerSweep:
                 for out in outs:
                     for suffix in (".out", ".err"):
                         if out.with_suffix(suffix).exists():
-                            out.with_suffix(suffix).rename(out.with_suffix(".hung" + suffix))
+                            files.rename(out.with_suffix(suffix),
+                                         out.with_suffix(".hung" + suffix).name)
                 self.note(f"{tag}: {self.client.name} hung ({hung}); stopped and retried once")
         busy1, steal1 = topo.cpu_times(p.server_cpus, p.client_cpus)
         if not sp.alive():

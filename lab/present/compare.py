@@ -23,7 +23,8 @@ from lab.setup.paths import PLOTS
 from lab.analyse import analysis, diff, gate
 from lab.analyse.diff import Comparison, Difference, Manifest, Stats
 from lab.analyse.gate import Gate, GateSettings
-from lab.analyse.wording import axis_label, gp_quote, ratio as times, median_range, xlabel
+from lab.analyse.wording import (axis_label, gp_quote, md_text, ratio as times, median_range,
+                                 xlabel)
 from lab.present import comparepage, indexpage, junit, lead
 from lab.record import files, folder, manifest
 from lab.setup.exits import Exit
@@ -101,17 +102,18 @@ NOTE = ("Verdicts: by requests/s (open loop: by p99 latency), through the lab's 
 def markdown(ids: tuple[str, str], ms: tuple[Manifest, Manifest], rows: list[Comparison],
              diffs: list[Difference], forced: bool, g: Gate | None = None) -> str:
     level = level_column(ms[0])
-    lines = [f"# Compare {ids[0]} (A) vs {ids[1]} (B)", "", lead_line(ms[0], g), "",
-             f"A: {conditions(ms[0])}.", f"B: {conditions(ms[1])}.", ""]
+    lines = [f"# Compare {md_text(ids[0])} (A) vs {md_text(ids[1])} (B)", "",
+             md_text(lead_line(ms[0], g)), "",
+             f"A: {md_text(conditions(ms[0]))}.", f"B: {md_text(conditions(ms[1]))}.", ""]
     hard = [d for d in diffs if d.matters]
     if forced and hard:
-        lines += [f"- Warning (FORCE=1): {d.text()} — the figures may not be comparable."
-                  for d in hard] + [""]
+        lines += [f"- Warning (FORCE=1): {md_text(d.text())} — the figures may not be "
+                  "comparable." for d in hard] + [""]
     lines += table(rows, level, g) + ["", "## Other ratios (B/A of medians)", ""]
     lines += other_ratios(rows, level)
     lines += ["", "## Differences in conditions", ""]
     soft = [d for d in diffs if not d.matters]
-    lines += [f"- {d.text()}" for d in hard + soft] or ["- none recorded"]
+    lines += [f"- {md_text(d.text())}" for d in hard + soft] or ["- none recorded"]
     lines += ["", NOTE, ""]
     return "\n".join(lines)
 

@@ -6,11 +6,10 @@ import re
 import sys
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from lab.record import files, folder, manifest, outputs, runcache
 from lab.record.files import RecordError
-from lab.present.page import GATE_LOOK, escaped, page, table
+from lab.present.page import GATE_LOOK, escaped, href, page, table
 from lab.present.svg import inline_svg
 from lab.setup.reason import Reason
 
@@ -72,7 +71,7 @@ def index_row(r: dict[str, Any]) -> list[str]:
         return [escaped(r["started"]), name, escaped(r["kind"])] + [""] * 5 + [
             '<span class="flag bad">unreadable</span> ' + escaped(r["broken"])]
     page_name = "compare.html" if r["kind"] == "compare" else outputs.REPORT
-    link = (f'<a href="{escaped(quote(r["folder"], safe="+"))}/{page_name}">{name}</a>'
+    link = (f'<a href="{href(r["folder"] + "/" + page_name)}">{name}</a>'
             if r["report"] else f'{name} <span class="flag bad">no report</span>')
     if r["kind"] == "compare":
         return [escaped(r["started"].replace("T", " ")), link, "comparison", escaped(r["servers"]),
@@ -159,7 +158,7 @@ def history_section(results_dir: Path, cache: runcache.RunCache | None = None) -
                 target = f"{pt.run}/{outputs.REPORT}" if pt.report else f"{pt.run}/"
                 flag = (f' <span class="worse">{escaped(pt.flag_text())}</span>'
                         if pt.flags else "")
-                items.append(f'<li value="{earlier + i}"><a href="{escaped(target)}">'
+                items.append(f'<li value="{earlier + i}"><a href="{href(target)}">'
                              f'{escaped(pt.run)}</a> <span class="muted">{escaped(pt.started)}'
                              f"</span>{flag}</li>")
         parts.append('<ol class="history">' + "".join(items) + "</ol>")
@@ -213,7 +212,7 @@ def pages_nav(count: int) -> str:
     """Links to every page of the index ("" for one page)."""
     if count < 2:
         return ""
-    links = " ".join(f'<a href="{page_name(n)}">{n}</a>' for n in range(1, count + 1))
+    links = " ".join(f'<a href="{href(page_name(n))}">{n}</a>' for n in range(1, count + 1))
     return f'<p class="pages">Pages: {links}</p>'
 
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
-from lab.analyse.wording import DASH
+from lab.analyse.wording import DASH, link_target
 from lab.present.svg import inline_svg
 
 # The gate's outcome as the pages show it (compare.json's gate.outcome): its CSS class.
@@ -55,6 +55,13 @@ details.internals{margin:.4em 0}details.internals summary{cursor:pointer;color:#
 def escaped(value: object) -> str:
     """`value` as HTML text (quotes too, for attributes)."""
     return escape(str(value), quote=True)
+
+
+def href(path: str = "", fragment: str = "") -> str:
+    """Every href and src of a page: lab.analyse.wording.link_target (a
+    relative path down from the page, each part URL-quoted; ValueError for
+    anything else), escaped for the attribute."""
+    return escaped(link_target(path, fragment))
 
 
 def cell(content: str, numeric: bool = False) -> str:

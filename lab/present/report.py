@@ -14,7 +14,8 @@ from typing import Any
 from lab.analyse import analysis, costview, memsplit, metrics, probeview, profileview, sends
 from lab.record import files, outputs, probe
 from lab.analyse.analysis import Analysis
-from lab.analyse.wording import DASH, axis_label, median_range, spread_text
+from lab.analyse.wording import (DASH, axis_label, csv_cell, md_code, md_text, median_range,
+                                 spread_text)
 from lab.analyse.metrics import JIT_QUIET_PER_S, LevelStats
 from lab.record.manifest import Manifest, Warmup
 from lab.record.runrecord import RunRecord
@@ -34,13 +35,13 @@ def server_table(m: Manifest, stats: dict[str, list[LevelStats]]) -> list[str]:
         top = metrics.peak(levels)
         last = levels[-1]
         bound = sum(1 for s in levels if s.client_bound)
-        framework = f"{rec.framework or '?'} {rec.version}".strip()
+        framework = md_text(f"{rec.framework or '?'} {rec.version}".strip())
         p99 = median_range(top.p99_ms, fmt=".2f")
         mem = median_range(last.rss_end_kb, 1024, '.1f')
         if cgroup:
             mem += " | " + median_range(last.cgroup_mem_kb, 1024, '.1f')
         lines.append(
-            f"| {name} | {framework} | {median_range(top.rate)} ({top.value}) | "
+            f"| {md_text(name)} | {framework} | {median_range(top.rate)} ({top.value}) | "
             f"{median_range(top.resp_ms, fmt='.2f')} | {p99} | {mem} | "
             f"{top.rss_peak_kb / 1024:.1f} | {median_range(top.cpu_us_per_req)} | "
             f"{bound}/{len(levels)} | {sum(s.failed for s in levels)} |")
@@ -145,13 +146,13 @@ def write_levels_csv(run: Path, stats: dict[str, list[LevelStats]]) -> None:
                   "cpu_sys_us_per_req_median"])
     for name, levels in stats.items():
         for s in levels:
-            w.writerow([name, s.value, s.rate.n, s.rate.median, s.rate.lo, s.rate.hi,
+            w.writerow([csv_cell(x) for x in [name, s.value, s.rate.n, s.rate.median, s.rate.lo, s.rate.hi,
                         s.resp_ms.median, s.p99_ms.median if s.p99_ms else "",
                         s.rss_end_kb.median, s.cpu_us_per_req.median,
                         s.client_cpu_pct.median, " ".join(s.all_flags())]
                        + [s.cgroup_mem_kb.median if s.cgroup_mem_kb else ""] * cgroup
                        + [x.median if x else "" for x in (s.pss_kb, s.private_kb, s.shared_kb,
-                                                          s.anon_kb, s.cpu_sys_us_per_req)])
+                                                          s.anon_kb, s.cpu_sys_us_per_req)]])
     files.write_atomic(run / outputs.LEVELS, f.getvalue())
 
 
@@ -170,12 +171,13 @@ def rerun_line(m: Manifest) -> str:
 
 def summary(rec: RunRecord, a: Analysis) -> str:
     m = rec.manifest
-    lines = [f"# Run {m.run_id} ({m.status})", "", f"Conditions: {analysis.conditions(m)}.", ""]
+    lines = [f"# Run {md_text(m.run_id)} ({md_text(m.status)})", "",
+             f"Conditions: {md_text(analysis.conditions(m))}.", ""]
     if m.plan:
-        lines += [f"Plan: {m.plan}.", ""]
+        lines += [f"Plan: {m.plan}.", ""]         # the lab's words, of checked settings
     rerun = rerun_line(m)
     if rerun:
-        lines += [rerun, ""]
+        lines += [md_text(rerun), ""]
     stats = a.stats
     if stats:
         lines += server_table(m, stats) + ["", "## Levels", ""] + level_table(m, stats)
@@ -206,7 +208,7 @@ def summary(rec: RunRecord, a: Analysis) -> str:
         lines += ["", "## Warm-up (WARMUP=auto)", "", *warm]
     if a.warnings:
         lines += ["", "## Warnings", "", *[f"- Warning: {w.text()}" for w in a.warnings]]
-    lines += ["", f"Reproduce: `{m.reproduce}`", ""]
+    lines += ["", f"Reproduce: {md_code(m.reproduce)}", ""]
     return "\n".join(lines)
 
 

@@ -10,7 +10,6 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from lab.analyse import (analysis, costview, findings, memsplit, metrics, probeview,
                          profileview, sends)
@@ -24,7 +23,7 @@ from lab.record.files import RecordError
 from lab.record.manifest import Manifest, ServerRecord, Warmup
 from lab.present import lead
 from lab.present.indexpage import write_index
-from lab.present.page import chart_figure, escaped, kv_table, page, table
+from lab.present.page import chart_figure, escaped, href, kv_table, page, table
 from lab.present.report import rerun_line
 
 CHART_TITLES = {"rps": "Requests per second", "latency": "Latency", "rss": "Memory (RSS)",
@@ -311,7 +310,7 @@ def overview(m: Manifest, stats: dict[str, list[LevelStats]]) -> str:
         rec = m.server(name)
         top, last = metrics.peak(levels), levels[-1]
         status = rec.status or "?"
-        rows.append([f'<a href="#server-{escaped(name)}">{escaped(name)}</a>', escaped(rec.role),
+        rows.append([f'<a href="{href(fragment="server-" + name)}">{escaped(name)}</a>', escaped(rec.role),
                      escaped(f"{rec.framework or '?'} {rec.version}".strip()),
                      f"{spread_html(top.rate)} ({escaped(top.value)})",
                      spread_html(last.rss_end_kb, 1024, ".1f"),
@@ -548,7 +547,7 @@ def profiles_html(found: dict[str, profileview.ProfileSummary | str]) -> str:
             continue
         link = got.info.flamegraph
         parts.append(f"<h3>{escaped(name)}</h3><p>{escaped(profileview.described(got.info, got.summary))}"
-                     + (f' <a href="{escaped(quote(link))}">Flame graph of {escaped(name)}</a>' if link
+                     + (f' <a href="{href(link)}">Flame graph of {escaped(name)}</a>' if link
                         else "") + "</p>")
         parts.append(table(profileview.HEAD,
                            [[f"<code>{escaped(a)}</code>", escaped(x), f"<code>{escaped(b)}</code>", escaped(y)]

@@ -1,14 +1,22 @@
 """A run folder's files: the one writer and the one reader of every file the
 lab puts in (or reads from) a run folder, a results folder or its cache.
 
-Writing never follows a link. A file is written whole or not at all (a
-temporary file of the writer's own, then a rename that replaces the name,
-never what a link at that name points to); an appended or streamed file is
-opened with O_NOFOLLOW and must be a regular file. Every folder between the
-`root` given (the run folder) and the file is opened one level at a time
+Writing never follows a link, symbolic or hard. Every file the lab writes
+is created new: a temporary file of the writer's own (O_CREAT|O_EXCL), then
+a rename that replaces the name, never what a link at that name points to
+(a whole file, `write_atomic`; a streamed one, a client's output, is renamed
+into place before its first byte, `open_binary`). An appended file (results.csv,
+a log) is created the same way when it is new, else opened with O_NOFOLLOW
+and must be a regular file with one name: a hard link made to it from
+elsewhere is refused (`UnsafePath`), never appended to. Every folder between
+the `root` given (the run folder) and the file is opened one level at a time
 without following links, so a link planted inside a run folder (during the
-run, too) is refused instead of written through. A name that comes from a
-run folder or a manifest is checked (`part`) before it becomes a path.
+run, too) is refused instead of written through. A run folder a step holds
+(`hold`: from its creation, and from each step's start, to the step's end)
+is written through its descriptor, and a write stops (`UnsafePath`) once
+its name no longer leads to it (moved, or swapped for a link mid-run):
+nothing is written elsewhere. A name that comes from a run folder or a
+manifest is checked (`part`) before it becomes a path.
 
 Reading takes only regular files (no FIFO, no device, no link), at most
 MAX_BYTES, and JSON nested at most MAX_DEPTH deep; every failure is one
@@ -73,6 +81,8 @@ def _relative(path: Path, root: Path) -> list[str]:
 
 
 def _refusal(path: Path, e: OSError, what: str) -> OSError | UnsafePath:
+    """The error a refused open becomes: UnsafePath for a link, a name that is
+    not a folder or not a regular file; other errors (a full disk) as they are."""
     if e.errno in (errno.ELOOP, errno.EMLINK) or os.path.islink(path):
         return UnsafePath(path, f"is a link: the lab never writes through one ({what} refused)")
     if e.errno == errno.ENOTDIR:
@@ -82,13 +92,64 @@ def _refusal(path: Path, e: OSError, what: str) -> OSError | UnsafePath:
     return e
 
 
+# --------------------------------------------------------------------------- held folders
+
+# A run folder this process holds: its descriptor and what it is (device, inode).
+_held: dict[Path, tuple[int, int, int]] = {}
+
+
+def hold(folder: Path) -> None:
+    """Hold the run folder `folder` (not a link) for the rest of this process:
+    every later write inside it goes through this descriptor, and stops with
+    UnsafePath once the name `folder` no longer leads to it."""
+    key = Path(os.path.abspath(folder))
+    if key in _held:
+        return
+    try:
+        fd = os.open(key, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise RecordError(key, "missing: no such run folder") from None
+    except OSError as e:
+        raise _refusal(key, e, "holding the run folder") from None
+    st = os.fstat(fd)
+    _held[key] = (fd, st.st_dev, st.st_ino)
+
+
+def release_hold(folder: Path) -> None:
+    """Let a held folder go (its descriptor closed)."""
+    fd, _, _ = _held.pop(Path(os.path.abspath(folder)), (-1, 0, 0))
+    if fd >= 0:
+        os.close(fd)
+
+
+def _start(root: Path) -> tuple[int, Path, list[str]]:
+    """Where a walk down to `root` begins: a held folder's descriptor (a
+    copy) and the parts from it to root, once its name is checked to still
+    lead to it; else root itself, opened as it is named."""
+    here = Path(os.path.abspath(root))
+    for folder, (fd, dev, ino) in _held.items():
+        if here != folder and folder not in here.parents:
+            continue
+        try:
+            st = os.lstat(folder)
+            same = stat.S_ISDIR(st.st_mode) and (st.st_dev, st.st_ino) == (dev, ino)
+        except OSError:
+            same = False
+        if not same:
+            raise UnsafePath(folder, "is no longer the run folder the lab made (moved, "
+                                     "removed or swapped for a link during the run): the "
+                                     "lab stopped rather than write anywhere else")
+        return os.dup(fd), folder, [part(p, root) for p in here.relative_to(folder).parts]
+    return os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC), root, []
+
+
 def _dir_fd(root: Path, parts: list[str], create: bool) -> int:
     """An open descriptor of root/parts..., each level opened without
-    following a link (made when `create`)."""
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    here = root
+    following a link (made when `create`); from a held run folder's
+    descriptor when root is (inside) one."""
+    fd, here, above = _start(root)
     try:
-        for p in parts:
+        for p in above + parts:
             here = here / p
             if create:
                 try:
@@ -208,33 +269,81 @@ def write_json(path: Path, data: Any, root: Path | None = None, spare: bool = Fa
     write_atomic(path, json.dumps(data, indent=2, default=str) + "\n", root, spare)
 
 
-def open_binary(path: Path, root: Path | None = None, append: bool = False) -> IO[bytes]:
-    """`path` opened for writing (appending, or from empty), never through a
-    link and only when it is (or becomes) a regular file; the folders from
-    `root` down made as needed, none a link."""
+def _create(dfd: int, name: str) -> int:
+    """A new file at `name` in the folder `dfd`: made under a private name
+    (O_EXCL) and renamed into place, so whatever was at `name` (a link, hard
+    or symbolic) is replaced, never written through."""
+    tmp = f".{name[:60]}.{os.urandom(6).hex()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 0o644, dir_fd=dfd)
+    try:
+        os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+    except BaseException:
+        os.close(fd)
+        try:
+            os.unlink(tmp, dir_fd=dfd)
+        except OSError:
+            pass
+        raise
+    return fd
+
+
+def _append(dfd: int, name: str, path: Path) -> int:
+    """`name` opened to append: created new (O_EXCL) when missing, else only a
+    regular file with one name (not a link, not hard-linked from elsewhere)."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        return os.open(name, flags | os.O_CREAT | os.O_EXCL, 0o644, dir_fd=dfd)
+    except FileExistsError:
+        pass
+    try:
+        fd = os.open(name, flags, dir_fd=dfd)
+    except OSError as e:
+        raise _refusal(path, e, "appending") from None
+    st = os.fstat(fd)
+    problem = "is not a regular file" if not stat.S_ISREG(st.st_mode) else \
+        f"has {st.st_nlink} names (a hard link made to it from elsewhere)" \
+        if st.st_nlink != 1 else ""
+    if problem:
+        os.close(fd)
+        raise UnsafePath(path, f"{problem}: the lab never writes through one (appending "
+                               "refused)")
+    return fd
+
+
+def open_fd(path: Path, root: Path | None = None, append: bool = False) -> int:
+    """`path` opened for writing, as a descriptor: a new file (`_create`: a
+    link at its name, symbolic or hard, is replaced), or, with `append`, the
+    lab's own file appended to (`_append`: created new when missing); the
+    folders from `root` down made as needed, none a link."""
     root = path.parent if root is None else root
     parts = _relative(path, root)
     dfd = _dir_fd(root, parts[:-1], create=True)
     try:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | \
-            (os.O_APPEND if append else 0)
-        try:
-            fd = os.open(parts[-1], flags, 0o644, dir_fd=dfd)
-        except OSError as e:
-            raise _refusal(path, e, "writing") from None
+        return _append(dfd, parts[-1], path) if append else _create(dfd, parts[-1])
     finally:
         os.close(dfd)
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise UnsafePath(path, "is not a regular file (writing refused)")
-    if not append:
-        os.ftruncate(fd, 0)
-    return open(fd, "ab" if append else "wb")
+
+
+def open_binary(path: Path, root: Path | None = None, append: bool = False) -> IO[bytes]:
+    """open_fd as a file object (what a child's stdout or stderr is given)."""
+    return open(open_fd(path, root, append), "ab" if append else "wb")
 
 
 def open_text(path: Path, root: Path | None = None, append: bool = False) -> IO[str]:
     """open_binary as UTF-8 text (newline='' for csv)."""
     return io.TextIOWrapper(open_binary(path, root, append), encoding="utf-8", newline="")
+
+
+def rename(path: Path, new_name: str) -> Path:
+    """A file the lab wrote renamed within its folder (a client's output kept
+    aside), through the held run folder's descriptor like every write."""
+    dfd = _dir_fd(path.parent, [], create=False)
+    try:
+        os.rename(part(path.name, path), part(new_name, path), src_dir_fd=dfd, dst_dir_fd=dfd)
+    finally:
+        os.close(dfd)
+    return path.with_name(new_name)
 
 
 def copy_into(source: Path, path: Path, root: Path | None = None) -> Path:

@@ -58,6 +58,8 @@ def read_profiles(run: Path) -> dict[str, Profile | str]:
         try:
             o = Obj(read_json(path), path, "")
             graph = o.text("flamegraph")
+            if graph:
+                files.part(graph, path)     # a file of the profile's folder, never a path
             out[key] = Profile(
                 server=name, profiler=o.text("profiler"), settings=o.text("settings"),
                 level=o.integer("level"), axis=o.text("axis"), client=o.text("client"),

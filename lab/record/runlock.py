@@ -86,8 +86,7 @@ def hold(run: Path, who: str) -> int:
     descriptor (close-on-exec: not inherited by what the step starts) is kept
     until the step closes it or ends."""
     try:
-        fd = os.open(run / folder.LOCK, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
-                     | os.O_NONBLOCK | os.O_CLOEXEC, 0o666)
+        fd = files.open_fd(run / folder.LOCK, run, append=True)
     except OSError as e:
         raise files.UnsafePath(run / folder.LOCK, f"cannot be opened ({e.strerror or e})"
                                ) from None

@@ -31,6 +31,7 @@ import os
 import shutil
 import sys
 import tarfile
+import tempfile
 import tomllib
 import urllib.error
 import urllib.request
@@ -145,17 +146,34 @@ def locate(src: Source, env: dict[str, str] | None = None) -> Path:
     if cached.is_file():
         return cached
     cached.parent.mkdir(parents=True, exist_ok=True)
-    part = cached.with_name(cached.name + ".part")
     print(f"lab.setup.sources: downloading {src.url}", file=sys.stderr)
+    part = cached                  # (none yet)
     try:
-        with urllib.request.urlopen(src.url, timeout=60) as r, part.open("wb") as f:
+        fd, name = new_part(cached)
+        part = Path(name)
+        with urllib.request.urlopen(src.url, timeout=60) as r, os.fdopen(fd, "wb") as f:
             shutil.copyfileobj(r, f)
     except (urllib.error.URLError, OSError, TimeoutError) as e:
-        part.unlink(missing_ok=True)
+        if part != cached:
+            part.unlink(missing_ok=True)
         raise SourceError(
             f"{src.archive}: cannot download {src.url} ({e}). Offline? Put the archive "
             f"in a folder and set ADA_SOURCES to it, or copy it to {cached}") from e
     return part                    # kept under its own name once it passed its check
+
+
+def new_part(cached: Path) -> tuple[int, str]:
+    """A new file of this process's own beside `cached` (O_EXCL, a random
+    name ending .part): never a name a link could be planted at first."""
+    fd, name = tempfile.mkstemp(prefix=f".{cached.name}.", suffix=".part", dir=cached.parent)
+    os.fchmod(fd, 0o644)           # an archive of the cache, as a copy would make it
+    return fd, name
+
+
+def is_part(path: Path, cached: Path) -> bool:
+    """`path` is a download of `cached` made by new_part."""
+    return path.parent == cached.parent and path.name.startswith(f".{cached.name}.") \
+        and path.name.endswith(".part")
 
 
 def cached_path(src: Source) -> Path:
@@ -172,15 +190,17 @@ def keep(src: Source, checked: Path) -> Path:
     if checked == cached:
         return cached
     try:
-        if checked.parent == cached.parent and checked.name == cached.name + ".part":
+        if is_part(checked, cached):
             checked.rename(cached)
             return cached
         if cached.exists():
             return checked
         cached.parent.mkdir(parents=True, exist_ok=True)
-        part = cached.with_name(f"{cached.name}.{os.getpid()}.part")
+        fd, name = new_part(cached)
+        part = Path(name)
         try:
-            shutil.copy2(checked, part)
+            with os.fdopen(fd, "wb") as out, checked.open("rb") as f:
+                shutil.copyfileobj(f, out)
             part.rename(cached)
         finally:
             part.unlink(missing_ok=True)
@@ -199,11 +219,11 @@ def check(src: Source, env: dict[str, str] | None = None) -> Path:
     try:
         got = content_digest(path, src)
     except SourceError:
-        if path.name.endswith(".part"):
+        if is_part(path, cached_path(src)):
             path.unlink(missing_ok=True)
         raise
     if got != src.content_sha256:
-        if path.name.endswith(".part"):
+        if is_part(path, cached_path(src)):
             path.unlink(missing_ok=True)
         raise SourceError(f"{src.archive} ({path}): content digest {got} is not the pinned "
                           f"{src.content_sha256}: not {src.name} at commit {src.commit}")

@@ -300,8 +300,8 @@ def function_view(small: Path, large: Path, extra: int) -> list[list[Any]]:
     merged = []
     for start in (small, large):
         out = start / "merged.cg"
-        files = [str(f) for f in sorted(start.glob("cachegrind.out.*"))]
-        got = subprocess.run(["cg_merge", "-o", str(out), *files], capture_output=True,
+        counted = [str(f) for f in sorted(start.glob("cachegrind.out.*"))]
+        got = subprocess.run(["cg_merge", "-o", str(out), *counted], capture_output=True,
                              text=True, timeout=300)
         if got.returncode != 0:
             return []
@@ -309,7 +309,7 @@ def function_view(small: Path, large: Path, extra: int) -> list[list[Any]]:
     diff = subprocess.run(["cg_diff", *merged], capture_output=True, text=True, timeout=300)
     if diff.returncode != 0:
         return []
-    (large / "diff.cg").write_text(diff.stdout)
+    files.write_atomic(large / "diff.cg", diff.stdout)
     ann = subprocess.run(["cg_annotate", "--auto=no", str(large / "diff.cg")],
                          capture_output=True, text=True, timeout=300)
     rows = []

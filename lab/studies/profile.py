@@ -79,7 +79,7 @@ def asprof_library(cache: Path) -> Path:
             raise ProfileError(f"mvn could not fetch {group}:{artifact}:{version}: "
                                f"{out.stdout[-500:]}{out.stderr[-500:]}")
     with zipfile.ZipFile(jar) as z:
-        lib.write_bytes(z.read("linux-x64/libasyncProfiler.so"))
+        files.write_atomic(lib, z.read("linux-x64/libasyncProfiler.so"))
     return lib
 
 
@@ -152,7 +152,7 @@ class LoadRun:
         load = Load(concurrency=at) if p["load_axis"] == "concurrency" else Load(rate=at)
         argv = procs.pinned(self.client.command(url, load, seconds), tuple(p["client_cpus"]))
         self.out, self.err = out / "client.out", out / "client.err"
-        with self.out.open("wb") as fo, self.err.open("wb") as fe:
+        with files.open_binary(self.out) as fo, files.open_binary(self.err) as fe:
             self.proc = procs.start(argv, Path.cwd(), dict(os.environ), fe, stdout=fo)
         self.limit = seconds + 60
 
@@ -247,7 +247,7 @@ def record_native(instance: ServerProcess, seconds: int, out: Path) -> dict[str,
     if code != 0 or not data.is_file():
         missing = "" if code != 0 else f"; it wrote no {data.name}"
         raise ProfileError(f"perf record failed: {tool_said(code, stdout, err)}{missing}")
-    with (out / FOLDED).open("wb") as f:
+    with files.open_binary(out / FOLDED) as f:
         code, stdout, err = procs.run(["perf", "script", "report", "stackcollapse", "-i",
                                        str(data), "--", "--kernel"], 600, stdout=f, cwd=out)
     if code != 0:

@@ -45,7 +45,7 @@ from lab.analyse.contract import Check
 from lab.host import procfs, procs
 from lab.measure import topologies
 from lab.record import files
-from lab.analyse.wording import md_cell as cell
+from lab.analyse.wording import md_text as cell
 from lab.analyse.probeview import ProbeOutcome, checks_of, settled_text
 from lab.host.procfs import TreeSample
 from lab.measure.topologies import Placement, ServerHost

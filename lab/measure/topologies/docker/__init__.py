@@ -212,7 +212,7 @@ def up(params: Params) -> None:
     state["cgroup"] = cgroup_version()
     path = state_file(params.port)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(state, indent=2) + "\n")
+    files.write_atomic(path, json.dumps(state, indent=2) + "\n")
     procs.check_port_free(params.port, params.bind)
     check_published(params.port)
     say(f"up in {time.monotonic() - t0:.1f}s: engine {state['engine']}, {found.describe()}")
@@ -437,7 +437,7 @@ class DockerServerHost(LocalServerHost):
                 run(["docker", "rm", "-f", "-v", ident], timeout=60)
             raise procs.NotReady(f"docker compose up {service} failed (exit {code}):\n"
                                  f"{procs.tail(log, 15)}")
-        with log.open("ab") as f:
+        with files.open_binary(log, append=True) as f:
             follower = procs.start(["docker", "logs", "--follow", ident], ROOT, cenv, f)
         self.current = Container(self, ident, service, info, command, follower, log)
         return self.current

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.host import procs
+from lab.record import files
 from lab.setup.params import Params, format_cpus
 from lab.setup.paths import cache_dir
 from lab.measure.topologies import SetupError
@@ -55,7 +56,7 @@ def run(argv: list[str], timeout: float = 60, env: dict[str, str] | None = None,
 
 def run_logged(argv: list[str], log: Path, timeout: float, env: dict[str, str] | None = None,
                cwd: Path | None = None, stdin: Any = subprocess.DEVNULL) -> int:
-    with log.open("ab") as f:
+    with files.open_binary(log, append=True) as f:      # never through a link
         f.write(f"\n$ {shlex.join(argv)}\n".encode())
         f.flush()
         try:
@@ -142,7 +143,7 @@ def start_engine() -> dict[str, Any]:
     log.parent.mkdir(parents=True, exist_ok=True)
     argv = ["dockerd", *DOCKERD_ARGS]
     say(f"starting the engine: {shlex.join(argv)} (log: {log})")
-    with log.open("ab") as f:
+    with files.open_binary(log, append=True) as f:
         # A daemon of its own session: it outlives this run, as an engine does.
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=f, stderr=f,
                                 start_new_session=True)

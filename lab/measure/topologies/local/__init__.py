@@ -66,7 +66,7 @@ class LocalServerHost(ServerHost):
         if log_max is None:
             with files.open_binary(log, append=True) as f:
                 return LocalProcess(procs.start(self.command(argv, cpus), cwd, env, f))
-        writer, reader = logcap.start(log, log_max, cpus)
+        writer, reader = logcap.start(files.open_fd(log, append=True), log_max, cpus)
         try:
             proc = procs.start(self.command(argv, cpus), cwd, env, writer)
         except BaseException:

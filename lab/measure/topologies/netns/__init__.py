@@ -46,6 +46,7 @@ from typing import Any, TypeVar
 
 from lab.measure import hostinfo
 from lab.host import procfs, procs
+from lab.record import files
 from lab.setup.params import ConfigError, Params
 from lab.setup.paths import cache_dir
 from lab.measure.topologies import Placement, ServerHost, Topology
@@ -472,8 +473,9 @@ def up(params: Params) -> None:
     owner = os.getppid()
     state = state_file(n)
     state.parent.mkdir(parents=True, exist_ok=True)
-    state.write_text(json.dumps({"owner_pid": owner, "owner_start": started(owner),
-                                 "link": params.link, "link_delay": params.link_delay}) + "\n")
+    files.write_atomic(state, json.dumps({"owner_pid": owner, "owner_start": started(owner),
+                                          "link": params.link,
+                                          "link_delay": params.link_delay}) + "\n")
 
 
 def write_sysctls(values: dict[str, str | None]) -> None:

@@ -51,6 +51,7 @@ from typing import Any
 from lab.measure import deps
 from lab.setup import paths
 from lab.host import procs
+from lab.record import files
 from lab.setup.params import ConfigError, Params
 from lab.measure.topologies import ClientHost, HostLost, Placement, Topology
 from lab.measure.topologies.local import LocalClientHost
@@ -358,10 +359,8 @@ def up(params: Params) -> None:
     bind, connect, how = server_address(params, server_link)
     state = {"hosts": hosts, "bind": bind, "connect": connect, "bind_from": how,
              "shipped": shipped, "opened": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
-    tmp = plan.state_file.with_suffix(".tmp")
-    tmp.parent.mkdir(parents=True, exist_ok=True)
-    tmp.write_text(json.dumps(state, indent=2) + "\n")
-    tmp.replace(plan.state_file)
+    plan.state_file.parent.mkdir(parents=True, exist_ok=True)
+    files.write_atomic(plan.state_file, json.dumps(state, indent=2) + "\n")
     server = SshServerHost(remote_of(hosts[params.server_host]), server_link, plan.registry)
     try:
         server.check_port_free(params.port, bind)     # PortBusy: exit 2, nothing started

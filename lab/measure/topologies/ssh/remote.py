@@ -240,7 +240,7 @@ class SshServerHost(Host, ServerHost):
                   f'echo "lab-remote: pid $$ on {self.name}, scratch $s" && '
                   + self.command(argv, cwd, env, cpus, '"$s"'))
         offset = log.stat().st_size if log.exists() else 0
-        with log.open("ab") as f:
+        with files.open_binary(log, append=True) as f:
             popen = subprocess.Popen(self.link.ssh(script), stdin=subprocess.DEVNULL,
                                      stdout=f, stderr=f, start_new_session=True)
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -397,8 +397,8 @@ class Registry:
 
     def _add(self, entry: dict[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a") as f:
-            f.write(json.dumps(entry) + "\n")
+        with files.open_binary(self.path, append=True) as f:
+            f.write((json.dumps(entry) + "\n").encode())
 
     def started(self, dest: str, pid: int, since: int | None, run: str, ssh_pid: int) -> None:
         self._add({"dest": dest, "pid": pid, "since": since, "run": run, "ssh_pid": ssh_pid})

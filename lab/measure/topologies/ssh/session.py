@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lab.record import files
 from lab.setup import paths
 from lab.setup.params import ConfigError, Params
 from lab.setup.reason import Reason
@@ -88,7 +89,7 @@ class SshLink:
         # The master goes to the background with -f: its stderr goes to a
         # file, since a pipe would stay open as long as it runs.
         errfile = Path(self.control + ".err")
-        with errfile.open("w") as err:
+        with files.open_binary(errfile) as err:
             try:
                 code = subprocess.run(["ssh", *self.options(), "-o", "ControlMaster=yes",
                                        "-o", f"ControlPersist={PERSIST}", "-f", "-N", "--",
