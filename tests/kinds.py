@@ -52,6 +52,7 @@ FILES = {
     "test_deps.py": "unit",
     "test_docs.py": "unit",
     "test_e2e.py": "real-server",
+    "test_escapes.py": "fault",
     "test_exits.py": "fault",
     "test_extending.py": "fault",
     "test_failures.py": "unit",

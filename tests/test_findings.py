@@ -42,6 +42,8 @@ EXAMPLES: list[Finding] = [
     findings.ClientStopped("aws", "siege", 1, 3, ("c=8: client stopped early: siege stopped "
                                                   "after 0.16 s of the 5 s level",)),
     findings.AnswerChanged("aws", 1, 3, ("c=8: answer changed: after the level, exact body",)),
+    findings.PortShared("aws", 1, 3, ("c=8: port shared: after the level, port 8080 also "
+                                      "held by nginx (pid 12)",)),
 ]
 
 

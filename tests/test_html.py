@@ -37,6 +37,8 @@ NO_REAL_DATA = {
     "client-stopped": "no saved fixture run has a client that gave up (test_integrity makes one)",
     "answer-changed": "no saved fixture run has a server that changed its answer "
                       "(test_integrity makes one)",
+    "port-shared": "no saved fixture run shared its port with another process "
+                   "(test_escapes makes one)",
 }
 
 

@@ -266,6 +266,8 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
             if said:
                 out.append(findings.ClientStopped(name, tool, len(said), n, said)
                            if flag == "client-stopped"
+                           else findings.PortShared(name, len(said), n, said)
+                           if flag == "port-shared"
                            else findings.AnswerChanged(name, len(said), n, said))
         if count("not-steady"):
             out.append(findings.NotSteady(name))

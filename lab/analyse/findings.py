@@ -185,6 +185,22 @@ class AnswerChanged(Finding):
                 "server; its log is in the run folder.")
 
 
+@dataclass(frozen=True)
+class PortShared(Finding):
+    """Another process held the server's port during levels (two runs on one PORT)."""
+    kind: ClassVar[str] = "port-shared"
+    server: str
+    count: int
+    levels: int
+    why: tuple[str, ...]
+
+    def text(self) -> str:
+        return (f"{self.server}: another process held its port at {self.count} of "
+                f"{self.levels} levels ({'; '.join(self.why)}): those levels are not ranked, "
+                "the client may have loaded that process instead. Measure again with the "
+                "port to itself (another PORT, or stop the other run).")
+
+
 NOT_RECORDED = "how is not recorded (a run made before the lab kept the kinds)"
 
 

@@ -44,6 +44,9 @@ class Measured:
     # the answers checked after the level (or sampled during it) broke the
     # contract: what was seen ("" : they held)
     answer_changed: str = ""
+    # another process held the server's port at a check before or after the
+    # level (its clients may have loaded that one): who ("": nobody)
+    port_shared: str = ""
     # a paired run (lab.measure.pair): the other side's server and client CPU
     # on the CPUs this side's host figures cover (not "other processes"), and
     # its client's CPU on this side's client CPUs (a shared client CPU is
@@ -85,12 +88,15 @@ def ran_short(level: Level, duration_s: float, client: str) -> str:
 
 
 def level_flags(level: Level, client_pct: float, other_pct: float, steal_pct: float,
-                littles: float | None, not_steady: bool, answer_changed: str = "") -> list[str]:
+                littles: float | None, not_steady: bool, answer_changed: str = "",
+                port_shared: str = "") -> list[str]:
     flags = []
     if level.stopped:
         flags.append("client-stopped")
     if answer_changed:
         flags.append("answer-changed")
+    if port_shared:
+        flags.append("port-shared")
     if client_pct >= CLIENT_BOUND_PCT:
         flags.append("client-bound")
     if level.failed:
@@ -118,9 +124,10 @@ def make_row(where: Where, level: Level, m: Measured) -> Row:
     steal_pct = 100 * m.host_steal_s / allotment
     littles = round(level.in_flight / where.concurrency, 3) if where.concurrency else None
     flags = level_flags(level, client_pct, other_pct, steal_pct, littles, where.not_steady,
-                        m.answer_changed)
+                        m.answer_changed, m.port_shared)
     unranked = "; ".join(x for x in (level.stopped and f"client stopped early: {level.stopped}",
-                                     m.answer_changed and f"answer changed: {m.answer_changed}")
+                                     m.answer_changed and f"answer changed: {m.answer_changed}",
+                                     m.port_shared and f"port shared: {m.port_shared}")
                          if x)
     return Row(
         server=where.server, rep=where.rep, axis=where.axis, value=where.value,

@@ -60,10 +60,13 @@ FLAGS: dict[str, str] = {
     "answer-changed": "the server's answer checked after the level (status and exact body, "
                       "on a fresh connection) or sampled during it was not the contract's: "
                       "not ranked",
+    "port-shared": "another process (not the server's own) also held the server's port "
+                   "before or after the level, as a second run on the same PORT with "
+                   "SO_REUSEPORT does: the client may have loaded it; not ranked",
 }
 # A level with one of these in any repetition is not ranked (its verdicts are
 # "not comparable", it is nobody's peak), whatever the other flags say.
-UNRANKED = ("client-stopped", "answer-changed")
+UNRANKED = ("client-stopped", "answer-changed", "port-shared")
 
 
 

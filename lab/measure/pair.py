@@ -120,8 +120,7 @@ class PairSweep:
                 side.save()
         finally:
             for side, sp in zip(self.sides, self.procs):
-                side.start_record["exit_code"] = sp.stop()
-                side.save()
+                side.stopped(sp)
                 progress(f"{side.tag} stopped")
 
     def note_seats(self) -> None:
@@ -297,4 +296,5 @@ def summed(parts: list[tuple[Level, levelrow.Measured]]) -> tuple[Level, levelro
         sampler_cpu_s=sum(m.sampler_cpu_s for m in ms),
         server_sys_s=None if any(m.server_sys_s is None for m in ms)
         else sum(m.server_sys_s or 0.0 for m in ms),
-        answer_changed="; ".join(m.answer_changed for m in ms if m.answer_changed))
+        answer_changed="; ".join(m.answer_changed for m in ms if m.answer_changed),
+        port_shared="; ".join(m.port_shared for m in ms if m.port_shared))

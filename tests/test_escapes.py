@@ -1,0 +1,200 @@
+"""What a server leaves behind, shares or does around its own lifetime
+(issue 44, sections 2, 3 and 8), with tests/servers/escaper:
+
+- a grandchild that calls setsid and execs /bin/sleep with an emptied
+  environment (out of its process group, without the lab's markers) is
+  gone after the run, and the run records it; one that keeps the listening
+  socket does not hold the port against the next run;
+- the server's own child holding the port is said to be its own, and the
+  levels measured stand;
+- a server that exits right after it is ready is said to have exited, with
+  its code;
+- another process on the server's port (two runs on one PORT, SO_REUSEPORT)
+  flags the levels measured meanwhile, which are not ranked."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, bench, free_port, lab_env, leftovers, run_folders, until
+from lab.host import cgroup, procs
+
+SHORT = {"CONCURRENCY": "1 2", "DURATION": "1s", "WARMUP": "0"}
+CGROUPS = pytest.mark.skipif(cgroup.status() != "",
+                             reason=f"no cgroup of the lab's own here: {cgroup.status()}")
+
+
+def manifest(run: Path) -> dict:  # type: ignore[type-arg]
+    return json.loads((run / "manifest.json").read_text())
+
+
+def rows(run: Path) -> list[dict[str, str]]:
+    with open(run / "results.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def sleeps(port: int) -> list[int]:
+    """The escaper's /bin/sleep of this port, wherever it is now."""
+    needle = f"sleep\0{86400}.{port}\0".encode()
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if Path(f"/proc/{pid}/cmdline").read_bytes() == needle:
+                found.append(int(pid))
+        except OSError:
+            continue
+    return found
+
+
+def kill_all(pids: list[int]) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def one_run(tmp_path: Path, port: int, server: str, **settings: str
+            ) -> tuple[subprocess.CompletedProcess[str], Path]:
+    out = bench(lab_env(tmp_path, SERVER=server, PORT=str(port), **{**SHORT, **settings}),
+                timeout=600)
+    runs = run_folders(tmp_path)
+    assert runs, out.stderr[-3000:]
+    return out, runs[-1]
+
+
+@CGROUPS
+@pytest.mark.parametrize("server", ["escaper", "escaper.port"])
+def test_an_escaped_grandchild_is_gone_after_the_run(tmp_path: Path, port: int,
+                                                     server: str) -> None:
+    """make bench ends 0 and nothing of the server is left: not its setsid'd
+    /bin/sleep with an emptied environment, not the port (the variant's
+    sleep kept the listening socket); the start's record names what was
+    left in its cgroup and killed. The next run on that port runs."""
+    try:
+        out, run = one_run(tmp_path, port, server)
+        assert out.returncode == 0, out.stderr[-3000:]
+        assert sleeps(port) == []
+        assert procs.listeners(port) == []
+        assert leftovers(run) == []
+        m = manifest(run)
+        assert m["status"] == "complete", m["problems"]
+        assert m["cgroups"]["used"] is True
+        [start] = m["servers"][server]["starts"]
+        assert [x["comm"] for x in start["left"]] == ["sleep"], start
+        assert any("sleep (pid" in n and "killed with its cgroup" in n
+                   for n in m["servers"][server]["notes"])
+        again, _ = one_run(tmp_path, port, server)
+        assert again.returncode == 0, again.stderr[-3000:]
+    finally:
+        kill_all(sleeps(port))
+
+
+def test_the_run_says_whether_its_processes_had_cgroups(tmp_path: Path, port: int) -> None:
+    """The manifest records it, and where there are none, the run warns."""
+    out, run = one_run(tmp_path, port, "escaper.shares", ESCAPER_BIND_DELAY_S="0")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert manifest(run)["cgroups"] == cgroup.describe()
+    assert ("warning: no cgroup of the lab's own here" in out.stderr) == \
+        (cgroup.status() != "")
+
+
+@CGROUPS
+def test_the_server_s_own_child_on_its_port_is_said_so_and_the_levels_stand(
+        tmp_path: Path, port: int) -> None:
+    """Its child (setsid, environment kept) keeps the listening socket: it is
+    named as the server's own, killed, and the run is complete with both
+    levels (it said "held by python3 ...: stop that process" and "not
+    measured (failed)" before)."""
+    out, run = one_run(tmp_path, port, "escaper.child")
+    assert out.returncode == 0, out.stderr[-3000:]
+    m = manifest(run)
+    assert m["status"] == "complete", m["problems"]
+    assert not any("not measured" in p for p in m["problems"])
+    assert len(rows(run)) == 2
+    [start] = m["servers"]["escaper.child"]["starts"]
+    assert [x["comm"] for x in start["left"]] == ["python3"]
+    assert "its own child" in " ".join(m["servers"]["escaper.child"]["notes"])
+    assert procs.listeners(port) == [] and leftovers(run) == []
+
+
+@pytest.mark.parametrize("probe", ["0", "1"])
+def test_a_server_that_exits_once_ready_is_said_to_have_exited(tmp_path: Path, port: int,
+                                                               probe: str) -> None:
+    """It exits 0 after it accepted the readiness check: said so, with its
+    code, by the sweep and by the probe, not as a refused connection or a
+    server that stopped answering after a probe."""
+    out, run = one_run(tmp_path, port, "escaper.quits", PROBE=probe)
+    assert out.returncode != 0
+    said = "\n".join([line for line in out.stderr.splitlines() if line.startswith("error:")]
+                     + manifest(run)["problems"])
+    assert "exited with code 0" in said, out.stderr[-3000:]
+    assert "Connection refused" not in said and "stopped answering" not in said, said
+
+
+def shared(run: Path) -> list[dict[str, str]]:
+    return [r for r in rows(run) if "port-shared" in r["flags"].split()]
+
+
+def test_a_process_that_joins_the_port_flags_the_levels_after(tmp_path: Path,
+                                                              port: int) -> None:
+    """Another process binds the server's port with SO_REUSEPORT once the
+    first level is measured (as a second run's server does): the levels
+    after that are flagged port-shared, with who held it, and not ranked."""
+    env = lab_env(tmp_path, SERVER="escaper.shares", PORT=str(port), ESCAPER_BIND_DELAY_S="0",
+                  CONCURRENCY="1 2 3 4", DURATION="1s", WARMUP="0")
+    proc = subprocess.Popen([str(ROOT / "run-benchmark.sh")], cwd=ROOT, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    other = socket.socket()
+    try:
+        until(lambda: run_folders(tmp_path) and (run_folders(tmp_path)[0] / "results.csv")
+              .exists() and rows(run_folders(tmp_path)[0]), 180, "a first level")
+        other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        other.bind(("127.0.0.1", port))
+        other.listen(16)
+        _, err = proc.communicate(timeout=300)
+    finally:
+        other.close()
+        if proc.poll() is None:
+            proc.kill()
+    [run] = run_folders(tmp_path)
+    flagged = shared(run)
+    assert flagged, err[-3000:]
+    assert rows(run)[0] not in flagged                     # measured before it joined
+    for r in flagged:
+        assert "port shared" in r["unranked"] and f"port {port} also held by" in r["unranked"]
+    summary = (run / "summary.md").read_text()
+    assert "another process held its port" in summary
+
+
+def test_two_runs_on_one_port_do_not_both_read_clean(tmp_path: Path, port: int) -> None:
+    """Two make bench on one PORT started together, their servers binding with
+    SO_REUSEPORT after both labs checked the port: they cannot both read
+    complete with clean levels (each client loaded both servers)."""
+    env = {"SERVER": "escaper.shares", "PORT": str(port), "ESCAPER_BIND_DELAY_S": "6", **SHORT}
+    runs = []
+    for side in ("a", "b"):
+        top = tmp_path / side
+        runs.append((top, subprocess.Popen([str(ROOT / "run-benchmark.sh")], cwd=ROOT,
+                                           env=lab_env(top, **env), text=True,
+                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)))
+    said = []
+    for top, proc in runs:
+        _, err = proc.communicate(timeout=600)
+        said.append(err[-2000:])
+    clean = []
+    for top, _ in runs:
+        [run] = run_folders(top)
+        m = manifest(run)
+        if m["status"] == "complete" and not shared(run):
+            clean.append(run)
+    assert len(clean) < 2, said
+    assert procs.listeners(port) == []
