@@ -24,8 +24,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, bench, free_port, lab_env, leftovers, run_folders, until
+from conftest import FAKES, ROOT, bench, free_port, lab_env, leftovers, run_folders, until
+from test_integrity import assert_legend
+
 from lab.host import cgroup, procs
+from lab.measure.launch import Knobs, ServerProcess
+from lab.setup.paths import cache_dir
+from lab.setup.servers import discover
 
 SHORT = {"CONCURRENCY": "1 2", "DURATION": "1s", "WARMUP": "0"}
 CGROUPS = pytest.mark.skipif(cgroup.status() != "",
@@ -126,6 +131,31 @@ def test_the_server_s_own_child_on_its_port_is_said_so_and_the_levels_stand(
     assert procs.listeners(port) == [] and leftovers(run) == []
 
 
+def test_without_cgroups_the_server_s_own_child_on_its_port_is_killed(
+        tmp_path: Path, port: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the lab has no cgroups, the server's own child that kept its
+    environment and the port (escaper.child) is found on the port after the
+    stop by the step's token, killed and named, not a busy port that stops
+    the run."""
+    monkeypatch.setattr(cgroup, "_found", lambda: "no cgroups in this test")
+    server = discover(ROOT, str(FAKES))["escaper.child"]
+    sp = ServerProcess(server, ROOT, cache_dir(), "test-escapes",
+                       Knobs(port=port, workers=None, backlog=64, bind="127.0.0.1"), (0,),
+                       tmp_path / "server.log")
+    sp.start()
+    try:
+        sp.ready()
+        child = [p for s in procs.listeners(port) for p in s.pids if p != sp.pid]
+        assert child, procs.listeners(port)
+        assert sp.strangers() == ""                 # its own child is no stranger
+    finally:
+        sp.stop()
+    assert sp.left == [{"pid": child[0], "comm": "python3", "held_port": True}]
+    assert procs.listeners(port) == []
+    until(lambda: not Path(f"/proc/{child[0]}").exists() or
+          Path(f"/proc/{child[0]}/stat").read_text().split(") ")[1].startswith("Z"), 10)
+
+
 @pytest.mark.parametrize("probe", ["0", "1"])
 def test_a_server_that_exits_once_ready_is_said_to_have_exited(tmp_path: Path, port: int,
                                                                probe: str) -> None:
@@ -173,6 +203,7 @@ def test_a_process_that_joins_the_port_flags_the_levels_after(tmp_path: Path,
         assert "port shared" in r["unranked"] and f"port {port} also held by" in r["unranked"]
     summary = (run / "summary.md").read_text()
     assert "another process held its port" in summary
+    assert_legend(run, "port-shared")
 
 
 def test_two_runs_on_one_port_do_not_both_read_clean(tmp_path: Path, port: int) -> None:

@@ -201,35 +201,40 @@ class ServerProcess:
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
             procs.Keeper.done(self._undo_scratch())
-        try:
-            self.where.wait_port_released(self.knobs.port, self.knobs.bind)
-        except procs.PortBusy:
-            if not self._kill_own_holders():
-                raise
-            self.where.wait_port_released(self.knobs.port, self.knobs.bind)
+        self._kill_own_holders()
+        self.where.wait_port_released(self.knobs.port, self.knobs.bind)
         return code
 
-    def _kill_own_holders(self) -> bool:
+    def _kill_own_holders(self) -> None:
         """SIGKILL the processes of this step (its token) that still hold the
-        port after the server stopped; whether there were any."""
-        if not isinstance(self.where, LocalServerHost):
-            return False
+        port after the server stopped, out of its process group (what is in
+        it is being killed already): its own child that left the group."""
+        if not isinstance(self.where, LocalServerHost) or self.proc is None:
+            return
         token = procs.Keeper.token()
         own = sorted({(p, s.process or "?") for s in self.where.listeners(self.knobs.port)
-                      for p in s.pids if procs.carries(p, token)})
+                      for p in s.pids if procs.carries(p, token) and _group(p) != self.proc.pid})
         for pid, _ in own:
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
-        self.left = (self.left or []) + [{"pid": pid, "comm": comm, "held_port": True}
-                                         for pid, comm in own]
-        return bool(own)
+        if own:
+            self.left = (self.left or []) + [{"pid": pid, "comm": comm, "held_port": True}
+                                             for pid, comm in own]
 
     def sample(self) -> TreeSample | None:
         """Its process tree now, wherever it runs."""
         assert self.proc is not None
         return self.where.sample(self.proc)
+
+
+def _group(pid: int) -> int | None:
+    """A process's group id; None when it is gone."""
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
 
 
 def exit_words(code: int) -> str:

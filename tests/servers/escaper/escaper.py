@@ -78,9 +78,11 @@ def escape(listening: socket.socket) -> None:
 
 if REUSEPORT:
     time.sleep(float(os.environ.get("ESCAPER_BIND_DELAY_S", "4")))
-server = Server((os.environ.get("BIND", "127.0.0.1"), PORT), Handler)
+server = Server((os.environ.get("BIND", "127.0.0.1"), PORT), Handler, bind_and_activate=False)
+server.server_bind()
 if ESCAPE in ("exec", "exec-port", "child-port"):
-    escape(server.socket)
+    escape(server.socket)               # before it listens: done once the lab finds it ready
+server.server_activate()
 print(f"escaper ({ESCAPE}) listening on {server.server_address}", flush=True)
 if ESCAPE == "quit":
     conn, _ = server.socket.accept()
