@@ -229,3 +229,26 @@ def test_two_runs_on_one_port_do_not_both_read_clean(tmp_path: Path, port: int) 
             clean.append(run)
     assert len(clean) < 2, said
     assert procs.listeners(port) == []
+
+
+@CGROUPS
+def test_a_client_s_escaped_grandchild_is_killed_and_named(tmp_path: Path) -> None:
+    """A load client that leaves a setsid'd /bin/sleep with an emptied
+    environment behind: killed with the client's cgroup, named in its run."""
+    from lab.measure.topologies.local import LocalClientHost
+    mark = free_port()
+    code = ("import os\n"
+            "if os.fork() == 0:\n"
+            "    os.setsid()\n"
+            "    if os.fork() == 0:\n"
+            f"        os.execve('/bin/sleep', ['sleep', '86400.{mark}'], {{}})\n"
+            "    os._exit(0)\n"
+            "os.wait()\n")
+    try:
+        ran = LocalClientHost().run_client(["python3", "-c", code], (0,), dict(os.environ),
+                                           tmp_path / "client.out", 60, lambda: True)
+        assert ran.exit_code == 0, ran.stderr
+        assert [x.partition(" ")[0] for x in ran.left] == ["sleep"], ran.left
+        assert sleeps(mark) == []
+    finally:
+        kill_all(sleeps(mark))

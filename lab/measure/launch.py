@@ -205,6 +205,17 @@ class ServerProcess:
         self.where.wait_port_released(self.knobs.port, self.knobs.bind)
         return code
 
+    def left_said(self) -> str:
+        """What was left of it after stop(), in words ("" : nothing)."""
+        if not self.left:
+            return ""
+        what = ", ".join(f"{x['comm']} (pid {x['pid']})" for x in self.left)
+        whose = "its own child" if len(self.left) == 1 else "its own children"
+        how = (f"holding its port {self.knobs.port}: killed"
+               if any(x.get("held_port") for x in self.left)
+               else "outside its process group: killed with its cgroup")
+        return f"{what}, {whose}, outlived {self.server.name} {how}"
+
     def _kill_own_holders(self) -> None:
         """SIGKILL the processes of this step (its token) that still hold the
         port after the server stopped, out of its process group (what is in

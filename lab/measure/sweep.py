@@ -196,13 +196,7 @@ class ServerSweep:
             self.start_record["left"] = sp.left
         self.save()
         if sp.left:
-            held = [x for x in sp.left if x.get("held_port")]
-            what = ", ".join(f"{x['comm']} (pid {x['pid']})" for x in sp.left)
-            whose = "its own child" if len(sp.left) == 1 else "its own children"
-            self.note(f"{self.start_record.get('id')}: {what}, {whose}, outlived "
-                      f"{self.server.name} "
-                      + (f"holding its port {sp.knobs.port}: killed" if held else
-                         "outside its process group: killed with its cgroup"))
+            self.note(f"{self.start_record.get('id')}: {sp.left_said()}")
 
     def launch(self, knob_value: int | None) -> ServerProcess:
         """The start's record, the server's facts (once per server), the start itself."""
@@ -497,6 +491,10 @@ class ServerSweep:
                             out.with_suffix(suffix).rename(out.with_suffix(".hung" + suffix))
                 self.note(f"{tag}: {self.client.name} hung ({hung}); stopped and retried once")
         busy1, steal1 = topo.cpu_times(p.server_cpus, p.client_cpus)
+        left = [x for ran in runs for x in ran.left]
+        if left:
+            self.note(f"{tag}: {', '.join(left)} outlived {self.client.name} outside its "
+                      "process group: killed with its cgroup")
         if not sp.alive():
             raise self.died(sp, load, tag)
         try:
