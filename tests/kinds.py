@@ -40,6 +40,7 @@ FILES = {
     "test_bmf.py": "unit",
     "test_build_log.py": "unit",
     "test_charts.py": "unit",
+    "test_cgroup.py": "unit",
     "test_checklist.py": "fault",
     "test_ci.py": "fault",
     "test_claimruns.py": "fault",

@@ -252,3 +252,19 @@ def test_a_client_s_escaped_grandchild_is_killed_and_named(tmp_path: Path) -> No
         assert sleeps(mark) == []
     finally:
         kill_all(sleeps(mark))
+
+
+def test_a_run_without_cgroups_says_so_in_its_summary(tmp_path: Path) -> None:
+    """The manifest's cgroups, not used and why: a warning of the run's own."""
+    import shutil
+    saved = ROOT / "tests" / "fixtures" / "runs" / "20261123-033407-nginx+paced"
+    run = tmp_path / "results" / saved.name
+    shutil.copytree(saved, run)
+    m = manifest(run)
+    m["cgroups"] = {"used": False, "why": "no cgroup v2 hierarchy is mounted (cgroup v1 only)"}
+    (run / "manifest.json").write_text(json.dumps(m))
+    out = subprocess.run(["python3", "-m", "lab", "report", str(run)], cwd=ROOT,
+                         env=lab_env(tmp_path), capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    summary = (run / "summary.md").read_text()
+    assert "had no cgroup of their own here (no cgroup v2 hierarchy is mounted" in summary

@@ -44,6 +44,7 @@ EXAMPLES: list[Finding] = [
     findings.AnswerChanged("aws", 1, 3, ("c=8: answer changed: after the level, exact body",)),
     findings.PortShared("aws", 1, 3, ("c=8: port shared: after the level, port 8080 also "
                                       "held by nginx (pid 12)",)),
+    findings.NoCgroups("no cgroup v2 hierarchy is mounted (cgroup v1 only)"),
 ]
 
 

@@ -287,6 +287,8 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
     least = metrics.MIN_PAIRS if paired_mode(m) else metrics.MIN_STARTS
     if reps < least and len(stats) > 1 and not m.params.extra.get("repeat_auto"):
         out.append(findings.FewRepetitions(reps, "pairs" if paired_mode(m) else "starts"))
+    if m.cgroups.get("used") is False:
+        out.append(findings.NoCgroups(str(m.cgroups.get("why") or "no reason recorded")))
     if m.calibration is None and m.extra.get("kind") != "cost":
         out.append(findings.NoCalibration())
     elif cal_note:

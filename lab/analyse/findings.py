@@ -279,6 +279,19 @@ class FewRepetitions(Finding):
 
 
 @dataclass(frozen=True)
+class NoCgroups(Finding):
+    """The lab's processes ran without cgroups of its own (the manifest's cgroups)."""
+    kind: ClassVar[str] = "no-cgroups"
+    why: str
+
+    def text(self) -> str:
+        return (f"The lab's processes had no cgroup of their own here ({self.why}): a "
+                "process a server or client started that left its process group and "
+                "dropped its environment could outlive the run. Run as root on a host with "
+                "cgroup v2 (docs/methodology.md).")
+
+
+@dataclass(frozen=True)
 class NoCalibration(Finding):
     kind: ClassVar[str] = "no-calibration"
 
