@@ -95,6 +95,7 @@ class ServerProcess:
         # after stop(): what was left of it (its cgroup's escaped processes, its
         # own child still holding its port), killed; None: no cgroup to tell
         self.left: list[dict[str, object]] | None = None
+        self.exit_code: int | None = None       # stop()'s, also when its port stayed busy
 
     @property
     def host(self) -> str:
@@ -196,7 +197,7 @@ class ServerProcess:
         PortBusy when a stranger holds it."""
         if self.proc is None:
             return None
-        code = self.proc.stop()
+        code = self.exit_code = self.proc.stop()
         self.left = self.where.left_over(self.proc)
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)

@@ -188,6 +188,7 @@ class ServerSweep:
         try:
             self.start_record["exit_code"] = sp.stop()
         except procs.PortBusy as e:
+            self.start_record["exit_code"] = sp.exit_code
             self.save()
             self.note(f"after it stopped, {e}")
             manifest.add_problem(self.run, f"{self.server.name}: after it stopped, {e}")
