@@ -344,7 +344,8 @@ QUIET = (
 # the other waits to run the tests of QUIET.
 LONG = (
     "test_workshop.py", "test_e2e.py", "test_probe.py", "test_topology_docker.py",
-    "test_lifetime.py", "test_faults.py", "test_topology_ssh.py", "test_cost.py",
+    "test_lifetime.py", "test_escapes.py", "test_faults.py", "test_topology_ssh.py",
+    "test_cost.py",
     "test_topology_netns.py", "test_listen.py",
     "test_repeat.py", "test_stepcheck.py", "test_record.py", "test_hostile.py",
 )
