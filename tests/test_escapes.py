@@ -268,3 +268,34 @@ def test_a_run_without_cgroups_says_so_in_its_summary(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     summary = (run / "summary.md").read_text()
     assert "had no cgroup of their own here (no cgroup v2 hierarchy is mounted" in summary
+
+
+@CGROUPS
+def test_the_keeper_kills_an_escaped_grandchild_of_a_vanished_step(tmp_path: Path) -> None:
+    """A step SIGKILLed while a process it started has left a setsid'd
+    /bin/sleep with an emptied environment behind: its keeper kills the
+    cgroup, sleep included, and removes it."""
+    mark = free_port()
+    code = ("import os, subprocess, sys, time\n"
+            f"sys.path.insert(0, {str(ROOT)!r})\n"
+            "from pathlib import Path\n"
+            "from lab.host import procs\n"
+            "escape = ('import os\\nif os.fork() == 0:\\n    os.setsid()\\n'\n"
+            "          '    if os.fork() == 0:\\n'\n"
+            f"          '        os.execve(\"/bin/sleep\", [\"sleep\", \"86400.{mark}\"], {{}})\\n'\n"
+            "          '    os._exit(0)\\nos.wait()\\nimport time\\ntime.sleep(900)\\n')\n"
+            "p = procs.start(['python3', '-c', escape], Path('/'), dict(os.environ),\n"
+            "                subprocess.DEVNULL)\n"
+            "print(procs._cgroups[p.pid].path, flush=True)\n"
+            "time.sleep(900)\n")
+    step = subprocess.Popen(["python3", "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert step.stdout is not None
+        made = Path(step.stdout.readline().strip())
+        until(lambda: len(sleeps(mark)) == 1, 10, "the escaped sleep")
+        step.kill()
+        step.wait()
+        until(lambda: sleeps(mark) == [] and not made.exists(), 15, "the keeper's kill")
+    finally:
+        step.kill()
+        kill_all(sleeps(mark))
