@@ -7,7 +7,7 @@ not reach it), and reads its standard input, the step's end of a pipe:
 
     group PGID        a process group the step started (a server, a client)
     cgroup PGID PATH  that group's cgroup v2 (lab/host/cgroup.py)
-    free PGID         the step stopped that group (and its cgroup) itself
+    free PGID         the step stopped that group (and removed its cgroup) itself
     undo JSON         a command to run if the step vanishes (docker rm -f ID)
     done JSON         that command is no longer needed
 
@@ -15,12 +15,13 @@ Only the step holds the pipe's write end (close-on-exec, never inherited by
 what it starts), so the keeper reads end of file when the step is gone,
 whether it returned, was interrupted, killed with SIGKILL or by the OOM
 killer. It then kills, with SIGKILL, every group still registered, everything
-in their cgroups (which it removes: that catches what left its group with
-setsid and dropped its environment) and every process whose environment
-carries the step's token (LAB_KEEPER=TOKEN, set by lab.host.procs.start: it
-catches a process that left its group with setsid but kept its environment,
-where there are no cgroups), runs the `undo` commands, and exits. When the step
-stopped everything itself there is nothing left to do.
+in any cgroup of the step's still there, which it removes (that catches what
+left its group with setsid and dropped its environment), and every process
+whose environment carries the step's token (LAB_KEEPER=TOKEN, set by
+lab.host.procs.start: it catches a process that left its group with setsid
+but kept its environment, where there are no cgroups), runs the `undo`
+commands, and exits. When the step stopped everything itself there is
+nothing left to do.
 
 Why not `setpriv --pdeathsig KILL` on each child: the parent-death signal
 reaches only that child (nginx's workers and a shell's children survive
@@ -91,15 +92,16 @@ def kill_cgroup(path: str) -> None:
             time.sleep(0.01)
 
 
-def kill_all(groups: set[int], token: str, cgroups: dict[int, str] | None = None) -> None:
-    """SIGKILL the groups and their cgroups, then whatever still carries the
+def kill_all(groups: set[int], token: str, cgroups: list[str] | None = None) -> None:
+    """SIGKILL the groups and the cgroups (every one the step made: one it
+    freed but could not remove goes too), then whatever still carries the
     token (a few rounds: a process may fork while it is being killed)."""
     for pgid in groups:
         try:
             os.killpg(pgid, signal.SIGKILL)
         except OSError:
             pass
-    for path in (cgroups or {}).values():
+    for path in cgroups or []:
         kill_cgroup(path)
     for _ in range(20):
         left = marked(token)
@@ -115,7 +117,7 @@ def kill_all(groups: set[int], token: str, cgroups: dict[int, str] | None = None
 
 def serve(token: str) -> None:
     groups: set[int] = set()
-    cgroups: dict[int, str] = {}
+    cgroups: dict[str, None] = {}          # every cgroup the step made, in order
     undo: list[list[str]] = []
     for line in sys.stdin:
         word, _, rest = line.strip().partition(" ")
@@ -123,11 +125,10 @@ def serve(token: str) -> None:
             if word == "group":
                 groups.add(int(rest))
             elif word == "cgroup":
-                pgid, _, path = rest.partition(" ")
-                cgroups[int(pgid)] = path
+                _pgid, _, path = rest.partition(" ")
+                cgroups[path] = None
             elif word == "free":
                 groups.discard(int(rest))
-                cgroups.pop(int(rest), None)
             elif word == "undo":
                 undo.append([str(a) for a in json.loads(rest)])
             elif word == "done":
@@ -135,7 +136,7 @@ def serve(token: str) -> None:
                 undo = [u for u in undo if u != argv]
         except ValueError:
             continue
-    kill_all(groups, token, cgroups)
+    kill_all(groups, token, list(cgroups))
     for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_DFL)      # not inherited by the undo commands
     for argv in undo:

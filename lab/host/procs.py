@@ -122,9 +122,9 @@ def start(argv: list[str], cwd: Path, env: dict[str, str], log: IO[bytes] | int,
     allows it), watched by the step's keeper; stdout to `stdout` (or the
     log), stderr to the log. kill_group ends it."""
     env = {**env, KEEPER_VARIABLE: Keeper.token()}
-    group = cgroup.Cgroup.make()
-    if group is not None:
+    if not cgroup.status():
         _executable(argv[0], cwd, env)      # as Popen would say it, not the shell
+    group = cgroup.Cgroup.make()
     try:
         proc = subprocess.Popen(argv if group is None else group.wrap(argv), cwd=cwd, env=env,
                                 stdin=subprocess.DEVNULL,
