@@ -59,6 +59,16 @@ def sleeps(port: int) -> list[int]:
     return found
 
 
+def orphan_cgroups() -> list[str]:
+    """The lab's cgroups (lab-PID-N) whose step PID is gone: left behind."""
+    under = cgroup.parent()
+    if isinstance(under, str):
+        return []
+    steps = {c.name: c.name.split("-")[1] for c in under.glob(f"{cgroup.PREFIX}*-*")}
+    return [name for name, pid in steps.items()
+            if pid.isdigit() and not Path(f"/proc/{pid}").exists()]
+
+
 def kill_all(pids: list[int]) -> None:
     for pid in pids:
         try:
@@ -90,6 +100,7 @@ def test_an_escaped_grandchild_is_gone_after_the_run(tmp_path: Path, port: int,
         assert sleeps(port) == []
         assert procs.listeners(port) == []
         assert leftovers(run) == []
+        until(lambda: orphan_cgroups() == [], 15, "no cgroup of a step that is gone")
         m = manifest(run)
         assert m["status"] == "complete", m["problems"]
         assert m["cgroups"]["used"] is True
@@ -231,21 +242,29 @@ def test_two_runs_on_one_port_do_not_both_read_clean(tmp_path: Path, port: int) 
     assert procs.listeners(port) == []
 
 
+def escaping(tmp_path: Path, mark: int, then_sleep: bool = False) -> list[str]:
+    """A command that leaves a setsid'd /bin/sleep 86400.MARK with an emptied
+    environment behind (then sleeps itself, if asked)."""
+    script = tmp_path / "escape.py"
+    script.write_text("import os, time\n"
+                      "if os.fork() == 0:\n"
+                      "    os.setsid()\n"
+                      "    if os.fork() == 0:\n"
+                      f"        os.execve('/bin/sleep', ['sleep', '86400.{mark}'], {{}})\n"
+                      "    os._exit(0)\n"
+                      "os.wait()\n"
+                      + ("time.sleep(900)\n" if then_sleep else ""))
+    return ["python3", str(script)]
+
+
 @CGROUPS
 def test_a_client_s_escaped_grandchild_is_killed_and_named(tmp_path: Path) -> None:
     """A load client that leaves a setsid'd /bin/sleep with an emptied
     environment behind: killed with the client's cgroup, named in its run."""
     from lab.measure.topologies.local import LocalClientHost
     mark = free_port()
-    code = ("import os\n"
-            "if os.fork() == 0:\n"
-            "    os.setsid()\n"
-            "    if os.fork() == 0:\n"
-            f"        os.execve('/bin/sleep', ['sleep', '86400.{mark}'], {{}})\n"
-            "    os._exit(0)\n"
-            "os.wait()\n")
     try:
-        ran = LocalClientHost().run_client(["python3", "-c", code], (0,), dict(os.environ),
+        ran = LocalClientHost().run_client(escaping(tmp_path, mark), (0,), dict(os.environ),
                                            tmp_path / "client.out", 60, lambda: True)
         assert ran.exit_code == 0, ran.stderr
         assert [x.partition(" ")[0] for x in ran.left] == ["sleep"], ran.left
@@ -280,12 +299,8 @@ def test_the_keeper_kills_an_escaped_grandchild_of_a_vanished_step(tmp_path: Pat
             f"sys.path.insert(0, {str(ROOT)!r})\n"
             "from pathlib import Path\n"
             "from lab.host import procs\n"
-            "escape = ('import os\\nif os.fork() == 0:\\n    os.setsid()\\n'\n"
-            "          '    if os.fork() == 0:\\n'\n"
-            f"          '        os.execve(\"/bin/sleep\", [\"sleep\", \"86400.{mark}\"], {{}})\\n'\n"
-            "          '    os._exit(0)\\nos.wait()\\nimport time\\ntime.sleep(900)\\n')\n"
-            "p = procs.start(['python3', '-c', escape], Path('/'), dict(os.environ),\n"
-            "                subprocess.DEVNULL)\n"
+            f"p = procs.start({escaping(tmp_path, mark, then_sleep=True)!r}, Path('/'),\n"
+            "                dict(os.environ), subprocess.DEVNULL)\n"
             "print(procs._cgroups[p.pid].path, flush=True)\n"
             "time.sleep(900)\n")
     step = subprocess.Popen(["python3", "-c", code], stdout=subprocess.PIPE, text=True)
