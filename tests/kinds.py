@@ -41,6 +41,7 @@ FILES = {
     "test_bmf.py": "unit",
     "test_build_log.py": "unit",
     "test_charts.py": "unit",
+    "test_cgroup.py": "unit",
     "test_checklist.py": "fault",
     "test_ci.py": "fault",
     "test_claimruns.py": "fault",
@@ -53,6 +54,7 @@ FILES = {
     "test_deps.py": "unit",
     "test_docs.py": "unit",
     "test_e2e.py": "real-server",
+    "test_escapes.py": "fault",
     "test_exits.py": "fault",
     "test_extending.py": "fault",
     "test_failures.py": "unit",
@@ -364,7 +366,8 @@ QUIET = (
 # the other waits to run the tests of QUIET.
 LONG = (
     "test_workshop.py", "test_e2e.py", "test_probe.py", "test_topology_docker.py",
-    "test_lifetime.py", "test_faults.py", "test_topology_ssh.py", "test_cost.py",
+    "test_lifetime.py", "test_escapes.py", "test_faults.py", "test_topology_ssh.py",
+    "test_cost.py",
     "test_topology_netns.py", "test_listen.py",
     "test_repeat.py", "test_stepcheck.py", "test_record.py", "test_hostile.py",
 )

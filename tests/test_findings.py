@@ -47,6 +47,9 @@ EXAMPLES: list[Finding] = [
     findings.SamplerGap("aws", 2, 3),
     findings.WrongAnswers("overloaded", 1, 2, ("c=2: wrong answers: wrk counted 112.0 bytes "
                                                "per response where ...",)),
+    findings.PortShared("aws", 1, 3, ("c=8: port shared: after the level, port 8080 also "
+                                      "held by nginx (pid 12)",)),
+    findings.NoCgroups("no cgroup v2 hierarchy is mounted (cgroup v1 only)"),
 ]
 
 

@@ -45,6 +45,8 @@ NO_REAL_DATA = {
                    "makes one)",
     "wrong-answers": "no saved fixture run has a server wrong under load "
                      "(test_answers makes one)",
+    "port-shared": "no saved fixture run shared its port with another process "
+                   "(test_escapes makes one)",
 }
 
 

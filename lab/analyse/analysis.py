@@ -279,6 +279,8 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
                 out.append(findings.ClientStalled(name, tool, len(said), n, said))
             elif said and flag == "wrong-answers":
                 out.append(findings.WrongAnswers(name, len(said), n, said))
+            elif said and flag == "port-shared":
+                out.append(findings.PortShared(name, len(said), n, said))
             elif said:
                 out.append(findings.AnswerChanged(name, len(said), n, said))
         if count("not-steady"):
@@ -305,6 +307,8 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
             not m.params.extra.get("repeat_auto"):
         out.append(findings.FewRepetitions(reps, "pairs" if paired_mode(m) else "starts",
                                            least, alpha, ranked * (ranked - 1) // 2))
+    if m.cgroups.get("used") is False:
+        out.append(findings.NoCgroups(str(m.cgroups.get("why") or "no reason recorded")))
     if m.calibration is None and m.extra.get("kind") != "cost":
         out.append(findings.NoCalibration())
     elif cal_note:

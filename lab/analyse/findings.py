@@ -237,6 +237,22 @@ class WrongAnswers(Finding):
                 "answer differently when loaded); its log is in the run folder.")
 
 
+@dataclass(frozen=True)
+class PortShared(Finding):
+    """Another process held the server's port during levels (two runs on one PORT)."""
+    kind: ClassVar[str] = "port-shared"
+    server: str
+    count: int
+    levels: int
+    why: tuple[str, ...]
+
+    def text(self) -> str:
+        return (f"{self.server}: another process held its port at {self.count} of "
+                f"{self.levels} levels ({'; '.join(self.why)}): those levels are not ranked, "
+                "the client may have loaded that process instead. Measure again with the "
+                "port to itself (another PORT, or stop the other run).")
+
+
 NOT_RECORDED = "how is not recorded (a run made before the lab kept the kinds)"
 
 
@@ -319,6 +335,19 @@ class FewRepetitions(Finding):
         return (f"{self.repeat} starts a server cannot reach the verdicts' {each} (an exact "
                 f"test needs {need} a side): use REPEAT={need} or more (or REPEAT=auto) "
                 "for verdicts.")
+
+
+@dataclass(frozen=True)
+class NoCgroups(Finding):
+    """The lab's processes ran without cgroups of its own (the manifest's cgroups)."""
+    kind: ClassVar[str] = "no-cgroups"
+    why: str
+
+    def text(self) -> str:
+        return (f"The lab's processes had no cgroup of their own here ({self.why}): a "
+                "process a server or client started that left its process group and "
+                "dropped its environment could outlive the run. Run as root on a host with "
+                "cgroup v2 (docs/methodology.md).")
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,9 @@ class Measured:
     # seen ("" : nothing seen)
     wrong_answers: str = ""
     answers: Answers | None = None         # the check slice's counts (None: none ran)
+    # another process held the server's port at a check before or after the
+    # level (its clients may have loaded that one): who ("": nobody)
+    port_shared: str = ""
     # a paired run (lab.measure.pair): the other side's server and client CPU
     # on the CPUs this side's host figures cover (not "other processes"), and
     # its client's CPU on this side's client CPUs (a shared client CPU is
@@ -125,7 +128,7 @@ def stalled(level: Level, duration_s: float, m: Measured, client: str) -> str:
 def level_flags(level: Level, client_pct: float, other_pct: float, steal_pct: float,
                 littles: float | None, not_steady: bool, answer_changed: str = "",
                 stall: str = "", gap: bool = False,
-                wrong_answers: str = "") -> list[str]:
+                wrong_answers: str = "", port_shared: str = "") -> list[str]:
     flags = []
     if level.stopped:
         flags.append("client-stopped")
@@ -137,6 +140,8 @@ def level_flags(level: Level, client_pct: float, other_pct: float, steal_pct: fl
         flags.append("answer-changed")
     if wrong_answers:
         flags.append("wrong-answers")
+    if port_shared:
+        flags.append("port-shared")
     if client_pct >= CLIENT_BOUND_PCT:
         flags.append("client-bound")
     if level.failed:
@@ -167,11 +172,13 @@ def make_row(where: Where, level: Level, m: Measured, client: str = "the client"
     littles = round(level.in_flight / where.concurrency, 3) if where.concurrency else None
     stall = stalled(level, where.duration_s, m, client)
     flags = level_flags(level, client_pct, other_pct, steal_pct, littles, where.not_steady,
-                        m.answer_changed, stall, sampler_gap(m), m.wrong_answers)
+                        m.answer_changed, stall, sampler_gap(m), m.wrong_answers,
+                        m.port_shared)
     unranked = "; ".join(x for x in (level.stopped and f"client stopped early: {level.stopped}",
                                      stall and f"client stalled: {stall}",
                                      m.answer_changed and f"answer changed: {m.answer_changed}",
-                                     m.wrong_answers and f"wrong answers: {m.wrong_answers}")
+                                     m.wrong_answers and f"wrong answers: {m.wrong_answers}",
+                                     m.port_shared and f"port shared: {m.port_shared}")
                          if x)
     return Row(
         server=where.server, rep=where.rep, axis=where.axis, value=where.value,

@@ -79,10 +79,14 @@ FLAGS: dict[str, str] = {
     "wrong-answers": "answers during the load were not the verified answer: the client's "
                      "bytes per response were not its size, or sampled answers were wrong: "
                      "not ranked",
+    "port-shared": "another process (not the server's own) also held the server's port "
+                   "before or after the level, as a second run on the same PORT with "
+                   "SO_REUSEPORT does: the client may have loaded it; not ranked",
 }
 # A level with one of these in any repetition is not ranked (its verdicts are
 # "not comparable", it is nobody's peak), whatever the other flags say.
-UNRANKED = ("client-stopped", "client-stalled", "answer-changed", "wrong-answers")
+UNRANKED = ("client-stopped", "client-stalled", "answer-changed", "wrong-answers",
+            "port-shared")
 
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from lab.setup.paths import ROOT
 from lab.measure.clients import host_tools
 from lab.measure import hostinfo, topologies
-from lab.host import procs
+from lab.host import cgroup, procs
 from lab.record import calibration, checked, files, folder, manifest, pinning, runlock
 from lab.setup import stepcheck
 from lab.setup.exits import Exit
@@ -48,6 +48,11 @@ def start_run(params: Params, servers: Discovered,
     files.reserve(run)                     # room for the manifest's last words on a full disk
     _client, conditions = client_for(params, run)
     settings = recorded_settings(params)
+    held = cgroup.describe()
+    if not held["used"]:
+        print(f"warning: no cgroup of the lab's own here ({held['why']}): a process a server "
+              "or client starts that leaves its process group and drops its environment "
+              "can outlive the run", file=sys.stderr)
     manifest.write_manifest(run, manifest.Manifest(
         run_id=run.name,
         status="running",
@@ -67,6 +72,7 @@ def start_run(params: Params, servers: Discovered,
         client_hosts=[c.facts() for c in topo.clients if not c.same_host_as(topo.server)],
         tools=dict(tools.result()),
         lab=hostinfo.lab_revision(ROOT),
+        cgroups=held,
         extra=rerun_of(os.environ.get("LAB_RERUN")),
     ))
     print(run)

@@ -6,25 +6,30 @@ a script, in a session of its own (a signal to the step's process group does
 not reach it), and reads its standard input, the step's end of a pipe:
 
     group PGID        a process group the step started (a server, a client)
-    free PGID         the step stopped that group itself
+    cgroup PGID PATH  that group's cgroup v2 (lab/host/cgroup.py)
+    free PGID         the step stopped that group (and removed its cgroup) itself
     undo JSON         a command to run if the step vanishes (docker rm -f ID)
     done JSON         that command is no longer needed
 
 Only the step holds the pipe's write end (close-on-exec, never inherited by
 what it starts), so the keeper reads end of file when the step is gone,
 whether it returned, was interrupted, killed with SIGKILL or by the OOM
-killer. It then kills, with SIGKILL, every group still registered and every
-process whose environment carries the step's token (LAB_KEEPER=TOKEN, set by
-lab.host.procs.start: it catches a process that left its group with setsid but
-kept its environment), runs the `undo` commands, and exits. When the step
-stopped everything itself there is nothing left to do.
+killer. It then kills, with SIGKILL, every group still registered, everything
+in any cgroup of the step's still there, which it removes (that catches what
+left its group with setsid and dropped its environment), and every process
+whose environment carries the step's token (LAB_KEEPER=TOKEN, set by
+lab.host.procs.start: it catches a process that left its group with setsid
+but kept its environment, where there are no cgroups), runs the `undo`
+commands, and exits. When the step stopped everything itself there is
+nothing left to do.
 
 Why not `setpriv --pdeathsig KILL` on each child: the parent-death signal
 reaches only that child (nginx's workers and a shell's children survive
 their parent), it fires when the *thread* that forked the child ends (the
 lab starts clients from worker threads) and it is reset across a setuid
-exec. A cgroup per run needs root and a writable hierarchy (cgroup v1 here).
-A process that watches a pipe works in every topology, for any user.
+exec. A cgroup needs root (or a delegated hierarchy) and cgroup v2: the
+lab uses one where it can, but a process that watches a pipe works in every
+topology, for any user.
 
 Standard library only, no import of the lab: it starts in a few ms.
 """
@@ -56,14 +61,48 @@ def marked(token: str) -> list[int]:
     return found
 
 
-def kill_all(groups: set[int], token: str) -> None:
-    """SIGKILL the groups, then whatever still carries the token (a few rounds:
-    a process may fork while it is being killed)."""
+def kill_cgroup(path: str) -> None:
+    """SIGKILL everything in a cgroup v2 (cgroup.kill, else each pid until
+    none is left) and remove it; as lab.host.cgroup.kill does (no lab import here)."""
+    try:
+        with open(os.path.join(path, "cgroup.kill"), "w") as f:
+            f.write("1")
+    except OSError:
+        for _ in range(50):
+            try:
+                with open(os.path.join(path, "cgroup.procs")) as f:
+                    left = [int(x) for x in f.read().split()]
+            except (OSError, ValueError):
+                break
+            if not left:
+                break
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            time.sleep(0.02)
+    for _ in range(500):
+        try:
+            os.rmdir(path)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.01)
+
+
+def kill_all(groups: set[int], token: str, cgroups: list[str] | None = None) -> None:
+    """SIGKILL the groups and the cgroups (every one the step made: one it
+    freed but could not remove goes too), then whatever still carries the
+    token (a few rounds: a process may fork while it is being killed)."""
     for pgid in groups:
         try:
             os.killpg(pgid, signal.SIGKILL)
         except OSError:
             pass
+    for path in cgroups or []:
+        kill_cgroup(path)
     for _ in range(20):
         left = marked(token)
         if not left:
@@ -78,12 +117,16 @@ def kill_all(groups: set[int], token: str) -> None:
 
 def serve(token: str) -> None:
     groups: set[int] = set()
+    cgroups: dict[str, None] = {}          # every cgroup the step made, in order
     undo: list[list[str]] = []
     for line in sys.stdin:
         word, _, rest = line.strip().partition(" ")
         try:
             if word == "group":
                 groups.add(int(rest))
+            elif word == "cgroup":
+                _pgid, _, path = rest.partition(" ")
+                cgroups[path] = None
             elif word == "free":
                 groups.discard(int(rest))
             elif word == "undo":
@@ -93,7 +136,7 @@ def serve(token: str) -> None:
                 undo = [u for u in undo if u != argv]
         except ValueError:
             continue
-    kill_all(groups, token)
+    kill_all(groups, token, list(cgroups))
     for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_DFL)      # not inherited by the undo commands
     for argv in undo:

@@ -2,7 +2,10 @@
 
 Each one gets a session (process group) of its own, so that stopping it
 stops everything it forked, and the environment marker LAB_RUN so that a
-test can find anything the lab left behind. Each group is also given to the
+test can find anything the lab left behind. Where the host allows it, each
+also runs in a cgroup v2 of its own (lab/host/cgroup.py), which holds what
+leaves the group (setsid, an emptied environment): stopping it kills that
+too, and says what it was. Each group (and cgroup) is also given to the
 step's keeper (lab/host/keeper.py), which kills it if the step vanishes before
 stopping it (SIGKILL, the OOM killer).
 """
@@ -13,6 +16,7 @@ import ipaddress
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -23,6 +27,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol
+
+from lab.host import cgroup
 
 MARKER = "LAB_RUN"
 KEEPER_VARIABLE = "LAB_KEEPER"            # lab/host/keeper.py's TOKEN_VARIABLE
@@ -76,6 +82,11 @@ class Keeper:
         cls._send(f"group {pgid}")
 
     @classmethod
+    def cgroup(cls, pgid: int, path: Path) -> None:
+        """The cgroup of group `pgid`: killed and removed with it if the step vanishes."""
+        cls._send(f"cgroup {pgid} {path}")
+
+    @classmethod
     def release(cls, pgid: int) -> None:
         if cls._proc is not None:
             cls._send(f"free {pgid}")
@@ -100,16 +111,43 @@ def started_at(pid: int) -> int | None:
     return int(stat[stat.rindex(")") + 2:].split()[19])
 
 
+# each started group's cgroup (lab.host.cgroup), by the group's id, until kill_group
+_cgroups: dict[int, cgroup.Cgroup] = {}
+_cgroups_lock = threading.Lock()
+
+
 def start(argv: list[str], cwd: Path, env: dict[str, str], log: IO[bytes] | int,
           stdout: IO[bytes] | int | None = None) -> subprocess.Popen[bytes]:
-    """Start argv in a new session, watched by the step's keeper; stdout to
-    `stdout` (or the log), stderr to the log."""
+    """Start argv in a new session (and a cgroup of its own where the host
+    allows it), watched by the step's keeper; stdout to `stdout` (or the
+    log), stderr to the log. kill_group ends it."""
     env = {**env, KEEPER_VARIABLE: Keeper.token()}
-    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                            stdout=log if stdout is None else stdout, stderr=log,
-                            start_new_session=True)
+    if not cgroup.status():
+        _executable(argv[0], cwd, env)      # as Popen would say it, not the shell
+    group = cgroup.Cgroup.make()
+    try:
+        proc = subprocess.Popen(argv if group is None else group.wrap(argv), cwd=cwd, env=env,
+                                stdin=subprocess.DEVNULL,
+                                stdout=log if stdout is None else stdout, stderr=log,
+                                start_new_session=True)
+    except BaseException:
+        if group is not None:
+            group.stop(0)
+        raise
+    if group is not None:
+        with _cgroups_lock:
+            _cgroups[proc.pid] = group
+        Keeper.cgroup(proc.pid, group.path)
     Keeper.watch(proc.pid)
     return proc
+
+
+def _executable(name: str, cwd: Path, env: dict[str, str]) -> None:
+    """FileNotFoundError unless `name` runs (looked up in env's PATH, or from cwd)."""
+    found = (name if os.access(cwd / name, os.X_OK) and (cwd / name).is_file() else None) \
+        if "/" in name else shutil.which(name, path=env.get("PATH", os.defpath))
+    if found is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
 
 
 def stop(proc: subprocess.Popen[bytes], grace: float = 10.0) -> int | None:
@@ -146,13 +184,51 @@ def run(argv: list[str], timeout: float, stdout: IO[bytes] | None = None,
         return code, out.read(), err.read()
 
 
-def kill_group(pgid: int) -> None:
-    """SIGKILL what is left of a process group (children that outlived their leader)."""
+def kill_group(pgid: int) -> list[cgroup.Left]:
+    """SIGKILL what is left of a process group (children that outlived their
+    leader) and of its cgroup, which is removed; returns what was in the
+    cgroup outside the group (escaped it: setsid), now killed."""
     try:
         os.killpg(pgid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+    with _cgroups_lock:
+        group = _cgroups.pop(pgid, None)
+    left = group.stop(pgid) if group is not None else []
     Keeper.release(pgid)
+    return left
+
+
+def cgroup_pids(pgid: int) -> list[int]:
+    """The processes in the cgroup of group `pgid` (started by start()); [] without one."""
+    with _cgroups_lock:
+        group = _cgroups.get(pgid)
+    return group.pids() if group is not None else []
+
+
+def carries(pid: int, token: str) -> bool:
+    """Whether the process's environment has this step's LAB_KEEPER token
+    (start() gives it to all it starts; a child that kept its environment has it)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return f"{KEEPER_VARIABLE}={token}".encode() + b"\0" in f.read() + b"\0"
+    except OSError:
+        return False
+
+
+def strangers(found: list["Listener"], own: set[int], token: str) -> list["Listener"]:
+    """The listening sockets among `found` that a process outside `own` holds
+    (one that does not carry this step's token either); a socket whose holder
+    ss does not show (another user's, without root) counts as a stranger's."""
+    return [s for s in found
+            if not s.pids or any(p not in own and not carries(p, token) for p in s.pids)]
+
+
+def holders(found: list["Listener"]) -> str:
+    """'nginx (pid 12,13), python3 (pid 40)': who holds these sockets, as ss shows it."""
+    said = sorted({f"{x.process} (pid {','.join(map(str, x.pids))})" if x.process
+                   else "a process the lab cannot see (another user's)" for x in found})
+    return ", ".join(said)
 
 
 def shown(found: list["Listener"]) -> str:
@@ -263,11 +339,11 @@ def parse_listeners(text: str) -> list[Listener]:
 
 
 def listeners(port: int) -> list[Listener]:
-    """Every TCP socket listening on `port` (all addresses), from `ss`. The
-    owning processes only when root: without root, -p sees no other user's."""
-    flags = "-Hltnp" if os.geteuid() == 0 else "-Hltn"
+    """Every TCP socket listening on `port` (all addresses), from `ss`, with
+    the processes holding it: all of them as root; without root, -p shows
+    only this user's (another user's socket has none)."""
     try:
-        out = subprocess.run(["ss", flags, f"sport = :{port}"], capture_output=True,
+        out = subprocess.run(["ss", "-Hltnp", f"sport = :{port}"], capture_output=True,
                              text=True, timeout=10, check=True).stdout
     except (OSError, subprocess.SubprocessError) as e:
         raise RuntimeError(f"cannot list the sockets listening on port {port} with ss "

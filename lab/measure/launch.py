@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,6 +92,10 @@ class ServerProcess:
         self.proc: Started | None = None
         self.scratch: Path | None = None
         self.log_offset = 0
+        # after stop(): what was left of it (its cgroup's escaped processes, its
+        # own child still holding its port), killed; None: no cgroup to tell
+        self.left: list[dict[str, object]] | None = None
+        self.exit_code: int | None = None       # stop()'s, also when its port stayed busy
 
     @property
     def host(self) -> str:
@@ -166,21 +171,92 @@ class ServerProcess:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def exited(self) -> str:
+        """"exited with code 0", "killed by SIGKILL" once it has ended; "" while it runs."""
+        code = None if self.proc is None else self.proc.poll()
+        return "" if code is None else exit_words(code)
+
+    def strangers(self) -> str:
+        """Who else holds its port now: "" when every socket listening on it is
+        held by its own processes (its tree, its cgroup, or a process that
+        carries this step's token: lab.host.procs.strangers), or where the
+        topology cannot tell (another host, a container)."""
+        assert self.proc is not None
+        own = self.where.own_pids(self.proc)
+        if own is None:
+            return ""
+        others = procs.strangers(self.where.listeners(self.knobs.port), own,
+                                 procs.Keeper.token())
+        return "" if not others else (f"port {self.knobs.port} also held by "
+                                      f"{procs.holders(others)}")
+
     def stop(self) -> int | None:
-        """Stop its whole process group; wait until its port is free again."""
+        """Stop its whole process group (and cgroup); wait until its port is
+        free again. A child of its own that still holds the port (it left the
+        group, and there is no cgroup) is killed and counted in `left`;
+        PortBusy when a stranger holds it."""
         if self.proc is None:
             return None
-        code = self.proc.stop()
+        code = self.exit_code = self.proc.stop()
+        self.left = self.where.left_over(self.proc)
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
             procs.Keeper.done(self._undo_scratch())
+        self._kill_own_holders()
         self.where.wait_port_released(self.knobs.port, self.knobs.bind)
         return code
+
+    def left_said(self) -> str:
+        """What was left of it after stop(), in words ("" : nothing)."""
+        if not self.left:
+            return ""
+        what = ", ".join(f"{x['comm']} (pid {x['pid']})" for x in self.left)
+        whose = "its own child" if len(self.left) == 1 else "its own children"
+        how = (f"holding its port {self.knobs.port}: killed"
+               if any(x.get("held_port") for x in self.left)
+               else "outside its process group: killed with its cgroup")
+        return f"{what}, {whose}, outlived {self.server.name} {how}"
+
+    def _kill_own_holders(self) -> None:
+        """SIGKILL the processes of this step (its token) that still hold the
+        port after the server stopped, out of its process group (what is in
+        it is being killed already): its own child that left the group."""
+        if not isinstance(self.where, LocalServerHost) or self.proc is None:
+            return
+        token = procs.Keeper.token()
+        own = sorted({(p, s.process or "?") for s in self.where.listeners(self.knobs.port)
+                      for p in s.pids if procs.carries(p, token) and _group(p) != self.proc.pid})
+        for pid, _ in own:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        if own:
+            self.left = (self.left or []) + [{"pid": pid, "comm": comm, "held_port": True}
+                                             for pid, comm in own]
 
     def sample(self) -> TreeSample | None:
         """Its process tree now, wherever it runs."""
         assert self.proc is not None
         return self.where.sample(self.proc)
+
+
+def _group(pid: int) -> int | None:
+    """A process's group id; None when it is gone."""
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
+
+
+def exit_words(code: int) -> str:
+    """'exited with code 3', or 'killed by SIGKILL' for a negative code (subprocess's way)."""
+    if code >= 0:
+        return f"exited with code {code}"
+    try:
+        return f"killed by {signal.Signals(-code).name}"
+    except ValueError:
+        return f"killed by signal {-code}"
 
 
 def _describe(sockets: list[procs.Listener]) -> str:

@@ -120,8 +120,7 @@ class PairSweep:
                 side.save()
         finally:
             for side, sp in zip(self.sides, self.procs):
-                side.start_record["exit_code"] = sp.stop()
-                side.save()
+                side.stopped(sp)
                 progress(f"{side.tag} stopped")
 
     def note_seats(self) -> None:
@@ -302,4 +301,5 @@ def summed(parts: list[tuple[Level, levelrow.Measured]]) -> tuple[Level, levelro
         sampler_gap_s=max(m.sampler_gap_s for m in ms),
         clock_over_s=max(m.wall_s - lv.elapsed_s if m.clock_over_s is None else m.clock_over_s
                          for lv, m in parts),
-        wrong_answers="; ".join(m.wrong_answers for m in ms if m.wrong_answers))
+        wrong_answers="; ".join(m.wrong_answers for m in ms if m.wrong_answers),
+        port_shared="; ".join(m.port_shared for m in ms if m.port_shared))

@@ -110,6 +110,9 @@ class ServerSweep:
         # the verified answer to the client's request, this start's (its size is
         # what each level's bytes per response are checked against)
         self.expected: answers.Expected | None = None
+        # who else held the server's port at the last check ("": nobody): a
+        # level is flagged port-shared when a check before or after it found one
+        self.shared = ""
         # set by a paired run (lab.measure.pair) to stop this side's client now
         self.halt = threading.Event()
 
@@ -174,13 +177,31 @@ class ServerSweep:
             self.start_record["status"] = "complete"
             self.save()
         finally:
-            self.start_record["exit_code"] = sp.stop()
-            self.save()
+            self.stopped(sp)
             if logcap.capped(sp.log):
                 self.note(f"its log {sp.log.name} reached SERVER_LOG_MAX "
                           f"({self.params.server_log_max:,} bytes): what it wrote past that "
                           "was discarded (the log's last lines say how much)")
         progress(f"{self.tag} stopped")
+
+    def stopped(self, sp: ServerProcess) -> None:
+        """Stop the start's server: its exit code, and what was left of it
+        (killed with its cgroup, or its own child still holding the port),
+        recorded. A stranger on the port after it stopped is said, and the
+        levels measured stand: the next start on the port is refused."""
+        try:
+            self.start_record["exit_code"] = sp.stop()
+        except procs.PortBusy as e:
+            self.start_record["exit_code"] = sp.exit_code
+            self.save()
+            self.note(f"after it stopped, {e}")
+            manifest.add_problem(self.run, f"{self.server.name}: after it stopped, {e}")
+            return
+        if sp.left is not None:
+            self.start_record["left"] = sp.left
+        self.save()
+        if sp.left:
+            self.note(f"{self.start_record.get('id')}: {sp.left_said()}")
 
     def launch(self, knob_value: int | None) -> ServerProcess:
         """The start's record, the server's facts (once per server), the start itself."""
@@ -217,11 +238,13 @@ class ServerSweep:
         try:
             listening = sp.check_listening()
         except ListenError as e:
+            self.if_exited(sp)
             raise NotLoaded(f"{e}; not loaded") from None
         try:                                # its first answer: within its ready_timeout
             passed = verify(sp.host, self.params.port, keepalive=self.params.keepalive,
                             first_timeout=max(TIMEOUT_S, self.server.ready_timeout - took))
         except VerifyError as e:
+            self.if_exited(sp)
             raise NotLoaded(f"{name} failed verification, not loaded: "
                             f"{contract.listed(e.breaches)}") from e
         sends = self.as_client(sp)          # what it sends, byte for byte (lab.analyse.sends)
@@ -236,6 +259,10 @@ class ServerSweep:
                                  rss_idle_kb=idle.rss_kb if idle else None)
         if idle is not None and idle.cgroup_mem_kb is not None:
             self.start_record["cgroup_mem_idle_kb"] = idle.cgroup_mem_kb
+        self.shared = sp.strangers()
+        if self.shared:
+            self.note(f"once it was up, {self.shared}: a level measured so is flagged "
+                      "port-shared and not ranked")
         self.save()
         what = f" {fmt_value(self.params.axis, knob_value)}," if knob_value is not None else ""
         progress(f"{self.tag}{what} ready in {took:.2f}s, verified: {', '.join(passed)}")
@@ -376,6 +403,16 @@ class ServerSweep:
                  f"{row.server_cpu_pct:.0f}% client {row.client_cpu_pct:.0f}%  "
                  f"ETA {fmt_eta(eta)}{note}")
 
+    def if_exited(self, sp: ServerProcess) -> None:
+        """SweepError when the server has exited (right after it became ready):
+        what failed after that was only its absence (connection refused)."""
+        gone = sp.exited()
+        if gone:
+            assert sp.proc is not None
+            self.start_record["exit_code"] = sp.proc.returncode
+            raise SweepError(f"{self.server.name} {gone} right after it became ready "
+                             f"(--- last lines of {sp.log}:\n{procs.tail(sp.log)})")
+
     def value_failed(self, knob_value: int, e: NotLoaded | StoppedAnswering) -> None:
         """One knob value a server cannot serve is a result, and each value is
         a start of its own: the other values are still measured; the run is
@@ -455,10 +492,17 @@ class ServerSweep:
     def checked_after(self, sp: ServerProcess, level: Level, m: levelrow.Measured
                       ) -> levelrow.Measured:
         """The answer checked again after a level (a server may change it
-        mid-run): a level whose answers changed is flagged and not ranked."""
+        mid-run): a level whose answers changed is flagged and not ranked. And
+        the port's holders: a level with a stranger on the port before it or
+        after it (two runs on one PORT, SO_REUSEPORT) is flagged port-shared."""
         broken = recheck(sp.host, self.params.port) if level.successful else []
         if broken:
             m = replace(m, answer_changed="after the level, " + contract.one_line(broken))
+        before, self.shared = self.shared, sp.strangers() if sp.alive() else ""
+        if before or self.shared:
+            m = replace(m, port_shared="; ".join(dict.fromkeys(
+                x for x in (before and f"before the level, {before}",
+                            self.shared and f"after the level, {self.shared}") if x)))
         return m
 
     def jit_watch(self, sp: ServerProcess) -> jit.Watch | None:
@@ -504,6 +548,10 @@ class ServerSweep:
                                          out.with_suffix(".hung" + suffix).name)
                 self.note(f"{tag}: {self.client.name} hung ({hung}); stopped and retried once")
         busy1, steal1 = topo.cpu_times(p.server_cpus, p.client_cpus)
+        left = [x for ran in runs for x in ran.left]
+        if left:
+            self.note(f"{tag}: {', '.join(left)} outlived {self.client.name} outside its "
+                      "process group: killed with its cgroup")
         if not sp.alive():
             raise self.died(sp, load, tag)
         try:

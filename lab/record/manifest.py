@@ -222,6 +222,9 @@ class Manifest:
     client_hosts: list[dict[str, Any]] = field(default_factory=list)
     tools: dict[str, str | None] = field(default_factory=dict)   # None: not installed
     lab: dict[str, Any] = field(default_factory=dict)
+    # whether the lab's processes run in cgroups of its own (lab.host.cgroup.describe:
+    # "used", and "under" and "kill", or "why" not); {}: a run made before
+    cgroups: dict[str, Any] = field(default_factory=dict)
     servers: dict[str, ServerRecord] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     schema: int = SCHEMA
@@ -311,6 +314,7 @@ def _parse_manifest(data: Any, path: Path) -> Manifest:
         client_hosts=[Obj(x, path, f"client_hosts[{i}]").data
                       for i, x in enumerate(o.items("client_hosts"))],
         tools={k: None if v is None else str(v) for k, v in o.raw_obj("tools").items()}, lab=o.raw_obj("lab"),
+        cgroups=o.raw_obj("cgroups"),
         servers={n: ServerRecord.parse(servers.obj(n), n) for n in servers.data},
         problems=o.texts("problems"), extra=o.rest(names(Manifest)))
 

@@ -327,6 +327,11 @@ def probe_server(server: Server, root: Path, cache: Path, run_dir: Path, knobs: 
                            instance.sample,
                            lambda ours, theirs: where.in_network(
                                lambda: receive_queue(ours, theirs)))
+        gone = instance.exited()        # it did not stop answering: it was gone
+        if gone:
+            after = f", answering no more after {report.stopped_after}" \
+                if report.stopped_after else ""
+            report = replace(report, error=f"the server {gone} during the probe{after}")
     except (procs.PortBusy, procs.NotReady, topologies.HostLost) as e:
         report = replace(report, error=str(e))
     finally:

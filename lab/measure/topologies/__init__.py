@@ -59,6 +59,9 @@ class ClientRun:
     # how long the client was seen stopped (SIGSTOP, a tracer) while it ran: it
     # sent nothing then (0.0 where it is not watched: a remote client host)
     stopped_s: float = 0.0
+    # what was left in its cgroup outside its process group at its end (killed
+    # with it: lab.host.cgroup), "comm (pid N)" each
+    left: tuple[str, ...] = ()
 
 
 class ClientHung(RuntimeError):
@@ -171,6 +174,17 @@ class ServerHost(ABC):
     def wait_ready(self, proc: Started, host: str, port: int, timeout: float) -> float:
         """Seconds until `proc` accepts connections on host:port (NotReady if never)."""
         return procs.wait_ready(host, port, proc, timeout)
+
+    def own_pids(self, proc: Started) -> set[int] | None:
+        """The processes that are `proc`'s own now (its tree, its cgroup), as the
+        host's `listeners` name them; None where that cannot be told."""
+        return None
+
+    def left_over(self, proc: Started) -> list[dict[str, object]] | None:
+        """After proc.stop(): what was still in its cgroup outside its process
+        group (escaped it), killed with it, as {"pid", "comm"}; None where the
+        lab keeps no cgroup of it (lab.host.cgroup.status(), another host)."""
+        return None
 
     def start_details(self, proc: Started) -> dict[str, object]:
         """What a start's record keeps besides its PID and command (a container's id,

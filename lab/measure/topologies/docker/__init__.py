@@ -476,6 +476,10 @@ class DockerServerHost(LocalServerHost):
             return None
         return run(["nsenter", "-t", str(self.current.pid), "-n", *argv], timeout=30)
 
+    def own_pids(self, proc: Started) -> set[int] | None:
+        """None: the container's sockets name pids of its own namespace."""
+        return None
+
     def listeners(self, port: int) -> list[procs.Listener]:
         """What listens on `port` inside the container's network namespace."""
         out = self._in_container(["ss", "-Hltnp", f"sport = :{port}"])

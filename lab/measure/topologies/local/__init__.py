@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from lab.host import hang, logcap, procfs, procs
+from lab.host import cgroup, hang, logcap, procfs, procs
 from lab.record import files
 from lab.measure import hostinfo
 from lab.setup.params import Params
@@ -27,6 +27,7 @@ class LocalProcess:
     def __init__(self, popen: subprocess.Popen[bytes],
                  log_reader: subprocess.Popen[bytes] | None = None) -> None:
         self.popen, self.log_reader = popen, log_reader
+        self.left: list[cgroup.Left] = []       # stop(): what escaped its group (lab.host.cgroup)
 
     @property
     def pid(self) -> int:
@@ -44,7 +45,7 @@ class LocalProcess:
 
     def stop(self, grace: float = 10.0) -> int | None:
         code = procs.stop(self.popen, grace)
-        procs.kill_group(self.popen.pid)
+        self.left = procs.kill_group(self.popen.pid)
         if self.log_reader is not None:
             logcap.finish(self.log_reader)
         return code
@@ -84,6 +85,16 @@ class LocalServerHost(ServerHost):
 
     def sampler(self, proc: Started) -> TreeSampler:
         return procfs.Sampler(proc.pid)
+
+    def own_pids(self, proc: Started) -> set[int] | None:
+        if not isinstance(proc, LocalProcess):
+            return None
+        return {s.pid for s in procfs.tree(proc.pid)} | set(procs.cgroup_pids(proc.pid))
+
+    def left_over(self, proc: Started) -> list[dict[str, object]] | None:
+        if not isinstance(proc, LocalProcess) or cgroup.status():
+            return None
+        return [x.to_json() for x in proc.left]
 
     def sample(self, proc: Started) -> TreeSample | None:
         return procfs.sample(proc.pid)
@@ -125,6 +136,7 @@ class LocalClientHost(ClientHost):
                                stdout=fo)
         t0 = time.monotonic()
         stops = procfs.StopClock(proc.pid)      # a client stopped mid-level (SIGSTOP)
+        left: list[cgroup.Left] = []
         try:
             while True:
                 pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -143,10 +155,11 @@ class LocalClientHost(ClientHost):
         finally:
             if proc.returncode is None:
                 procs.stop(proc, grace=2)
-            procs.kill_group(proc.pid)
+            left = procs.kill_group(proc.pid)
         return ClientRun(out.read_text(errors="replace"), err.read_text(errors="replace"),
                          proc.returncode, usage.ru_utime + usage.ru_stime,
-                         time.monotonic() - t0, self.name, stopped_s=stops.stopped_s)
+                         time.monotonic() - t0, self.name, stopped_s=stops.stopped_s,
+                         left=tuple(f"{x.comm} (pid {x.pid})" for x in left))
 
     def cpu_times(self, cpus: tuple[int, ...]) -> tuple[float, float]:
         return procfs.cpu_times(cpus)

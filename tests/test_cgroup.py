@@ -1,0 +1,43 @@
+"""lab.host.cgroup's reading of the host: where the cgroup2 hierarchy is
+mounted (a unified host, a hybrid one, none) and the step's own cgroup."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from lab.host import cgroup
+
+UNIFIED = """\
+24 30 0:22 / /sys ro,nosuid - sysfs sysfs ro
+26 24 0:23 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate
+"""
+HYBRID = """\
+36 25 0:31 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
+37 36 0:32 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
+44 36 0:39 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+"""
+V1_ONLY = """\
+36 25 0:31 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
+37 36 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
+"""
+
+
+def test_the_cgroup2_mount_is_found_on_unified_and_hybrid_hosts() -> None:
+    assert cgroup.v2_mount(UNIFIED) == (Path("/sys/fs/cgroup"), "/")
+    assert cgroup.v2_mount(HYBRID) == (Path("/sys/fs/cgroup/unified"), "/")
+    assert cgroup.v2_mount(V1_ONLY) is None
+
+
+def test_the_step_s_own_cgroup_is_its_0_line() -> None:
+    assert cgroup.own_path("4:memory:/a\n0::/user.slice/session-3.scope\n") == \
+        "/user.slice/session-3.scope"
+    assert cgroup.own_path("4:memory:/a\n1:cpu:/\n") is None
+
+
+def test_the_run_s_record_says_used_or_why_not() -> None:
+    said = cgroup.describe()
+    if said["used"]:
+        assert cgroup.status() == "" and said["kill"] in (
+            "cgroup.kill", "SIGKILL to each pid in cgroup.procs")
+        assert Path(str(said["under"]), "cgroup.procs").is_file()
+    else:
+        assert said["why"] == cgroup.status() != ""
