@@ -29,7 +29,7 @@ from lab.setup.params import ConfigError
 from lab.measure import probe
 from lab.measure.topologies import ssh
 from lab.measure.topologies.ssh import session as ssh_session, ship as ssh_ship
-from lab.measure.sweep import split_load
+from lab.measure.clienthosts import split_load
 from sshhost import Lan
 
 KNOWN = ["nginx", "aws", "jersey"]

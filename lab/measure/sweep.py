@@ -5,7 +5,6 @@ When the swept axis is a server knob (AXIS=workers), each value is a start of
 its own, measured at the one load level given."""
 from __future__ import annotations
 
-import json
 import re
 import signal
 import subprocess
@@ -17,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.record import failures, files, manifest, rows, series
-from lab.measure import jit, topologies
+from lab.measure import clienthosts, jit, topologies
 from lab.analyse import answers, contract, levelrow, metrics
 from lab.host import logcap, procs
 from lab.measure.clients import Asks, Checks, Client, ClientError, Load, PerSecond
@@ -32,10 +31,6 @@ from lab.measure.verify import TIMEOUT_S, VerifyError, as_client, recheck, verif
 
 WARMUP_WORKERS = 64            # an open-loop client's warm-up connections
 CHECK_S = 1                    # the check slice after each level (clients.Checks), not recorded
-# Several client hosts start at one wall-clock time this far after all are
-# ready: the time for each to be asked; a host asked later starts late.
-START_LEAD_S = 0.5
-START_SPREAD_NOTED_S = 1.0     # client hosts started further apart are noted
 
 
 class SweepError(RuntimeError):
@@ -522,7 +517,7 @@ class ServerSweep:
         topo = self.topology
         several = len(topo.clients) > 1
         shares = [(host, share) for host, share in zip(topo.clients,
-                                                       split_load(load, len(topo.clients)))
+                                                       clienthosts.split_load(load, len(topo.clients)))
                   if share.concurrency or share.rate]
         outs = [self.out / (f"{self.client.name}-{tag}.h{i}.out" if several
                             else f"{self.client.name}-{tag}.out") for i in range(len(shares))]
@@ -624,8 +619,7 @@ class ServerSweep:
     def run_clients(self, sp: ServerProcess, shares: list[tuple[ClientHost, Load]],
                     duration: int, outs: list[Path]) -> list[ClientRun]:
         """Each client host's run of its share, to their end. One host: run
-        here and now. Several: one thread each, released together; Ctrl-C or
-        one host's failure stops the others."""
+        here and now. Several: released together (lab.measure.clienthosts)."""
         p = self.params
         limit = duration + p.client_grace_s
         if len(shares) == 1:
@@ -633,74 +627,18 @@ class ServerSweep:
             return [host.run_client(self.client.command(sp.url, share, duration), p.client_cpus,
                                     sp.env, outs[0], limit,
                                     lambda: not self.halt.is_set() and sp.alive())]
-        stop = threading.Event()
-        at = [0.0]
-
-        def start_time() -> None:               # run once, when every host is ready
-            at[0] = time.time() + START_LEAD_S
-
-        barrier = threading.Barrier(len(shares), action=start_time)
-        got: list[ClientRun | BaseException | None] = [None] * len(shares)
-
-        def alive() -> bool:
-            return not stop.is_set() and not self.halt.is_set() and sp.alive()
-
-        def one(i: int, host: ClientHost, share: Load) -> None:
-            try:
-                argv = self.client.command(sp.url, share, duration)
-                host.prepare(argv, sp.env)
-                barrier.wait(timeout=300)      # the others' prepare: a copy each
-                got[i] = host.run_client(argv, p.client_cpus, sp.env, outs[i], limit, alive,
-                                         at=at[0])
-            except BaseException as e:          # handed to the main thread below
-                got[i] = e
-                stop.set()
-                barrier.abort()
-
-        threads = [threading.Thread(target=one, args=(i, host, share), daemon=True)
-                   for i, (host, share) in enumerate(shares)]
-        for t in threads:
-            t.start()
-        try:
-            for t in threads:
-                t.join()
-        except BaseException:                   # Ctrl-C: every host stops its client
-            stop.set()
-            barrier.abort()
-            for t in threads:
-                t.join()
-            raise
-        errors = [e for e in got if isinstance(e, BaseException)]
-        # the first cause, not the other hosts' "server died" that stopping them raised
-        first = next((e for e in errors if not isinstance(e, (ServerDied,
-                                                               threading.BrokenBarrierError))),
-                     errors[0] if errors else None)
-        if first is not None:
-            raise first
-        return [ran for ran in got if isinstance(ran, ClientRun)]
+        return clienthosts.run_together(
+            [(host, self.client.command(sp.url, share, duration)) for host, share in shares],
+            p.client_cpus, sp.env, outs, limit, lambda: not self.halt.is_set() and sp.alive())
 
     def record_hosts(self, tag: str, shares: list[Load], runs: list[ClientRun],
                      levels: list[Level], cpu_pct: tuple[float, ...]) -> None:
         """Each client host's part of one level, a line in <server>/client-hosts.jsonl."""
-        started = [r.started for r in runs if r.started is not None]
-        spread = max(started) - min(started) if len(started) == len(runs) else None
-        line = {"start": self.start_record.get("id"), "tag": tag,
-                "start_spread_s": None if spread is None else round(spread, 3),
-                "percentiles": "the worst host's",
-                "hosts": [{"host": ran.host, "concurrency": share.concurrency,
-                           "rate": share.rate, "rate_rps": round(lv.rate_rps, 2),
-                           "successful": lv.successful, "failed": lv.failed,
-                           "resp_ms": round(lv.resp_ms, 4), "p99_ms": lv.p99_ms,
-                           "client_cpu_s": round(ran.cpu_s, 3),
-                           "client_cpu_pct": round(pct, 1), "wall_s": round(ran.wall_s, 3),
-                           "client_bound": pct >= metrics.CLIENT_BOUND_PCT}
-                          for share, ran, lv, pct in zip(shares, runs, levels, cpu_pct)]}
-        with files.open_text(self.out / "client-hosts.jsonl", self.run, append=True) as f:
-            f.write(json.dumps(line) + "\n")
-        if spread is not None and spread > START_SPREAD_NOTED_S:
-            self.note(f"{tag}: the client hosts started {spread:.1f}s apart (more than "
-                      f"{START_SPREAD_NOTED_S:g} s): "
-                      "their loads overlapped only in part")
+        said = clienthosts.record(self.out / "client-hosts.jsonl", self.run,
+                                  self.start_record.get("id"), tag, shares, runs, levels,
+                                  cpu_pct)
+        if said:
+            self.note(f"{tag}: {said}")
 
 
 def jit_said(watch: jit.Watch | None) -> str:
@@ -711,13 +649,3 @@ def jit_said(watch: jit.Watch | None) -> str:
         return f"; JIT compilations unavailable: {watch.error}"
     rate = "" if watch.per_s is None else f", {watch.per_s:g}/s at the end"
     return f"; JIT {watch.compiles:,} compilations{rate}"
-
-
-def split_load(load: Load, hosts: int) -> list[Load]:
-    """A level's load shared among `hosts` client hosts as evenly as whole
-    numbers go (the first hosts get one more); a host given nothing sits the
-    level out. The level keeps its meaning: the total in flight or offered."""
-    def part(total: int, i: int) -> int:
-        return total // hosts + (1 if i < total % hosts else 0)
-    return [Load(concurrency=part(load.concurrency, i), rate=part(load.rate, i))
-            for i in range(hosts)]
