@@ -8,6 +8,7 @@ import csv
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -128,9 +129,8 @@ def test_rows_with_the_split_show_it_in_summary_report_levels_and_chart(tmp_path
     rows = read_rows(run)
     (run / CSV).unlink()
     for r in rows:
-        append_row(run, r.__class__(**{**r.__dict__, "pss_kb": 9 * MB,
-                                       "private_kb": 6 * MB, "shared_kb": 12 * MB,
-                                       "anon_kb": 5 * MB}))
+        append_row(run, replace(r, pss_kb=9 * MB, private_kb=6 * MB, shared_kb=12 * MB,
+                                anon_kb=5 * MB))
     back = read_rows(run)
     assert all((r.pss_kb, r.private_kb, r.shared_kb, r.anon_kb) ==
                (9 * MB, 6 * MB, 12 * MB, 5 * MB) for r in back)

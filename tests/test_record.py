@@ -269,23 +269,42 @@ def test_case6_rerun_settings_recorded_unless_given() -> None:
 
 # ---- case 7: display, ticks, compare folders in the index, a failed compare ----------
 
-def test_case7_nan_and_negative_figures_show_as_a_dash_with_the_reason(tmp_path: Path) -> None:
+def test_case7_a_negative_figure_shows_as_a_dash_with_the_reason(tmp_path: Path) -> None:
     run = copy_run(tmp_path / "r")
     lines = (run / "results.csv").read_text().splitlines()
     head = lines[0].split(",")
     rate = head.index("rate_rps")
     rows = [line.split(",") for line in lines[1:]]
     for r in rows:
-        if r[0] == "paced":
-            r[rate] = "nan" if r[head.index("value")] == "1" else "-6280"
+        if r[0] == "paced" and r[head.index("value")] != "1":
+            r[rate] = "-6280"
     (run / "results.csv").write_text("\n".join([lines[0], *map(",".join, rows)]) + "\n")
     done = lab("report", str(run))
     assert done.returncode == 0, done.stderr
     text = (run / "summary.md").read_text() + (run / "report.html").read_text()
-    assert "nan" not in text.lower().replace("nanosecond", "") and "-6,280" not in text
-    assert "– (not a number in the record)" in text
+    assert "-6,280" not in text
     assert "– (negative in the record (-6280): impossible)" in text
     assert wording.median_range(None) == "–" and wording.figure(math.nan).startswith("– (")
+
+
+def test_case7_a_figure_that_is_no_number_is_refused_naming_the_cell(tmp_path: Path) -> None:
+    """Issue 44 (6): NaN in results.csv is corruption, refused by the reader
+    (it used to be shown as a dash): exit 2, the file, the line and the cell
+    named, and no report written from it."""
+    run = copy_run(tmp_path / "r")
+    (run / "report.html").unlink(missing_ok=True)
+    lines = (run / "results.csv").read_text().splitlines()
+    head = lines[0].split(",")
+    rate = head.index("rate_rps")
+    rows = [line.split(",") for line in lines[1:]]
+    for r in rows:
+        if r[0] == "paced" and r[head.index("value")] == "1":
+            r[rate] = "nan"
+    (run / "results.csv").write_text("\n".join([lines[0], *map(",".join, rows)]) + "\n")
+    done = lab("report", str(run))
+    assert done.returncode == 2, done.stderr
+    assert "results.csv: line" in done.stderr and "`rate_rps` is 'nan'" in done.stderr
+    assert "corrupt" in done.stderr and not (run / "report.html").exists()
 
 
 def test_case7_concurrency_ticks_are_whole_numbers(tmp_path: Path) -> None:
