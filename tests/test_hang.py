@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from contextlib import contextmanager
 
 import pytest
@@ -133,3 +134,20 @@ def test_a_client_gone_already_says_nothing() -> None:
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait(timeout=30)
     assert hang.diagnose(proc.pid, ["x"], 1) == ""
+
+
+def test_a_socket_listed_twice_in_the_kernels_table_is_one_connection(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """/proc/net/tcp is printed a piece per read(): while other connections
+    come and go, a row can appear twice. A fresh-clone make test saw "2
+    connections" for a client that had one."""
+    head = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt" \
+           "   uid  timeout inode\n"
+    listener = "   0: 0100007F:1F90 00000000:0000 0A 00000000:00000001 00:00000000 00000000" \
+               "     0        0 111 1 0 100 0 0 10 0\n"
+    mine = "   1: 0100007F:D431 0100007F:1F90 01 00000000:00000000 00:00000000 00000000" \
+           "     0        0 222 1 0 20 4 30 10 -1\n"
+    (tmp_path / "tcp").write_text(head + listener + mine + mine + listener)
+    monkeypatch.setattr(hang, "socket_inodes", lambda pids: {"222"})
+    conns, queued = hang.connections([1], 8080, tmp_path)
+    assert conns == [TcpSocket(ESTABLISHED, 0, 0)] and queued == 1

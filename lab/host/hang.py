@@ -109,9 +109,13 @@ def connections(pids: list[int], port: int | None, net: Path) -> tuple[list[TcpS
     (None: no listener seen from the client's network namespace)."""
     inodes = socket_inodes(pids)
     conns, queued = [], None
+    seen: set[tuple[str, str, str]] = set()
     for row in tcp_table(net):
-        if len(row) < 10:
+        # the kernel prints the table a piece per read(): a socket may be
+        # listed twice while other connections come and go (a busy host)
+        if len(row) < 10 or (row[1], row[2], row[9]) in seen:
             continue
+        seen.add((row[1], row[2], row[9]))
         state, tx_rx, inode = row[3], row[4], row[9]
         if state == LISTEN and port is not None and port_of(row[1]) == port:
             queued = (queued or 0) + queues(tx_rx)[1]       # rx: connections not accepted
