@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import itertools
 import os
-import signal
 import subprocess
-import time
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+
+from lab.host import keeper
 
 # Run by /bin/sh as `sh -c SHIM PROCS argv...`: into the cgroup, then exec argv (same pid).
 SHIM = 'echo 0 >"$0" || exit 125; exec "$@"'
@@ -109,7 +109,7 @@ def _try(folder: Path) -> tuple[Path, bool] | str:
     except (OSError, subprocess.SubprocessError) as e:
         return f"cannot move a process into a cgroup of {folder} ({e})"
     finally:
-        _remove(probe, 5.0)
+        keeper.remove_cgroup(str(probe), 5.0)
     return folder, has_kill
 
 
@@ -162,22 +162,13 @@ class Cgroup:
             stat = _stat(pid)
             if stat is not None and stat[1] != pgid:
                 left.append(Left(pid, stat[0]))
-        kill(self.path)
-        _remove(self.path, 10.0)
+        keeper.kill_cgroup(str(self.path))
         return left
 
 
 def pids_in(path: Path) -> list[int]:
     """The pids in a cgroup and in its children."""
-    found: list[int] = []
-    try:
-        found = [int(x) for x in (path / "cgroup.procs").read_text().split()]
-        for child in path.iterdir():
-            if child.is_dir():
-                found += pids_in(child)
-    except (OSError, ValueError):
-        pass
-    return found
+    return keeper.cgroup_pids(str(path))
 
 
 def _stat(pid: int) -> tuple[str, int] | None:
@@ -188,59 +179,3 @@ def _stat(pid: int) -> tuple[str, int] | None:
         return None
     comm = raw[raw.index("(") + 1:raw.rindex(")")]
     return comm, int(raw[raw.rindex(")") + 2:].split()[2])
-
-
-def kill(path: Path) -> None:
-    """SIGKILL everything in the cgroup: cgroup.kill, else each pid (frozen
-    first where cgroup.freeze exists, so that nothing forks meanwhile)."""
-    try:
-        (path / "cgroup.kill").write_text("1")
-        return
-    except OSError:
-        pass
-    freeze = path / "cgroup.freeze"
-    try:
-        freeze.write_text("1")
-    except OSError:
-        pass
-    for _ in range(50):
-        left = pids_in(path)
-        if not left:
-            break
-        for pid in left:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        time.sleep(0.02)
-    try:
-        freeze.write_text("0")
-    except OSError:
-        pass
-
-
-def _remove(path: Path, timeout: float) -> None:
-    """Remove the cgroup (its children first) once its processes are gone."""
-    try:
-        children = [c for c in path.iterdir() if c.is_dir()]
-    except OSError:
-        return
-    for child in children:
-        _remove(child, timeout)
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            path.rmdir()
-            return
-        except FileNotFoundError:
-            return
-        except OSError:
-            if time.monotonic() > deadline:
-                return
-            time.sleep(0.01)
-
-
-def reap(path: str) -> None:
-    """Kill and remove a cgroup by its path (the keeper, when a step vanished)."""
-    kill(Path(path))
-    _remove(Path(path), 10.0)

@@ -61,19 +61,54 @@ def marked(token: str) -> list[int]:
     return found
 
 
-def kill_cgroup(path: str) -> None:
-    """SIGKILL everything in a cgroup v2 (cgroup.kill, else each pid until
-    none is left) and remove it; as lab.host.cgroup.kill does (no lab import here)."""
+def cgroup_pids(path: str) -> list[int]:
+    """The pids in a cgroup v2 and in its children."""
+    found: list[int] = []
+    try:
+        with open(os.path.join(path, "cgroup.procs")) as f:
+            found = [int(x) for x in f.read().split()]
+        for entry in os.scandir(path):
+            if entry.is_dir(follow_symlinks=False):
+                found += cgroup_pids(entry.path)
+    except (OSError, ValueError):
+        pass
+    return found
+
+
+def remove_cgroup(path: str, timeout: float) -> None:
+    """Remove a cgroup (its children first) once its processes are gone."""
+    try:
+        children = [e.path for e in os.scandir(path) if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return
+    for child in children:
+        remove_cgroup(child, timeout)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            os.rmdir(path)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.01)
+
+
+def kill_cgroup(path: str, timeout: float = 10.0) -> None:
+    """SIGKILL everything in a cgroup v2 and remove it: cgroup.kill, else each
+    pid (frozen first where cgroup.freeze exists, so that nothing forks
+    meanwhile). The one owner, for the step (lab.host.cgroup) and for the
+    keeper when a step vanished (stdlib only: the keeper imports no lab)."""
     try:
         with open(os.path.join(path, "cgroup.kill"), "w") as f:
             f.write("1")
     except OSError:
+        freeze = os.path.join(path, "cgroup.freeze")
+        frozen = write_quietly(freeze, "1")
         for _ in range(50):
-            try:
-                with open(os.path.join(path, "cgroup.procs")) as f:
-                    left = [int(x) for x in f.read().split()]
-            except (OSError, ValueError):
-                break
+            left = cgroup_pids(path)
             if not left:
                 break
             for pid in left:
@@ -82,14 +117,18 @@ def kill_cgroup(path: str) -> None:
                 except OSError:
                     pass
             time.sleep(0.02)
-    for _ in range(500):
-        try:
-            os.rmdir(path)
-            return
-        except FileNotFoundError:
-            return
-        except OSError:
-            time.sleep(0.01)
+        if frozen:
+            write_quietly(freeze, "0")
+    remove_cgroup(path, timeout)
+
+
+def write_quietly(path: str, text: str) -> bool:
+    try:
+        with open(path, "w") as f:
+            f.write(text)
+        return True
+    except OSError:
+        return False
 
 
 def kill_all(groups: set[int], token: str, cgroups: list[str] | None = None) -> None:
