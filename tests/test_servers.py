@@ -155,3 +155,18 @@ def test_a_server_spec_has_a_base_workers_and_an_alias() -> None:
     again = lookup(found, "nginx@3#2")
     assert again.name == "nginx@3#2" and again.alias_of == "nginx@3"
     assert again.workers(None) == 3 and again.folder == found["nginx"].folder
+
+
+@pytest.mark.parametrize("name", ["aws#1", "aws#0", "aws#10", "aws@0", "aws@10001",
+                                  "aws@99999", "jersey.jetty@0#2"])
+def test_a_recorded_name_is_one_the_spec_parser_reads(name: str) -> None:
+    """What a run folder may name is what ServerSpec parses: a reader (the
+    history, BMF, the gate) asks the spec, and a name the lab never writes
+    is refused when it is read, not misread later."""
+    from lab.setup.names import why_not_a_recorded_name
+    from lab.setup.servers import ServerSpec, ServerSpecError
+    with pytest.raises(ServerSpecError):
+        ServerSpec.parse(name)
+    assert why_not_a_recorded_name(name) is not None
+    for good in ("aws", "aws@16#2", "jersey.jetty@32", "x.y#9"):
+        assert why_not_a_recorded_name(good) is None and str(ServerSpec.parse(good)) == good

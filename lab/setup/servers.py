@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from lab.setup.names import ENTRIES as ENTRIES
+from lab.setup.names import WORKER_COUNTS as WORKER_COUNTS
 from lab.setup.names import why_not_a_server_name
 
 SERVER_TOML = "server.toml"
@@ -35,10 +37,6 @@ REFUSED_VARIABLES = {"PATH"}
 REFUSED_PREFIXES = ("LD_",)
 MAX_MANIFEST_BYTES = 1024 * 1024
 
-
-# NAME@N: N workers, whatever WORKERS says; NAME#K: the K-th entry of one run
-WORKER_COUNTS = range(1, 10_001)
-ENTRIES = range(2, 10)
 
 
 class ServerSpecError(ValueError):
