@@ -152,6 +152,7 @@ def test_a_server_spec_has_a_name_workers_and_an_alias() -> None:
     found = discover(ROOT)
     again = lookup(found, "nginx@3#2")
     assert again.name == "nginx@3#2" and again.alias_of == "nginx@3"
+    assert lookup(found, "nginx@03#2").name == "nginx@3#2"     # named as written plainly
     assert again.workers(None) == 3 and again.folder == found["nginx"].folder
 
 

@@ -471,7 +471,7 @@ def lookup(found: dict[str, Server], spec: str) -> Server:
     server = found[word.name]
     if word.workers is not None:
         server = replace(server, name=word.unaliased, workers_fixed=word.workers)
-    return server if word.alias is None else replace(server, name=spec,
+    return server if word.alias is None else replace(server, name=str(word),
                                                      alias_of=word.unaliased)
 
 
