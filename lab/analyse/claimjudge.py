@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from lab.analyse import claims, reasons
-from lab.analyse.claims import Claim, ClaimResult, Study
+from lab.analyse.claims import Claim, ClaimResult, Study, start_of
 from lab.analyse.metrics import LevelStats
-from lab.analyse.claims import start_of
 from lab.setup.servers import ServerSpec
 
 CLAIMS_SCHEMA = 1          # claims.json's "claims_schema" (docs/claims.schema.json)

@@ -22,10 +22,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from lab.analyse import analysis, claims
-from lab.analyse.claims import ClaimResult, Study
+from lab.analyse.claims import ClaimResult, Study, start_of
 from lab.analyse.metrics import LevelStats, Spread
 from lab.record.manifest import Manifest
-from lab.analyse.claims import start_of
 from lab.setup.servers import ServerSpec
 
 # condition rows, in the order of the table: key of [study.published_conditions], label
