@@ -91,7 +91,7 @@ def test_one_run_judges_its_claims_with_the_differences_noted(tmp_path: Path) ->
     assert j.result.measured is not None            # judged on the run's figures
     assert any("2 of the study's 18 levels" in n for n in j.notes)
     assert any("1s per level, the study's is 10s" in n for n in j.notes)
-    assert "ews" not in {claims.base(s) for c in got.values() for s in c.result.claim.servers
+    assert "ews" not in {claims.spec_of(s).name for c in got.values() for s in c.result.claim.servers
                          if c.result.verdict == claims.REPRODUCED}
     assert got["aws-over-ews-rss"].result.reason.startswith("not measured: ews")
     assert got["aws-over-ews-rss"].why == ()     # nothing to explain: not measured

@@ -53,7 +53,7 @@ def claim(kind: str = "ratio", metric: str = "peak_rps",
         id="c1", study="s", text="a is faster than b", kind=kind, metric=metric,
         servers=servers, published=published, accept=accept, tolerance="±15%", at=at,
         requires=requires if requires is not None
-        else tuple(dict.fromkeys(claims.base(s) for s in servers)),
+        else tuple(dict.fromkeys(claims.spec_of(s).name for s in servers)),
         figures="", source="Someone, a blog", date="2017", unavailable=unavailable or {})
 
 
@@ -257,7 +257,7 @@ def test_real_claims_file_loads_and_names_only_lab_or_unavailable_servers() -> N
         for stand in study.stands_for:
             assert stand.lab in lab, stand
         for c in study.claims:
-            for name in {claims.base(s) for s in c.servers} | set(c.requires):
+            for name in {claims.spec_of(s).name for s in c.servers} | set(c.requires):
                 assert name in lab or name in missing, f"{c.id}: {name}"
             if c.kind != "ordering":
                 assert c.accept is not None and c.published is not None

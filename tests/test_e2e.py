@@ -73,7 +73,7 @@ def test_every_server_end_to_end(tmp_path: Path, built: Build, quick_study: Made
     assert quick_study.out.returncode == 0, quick_study.out.stderr[-4000:]
     [claims] = quick_study.results.glob("reproduce-ada-vs-java-*/claims.json")
     study = [Path(r["folder"]) for r in json.loads(claims.read_text())["runs"]]
-    in_study = {ServerSpec.parse(n).base for run in study for n in manifest(run)["servers"]}
+    in_study = {ServerSpec.parse(n).name for run in study for n in manifest(run)["servers"]}
     rest = [name for name in known if name not in in_study]
     assert rest and in_study < set(known), (in_study, rest)
     built(*rest)

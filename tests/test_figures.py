@@ -13,7 +13,7 @@ import pytest
 from conftest import ROOT
 from lab.analyse import claims
 from lab.studies import reproduce
-from lab.setup.servers import discover
+from lab.setup.servers import ServerSpec, discover
 
 LAB = set(discover(ROOT))
 
@@ -60,7 +60,8 @@ def test_each_at_n_is_counted_as_started(tmp_path: Path, monkeypatch: pytest.Mon
 
 def test_two_sides_that_are_one_start_get_no_ratio() -> None:
     c = next(c for c in ada_plan().study.claims if c.id == "aws-more-tasks-not-faster")
-    line = reproduce.instruction_line(c, {"aws@16": "aws@8", "aws": "aws@8"},
+    aws8 = ServerSpec("aws", 8)
+    line = reproduce.instruction_line(c, {"aws@16": aws8, "aws": aws8},
                                       {"aws@8": 180_000.0})
     assert "no instruction count" in line and "by construction" in line
     assert "ratio aws@8/aws@8" not in line
@@ -85,8 +86,8 @@ def test_a_claim_whose_sides_are_one_start_is_not_judged() -> None:
     """A study whose aws runs with 16 workers makes `aws@16 vs aws` one start:
     no ratio of 1.000 by construction, a verdict that says why."""
     plan = ada_plan()
-    plan = reproduce.Plan(plan.study, plan.quick, {**plan.specs, "aws": "aws@16"}, plan.runs,
-                          plan.overrides)
+    plan = reproduce.Plan(plan.study, plan.quick, {**plan.specs, "aws": ServerSpec("aws", 16)},
+                          plan.runs, plan.overrides)
     done = reproduce.RunDone(plan.runs[0], 0, None)
     judged = reproduce.judge(plan, done, LAB)
     [r] = [r for r in judged.results if r.claim.id == "aws-more-tasks-not-faster"]

@@ -159,6 +159,12 @@ def test_a_server_name_with_a_nul_or_a_slash_is_refused_when_read(tmp_path: Path
         traversal(run, name)
         with pytest.raises(files.RecordError):
             runrecord.load(run)
+    from lab.record.costs import COST, read_costs
+    for name in ("../x", "aws#1", "aws@0"):            # cost.json's names are checked too
+        run = healthy(tmp_path, f"cost-{abs(hash(name))}")
+        (run / COST).write_text(json.dumps({"servers": {name: {"reps": []}}}))
+        with pytest.raises(files.RecordError, match="not one the lab writes"):
+            read_costs(run)
 
 
 # ---------------------------------------------------------------- 3. a link planted during a run

@@ -112,6 +112,17 @@ def test_noise_measures_one_server_else_exit_2_with_nothing_started(
     assert run_folders(tmp_path) == []
 
 
+def test_noise_names_its_server_as_the_run_records_it() -> None:
+    """SERVER=paced@016 runs as paced@16 and paced@16#2 (lab.setup.fromenv
+    writes a SERVER word plainly): the floor is read from those entries and
+    kept under that name, the one `make compare` looks up."""
+    server, env = noise.settings({"SERVER": "paced@016"})
+    assert server == "paced@16" and env["SERVER"] == "paced@16 paced@16#2"
+    assert noise.second("jersey.jetty@8") == "jersey.jetty@8#2"
+    with pytest.raises(ConfigError, match="SERVER: paced@0: after @ comes a worker count"):
+        noise.settings({"SERVER": "paced@0"})
+
+
 def test_noise_runs_both_entries_with_five_repetitions_unless_told() -> None:
     server, env = noise.settings({"SERVER": "paced", "PROBE": "1"})
     assert (server, env["SERVER"], env["REPEAT"], env["PROBE"]) == \

@@ -135,23 +135,59 @@ def test_name_at_n_is_that_server_with_n_workers() -> None:
         ServerSpec.parse("aws@0")
 
 
-def test_a_server_spec_has_a_base_workers_and_an_alias() -> None:
+def test_a_server_spec_has_a_name_workers_and_an_alias() -> None:
     """NAME@N#K is one typed value: parsed once, its ranges checked once,
     written back plainly; an alias of an alias is refused."""
     from lab.setup.servers import ServerSpec, ServerSpecError, lookup
     spec = ServerSpec.parse("demo.a@016#2")
-    assert (spec.base, spec.workers, spec.alias) == ("demo.a", 16, 2)
+    assert (spec.name, spec.workers, spec.alias) == ("demo.a", 16, 2)
     assert str(spec) == "demo.a@16#2" and spec.unaliased == "demo.a@16"
     assert ServerSpec.parse("aws#9") == ServerSpec("aws", None, 9)
     for bad, part in (("aws@0", "@"), ("aws@10001", "@"), ("aws@x", "@"), ("aws#1", "#"),
-                      ("aws#10", "#"), ("aws#2#3", "#"), ("aws#2@4", "#")):
+                      ("aws#10", "#"), ("aws#2#3", "#"), ("aws#2@4", "#"), ("aws@x#y", "#"),
+                      ("aws@x#2", "@")):
         with pytest.raises(ServerSpecError) as caught:
             ServerSpec.parse(bad)
         assert caught.value.part == part, bad
-    assert ServerSpec.base_of("aws@x#y") == "aws"
-    from lab.analyse import claims
-    assert claims.base("aws#2") == claims.base("aws@16#2") == claims.base("aws@16") == "aws"
     found = discover(ROOT)
     again = lookup(found, "nginx@3#2")
     assert again.name == "nginx@3#2" and again.alias_of == "nginx@3"
+    assert lookup(found, "nginx@03#2").name == "nginx@3#2"     # named as written plainly
     assert again.workers(None) == 3 and again.folder == found["nginx"].folder
+
+
+@pytest.mark.parametrize("word, name, workers, alias, variant, family", [
+    ("aws", "aws", None, None, None, "aws"),
+    ("aws@16", "aws", 16, None, None, "aws"),
+    ("aws#2", "aws", None, 2, None, "aws"),
+    ("jersey.jetty", "jersey.jetty", None, None, "jetty", "jersey"),
+    ("jersey.jetty@32#9", "jersey.jetty", 32, 9, "jetty", "jersey"),
+    ("simple-components.nodelay@1", "simple-components.nodelay", 1, None, "nodelay",
+     "simple-components"),
+    ("a_b-c.d_e-f@10000#3", "a_b-c.d_e-f", 10000, 3, "d_e-f", "a_b-c"),
+])
+def test_a_server_spec_round_trips_with_its_knob_alias_and_variant(
+        word: str, name: str, workers: int | None, alias: int | None, variant: str | None,
+        family: str) -> None:
+    """parse -> str gives the word back, as results.csv and manifest.json
+    name the server; each part is read from the spec, never split by hand."""
+    from lab.setup.servers import ServerSpec
+    spec = ServerSpec.parse(word)
+    assert (spec.name, spec.workers, spec.alias) == (name, workers, alias)
+    assert (spec.variant, spec.family) == (variant, family)
+    assert str(spec) == word and ServerSpec.parse(str(spec)) == spec
+
+
+@pytest.mark.parametrize("name", ["aws#1", "aws#0", "aws#10", "aws@0", "aws@10001",
+                                  "aws@99999", "jersey.jetty@0#2"])
+def test_a_recorded_name_is_one_the_spec_parser_reads(name: str) -> None:
+    """What a run folder may name is what ServerSpec parses: a reader (the
+    history, BMF, the gate) asks the spec, and a name the lab never writes
+    is refused when it is read, not misread later."""
+    from lab.setup.names import why_not_a_recorded_name
+    from lab.setup.servers import ServerSpec, ServerSpecError
+    with pytest.raises(ServerSpecError):
+        ServerSpec.parse(name)
+    assert why_not_a_recorded_name(name) is not None
+    for good in ("aws", "aws@16#2", "jersey.jetty@32", "x.y#9"):
+        assert why_not_a_recorded_name(good) is None and str(ServerSpec.parse(good)) == good

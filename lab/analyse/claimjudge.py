@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from lab.analyse import claims, reasons
-from lab.analyse.claims import Claim, ClaimResult, Study
+from lab.analyse.claims import Claim, ClaimResult, Study, start_of
 from lab.analyse.metrics import LevelStats
+from lab.setup.servers import ServerSpec
 
 CLAIMS_SCHEMA = 1          # claims.json's "claims_schema" (docs/claims.schema.json)
 
@@ -35,16 +36,16 @@ class Judged:
     why: tuple[str, ...] = ()
 
 
-def one_start(c: Claim, specs: Mapping[str, str]) -> str | None:
+def one_start(c: Claim, specs: Mapping[str, ServerSpec]) -> str | None:
     """Why a claim cannot be measured when two of its servers are one start
     here (aws and aws@8 where aws runs as aws@8), or None."""
-    starts = [specs.get(x, x) for x in c.servers]
+    starts = [str(start_of(specs, x)) for x in c.servers]
     if len(set(starts)) == len(starts):
         return None
     return f"not measured: {', '.join(c.servers)} are one start here ({', '.join(starts)})"
 
 
-def judge(c: Claim, stats: dict[str, list[LevelStats]], specs: Mapping[str, str],
+def judge(c: Claim, stats: dict[str, list[LevelStats]], specs: Mapping[str, ServerSpec],
           available: set[str], one_start_tail: str = "") -> ClaimResult:
     """A claim's verdict on the statistics of its servers (by the study's
     names); inconclusive when two of them are one start (`one_start_tail`
@@ -75,7 +76,8 @@ def overall(results: Sequence[ClaimResult]) -> str:
     return "open (inconclusive with at least one client)"
 
 
-def why_lines(study: Study, judged: Iterable[Judged], specs: Mapping[str, str]) -> list[str]:
+def why_lines(study: Study, judged: Iterable[Judged],
+              specs: Mapping[str, ServerSpec]) -> list[str]:
     """Each claim not reproduced, per client: its reasons and the variants that test them."""
     lines: list[str] = []
     for j in judged:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import tomllib
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -154,9 +154,19 @@ class ClaimResult:
         return c.servers if c.published is None else c.published
 
 
-def base(server: str) -> str:
-    """`aws@16`, `aws#2` -> `aws`: the lab server behind a worker count or an alias."""
-    return ServerSpec.base_of(server)
+def spec_of(server: str) -> ServerSpec:
+    """A claim's server as the lab starts it (`aws@16`: aws with 16 workers);
+    an unavailable server's published name (no SERVER word) whole."""
+    try:
+        return ServerSpec.parse(server)
+    except ServerSpecError:
+        return ServerSpec(server)
+
+
+def start_of(starts: Mapping[str, ServerSpec], server: str) -> ServerSpec:
+    """How a claim's server is started: as `starts` says (a study's aws as
+    aws@8, lab.studies.reproduce.server_specs), else as it is named."""
+    return starts.get(server) or spec_of(server)
 
 
 # --------------------------------------------------------------------------- load
@@ -286,7 +296,7 @@ def study_names(study: Study) -> dict[str, str]:
     for s in study.stands_for:
         used.setdefault(s.lab, "[[stands_for]] lab")
     for c in study.claims:
-        for n in (*map(base, c.servers), *c.requires):
+        for n in (*(spec_of(s).name for s in c.servers), *c.requires):
             used.setdefault(n, f"claim `{c.id}`")
     return used
 
@@ -379,10 +389,14 @@ def _claim(t: _Table, study: str, source: str, date: str, known: set[str],
     if len(set(servers)) != len(servers):
         raise t.fail("a server appears twice in `servers`")
     for s in servers:
-        try:            # a claim names no alias: NAME#K is an unknown server
-            name = s if "#" in s else ServerSpec.parse(s).base
-        except ServerSpecError:
-            raise t.fail(f"server {s!r}: after @ comes a worker count") from None
+        try:
+            spec: ServerSpec | None = ServerSpec.parse(s)
+        except ServerSpecError as e:
+            if e.part == "@":
+                raise t.fail(f"server {s!r}: after @ comes a worker count") from None
+            spec = None
+        # a claim names no alias: NAME#K is an unknown server
+        name = spec.name if spec is not None and spec.alias is None else s
         if name not in known and name not in missing:
             raise t.fail(f"server {name!r} is neither one of the study's lab servers "
                          f"({', '.join(sorted(known))}) nor listed as unavailable")
@@ -394,7 +408,7 @@ def _claim(t: _Table, study: str, source: str, date: str, known: set[str],
         raise t.fail("metric rps_at needs `at`, the level")
     if metric == "flatness" and at is None:
         at = FLATNESS_AT
-    requires = t.strings("requires", tuple(dict.fromkeys(base(s) for s in servers)))
+    requires = t.strings("requires", tuple(dict.fromkeys(spec_of(s).name for s in servers)))
     for r in requires:
         if r not in known and r not in missing:
             raise t.fail(f"requires {r!r}, which is neither a lab server of the study "

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import sys
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -28,7 +27,6 @@ from lab.record.manifest import manifest_value
 
 FOLDER = "noise"
 SCHEMA = 1
-ALIAS = re.compile(r"^(?P<name>.+)#(?P<entry>[2-9])$")
 
 # The conditions a floor is taken under, as paths into a run's manifest: a
 # floor applies to a comparison only when both runs match it on each.

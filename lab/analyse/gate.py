@@ -28,6 +28,7 @@ from lab.analyse.diff import Manifest, Stats
 from lab.analyse.metrics import LevelStats
 from lab.record import manifest
 from lab.setup.exits import Exit
+from lab.setup.servers import ServerSpec
 
 # metric: (what it is, higher is better)
 METRICS: dict[str, tuple[str, bool]] = {
@@ -301,8 +302,8 @@ def of(sa: Stats, sb: Stats, costs: tuple[costview.CostAnalysis | None,
     across = across_checks(sa, sb, wanted, ms, settings, cache)
     each = decide.family_alpha(settings.alpha / 2, family_size(sa, sb, ca, cb, wanted, ms))
     for name in dict.fromkeys(servers):
-        if "." not in name and any(manifest.manifest_value(m, f"servers.{name}.role") == "ceiling"
-                                   for m in ms):
+        if ServerSpec.parse(name).variant is None and any(
+                manifest.manifest_value(m, f"servers.{name}.role") == "ceiling" for m in ms):
             in_b = {s.value for s in sb.get(name, [])}
             checks += [GateCheck(name, s.value, metric, NOT_APPLICABLE, None, None, None,
                                  "the ceiling reference is not gated: it measures the host and "

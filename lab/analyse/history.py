@@ -28,6 +28,7 @@ from lab.analyse import analysis, metrics
 from lab.analyse.gate import UNCLEAN
 from lab.record import files, manifest, outputs, runcache
 from lab.analyse.wording import gp_quote
+from lab.setup.servers import ServerSpec
 
 
 # What makes two runs one series: a change of any breaks the line.
@@ -68,7 +69,8 @@ def conditions(m: dict[str, Any], server: str) -> tuple[tuple[str, str], ...]:
     found = [(what, str(manifest.manifest_value(m, path) or "?")) for what, path in CONDITIONS]
     # a paired run's figures are each server's beside the other (PAIRED): a series of their own
     found.append(("paired", str(manifest.manifest_value(m, "params.paired") or "no")))
-    version = manifest.manifest_value(m, f"servers.{server}.version") if "." not in server else None
+    version = manifest.manifest_value(m, f"servers.{server}.version") \
+        if ServerSpec.parse(server).variant is None else None
     return tuple(found + [("server version", str(version or "?"))])
 
 
@@ -103,7 +105,7 @@ def run_points(run: Path) -> list[Point]:
                 costs[s.server] = min(s.levels, key=lambda x: x.level).per_request.median
     out = []
     for name in list(a.stats) + [n for n in costs if n not in a.stats]:
-        if "#" in name:
+        if ServerSpec.parse(name).alias is not None:
             continue
         levels = a.stats.get(name, [])
         top = metrics.peak(levels) if levels else None

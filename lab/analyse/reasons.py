@@ -22,9 +22,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from lab.analyse import analysis, claims
-from lab.analyse.claims import ClaimResult, Study
+from lab.analyse.claims import ClaimResult, Study, start_of
 from lab.analyse.metrics import LevelStats, Spread
 from lab.record.manifest import Manifest
+from lab.setup.servers import ServerSpec
 
 # condition rows, in the order of the table: key of [study.published_conditions], label
 ROWS = (("server_host", "server host"), ("client_host", "client host"),
@@ -75,7 +76,7 @@ def here(m: Manifest) -> dict[str, str]:
                                      if m.pinning.client_cpus else "") if local else \
         ", ".join(map(str, m.topology_details.get("client_hosts", []))) or "another host"
     aws = m.servers.get("aws") or next((s for k, s in m.servers.items()
-                                        if claims.base(k) == "aws"), None)
+                                        if ServerSpec.parse(k).name == "aws"), None)
     facts = "; ".join(f"{k}={v}" for k, v in (aws.facts or {}).items()
                       if k.startswith("aws_") or "link" in k) if aws else ""
     opts = java_opts(m)
@@ -98,7 +99,7 @@ def here(m: Manifest) -> dict[str, str]:
 def jvm(m: Manifest, opts: str) -> str:
     """JDK, collector and heap as the Java server's facts recorded them (the
     JVM chooses its collector from the CPUs it sees), and JAVA_OPTS."""
-    java = next((s for k, s in m.servers.items() if claims.base(k).split(".")[0] in JAVA
+    java = next((s for k, s in m.servers.items() if ServerSpec.parse(k).family in JAVA
                  and s.facts), None)
     given = f"JAVA_OPTS `{opts}` (a variant)" if opts else "JAVA_OPTS none (the JVM's defaults)"
     if java is None or java.facts is None:
@@ -154,10 +155,10 @@ def conditions_reason(claim: claims.Claim, study: Study, m: Manifest) -> str:
     """(2) the rows of the conditions table that bear on the claim, in short."""
     mine = here(m)
     rows = RSS_ROWS if claim.metric == "rss_end" else tuple(k for k, _ in ROWS)
-    if claim.metric == "rss_end" and not any(claims.base(x) in JAVA for x in claim.servers):
+    specs = [claims.spec_of(x) for x in claim.servers]
+    if claim.metric == "rss_end" and not any(s.family in JAVA for s in specs):
         rows = tuple(r for r in rows if r != "jdk_gc")
-    if claim.metric == "rss_end" and not any(claims.base(x) in ("aws", "asf")
-                                             for x in claim.servers):
+    if claim.metric == "rss_end" and not any(s.name in ("aws", "asf") for s in specs):
         rows = tuple(r for r in rows if r != "aws")
     label = dict(ROWS)
     said = [f"{label[r]}: {study.published_conditions.get(r, 'not stated')} | here {mine[r]}"
@@ -201,7 +202,7 @@ def reasons(r: ClaimResult, study: Study, m: Manifest,
 
 
 def block(claim: claims.Claim, client: str, verdict: str, said: list[str] | tuple[str, ...],
-          study: Study, specs: Mapping[str, str]) -> list[str]:
+          study: Study, specs: Mapping[str, ServerSpec]) -> list[str]:
     """A claim's reasons and variants as Markdown list lines."""
     lines = [f"- `{claim.id}` ({client}): **{verdict}**"]
     lines += [f"  {i}. {w}" for i, w in enumerate(said, 1)]
@@ -209,11 +210,11 @@ def block(claim: claims.Claim, client: str, verdict: str, said: list[str] | tupl
     return lines
 
 
-def ssh_command(study: Study, claim: claims.Claim, specs: Mapping[str, str]) -> str:
+def ssh_command(study: Study, claim: claims.Claim, specs: Mapping[str, ServerSpec]) -> str:
     """The command that runs a throughput claim's servers on two hosts, as the
     study did, with the study's client, mode, levels, duration and repetitions."""
     s = study.setup
-    servers = " ".join(dict.fromkeys(specs.get(x, x) for x in claim.servers))
+    servers = " ".join(dict.fromkeys(str(start_of(specs, x)) for x in claim.servers))
     return (f"make bench SERVER='{servers}' CLIENT={s.client} "
             f"KEEPALIVE={'1' if s.connection == 'keep-alive' else '0'} "
             f"CONCURRENCY='{' '.join(map(str, s.levels))}' DURATION={s.duration_s}s "
@@ -222,19 +223,21 @@ def ssh_command(study: Study, claim: claims.Claim, specs: Mapping[str, str]) -> 
             "RUNS=results/<that run>")
 
 
-def variants(claim: claims.Claim, study: Study, specs: Mapping[str, str]) -> list[str]:
+def variants(claim: claims.Claim, study: Study, specs: Mapping[str, ServerSpec]) -> list[str]:
     """Variants this lab can run to test the leading explanation of a claim."""
     out = []
-    bases = {claims.base(x) for x in claim.servers}
+    named = {x: claims.spec_of(x) for x in claim.servers}
+    bases = {s.name for s in named.values()}
     if claim.metric in claims.THROUGHPUT_METRICS and len(bases) > 1:
-        servers = " ".join(dict.fromkeys(specs.get(x, x) for x in claim.servers))
+        servers = " ".join(dict.fromkeys(str(start_of(specs, x)) for x in claim.servers))
         out.append(f"server CPUs: `make bench SERVER='{servers}' SERVER_CPUS=0` against "
                    f"`SERVER_CPUS=0-1` (the client then shares a CPU, flagged), then "
                    f"`make claims STUDY={study.id} RUNS=...`; this host cannot show the "
                    "study's 8 hardware threads")
         out.append(f"two hosts: `{ssh_command(study, claim, specs)}`")
-    if claim.metric == "rss_end" and bases & set(JAVA):
-        j = next(specs.get(x, x) for x in claim.servers if claims.base(x) in JAVA)
+    java = [x for x, s in named.items() if s.family in JAVA]
+    if claim.metric == "rss_end" and java:
+        j = start_of(specs, java[0])
         out.append(f"the JDK 8 collector: `make bench SERVER={j} "
                    "JAVA_OPTS='-XX:+UseParallelGC'` (JAVA_OPTS is recorded as a variant; "
                    "add -Xmx to fix the heap), then `make claims`")

@@ -264,7 +264,7 @@ def build_all(params: Params, builds: list[Server], cache: Path, logs: Path) -> 
     """Every server's setup (toolchains; pinned sources checked, exit 2),
     then every build that is not up to date."""
     for step, s in [(step, s) for step in ("setup", "build") for s in builds]:
-        name = ServerSpec.parse(s.name).base
+        name = ServerSpec.parse(s.name).name
         if not topologies.needs_build(params, s):
             if step == "build":
                 print(f"[{name}] build: in its image (RUNTIME={params.runtime}, `lab up`)",

@@ -32,6 +32,7 @@ from lab.analyse import analysis, gate
 from lab.analyse.metrics import LevelStats, Spread
 from lab.analyse.wording import axis_label
 from lab.record import files
+from lab.setup.servers import ServerSpec
 
 # gate metric: (BMF measure slug, scale from the lab's unit to the measure's)
 MEASURES: dict[str, tuple[str, float]] = {
@@ -74,7 +75,7 @@ def of_run(run: Path) -> tuple[dict[str, Any], list[str]]:
     left_out: list[str] = []
     ceiling = {n for n, r in m.servers.items() if r.role == "ceiling"}
     for name, levels in a.stats.items():
-        if name in ceiling or "#" in name:
+        if name in ceiling or ServerSpec.parse(name).alias is not None:
             left_out.append(f"{name}: {'the ceiling reference' if name in ceiling else 'an alias of make noise'}, not gated")
             continue
         for s in levels:

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lab.record.checked import Obj
-from lab.record.files import read_json
+from lab.record.files import RecordError, read_json
+from lab.setup.names import why_not_a_recorded_name
 
 COST = "cost.json"                 # make cost (lab.studies.cost): instructions per request
 
@@ -61,6 +62,9 @@ def read_costs(run: Path) -> Costs | None:
     servers: dict[str, CostServer] = {}
     table = o.obj("servers", True)
     for name in table.data:
+        why = why_not_a_recorded_name(name)
+        if why:
+            raise RecordError(path, why)
         x = table.obj(name)
         reps = []
         for i, r in enumerate(x.items("reps")):

@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:            # imported where a pom is read: every step imports this module
     import xml.etree.ElementTree as ET
 
-from lab.setup.servers import (SERVER_TOML, SKIP_DIRS, ManifestError, Server, ServerSpec, add,
-                               load_all)
+from lab.setup.servers import (SERVER_TOML, SKIP_DIRS, ManifestError, Server, ServerSpec,
+                               ServerSpecError, add, load_all)
 
 DASH = "\u2014"
 LABENV_GPR = "../labenv/labenv.gpr"
@@ -299,7 +299,12 @@ def asked(servers: Mapping[str, Server], names: list[str], tree: Tree) -> list[P
     a variant with its base): the build checks, and the image checks of those
     with a service in tree.services (one without: RUNTIME=docker's own check
     refuses it, lab.measure.topologies.docker)."""
-    plain = {ServerSpec.base_of(n) for n in names}
+    plain = set()
+    for n in names:
+        try:
+            plain.add(ServerSpec.parse(n).name)
+        except ServerSpecError:     # a bad count names no server to check
+            continue
     chosen = {s.name: s for s in (servers[n] for n in sorted(plain) if n in servers)}
     chosen |= {s.base: servers[s.base] for s in list(chosen.values())
                if s.base and s.base in servers}

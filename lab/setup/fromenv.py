@@ -132,7 +132,7 @@ def check_servers(text: str, known: list[str]) -> tuple[str, ...]:
     if names == ["all"]:
         names = list(known)
     names = [normalise_server(n) for n in names]
-    unknown = [n for n in names if ServerSpec.parse(n).base not in known]
+    unknown = [n for n in names if ServerSpec.parse(n).name not in known]
     if unknown:
         raise ConfigError(f"unknown server {', '.join(unknown)}; known: {', '.join(known)}"
                           f" ({UNKNOWN_HINT})")
@@ -189,7 +189,7 @@ def check_sweep(get: Callable[[str], str], given: Callable[[str], bool], client:
             raise ConfigError("AXIS=workers sets every server's workers from VALUES; "
                               "drop the @N from SERVER")
         fixed = [n for n in servers
-                 if not traits.get(ServerSpec.parse(n).base, Traits()).has_workers]
+                 if not traits.get(ServerSpec.parse(n).name, Traits()).has_workers]
         if fixed:
             raise ConfigError(f"AXIS=workers: {', '.join(fixed)} "
                               f"{'has' if len(fixed) == 1 else 'have'} no worker setting "
@@ -342,7 +342,7 @@ def inapplicable(given: Callable[[str], bool], client: str, axes: Mapping[str, s
     if given("CLIENT_THREADS") and client == "siege":
         refused.append("CLIENT_THREADS: siege has no threads setting (one process, a thread "
                        "per user): drop it")
-    base = {n: traits.get(ServerSpec.parse(n).base, Traits()) for n in servers}
+    base = {n: traits.get(ServerSpec.parse(n).name, Traits()) for n in servers}
     if given("JAVA_OPTS") and traits and not any(t.language == "Java" for t in base.values()):
         refused.append(f"JAVA_OPTS is for Java servers; none of {' '.join(servers)} is one: "
                        "drop it")

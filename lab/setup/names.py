@@ -11,9 +11,14 @@ from lab.setup.reason import Reason
 # starting with '-' (it would read as an option): so that every name listed
 # can also be selected with SERVER=...
 BASE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,63}")
-# A server as a run records it: NAME, NAME.VARIANT, then @WORKERS and #K.
+# NAME@N: N workers, whatever WORKERS says; NAME#K: the K-th entry of one run
+# (lab.setup.servers.ServerSpec, the one parser of the form)
+WORKER_COUNTS = range(1, 10_001)
+ENTRIES = range(2, 10)
+# A server as a run records it: NAME, NAME.VARIANT, then @WORKERS and #K,
+# each in its range, so that every recorded name is a ServerSpec.
 RECORDED = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,63}(\.[A-Za-z0-9_-]{1,64})?"
-                      r"(@[0-9]{1,5})?(#[0-9]{1,2})?")
+                      r"(@(?P<workers>[0-9]{1,5}))?(#[2-9])?")
 
 
 def why_not_a_server_name(name: str) -> Reason:
@@ -27,7 +32,8 @@ def why_not_a_server_name(name: str) -> Reason:
 def why_not_a_recorded_name(name: str) -> Reason:
     """Why `name`, read from a run folder, cannot name a server of it (it
     would become a path outside the run, or no server is called so), or None."""
-    if RECORDED.fullmatch(name):
+    got = RECORDED.fullmatch(name)
+    if got and (got["workers"] is None or int(got["workers"]) in WORKER_COUNTS):
         return None
     return (f"server name {name!r} is not one the lab writes (letters, digits, - and _, "
             "then .VARIANT, @WORKERS, #K): refused before it becomes a path")

@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from lab.setup.names import ENTRIES as ENTRIES
+from lab.setup.names import WORKER_COUNTS as WORKER_COUNTS
 from lab.setup.names import why_not_a_server_name
 
 SERVER_TOML = "server.toml"
@@ -36,10 +38,6 @@ REFUSED_PREFIXES = ("LD_",)
 MAX_MANIFEST_BYTES = 1024 * 1024
 
 
-# NAME@N: N workers, whatever WORKERS says; NAME#K: the K-th entry of one run
-WORKER_COUNTS = range(1, 10_001)
-ENTRIES = range(2, 10)
-
 
 class ServerSpecError(ValueError):
     """A SERVER word whose @N or #K is out of range: str() says which word and
@@ -53,12 +51,15 @@ class ServerSpecError(ValueError):
 
 @dataclass(frozen=True)
 class ServerSpec:
-    """A SERVER word, NAME[@N][#K]: the server `base` (a discovered name, a
-    variant's included) started with N `workers` whatever WORKERS says, as the
-    K-th entry (`alias`, K 2-9) of one run: the same server and build again
-    under its own name (make noise's A/A). The one parser of the form; its
-    ranges are checked here only."""
-    base: str
+    """A server as the lab names it from the command line to the report,
+    NAME[@N][#K]: the discovered server `name` (a variant's included:
+    jersey.jetty is variant `jetty` of `jersey`) started with N `workers`
+    (the knob NAME@N sets, whatever WORKERS says), as the K-th entry (`alias`,
+    K 2-9) of one run: the same server and build again under its own name
+    (make noise's A/A). The one parser of the form; its ranges are checked
+    here only. A name read back from a run parses too (lab.setup.names.RECORDED
+    allows no other)."""
+    name: str
     workers: int | None = None
     alias: int | None = None
 
@@ -76,7 +77,7 @@ class ServerSpec:
             if inner.alias is not None:
                 raise ServerSpecError(f"{word}: one #K at most", "#",
                                       "the same server again, e.g. aws#2")
-            return cls(inner.base, inner.workers, int(entry))
+            return cls(inner.name, inner.workers, int(entry))
         name, at, count = word.partition("@")
         if not at:
             return cls(word)
@@ -86,16 +87,22 @@ class ServerSpec:
                                   "e.g. aws@16")
         return cls(name, int(count))
 
-    @staticmethod
-    def base_of(word: str) -> str:
-        """The NAME of a word that may not parse (a study's text, a reproduce
-        line): what comes before its first @ or #."""
-        return word.partition("#")[0].partition("@")[0]
+    @property
+    def variant(self) -> str | None:
+        """The variant's own part of the name (jersey.jetty -> jetty), None
+        when the server is no variant."""
+        return self.name.partition(".")[2] or None
+
+    @property
+    def family(self) -> str:
+        """The server whose manifest this is: a variant's base (jersey.jetty ->
+        jersey), else the name itself."""
+        return self.name.partition(".")[0]
 
     @property
     def unaliased(self) -> str:
         """NAME or NAME@N: the entry an alias repeats."""
-        return self.base if self.workers is None else f"{self.base}@{self.workers}"
+        return self.name if self.workers is None else f"{self.name}@{self.workers}"
 
     def __str__(self) -> str:
         """The word written plainly (aws@016 -> aws@16)."""
@@ -404,8 +411,10 @@ class Discovered(dict[str, Server]):
 
     def why_unusable(self, spec: str) -> str | None:
         """Why a SERVER word names a server whose manifest cannot be used, or None."""
-        base = ServerSpec.base_of(spec).partition(".")[0]
-        return self.broken.get(base)
+        try:
+            return self.broken.get(ServerSpec.parse(spec).family)
+        except ServerSpecError:     # a bad count: SERVER's own check says so
+            return None
 
 
 def add(found: dict[str, Server], path: Path, servers: list[Server]) -> None:
@@ -445,7 +454,7 @@ def outside(chosen: Iterable[str], found: Mapping[str, Server]) -> str:
     from lab.setup.paths import server_path
     folders, used = server_path(), []
     for spec in chosen:
-        s = found.get(ServerSpec.base_of(spec))
+        s = found.get(ServerSpec.parse(spec).name)
         where = s.folder.resolve() if s is not None else None
         for top in folders:
             if where is not None and where.is_relative_to(top) and top not in used:
@@ -459,10 +468,10 @@ def lookup(found: dict[str, Server], spec: str) -> Server:
     server and build again, as a separate entry under the name NAME#K (make
     noise). Bad counts raise ServerSpecError; an unknown NAME, KeyError."""
     word = ServerSpec.parse(spec)
-    server = found[word.base]
+    server = found[word.name]
     if word.workers is not None:
         server = replace(server, name=word.unaliased, workers_fixed=word.workers)
-    return server if word.alias is None else replace(server, name=spec,
+    return server if word.alias is None else replace(server, name=str(word),
                                                      alias_of=word.unaliased)
 
 

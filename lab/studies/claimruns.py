@@ -112,19 +112,18 @@ def expand(words: Sequence[str]) -> list[Path]:
 
 # --------------------------------------------------------------------------- conditions
 
-def started_as(run: Run, name: str, spec: str) -> str | None:
+def started_as(run: Run, name: str, spec: ServerSpec) -> str | None:
     """The key under which `run` holds study server `name` (wanted as `spec`)."""
-    if spec in run.stats:
-        return spec
-    workers = ServerSpec.parse(spec).workers
-    if name in run.stats and workers is not None:
+    if str(spec) in run.stats:
+        return str(spec)
+    if name in run.stats and spec.workers is not None:
         rec = run.manifest.servers.get(name)
-        if rec is not None and rec.workers == workers:
+        if rec is not None and rec.workers == spec.workers:
             return name
     return None
 
 
-def check(study: Study, run: Run, specs: Mapping[str, str]) -> RunCheck:
+def check(study: Study, run: Run, specs: Mapping[str, ServerSpec]) -> RunCheck:
     s, m = study.setup, run.manifest
     blocking: list[str] = []
     noted: list[str] = []
@@ -159,10 +158,11 @@ def check(study: Study, run: Run, specs: Mapping[str, str]) -> RunCheck:
     if m.status != "complete":
         noted.append(f"run {m.status}")
     wrong: dict[str, str] = {}
+    wanted = {str(s) for s in specs.values()}
     for name, spec in specs.items():
         if started_as(run, name, spec) is None:
-            other = [k for k in run.stats if claims.base(k) == claims.base(spec)
-                     and k not in specs.values()]
+            other = [k for k in run.stats if ServerSpec.parse(k).name == spec.name
+                     and k not in wanted]
             if other:
                 wrong[name] = f"{', '.join(other)} started, the study's is {spec}"
     return RunCheck(tuple(blocking), tuple(noted), wrong)
@@ -185,12 +185,12 @@ def same_conditions(a: Run, b: Run) -> list[str]:
 # --------------------------------------------------------------------------- judge
 
 def judge_claim(study: Study, c: claims.Claim, runs: list[Run], checks: dict[Path, RunCheck],
-                specs: Mapping[str, str], available: set[str]) -> Judged | None:
+                specs: Mapping[str, ServerSpec], available: set[str]) -> Judged | None:
     """One claim on one client's runs; None when no run holds any of its servers."""
     client = runs[0].client
 
     def holds(r: Run, x: str) -> str | None:
-        return started_as(r, x, specs.get(x, x))
+        return started_as(r, x, claims.start_of(specs, x))
 
     usable = [r for r in runs if not checks[r.folder].blocking]
     blocked = [f"{r.folder.name}: {'; '.join(checks[r.folder].blocking)}" for r in runs
@@ -251,7 +251,7 @@ def judge_claim(study: Study, c: claims.Claim, runs: list[Run], checks: dict[Pat
     return Judged(client, res, tuple(r.folder for r in chosen), notes, said)
 
 
-def judge_all(study: Study, runs: list[Run], specs: Mapping[str, str],
+def judge_all(study: Study, runs: list[Run], specs: Mapping[str, ServerSpec],
               available: set[str]) -> tuple[list[Judged], dict[Path, RunCheck]]:
     checks = {r.folder: check(study, r, specs) for r in runs}
     by_client: dict[str, list[Run]] = {}
@@ -262,7 +262,7 @@ def judge_all(study: Study, runs: list[Run], specs: Mapping[str, str],
         found = [j for client_runs in by_client.values()
                  if (j := judge_claim(study, c, client_runs, checks, specs, available))]
         if not found:                      # listed all the same: the study is judged whole
-            missing = ", ".join(specs.get(x, x) for x in c.servers)
+            missing = ", ".join(str(claims.start_of(specs, x)) for x in c.servers)
             found = [Judged("—", ClaimResult(c, claims.INCONCLUSIVE, "not measured: no run "
                                              f"holds {missing}"), (), (), ())]
         out += found
@@ -272,7 +272,7 @@ def judge_all(study: Study, runs: list[Run], specs: Mapping[str, str],
 # --------------------------------------------------------------------------- output
 
 def render(study: Study, runs: list[Run], judged: list[Judged], checks: dict[Path, RunCheck],
-           specs: Mapping[str, str], out: Path) -> str:
+           specs: Mapping[str, ServerSpec], out: Path) -> str:
     lines = [f"# Claims of `{study.id}` judged on runs made earlier", "",
              f"{study.title}: {study.author}, {study.source}, {study.date}. Nothing was run: "
              "`make claims` reads the runs below.", "", "## Runs", "",
@@ -302,7 +302,7 @@ def render(study: Study, runs: list[Run], judged: list[Judged], checks: dict[Pat
 
 
 def to_json(study: Study, runs: list[Run], judged: list[Judged],
-            checks: dict[Path, RunCheck], specs: Mapping[str, str]) -> dict[str, Any]:
+            checks: dict[Path, RunCheck], specs: Mapping[str, ServerSpec]) -> dict[str, Any]:
     """claims.json (lab.analyse.claimjudge.to_json) with each run's checks."""
     return claimjudge.to_json(
         "claims", study,
@@ -310,13 +310,13 @@ def to_json(study: Study, runs: list[Run], judged: list[Judged],
           "conditions": analysis.conditions(r.manifest),
           "blocking": list(checks[r.folder].blocking), "noted": list(checks[r.folder].noted),
           "wrong_workers": checks[r.folder].wrong_workers} for r in runs],
-        judged, specs=dict(specs))
+        judged, specs={name: str(s) for name, s in specs.items()})
 
 
 # --------------------------------------------------------------------------- main
 
 def prepare(name: str, words: Sequence[str], env: Mapping[str, str]
-            ) -> tuple[Study, list[Run], dict[str, str], set[str]]:
+            ) -> tuple[Study, list[Run], dict[str, ServerSpec], set[str]]:
     from lab.studies import reproduce
     try:
         stepcheck.warn(stepcheck.check_step("claims", env))

@@ -25,12 +25,14 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from lab.setup.paths import ROOT
 from lab.analyse import analysis, floors, gate
 from lab.record import files
 from lab.setup.exits import Exit
+from lab.setup.servers import ServerSpec, ServerSpecError
 from lab.analyse.metrics import LevelStats, Spread
 from lab.analyse.verdicts import RANKED, Judgement
 from lab.setup.params import ConfigError
@@ -39,17 +41,24 @@ METRIC_OF = {"rate": "rate", "p99": "p99_ms", "cpu": "cpu_us_per_req", "rss": "r
 
 
 def second(server: str) -> str:
-    return f"{server}#2"
+    """The A/A run's second entry: the server's alias #2."""
+    return str(replace(ServerSpec.parse(server), alias=2))
 
 
 def settings(env: dict[str, str]) -> tuple[str, dict[str, str]]:
-    """The one server measured, and the environment of its A/A run
-    (ConfigError: exit 2)."""
+    """The one server measured (written plainly, as the run records it), and
+    the environment of its A/A run (ConfigError: exit 2)."""
     words = env.get("SERVER", "").split()
-    if len(words) != 1 or words[0] == "all" or "#" in words[0]:
+    try:
+        spec = ServerSpec.parse(words[0]) if len(words) == 1 and words != ["all"] else None
+    except ServerSpecError as e:
+        if e.part != "#":
+            raise ConfigError(f"SERVER: {e} ({e.hint})") from None
+        spec = None                 # NAME#K, however written: an alias, not a server
+    if spec is None or spec.alias is not None:
         raise ConfigError(f"make noise measures one server: give SERVER=<one name> (got "
                           f"{env.get('SERVER', '')!r})")
-    server = words[0]
+    server = str(spec)
     run_env = {**env, "SERVER": f"{server} {second(server)}", "PROBE": "0"}
     # start pairs need more of them than starts a side: the exact paired test
     # decides at α=1% from 8 pairs (lab.analyse.paired)

@@ -124,7 +124,7 @@ def check(env: dict[str, str], run: Path) -> tuple[dict[str, Any], list[Server],
         raise ConfigError("HEADERS drives h2load at the level's concurrency: profile a run "
                           "swept over concurrency")
     known = discover(ROOT, env.get("LAB_SERVER_PATH", ""))
-    missing = [n for n in p["servers"] if ServerSpec.parse(n).base not in known]
+    missing = [n for n in p["servers"] if ServerSpec.parse(n).name not in known]
     if missing:
         raise ConfigError(f"the run's server {', '.join(missing)} is not in this checkout")
     servers = [lookup(known, n) for n in p["servers"]]

@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -71,34 +71,36 @@ class RunPlan:
 class Plan:
     study: Study
     quick: bool
-    specs: dict[str, str]        # name in the study (aws, aws@16) -> SERVER word (aws@8)
+    specs: dict[str, ServerSpec]  # name in the study (aws, aws@16) -> how it starts (aws@8)
     runs: tuple[RunPlan, ...]
     overrides: dict[str, str]    # the user's settings that replaced the study's
 
 
 # --------------------------------------------------------------------------- plan
 
-def server_specs(study: Study) -> dict[str, str]:
-    """Each server the run loads, as named in the study -> its SERVER word.
+def server_specs(study: Study) -> dict[str, ServerSpec]:
+    """Each server the run loads, as named in the study -> how it starts.
     A plain name gets the study's worker count (NAME@N); a claim's NAME@N is
     its own entry, placed after its plain name; the ceiling comes last."""
     workers = study.setup.workers
 
-    def spec(name: str) -> str:
-        return (name if ServerSpec.parse(name).workers is not None or name not in workers
-                else f"{name}@{workers[name]}")
+    def spec(name: str) -> ServerSpec:
+        s = claims.spec_of(name)
+        return s if s.workers is not None or name not in workers else \
+            replace(s, workers=workers[name])
 
-    named = [s for c in study.claims for s in c.servers if ServerSpec.parse(s).workers is not None]
-    lab = {claims.base(s) for s in named} | set(study.setup.servers)
-    specs: dict[str, str] = {}
+    named = {s: claims.spec_of(s) for c in study.claims for s in c.servers}
+    named = {s: x for s, x in named.items() if x.workers is not None}
+    lab = {x.name for x in named.values()} | set(study.setup.servers)
+    specs: dict[str, ServerSpec] = {}
     for name in study.setup.servers:
         specs[name] = spec(name)
-        for s in named:
-            if claims.base(s) == name:
-                specs[s] = s
-    for s in named:                       # NAME@N of a server the setup does not list
-        if claims.base(s) in lab:
-            specs.setdefault(s, s)
+        for s, x in named.items():
+            if x.name == name:
+                specs[s] = x
+    for s, x in named.items():            # NAME@N of a server the setup does not list
+        if x.name in lab:
+            specs.setdefault(s, x)
     if study.setup.ceiling:
         specs.setdefault(study.setup.ceiling, spec(study.setup.ceiling))
     return specs
@@ -121,7 +123,7 @@ def study_settings(study: Study, quick: bool) -> dict[str, str]:
     """The study's setup as lab settings (without CLIENT)."""
     s = study.setup
     settings = {
-        "SERVER": " ".join(dict.fromkeys(server_specs(study).values())),
+        "SERVER": " ".join(dict.fromkeys(map(str, server_specs(study).values()))),
         "KEEPALIVE": "1" if s.connection == "keep-alive" else "0",
         "CONCURRENCY": " ".join(map(str, s.levels)),
         "DURATION": f"{s.duration_s}s",
@@ -290,12 +292,13 @@ def stats_by_name(plan: Plan, folder: Path | None) -> dict[str, list[LevelStats]
     except files.RecordError as e:
         print(f"warning: {e}", file=sys.stderr)
         return {}
-    return {name: by_spec[spec] for name, spec in plan.specs.items() if spec in by_spec}
+    return {name: by_spec[str(spec)] for name, spec in plan.specs.items()
+            if str(spec) in by_spec}
 
 
 def stand_in_note(study: Study, c: claims.Claim) -> str:
     notes = [f"stand-in: {s.lab} for {s.published} ({s.note})" for s in study.stands_for
-             if s.stand_in and s.lab in {claims.base(x) for x in c.servers}]
+             if s.stand_in and s.lab in {claims.spec_of(x).name for x in c.servers}]
     return "; ".join(notes)
 
 
@@ -421,12 +424,16 @@ def to_json(plan: Plan, judged: list[JudgedRun]) -> dict[str, Any]:
              "conditions": j.conditions} for j in judged]
     return claimjudge.to_json("reproduce", plan.study, runs,
                               [x for j in judged for x in j.judged], quick=plan.quick,
-                              smoke=SMOKE if plan.quick else None, specs=plan.specs,
+                              smoke=SMOKE if plan.quick else None, specs=specs_json(plan),
                               overrides=plan.overrides)
 
 
+def specs_json(plan: Plan) -> dict[str, str]:
+    return {name: str(spec) for name, spec in plan.specs.items()}
+
+
 def plan_json(plan: Plan) -> dict[str, Any]:
-    return {"study": plan.study.id, "quick": plan.quick, "specs": plan.specs,
+    return {"study": plan.study.id, "quick": plan.quick, "specs": specs_json(plan),
             "overrides": plan.overrides,
             "runs": [{"client": r.client, "role": r.role, "settings": r.settings}
                      for r in plan.runs]}
@@ -439,9 +446,8 @@ def plan_json(plan: Plan) -> dict[str, Any]:
 def ada_claims(plan: Plan, known: dict[str, Server]) -> list[claims.Claim]:
     """Throughput ratios between Ada servers (ASF against AWS, EWS against AWS)."""
     return [c for c in plan.study.claims if c.kind == "ratio" and c.metric == "peak_rps"
-            and all(claims.base(x) in c.unavailable or
-                    (claims.base(x) in known and known[claims.base(x)].language == "Ada")
-                    for x in c.servers)]
+            and all(x in c.unavailable or (x in known and known[x].language == "Ada")
+                    for x in (claims.spec_of(s).name for s in c.servers))]
 
 
 def instruction_ratios(plan: Plan, env: Mapping[str, str]) -> list[str]:
@@ -455,9 +461,8 @@ def instruction_ratios(plan: Plan, env: Mapping[str, str]) -> list[str]:
     if not found:
         return []
     # a ratio needs both sides: a claim with an unavailable server is not counted
-    started = {x: plan.specs.get(x, x) for c in found for x in c.servers}
-    names = sorted({started[x] for c in found for x in c.servers
-                    if not any(claims.base(y) in c.unavailable for y in c.servers)})
+    names = sorted({str(claims.start_of(plan.specs, x)) for c in found for x in c.servers
+                    if not any(claims.spec_of(y).name in c.unavailable for y in c.servers)})
     lines = ["## Instructions per request beside the throughput ratio", "",
              "Claims that compare Ada servers, counted by `make cost` (cachegrind, user "
              "space only, c=1, a separate start each, each server with the workers the "
@@ -484,7 +489,7 @@ def instruction_ratios(plan: Plan, env: Mapping[str, str]) -> list[str]:
                     per[sc.server] = sc.levels[0].per_request.median
             lines += [f"Run folder: `{folder}`.", ""]
     for c in found:
-        lines.append(instruction_line(c, started, per))
+        lines.append(instruction_line(c, plan.specs, per))
     return lines + [""]
 
 
@@ -495,21 +500,23 @@ def not_counted(plan: Plan, env: Mapping[str, str]) -> list[str]:
     return ["## Instructions per request beside the throughput ratio", "",
             "Not counted: the reproduction was interrupted (`make cost` runs after both "
             "runs).", ""]
-def instruction_line(c: claims.Claim, started: Mapping[str, str],
+def instruction_line(c: claims.Claim, specs: Mapping[str, ServerSpec],
                      per: Mapping[str, float]) -> str:
     """One claim's instruction figures, each named by the start it was counted
     on (NAME@N); none when both sides are one start or one was not counted."""
     x, y = c.servers[:2]
-    a, b = started.get(x, x), started.get(y, y)
+    started = {s: str(claims.start_of(specs, s)) for s in (x, y)}
+    a, b = started[x], started[y]
     head = f"- {claims.label(c)}: published throughput ratio {c.published}; "
     if a == b:
         return head + (f"no instruction count: both sides are {a} as started, so a ratio "
                        "would be 1 by construction")
-    missing = [s for s in (x, y) if started.get(s, s) not in per]
+    missing = [s for s in (x, y) if started[s] not in per]
     if missing:
-        why = "; ".join(c.unavailable.get(claims.base(s), "not counted") for s in missing)
+        why = "; ".join(c.unavailable.get(claims.spec_of(s).name, "not counted")
+                        for s in missing)
         return head + (f"instructions not counted for "
-                       f"{', '.join(started.get(s, s) for s in missing)} ({why})")
+                       f"{', '.join(started[s] for s in missing)} ({why})")
     return head + (f"instructions per request {a} {per[a]:,.0f} instructions, "
                    f"{b} {per[b]:,.0f} instructions: instruction ratio {b}/{a} = "
                    f"{per[b] / per[a]:.3f} ×")

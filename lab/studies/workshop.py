@@ -25,7 +25,7 @@ from pathlib import Path
 
 from lab.measure import deps
 from lab.setup.paths import ROOT, cache_dir
-from lab.setup.servers import ServerSpec, found_here
+from lab.setup.servers import ServerSpec, ServerSpecError, found_here
 
 DOC = ROOT / "docs" / "workshop.md"
 CALIBRATE_TRIES = 3
@@ -63,7 +63,10 @@ def used(text: str, root: Path = ROOT) -> tuple[list[str], list[str]]:
             key, _, value = word.partition("=")
             if key == "SERVER":
                 for name in value.split():
-                    base = ServerSpec.base_of(name)
+                    try:
+                        base = ServerSpec.parse(name).name
+                    except ServerSpecError:     # a bad count: no server to prepare
+                        continue
                     if base in known and base not in servers and \
                             known[base].folder.name not in mine:
                         servers.append(base)

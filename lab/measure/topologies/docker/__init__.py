@@ -72,7 +72,7 @@ def state_file(port: int) -> Path:
 
 def service_of(server: Server) -> str:
     """A server's compose service: its base name (jersey for jersey.jetty and jersey@16)."""
-    return ServerSpec.parse(server.base or server.name).base
+    return ServerSpec.parse(server.name).family
 
 
 def chosen(params: Params) -> list[Server]:
