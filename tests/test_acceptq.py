@@ -63,6 +63,10 @@ def assert_deaf_flagged(tmp_path: Path, env: dict[str, str]) -> Path:
     assert "accept-queue-full" in out.stderr
     summary = (run / "summary.md").read_text()
     assert "accept-queue-full" in summary
+    # a warning with what to do, at the level flagged alone
+    [warned] = [f for f in data["findings"] if f["kind"] == "accept-queue-full"]
+    assert "deaf's accept queue sat at its backlog at c=16 (1 of 2 levels" in warned["text"]
+    assert "AXIS=backlog" in warned["text"] and warned["text"] in summary
     assert_legend(run, "accept-queue-full")
     return run
 
