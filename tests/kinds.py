@@ -124,6 +124,7 @@ OTHER: dict[str, dict[str, tuple[str, ...]]] = {
     "unit": {
         "test_acceptq.py": (
             "test_the_reader_gives_the_kernels_queue_and_backlog",
+            "test_the_reader_reads_in_the_namespace_it_is_given",
             "test_a_level_is_flagged_when_its_queue_sat_at_the_backlog",
             "test_the_series_keeps_each_seconds_highest_queue",
         ),
@@ -400,6 +401,8 @@ NEEDS = {
     "test_deps.py": ("root",),
     "test_hardening.py": ("root",),
     "test_fullcache.py": ("root",),
+    "test_acceptq.py::test_the_queue_is_read_in_the_servers_namespace_live": ("root",),
+    "test_acceptq.py::test_the_reader_reads_in_the_namespace_it_is_given": ("root",),
 }
 
 

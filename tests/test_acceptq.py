@@ -14,7 +14,11 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import shutil
 import socket
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -115,6 +119,40 @@ def test_the_reader_gives_the_kernels_queue_and_backlog() -> None:
         finally:
             reader.close()
         assert acceptq.Reader(free_port()).read() is None      # nothing listens there
+
+
+LISTEN_ALONE = """
+import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(3)
+c = socket.socket(); c.connect(("127.0.0.1", int(sys.argv[1])))
+print("ready", flush=True); time.sleep(60)
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
+                    reason="entering another network namespace needs root (and unshare)")
+def test_the_reader_reads_in_the_namespace_it_is_given() -> None:
+    """A process in a network namespace of its own listens on a port with one
+    connection waiting: read in its namespace (/proc/PID/ns/net), the queue
+    is there; read in this one, nothing listens on that port."""
+    from lab.host import acceptq
+    port = free_port()
+    proc = subprocess.Popen(["unshare", "-n", "sh", "-c",
+                             f"ip link set lo up && exec {sys.executable} -c '{LISTEN_ALONE}' "
+                             f"{port}"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+        theirs = acceptq.Reader(port, f"/proc/{proc.pid}/ns/net")
+        here = acceptq.Reader(port, "/proc/self/ns/net")
+        try:
+            assert theirs.read() == acceptq.Queue(waiting=1, backlog=3, full=False)
+            assert here.read() is None
+        finally:
+            theirs.close()
+            here.close()
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 # --------------------------------------------------------------------------- the record

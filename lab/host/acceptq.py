@@ -50,8 +50,8 @@ class Queue:
 
 
 def same_namespace(namespace: str) -> bool:
-    """Whether `namespace` (a namespace file) is the lab's own network namespace."""
-    mine, theirs = os.stat("/proc/self/ns/net"), os.stat(namespace)
+    """Whether `namespace` (a namespace file) is the calling thread's network namespace."""
+    mine, theirs = os.stat("/proc/thread-self/ns/net"), os.stat(namespace)
     return (mine.st_dev, mine.st_ino) == (theirs.st_dev, theirs.st_ino)
 
 
