@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 
 from conftest import bench, free_port, lab_env, leftovers, run_folders
-from lab.analyse import levelrow, metrics
-from lab.record import series
+from lab.analyse import levelrow, metrics, use
+from lab.record import runrecord, series
 from test_integrity import WHERE, assert_legend, measured
 from test_cpu_verdict import LEVEL
 from test_topology_netns import ROOT_ONLY, assert_gone, netns_env  # noqa: F401 (a fixture)
@@ -67,6 +67,11 @@ def assert_deaf_flagged(tmp_path: Path, env: dict[str, str]) -> Path:
     assert "accept-queue-full" in out.stderr
     summary = (run / "summary.md").read_text()
     assert "accept-queue-full" in summary
+    # the USE table's saturation of the connections (make use)
+    [(_, _, at2_use), (_, _, at16_use)] = use.tables(runrecord.load(run).rows)
+    assert at16_use[3][2].startswith(f"accept queue up to {deaf['accept_queue_max']} of backlog "
+                                     f"{BACKLOG}, at it in ")
+    assert "(accept-queue-full)" in at16_use[3][2] and "(accept" not in at2_use[3][2]
     # a warning with what to do, at the level flagged alone
     [warned] = [f for f in data["findings"] if f["kind"] == "accept-queue-full"]
     assert "deaf's accept queue sat at its backlog at c=16 (1 of 2 levels" in warned["text"]
