@@ -32,6 +32,7 @@ MARKERS = {
 # local process (a client run for a second, headless Chromium); a test
 # that runs the lab, make or run-benchmark.sh is a fault test.
 FILES = {
+    "test_acceptq.py": "fault",
     "test_ada_labenv.py": "unit",
     "test_ada_mini.py": "real-server",
     "test_ada_pinned.py": "real-server",
@@ -121,6 +122,12 @@ FILES = {
 
 OTHER: dict[str, dict[str, tuple[str, ...]]] = {
     "unit": {
+        "test_acceptq.py": (
+            "test_the_reader_gives_the_kernels_queue_and_backlog",
+            "test_the_reader_reads_in_the_namespace_it_is_given",
+            "test_a_level_is_flagged_when_its_queue_sat_at_the_backlog",
+            "test_the_series_keeps_each_seconds_highest_queue",
+        ),
         "test_answers.py": (
             "test_each_clients_request_is_the_one_it_sends",
             "test_the_size_check_allows_only_what_the_client_may_count_besides",
@@ -394,6 +401,8 @@ NEEDS = {
     "test_deps.py": ("root",),
     "test_hardening.py": ("root",),
     "test_fullcache.py": ("root",),
+    "test_acceptq.py::test_the_queue_is_read_in_the_servers_namespace_live": ("root",),
+    "test_acceptq.py::test_the_reader_reads_in_the_namespace_it_is_given": ("root",),
 }
 
 

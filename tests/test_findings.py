@@ -45,6 +45,7 @@ EXAMPLES: list[Finding] = [
     findings.ClientStalled("aws", "wrk", 1, 3, ("c=8: client stalled: wrk was stopped for "
                                                 "3.0 s of the 4 s level",)),
     findings.SamplerGap("aws", 2, 3),
+    findings.AcceptQueueFull("aws", 1, 3, ("c=50",)),
     findings.WrongAnswers("overloaded", 1, 2, ("c=2: wrong answers: wrk counted 112.0 bytes "
                                                "per response where ...",)),
     findings.PortShared("aws", 1, 3, ("c=8: port shared: after the level, port 8080 also "

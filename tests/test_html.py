@@ -47,6 +47,8 @@ NO_REAL_DATA = {
                      "(test_answers makes one)",
     "port-shared": "no saved fixture run shared its port with another process "
                    "(test_escapes makes one)",
+    "accept-queue-full": "no saved fixture run has a server that stopped accepting "
+                         "(test_acceptq makes one)",
 }
 
 

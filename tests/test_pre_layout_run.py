@@ -58,6 +58,9 @@ def test_a_run_of_the_flat_tree_writes_the_same_summary_again(tmp_path: Path) ->
                 assert not row.pop("unranked", "")       # added since (issue 32): none here
                 assert row.pop("answers_checked", None) is None   # added since (issue 44):
                 assert row.pop("answers_wrong", None) is None     # not checked then
+                for column in ("accept_queue_max", "accept_queue_backlog",
+                               "accept_queue_full_pct"):      # added since (issue 45):
+                    assert row.pop(column, None) is None      # not read then
     assert again == old
     got = json.loads((run / "results.json").read_text())
     for v in got["verdicts"]:          # half the requests failed: not ranked

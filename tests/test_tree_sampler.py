@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import time
 from typing import Any
 
 from conftest import ROOT
@@ -25,7 +27,7 @@ SPIN = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.
 
 def test_the_protocol_declares_what_the_sweep_reads() -> None:
     assert MEMBERS == ["cgroup_mem_peak_kb", "cpu_s", "first", "last", "memory_error",
-                       "own_cpu_s", "points", "rss_peak_kb", "sys_s", "threads_peak"]
+                       "own_cpu_s", "points", "queue", "rss_peak_kb", "sys_s", "threads_peak"]
 
 
 def lacking(sampler: object) -> list[str]:
@@ -93,3 +95,33 @@ def test_a_remote_sampler_has_every_member() -> None:
         assert s.last is not None and s.last.rss_kb > 0
     finally:
         host.agent.close()
+
+
+def test_each_sampler_reads_the_accept_queue_on_the_port_it_is_given() -> None:
+    """A socket listening here with backlog 2 and one connection never
+    accepted: every sampler counts it at each sample, in the namespace of the
+    tree it samples (here this one), the remote one through the agent."""
+    with socket.socket() as listener, socket.socket() as waiting:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(2)
+        port = listener.getsockname()[1]
+        waiting.connect(("127.0.0.1", port))
+        with procfs.Sampler(os.getpid(), interval=0.05, port=port) as s:
+            time.sleep(0.3)
+        assert (s.queue.max, s.queue.backlog, s.queue.full, s.queue.error) == (1, 2, 0, "")
+        assert s.queue.samples >= 3 and [w for _, w in s.queue.points] == [1] * s.queue.samples
+        with ContainerSampler(NoCgroup(os.getpid()), port=port) as c:  # type: ignore[arg-type]
+            pass
+        assert (c.queue.max, c.queue.backlog) == (1, 2) and c.queue.samples >= 2
+        host = AgentHere()
+        try:
+            with remote.RemoteSampler(host, os.getpid(), interval=0.05,  # type: ignore[arg-type]
+                                      port=port) as r:
+                time.sleep(0.2)
+        finally:
+            host.agent.close()
+        assert (r.queue.max, r.queue.backlog, r.queue.error) == (1, 2, "")
+        assert r.queue.samples >= 2 and r.queue.points == []    # no series over ssh
+        with procfs.Sampler(os.getpid(), interval=0.05) as none:
+            pass
+        assert none.queue.samples == 0 and none.queue.max is None   # no port: not read

@@ -287,6 +287,11 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
             out.append(findings.NotSteady(name))
         if count("sampler-gap"):
             out.append(findings.SamplerGap(name, count("sampler-gap"), n))
+        if count("accept-queue-full"):
+            out.append(findings.AcceptQueueFull(
+                name, count("accept-queue-full"), n,
+                tuple(at_value(m.params.axis, s.value) for s in levels
+                      if "accept-queue-full" in s.all_flags())))
         if count("host-busy"):
             out.append(findings.HostBusy(name, count("host-busy"), n))
         if count("steal"):

@@ -205,6 +205,26 @@ class SamplerGap(Finding):
 
 
 @dataclass(frozen=True)
+class AcceptQueueFull(Finding):
+    """The server's accept queue sat at its backlog (lab.host.acceptq): a
+    property of the server at that load, ranked as measured."""
+    kind: ClassVar[str] = "accept-queue-full"
+    server: str
+    count: int
+    levels: int
+    at: tuple[str, ...]               # the flagged levels, "c=16" each
+
+    def text(self) -> str:
+        return (f"{self.server}'s accept queue sat at its backlog at {', '.join(self.at)} "
+                f"({self.count} of {self.levels} levels; at {metrics.ACCEPT_QUEUE_FULL_PCT:.0f}% "
+                "of a level's samples or more): it did not accept() connections as fast as they "
+                "came, and the kernel dropped new ones (their clients retry after 1 s, then 3 s: "
+                "latency, timeouts or failures). This is the server at that load, ranked as "
+                "measured. To tell a backlog too small from a server too slow, sweep "
+                "AXIS=backlog, or give it more workers or CPUs.")
+
+
+@dataclass(frozen=True)
 class AnswerChanged(Finding):
     """The server's answer broke the contract after the load had started."""
     kind: ClassVar[str] = "answer-changed"

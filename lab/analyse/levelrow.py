@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lab.analyse.metrics import (CLIENT_BOUND_PCT, HOST_BUSY_PCT, JIT_QUIET_PER_S, LITTLES_HIGH,
+from lab.analyse.metrics import (ACCEPT_QUEUE_FULL_PCT, CLIENT_BOUND_PCT, HOST_BUSY_PCT, JIT_QUIET_PER_S, LITTLES_HIGH,
                                  LITTLES_LOW, RAN_SHORT, SATURATED_SHORTFALL, STALL_MIN_S,
                                  STALLED_SHARE, STEADY_SLICES, STEADY_TOLERANCE, STEAL_PCT)
 from lab.record import failures as failure_kinds
@@ -66,6 +66,13 @@ class Measured:
     # is not wall_s less the level's elapsed time (a PAIRED=rmit level: its
     # slices' worst, not their sum of start-up times)
     clock_over_s: float | None = None
+    # the accept queue of the server's listening socket at each sample (lab.host.acceptq):
+    # the highest, the backlog, how many samples and how many at the backlog (None, 0:
+    # not read)
+    accept_queue_max: int | None = None
+    accept_queue_backlog: int | None = None
+    accept_queue_samples: int = 0
+    accept_queue_full: int = 0
 
 
 @dataclass(frozen=True)
@@ -128,7 +135,8 @@ def stalled(level: Level, duration_s: float, m: Measured, client: str) -> str:
 def level_flags(level: Level, client_pct: float, other_pct: float, steal_pct: float,
                 littles: float | None, not_steady: bool, answer_changed: str = "",
                 stall: str = "", gap: bool = False,
-                wrong_answers: str = "", port_shared: str = "") -> list[str]:
+                wrong_answers: str = "", port_shared: str = "",
+                queue_full_pct: float | None = None) -> list[str]:
     flags = []
     if level.stopped:
         flags.append("client-stopped")
@@ -158,7 +166,16 @@ def level_flags(level: Level, client_pct: float, other_pct: float, steal_pct: fl
         flags.append("saturated")
     if not_steady:
         flags.append("not-steady")
+    if queue_full_pct is not None and queue_full_pct >= ACCEPT_QUEUE_FULL_PCT:
+        flags.append("accept-queue-full")
     return flags
+
+
+def queue_full_pct(m: Measured) -> float | None:
+    """The share of the level's samples whose accept queue was at its backlog, %."""
+    if not m.accept_queue_samples:
+        return None
+    return round(100 * m.accept_queue_full / m.accept_queue_samples, 1)
 
 
 def make_row(where: Where, level: Level, m: Measured, client: str = "the client") -> Row:
@@ -171,9 +188,10 @@ def make_row(where: Where, level: Level, m: Measured, client: str = "the client"
     steal_pct = 100 * m.host_steal_s / allotment
     littles = round(level.in_flight / where.concurrency, 3) if where.concurrency else None
     stall = stalled(level, where.duration_s, m, client)
+    full_pct = queue_full_pct(m)
     flags = level_flags(level, client_pct, other_pct, steal_pct, littles, where.not_steady,
                         m.answer_changed, stall, sampler_gap(m), m.wrong_answers,
-                        m.port_shared)
+                        m.port_shared, full_pct)
     unranked = "; ".join(x for x in (level.stopped and f"client stopped early: {level.stopped}",
                                      stall and f"client stalled: {stall}",
                                      m.answer_changed and f"answer changed: {m.answer_changed}",
@@ -205,7 +223,9 @@ def make_row(where: Where, level: Level, m: Measured, client: str = "the client"
         if m.server_sys_s is not None and level.transactions else None,
         failure_kinds=encode_failures(level.failures), unranked=unranked,
         answers_checked=m.answers.checked if m.answers else None,
-        answers_wrong=m.answers.wrong if m.answers else None)
+        answers_wrong=m.answers.wrong if m.answers else None,
+        accept_queue_max=m.accept_queue_max, accept_queue_backlog=m.accept_queue_backlog,
+        accept_queue_full_pct=full_pct)
 
 
 def combine(levels: list[Level]) -> Level:

@@ -45,6 +45,8 @@ STALLED_SHARE = 0.10           # the client stopped (SIGSTOP, a tracer), or the 
 STALL_MIN_S = 1.0              # ... and a gap between the two clocks, or between two of the
                                # sampler's samples (taken every 0.2 s), of at least this
                                # (sampler-gap: the lab itself stopped; the CPU shares are wrong)
+ACCEPT_QUEUE_FULL_PCT = 10.0  # the server's accept queue at its backlog in this share of the
+                               # level's samples, or more: accept-queue-full
 
 # What each flag means, in one sentence: for summaries and reports.
 FLAGS: dict[str, str] = {
@@ -82,6 +84,13 @@ FLAGS: dict[str, str] = {
     "port-shared": "another process (not the server's own) also held the server's port "
                    "before or after the level, as a second run on the same PORT with "
                    "SO_REUSEPORT does: the client may have loaded it; not ranked",
+    "accept-queue-full": f"the server's accept queue sat at its backlog in "
+                         f"{ACCEPT_QUEUE_FULL_PCT:.0f}% or more of the level's samples: it did "
+                         "not accept() connections as fast as they came, and the kernel dropped "
+                         "new ones (their clients wait for a SYN retransmitted after 1 s, 3 s): "
+                         "a property of the server at this load, ranked; raise BACKLOG, or give "
+                         "it more workers or CPUs, to see whether it is the backlog or the "
+                         "server",
 }
 # A level with one of these in any repetition is not ranked (its verdicts are
 # "not comparable", it is nobody's peak), whatever the other flags say.

@@ -25,6 +25,18 @@ def failures(rows: list[Row], kinds: tuple[str, ...]) -> int:
     return sum(f.count for r in rows for f in r.failures() if f.kind in kinds)
 
 
+def accept_queue(rows: list[Row]) -> str:
+    """The accept queue the sampler saw over the level's repetitions
+    (lab.host.acceptq), or the backlog given where it was not read."""
+    seen = [r for r in rows if r.accept_queue_max is not None]
+    if not seen:
+        return f"backlog {rows[0].backlog}"
+    full = [r.accept_queue_full_pct or 0.0 for r in seen]
+    return (f"accept queue up to {max(r.accept_queue_max or 0 for r in seen):,} of backlog "
+            f"{seen[0].accept_queue_backlog}, at it in {mid(full):.0f}% of samples"
+            + (" (accept-queue-full)" if any(r.has("accept-queue-full") for r in rows) else ""))
+
+
 def level_table(rows: list[Row]) -> list[list[str]]:
     """The USE rows of one server at one level (its repetitions' medians;
     counts summed over them)."""
@@ -47,7 +59,7 @@ def level_table(rows: list[Row]) -> list[list[str]]:
          (f"in flight / concurrency {mid(littles):.2f} (Little's law)" if closed and littles
           else f"offered {mid([r.offered_rps or 0 for r in rows]):,.0f}/s, achieved "
                f"{mid([r.rate_rps for r in rows]):,.0f}/s"),
-         f"backlog {rows[0].backlog}; {LISTEN_OVERFLOWS}",
+         f"{accept_queue(rows)}; {LISTEN_OVERFLOWS}",
          f"refused {failures(rows, ('refused',))}, timeouts {failures(rows, ('timeout',))}"],
         ["sockets", f"{mid([float(r.time_wait) for r in rows]):,.0f} in TIME_WAIT after "
                     "the level",

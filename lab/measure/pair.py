@@ -302,4 +302,8 @@ def summed(parts: list[tuple[Level, levelrow.Measured]]) -> tuple[Level, levelro
         clock_over_s=max(m.wall_s - lv.elapsed_s if m.clock_over_s is None else m.clock_over_s
                          for lv, m in parts),
         wrong_answers="; ".join(m.wrong_answers for m in ms if m.wrong_answers),
-        port_shared="; ".join(m.port_shared for m in ms if m.port_shared))
+        port_shared="; ".join(m.port_shared for m in ms if m.port_shared),
+        accept_queue_max=max((m.accept_queue_max for m in ms if m.accept_queue_max is not None),
+                             default=None),
+        accept_queue_samples=sum(m.accept_queue_samples for m in ms),
+        accept_queue_full=sum(m.accept_queue_full for m in ms))

@@ -526,7 +526,7 @@ class ServerSweep:
         for attempt in (1, 2):
             busy0, steal0 = topo.cpu_times(p.server_cpus, p.client_cpus)
             try:
-                with topo.server.sampler(sp.proc) as sampler:
+                with topo.server.sampler(sp.proc, sp.knobs.port) as sampler:
                     runs = self.run_clients(sp, shares, duration, outs)
                 break
             except ServerDied:
@@ -561,7 +561,7 @@ class ServerSweep:
             (ran, answers.size_check(lv, self.expected, share.concurrency, self.client.name))
             for ran, lv, (_, share) in zip(runs, levels, shares)) if why)
         if "warmup" not in tag:
-            self.write_series(tag, runs, sampler.points)
+            self.write_series(tag, runs, sampler.points, sampler.queue.points)
         hosts_pct = tuple(100 * ran.cpu_s / (len(p.client_cpus) * max(ran.wall_s, 1e-9))
                           for ran in runs) if several else ()
         if several:
@@ -570,6 +570,9 @@ class ServerSweep:
         why = sampler.memory_error if last is None or last.pss_kb is None else ""
         if why and self.start_record.get("memory_split") != why:
             self.start_record["memory_split"] = why     # shown as "unavailable" with this
+        queue = sampler.queue
+        if queue.error and self.start_record.get("accept_queue") != queue.error:
+            self.start_record["accept_queue"] = queue.error     # why its columns are empty
         return levelrow.combine(levels), levelrow.Measured(
             server_cpu_s=sampler.cpu_s, rss_end_kb=last.rss_kb if last else 0,
             rss_peak_kb=sampler.rss_peak_kb, threads_end=last.threads if last else 0,
@@ -587,12 +590,15 @@ class ServerSweep:
             server_sys_s=sampler.sys_s,
             client_stopped_s=max(ran.stopped_s for ran in runs),
             sampler_gap_s=series.longest_gap(sampler.points),
-            wrong_answers=wrong)
+            wrong_answers=wrong, accept_queue_max=queue.max,
+            accept_queue_backlog=queue.backlog, accept_queue_samples=queue.samples,
+            accept_queue_full=queue.full)
 
-    def write_series(self, tag: str, runs: list[ClientRun],
-                     points: list[series.Point]) -> None:
+    def write_series(self, tag: str, runs: list[ClientRun], points: list[series.Point],
+                     queue: list[tuple[float, int]]) -> None:
         """The level's per-second series (lab.record.series): the client's req/s where
-        it gives one (summed over client hosts), the sampler's CPU and RSS."""
+        it gives one (summed over client hosts), the sampler's CPU and RSS, and the
+        highest accept queue of each second."""
         rps: list[float] | None = None
         if isinstance(self.client, PerSecond):
             each = [self.client.per_second(ran.stdout) for ran in runs]
@@ -601,7 +607,7 @@ class ServerSweep:
         server = series.server_per_second(points)
         if rps or server:
             series.write(series.series_file(self.run, self.server.name, tag), rps, server,
-                         self.run)
+                         self.run, series.queue_per_second(points, queue, len(server)))
 
     def died(self, sp: ServerProcess, load: Load, tag: str) -> SweepError:
         """The server exited during a client run: the level (or warm-up) and its

@@ -94,6 +94,13 @@ class Row:
     # hosts) and in runs made before it
     answers_checked: int | None = None
     answers_wrong: int | None = None
+    # the accept queue of the server's listening socket, read at each of the
+    # sampler's samples (lab.host.acceptq; ss's Recv-Q and Send-Q): the highest,
+    # the backlog the kernel holds, and the share of samples at it, %; None where
+    # it was not read (the start's record says why) and in runs made before it
+    accept_queue_max: int | None = None
+    accept_queue_backlog: int | None = None
+    accept_queue_full_pct: float | None = None
 
     def has(self, flag: str) -> bool:
         return flag in self.flags.split()

@@ -2,13 +2,15 @@
 
 One CSV per measured level, `<server>/series-<tag>.csv` (`series_file`: the tag
 of its client output, e.g. rep1-c8), columns
-`second,rps,server_cpu_pct,rss_kb`:
+`second,rps,server_cpu_pct,rss_kb,accept_queue`:
 second n covers [n, n+1) s from the start of the level. `rps` is empty when
 the client gives no per-second figure: vegeta does (its report every second,
 lab.measure.clients.vegeta), wrk does not (a Lua response() hook costs wrk too much
 req/s, see docs/methodology.md) and siege does not (not available from
 siege). The server's figures come from the sweep's sampler (lab.host.procfs),
-every 0.2 s, cut into 1 s bins.
+every 0.2 s, cut into 1 s bins; `accept_queue` is the highest accept queue
+of the server's listening socket the second's samples saw (lab.host.acceptq;
+empty where it was not read).
 
 Pure functions: what measures a run writes these files, what reads one
 (lab.present.plot) reads them; neither side's modules are imported here.
@@ -26,7 +28,7 @@ from lab.record.files import RecordError, open_text, read_text
 # <server>/series-<tag>.csv: one measured level's per-second series, the tag of
 # the level's client output (rep1-c8, rep2-r500)
 PREFIX = "series-"
-HEADER = ("second", "rps", "server_cpu_pct", "rss_kb")
+HEADER = ("second", "rps", "server_cpu_pct", "rss_kb", "accept_queue")
 
 Point = tuple[float, float, int]          # (monotonic s, tree CPU s so far, RSS kB)
 
@@ -49,6 +51,22 @@ def server_per_second(points: list[Point]) -> list[tuple[float, int]]:
     span = last[0] - start[0]
     if span >= 0.5:                          # a last part-second of at least half of one
         out.append((round(100 * (last[1] - start[1]) / span, 1), last[2]))
+    return out
+
+
+def queue_per_second(points: list[Point], queue: list[tuple[float, int]],
+                     seconds: int) -> list[int | None]:
+    """The highest accept queue (lab.host.acceptq) of each of `seconds` bins,
+    the bins of server_per_second (from the first sample; what falls past the
+    last one counts in it); None for a second without a reading."""
+    if not points or not seconds:
+        return []
+    t0 = points[0][0]
+    out: list[int | None] = [None] * seconds
+    for at, waiting in queue:
+        i = min(max(int(at - t0), 0), seconds - 1)
+        got = out[i]
+        out[i] = waiting if got is None else max(got, waiting)
     return out
 
 
@@ -92,8 +110,9 @@ def vegeta_per_second(stdout: str) -> list[float]:
 
 
 def write(path: Path, rps: list[float] | None, server: list[tuple[float, int]],
-          root: Path | None = None) -> None:
-    """The series file, never written through a link (lab.record.files)."""
+          root: Path | None = None, queue: list[int | None] | None = None) -> None:
+    """The series file, never written through a link (lab.record.files);
+    `queue`: each second's highest accept queue (empty where unread)."""
     n = max(len(rps or []), len(server))
     with open_text(path, root) as f:
         w = csv.writer(f)
@@ -101,8 +120,9 @@ def write(path: Path, rps: list[float] | None, server: list[tuple[float, int]],
         for i in range(n):
             r = rps[i] if rps is not None and i < len(rps) else None
             cpu, rss = server[i] if i < len(server) else (None, None)
+            q = queue[i] if queue is not None and i < len(queue) else None
             w.writerow([i, "" if r is None else r, "" if cpu is None else cpu,
-                        "" if rss is None else rss])
+                        "" if rss is None else rss, "" if q is None else q])
 
 
 Row = tuple[int, float | None, float | None, int | None]

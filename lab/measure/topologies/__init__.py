@@ -35,6 +35,7 @@ from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 from lab.host import procs
 from lab.setup.params import ConfigError, Params
+from lab.host.acceptq import Tally
 from lab.host.procfs import TreeSample
 from lab.record.series import Point
 from lab.setup.servers import Server
@@ -105,6 +106,7 @@ class TreeSampler(Protocol):
     memory_error: str             # why `last` has no PSS/private/shared memory ("": it has)
     points: list[Point]           # every sample, for the per-second series ([]: none kept)
     cgroup_mem_peak_kb: int | None    # a container's cgroup memory peak; None elsewhere
+    queue: Tally                  # the accept queue at each sample (lab.host.acceptq)
 
     @property
     def cpu_s(self) -> float: ...
@@ -135,8 +137,9 @@ class ServerHost(ABC):
         """Run a short command there to its end (a manifest's facts): (exit code, out, err)."""
 
     @abstractmethod
-    def sampler(self, proc: Started) -> TreeSampler:
-        """A sampler of `proc`'s tree for the length of one client run."""
+    def sampler(self, proc: Started, port: int | None = None) -> TreeSampler:
+        """A sampler of `proc`'s tree for the length of one client run; with
+        `port`, of the accept queue of what listens on it there too."""
 
     @abstractmethod
     def sample(self, proc: Started) -> TreeSample | None:

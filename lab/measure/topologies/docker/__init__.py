@@ -366,9 +366,11 @@ class Container:
 class ContainerSampler(procfs.Sampler):
     """procfs.Sampler of the container's process tree, plus its cgroup memory."""
 
-    def __init__(self, container: Container, interval: float = 0.2, rescan: int = 5) -> None:
+    def __init__(self, container: Container, interval: float = 0.2, rescan: int = 5,
+                 port: int | None = None) -> None:
         self.container = container
-        super().__init__(container.pid, interval, rescan)   # its first sample sets the peak
+        # its first sample sets the peak; the queue is read in the container's namespace
+        super().__init__(container.pid, interval, rescan, port)
 
     def _sample(self) -> TreeSample | None:
         s = super()._sample()
@@ -459,9 +461,9 @@ class DockerServerHost(LocalServerHost):
                 + extra, out.stderr
         return out.returncode, out.stdout, out.stderr
 
-    def sampler(self, proc: Started) -> TreeSampler:
+    def sampler(self, proc: Started, port: int | None = None) -> TreeSampler:
         assert isinstance(proc, Container)
-        return ContainerSampler(proc)
+        return ContainerSampler(proc, port=port)
 
     def sample(self, proc: Started) -> TreeSample | None:
         assert isinstance(proc, Container)

@@ -83,8 +83,8 @@ class LocalServerHost(ServerHost):
                              text=True, timeout=timeout)
         return out.returncode, out.stdout, out.stderr
 
-    def sampler(self, proc: Started) -> TreeSampler:
-        return procfs.Sampler(proc.pid)
+    def sampler(self, proc: Started, port: int | None = None) -> TreeSampler:
+        return procfs.Sampler(proc.pid, port=port)
 
     def own_pids(self, proc: Started) -> set[int] | None:
         if not isinstance(proc, LocalProcess):

@@ -184,9 +184,10 @@ NUMBERS = itertools.count(1)        # a sampler's or a client's number, never re
 WATCHES: Dict[int, procfs.Sampler] = {}
 
 
-def watch(pid: int, interval: float) -> Dict[str, Any]:
-    """Start sampling a tree in a thread; its first sample now."""
-    sampler = procfs.Sampler(pid, interval)
+def watch(pid: int, interval: float, port: Optional[int] = None) -> Dict[str, Any]:
+    """Start sampling a tree in a thread (and the accept queue on `port`, in
+    its network namespace); its first sample now."""
+    sampler = procfs.Sampler(pid, interval, port=port)
     sampler.__enter__()
     number = next(NUMBERS)
     WATCHES[number] = sampler
@@ -199,7 +200,7 @@ def unwatch(number: int) -> Dict[str, Any]:
     sampler.__exit__(None, None, None)
     return {"last": sample_json(sampler.last), "rss_peak_kb": sampler.rss_peak_kb,
             "threads_peak": sampler.threads_peak, "own_cpu_s": sampler.own_cpu_s,
-            "memory_error": sampler.memory_error}
+            "memory_error": sampler.memory_error, "queue": sampler.queue.to_json()}
 
 
 def answer(request: List[Any]) -> Dict[str, Any]:
@@ -216,7 +217,7 @@ def answer(request: List[Any]) -> Dict[str, Any]:
     if what == "client_stop":
         return client_end(int(args[0]), stop=True)
     if what == "watch":
-        return watch(int(args[0]), float(args[1]))
+        return watch(int(args[0]), float(args[1]), int(args[2]) if len(args) > 2 else None)
     if what == "unwatch":
         return unwatch(int(args[0]))
     if what == "sample":

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.setup import paths
-from lab.host import procs
+from lab.host import acceptq, procs
 from lab.record import files
 from lab.host.procfs import TreeSample
 from lab.record.series import Point
@@ -158,9 +158,10 @@ class RemoteSampler:
     thread of the agent (lab.host.procfs.Sampler, as here): its first sample now,
     the rest at the end. Two requests a level, no new process."""
 
-    def __init__(self, host: Host, pid: int, interval: float = 0.2) -> None:
-        self.host = host
-        started = host.ask("watch", pid, interval)
+    def __init__(self, host: Host, pid: int, interval: float = 0.2,
+                 port: int | None = None) -> None:
+        self.host, self.port = host, port
+        started = host.ask("watch", pid, interval, *([] if port is None else [port]))
         self.number = int(started["watch"])
         self.first: TreeSample | None = tree_sample(started.get("first"))
         self.last: TreeSample | None = self.first
@@ -170,6 +171,7 @@ class RemoteSampler:
         self.memory_error = ""
         self.points: list[Point] = []         # the agent keeps its samples: no series here
         self.cgroup_mem_peak_kb: int | None = None
+        self.queue = acceptq.Tally()          # its figures at the end, no points (no series)
 
     def __enter__(self) -> RemoteSampler:
         return self
@@ -181,6 +183,8 @@ class RemoteSampler:
         self.threads_peak = max(self.threads_peak, int(end.get("threads_peak", 0)))
         self.own_cpu_s = float(end.get("own_cpu_s", 0.0))
         self.memory_error = str(end.get("memory_error") or "")
+        if self.port is not None:
+            self.queue = acceptq.Tally.from_json(end.get("queue"))
         if self.last is not None and self.last.pss_kb is None and not self.memory_error:
             self.memory_error = "smaps_rollup unavailable (the server host's agent is older)"
 
@@ -269,8 +273,8 @@ class SshServerHost(Host, ServerHost):
         out = self.link.run(self.command(argv, cwd, env, cpus), timeout)
         return out.returncode, out.stdout, out.stderr
 
-    def sampler(self, proc: Started) -> TreeSampler:
-        return RemoteSampler(self, proc.pid)
+    def sampler(self, proc: Started, port: int | None = None) -> TreeSampler:
+        return RemoteSampler(self, proc.pid, port=port)
 
     def sample(self, proc: Started) -> TreeSample | None:
         return tree_sample(self.ask("sample", proc.pid).get("sample"))
