@@ -92,8 +92,8 @@ claims: ## a study's claims judged on runs made earlier, nothing run: make claim
 	@test -n "$${RUNS-}" || { echo 'error: give RUNS="results/<run> ..." (runs made by make bench or make reproduce)' >&2; exit 2; }
 	@$(call STEP,$(LAB) claims --study "$$STUDY" $$RUNS)
 
-# The order (unit, fault, real-server) and the markers come from one table,
-# tests/kinds.py; the last lines count every skip and accepted exit 3. Three
+# The order (unit, fault, real_server) comes from the marks on each test
+# (tests/kinds.py); the last lines count every skip and accepted exit 3. Three
 # pytest-xdist workers where it is installed (the third waits for the build),
 # each test file on one of them; a test that judges measurements runs alone
 # (docs/testing.md).

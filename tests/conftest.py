@@ -361,10 +361,10 @@ def stop_signals_left_as_found() -> Iterator[None]:
 
 
 # ---------------------------------------------------------------- kinds, order, what was not checked
-# tests/kinds.py holds the one table (file -> kind, and the tests of a file that
-# differ); the hooks here mark each test with it, run units, then faults, then
-# real servers, then the tests that judge measurements (kinds.rank), and end
-# the suite with what it did not check.
+# Each test carries its kind as a mark where it is defined (tests/kinds.py);
+# the hooks here check that every test has one, run units, then faults, then
+# real servers, then the quiet tests (kinds.rank), and end the suite with
+# what it did not check.
 
 def pytest_configure(config: pytest.Config) -> None:
     for name, text in kinds.MARKERS.items():
@@ -397,16 +397,46 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             shutil.rmtree(suite.Session.path(""), ignore_errors=True)
 
 
+def settle(items: list[pytest.Item]) -> dict[str, kinds.Rank]:
+    """Each test's kind (kinds.kind_of), or a UsageError naming every test
+    without one; then each test holds its kind as its own mark, alone: a
+    test's own kind replaces its file's, so that `-m unit` selects by the
+    kind that holds, not by any kind found on the way up. Its rank, by node id."""
+    found: dict[pytest.Item, str] = {}
+    problems = []
+    for item in items:
+        try:
+            found[item] = kind = kinds.kind_of(item)
+        except ValueError as e:
+            problems.append(str(e))
+            continue
+        if kind == "unit" and item.get_closest_marker("quiet"):
+            problems.append(f"{item.nodeid}: quiet, and a unit test: a test that judges "
+                            f"measurements runs a server under load (fault or real_server)")
+    if problems:
+        raise pytest.UsageError("tests without one kind (tests/kinds.py):\n  "
+                                + "\n  ".join(problems))
+    for item in items:
+        for node in item.listchain()[:-1]:
+            node.own_markers[:] = [m for m in node.own_markers if m.name not in kinds.ORDER]
+    ranks = {}
+    for item, kind in found.items():
+        item.own_markers[:] = [m for m in item.own_markers if m.name not in kinds.ORDER]
+        item.add_marker(kind)
+        ranks[item.nodeid] = kinds.rank(item.path.name, kind,
+                                        item.get_closest_marker("quiet") is not None)
+    return ranks
+
+
 @pytest.hookimpl(tryfirst=True)        # before -m deselects by these marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    unknown = sorted({item.path.name for item in items if item.path.name not in kinds.FILES})
-    if unknown:
-        raise pytest.UsageError(f"tests/kinds.py: no kind for {', '.join(unknown)}: add each "
-                                f"file to FILES ({', '.join(kinds.ORDER)})")
-    for item in items:
-        for mark in kinds.marks_of(item.path.name, item.originalname):
-            item.add_marker(mark)
-    items.sort(key=lambda item: kinds.rank(item.path.name, item.originalname))   # stable
+    ranks = settle(items)
+    suite.write_ranks(ranks)
+    items.sort(key=lambda item: ranks[item.nodeid])                 # stable
+
+
+def kind_of(rank: kinds.Rank) -> str:
+    return kinds.ORDER[rank[1]]
 
 
 def start_prebuild(nodeids: list[str]) -> None:
@@ -414,9 +444,10 @@ def start_prebuild(nodeids: list[str]) -> None:
     every test file and a real-server test (Prebuild)."""
     if suite.Session.path(suite.STARTED).exists():
         return
-    tests = [kinds.split_nodeid(n) for n in nodeids]
-    if {file for file, _ in tests} >= set(kinds.FILES) and any(
-            kinds.kind_of(file, name) == "real-server" for file, name in tests):
+    ranks = suite.read_ranks()         # none where the collection stopped (settle)
+    files = {kinds.split_nodeid(n)[0] for n in nodeids}
+    every = {p.name for p in (ROOT / "tests").glob("test_*.py")}
+    if files >= every and any(n in ranks and kind_of(ranks[n]) == "real_server" for n in nodeids):
         PREBUILD.start(repository_env(suite.Session.path("build"), SERVER="all"), ROOT)
 
 
@@ -432,11 +463,10 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    """A real-server test and a test of kinds.QUIET wait for the background
-    build, before their turn: a test of QUIET runs alone, the others beside
-    each other."""
+    """A real-server test and a quiet test wait for the background build,
+    before their turn: a quiet test runs alone, the others beside each other."""
     quiet = item.get_closest_marker("quiet") is not None
-    if quiet or item.get_closest_marker("real-server"):
+    if quiet or item.get_closest_marker("real_server"):
         PREBUILD.wait()
     with suite.turn(alone=quiet):
         yield
@@ -479,12 +509,12 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     not check (each skip and each accepted exit 3, with its reason)."""
     tr = terminalreporter
     counts: dict[str, dict[str, int]] = {}
+    ranks = suite.read_ranks()
     for outcome in ("passed", "failed", "error", "skipped"):
         for report in tr.stats.get(outcome, []):
             if outcome == "passed" and getattr(report, "when", "") != "call":
                 continue                                   # its setup and teardown
-            file, name = kinds.split_nodeid(report.nodeid)
-            kind = kinds.kind_of(file, name) if file in kinds.FILES else "?"
+            kind = kind_of(ranks[report.nodeid]) if report.nodeid in ranks else "?"
             counts.setdefault(kind, {}).setdefault(outcome, 0)
             counts[kind][outcome] += 1
     if not counts:

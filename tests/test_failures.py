@@ -26,6 +26,8 @@ from lab.measure.clients import siege, vegeta, wrk
 from lab.record.failures import Failure
 from lab.record.files import RecordError
 
+pytestmark = pytest.mark.unit
+
 FIXTURES = Path(__file__).parent / "fixtures"
 LANDED = FIXTURES / "runs" / "20261124-071349-sturdy+paced-landed"
 

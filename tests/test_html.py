@@ -22,6 +22,8 @@ from lab.present import comparepage, indexpage, reportpage, svg
 from lab.present.page import CSS
 from lab.record import folder
 
+pytestmark = pytest.mark.unit
+
 FIXTURES = ROOT / "tests" / "fixtures" / "runs"
 COMPLETE = "20261123-033407-nginx+paced"
 INCOMPLETE = "20261123-033030-nginx+stall"

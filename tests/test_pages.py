@@ -23,6 +23,8 @@ from test_compare import make_run, manifest, paced_rows
 from test_gate import CLEAN, run_pair
 from test_html import COMPLETE, FIXTURES
 
+pytestmark = pytest.mark.unit
+
 
 def lead(text: str) -> str:
     m = re.search(r'<p class="lead" id="lead">(.*?)</p>', text, re.S)

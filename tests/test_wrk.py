@@ -19,6 +19,8 @@ from lab.measure.clients import host_tools
 from lab.measure.clients import ClientError, Load, Options, clients
 from lab.measure.clients.wrk import SCRIPT, Wrk, parse, threads_for
 
+pytestmark = pytest.mark.unit
+
 FIXTURES = Path(__file__).parent / "fixtures"
 URL = "http://127.0.0.1:8080/api"
 
