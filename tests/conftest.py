@@ -314,6 +314,26 @@ def siege_installed(tmp_path_factory: pytest.TempPathFactory) -> None:
     install_client("siege", tmp_path_factory.mktemp("deps"))
 
 
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """Headless Chromium for the tests that look at the lab's pages, installed
+    where it is missing, the way the lab installs a package (deps.ensure: as
+    root `apt-get install chromium`, as CI's .ci/run does; as another user
+    the skip says that line, and the suite's last lines list it). Never
+    skipped where it can be installed: a failed install fails the test."""
+    from lab.measure import deps
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found:
+        return found
+    if os.geteuid() != 0:
+        pytest.skip("chromium is missing: as root, apt-get install chromium")
+    with suite.one_build():
+        code = deps.ensure({"chromium": "chromium"})
+    found = shutil.which("chromium")
+    assert code == 0 and found, f"installing chromium ended with exit {code} (its error above)"
+    return found
+
+
 @pytest.fixture(scope="session", autouse=True)
 def results_json_fit_their_schema(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Every results.json the lab wrote during this session (under pytest's
@@ -413,6 +433,9 @@ def settle(items: list[pytest.Item]) -> dict[str, kinds.Rank]:
         if kind == "unit" and item.get_closest_marker("quiet"):
             problems.append(f"{item.nodeid}: quiet, and a unit test: a test that judges "
                             f"measurements runs a server under load (fault or real_server)")
+        if kind == "unit" and (installs := kinds.INSTALLS & set(getattr(item, "fixturenames", ()))):
+            problems.append(f"{item.nodeid}: a unit test installs nothing, and "
+                            f"{', '.join(sorted(installs))} installs: mark it fault")
     if problems:
         raise pytest.UsageError("tests without one kind (tests/kinds.py):\n  "
                                 + "\n  ".join(problems))

@@ -6,8 +6,8 @@ first, and what `make test-fast` runs alone.
   (make test-fast: `pytest -m unit`);
 - fault: the lab run as a user runs it (run-benchmark.sh, make, lab steps)
   against the doubles of tests/servers and the nginx ceiling, faults
-  injected; the clients a test drives are installed here (conftest's
-  `wrk_installed` ...);
+  injected; and what needs a tool installed first (a client run live,
+  headless Chromium: the fixtures of INSTALLS install it);
 - real_server: the repository's Ada and Java servers, built once a session
   (conftest's `built`) and run.
 
@@ -60,6 +60,11 @@ LONG = (
 # Files whose tests go to the workers one by one, not as a whole file: each
 # test of the workshop runs an exercise of its own (half a minute each).
 SPLIT = ("test_workshop.py",)
+
+# The fixtures of conftest.py that install or build (a client, Chromium, the
+# servers): a unit test that uses one stops the collection.
+INSTALLS = frozenset({"built", "quick_study", "wrk_installed", "siege_installed",
+                      "vegeta_installed", "chromium"})
 
 Rank = tuple[bool, int, int]
 

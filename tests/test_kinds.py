@@ -66,7 +66,7 @@ def checkout_with(tmp_path: Path, test: str) -> Path:
     return top
 
 
-def test_a_test_without_a_kind_stops_the_collection_saying_what_to_write(tmp_path: Path) -> None:
+def test_a_test_without_one_kind_stops_the_collection_saying_what_to_write(tmp_path: Path) -> None:
     top = checkout_with(tmp_path, "import pytest\n\n"
                                   "def test_has_none():\n    pass\n\n"
                                   "@pytest.mark.fault\ndef test_has_one():\n    pass\n")
@@ -83,6 +83,10 @@ def test_a_test_without_a_kind_stops_the_collection_saying_what_to_write(tmp_pat
                                               "@pytest.mark.quiet\ndef test_q():\n    pass\n")
     assert "test_x.py::test_q: quiet, and a unit test" in \
         collect("tests", cwd=quiet, code=pytest.ExitCode.USAGE_ERROR).stderr
+    installs = checkout_with(tmp_path / "installs", "import pytest\n\npytestmark = pytest.mark.unit\n\n"
+                                                    "def test_i(wrk_installed):\n    pass\n")
+    assert "test_x.py::test_i: a unit test installs nothing, and wrk_installed installs" in \
+        collect("tests", cwd=installs, code=pytest.ExitCode.USAGE_ERROR).stderr
 
 
 def test_a_tests_own_kind_replaces_its_files_for_m(tmp_path: Path) -> None:
