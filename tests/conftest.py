@@ -386,6 +386,36 @@ def stop_signals_left_as_found() -> Iterator[None]:
 # real servers, then the quiet tests (kinds.rank), and end the suite with
 # what it did not check.
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--shuffle-seed", metavar="N|random", default=None,
+                     help="the unit and fault tests in an order shuffled by N (random: a "
+                          "seed drawn now), said first and last (kinds.places)")
+
+
+class Shuffle:
+    """The session's --shuffle-seed, the same in every process (the main
+    process draws `random` and hands it to the workers)."""
+    seed: int | None = None
+
+    @classmethod
+    def configure(cls, config: pytest.Config, worker: dict[str, Any] | None) -> None:
+        given = config.getoption("shuffle_seed")
+        if worker is not None:
+            cls.seed = worker["lab_shuffle_seed"]
+        elif given == "random":
+            cls.seed = random.SystemRandom().randrange(1_000_000)
+        elif given is not None:
+            if not given.isascii() or not given.isdigit():
+                raise pytest.UsageError(f"--shuffle-seed={given}: give a whole number or random")
+            cls.seed = int(given)
+
+    @classmethod
+    def said(cls) -> str:
+        return (f"unit and fault tests shuffled: --shuffle-seed={cls.seed} (make test "
+                f"TEST_SEED={cls.seed}) runs this order again" if cls.seed is not None
+                else "in the collection's order (no --shuffle-seed)")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     for name, text in kinds.MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
@@ -394,12 +424,19 @@ def pytest_configure(config: pytest.Config) -> None:
         suite.Session.top = Path(tempfile.mkdtemp(prefix="lab-tests-session-"))
     else:
         suite.Session.top = Path(worker["lab_session"])
+    Shuffle.configure(config, worker)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"order: {Shuffle.said()}"
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
-    """pytest-xdist: each worker meets the others in the main process's folder."""
+    """pytest-xdist: each worker meets the others in the main process's
+    folder, and shuffles by its seed."""
     node.workerinput["lab_session"] = str(suite.Session.top)
+    node.workerinput["lab_shuffle_seed"] = Shuffle.seed
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -455,7 +492,8 @@ def settle(items: list[pytest.Item]) -> dict[str, kinds.Rank]:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     ranks = settle(items)
     suite.write_ranks(ranks)
-    items.sort(key=lambda item: ranks[item.nodeid])                 # stable
+    places = kinds.places([item.nodeid for item in items], ranks, Shuffle.seed)
+    items.sort(key=lambda item: places[item.nodeid])
 
 
 def kind_of(rank: kinds.Rank) -> str:
@@ -549,6 +587,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
                       f"{built['code']}; tests waited {waited:.0f} s for it "
                       f"(log: {built['log']})")
     tr.write_sep("=", "by kind")
+    tr.write_line(f"order: {Shuffle.said()}")
     for kind in [*kinds.ORDER, "?"]:
         if kind in counts:
             tr.write_line(f"{kind}: " + ", ".join(f"{n} {o}" for o, n in counts[kind].items()))

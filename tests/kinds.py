@@ -27,6 +27,7 @@ pytestmark, a list then), `pytest -m "not docker"` leaves them out.
 after all the others (rank)."""
 from __future__ import annotations
 
+import random
 from typing import Any
 
 ORDER = ("unit", "fault", "real_server")
@@ -74,6 +75,31 @@ def rank(file: str, kind: str, quiet: bool) -> Rank:
     by it; suite.file_scheduler hands work out by it): the quiet tests after
     all the others, then by kind (ORDER), then the LONG files first."""
     return (quiet, ORDER.index(kind), LONG.index(file) if file in LONG else len(LONG))
+
+
+# The kinds whose order is shuffled by --shuffle-seed (make test, make
+# test-fast): no test of theirs may depend on another having run first.
+SHUFFLED = ("unit", "fault")
+
+
+def places(nodeids: list[str], ranks: dict[str, Rank], seed: int | None
+           ) -> dict[str, tuple[Rank, int, int]]:
+    """Each test's place in the suite: by rank, and in a rank, for the unit
+    and fault tests, their files in an order shuffled by seed and each file's
+    tests shuffled too (a file's tests stay together: its module fixtures are
+    made once); the collection's order without a seed, and for the
+    real-server and quiet tests."""
+    rng = random.Random(seed)
+    files = list(dict.fromkeys(n.partition("::")[0] for n in nodeids))
+    file_key = dict(zip(files, rng.sample(range(len(files)), len(files))))
+    test_key = rng.sample(range(len(nodeids)), len(nodeids))
+    found = {}
+    for i, nodeid in enumerate(nodeids):
+        rank = ranks[nodeid]
+        mixed = seed is not None and not rank[0] and ORDER[rank[1]] in SHUFFLED
+        found[nodeid] = (rank, file_key[nodeid.partition("::")[0]] if mixed else 0,
+                         test_key[i] if mixed else i)
+    return found
 
 
 def split_nodeid(nodeid: str) -> tuple[str, str]:

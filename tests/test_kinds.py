@@ -177,3 +177,30 @@ def test_a_file_goes_to_the_workers_with_the_last_kind_it_holds(tmp_path: Path) 
     assert suite.real(suite.unit_rank(probe, ranks))
     assert not suite.real(suite.unit_rank(probe_units, ranks))
     assert not suite.real(suite.unit_rank(quiet, ranks))
+
+
+def test_a_seed_shuffles_the_unit_and_fault_tests_and_the_same_seed_again(tmp_path: Path) -> None:
+    """--shuffle-seed: the kinds keep their order, the unit and fault files
+    and their tests move with the seed, a file's tests stay together, the
+    real-server and quiet tests keep theirs; a seed again is the same order."""
+    files = [str(TESTS / f) for f in ("test_probe.py", "test_params.py", "test_compare.py",
+                                      "test_bmf.py")]
+    fixed, ranks = ranked(tmp_path, *files)
+
+    def order(seed: str) -> list[str]:
+        return [ln for ln in collect(f"--shuffle-seed={seed}", *files).stdout.splitlines()
+                if "::" in ln]
+    one, two = order("1"), order("2")
+    assert one == order("1") and one != two
+    for ids in (one, two):
+        assert sorted(ids) == sorted(fixed)
+        assert [ranks[i][:2] for i in ids] == [ranks[i][:2] for i in fixed]
+        kept = [i for i in fixed if ranks[i][0] or kind(ranks[i]) == "real_server"]
+        assert [i for i in ids if i in kept] == kept
+        paths = [i.partition("::")[0] for i in ids]
+        runs = [p for k, p in enumerate(paths) if k == 0 or paths[k - 1] != p]
+        assert len(runs) == len({(p, ranks[i][:2]) for p, i in zip(paths, ids)}), runs
+    units = [i for i in one if kind(ranks[i]) == "unit"]
+    assert units != [i for i in fixed if kind(ranks[i]) == "unit"]
+    assert "--shuffle-seed=x: give a whole number or random" in \
+        collect("--shuffle-seed=x", files[1], code=pytest.ExitCode.USAGE_ERROR).stderr
