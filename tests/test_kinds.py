@@ -3,8 +3,10 @@ without one stops the collection, a test's own kind replaces its file's,
 and `make test` runs them unit, fault, then real_server, the quiet ones last."""
 from __future__ import annotations
 
+import ast
 import fcntl
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -204,3 +206,29 @@ def test_a_seed_shuffles_the_unit_and_fault_tests_and_the_same_seed_again(tmp_pa
     assert units != [i for i in fixed if kind(ranks[i]) == "unit"]
     assert "--shuffle-seed=x: give a whole number or random" in \
         collect("--shuffle-seed=x", files[1], code=pytest.ExitCode.USAGE_ERROR).stderr
+
+
+def with_code(path: Path) -> bool:
+    """A module with logic: a function or a class (not constants alone)."""
+    return any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+               for n in ast.walk(ast.parse(path.read_text())))
+
+
+def test_every_module_with_code_has_its_test_file_or_a_row_in_testing_md() -> None:
+    """tests/test_<module>.py (a package's __init__: its package's name),
+    or a row of docs/testing.md's table naming the test files that test it."""
+    text = (ROOT / "docs" / "testing.md").read_text()
+    rows = dict(re.findall(r"^\| `(lab/[^`]+\.py)` \| (.+) \|$", text, re.M))
+    own = {p.stem.removeprefix("test_") for p in TESTS.glob("test_*.py")}
+    needed = {path.relative_to(ROOT).as_posix() for path in sorted((ROOT / "lab").rglob("*.py"))
+              if (path.parent.name if path.name == "__init__.py" else path.stem) not in own
+              and with_code(path)}
+    assert sorted(needed - set(rows)) == [], (
+        "no tests/test_<module>.py and no row in docs/testing.md's table "
+        "(Where each module's tests are): write the one, or add the other")
+    assert sorted(set(rows) - needed) == [], (
+        "a row of docs/testing.md for a module that is gone, or that has its own "
+        "test file now: remove the row")
+    for module, cell in rows.items():
+        named = re.findall(r"`(test_\w+\.py)`", cell)
+        assert named and all((TESTS / n).is_file() for n in named), (module, cell)
