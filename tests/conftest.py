@@ -427,8 +427,11 @@ def pytest_configure(config: pytest.Config) -> None:
     Shuffle.configure(config, worker)
 
 
-def pytest_report_header(config: pytest.Config) -> str:
-    return f"order: {Shuffle.said()}"
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The order's seed, first (pytest's header is not shown under -q)."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and not hasattr(session.config, "workerinput"):
+        reporter.write_line(f"order: {Shuffle.said()}")
 
 
 @pytest.hookimpl(optionalhook=True)

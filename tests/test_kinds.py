@@ -123,7 +123,7 @@ def test_units_run_first_then_faults_then_real_servers(tmp_path: Path) -> None:
 
 def test_a_quiet_test_runs_alone_and_the_others_beside_each_other() -> None:
     """suite.turn, which conftest takes around each test in every process of
-    the session: a turn held alone (a test of QUIET) admits no other; a turn
+    the session: a turn held alone (a quiet test) admits no other; a turn
     held beside others (this test's, now) admits another such turn, the
     other worker's, but not one alone."""
     def admits(name: str, exclusive: bool) -> bool:
