@@ -69,31 +69,28 @@ def checkout_with(tmp_path: Path, test: str) -> Path:
 
 
 def test_a_test_without_one_kind_stops_the_collection_saying_what_to_write(tmp_path: Path) -> None:
+    """Every test of the collection that has no kind, two, or a unit kind
+    with a quiet mark or an installing fixture, named at once."""
     top = checkout_with(tmp_path, "import pytest\n\n"
-                                  "def test_has_none():\n    pass\n\n"
-                                  "@pytest.mark.fault\ndef test_has_one():\n    pass\n")
-    out = collect("tests", cwd=top, code=pytest.ExitCode.USAGE_ERROR)
-    assert "tests/test_x.py::test_has_none: no kind: put `pytestmark = pytest.mark.unit`" \
-        in out.stderr, out.stderr
-    assert "test_has_one" not in out.stderr
-    two = checkout_with(tmp_path / "two", "import pytest\n\npytestmark = pytest.mark.unit\n\n"
-                                          "@pytest.mark.fault\n@pytest.mark.unit\n"
-                                          "def test_two():\n    pass\n")
-    assert "test_x.py::test_two: two kinds (fault, unit) on the test: keep one" in \
-        collect("tests", cwd=two, code=pytest.ExitCode.USAGE_ERROR).stderr
-    quiet = checkout_with(tmp_path / "quiet", "import pytest\n\npytestmark = pytest.mark.unit\n\n"
-                                              "@pytest.mark.quiet\ndef test_q():\n    pass\n")
-    assert "test_x.py::test_q: quiet, and a unit test" in \
-        collect("tests", cwd=quiet, code=pytest.ExitCode.USAGE_ERROR).stderr
-    installs = checkout_with(tmp_path / "installs", "import pytest\n\npytestmark = pytest.mark.unit\n\n"
-                                                    "def test_i(wrk_installed):\n    pass\n")
-    assert "test_x.py::test_i: a unit test installs nothing, and wrk_installed installs" in \
-        collect("tests", cwd=installs, code=pytest.ExitCode.USAGE_ERROR).stderr
+                                  "def test_none():\n    pass\n\n"
+                                  "@pytest.mark.fault\ndef test_one():\n    pass\n\n"
+                                  "@pytest.mark.fault\n@pytest.mark.unit\ndef test_two():\n    pass\n\n"
+                                  "@pytest.mark.unit\n@pytest.mark.quiet\ndef test_q():\n    pass\n\n"
+                                  "@pytest.mark.unit\ndef test_i(wrk_installed):\n    pass\n")
+    err = collect("tests", cwd=top, code=pytest.ExitCode.USAGE_ERROR).stderr
+    assert "tests/test_x.py::test_none: no kind: put `pytestmark = pytest.mark.unit`" in err, err
+    assert "test_x.py::test_two: two kinds (fault, unit) on the test: keep one" in err
+    assert "test_x.py::test_q: quiet, and a unit test" in err
+    assert "test_x.py::test_i: a unit test installs nothing, and wrk_installed installs" in err
+    assert "test_one" not in err
+    assert "--shuffle-seed=x: give a whole number or random" in \
+        collect("--shuffle-seed=x", "tests", cwd=top, code=pytest.ExitCode.USAGE_ERROR).stderr
 
 
 def test_a_tests_own_kind_replaces_its_files_for_m(tmp_path: Path) -> None:
     """-m unit selects by the kind that holds: a fault test in a unit file
-    is a fault test only (pytest alone would see both marks)."""
+    is a fault test only (pytest alone would see both marks); what the file
+    needs beyond its kind stays."""
     top = checkout_with(tmp_path, "import pytest\n\npytestmark = [pytest.mark.unit, pytest.mark.root]\n\n"
                                   "def test_u():\n    pass\n\n"
                                   "@pytest.mark.fault\ndef test_f():\n    pass\n")
@@ -101,15 +98,15 @@ def test_a_tests_own_kind_replaces_its_files_for_m(tmp_path: Path) -> None:
     def ids(*args: str) -> list[str]:
         return [ln for ln in collect(*args, "tests", cwd=top).stdout.splitlines() if "::" in ln]
     assert ids("-m", "unit") == ["tests/test_x.py::test_u"]
-    assert ids("-m", "fault") == ["tests/test_x.py::test_f"]
-    assert ids("-m", "root") == ["tests/test_x.py::test_u", "tests/test_x.py::test_f"]
+    assert ids("-m", "fault and root") == ["tests/test_x.py::test_f"]
 
 
 def test_units_run_first_then_faults_then_real_servers(tmp_path: Path) -> None:
     """Files given in the reverse of the kinds' order, each holding more than
     one kind: the collection puts every unit first, then faults, then real
     servers, then the quiet tests (they run alone, when nothing else is
-    left); `-m unit` keeps the units alone, in the same order."""
+    left); a seed shuffles the unit and fault tests (kinds.places) and keeps
+    the rest."""
     files = [str(TESTS / f) for f in ("test_probe.py", "test_faults.py", "test_compare.py")]
     ids, ranks = ranked(tmp_path, *files)
     quiet = [i for i in ids if ranks[i][0]]
@@ -117,8 +114,11 @@ def test_units_run_first_then_faults_then_real_servers(tmp_path: Path) -> None:
     assert ids[-len(quiet):] == quiet, ids
     order = [ranks[i][1] for i in ids if i not in quiet]
     assert order == sorted(order) and set(order) == {0, 1, 2}, ids
-    units = [ln for ln in collect("-m", "unit", *files).stdout.splitlines() if "::" in ln]
-    assert units == [i for i in ids if kind(ranks[i]) == "unit"] and units
+    shuffled = [ln for ln in collect("--shuffle-seed=1", *files).stdout.splitlines() if "::" in ln]
+    assert sorted(shuffled) == sorted(ids) and shuffled != ids
+    assert [ranks[i][:2] for i in shuffled] == [ranks[i][:2] for i in ids]
+    kept = [i for i in ids if ranks[i][0] or kind(ranks[i]) == "real_server"]
+    assert [i for i in shuffled if i in kept] == kept
 
 
 def test_a_quiet_test_runs_alone_and_the_others_beside_each_other() -> None:
@@ -181,31 +181,32 @@ def test_a_file_goes_to_the_workers_with_the_last_kind_it_holds(tmp_path: Path) 
     assert not suite.real(suite.unit_rank(quiet, ranks))
 
 
-def test_a_seed_shuffles_the_unit_and_fault_tests_and_the_same_seed_again(tmp_path: Path) -> None:
-    """--shuffle-seed: the kinds keep their order, the unit and fault files
-    and their tests move with the seed, a file's tests stay together, the
+def test_a_seed_shuffles_the_unit_and_fault_tests_and_the_same_seed_again() -> None:
+    """kinds.places: the kinds keep their order, the unit and fault files and
+    their tests move with the seed, a file's tests stay together, the
     real-server and quiet tests keep theirs; a seed again is the same order."""
-    files = [str(TESTS / f) for f in ("test_probe.py", "test_params.py", "test_compare.py",
-                                      "test_bmf.py")]
-    fixed, ranks = ranked(tmp_path, *files)
+    ranks: dict[str, kinds.Rank] = {}
+    for f in range(12):
+        for t in range(6):
+            k = (f + t) % 3 if f < 8 else 0
+            ranks[f"tests/test_{f}.py::test_{t}"] = (f == 11 and t > 3, k, len(kinds.LONG))
+    ids = list(ranks)
+    fixed = sorted(ids, key=kinds.places(ids, ranks, None).__getitem__)
+    assert fixed == sorted(ids, key=ranks.__getitem__)               # the collection's, by rank
 
-    def order(seed: str) -> list[str]:
-        return [ln for ln in collect(f"--shuffle-seed={seed}", *files).stdout.splitlines()
-                if "::" in ln]
-    one, two = order("1"), order("2")
-    assert one == order("1") and one != two
-    for ids in (one, two):
-        assert sorted(ids) == sorted(fixed)
-        assert [ranks[i][:2] for i in ids] == [ranks[i][:2] for i in fixed]
+    def order(seed: int) -> list[str]:
+        return sorted(ids, key=kinds.places(ids, ranks, seed).__getitem__)
+    one, two = order(1), order(2)
+    assert one == order(1) and one != two
+    for got in (one, two):
+        assert [ranks[i] for i in got] == [ranks[i] for i in fixed]
         kept = [i for i in fixed if ranks[i][0] or kind(ranks[i]) == "real_server"]
-        assert [i for i in ids if i in kept] == kept
-        paths = [i.partition("::")[0] for i in ids]
-        runs = [p for k, p in enumerate(paths) if k == 0 or paths[k - 1] != p]
-        assert len(runs) == len({(p, ranks[i][:2]) for p, i in zip(paths, ids)}), runs
-    units = [i for i in one if kind(ranks[i]) == "unit"]
-    assert units != [i for i in fixed if kind(ranks[i]) == "unit"]
-    assert "--shuffle-seed=x: give a whole number or random" in \
-        collect("--shuffle-seed=x", files[1], code=pytest.ExitCode.USAGE_ERROR).stderr
+        assert [i for i in got if i in kept] == kept
+        groups = [(i.partition("::")[0], ranks[i]) for i in got]
+        runs = [g for n, g in enumerate(groups) if n == 0 or groups[n - 1] != g]
+        assert len(runs) == len(set(groups)), runs                 # a file's tests together
+        units = [i for i in got if kind(ranks[i]) == "unit"]
+        assert units != [i for i in fixed if kind(ranks[i]) == "unit"]
 
 
 def with_code(path: Path) -> bool:
