@@ -459,7 +459,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def settle(items: list[pytest.Item]) -> dict[str, kinds.Rank]:
     """Each test's kind (kinds.kind_of), or a UsageError naming every test
-    without one; then each test holds its kind as its own mark, alone: a
+    without one, with two, or unit yet quiet or using a fixture that
+    installs (kinds.INSTALLS); then each test holds its kind as its own mark, alone: a
     test's own kind replaces its file's, so that `-m unit` selects by the
     kind that holds, not by any kind found on the way up. Its rank, by node id."""
     found: dict[pytest.Item, str] = {}
@@ -477,7 +478,7 @@ def settle(items: list[pytest.Item]) -> dict[str, kinds.Rank]:
             problems.append(f"{item.nodeid}: a unit test installs nothing, and "
                             f"{', '.join(sorted(installs))} installs: mark it fault")
     if problems:
-        raise pytest.UsageError("tests without one kind (tests/kinds.py):\n  "
+        raise pytest.UsageError("tests whose kind does not hold (tests/kinds.py):\n  "
                                 + "\n  ".join(problems))
     for item in items:
         for node in item.listchain()[:-1]:
