@@ -460,9 +460,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def settle(items: list[pytest.Item]) -> dict[str, kinds.Rank]:
     """Each test's kind (kinds.kind_of), or a UsageError naming every test
     without one, with two, or unit yet quiet or using a fixture that
-    installs (kinds.INSTALLS); then each test holds its kind as its own mark, alone: a
-    test's own kind replaces its file's, so that `-m unit` selects by the
-    kind that holds, not by any kind found on the way up. Its rank, by node id."""
+    installs (kinds.INSTALLS). Then each test holds its kind as its own
+    mark, alone: a test's own kind replaces its file's, so that `-m unit`
+    selects by the kind that holds, not by any kind found on the way up.
+    Returns each test's rank, by node id."""
     found: dict[pytest.Item, str] = {}
     problems = []
     for item in items:
