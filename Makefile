@@ -92,21 +92,23 @@ claims: ## a study's claims judged on runs made earlier, nothing run: make claim
 	@test -n "$${RUNS-}" || { echo 'error: give RUNS="results/<run> ..." (runs made by make bench or make reproduce)' >&2; exit 2; }
 	@$(call STEP,$(LAB) claims --study "$$STUDY" $$RUNS)
 
-# The order (unit, fault, real-server) and the markers come from one table,
-# tests/kinds.py; the last lines count every skip and accepted exit 3. Three
+# The order (unit, fault, real_server) comes from the marks on each test
+# (tests/kinds.py); the last lines count every skip and accepted exit 3. Three
 # pytest-xdist workers where it is installed (the third waits for the build),
 # each test file on one of them; a test that judges measurements runs alone
-# (docs/testing.md).
+# (docs/testing.md). The unit and fault tests run in an order shuffled by a
+# seed drawn each time, said first and last: TEST_SEED=<it> runs it again.
+SHUFFLE_ARGS = --shuffle-seed=$(or $(TEST_SEED),random)
 XDIST_ARGS = $(shell $(PYTHON) -c 'import xdist' 2>/dev/null && echo --numprocesses=3 --dist=loadfile)
-test: ## the test suite: units, faults, then every server built and swept
+test: ## the test suite: units, faults (shuffled: TEST_SEED=<the seed said> again), then every server built and swept
 	@$(PYTHON) tests/need_pytest.py    # installs python3-pytest as root, else the apt line, exit 2
 	SERVER=all $(LAB) deps                      # every server's packages and siege
 	SERVER=nginx CLIENT=wrk $(LAB) deps         # wrk (vegeta: its tests build it where Go 1.22+ is)
-	$(PYTHON) -m pytest -q -p no:cacheprovider --strict-markers --durations=25 $(XDIST_ARGS) tests
+	$(PYTHON) -m pytest -q -p no:cacheprovider --strict-markers --durations=25 $(SHUFFLE_ARGS) $(XDIST_ARGS) tests
 
 test-fast: ## the unit tests alone (pytest -m unit): no server built, no run under load
 	@$(PYTHON) tests/need_pytest.py
-	$(PYTHON) -m pytest -q -p no:cacheprovider --strict-markers --durations=10 $(XDIST_ARGS) -m unit tests
+	$(PYTHON) -m pytest -q -p no:cacheprovider --strict-markers --durations=10 $(SHUFFLE_ARGS) $(XDIST_ARGS) -m unit tests
 
 workshop-prepare: ## the day before a workshop, with the network: every server, vegeta, the Ada root built, a calibration; ends "ready" or what is missing
 	@$(call STEP,$(LAB) workshop-prepare)

@@ -314,6 +314,26 @@ def siege_installed(tmp_path_factory: pytest.TempPathFactory) -> None:
     install_client("siege", tmp_path_factory.mktemp("deps"))
 
 
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """Headless Chromium for the tests that look at the lab's pages, installed
+    where it is missing, the way the lab installs a package (deps.ensure: as
+    root `apt-get install chromium`, as CI's .ci/run does; as another user
+    the skip says that line, and the suite's last lines list it). Never
+    skipped where it can be installed: a failed install fails the test."""
+    from lab.measure import deps
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found:
+        return found
+    if os.geteuid() != 0:
+        pytest.skip("chromium is missing: as root, apt-get install chromium")
+    with suite.one_build():
+        code = deps.ensure({"chromium": "chromium"})
+    found = shutil.which("chromium")
+    assert code == 0 and found, f"installing chromium ended with exit {code} (its error above)"
+    return found
+
+
 @pytest.fixture(scope="session", autouse=True)
 def results_json_fit_their_schema(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Every results.json the lab wrote during this session (under pytest's
@@ -361,10 +381,40 @@ def stop_signals_left_as_found() -> Iterator[None]:
 
 
 # ---------------------------------------------------------------- kinds, order, what was not checked
-# tests/kinds.py holds the one table (file -> kind, and the tests of a file that
-# differ); the hooks here mark each test with it, run units, then faults, then
-# real servers, then the tests that judge measurements (kinds.rank), and end
-# the suite with what it did not check.
+# Each test carries its kind as a mark where it is defined (tests/kinds.py);
+# the hooks here check that every test has one, run units, then faults, then
+# real servers, then the quiet tests (kinds.rank), and end the suite with
+# what it did not check.
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--shuffle-seed", metavar="N|random", default=None,
+                     help="the unit and fault tests in an order shuffled by N (random: a "
+                          "seed drawn now), said first and last (kinds.places)")
+
+
+class Shuffle:
+    """The session's --shuffle-seed, the same in every process (the main
+    process draws `random` and hands it to the workers)."""
+    seed: int | None = None
+
+    @classmethod
+    def configure(cls, config: pytest.Config, worker: dict[str, Any] | None) -> None:
+        given = config.getoption("shuffle_seed")
+        if worker is not None:
+            cls.seed = worker["lab_shuffle_seed"]
+        elif given == "random":
+            cls.seed = random.SystemRandom().randrange(1_000_000)
+        elif given is not None:
+            if not given.isascii() or not given.isdigit():
+                raise pytest.UsageError(f"--shuffle-seed={given}: give a whole number or random")
+            cls.seed = int(given)
+
+    @classmethod
+    def said(cls) -> str:
+        return (f"unit and fault tests shuffled: --shuffle-seed={cls.seed} (make test "
+                f"TEST_SEED={cls.seed}) runs this order again" if cls.seed is not None
+                else "in the collection's order (no --shuffle-seed)")
+
 
 def pytest_configure(config: pytest.Config) -> None:
     for name, text in kinds.MARKERS.items():
@@ -374,12 +424,22 @@ def pytest_configure(config: pytest.Config) -> None:
         suite.Session.top = Path(tempfile.mkdtemp(prefix="lab-tests-session-"))
     else:
         suite.Session.top = Path(worker["lab_session"])
+    Shuffle.configure(config, worker)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The order's seed, first (pytest's header is not shown under -q)."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and not hasattr(session.config, "workerinput"):
+        reporter.write_line(f"order: {Shuffle.said()}")
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
-    """pytest-xdist: each worker meets the others in the main process's folder."""
+    """pytest-xdist: each worker meets the others in the main process's
+    folder, and shuffles by its seed."""
     node.workerinput["lab_session"] = str(suite.Session.top)
+    node.workerinput["lab_shuffle_seed"] = Shuffle.seed
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -397,16 +457,52 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             shutil.rmtree(suite.Session.path(""), ignore_errors=True)
 
 
+def settle(items: list[pytest.Item]) -> dict[str, kinds.Rank]:
+    """Each test's kind (kinds.kind_of), or a UsageError naming every test
+    without one, with two, or unit yet quiet or using a fixture that
+    installs (kinds.INSTALLS). Then each test holds its kind as its own
+    mark, alone: a test's own kind replaces its file's, so that `-m unit`
+    selects by the kind that holds, not by any kind found on the way up.
+    Returns each test's rank, by node id."""
+    found: dict[pytest.Item, str] = {}
+    problems = []
+    for item in items:
+        try:
+            found[item] = kind = kinds.kind_of(item)
+        except ValueError as e:
+            problems.append(str(e))
+            continue
+        if kind == "unit" and item.get_closest_marker("quiet"):
+            problems.append(f"{item.nodeid}: quiet, and a unit test: a test that judges "
+                            f"measurements runs a server under load (fault or real_server)")
+        if kind == "unit" and (installs := kinds.INSTALLS & set(getattr(item, "fixturenames", ()))):
+            problems.append(f"{item.nodeid}: a unit test installs nothing, and "
+                            f"{', '.join(sorted(installs))} installs: mark it fault")
+    if problems:
+        raise pytest.UsageError("tests whose kind does not hold (tests/kinds.py):\n  "
+                                + "\n  ".join(problems))
+    for item in items:
+        for node in item.listchain()[:-1]:
+            node.own_markers[:] = [m for m in node.own_markers if m.name not in kinds.ORDER]
+    ranks = {}
+    for item, kind in found.items():
+        item.own_markers[:] = [m for m in item.own_markers if m.name not in kinds.ORDER]
+        item.add_marker(kind)
+        ranks[item.nodeid] = kinds.rank(item.path.name, kind,
+                                        item.get_closest_marker("quiet") is not None)
+    return ranks
+
+
 @pytest.hookimpl(tryfirst=True)        # before -m deselects by these marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    unknown = sorted({item.path.name for item in items if item.path.name not in kinds.FILES})
-    if unknown:
-        raise pytest.UsageError(f"tests/kinds.py: no kind for {', '.join(unknown)}: add each "
-                                f"file to FILES ({', '.join(kinds.ORDER)})")
-    for item in items:
-        for mark in kinds.marks_of(item.path.name, item.originalname):
-            item.add_marker(mark)
-    items.sort(key=lambda item: kinds.rank(item.path.name, item.originalname))   # stable
+    ranks = settle(items)
+    suite.write_ranks(ranks)
+    places = kinds.places([item.nodeid for item in items], ranks, Shuffle.seed)
+    items.sort(key=lambda item: places[item.nodeid])
+
+
+def kind_of(rank: kinds.Rank) -> str:
+    return kinds.ORDER[rank[1]]
 
 
 def start_prebuild(nodeids: list[str]) -> None:
@@ -414,9 +510,10 @@ def start_prebuild(nodeids: list[str]) -> None:
     every test file and a real-server test (Prebuild)."""
     if suite.Session.path(suite.STARTED).exists():
         return
-    tests = [kinds.split_nodeid(n) for n in nodeids]
-    if {file for file, _ in tests} >= set(kinds.FILES) and any(
-            kinds.kind_of(file, name) == "real-server" for file, name in tests):
+    ranks = suite.read_ranks()         # none where the collection stopped (settle)
+    files = {kinds.split_nodeid(n)[0] for n in nodeids}
+    every = {p.name for p in (ROOT / "tests").glob("test_*.py")}
+    if files >= every and any(n in ranks and kind_of(ranks[n]) == "real_server" for n in nodeids):
         PREBUILD.start(repository_env(suite.Session.path("build"), SERVER="all"), ROOT)
 
 
@@ -432,11 +529,10 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    """A real-server test and a test of kinds.QUIET wait for the background
-    build, before their turn: a test of QUIET runs alone, the others beside
-    each other."""
+    """A real-server test and a quiet test wait for the background build,
+    before their turn: a quiet test runs alone, the others beside each other."""
     quiet = item.get_closest_marker("quiet") is not None
-    if quiet or item.get_closest_marker("real-server"):
+    if quiet or item.get_closest_marker("real_server"):
         PREBUILD.wait()
     with suite.turn(alone=quiet):
         yield
@@ -479,12 +575,12 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     not check (each skip and each accepted exit 3, with its reason)."""
     tr = terminalreporter
     counts: dict[str, dict[str, int]] = {}
+    ranks = suite.read_ranks()
     for outcome in ("passed", "failed", "error", "skipped"):
         for report in tr.stats.get(outcome, []):
             if outcome == "passed" and getattr(report, "when", "") != "call":
                 continue                                   # its setup and teardown
-            file, name = kinds.split_nodeid(report.nodeid)
-            kind = kinds.kind_of(file, name) if file in kinds.FILES else "?"
+            kind = kind_of(ranks[report.nodeid]) if report.nodeid in ranks else "?"
             counts.setdefault(kind, {}).setdefault(outcome, 0)
             counts[kind][outcome] += 1
     if not counts:
@@ -496,6 +592,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
                       f"{built['code']}; tests waited {waited:.0f} s for it "
                       f"(log: {built['log']})")
     tr.write_sep("=", "by kind")
+    tr.write_line(f"order: {Shuffle.said()}")
     for kind in [*kinds.ORDER, "?"]:
         if kind in counts:
             tr.write_line(f"{kind}: " + ", ".join(f"{n} {o}" for o, n in counts[kind].items()))

@@ -5,8 +5,11 @@ turn it is, and the servers' build in the background.
 installed (one process otherwise). The main process (pytest's controller, or
 the only process) makes the session's folder and hands it to each worker.
 
-- Turns: a test of kinds.QUIET judges measurements, so it runs alone: it
-  holds the folder's lock exclusively while every other test holds it shared.
+- Ranks: each process that collects writes every test's kinds.rank there
+  (write_ranks): pytest-xdist's main process collects nothing, and hands
+  work out (file_scheduler) and starts the build by these.
+- Turns: a quiet test judges measurements, so it runs alone: it holds the
+  folder's lock exclusively while every other test holds it shared.
 - Builds: `built` and the clients' installs write the same LAB_CACHE, one at
   a time (`one_build`), after the background build.
 - The background build (Prebuild) runs in the main process; a test that needs
@@ -31,6 +34,7 @@ import kinds
 
 DONE = "prebuild.json"          # written when the background build ended
 STARTED = "prebuild.started"
+RANKS = "ranks.json"            # node id -> kinds.rank, from the collection
 
 
 class Session:
@@ -41,6 +45,23 @@ class Session:
     def path(cls, name: str) -> Path:
         assert cls.top is not None, "the session's folder is set in pytest_configure"
         return cls.top / name
+
+
+def write_ranks(ranks: dict[str, kinds.Rank]) -> None:
+    """The collection's ranks, for the processes that did not collect (each
+    worker writes the same)."""
+    tmp = Session.path(f"{RANKS}.{os.getpid()}")
+    tmp.write_text(json.dumps(ranks))
+    tmp.rename(Session.path(RANKS))
+
+
+def read_ranks() -> dict[str, kinds.Rank]:
+    """write_ranks' map ({} before any collection ended)."""
+    try:
+        data = json.loads(Session.path(RANKS).read_text())
+    except FileNotFoundError:
+        return {}
+    return {nodeid: (bool(q), int(k), int(long)) for nodeid, (q, k, long) in data.items()}
 
 
 @contextmanager
@@ -73,7 +94,7 @@ class Prebuild:
     the tests' own priority: at idle priority (SCHED_IDLE) beside two busy
     workers it took 375 s instead of 245, and tests waited 206 s for it.
     What needs the servers built or the host quiet waits for it to end
-    (`wait`): the real-server tests, `built`, and the tests of kinds.QUIET.
+    (`wait`): the real-server tests, `built`, and the quiet tests.
     A session without every test file (one file alone, -m unit) builds
     nothing in the background."""
     def __init__(self) -> None:
@@ -138,22 +159,21 @@ class Prebuild:
             self.thread.join(timeout=60)
 
 
-def scope_of(nodeid: str) -> str:
-    """The work unit a test goes to a worker in: its file's, but for the tests
-    of kinds.QUIET (a unit of their own per file, after every other unit) and
-    of the files of kinds.SPLIT (a unit each)."""
-    file, name = kinds.split_nodeid(nodeid)
+def scope_of(nodeid: str, ranks: dict[str, kinds.Rank]) -> str:
+    """The work unit a test goes to a worker in: its file's, but for the quiet
+    tests (a unit of their own per file, after every other unit) and the
+    tests of the files of kinds.SPLIT (a unit each)."""
     path = nodeid.partition("::")[0]
-    if kinds.quiet(file, name):
+    if ranks[nodeid][0]:
         return f"{path}::quiet"
-    return nodeid if file in kinds.SPLIT else path
+    return nodeid if kinds.split_nodeid(nodeid)[0] in kinds.SPLIT else path
 
 
-def unit_rank(nodeids: list[str]) -> tuple[bool, int, int]:
+def unit_rank(nodeids: list[str], ranks: dict[str, kinds.Rank]) -> kinds.Rank:
     """Where a unit goes in the workers' queue: kinds.rank, with the last kind
     its tests hold (test_probe.py's real-server tests wait for the build with
     the other real-server files, not with the units)."""
-    return max(kinds.rank(*kinds.split_nodeid(n)) for n in nodeids)
+    return max(ranks[n] for n in nodeids)
 
 
 # The workers that run the unit and fault tests while the background build
@@ -169,9 +189,9 @@ def late(worker: str) -> bool:
     return int(worker.removeprefix("gw")) >= EARLY
 
 
-def real(rank: tuple[bool, int, int]) -> bool:
-    """A unit of real-server tests, outside QUIET."""
-    return not rank[0] and rank[1] == kinds.ORDER.index("real-server")
+def real(rank: kinds.Rank) -> bool:
+    """A unit of real-server tests, outside the quiet ones."""
+    return not rank[0] and rank[1] == kinds.ORDER.index("real_server")
 
 
 def file_scheduler(config: Any, log: Any) -> Any:
@@ -181,7 +201,7 @@ def file_scheduler(config: Any, log: Any) -> Any:
     and a worker gets its next unit only when its last test is about to run
     (a worker runs a test once it knows the next one, or that none is left),
     so that no unit waits queued behind a long one while the other worker has
-    nothing. The tests of kinds.QUIET come last: the first worker to reach
+    nothing. The quiet tests come last: the first worker to reach
     them waits for its turn until the others' last tests outside them end
     (LONG and SPLIT keep those last ones short). A late worker takes the
     real-server units first (EARLY)."""
@@ -193,11 +213,16 @@ def file_scheduler(config: Any, log: Any) -> Any:
                 self.config.option.loadscopereorder = False
             super().schedule()
 
+        ranks: dict[str, kinds.Rank] = {}
+
         def _split_scope(self, nodeid: str) -> str:
-            return scope_of(nodeid)
+            if nodeid not in self.ranks:      # the workers wrote them as they collected
+                self.ranks = read_ranks()
+            return scope_of(nodeid, self.ranks)
 
         def _assign_work_unit(self, node: Any) -> None:
-            ranks = {scope: unit_rank(list(tests)) for scope, tests in self.workqueue.items()}
+            ranks = {scope: unit_rank(list(tests), self.ranks)
+                     for scope, tests in self.workqueue.items()}
             if late(node.gateway.id):
                 ranks = {s: r for s, r in ranks.items() if real(r)} or ranks
             # min: the first of the lowest rank, in the collection's order

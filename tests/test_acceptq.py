@@ -31,6 +31,8 @@ from test_integrity import WHERE, assert_legend, measured
 from test_cpu_verdict import LEVEL
 from test_topology_netns import ROOT_ONLY, assert_gone, netns_env  # noqa: F401 (a fixture)
 
+pytestmark = pytest.mark.fault
+
 BACKLOG = 4
 SETTINGS = {"SERVER": "deaf", "CLIENT": "wrk", "CONCURRENCY": "2 16",
             "DURATION": "2s", "WARMUP": "0", "BACKLOG": str(BACKLOG)}
@@ -86,6 +88,7 @@ def test_a_server_that_stops_accepting_fills_its_queue_live(tmp_path: Path) -> N
 
 
 @ROOT_ONLY
+@pytest.mark.root
 def test_the_queue_is_read_in_the_servers_namespace_live(
         tmp_path: Path, netns_env: tuple[dict[str, str], int]) -> None:   # noqa: F811
     """TOPOLOGY=netns: the listening socket is in the server's namespace
@@ -97,6 +100,7 @@ def test_the_queue_is_read_in_the_servers_namespace_live(
 
 # --------------------------------------------------------------------------- the reader
 
+@pytest.mark.unit
 def test_the_reader_gives_the_kernels_queue_and_backlog() -> None:
     """A socket listening with backlog 3, never accepting: each connection
     made waits in its queue, until the queue holds backlog + 1 (the kernel
@@ -134,6 +138,8 @@ print("ready", flush=True); time.sleep(60)
 """
 
 
+@pytest.mark.unit
+@pytest.mark.root
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None,
                     reason="entering another network namespace needs root (and unshare)")
 def test_the_reader_reads_in_the_namespace_it_is_given() -> None:
@@ -162,6 +168,7 @@ def test_the_reader_reads_in_the_namespace_it_is_given() -> None:
 
 # --------------------------------------------------------------------------- the record
 
+@pytest.mark.unit
 @pytest.mark.parametrize("full, flagged", [(0, False), (1, False), (2, True), (20, True)])
 def test_a_level_is_flagged_when_its_queue_sat_at_the_backlog(full: int, flagged: bool) -> None:
     """At the backlog in ACCEPT_QUEUE_FULL_PCT (10%) of 20 samples or more:
@@ -178,6 +185,7 @@ def test_a_level_is_flagged_when_its_queue_sat_at_the_backlog(full: int, flagged
     assert not unread.has("accept-queue-full")
 
 
+@pytest.mark.unit
 def test_the_series_keeps_each_seconds_highest_queue() -> None:
     points = [(100.0 + 0.2 * i, 0.0, 1000) for i in range(13)]     # 2.4 s of samples
     queue = [(100.1, 3), (100.5, 5), (100.9, 1), (101.6, 2), (102.4, 4)]

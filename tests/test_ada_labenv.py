@@ -10,8 +10,12 @@ import re
 import shutil
 from pathlib import Path
 
+import pytest
+
 from conftest import ROOT
 from lab.setup.servers import discover, newest_input
+
+pytestmark = pytest.mark.unit
 
 ADA = ROOT / "servers" / "ada"
 LABENV = ADA / "labenv"

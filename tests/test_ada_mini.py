@@ -17,6 +17,8 @@ from lab.setup.paths import cache_dir
 from lab.setup.servers import discover
 from lab.measure.verify import BODY
 
+pytestmark = pytest.mark.real_server
+
 REQUEST = b"GET /api HTTP/1.1\r\nHost: localhost\r\n\r\n"
 
 

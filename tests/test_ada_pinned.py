@@ -13,6 +13,8 @@ from lab.measure.launch import Knobs, placeholders
 from lab.setup.paths import cache_dir
 from lab.setup.servers import discover, is_built
 
+pytestmark = pytest.mark.real_server
+
 REPO = discover(ROOT)
 TOOLCHAIN = ROOT / "servers" / "ada" / "toolchain.sh"
 EXE = {"asf": "asf_server", "ews": "ews_server", "simple-components": "sc_server"}

@@ -15,6 +15,8 @@ from conftest import MIRROR, ROOT, lab, lab_env
 from lab.setup import sources
 from lab.setup.sources import Source, SourceError
 
+pytestmark = pytest.mark.unit
+
 HAVE_MIRROR = (ROOT / MIRROR).is_dir()
 
 
@@ -166,6 +168,7 @@ def test_the_mirror_passes_its_checks() -> None:
         assert sources.check(s, env).name == s.archive
 
 
+@pytest.mark.fault
 @pytest.mark.skipif(not HAVE_MIRROR, reason=f"no mirror at {MIRROR}")
 @pytest.mark.parametrize("fault", ["missing", "tampered"])
 def test_a_bad_archive_exits_2_naming_it_before_anything_is_built(tmp_path: Path,
@@ -196,6 +199,7 @@ def test_a_bad_archive_exits_2_naming_it_before_anything_is_built(tmp_path: Path
     assert not (cache / "ada-bullseye").exists() and not (cache / "ada-build").exists()
 
 
+@pytest.mark.fault
 def test_an_ada_sources_folder_that_does_not_exist_exits_2(tmp_path: Path) -> None:
     env = lab_env(tmp_path, SERVER="aws", ADA_SOURCES="no/such/folder")
     out = lab(env, "check")

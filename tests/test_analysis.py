@@ -13,6 +13,8 @@ from lab.record.level import Level
 from lab.record.rows import Row
 from lab.record import pinning, runrecord
 
+pytestmark = pytest.mark.unit
+
 # ---- one verdict gate, three callers ------------------------------------------------
 
 WHERE = levelrow.Where(server="A", rep=1, axis="concurrency", value=8, concurrency=8,

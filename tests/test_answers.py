@@ -25,6 +25,8 @@ from conftest import bench, free_port, lab_env, leftovers, run_folders
 from test_integrity import assert_legend
 from test_pair import two_ports
 
+pytestmark = pytest.mark.fault
+
 
 def show(out: object) -> str:
     return f"{getattr(out, 'stdout', '')}\n{getattr(out, 'stderr', '')}"
@@ -187,6 +189,7 @@ def captured(argv: list[str], port: int, stdin: str = "") -> bytes:
     return seen[0]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("keepalive", [True, False])
 @pytest.mark.parametrize("name", ["wrk", "siege", "vegeta"])
 def test_each_clients_request_is_the_one_it_sends(tmp_path: Path, name: str,
@@ -223,6 +226,7 @@ def level_of(responses: int, bytes_counted: float, **kw: object) -> "Level":
                  bytes_counted / (1024 * 1024), **kw)  # type: ignore[arg-type]
 
 
+@pytest.mark.unit
 def test_the_size_check_allows_only_what_the_client_may_count_besides() -> None:
     from dataclasses import replace
     from lab.analyse.answers import Expected, size_check
@@ -252,6 +256,7 @@ def test_the_size_check_allows_only_what_the_client_may_count_besides() -> None:
     assert size_check(replace(wrong, failed=1), right, 0, "vegeta") == ""
 
 
+@pytest.mark.unit
 def test_the_check_slice_line_is_read_with_its_example() -> None:
     from lab.measure.clients import ClientError
     from lab.measure.clients.wrk import check_parse

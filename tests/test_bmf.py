@@ -21,6 +21,8 @@ from lab.present import bmf
 from lab.setup.exits import Exit
 from test_compare import make_run, manifest, paced_rows
 
+pytestmark = pytest.mark.unit
+
 
 def bmf_shape_problems(data: Any) -> list[str]:
     """Bencher's BMF JSON schema: an object; each benchmark an object; each
@@ -68,6 +70,7 @@ def test_one_measure_per_gated_figure_with_the_spread(tmp_path: Path) -> None:
     assert left_out == ["paced c=4: host-busy", "nginx: the ceiling reference, not gated"]
 
 
+@pytest.mark.fault
 def test_the_command_writes_the_file_and_says_what_it_left_out(tmp_path: Path) -> None:
     run = a_run(tmp_path)
     out = tmp_path / "bmf.json"

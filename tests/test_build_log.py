@@ -8,10 +8,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import FAKES, MIRROR, ROOT, lab, lab_env, until
 from lab.setup import sources
 
+pytestmark = pytest.mark.unit
 
+
+@pytest.mark.fault
 def test_a_failed_ada_source_check_shows_only_its_own_output(tmp_path: Path) -> None:
     mirror = tmp_path / "mirror"
     shutil.copytree(ROOT / MIRROR, mirror)
@@ -55,6 +60,7 @@ meaning = "none"
 """
 
 
+@pytest.mark.fault
 def test_two_builds_in_one_cache_take_turns(tmp_path: Path) -> None:
     """Two `lab build` sharing LAB_CACHE (two `make bench` side by side): the
     second waits for the first, saying so, instead of setting the same server

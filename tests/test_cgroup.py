@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from lab.host import cgroup
+
+pytestmark = pytest.mark.unit
 
 UNIFIED = """\
 24 30 0:22 / /sys ro,nosuid - sysfs sysfs ro

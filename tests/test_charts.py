@@ -10,6 +10,8 @@ import pytest
 
 from conftest import ROOT
 
+pytestmark = pytest.mark.unit
+
 HEAD = ("# value rate rate_lo rate_hi resp_ms resp_lo resp_hi rss_end_MB rss_peak_MB "
         "client_bound cpu_us_per_req cpu_lo cpu_hi failed disturbed noisy p50_ms p90_ms p99_ms "
         "unranked")

@@ -21,6 +21,8 @@ from lab.measure.topologies.docker import compose
 from lab.setup import checklist
 from lab.setup.servers import ManifestError, load, manifests
 
+pytestmark = pytest.mark.fault
+
 DASH = "\u2014"
 JAVA_SERVICE = """
   {name}:
@@ -69,6 +71,7 @@ meaning = "none"
 
 # ---------------------------------------------------------------- the tree
 
+@pytest.mark.unit
 def test_every_server_in_the_tree_passes() -> None:
     paths = manifests(ROOT)
     count, found = checklist.check(paths, checklist.Tree(ROOT, compose.services()))
@@ -82,6 +85,7 @@ def test_every_server_in_the_tree_passes() -> None:
     assert f"{len(paths)} server folders, {count} servers: every check passes" in out.stderr
 
 
+@pytest.mark.unit
 def test_a_finding_is_one_line_owned_by_line() -> None:
     f = checklist.Problem("x", "what is wrong", "the one thing to do")
     assert f.line() == f"x: what is wrong {DASH} fix: the one thing to do"
@@ -89,6 +93,7 @@ def test_a_finding_is_one_line_owned_by_line() -> None:
         f.fix = "other"                               # type: ignore[misc]
 
 
+@pytest.mark.unit
 def test_the_manifest_says_docker_false_or_nothing(tmp_path: Path) -> None:
     folder = tmp_path / "srv"
     folder.mkdir()
@@ -356,6 +361,7 @@ def test_a_folder_without_a_manifest(checkout: Path) -> None:
                           "servers/java/hello/server.toml (servers/README.md gives the format)"]
 
 
+@pytest.mark.unit
 def test_the_test_doubles_say_what_they_lack() -> None:
     """tests/servers: no image, said as `docker = false` would fix it, and
     nothing else: their build checks pass (lab check runs those on them)."""
@@ -367,6 +373,7 @@ def test_the_test_doubles_say_what_they_lack() -> None:
                                           "run it)"}
 
 
+@pytest.mark.unit
 def test_the_servers_a_step_is_asked_for(checkout: Path) -> None:
     """NAME@N, NAME#K and a variant (with its base) are checked as the server
     they name; the image checks only where a service exists (RUNTIME=docker)."""

@@ -24,6 +24,8 @@ from lab.present import bmf
 from lab.setup.makeflags import misspelt
 from lab.setup.params import SETTINGS
 
+pytestmark = pytest.mark.fault
+
 DOC = ROOT / "docs" / "ci.md"
 # What the test runs: the lab lines of both workflows, in order.
 COMMANDS = [
@@ -106,6 +108,7 @@ def two_run_commands() -> str:
     return shell
 
 
+@pytest.mark.unit
 def test_both_workflows_run_the_commands_this_test_runs() -> None:
     shell = two_run_commands()
     github, gitlab = blocks("yaml")
@@ -125,6 +128,7 @@ def variables(text: str) -> list[str]:
     return re.findall(r"^  ([A-Z][A-Z0-9_]*):", head.group(1), re.M)
 
 
+@pytest.mark.unit
 def test_the_workflows_variables_are_settings_of_the_lab_or_their_own() -> None:
     """No "X is not a setting of the lab: did you mean Y?" from the docs'
     own variables (it was LAB_RESULTS and LAB_SERVER)."""
@@ -169,6 +173,7 @@ def test_each_workflow_installs_what_the_lab_asks_for_and_sudo_where_not_root() 
     assert " gnuplot " not in gl + " " and " gnuplot " not in line + " "
 
 
+@pytest.mark.unit
 def test_the_lab_is_where_the_prose_says_in_both_workflows() -> None:
     github, gitlab = blocks("yaml")
     assert "checks the lab out inside" in DOC.read_text() and "as `lab/`" in DOC.read_text()
@@ -176,6 +181,7 @@ def test_the_lab_is_where_the_prose_says_in_both_workflows() -> None:
     assert re.search(r"git clone .* lab$", gitlab, re.M) and "- cd lab" in gitlab
 
 
+@pytest.mark.unit
 def test_the_artifacts_and_the_junit_report_are_kept_when_the_gate_fails() -> None:
     github, gitlab = blocks("yaml")
     names = [s.split("\n", 1)[0] for s in steps(github)]
@@ -205,6 +211,7 @@ def test_an_outside_server_not_found_is_told_of_lab_server_path(tmp_path: Path) 
     assert "<name>/server.toml" in done.stderr
 
 
+@pytest.mark.unit
 def test_the_bmf_export_is_documented_as_it_is_made() -> None:
     """docs/ci.md cites Bencher's own reference for BMF and names the
     measures lab.present.bmf writes; its command is the lab's."""
@@ -294,6 +301,7 @@ def junit_report(results: Path) -> tuple[ET.Element, list[dict[str, Any]]]:
     return root, checks
 
 
+@pytest.mark.quiet
 def test_the_ci_commands_pass_the_same_code_and_fail_a_slowed_variant(tmp_path: Path) -> None:
     folder = tmp_path / "my-server-repo" / "lab-server"     # outside the lab's checkout
     server = folder / "myserver"

@@ -21,6 +21,8 @@ from lab.analyse import claimjudge, claims, reasons
 from lab.setup.servers import discover
 from lab.record import manifest
 
+pytestmark = pytest.mark.fault
+
 LAB = set(discover(ROOT))
 
 
@@ -83,6 +85,7 @@ def test_a_run_still_running_is_refused(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- conditions
 
+@pytest.mark.unit
 def test_one_run_judges_its_claims_with_the_differences_noted(tmp_path: Path) -> None:
     run = fake_run(tmp_path / "a", {"nginx": "aws@8", "paced": "jersey@62"})
     got = judge(run)
@@ -100,6 +103,7 @@ def test_one_run_judges_its_claims_with_the_differences_noted(tmp_path: Path) ->
     assert flat.result.reason == "not measured: no run holds ews@1"
 
 
+@pytest.mark.unit
 def test_another_connection_mode_is_not_judged(tmp_path: Path) -> None:
     run = fake_run(tmp_path / "a", {"nginx": "aws@8", "paced": "jersey@62"}, keepalive=True)
     j = judge(run)["aws-over-grizzly-rps"]
@@ -108,6 +112,7 @@ def test_another_connection_mode_is_not_judged(tmp_path: Path) -> None:
     assert j.result.measured is None
 
 
+@pytest.mark.unit
 def test_another_worker_count_is_not_the_study_s_server(tmp_path: Path) -> None:
     run = fake_run(tmp_path / "a", {"nginx": "aws@4", "paced": "jersey@62"})
     j = judge(run)["aws-over-grizzly-rps"]
@@ -115,11 +120,13 @@ def test_another_worker_count_is_not_the_study_s_server(tmp_path: Path) -> None:
     assert "aws@4 started, the study's is aws@8" in j.result.reason
 
 
+@pytest.mark.unit
 def test_a_plain_name_with_the_study_s_workers_counts(tmp_path: Path) -> None:
     run = fake_run(tmp_path / "a", {"nginx": "aws", "paced": "jersey@62"}, workers={"aws": 8})
     assert judge(run)["aws-over-grizzly-rps"].result.measured is not None
 
 
+@pytest.mark.unit
 def test_variants_are_noted_shared_cpu_and_java_opts(tmp_path: Path) -> None:
     run = fake_run(tmp_path / "a", {"nginx": "aws@8", "paced": "jersey@62"},
                    server_cpus="0-1", java_opts="-XX:+UseParallelGC")
@@ -133,6 +140,7 @@ def test_variants_are_noted_shared_cpu_and_java_opts(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- parts
 
+@pytest.mark.unit
 def test_parts_are_joined_when_their_conditions_match(tmp_path: Path) -> None:
     a = fake_run(tmp_path / "a", {"nginx": "aws@8"})
     b = fake_run(tmp_path / "b", {"paced": "jersey@62"})
@@ -142,6 +150,7 @@ def test_parts_are_joined_when_their_conditions_match(tmp_path: Path) -> None:
     assert "judged across runs a, b (their conditions match)" in j.result.reason
 
 
+@pytest.mark.unit
 def test_parts_are_not_joined_when_their_conditions_differ(tmp_path: Path) -> None:
     a = fake_run(tmp_path / "a", {"nginx": "aws@8"})
     b = fake_run(tmp_path / "b", {"paced": "jersey@62"}, server_cpus="0-1")
@@ -150,6 +159,7 @@ def test_parts_are_not_joined_when_their_conditions_differ(tmp_path: Path) -> No
     assert "conditions differ" in j.result.reason and "server CPU 0 against 0-1" in j.result.reason
 
 
+@pytest.mark.unit
 def test_each_client_is_judged_on_its_own_runs(tmp_path: Path) -> None:
     a = fake_run(tmp_path / "a", {"nginx": "aws@8", "paced": "jersey@62"})
     b = fake_run(tmp_path / "b", {"nginx": "aws@8", "paced": "jersey@62"}, tool="wrk")
@@ -163,6 +173,7 @@ def test_each_client_is_judged_on_its_own_runs(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- reasons
 
+@pytest.mark.unit
 def test_reasons_are_measured_from_the_record(tmp_path: Path) -> None:
     run = fake_run(tmp_path / "a", {"nginx": "aws@8", "paced": "jersey@62"})
     j = judge(run)["aws-over-grizzly-rps"]
@@ -181,6 +192,7 @@ def test_reasons_are_measured_from_the_record(tmp_path: Path) -> None:
     assert ("are separated" in noise) == ("does not hold" in noise)
 
 
+@pytest.mark.unit
 def test_the_client_reason_reads_the_calibration_when_it_applies(tmp_path: Path) -> None:
     run = fake_run(tmp_path / "a", {"nginx": "aws@8", "paced": "jersey@62"})
     m = json.loads((run / "manifest.json").read_text())
@@ -194,6 +206,7 @@ def test_the_client_reason_reads_the_calibration_when_it_applies(tmp_path: Path)
     assert any(f"{r.rate_rps / 1000:.1f} k req/s" in j.why[0] for r in rate.values())
 
 
+@pytest.mark.unit
 def test_noise_overlap_is_said_when_the_spreads_overlap(tmp_path: Path) -> None:
     run = fake_run(tmp_path / "a", {"nginx": "aws@8", "paced": "aws@16"})
     stats = claimruns.open_run(run).stats
@@ -207,6 +220,7 @@ def test_noise_overlap_is_said_when_the_spreads_overlap(tmp_path: Path) -> None:
     assert ("the noise: holds" in reasons.noise_reason(c, apart)) == overlap
 
 
+@pytest.mark.unit
 def test_the_rps_claim_prints_its_two_host_command() -> None:
     st = study()
     c = next(c for c in st.claims if c.id == "aws-over-grizzly-rps")
@@ -238,6 +252,7 @@ def test_make_claims_writes_its_folder_and_prints_the_reasons(tmp_path: Path) ->
     assert sorted(p.name for p in a.iterdir()) == ["manifest.json", "results.csv"]
 
 
+@pytest.mark.unit
 def test_make_reproduce_output_carries_the_reasons(tmp_path: Path) -> None:
     run = fake_run(tmp_path / "a", {"nginx": "aws@8", "paced": "jersey@62"})
     st = study()
@@ -250,6 +265,7 @@ def test_make_reproduce_output_carries_the_reasons(tmp_path: Path) -> None:
     assert "TOPOLOGY=ssh" in text
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("word", ["RUNS"])
 def test_runs_is_a_make_variable_not_a_misspelt_setting(word: str) -> None:
     from lab.setup.makeflags import misspelt
@@ -257,6 +273,8 @@ def test_runs_is_a_make_variable_not_a_misspelt_setting(word: str) -> None:
     assert word in MAKE_VARIABLES and not misspelt([word])
 
 
+@pytest.mark.real_server
+@pytest.mark.quiet
 def test_two_tiny_real_parts_are_judged_together(tmp_path: Path) -> None:
     """aws@8 in one run and ews in another (siege, connection close, 2 levels,
     1 s, one repetition): make claims joins them for aws-over-ews-rss, and no
@@ -279,6 +297,7 @@ def test_two_tiny_real_parts_are_judged_together(tmp_path: Path) -> None:
     assert any("1 repetition(s)" in n for n in rss["noted"])
 
 
+@pytest.mark.unit
 def test_a_reproduce_folder_stands_for_its_runs(tmp_path: Path) -> None:
     a = fake_run(tmp_path / "a", {"nginx": "aws@8", "paced": "jersey@62"})
     b = fake_run(tmp_path / "b", {"nginx": "aws@8", "paced": "jersey@62"}, tool="wrk")
@@ -292,6 +311,7 @@ def test_a_reproduce_folder_stands_for_its_runs(tmp_path: Path) -> None:
         claimruns.expand([str(rep)])
 
 
+@pytest.mark.unit
 def test_the_jvm_row_reads_the_java_server_s_facts(tmp_path: Path) -> None:
     run = fake_run(tmp_path / "a", {"nginx": "aws@8", "paced": "jersey@62"},
                    java_opts="-XX:+UseParallelGC")
@@ -308,6 +328,7 @@ def test_the_jvm_row_reads_the_java_server_s_facts(tmp_path: Path) -> None:
     assert "no Java server in this run" in reasons.here(manifest.read_manifest(run))["jdk_gc"]
 
 
+@pytest.mark.unit
 def test_the_last_run_holding_a_claim_is_judged_and_the_others_named(tmp_path: Path) -> None:
     a = fake_run(tmp_path / "a", {"nginx": "aws@8", "paced": "jersey@62"})
     b = fake_run(tmp_path / "b", {"nginx": "aws@8", "paced": "jersey@62"})

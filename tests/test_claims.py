@@ -16,6 +16,8 @@ from lab.record.level import Level
 from lab.record.rows import Row
 from lab.setup.servers import discover
 
+pytestmark = pytest.mark.unit
+
 ROOT = Path(__file__).resolve().parent.parent
 CLAIMS = ROOT / "docs" / "claims.toml"
 

@@ -18,6 +18,8 @@ from lab.analyse import claimjudge, claims
 from lab.setup.servers import discover
 from lab.studies import claimruns, reproduce
 
+pytestmark = pytest.mark.unit
+
 SCHEMA = schemacheck.CLAIMS_SCHEMA
 
 

@@ -18,6 +18,8 @@ from lab.analyse import diff, metrics
 from lab.record import files
 from lab.record.rows import Row, append_row
 
+pytestmark = pytest.mark.unit
+
 
 def row(server: str, rep: int, value: int, rate: float, flags: str = "",
         p99: float | None = None) -> Row:
@@ -246,6 +248,8 @@ def test_never_overwrites_a_comparison(tmp_path: Path) -> None:
 
 # ---- end to end on two real runs -----------------------------------------------
 
+@pytest.mark.fault
+@pytest.mark.quiet
 def test_two_real_runs_of_paced_show_no_large_change(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     env = lab_env(tmp_path, SERVER="nginx paced", REPEAT="2", CONCURRENCY="1 4",

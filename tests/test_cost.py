@@ -18,6 +18,8 @@ from lab.record import costs, profiles
 from lab.record.manifest import read_manifest
 from lab.analyse.metrics import spread
 
+pytestmark = pytest.mark.unit
+
 # Small counts: the test stays short, and the figure is a difference of two
 # exact counts, so it does not need many requests to be exact.
 SMALL = {"COST_LEVELS": "1", "COST_REQUESTS": "1000 3000", "REPEAT": "1"}
@@ -30,6 +32,7 @@ def cost_of(run: Path) -> dict[str, float]:
             for name, entry in data["servers"].items() if entry.get("applicable")}
 
 
+@pytest.mark.fault
 @pytest.mark.parametrize("settings, message", [
     ({"SERVER": "no-such-server"}, "unknown server"),
     ({"SERVER": "nginx", "COST_REQUESTS": "1000"}, "two request counts"),
@@ -64,6 +67,7 @@ def path_without(tmp: Path, *missing: str) -> str:
     return str(bin_dir)
 
 
+@pytest.mark.real_server
 def test_a_jvm_gets_not_applicable_with_the_reason(tmp_path: Path) -> None:
     """On a machine without h2load (make cost installs it only for native
     servers): the manifest records it as not installed, no traceback."""
@@ -87,6 +91,7 @@ def test_a_jvm_gets_not_applicable_with_the_reason(tmp_path: Path) -> None:
     assert manifest.client.version == "not installed"
 
 
+@pytest.mark.real_server
 def test_two_cost_runs_agree_within_half_a_percent(tmp_path: Path) -> None:
     # three repetitions: ada-mini's select loop takes a few more instructions
     # in some starts (4,724 or ~4,750 a request); the median is what is compared
@@ -118,6 +123,7 @@ def test_two_cost_runs_agree_within_half_a_percent(tmp_path: Path) -> None:
         assert "does not verify its answer" in page and "No requests/s verdicts" in page
 
 
+@pytest.mark.real_server
 def test_profile_names_native_functions_and_the_jvm_handler_class(tmp_path: Path) -> None:
     env = lab_env(tmp_path, PORT=str(free_port()), SERVER="ada-mini undertow",
                   CONCURRENCY="2", DURATION="1s", WARMUP="0", CLIENT="wrk", KEEPALIVE="1")
@@ -141,6 +147,7 @@ def test_profile_names_native_functions_and_the_jvm_handler_class(tmp_path: Path
     assert leftovers(run) == []
 
 
+@pytest.mark.fault
 def test_profile_of_something_not_a_run_exits_2(tmp_path: Path) -> None:
     env = lab_env(tmp_path, PROFILE_AT="8")
     out = lab(env, "profile", str(tmp_path))

@@ -19,6 +19,8 @@ from lab.record.rows import Row
 from lab.present.page import escaped
 from lab.record import manifest, outputs
 
+pytestmark = pytest.mark.unit
+
 WHERE = levelrow.Where(server="a", rep=1, axis="concurrency", value=8, concurrency=8,
                        offered_rps=None, workers=8, backlog=512, duration_s=10,
                        server_cpus=1, client_cpus=1, lab_cpus=2)

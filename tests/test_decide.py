@@ -12,6 +12,8 @@ import pytest
 
 from lab.analyse import decide
 
+pytestmark = pytest.mark.unit
+
 ALPHA = decide.ALPHA
 SIMS = 10_000
 BUSY_AWS_C4 = (9_800.0, 11_900.0, 16_500.0, 21_700.0, 28_900.0, 30_700.0)

@@ -10,6 +10,8 @@ import pytest
 
 from conftest import ROOT
 
+pytestmark = [pytest.mark.unit, pytest.mark.root]
+
 SYSTEM_PYTHON = "/usr/bin/python3"
 CHECK = ("import sys; sys.path.insert(0, sys.argv[1]); from lab.measure import deps; "
          "sys.exit(deps.ensure({'no-such-command-xyz': 'no-such-package-xyz', 'sh': 'dash'}))")

@@ -17,11 +17,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from conftest import ROOT, Build, Made, bench, free_port, leftovers, repository_env, run_folders
 from lab.analyse import claims
 from lab.record.rows import rows_by_server
 from lab.setup.servers import ServerSpec, discover
 from lab.studies import reproduce
+
+pytestmark = pytest.mark.real_server
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -32,6 +32,8 @@ from lab.measure.launch import Knobs, ServerProcess
 from lab.setup.paths import cache_dir
 from lab.setup.servers import discover
 
+pytestmark = pytest.mark.fault
+
 SHORT = {"CONCURRENCY": "1 2", "DURATION": "1s", "WARMUP": "0"}
 CGROUPS = pytest.mark.skipif(cgroup.status() != "",
                              reason=f"no cgroup of the lab's own here: {cgroup.status()}")

@@ -10,9 +10,13 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from conftest import ROOT, free_port, lab, lab_env, run_folders
 from lab.setup import exits
 from lab.host import procs
+
+pytestmark = pytest.mark.fault
 
 STEPS = ("bench", "calibrate", "cost", "profile", "build", "rerun", "compare", "reproduce")
 
@@ -22,6 +26,7 @@ def make(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.unit
 def test_docs_table_is_the_generated_one() -> None:
     text = (ROOT / "docs" / "settings.md").read_text()
     m = re.search(r"<!-- exits:begin -->\n(.*?)\n<!-- exits:end -->", text, re.S)
@@ -38,6 +43,7 @@ def test_make_help_lists_every_code_and_what_make_gives(tmp_path: Path) -> None:
     assert "python3 -m lab compare A B" in out.stdout     # where 1 and 3 come from
 
 
+@pytest.mark.unit
 def test_every_lab_step_of_the_makefile_goes_through_step() -> None:
     """A recipe line that runs a step without $(call STEP,...) would turn its
     130 into make's 2."""

@@ -10,9 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import ROOT, bench, free_port, lab, lab_env, leftovers, run_folders
 
 from lab.setup.params import TOPOLOGIES
+
+pytestmark = pytest.mark.fault
 
 EXTENSIONS = ROOT / "tests" / "extensions"
 FOUND = """
@@ -134,6 +138,7 @@ def test_without_the_folder_neither_is_known(tmp_path: Path) -> None:
     assert out.returncode == 2 and "TOPOLOGY='twin': expected local or netns" in out.stderr
 
 
+@pytest.mark.unit
 def test_every_client_found_is_complete_and_pairs_with_a_known_client() -> None:
     from lab.measure.clients import clients
     found = clients()

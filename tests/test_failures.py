@@ -26,6 +26,8 @@ from lab.measure.clients import siege, vegeta, wrk
 from lab.record.failures import Failure
 from lab.record.files import RecordError
 
+pytestmark = pytest.mark.unit
+
 FIXTURES = Path(__file__).parent / "fixtures"
 LANDED = FIXTURES / "runs" / "20261124-071349-sturdy+paced-landed"
 
@@ -169,6 +171,8 @@ def test_kind_of_the_clients_words(words: str, kind: str) -> None:
 
 
 # ---- a server that resets every Nth connection, through real client runs ------------------
+# fault tests: each needs its client installed, and `wrk_installed` ... install
+# it through the lab (conftest); a unit test installs nothing.
 
 EVERY, TIMES = 7, 12
 
@@ -189,6 +193,7 @@ def live(client: Client, keepalive: bool, tmp_path: Path) -> tuple[Level, int]:
     return client.parse(ran.stdout, ran.stderr), int(count.read_text())
 
 
+@pytest.mark.fault
 @pytest.mark.usefixtures("wrk_installed")               # the lab installs it (conftest)
 def test_wrk_counts_each_reset_connection_as_one_reset(tmp_path: Path) -> None:
     level, resets = live(wrk.Wrk(), False, tmp_path)      # a connection per request
@@ -197,6 +202,7 @@ def test_wrk_counts_each_reset_connection_as_one_reset(tmp_path: Path) -> None:
     assert level.successful > EVERY * TIMES
 
 
+@pytest.mark.fault
 @pytest.mark.usefixtures("siege_installed")              # the lab installs it (conftest)
 def test_siege_counts_each_reset_connection_once_without_a_word(tmp_path: Path) -> None:
     level, resets = live(siege.Siege(), False, tmp_path)
@@ -204,6 +210,7 @@ def test_siege_counts_each_reset_connection_once_without_a_word(tmp_path: Path) 
     assert kinds(level) == {"unanswered": TIMES}
 
 
+@pytest.mark.fault
 @pytest.mark.usefixtures("vegeta_installed")             # the lab builds it (conftest)
 def test_vegeta_counts_each_reset_connection_as_one_reset(tmp_path: Path) -> None:
     client = vegeta.Vegeta()
@@ -212,9 +219,9 @@ def test_vegeta_counts_each_reset_connection_as_one_reset(tmp_path: Path) -> Non
     assert kinds(level) == {"reset": TIMES}
 
 
-@pytest.mark.usefixtures("wrk_installed")               # the lab installs it (conftest)
 def test_the_kinds_reach_the_record_and_the_summary_line(tmp_path: Path) -> None:
-    level, _ = live(wrk.Wrk(), False, tmp_path)
+    level = wrk.parse(*fixture("wrk-reset"))              # wrk's read errors, captured
+    [reset] = level.failures
     where = levelrow.Where(server="flaky", rep=1, axis="concurrency", value=2, concurrency=2,
                            offered_rps=None, workers=1, backlog=512, duration_s=2,
                            server_cpus=1, client_cpus=1, lab_cpus=2)
@@ -227,8 +234,9 @@ def test_the_kinds_reach_the_record_and_the_summary_line(tmp_path: Path) -> None
     assert row.failures() == list(level.failures)
     [s] = metrics.level_stats([row])
     line = failures.line("flaky c=2", s.failed, s.attempts, list(s.failures))
-    assert line.startswith(f"flaky c=2: {TIMES} of {s.attempts:,} failed: "
-                           f"reset or closed by the server ({TIMES}: wrk: read errors")
+    assert reset.kind == "reset" and reset.count == s.failed > 0
+    assert line.startswith(f"flaky c=2: {s.failed:,} of {s.attempts:,} failed: "
+                           f"reset or closed by the server ({s.failed:,}: wrk: read errors")
 
 
 # ---- the record, the reading side ------------------------------------------------------

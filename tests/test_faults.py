@@ -15,6 +15,8 @@ import pytest
 
 from conftest import ROOT, bench, lab_env, leftovers, run_folders
 
+pytestmark = pytest.mark.fault
+
 SHORT = {"CONCURRENCY": "1 2 3 4 5 6", "DURATION": "2s", "WARMUP": "0"}   # long enough to interrupt
 BRIEF = {"CONCURRENCY": "1 2", "DURATION": "1s", "WARMUP": "0"}
 
@@ -154,6 +156,7 @@ def test_ctrl_c_mid_sweep(tmp_path: Path, port: int) -> None:
     assert "This run is interrupted" in (run / "summary.md").read_text()
 
 
+@pytest.mark.quiet
 def test_competing_load_is_flagged(tmp_path: Path, port: int) -> None:
     server_cpu = str(min(os.sched_getaffinity(0)))
     hog = subprocess.Popen(["taskset", "-c", server_cpu, "python3", "-c", "while True: pass"])
@@ -201,6 +204,7 @@ def test_rerun_repeats_a_run_from_its_manifest(tmp_path: Path, port: int) -> Non
     assert manifest(new[0])["client"]["connection"] == "keep-alive"
 
 
+@pytest.mark.real_server
 def test_workers_as_shipped_are_recorded_per_server(tmp_path: Path, port: int) -> None:
     """No WORKERS: a server without a manifest default is given none and uses
     its own (3 here), which the lab records from what it prints; NAME@N still

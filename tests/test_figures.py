@@ -15,6 +15,8 @@ from lab.analyse import claims
 from lab.studies import reproduce
 from lab.setup.servers import ServerSpec, discover
 
+pytestmark = pytest.mark.unit
+
 LAB = set(discover(ROOT))
 
 

@@ -15,6 +15,8 @@ from lab.analyse import analysis, findings, metrics, verdicts
 from lab.analyse.findings import Finding
 from lab.present import report, reportpage
 
+pytestmark = pytest.mark.unit
+
 RUNS = ROOT / "tests" / "fixtures" / "runs"
 SAVED = sorted(p.name for p in RUNS.iterdir() if (p / "manifest.json").is_file())
 

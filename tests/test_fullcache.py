@@ -18,6 +18,8 @@ import pytest
 
 from conftest import free_port, lab, lab_env
 
+pytestmark = [pytest.mark.fault, pytest.mark.root]
+
 
 def small_disk(where: Path, size_kb: int) -> str | None:
     """`where` made a tmpfs of size_kb KiB; why not, else None."""

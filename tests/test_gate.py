@@ -23,6 +23,8 @@ from test_compare import make_run, manifest, paced_rows, row
 import subprocess
 import sys
 
+pytestmark = pytest.mark.unit
+
 CLEAN = GateSettings()
 
 
@@ -264,6 +266,7 @@ def test_nothing_in_common_is_exit_3_without_a_folder(tmp_path: Path,
     assert not out.exists() or not [p for p in out.iterdir() if p.is_dir()]
 
 
+@pytest.mark.fault
 @pytest.mark.parametrize("name,value,fragment", [
     ("GATE", "speed", "expected one or more of rate p99 cpu rss instructions"),
     ("GATE", "", "expected one or more"),
@@ -280,6 +283,7 @@ def test_bad_gate_settings_are_exit_2(tmp_path: Path, name: str, value: str,
     assert not (tmp_path / "results").exists()
 
 
+@pytest.mark.fault
 def test_min_effect_reads_percent_or_plain_number(tmp_path: Path) -> None:
     a, b = run_pair(tmp_path, {1: [100, 101, 102, 100.5, 101.5]}, {1: [96, 97, 97, 96.5, 97]})
     env = lab_env(tmp_path, MIN_EFFECT="1%", GATE="rate")

@@ -17,6 +17,8 @@ import pytest
 from lab.host import hang
 from lab.host.hang import CLOSE_WAIT, ESTABLISHED, SYN_SENT, TcpSocket
 
+pytestmark = pytest.mark.unit
+
 # ---- the sentence ---------------------------------------------------------------------------
 
 

@@ -18,6 +18,8 @@ from conftest import ROOT, free_port, lab, lab_env, run_folders
 from lab.host import procs
 from lab.record import folder
 
+pytestmark = [pytest.mark.fault, pytest.mark.root]
+
 
 def tree(top: Path) -> list[str]:
     """Everything under top, to show a check left nothing behind."""

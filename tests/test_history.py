@@ -18,6 +18,8 @@ from lab.present import indexpage
 from lab.record import folder
 from test_compare import make_run, manifest, paced_rows
 
+pytestmark = pytest.mark.unit
+
 
 def runs(top: Path) -> list[Path]:
     """Four runs of paced: two under siege, one under wrk, one under siege
@@ -46,6 +48,7 @@ def test_points_and_segments_break_where_conditions_change(tmp_path: Path) -> No
                                                 "server version stdlib → 2.0"]
 
 
+@pytest.mark.fault
 def test_make_history_prints_the_table(tmp_path: Path) -> None:
     top = tmp_path / "results"
     runs(top)

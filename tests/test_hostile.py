@@ -24,6 +24,8 @@ from conftest import FAKES, ROOT, free_port, lab, lab_env, run_folders, bench
 from lab.record import files, folder, manifest, outputs, runrecord, series
 from lab.record.rows import CSV, Row, append_row, read_rows
 
+pytestmark = pytest.mark.fault
+
 FIXTURE = ROOT / "tests" / "fixtures" / "runs" / "20261123-033407-nginx+paced"
 
 
@@ -153,6 +155,7 @@ def test_a_server_name_from_a_run_never_becomes_a_path(tmp_path: Path, step: str
     assert not (out / "x").exists()
 
 
+@pytest.mark.unit
 def test_a_server_name_with_a_nul_or_a_slash_is_refused_when_read(tmp_path: Path) -> None:
     for name in ("a\0b", "a/b", "..", ".hidden", "-x"):
         run = healthy(tmp_path, f"run-{abs(hash(name))}")
@@ -169,6 +172,7 @@ def test_a_server_name_with_a_nul_or_a_slash_is_refused_when_read(tmp_path: Path
 
 # ---------------------------------------------------------------- 3. a link planted during a run
 
+@pytest.mark.unit
 def test_the_measuring_side_never_writes_into_a_linked_server_folder(tmp_path: Path) -> None:
     """#3, each writer: the series, probe.json, the client's output folder."""
     run, out = healthy(tmp_path), outside(tmp_path)
@@ -225,6 +229,7 @@ def test_a_link_planted_right_after_the_run_folder_appeared(tmp_path: Path) -> N
 
 # ---------------------------------------------------------------- 4. RESULTS/.lab-results
 
+@pytest.mark.unit
 def test_a_dangling_results_mark_is_not_written_through(tmp_path: Path) -> None:
     """#4"""
     results = tmp_path / "results"
@@ -369,6 +374,7 @@ def test_a_corrupt_neighbour_never_stops_a_new_run(tmp_path: Path) -> None:
     assert Path(out.stdout.strip()).is_dir()
 
 
+@pytest.mark.unit
 def test_files_reader_limits() -> None:
     for text, said in (("[" * 5000 + "]" * 5000, "nests deeper"),
                        ("[" * 150 + "]" * 150, "nests deeper"),
@@ -380,6 +386,7 @@ def test_files_reader_limits() -> None:
 
 # ---------------------------------------------------------------- 10. noise floors
 
+@pytest.mark.unit
 @pytest.mark.parametrize("floor", [
     {"conditions": [1]}, {"floors_pct": {"rate": float("nan")}},
     {"floors_pct": {"rate": float("inf")}}, {"floors_pct": {"rate": -1}},
@@ -437,6 +444,7 @@ def test_finish_then_report_is_complete_only_with_every_output(tmp_path: Path) -
     assert all((run / name).is_file() for name in outputs.OUTPUTS)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("fail_at", [1, 2, 3, 4])
 def test_a_full_disk_during_the_report_leaves_it_incomplete(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fail_at: int) -> None:
@@ -489,6 +497,7 @@ def test_a_killed_report_leaves_the_run_incomplete(tmp_path: Path) -> None:
             assert manifest.pending(m)
 
 
+@pytest.mark.unit
 def test_finish_on_a_full_disk_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     """#7: `lab finish` out of space: one line, exit 1, no traceback."""
@@ -669,6 +678,7 @@ def test_an_empty_results_is_an_error(tmp_path: Path) -> None:
     assert "RESULTS is empty" in line
 
 
+@pytest.mark.unit
 def test_workers_is_optional_as_the_readme_says(tmp_path: Path) -> None:
     """#15: servers/README.md's [workers] is optional; the loader agrees."""
     from lab.setup.servers import load

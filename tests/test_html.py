@@ -4,7 +4,6 @@ and the page as a real headless browser renders it."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -21,6 +20,8 @@ from lab.analyse import analysis, metrics, wording
 from lab.present import comparepage, indexpage, reportpage, svg
 from lab.present.page import CSS
 from lab.record import folder
+
+pytestmark = pytest.mark.unit
 
 FIXTURES = ROOT / "tests" / "fixtures" / "runs"
 COMPLETE = "20261123-033407-nginx+paced"
@@ -309,21 +310,6 @@ document.body.appendChild(out);
 </script>"""
 
 
-def chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found:
-        return found
-    if os.geteuid() != 0 or not shutil.which("apt-get"):
-        pytest.skip("chromium is not installed and this user cannot install it "
-                    "(as root: apt-get install chromium)")
-    got = subprocess.run(["apt-get", "install", "-y", "--no-install-recommends", "chromium"],
-                         capture_output=True, text=True, timeout=900)
-    found = shutil.which("chromium")
-    if got.returncode != 0 or not found:
-        pytest.skip(f"chromium could not be installed: {got.stderr.strip()[-300:]}")
-    return found
-
-
 def page_requests(netlog: Path) -> list[str]:
     """URLs other than file: the page itself asked for (the browser's own
     background requests carry no file:// isolation key)."""
@@ -341,10 +327,11 @@ def browse(browser: str, target: Path, work: Path, *extra: str
                            target.as_uri()], capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.fault                      # chromium: installed where missing (conftest)
 @pytest.mark.parametrize("name", [FLAGGED, INCOMPLETE])
 def test_report_renders_in_headless_chromium(results_dir: Path, tmp_path: Path,
-                                             name: str) -> None:
-    browser = chromium()
+                                             name: str, chromium: str) -> None:
+    browser = chromium
     text = page(results_dir, name)
     copy = tmp_path / "report-measured.html"
     copy.write_text(text.replace("</body>", MEASURE + "</body>"))
@@ -371,8 +358,9 @@ def test_report_renders_in_headless_chromium(results_dir: Path, tmp_path: Path,
     assert took < 60
 
 
-def test_screenshot_of_a_report(results_dir: Path, tmp_path: Path) -> None:
-    browser = chromium()
+@pytest.mark.fault
+def test_screenshot_of_a_report(results_dir: Path, tmp_path: Path, chromium: str) -> None:
+    browser = chromium
     shot = tmp_path / "report.png"
     out = browse(browser, results_dir / FLAGGED / "report.html", tmp_path,
                  f"--screenshot={shot}")
@@ -411,8 +399,10 @@ def test_compare_page_is_built_by_html_with_a_hardened_chart(compare_page: Path,
     assert "alert" not in page_ and "onload" not in page_ and "example.org" not in page_
 
 
-def test_compare_page_renders_in_headless_chromium(compare_page: Path, tmp_path: Path) -> None:
-    browser = chromium()
+@pytest.mark.fault
+def test_compare_page_renders_in_headless_chromium(compare_page: Path, tmp_path: Path,
+                                                   chromium: str) -> None:
+    browser = chromium
     text = compare_page.read_text()
     copy = tmp_path / "compare-measured.html"
     copy.write_text(text.replace("</body>", MEASURE + "</body>"))

@@ -30,6 +30,8 @@ from lab.record import manifest
 from lab.record.level import Level
 from lab.present import reportpage
 
+pytestmark = pytest.mark.unit
+
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
@@ -298,6 +300,7 @@ def show(out: object) -> str:
     return f"{getattr(out, 'stdout', '')}\n{getattr(out, 'stderr', '')}"
 
 
+@pytest.mark.fault
 def test_siege_giving_up_is_caught_live(tmp_path: Path) -> None:
     """dropper resets 9 in 10 connections once verified: Siege gives up after
     1,024 failures within a second of a 3 s level."""
@@ -320,6 +323,7 @@ def test_siege_giving_up_is_caught_live(tmp_path: Path) -> None:
     assert_legend(run, "client-stopped")
 
 
+@pytest.mark.fault
 def test_a_body_changed_mid_run_is_caught_live(tmp_path: Path) -> None:
     """turncoat answers another body after its first 300 answers: the check
     after each level sees it."""
@@ -379,6 +383,7 @@ def parent_of(pid: int) -> int:
     return int(stat[stat.rindex(")") + 2:].split()[1])
 
 
+@pytest.mark.fault
 def test_a_client_stopped_mid_level_is_caught_live(tmp_path: Path) -> None:
     """wrk stopped (SIGSTOP) from outside for 2.5 s of a 4 s level: it runs its
     length by its own clock, so only the lab's watch of it can tell (issue 44,
@@ -395,6 +400,7 @@ def test_a_client_stopped_mid_level_is_caught_live(tmp_path: Path) -> None:
     assert_legend(run, "client-stalled")
 
 
+@pytest.mark.fault
 def test_the_lab_stopped_mid_level_is_a_sampler_gap_live(tmp_path: Path) -> None:
     """The lab's own step stopped (SIGSTOP) for 5 s of a 2 s level: wrk ends on
     its own meanwhile, the level's wall time runs on, and its CPU shares fall

@@ -18,6 +18,8 @@ from lab.present import report
 from lab.measure.topologies.local import LocalServerHost
 from lab.record import manifest
 
+pytestmark = pytest.mark.unit
+
 FIXTURE = ROOT / "tests" / "fixtures" / "jcmd-perfcounter.txt"
 
 
@@ -62,6 +64,8 @@ def test_old_warmups_without_jit_fields_still_open() -> None:
     assert report.jit_part([w]) == ""
 
 
+@pytest.mark.real_server
+@pytest.mark.quiet
 def test_auto_warmup_of_a_jvm_records_its_jit_and_nginx_is_unaffected(tmp_path: Path) -> None:
     """A real JVM server (undertow) and a native one (nginx), short settings."""
     if shutil.which("jcmd") is None:

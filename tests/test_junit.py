@@ -27,6 +27,8 @@ from test_compare import make_run, manifest, paced_rows
 from test_gate import CLEAN, run_pair
 import test_pairverdict as paired
 
+pytestmark = pytest.mark.unit
+
 SCHEMA = ROOT / "tests" / "fixtures" / "jenkins-junit.xsd"
 INSTALL = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "libxml2-utils"]
 

@@ -10,6 +10,8 @@ import pytest
 
 from conftest import ROOT
 
+pytestmark = pytest.mark.unit
+
 LAB = ROOT / "lab"
 # What each role may import besides itself. What analyses or presents a run
 # never imports what measures one (measure, studies) nor the host's process

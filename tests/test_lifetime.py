@@ -20,6 +20,8 @@ from conftest import GRACE, ROOT, bench, free_port, lab, lab_env, leftovers, run
 from lab.host import procs
 from lab.measure.topologies import netns
 
+pytestmark = [pytest.mark.fault, pytest.mark.root]
+
 SHORT = {"SERVER": "nginx", "CONCURRENCY": "1 2 3 4 5 6 7 8", "DURATION": "2s",
          "WARMUP": "0"}
 PREFIX = "labk"
@@ -485,6 +487,7 @@ def perf_of(step: int) -> bool:
     return any(" perf record " in f" {p.partition(': ')[2]}" for p in keeper_marked(step))
 
 
+@pytest.mark.real_server
 @pytest.mark.parametrize("how", SIGNALS)
 def test_profile_interrupted_or_killed(tmp_path: Path, port: int, measured_run: Path,
                                        how: str) -> None:
@@ -512,6 +515,7 @@ def test_profile_interrupted_or_killed(tmp_path: Path, port: int, measured_run: 
     nothing_left_by(proc.pid, run, port, tmp_path)
 
 
+@pytest.mark.real_server
 def test_profile_keeps_one_profile_per_level(tmp_path: Path, measured_run: Path) -> None:
     """Two levels, then the first again: three folders, each with its own
     server.log (one start), none replaced; the report links each."""
@@ -532,6 +536,7 @@ def test_profile_keeps_one_profile_per_level(tmp_path: Path, measured_run: Path)
             (run / "report.html").read_text()
 
 
+@pytest.mark.real_server
 def test_profile_refuses_a_level_an_interrupted_run_never_measured(
         tmp_path: Path, measured_run: Path) -> None:
     run = tmp_path / "run"
@@ -553,6 +558,7 @@ def lab_runs(tmp_path: Path) -> list[Path]:
     return [r for r in run_folders(tmp_path) if not r.name.startswith("reproduce-")]
 
 
+@pytest.mark.real_server
 @pytest.mark.parametrize("how", SIGNALS)
 def test_reproduce_interrupted_or_killed(tmp_path: Path, port: int, how: str) -> None:
     """make reproduce QUICK=1, stopped during its first run: nothing new starts

@@ -26,6 +26,8 @@ from lab.host import procs
 from lab.measure.launch import Knobs, ListenError, ServerProcess
 from lab.setup.servers import Command, Server, discover
 
+pytestmark = pytest.mark.unit
+
 FIXTURES = ROOT / "tests" / "fixtures"
 BODY = b'{"greeting":"Hello World!"}'
 CPUS = tuple(sorted(os.sched_getaffinity(0)))
@@ -218,6 +220,7 @@ def get_api(bind: str, port: int) -> bytes:
         conn.close()
 
 
+@pytest.mark.real_server
 @pytest.mark.parametrize("name", sorted(REPO))
 def test_server_listens_on_bind_with_backlog(name: str, tmp_path: Path, built: Build) -> None:
     """Started as the lab starts it: on 127.0.0.1 with backlog 512 (the

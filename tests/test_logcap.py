@@ -8,9 +8,13 @@ import os
 import threading
 from pathlib import Path
 
+import pytest
+
 from conftest import bench, free_port, lab_env, leftovers, run_folders
 from lab.host import logcap
 from lab.record import files
+
+pytestmark = pytest.mark.unit
 
 
 def test_copy_keeps_the_cap_and_drains_the_rest(tmp_path: Path) -> None:
@@ -49,6 +53,7 @@ def test_a_log_under_the_cap_is_kept_whole(tmp_path: Path) -> None:
     assert log.read_bytes() == b"hello\n" and not logcap.capped(log)
 
 
+@pytest.mark.fault
 def test_a_server_that_logs_100k_a_request_is_capped_live(tmp_path: Path) -> None:
     env = lab_env(tmp_path, SERVER="chatty", CONCURRENCY="2", DURATION="1s", WARMUP="0",
                   SERVER_LOG_MAX="300k", PORT=str(free_port()))

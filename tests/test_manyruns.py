@@ -19,6 +19,8 @@ from lab.present import indexpage
 from lab.record import files, folder, runcache
 from test_compare import make_run, manifest, paced_rows
 
+pytestmark = pytest.mark.unit
+
 
 def results(top: Path, count: int) -> list[Path]:
     top.mkdir(parents=True)

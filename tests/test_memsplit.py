@@ -20,6 +20,8 @@ from lab.host import procfs
 from lab.record import runrecord
 from lab.record.rows import CSV, append_row, read_rows
 
+pytestmark = pytest.mark.unit
+
 MB = 1024
 # 64 MB touched by the parent, then shared with a forked child (copy on write);
 # the child then writes to its first 16 MB, which become its own.

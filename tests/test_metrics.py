@@ -15,6 +15,8 @@ from lab.record.rows import Row
 from lab.record import checked
 from lab.record.calibration import Calibration
 
+pytestmark = pytest.mark.unit
+
 
 def level(rate: float = 1000.0, failed: int = 0, in_flight: float = 8.0,
           offered: float | None = None, p99: float | None = None) -> Level:

@@ -7,9 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from lab.analyse import analysis, nextstarts
 from lab.record.manifest import read_manifest
 from test_compare import make_run, manifest, paced_rows
+
+pytestmark = pytest.mark.unit
 
 
 def run_with(tmp: Path, rates: dict[str, list[float]], auto: bool = True, first: int = 5,

@@ -25,6 +25,8 @@ from lab.setup.params import ConfigError
 from lab.setup.servers import discover, lookup
 from test_compare import make_run, manifest, paced_rows, row
 
+pytestmark = pytest.mark.unit
+
 
 # ---- the alias NAME#K ---------------------------------------------------------------
 
@@ -102,6 +104,7 @@ def test_an_a_a_run_without_a_clean_level_records_nothing(
     assert not (tmp_path / "cache").exists()
 
 
+@pytest.mark.fault
 @pytest.mark.parametrize("server", ["", "paced nginx", "all", "paced#2"])
 def test_noise_measures_one_server_else_exit_2_with_nothing_started(
         tmp_path: Path, server: str) -> None:
@@ -166,6 +169,8 @@ def borrowed_cache(tmp: Path) -> Path:
     return cache
 
 
+@pytest.mark.real_server
+@pytest.mark.quiet
 def test_make_noise_on_ada_mini_records_a_floor_that_compare_names(tmp_path: Path) -> None:
     cache = borrowed_cache(tmp_path)
     settings = dict(CONCURRENCY="1 4", DURATION="1s", WARMUP="0", PORT=str(free_port()),

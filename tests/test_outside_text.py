@@ -11,10 +11,14 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from lab.analyse import sends, wording
 from lab.present import compare, report
 from lab.record.manifest import Response
 from test_compare import make_run, manifest, paced_rows
+
+pytestmark = pytest.mark.unit
 
 HOSTILE = "x<script>alert(1)</script> `rm -rf` | *bold* _em_ [a](http://b)"
 RATES = {1: [100, 101, 102, 100.5, 101.5], 4: [200, 201, 202, 200.5, 201.5]}

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import bench, free_port, lab, lab_env, leftovers, run_folders
 
-pytestmark = pytest.mark.usefixtures("wrk_installed")    # the lab installs it (conftest)
+pytestmark = [pytest.mark.fault, pytest.mark.usefixtures("wrk_installed")]    # the lab installs it (conftest)
 
 
 def two_ports() -> str:

@@ -23,6 +23,8 @@ from lab.record.rows import Row
 from lab.setup.fromenv import from_env
 from lab.setup.params import ConfigError, Params
 
+pytestmark = pytest.mark.unit
+
 WHERE = levelrow.Where(server="a", rep=1, axis="concurrency", value=1, concurrency=1,
                        offered_rps=None, workers=1, backlog=512, duration_s=3,
                        server_cpus=1, client_cpus=1, lab_cpus=2)

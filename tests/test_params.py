@@ -6,6 +6,8 @@ from lab.setup.fromenv import from_env
 from lab.setup.params import (PUBLISHED_LEVELS, ConfigError, default_split, parse_cpus,
                         parse_duration, parse_levels)
 
+pytestmark = pytest.mark.unit
+
 KNOWN = ["grizzly", "aws", "nginx"]
 CPUS = {0, 1}
 

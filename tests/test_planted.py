@@ -22,6 +22,8 @@ from lab.measure.topologies.local import LocalClientHost
 from lab.record import files, series
 from lab.record.rows import CSV, Row, append_row, read_rows
 
+pytestmark = pytest.mark.unit
+
 FIXTURE = ROOT / "tests" / "fixtures" / "runs" / "20261123-033407-nginx+paced"
 SECRET = "the user's own file: not the lab's\n"
 
@@ -171,6 +173,7 @@ def test_a_hard_linked_build_log_is_not_appended_to(tmp_path: Path) -> None:
     assert kept.read_text() == SECRET
 
 
+@pytest.mark.fault
 def test_a_bench_whose_run_folder_is_swapped_mid_run_writes_nothing_there(
         tmp_path: Path) -> None:
     """End to end: once the first level's row is in results.csv, the run
@@ -212,6 +215,7 @@ def test_a_bench_whose_run_folder_is_swapped_mid_run_writes_nothing_there(
     assert leftovers(tmp_path / "moved") == []
 
 
+@pytest.mark.fault
 def test_a_link_at_the_runs_lock_is_not_written_through_by_the_script(tmp_path: Path) -> None:
     """run-benchmark.sh appends "held by run-benchmark.sh" to <run>/lock:
     a link put there right after `lab new-run` made it is refused (exit 2),

@@ -7,10 +7,14 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from conftest import ROOT
 from lab.present import report, reportpage
 from lab.record import manifest
 from lab.record.rows import read_rows
+
+pytestmark = pytest.mark.unit
 
 PRE = ROOT / "tests" / "fixtures" / "runs" / "20261125-120537-sturdy+paced-pre21"
 

@@ -20,6 +20,8 @@ from lab.setup.fromenv import from_env
 from lab.setup.servers import Server, artifact_path, discover, is_built, load
 from lab.measure.verify import BODY
 
+pytestmark = pytest.mark.unit
+
 # Short bounds: the doubles answer at once, and a real server's findings
 # show within a second or two; quiet is judged over short windows (0.1 s
 # after each probe, 0.3 s at the end: five seconds less a server).
@@ -140,6 +142,7 @@ def test_probe_0_skips_without_starting_anything(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- the doubles
 
+@pytest.mark.fault
 def test_fragile_stops_answering_after_garbage(tmp_path: Path, port: int) -> None:
     server = load(FAKES / "fragile" / "server.toml")
     params = from_env({"SERVER": "fragile", "PORT": str(port), "SERVER_CPUS": "0"},
@@ -162,6 +165,7 @@ def test_fragile_stops_answering_after_garbage(tmp_path: Path, port: int) -> Non
     assert (tmp_path / "fragile" / "probe-server.log").exists()
 
 
+@pytest.mark.fault
 def test_sturdy_survives_every_probe(tmp_path: Path, port: int) -> None:
     server = load(FAKES / "sturdy" / "server.toml")
     t0 = time.monotonic()
@@ -212,6 +216,7 @@ def probed(built: Build, tmp_path_factory: pytest.TempPathFactory) -> Probed:
     return get
 
 
+@pytest.mark.real_server
 @pytest.mark.parametrize("name", sorted(discover(ROOT)))
 def test_every_repository_server_is_probed(name: str, probed: Probed) -> None:
     """Each server started apart, every probe run, its report saved, within a
@@ -224,6 +229,7 @@ def test_every_repository_server_is_probed(name: str, probed: Probed) -> None:
     assert report.still_answers and all(r.ran for r in report.results), report.markdown()
 
 
+@pytest.mark.real_server
 def test_nginx_survives_and_rejects_bad_requests(probed: Probed) -> None:
     report = probed("nginx")
     got = by_name(report)
@@ -234,12 +240,14 @@ def test_nginx_survives_and_rejects_bad_requests(probed: Probed) -> None:
     assert "3 of 3 normal answered" in got["slow"].outcome
 
 
+@pytest.mark.real_server
 def test_undertow_survives(probed: Probed) -> None:
     report = probed("undertow")
     assert report.still_answers, report.markdown()
     assert by_name(report)["pipelined"].outcome == "3 of 3 answered"
 
 
+@pytest.mark.real_server
 def test_aws_findings(probed: Probed) -> None:
     """The hand-found AWS 20.2 behaviour, seen by the probe: header cost,
     slow clients holding every task, pipelining answered once."""
@@ -254,6 +262,7 @@ def test_aws_findings(probed: Probed) -> None:
     assert heavy.cpu_s > 0.5 and heavy.cpu_s > 20 * got["header-16k"].cpu_s
 
 
+@pytest.mark.real_server
 def test_ada_mini_probe(probed: Probed) -> None:
     report = probed("ada-mini")
     got = by_name(report)

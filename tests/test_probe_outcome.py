@@ -10,11 +10,15 @@ import dataclasses
 import json
 from pathlib import Path
 
+import pytest
+
 from test_probe import FAST, fake_report
 from lab.analyse import probeview
 from lab.analyse.contract import Check
 from lab.analyse.probeview import ProbeOutcome
 from lab.measure import probe
+
+pytestmark = pytest.mark.unit
 
 BREACHES = (Check("Content-Type", "GET /api must send Content-Type: application/json", False,
                   "'text/plain'"),

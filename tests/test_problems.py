@@ -6,8 +6,12 @@ from __future__ import annotations
 import html as htmllib
 from pathlib import Path
 
+import pytest
+
 from conftest import copy_of_run, free_port, lab, lab_env
 from lab.record import manifest
+
+pytestmark = pytest.mark.fault
 
 
 def test_a_problem_added_to_a_complete_run_shows_in_summary_and_report(

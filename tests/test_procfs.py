@@ -12,6 +12,8 @@ import pytest
 
 from lab.host import procfs
 
+pytestmark = pytest.mark.unit
+
 TREE = r"""
 import subprocess, sys, threading, time
 child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])

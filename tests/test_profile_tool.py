@@ -14,6 +14,8 @@ import pytest
 
 from lab.studies import profile
 
+pytestmark = pytest.mark.unit
+
 FAKE_PERF = """#!/bin/sh
 # a perf that refuses to record, as perf does when perf_event_paranoid forbids it;
 # like perf, -q silences its message

@@ -25,6 +25,8 @@ from lab.present import indexpage, plot
 from lab.present.page import escaped
 from lab.record import files, folder, manifest, outputs, runrecord
 
+pytestmark = pytest.mark.fault
+
 FIXTURES = ROOT / "tests" / "fixtures" / "runs"
 OLD = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
 LANDED = "20261124-071349-sturdy+paced-landed"     # written by the tree before the typed record
@@ -73,6 +75,7 @@ def test_runs_of_older_labs_open_and_render(name: str, tmp_path: Path) -> None:
     assert (run / "report.html").is_file() and (run / "summary.md").is_file()
 
 
+@pytest.mark.unit
 def test_a_manifest_survives_a_read_modify_write(tmp_path: Path) -> None:
     run = copy_run(tmp_path / LANDED, LANDED)
     before = json.loads((run / "manifest.json").read_text())
@@ -85,6 +88,7 @@ def test_a_manifest_survives_a_read_modify_write(tmp_path: Path) -> None:
         before["servers"]["sturdy"]["starts"][0]["pid"]
 
 
+@pytest.mark.unit
 def test_a_newer_schema_is_refused_with_what_to_do(tmp_path: Path) -> None:
     run = copy_run(tmp_path / "r")
     m = json.loads((run / "manifest.json").read_text())
@@ -256,6 +260,7 @@ def test_case6_rerun_uses_the_port_given_on_the_command_line(tmp_path: Path) -> 
     assert f"{port}" in done.stderr.split("overrides", 1)[1]     # the check used it
 
 
+@pytest.mark.unit
 def test_case6_rerun_settings_recorded_unless_given() -> None:
     from lab.cli.run import rerun_settings
     recorded = {"PORT": "8080", "SERVER": "aws", "DURATION": "5s"}

@@ -9,9 +9,13 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from conftest import GRACE, ROOT, bench, free_port, lab_env, leftovers, run_folders
 from lab.record import calibration, files, manifest
 from lab.record.rows import read_rows
+
+pytestmark = pytest.mark.fault
 
 QUICK = {"DURATION": "1s", "WARMUP": "0", "PROBE": "0"}
 
@@ -56,6 +60,7 @@ def test_repetitions_interleave_servers_each_a_fresh_start(tmp_path: Path) -> No
     assert leftovers(run) == []
 
 
+@pytest.mark.quiet
 def test_repeat_auto_adds_starts_only_while_a_pair_is_undecided(tmp_path: Path) -> None:
     # two entries of one server: 2 against 2 starts cannot decide at 1%, so
     # REPEAT=auto goes on, one round at a time in ABBA order, to REPEAT_MAX
@@ -80,6 +85,7 @@ def test_repeat_auto_adds_starts_only_while_a_pair_is_undecided(tmp_path: Path) 
     assert p["kind"] == "undecided" and p["starts"] == [3, 3]
 
 
+@pytest.mark.quiet
 def test_warmup_auto_waits_until_the_rate_is_steady(tmp_path: Path) -> None:
     # keep-alive: no connection set up a request, the double's sleep sets its rate
     out = bench(lab_env(tmp_path, SERVER="warming", CONCURRENCY="2", DURATION="2s",
@@ -98,6 +104,7 @@ def test_warmup_auto_waits_until_the_rate_is_steady(tmp_path: Path) -> None:
     assert "steady after" in out.stderr
 
 
+@pytest.mark.quiet
 def test_warmup_that_hits_its_cap_flags_every_level(tmp_path: Path) -> None:
     out = bench(lab_env(tmp_path, SERVER="warming", CONCURRENCY="1 2", DURATION="1s",
                         WARMUP="auto", WARMUP_MAX="3s", PROBE="0", PORT=str(free_port())),
@@ -149,6 +156,7 @@ def test_a_knob_value_that_stops_answering_leaves_the_other_values_measured(
     assert leftovers(run) == []
 
 
+@pytest.mark.quiet
 def test_calibrate_saves_only_levels_where_the_client_was_the_limit(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     env = lab_env(tmp_path, LAB_CACHE=str(cache), CLIENTS="siege", CONCURRENCY="2",
@@ -175,6 +183,7 @@ def test_calibrate_saves_only_levels_where_the_client_was_the_limit(tmp_path: Pa
         assert not (cache / "calibration.json").exists()
 
 
+@pytest.mark.quiet
 def test_a_run_states_its_share_of_a_calibration_of_its_conditions(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     out = bench(lab_env(tmp_path, LAB_CACHE=str(cache), SERVER="paced", CONCURRENCY="2",

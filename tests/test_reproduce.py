@@ -20,6 +20,8 @@ from lab.studies import reproduce
 from lab.record.level import Level
 from lab.setup.servers import discover
 
+pytestmark = pytest.mark.unit
+
 # The jersey variants come from the `variants` branch (a manifest declaring
 # `<server>.<variant>`). Until it is merged, lab.setup.servers.discover does not
 # find them, so the java-containers plan is built here against the lab's
@@ -114,6 +116,7 @@ def make_reproduce(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           env=env, capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.fault
 @pytest.mark.parametrize("args, message", [
     (("STUDY=nope",), "unknown study 'nope'; known: ada-vs-java, java-containers"),
     ((), "give STUDY=<id>; known studies: ada-vs-java, java-containers"),

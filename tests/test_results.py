@@ -8,6 +8,8 @@ import pytest
 from conftest import lab, lab_env
 from lab.record import folder, rows
 
+pytestmark = pytest.mark.unit
+
 
 def test_run_folders_are_never_reused(tmp_path: Path) -> None:
     a = folder.new_run(tmp_path, ("grizzly", "aws"))
@@ -17,6 +19,7 @@ def test_run_folders_are_never_reused(tmp_path: Path) -> None:
     assert folder.new_run(tmp_path, tuple("abcde")).name.endswith("-5-servers")
 
 
+@pytest.mark.fault
 @pytest.mark.parametrize("settings, tail", [
     ({"CLIENT": "siege", "KEEPALIVE": "0"}, "-paced+stall-siege-close"),
     ({"CLIENT": "wrk", "KEEPALIVE": "1"}, "-paced+stall-wrk-keepalive"),

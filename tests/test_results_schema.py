@@ -19,6 +19,8 @@ from conftest import ROOT, bench, free_port, lab_env, lab, leftovers, run_folder
 from lab.analyse import verdicts
 from lab.record import manifest, outputs
 
+pytestmark = pytest.mark.fault
+
 RUNS = ROOT / "tests" / "fixtures" / "runs"
 SAVED = sorted(p.name for p in RUNS.iterdir() if (p / "manifest.json").is_file())
 
@@ -71,6 +73,7 @@ def test_the_checker_finds_what_does_not_fit(tmp_path: Path) -> None:
     assert "does not know" in schemacheck.errors({}, {"pattern": "x"})[0]
 
 
+@pytest.mark.unit
 def test_every_field_of_the_schema_is_described_in_run_folder_md() -> None:
     doc = (ROOT / "docs" / "run-folder.md").read_text()
     def keys(node: object) -> set[str]:

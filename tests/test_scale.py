@@ -13,8 +13,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import ROOT
 from lab.record import files, folder, outputs
+
+pytestmark = pytest.mark.fault
 
 LANDED = Path(__file__).parent / "fixtures" / "runs" / "20261124-071349-sturdy+paced-landed"
 VARIED = ("rate_rps", "resp_ms", "p50_ms", "p90_ms", "p99_ms", "longest_ms", "in_flight",

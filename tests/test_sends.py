@@ -21,6 +21,8 @@ from lab.record.rows import read_rows
 from lab.measure import verify
 from lab.record.manifest import Response
 
+pytestmark = pytest.mark.fault
+
 BODY = b'{"greeting":"Hello World!"}'
 # EWS's answer as measured: two spaces after Content-Length's colon, no Date
 EWS_LIKE = (b"HTTP/1.1 200 OK\r\nServer: EWS\r\nContent-Type: application/json\r\n"

@@ -13,6 +13,8 @@ from conftest import ROOT, bench, free_port, leftovers, repository_env, run_fold
 from lab.record import series
 from lab.measure.clients import vegeta
 
+pytestmark = pytest.mark.unit
+
 FIXTURES = ROOT / "tests" / "fixtures"
 
 
@@ -58,6 +60,7 @@ def test_write_and_read_keep_missing_figures_missing(tmp_path: Path) -> None:
         ["series-rep1-c8", "series-rep1-c64", "series-rep2-c8", "series-rep10-c8"]
 
 
+@pytest.mark.fault
 def test_a_short_run_stores_each_level_and_charts_it(tmp_path: Path) -> None:
     """nginx with siege, two short levels: the server's seconds stored, no
     req/s (not available from siege), one chart per server inlined."""
@@ -83,6 +86,7 @@ def test_a_short_run_stores_each_level_and_charts_it(tmp_path: Path) -> None:
     assert leftovers(run) == []
 
 
+@pytest.mark.fault
 @pytest.mark.usefixtures("vegeta_installed")             # the lab builds it (conftest)
 def test_a_vegeta_run_stores_its_responses_per_second(tmp_path: Path) -> None:
     """nginx at 500/s for 2 s: each second of the level has vegeta's count."""

@@ -11,6 +11,8 @@ from conftest import FAKES, ROOT
 from lab.setup.servers import (SERVER_TOML, SKIP_DIRS, Command, ManifestError, discover, is_built,
                          load)
 
+pytestmark = pytest.mark.unit
+
 GOOD = """
 name = "demo"
 language = "C"

@@ -19,6 +19,8 @@ from lab.setup.params import (FOREIGN, PLUMBING, REGISTRY, SETTINGS, ConfigError
                         cpu_ranges)
 from lab.setup.settings_doc import Found, markdown_table
 
+pytestmark = pytest.mark.unit
+
 KNOWN = ["aws", "ada-mini", "grizzly", "nginx"]
 CLIENTS = {"siege": "concurrency", "wrk": "concurrency", "vegeta": "rate"}
 TRAITS = {"aws": Traits("Ada"), "ada-mini": Traits("Ada", has_workers=False),
@@ -102,6 +104,7 @@ def test_a_name_close_to_a_setting_gets_did_you_mean() -> None:
     assert misspelt(["SERVER", "RUN", "PATH", "V"]) == []       # known, or close to nothing
 
 
+@pytest.mark.fault
 def test_make_bench_with_a_misspelt_setting_exits_2(tmp_path: Path) -> None:
     out = subprocess.run(["make", "-s", "bench", "SERVER=nginx", "CONCURENCY=1"], cwd=ROOT,
                          env=lab_env(tmp_path), capture_output=True, text=True, timeout=120)
@@ -110,6 +113,7 @@ def test_make_bench_with_a_misspelt_setting_exits_2(tmp_path: Path) -> None:
     assert run_folders(tmp_path) == []
 
 
+@pytest.mark.fault
 def test_make_build_says_a_bad_server_once(tmp_path: Path) -> None:
     out = subprocess.run(["make", "-s", "build", "SERVER=bad"], cwd=ROOT, env=lab_env(tmp_path),
                          capture_output=True, text=True, timeout=120)
@@ -119,6 +123,7 @@ def test_make_build_says_a_bad_server_once(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- lab check, before the plan
 
+@pytest.mark.fault
 @pytest.mark.parametrize("settings, message", [
     ({"LAB_CACHE": "/dev/null"}, "LAB_CACHE='/dev/null': /dev/null is not a folder"),
     ({"ADA_TOOLCHAIN": "foo"}, "ADA_TOOLCHAIN='foo': expected native or rootfs or auto"),
@@ -136,6 +141,7 @@ def test_bench_refuses_before_anything_is_built(tmp_path: Path, settings: dict[s
     assert run_folders(tmp_path) == []
 
 
+@pytest.mark.fault
 def test_quick_must_be_0_or_1(tmp_path: Path) -> None:
     out = lab(lab_env(tmp_path, STUDY="ada-vs-java", QUICK="x"), "reproduce", "ada-vs-java",
               timeout=120)
@@ -169,6 +175,7 @@ def test_docs_settings_table_is_the_registry() -> None:
         "docs/settings.md is stale: python3 -m lab settings --markdown gives the table"
 
 
+@pytest.mark.fault
 def test_make_help_lists_every_setting(tmp_path: Path) -> None:
     out = subprocess.run(["make", "-s", "help"], cwd=ROOT, env=lab_env(tmp_path),
                          capture_output=True, text=True, timeout=60)

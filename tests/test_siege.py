@@ -7,6 +7,8 @@ import pytest
 from lab.measure.clients import ClientError, Load, Options
 from lab.measure.clients.siege import Siege, parse, write_rc
 
+pytestmark = pytest.mark.unit
+
 FIXTURES = Path(__file__).parent / "fixtures"
 
 

@@ -17,6 +17,8 @@ from conftest import FAKES, ROOT, free_port, lab_env, run_folders
 from lab.studies import cost
 from lab.record import costs, manifest
 
+pytestmark = pytest.mark.fault
+
 
 def make(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["make", "-s", "--no-print-directory", *args], cwd=ROOT, env=env,

@@ -14,6 +14,8 @@ from lab.setup.fromenv import from_env
 from lab.setup.servers import discover
 from lab.measure.sweep import ClientHung, ServerSweep
 
+pytestmark = pytest.mark.fault
+
 
 class Overrunning:
     """A client whose every run outlives its level by far."""

@@ -26,6 +26,8 @@ from lab.measure.topologies.docker import cgroups, compose, engine as docker_eng
 from lab.setup.servers import discover
 from lab.record.rows import CSV, Row, append_row, read_rows, rows_by_server
 
+pytestmark = [pytest.mark.unit, pytest.mark.docker]
+
 PREFIX = "dockertest"                     # compose projects of these tests: dockertest-<port>
 
 
@@ -246,6 +248,7 @@ def test_the_summary_names_both_memory_figures_only_when_there_is_a_cgroup(
 
 # ---------------------------------------------------------------- exit 2, nothing started
 
+@pytest.mark.fault
 @pytest.mark.parametrize("settings, message", [
     ({"SERVER": "aws paced"}, "no compose.yaml service for paced"),
     ({"SERVER": "aws", "MEM_LIMIT": "1m"}, "Docker's smallest memory limit is 6m"),
@@ -282,6 +285,7 @@ def readable_repo() -> Iterator[Path]:
         shutil.rmtree(top, ignore_errors=True)
 
 
+@pytest.mark.fault
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
                     reason="needs root and setpriv to run as another user")
 def test_a_normal_user_gets_the_steps_and_exit_2(readable_repo: Path) -> None:
@@ -326,6 +330,7 @@ def docker_env(tmp_path: Path, port: int, **settings: str) -> dict[str, str]:
                           **settings)
 
 
+@pytest.mark.real_server
 @NEEDS_DOCKER
 def test_aws_and_undertow_through_compose(tmp_path: Path) -> None:
     port = free_port()
@@ -400,6 +405,7 @@ def live_container(run: Path) -> str:
     return str(start["container"])
 
 
+@pytest.mark.real_server
 @NEEDS_DOCKER
 def test_a_container_that_dies_mid_sweep_leaves_nothing(tmp_path: Path) -> None:
     port = free_port()
@@ -417,6 +423,7 @@ def test_a_container_that_dies_mid_sweep_leaves_nothing(tmp_path: Path) -> None:
     assert project_leftovers(port) == [] and leftovers(run) == []
 
 
+@pytest.mark.real_server
 @NEEDS_DOCKER
 def test_ctrl_c_mid_sweep_removes_the_container(tmp_path: Path) -> None:
     port = free_port()
@@ -430,6 +437,7 @@ def test_ctrl_c_mid_sweep_removes_the_container(tmp_path: Path) -> None:
     assert project_leftovers(port) == [] and leftovers(run) == []
 
 
+@pytest.mark.real_server
 @NEEDS_DOCKER
 def test_compose_reads_compose_yaml_as_the_lab_does(tmp_path: Path) -> None:
     port = free_port()
@@ -448,6 +456,7 @@ def test_compose_reads_compose_yaml_as_the_lab_does(tmp_path: Path) -> None:
     assert "127.0.0.1" in config.stdout and "18080" in config.stdout
 
 
+@pytest.mark.real_server
 @NEEDS_DOCKER
 def test_the_client_service_runs_siege_and_wrk(tmp_path: Path) -> None:
     port = free_port()

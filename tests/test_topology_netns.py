@@ -27,6 +27,8 @@ from lab.setup.fromenv import from_env
 from lab.setup.params import ConfigError
 from lab.measure.topologies import netns
 
+pytestmark = [pytest.mark.fault, pytest.mark.root]
+
 PREFIX = "labt"
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None,
                                reason="TOPOLOGY=netns needs root and iproute2")
@@ -90,6 +92,7 @@ def netns_env(tmp_path: Path) -> Iterator[tuple[dict[str, str], int]]:
 
 # ---------------------------------------------------------------- names, addresses, shaping
 
+@pytest.mark.unit
 def test_names_fit_and_addresses_never_collide() -> None:
     subnets = set()
     for port in range(1024, 65536):
@@ -106,6 +109,7 @@ def test_names_fit_and_addresses_never_collide() -> None:
     assert not ipaddress.ip_address(n.server_addr).is_loopback
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("value", ["LAB", "1ab", "toolong", "a-b", "a b"])
 def test_a_bad_prefix_is_refused(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
     monkeypatch.setenv(netns.PREFIX_ENV, value)
@@ -113,6 +117,7 @@ def test_a_bad_prefix_is_refused(monkeypatch: pytest.MonkeyPatch, value: str) ->
         netns.prefix()
 
 
+@pytest.mark.unit
 def test_rates_in_tc_units() -> None:
     assert netns.rate_bits("1gbit") == 1e9
     assert netns.rate_bits("100mbit") == 1e8
@@ -122,6 +127,7 @@ def test_rates_in_tc_units() -> None:
         netns.rate_bits("fast")
 
 
+@pytest.mark.unit
 def test_shaping_is_tbf_for_the_rate_and_netem_for_the_delay() -> None:
     assert netns.qdiscs("", "") == []
     [tbf] = netns.qdiscs("1gbit", "")
@@ -134,6 +140,7 @@ def test_shaping_is_tbf_for_the_rate_and_netem_for_the_delay() -> None:
     assert netem[:7] == ["parent", "1:1", "handle", "10:", "netem", "delay", "0.1ms"]
 
 
+@pytest.mark.unit
 def test_the_topology_binds_the_servers_address_only() -> None:
     topo = netns.topology(params(8080, LINK="1gbit"))
     n = netns.Names(netns.prefix(), 8080)
@@ -151,6 +158,7 @@ def test_the_topology_binds_the_servers_address_only() -> None:
     assert topo.clients[0].same_host_as(topo.server)
 
 
+@pytest.mark.unit
 def test_the_plan_names_the_topologys_address_not_bind() -> None:
     from lab.cli.prepare import plan
     p = params(8080)
@@ -521,6 +529,7 @@ def test_a_short_sweep_of_nginx_across_the_link(tmp_path: Path,
     short_sweep(tmp_path, env, port, "nginx")
 
 
+@pytest.mark.real_server
 @ROOT_ONLY
 def test_a_short_sweep_of_aws_across_the_link(tmp_path: Path,
                                               netns_env: tuple[dict[str, str], int]) -> None:

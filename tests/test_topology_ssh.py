@@ -32,6 +32,8 @@ from lab.measure.topologies.ssh import session as ssh_session, ship as ssh_ship
 from lab.measure.clienthosts import split_load
 from sshhost import Lan
 
+pytestmark = [pytest.mark.fault, pytest.mark.root, pytest.mark.ssh]
+
 KNOWN = ["nginx", "aws", "jersey"]
 CLIENTS = {"siege": "concurrency", "wrk": "concurrency", "vegeta": "rate"}
 
@@ -59,6 +61,7 @@ def test_ssh_settings_are_checked(env: dict[str, str], fragment: str) -> None:
     assert fragment in str(err.value)
 
 
+@pytest.mark.unit
 def test_cpus_of_another_host_are_not_checked_against_this_one() -> None:
     p = params(SERVER_HOST="root@big", SERVER_CPUS="0-7", CLIENT_CPUS="3",
                SSH_CONFIG=__file__, REMOTE_DIR="~/labs/x")
@@ -68,6 +71,7 @@ def test_cpus_of_another_host_are_not_checked_against_this_one() -> None:
         params(SERVER_CPUS="7")                        # the local topology still checks
 
 
+@pytest.mark.unit
 def test_a_level_is_shared_among_client_hosts() -> None:
     assert split_load(Load(concurrency=8), 2) == [Load(concurrency=4), Load(concurrency=4)]
     assert split_load(Load(concurrency=5), 3) == [Load(concurrency=2), Load(concurrency=2),
@@ -84,6 +88,7 @@ def level(rate: float, n: int, failed: int, resp: float, p99: float | None) -> L
                  data_mb=n / 1000, p50_ms=resp, p90_ms=resp, p99_ms=p99)
 
 
+@pytest.mark.unit
 def test_several_hosts_levels_combine() -> None:
     a, b = level(1000, 2000, 0, 1.0, 3.0), level(3000, 5998, 2, 2.0, 9.0)
     both = levelrow.combine([a, b])
@@ -97,6 +102,7 @@ def test_several_hosts_levels_combine() -> None:
     assert levelrow.combine([a, level(10, 20, 0, 1.0, None)]).p99_ms == 3.0
 
 
+@pytest.mark.unit
 def test_client_bound_applies_per_host() -> None:
     where = levelrow.Where(server="s", rep=1, axis="concurrency", value=8, concurrency=8,
                            offered_rps=None, workers=1, backlog=1, duration_s=2, server_cpus=1,
@@ -114,6 +120,7 @@ def test_client_bound_applies_per_host() -> None:
     assert not row.client_bound and row.client_cpu_pct == 80.0
 
 
+@pytest.mark.unit
 def test_paths_and_environment_as_the_remote_host_sees_them(tmp_path: Path) -> None:
     remote = ssh_session.Remote(dest="u@h", base="/home/u/lab", python="python3", boot_id="b",
                         netns="n", cpus=(0,), uid=1000, hostname="h")
@@ -135,6 +142,7 @@ def test_paths_and_environment_as_the_remote_host_sees_them(tmp_path: Path) -> N
     assert "LAB_SCRATCH" not in got and "PATH" not in got and "HOME" not in got
 
 
+@pytest.mark.unit
 def test_control_sockets_fit_the_path_limit() -> None:
     p = params(SERVER_HOST="someone@" + "h" * 60, SSH_CONFIG=__file__)
     link = ssh_session.SshLink.to(p.server_host, p)
@@ -243,6 +251,7 @@ def test_unreachable_or_unfit_hosts_stop_the_run_before_anything_is_built(
     assert "] build" not in out.stderr and "] setup" not in out.stderr
 
 
+@pytest.mark.real_server
 def test_aws_and_jersey_on_the_server_host(tmp_path: Path, lan: Lan) -> None:
     """The Ada server from its shipped Debian 11 root and a Java server from
     its shipped jar, verified and swept there; the client here. (The probe

@@ -13,12 +13,16 @@ import sys
 import time
 from typing import Any
 
+import pytest
+
 from conftest import ROOT
 
 from lab.host import procfs
 from lab.measure.topologies import TreeSampler
 from lab.measure.topologies.docker import ContainerSampler
 from lab.measure.topologies.ssh import remote, session
+
+pytestmark = pytest.mark.unit
 
 MEMBERS = sorted({*TreeSampler.__annotations__,
                   *(n for n in vars(TreeSampler) if isinstance(vars(TreeSampler)[n], property))})

@@ -10,9 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import ROOT, lab, lab_env
 from lab.analyse import use
 from lab.record import runrecord
+
+pytestmark = pytest.mark.unit
 
 FIXTURES = ROOT / "tests" / "fixtures" / "runs"
 FLAKY = FIXTURES / "20261123-033230-warming+nginx+flaky"     # failures, client-bound, host-busy
@@ -37,6 +41,7 @@ def test_use_reads_each_resource_of_each_level_off_the_run() -> None:
                for s, _, rows in found if s == "flaky" for r in rows[-1:])
 
 
+@pytest.mark.fault
 def test_make_use_prints_the_table_and_refuses_a_non_run(tmp_path: Path) -> None:
     env = lab_env(tmp_path)
     out = lab(env, "use", str(FLAKY))
@@ -47,6 +52,7 @@ def test_make_use_prints_the_table_and_refuses_a_non_run(tmp_path: Path) -> None
     assert bad.returncode == 2 and "error:" in bad.stderr
 
 
+@pytest.mark.fault
 def test_live_follows_the_start_being_measured(tmp_path: Path) -> None:
     run = tmp_path / "results" / "20261125-000000-sturdy-wrk-close"
     shutil.copytree(FIXTURES / "20261124-071349-sturdy+paced-landed", run)
@@ -71,6 +77,7 @@ def test_live_follows_the_start_being_measured(tmp_path: Path) -> None:
     assert "rate: at the level's end" in lines[-1]          # wrk reports at the end only
 
 
+@pytest.mark.fault
 def test_live_waits_for_a_run_then_says_none_came(tmp_path: Path) -> None:
     out = lab(lab_env(tmp_path), "live", "--seconds", "1", timeout=60)
     assert out.returncode == 2 and "no run started" in out.stderr

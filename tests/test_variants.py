@@ -11,6 +11,8 @@ from conftest import ROOT
 from lab.measure.launch import Knobs, ServerProcess, lab_env
 from lab.setup.servers import ManifestError, discover, load, load_all, lookup
 
+pytestmark = pytest.mark.unit
+
 BASE = """
 name = "demo"
 language = "Python"

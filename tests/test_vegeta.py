@@ -23,6 +23,8 @@ from lab.measure.clients import vegeta
 from lab.measure.clients import ClientError, Load, Options, clients
 from lab.measure.clients.vegeta import Vegeta, parse
 
+pytestmark = pytest.mark.unit
+
 FIXTURES = Path(__file__).parent / "fixtures"
 URL = "http://127.0.0.1:8080/api"
 MIB = 1024 * 1024

@@ -21,6 +21,8 @@ from lab.analyse import contract
 from conftest import ROOT, free_port
 from lab.measure.verify import BODY, VerifyError, checks, recheck, verify
 
+pytestmark = pytest.mark.unit
+
 
 def handler(body: bytes = BODY, ctype: str = "application/json", version: str = "HTTP/1.1",
             chunked: bool = False, missing: int = 404) -> type[BaseHTTPRequestHandler]:

@@ -41,6 +41,8 @@ from conftest import GRACE, ROOT, accepted_exit_3, copy_of_run, free_port, lab_e
 from lab.record import rows
 from lab.record.costs import COST
 
+pytestmark = pytest.mark.real_server
+
 DOC = ROOT / "docs" / "workshop.md"
 SHORT = ["DURATION=1s", "REPEAT=1", "WARMUP=0", "PROBE=0",
          *(f"{k}={v}" for k, v in GRACE.items())]    # siege's hang: conftest's GRACE
@@ -100,6 +102,7 @@ def exercises(text: str) -> list[Exercise]:
 EXERCISES = exercises(DOC.read_text())
 
 
+@pytest.mark.unit
 def test_the_workshop_has_its_nine_exercises() -> None:
     assert [e.number for e in EXERCISES] == list(range(1, 10))
     for e in EXERCISES:
@@ -107,6 +110,7 @@ def test_the_workshop_has_its_nine_exercises() -> None:
         assert e.charts or e.expects or e.number == 7, f"exercise {e.number} names no chart"
 
 
+@pytest.mark.unit
 def test_workshop_prepare_readies_what_the_text_uses() -> None:
     # make workshop-prepare reads the servers and clients from the same text
     from lab.studies import workshop
@@ -325,6 +329,7 @@ ANSWERS: dict[int, Callable[[Done], None]] = {
     7: exercise_7, 9: exercise_9}
 
 
+@pytest.mark.fault
 @pytest.mark.parametrize("step", ["profile", "report", "plots", "use", "compare", "rerun"])
 def test_each_run_form_the_docs_write_works_in_each_step(tmp_path: Path, short_run: Path,
                                                          step: str) -> None:
@@ -373,6 +378,7 @@ def plan_line(command: str, env: dict[str, str], **changed: str) -> str:
     return line
 
 
+@pytest.mark.fault
 def test_exercise_3s_verdicts_get_the_starts_their_family_needs(tmp_path: Path) -> None:
     """Three servers make three pairs, α split to a third each: the plan
     line says how many starts a side that family needs, and the exercise
@@ -429,6 +435,7 @@ def write_files(ex: Exercise, root: Path) -> None:
         target.write_text(code)
 
 
+@pytest.mark.fault
 def test_the_check_does_not_depend_on_what_the_student_added(tmp_path: Path) -> None:
     """A clone where exercise 7 was done (servers/hello written as the text
     says): make workshop-prepare's servers are the text's own, without

@@ -19,6 +19,8 @@ from lab.measure.clients import host_tools
 from lab.measure.clients import ClientError, Load, Options, clients
 from lab.measure.clients.wrk import SCRIPT, Wrk, parse, threads_for
 
+pytestmark = pytest.mark.unit
+
 FIXTURES = Path(__file__).parent / "fixtures"
 URL = "http://127.0.0.1:8080/api"
 
@@ -180,9 +182,11 @@ def test_registered() -> None:
     assert clients()["wrk"] is Wrk and Wrk.axis == "concurrency"
 
 
-needs_wrk = pytest.mark.usefixtures("wrk_installed")     # the lab installs it (conftest)
+# fault tests: wrk installed through the lab (conftest); a unit test installs nothing
+needs_wrk = pytest.mark.usefixtures("wrk_installed")
 
 
+@pytest.mark.fault
 @needs_wrk
 def test_version_in_the_hosts_tools() -> None:
     version = Wrk().version()
@@ -190,6 +194,7 @@ def test_version_in_the_hosts_tools() -> None:
     assert re.search(r"\d+\.\d+\.\d+", version), version
 
 
+@pytest.mark.fault
 @needs_wrk
 def test_live_run_against_a_local_server(tmp_path: Path) -> None:
     port = free_port()
