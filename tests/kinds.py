@@ -107,6 +107,7 @@ FILES = {
     "test_siege.py": "unit",
     "test_stepcheck.py": "fault",
     "test_sweep.py": "fault",
+    "test_tcpkinds.py": "fault",
     "test_topology_docker.py": "unit",
     "test_topology_netns.py": "fault",
     "test_topology_ssh.py": "fault",
@@ -183,6 +184,14 @@ OTHER: dict[str, dict[str, tuple[str, ...]]] = {
         ),
         "test_results_schema.py": (
             "test_every_field_of_the_schema_is_described_in_run_folder_md",
+        ),
+        "test_tcpkinds.py": (
+            "test_the_counters_are_nstats_figures_read_without_its_history",
+            "test_a_table_that_is_not_one_is_refused",
+            "test_a_levels_growth_round_trips_through_its_cell",
+            "test_each_kind_stands_on_its_counters_and_says_whose_it_is",
+            "test_what_failed_says_the_kernels_kinds_beside_the_clients_never_added",
+            "test_a_level_without_counters_says_nothing_of_them",
         ),
         "test_topology_netns.py": (
             "test_names_fit_and_addresses_never_collide",
