@@ -86,17 +86,21 @@ def test_each_kind_stands_on_its_counters_and_says_whose_it_is() -> None:
 
 
 def stats_with(failed: int, grown: dict[str, int], netns: str) -> list[metrics.LevelStats]:
-    """The landed run's rows of one server, its top level with `failed` requests
-    (unanswered, as Siege says) and the kernel's growth."""
+    """The landed run's rows of one server, its top level's repetition 1 with
+    `failed` requests (unanswered, as Siege says) and the kernel's growth, its
+    others with none failed and nothing grown."""
     rows = read_rows(LANDED)
     name = rows[0].server
     mine = [r for r in rows if r.server == name]
     top = max(r.value for r in mine)
     cell = tcpkinds.encode(tcpkinds.TcpDelta(netns, grown))
     kinds = failures.encode_failures([Failure("unanswered", failed, "siege: failed")])
-    return metrics.level_stats([dataclasses.replace(r, failed=failed, failure_kinds=kinds,
-                                                    tcp_counters=cell)
-                                if r.value == top and r.rep == 1 else r for r in mine])
+    still = tcpkinds.encode(tcpkinds.TcpDelta(netns, counters()))
+    return metrics.level_stats([
+        dataclasses.replace(r, failed=failed, failure_kinds=kinds, tcp_counters=cell)
+        if r.value == top and r.rep == 1 else
+        dataclasses.replace(r, failed=0, failure_kinds="", tcp_counters=still)
+        for r in mine])
 
 
 def test_what_failed_says_the_kernels_kinds_beside_the_clients_never_added() -> None:
@@ -124,6 +128,9 @@ def test_a_level_without_counters_says_nothing_of_them() -> None:
     assert all(r.tcp_counters is None for r in rows)     # a run before they were kept
     levels = metrics.level_stats([r for r in rows if r.server == rows[0].server])
     assert not any("kernel" in x for x in analysis.failure_lines(m, rows[0].server, levels))
+    # one repetition without them: the level's are not said (the client's count
+    # would cover requests the kernel's does not)
+    assert tcpkinds.summed([tcpkinds.TcpDelta("server", counters(TcpOutRsts=1)), None]) is None
 
 
 # ---- the doubles, measured live -------------------------------------------------------
@@ -166,12 +173,15 @@ def test_each_double_shows_its_own_kind_from_the_servers_side(
     assert d is not None and d.netns == ("server" if where == "netns" else "shared")
     seen = {s.kind: s.count for s in tcpkinds.kinds(d)}
     own, other = OWN[double], next(k for k in OWN.values() if k != OWN[double])
+    # wrk counts a few more read errors than the server reset connections (up to
+    # 5% seen: not every read error of wrk's is a reset); the kernel counts no
+    # request of the client's, only the server's resets
     if where == "netns":        # the server's namespace: its own sockets only
-        # a reset the client did not count: a connection it closed at the level's end
-        assert row.failed <= seen[own] <= row.failed + CONCURRENCY, (row.failed, seen)
+        # at most one reset per connection the client still held at the level's end
+        assert 0.85 * row.failed <= seen[own] <= row.failed + CONCURRENCY, (row.failed, seen)
         assert other not in seen
     else:                       # shared: the client's sockets and the host's others too
-        assert seen[own] >= row.failed
+        assert seen[own] >= 0.85 * row.failed, (row.failed, seen)
     data = json.loads((run / "results.json").read_text())
     [level] = data["levels"][double]
     assert level["tcp"]["netns"] == d.netns

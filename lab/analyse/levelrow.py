@@ -15,6 +15,7 @@ from lab.record import failures as failure_kinds
 from lab.record.level import Answers, Level
 from lab.record.failures import encode_failures
 from lab.record.rows import Row
+from lab.record.tcpkinds import TcpDelta, encode as encode_tcp
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,9 @@ class Measured:
     # is not wall_s less the level's elapsed time (a PAIRED=rmit level: its
     # slices' worst, not their sum of start-up times)
     clock_over_s: float | None = None
+    # the kernel's TCP counters over the client run, where the server's sockets are
+    # (lab.record.tcpkinds; None: not read)
+    tcp: TcpDelta | None = None
 
 
 @dataclass(frozen=True)
@@ -205,7 +209,7 @@ def make_row(where: Where, level: Level, m: Measured, client: str = "the client"
         if m.server_sys_s is not None and level.transactions else None,
         failure_kinds=encode_failures(level.failures), unranked=unranked,
         answers_checked=m.answers.checked if m.answers else None,
-        answers_wrong=m.answers.wrong if m.answers else None)
+        answers_wrong=m.answers.wrong if m.answers else None, tcp_counters=encode_tcp(m.tcp))
 
 
 def combine(levels: list[Level]) -> Level:

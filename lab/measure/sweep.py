@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from lab.record import failures, files, manifest, rows, series
+from lab.record import failures, files, manifest, rows, series, tcpkinds
 from lab.measure import clienthosts, jit, topologies
 from lab.analyse import answers, contract, levelrow, metrics
 from lab.host import logcap, procs
@@ -525,6 +525,7 @@ class ServerSweep:
         assert sp.proc is not None
         for attempt in (1, 2):
             busy0, steal0 = topo.cpu_times(p.server_cpus, p.client_cpus)
+            tcp0 = topo.server.tcp_counters()       # the kernel's, where the server's sockets are
             try:
                 with topo.server.sampler(sp.proc) as sampler:
                     runs = self.run_clients(sp, shares, duration, outs)
@@ -543,6 +544,7 @@ class ServerSweep:
                                          out.with_suffix(".hung" + suffix).name)
                 self.note(f"{tag}: {self.client.name} hung ({hung}); stopped and retried once")
         busy1, steal1 = topo.cpu_times(p.server_cpus, p.client_cpus)
+        tcp = tcpkinds.measured(tcp0, topo.server.tcp_counters(), topo.tcp_shared())
         left = [x for ran in runs for x in ran.left]
         if left:
             self.note(f"{tag}: {', '.join(left)} outlived {self.client.name} outside its "
@@ -587,7 +589,7 @@ class ServerSweep:
             server_sys_s=sampler.sys_s,
             client_stopped_s=max(ran.stopped_s for ran in runs),
             sampler_gap_s=series.longest_gap(sampler.points),
-            wrong_answers=wrong)
+            wrong_answers=wrong, tcp=tcp)
 
     def write_series(self, tag: str, runs: list[ClientRun],
                      points: list[series.Point]) -> None:

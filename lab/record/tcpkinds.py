@@ -74,10 +74,12 @@ def decode(text: str | None, path: Path) -> TcpDelta | None:
 
 
 def summed(deltas: Iterable[TcpDelta | None]) -> TcpDelta | None:
-    """One level over its repetitions: each counter summed over those that were
-    read (None: none was); `shared` when any repetition's was."""
-    known = [d for d in deltas if d is not None]
-    if not known:
+    """One level over its repetitions: each counter summed; `shared` when any
+    repetition's was. None when a repetition's were not read: the client's
+    count of the level would cover requests the kernel's does not."""
+    given = list(deltas)
+    known = [d for d in given if d is not None]
+    if not known or len(known) < len(given):
         return None
     total: dict[str, int] = {}
     for d in known:
