@@ -120,6 +120,16 @@ def test_what_failed_says_the_kernels_kinds_beside_the_clients_never_added() -> 
         40, counters(TcpExtTCPAbortOnClose=55), "shared"))
     [unread] = [x for x in shared if "closed with the request unread" in x]
     assert "both ends" in unread and "differ" in unread and "95" not in unread
+    # the server's own account of what it does past its workers, beside a reset kind
+    rec = m.servers[name]
+    rec.extra["workers_beyond"] = "past them it closes the oldest, its request unread"
+    for start in rec.starts:
+        start.extra.pop("workers", None)
+        start.extra["ran_with"] = {"workers": 1, "detail": "its default"}
+    [unread] = [x for x in analysis.failure_lines(m, name, levels)
+                if "closed with the request unread" in x]
+    assert (f"; {name} had 1 worker there: past them it closes the oldest, its request "
+            "unread; as many as") in unread
 
 
 def test_a_level_without_counters_says_nothing_of_them() -> None:

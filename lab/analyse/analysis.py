@@ -211,7 +211,9 @@ def failure_lines(m: Manifest, name: str, levels: list[LevelStats]) -> list[str]
                      f"{metrics.FAILED_SHARE_PCT:g}%): not ranked")
         out.append(text)
     # the kernel's kinds, from the server's side (lab.analyse.serverside)
-    return out + serverside.lines(name, levels, lambda v: at_value(m.params.axis, v))
+    few = few_workers(m, name, levels)
+    return out + serverside.lines(name, levels, lambda v: at_value(m.params.axis, v),
+                                  (few.workers, few.beyond) if few else None)
 
 
 def workers_note(m: Manifest, name: str, levels: list[LevelStats]) -> str | None:

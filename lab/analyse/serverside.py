@@ -18,12 +18,17 @@ def levels_said(values: list[int], at: Callable[[int], str], every: list[int]) -
     return ", ".join(at(v) for v in values)
 
 
-def lines(name: str, levels: list[LevelStats], at: Callable[[int], str]) -> list[str]:
+def lines(name: str, levels: list[LevelStats], at: Callable[[int], str],
+          workers: tuple[int, str] | None = None) -> list[str]:
     """A line per kind the kernel counted at the levels where requests failed
-    or the listen queue dropped connections:
-    'aws, its kernel in its own network namespace: connections closed with the
-    request unread: 1,020 at c=30–50 (TcpExtTCPAbortOnClose 1,020): <mechanism>;
-    the client counted 1,028 failed requests there: the counts differ'."""
+    or the listen queue dropped connections, with its count, levels, counters
+    and mechanism, and the client's count there beside it (never added):
+    'aws, its kernel (own namespace): connections closed with the request
+    unread: 1,020 at c=30–50 (TcpExtTCPAbortOnClose 1,020): <mechanism>; the
+    client counted 1,028 failed requests there: the counts differ, ...'.
+    `workers`: the workers the server ran with, and what it does past them
+    (its manifest's `[workers] beyond`), said beside the kinds of a reset
+    seen only above them."""
     every = [s.value for s in levels]
     by_kind: dict[str, list[tuple[LevelStats, Seen]]] = {}
     netns = set()
@@ -45,9 +50,9 @@ def lines(name: str, levels: list[LevelStats], at: Callable[[int], str]) -> list
             for c, n in x.counters.items():
                 counters[c] = counters.get(c, 0) + n
         alone = all(x.server_alone for _, x in found)
-        where = ("its kernel in its own network namespace" if netns == {"server"} else
-                 "its kernel, in the namespace it shares with its clients"
-                 + (" (the server's alone)" if alone else " (both ends counted)"))
+        where = ("own namespace" if netns == {"server"} else
+                 "namespace shared with its clients: "
+                 + ("the server's alone" if alone else "both ends' and any other process's"))
         failed = sum(s.failed for s, _ in found)
         if not kind.failure:
             compare = "not a count of failed requests"
@@ -55,12 +60,18 @@ def lines(name: str, levels: list[LevelStats], at: Callable[[int], str]) -> list
             compare = f"as many as the client's failed requests there ({failed:,})"
         else:
             compare = (f"the client counted {failed:,} failed requests there: the counts "
-                       f"differ ({'connections, not requests' if alone else 'connections of both ends, not requests'}), "
-                       "and are not added together")
+                       f"differ (a count of {'connections' if alone else 'both ends'}, not "
+                       "of requests), never added")
+        values = [s.value for s, _ in found]
+        why = ""
+        if workers and kind.key in ("unread", "aborted", "resets") and \
+                min(values) > workers[0] and workers[1]:
+            why = (f"; {name} had {workers[0]} worker{'s' * (workers[0] != 1)} there: "
+                   f"{workers[1]}")
         said = ", ".join(f"{c} {n:,}" for c, n in counters.items())
-        at_levels = levels_said([s.value for s, _ in found], at, every)
-        out.append(f"{name}, {where}: {kind.label}: {count:,} at {at_levels} ({said}): "
-                   f"{kind.mechanism}; {compare}")
+        out.append(f"{name}, its kernel ({where}): {kind.label}: {count:,} at "
+                   f"{levels_said(values, at, every)} ({said}): {kind.mechanism}{why}; "
+                   f"{compare}")
     return out
 
 

@@ -388,6 +388,9 @@ class ServerSweep:
             counts = ", ".join(f"{key} {sum(f.count for f in group):,}" for key, group in
                                failures.by_kind(row.failures()).items())
             note += f"  failed {row.failed:,}" + (f" ({counts})" if counts else "")
+            tcp = row.tcp()             # the server's kernel's kinds (lab.record.tcpkinds)
+            note += f"  kernel ({tcp.netns}): " + ", ".join(
+                f"{x.kind} {x.count:,}" for x in tcpkinds.kinds(tcp)) if tcp else ""
         if row.unranked:        # client stopped early, answers changed: the reason, and so
             note += f"  NOT RANKED: {row.unranked}"
         ran = f"{row.elapsed_s:.2f}s of {p.duration_s}s" if row.has("client-stopped") \
