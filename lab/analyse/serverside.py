@@ -65,9 +65,10 @@ def lines(name: str, levels: list[LevelStats], at: Callable[[int], str],
         values = [s.value for s, _ in found]
         why = ""
         if workers and kind.key in ("unread", "aborted", "resets") and \
-                min(values) > workers[0] and workers[1]:
+                min(values) > workers[0] and workers[1]:     # said once, at the first
             why = (f"; {name} had {workers[0]} worker{'s' * (workers[0] != 1)} there: "
                    f"{workers[1]}")
+            workers = None
         said = ", ".join(f"{c} {n:,}" for c, n in counters.items())
         out.append(f"{name}, its kernel ({where}): {kind.label}: {count:,} at "
                    f"{levels_said(values, at, every)} ({said}): {kind.mechanism}{why}; "
