@@ -54,8 +54,8 @@ def lines(name: str, levels: list[LevelStats], at: Callable[[int], str],
                  "namespace shared with its clients: "
                  + ("the server's alone" if alone else "both ends' and any other process's"))
         failed = sum(s.failed for s, _ in found)
-        if not kind.failure:
-            compare = "not a count of failed requests"
+        if not kind.failure:            # its mechanism says it is no failed request
+            compare = ""
         elif count == failed:
             compare = f"as many as the client's failed requests there ({failed:,})"
         else:
@@ -71,8 +71,8 @@ def lines(name: str, levels: list[LevelStats], at: Callable[[int], str],
             workers = None
         said = ", ".join(f"{c} {n:,}" for c, n in counters.items())
         out.append(f"{name}, its kernel ({where}): {kind.label}: {count:,} at "
-                   f"{levels_said(values, at, every)} ({said}): {kind.mechanism}{why}; "
-                   f"{compare}")
+                   f"{levels_said(values, at, every)} ({said}): {kind.mechanism}{why}"
+                   + (f"; {compare}" if compare else ""))
     return out
 
 
