@@ -120,8 +120,9 @@ KINDS: tuple[Kind, ...] = (
          "a socket was closed with SO_LINGER 0, or data came after it was closed, so the "
          "kernel reset the connection"),
     Kind("resets", "resets sent", ("TcpOutRsts",), _first,
-         "every reset the kernel sent: those of the two kinds above, and the answers to "
-         "segments for no socket (a refused or late connection)"),
+         "every reset the kernel sent: those of the two kinds above, and the answer to a "
+         "segment for a connection already closed or never open (a request that came after "
+         "the server closed its connection, a refused connection)"),
     Kind("failed", "connections failed or reset",
          ("TcpAttemptFails", "TcpEstabResets"), sum,
          "handshakes that ended in a reset, and established connections reset by either "
