@@ -53,11 +53,13 @@ def test_a_run_of_the_flat_tree_writes_the_same_summary_again(tmp_path: Path) ->
                 level.pop("reps", None)                  # added since (issue 28)
                 level.pop("lost_pct", None)              # added since (issue 28: the host bound)
                 assert not level.pop("unranked", [])     # added since (issue 32): none here
+                assert level.pop("tcp", None) is None    # added since (issue 45): not read then
         for rows in d["rows"].values():
             for row in rows:
                 assert not row.pop("unranked", "")       # added since (issue 32): none here
                 assert row.pop("answers_checked", None) is None   # added since (issue 44):
                 assert row.pop("answers_wrong", None) is None     # not checked then
+                assert row.pop("tcp_counters", None) is None      # issue 45: not read then
     assert again == old
     got = json.loads((run / "results.json").read_text())
     for v in got["verdicts"]:          # half the requests failed: not ranked
