@@ -41,7 +41,8 @@ def test_rows_are_appended_and_read_back_by_server(tmp_path: Path) -> None:
         values = {f.name: 0 for f in fields(rows.Row)}
         values.update(server=server, rep=1, axis="concurrency", value=c, concurrency=c,
                       offered_rps=None, p50_ms=None, p90_ms=None, p99_ms=1.5,
-                      littles_ratio=0.97, client_bound=c > 4, flags="", failure_kinds=None)
+                      littles_ratio=0.97, client_bound=c > 4, flags="", failure_kinds=None,
+                      tcp_counters=None)
         return rows.Row(**values)
 
     for server, c in (("b", 8), ("b", 1), ("a", 4)):
@@ -72,7 +73,8 @@ def test_a_figure_that_is_no_number_is_refused_as_corrupt(
     values = {f.name: 0 for f in fields(rows.Row)}
     values.update(server="a", rep=1, axis="concurrency", value=1, concurrency=1,
                   offered_rps=None, p50_ms=None, p90_ms=None, p99_ms=1.5,
-                  littles_ratio=1.0, client_bound=False, flags="", failure_kinds="")
+                  littles_ratio=1.0, client_bound=False, flags="", failure_kinds="",
+                  tcp_counters=None)
     rows.append_row(tmp_path, rows.Row(**values))
     rows.append_row(tmp_path, rows.Row(**values))
     path = tmp_path / rows.CSV

@@ -206,7 +206,8 @@ def a_row(server: str, c: int, cgroup: int | None) -> Row:
     values.update(server=server, rep=1, axis="concurrency", value=c, concurrency=c,
                   offered_rps=None, p50_ms=None, p90_ms=None, p99_ms=1.5, rss_end_kb=10240,
                   littles_ratio=1.0, client_bound=False, flags="", rate_rps=1000.0,
-                  cgroup_mem_kb=cgroup, cgroup_mem_peak_kb=cgroup, failure_kinds="")
+                  cgroup_mem_kb=cgroup, cgroup_mem_peak_kb=cgroup, failure_kinds="",
+                  tcp_counters=None)
     return Row(**values)
 
 

@@ -21,6 +21,7 @@ import pytest
 
 from conftest import ROOT, bench, free_port, lab, lab_env, leftovers, run_folders
 from lab.analyse import levelrow
+from lab.host import tcpstat
 from lab.record.rows import read_rows
 from lab.measure.clients import Load
 from lab.record.level import Level
@@ -180,6 +181,8 @@ def test_the_agent_runs_samples_and_stops_here(tmp_path: Path) -> None:
         assert done["cpu_s"] >= 0 and done["wall_s"] > 0
         ended = ask("unwatch", watched["watch"])
         assert ended["last"]["rss_kb"] > 0 and ended["own_cpu_s"] >= 0
+        # the host's TCP counters (lab.host.tcpstat), read by the agent
+        assert set(ask("tcp_counters")["counters"]) == set(tcpstat.COUNTERS)
 
         # a server's session: TERM, then KILL for what ignores it, marked ones too
         server = subprocess.Popen(["sh", "-c", "trap '' TERM; sleep 60 & sleep 60"],
@@ -316,6 +319,9 @@ def test_two_client_hosts_drive_one_server_together(tmp_path: Path, lan: Lan) ->
     assert rows[4].successful == sum(h["successful"] for h in four["hosts"])
     assert rows[4].client_cpu_pct == pytest.approx(max(h["client_cpu_pct"]
                                                        for h in four["hosts"]), abs=0.1)
+    # the server host's kernel counters, read by its agent: no client shares its namespace
+    tcp = rows[4].tcp()
+    assert tcp is not None and tcp.netns == "server", rows[4].tcp_counters
     for i in range(2):
         text = (run / "nginx" / f"wrk-rep1-c4.h{i}.out").read_text()
         assert "wrk-report " in text

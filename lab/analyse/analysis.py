@@ -19,7 +19,8 @@ from pathlib import Path
 from collections.abc import Iterator
 from typing import Any
 
-from lab.analyse import costlink, costview, decide, findings, metrics, policy, profileview, sends, verdicts
+from lab.analyse import costlink, costview, decide, findings, metrics, policy, profileview, sends, \
+    serverside, verdicts
 from lab.record import failures, files, outputs, runrecord
 from lab.analyse.wording import axis_label
 from lab.analyse.findings import Finding
@@ -209,7 +210,10 @@ def failure_lines(m: Manifest, name: str, levels: list[LevelStats]) -> list[str]
             text += (f"; {s.failed_pct:.1f}% failed in the worst repetition (more than "
                      f"{metrics.FAILED_SHARE_PCT:g}%): not ranked")
         out.append(text)
-    return out
+    # the kernel's kinds, from the server's side (lab.analyse.serverside)
+    few = few_workers(m, name, levels)
+    return out + serverside.lines(name, levels, lambda v: at_value(m.params.axis, v),
+                                  (few.workers, few.beyond) if few else None)
 
 
 def workers_note(m: Manifest, name: str, levels: list[LevelStats]) -> str | None:
@@ -430,7 +434,7 @@ def of(run: Path, cost_runs: list[Path] | None = None) -> tuple[RunRecord, Analy
 
 
 def level_json(s: LevelStats) -> dict[str, Any]:
-    out = asdict(s) | {"flags": s.all_flags()}
+    out = asdict(s) | {"flags": s.all_flags(), "tcp": serverside.level_json(s.tcp)}
     for v in out.values():
         if isinstance(v, dict):
             v.pop("values", None)

@@ -15,6 +15,7 @@ from lab.record import failures as failure_kinds
 from lab.record.level import Answers, Level
 from lab.record.failures import encode_failures
 from lab.record.rows import Row
+from lab.record.tcpkinds import TcpDelta, encode as encode_tcp
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,9 @@ class Measured:
     accept_queue_backlog: int | None = None
     accept_queue_samples: int = 0
     accept_queue_full: int = 0
+    # the kernel's TCP counters over the client run, where the server's sockets are
+    # (lab.record.tcpkinds; None: not read)
+    tcp: TcpDelta | None = None
 
 
 @dataclass(frozen=True)
@@ -225,7 +229,7 @@ def make_row(where: Where, level: Level, m: Measured, client: str = "the client"
         answers_checked=m.answers.checked if m.answers else None,
         answers_wrong=m.answers.wrong if m.answers else None,
         accept_queue_max=m.accept_queue_max, accept_queue_backlog=m.accept_queue_backlog,
-        accept_queue_full_pct=full_pct)
+        accept_queue_full_pct=full_pct, tcp_counters=encode_tcp(m.tcp))
 
 
 def combine(levels: list[Level]) -> Level:

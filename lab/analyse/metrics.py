@@ -13,9 +13,10 @@ import statistics
 from dataclasses import dataclass, field
 
 from lab.analyse import decide, paired
-from lab.record import failures as failure_kinds
+from lab.record import failures as failure_kinds, tcpkinds
 from lab.record.failures import Failure
 from lab.record.rows import Row
+from lab.record.tcpkinds import TcpDelta
 from lab.setup.reason import Reason
 
 CLIENT_BOUND_PCT = 90.0        # client CPU, % of its CPUs: it measured itself
@@ -160,6 +161,7 @@ class LevelStats:
     reps: tuple[int, ...] = ()            # the start (rep) of each value of rate, cpu, ...
     lost_pct: tuple[float, ...] = ()      # each start's CPU time the hypervisor (steal) and
                                           # other processes took, % of the lab's CPUs
+    tcp: TcpDelta | None = None           # the kernel's TCP counters, over the repetitions
 
     @property
     def ranked(self) -> bool:
@@ -219,6 +221,7 @@ def level_stats(rows: list[Row]) -> list[LevelStats]:
             cpu_sys_us_per_req=pct([r.server_sys_us_per_req for r in group]),
             attempts=sum(r.successful + r.failed for r in group),
             failures=tuple(failure_kinds.merged(f for r in group for f in r.failures())),
+            tcp=tcpkinds.summed(r.tcp() for r in group),
             failed_pct=max(failed_share(r) for r in group),
             failed_by_rep=tuple(r.failed for r in sorted(group, key=lambda r: r.rep)),
             unranked=tuple(f"rep {r.rep}: {r.unranked}" if len(group) > 1 else r.unranked

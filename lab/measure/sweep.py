@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from lab.record import failures, files, manifest, rows, series
+from lab.record import failures, files, manifest, rows, series, tcpkinds
 from lab.measure import clienthosts, jit, topologies
 from lab.analyse import answers, contract, levelrow, metrics
 from lab.host import logcap, procs
@@ -388,6 +388,9 @@ class ServerSweep:
             counts = ", ".join(f"{key} {sum(f.count for f in group):,}" for key, group in
                                failures.by_kind(row.failures()).items())
             note += f"  failed {row.failed:,}" + (f" ({counts})" if counts else "")
+            tcp = row.tcp()             # the server's kernel's kinds (lab.record.tcpkinds)
+            note += f"  kernel ({tcp.netns}): " + ", ".join(
+                f"{x.kind} {x.count:,}" for x in tcpkinds.kinds(tcp)) if tcp else ""
         if row.unranked:        # client stopped early, answers changed: the reason, and so
             note += f"  NOT RANKED: {row.unranked}"
         ran = f"{row.elapsed_s:.2f}s of {p.duration_s}s" if row.has("client-stopped") \
@@ -525,6 +528,7 @@ class ServerSweep:
         assert sp.proc is not None
         for attempt in (1, 2):
             busy0, steal0 = topo.cpu_times(p.server_cpus, p.client_cpus)
+            tcp0 = topo.server.tcp_counters()       # the kernel's, where the server's sockets are
             try:
                 with topo.server.sampler(sp.proc, sp.knobs.port) as sampler:
                     runs = self.run_clients(sp, shares, duration, outs)
@@ -543,6 +547,7 @@ class ServerSweep:
                                          out.with_suffix(".hung" + suffix).name)
                 self.note(f"{tag}: {self.client.name} hung ({hung}); stopped and retried once")
         busy1, steal1 = topo.cpu_times(p.server_cpus, p.client_cpus)
+        tcp = tcpkinds.measured(tcp0, topo.server.tcp_counters(), topo.tcp_shared())
         left = [x for ran in runs for x in ran.left]
         if left:
             self.note(f"{tag}: {', '.join(left)} outlived {self.client.name} outside its "
@@ -592,7 +597,7 @@ class ServerSweep:
             sampler_gap_s=series.longest_gap(sampler.points),
             wrong_answers=wrong, accept_queue_max=queue.max,
             accept_queue_backlog=queue.backlog, accept_queue_samples=queue.samples,
-            accept_queue_full=queue.full)
+            accept_queue_full=queue.full, tcp=tcp)
 
     def write_series(self, tag: str, runs: list[ClientRun], points: list[series.Point],
                      queue: list[tuple[float, int]]) -> None:

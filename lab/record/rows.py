@@ -12,9 +12,10 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from lab.record import files
+from lab.record import files, tcpkinds
 from lab.record.failures import Failure, decode_failures
 from lab.record.files import RecordError
+from lab.record.tcpkinds import TcpDelta
 from lab.setup.names import why_not_a_recorded_name
 
 CSV = "results.csv"
@@ -101,6 +102,10 @@ class Row:
     accept_queue_max: int | None = None
     accept_queue_backlog: int | None = None
     accept_queue_full_pct: float | None = None
+    # the kernel's TCP counters' growth over the level where the server's sockets
+    # are (lab.record.tcpkinds.encode: {"netns": "server" or "shared", counter:
+    # growth}); None where they were not read, and in older runs
+    tcp_counters: str | None = None
 
     def has(self, flag: str) -> bool:
         return flag in self.flags.split()
@@ -108,6 +113,10 @@ class Row:
     def failures(self) -> list[Failure]:
         """The failed requests of this level by kind ([] when none or not recorded)."""
         return decode_failures(self.failure_kinds or "", Path(CSV))
+
+    def tcp(self) -> TcpDelta | None:
+        """The kernel's TCP counters over this level (None: not read)."""
+        return tcpkinds.decode(self.tcp_counters, Path(CSV))
 
 
 COLUMNS = list(Row.__dataclass_fields__)
@@ -190,6 +199,7 @@ def from_record(record: dict[str, str | None], path: Path = Path(CSV), line: int
         raise RecordError(path, f"{where}{why}")
     try:
         decode_failures(values["failure_kinds"] or "", path)
+        tcpkinds.decode(values["tcp_counters"], path)
     except RecordError as e:
         raise RecordError(path, f"{where}{e.problem}") from None
     return Row(**values)

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
-from lab.host import procs
+from lab.host import procs, tcpstat
 from lab.setup.params import ConfigError, Params
 from lab.host.acceptq import Tally
 from lab.host.procfs import TreeSample
@@ -123,6 +123,9 @@ class TreeSampler(Protocol):
 class ServerHost(ABC):
     """Where a server runs."""
     name = "server host"
+    # the server has a network namespace of its own, which no client shares
+    # (a netns, a container); False: the clients' may be its (Placement.tcp_shared)
+    own_network = False
 
     @abstractmethod
     def start(self, argv: list[str], cwd: Path, env: dict[str, str], log: Path,
@@ -177,6 +180,11 @@ class ServerHost(ABC):
     def wait_ready(self, proc: Started, host: str, port: int, timeout: float) -> float:
         """Seconds until `proc` accepts connections on host:port (NotReady if never)."""
         return procs.wait_ready(host, port, proc, timeout)
+
+    def tcp_counters(self) -> dict[str, int] | None:
+        """The kernel's TCP counters (lab.host.tcpstat) where the server's sockets
+        are; None where they cannot be read."""
+        return self.in_network(tcpstat.read_or_none)
 
     def own_pids(self, proc: Started) -> set[int] | None:
         """The processes that are `proc`'s own now (its tree, its cgroup), as the
@@ -273,6 +281,12 @@ class Placement:
         if all(c.same_host_as(self.server) for c in self.clients):
             return len(set(server_cpus) | set(client_cpus))
         return len(server_cpus) + len(client_cpus) * len(self.clients)
+
+    def tcp_shared(self) -> bool:
+        """The server's TCP counters (ServerHost.tcp_counters) count a client's
+        sockets too: one network namespace on one host."""
+        return not self.server.own_network and any(c.same_host_as(self.server)
+                                                   for c in self.clients)
 
     def time_wait(self) -> int:
         """TIME_WAIT sockets on every host of the run (once per host)."""

@@ -6,7 +6,11 @@ request that asks for it. Each option changes what it does after its first
 N answers to GET /api:
 
   --body-after N    answers a different body of the same length ("Hello World?")
-  --reset-after N   resets the connection of 9 in 10 later requests (no answer)
+  --reset-after N   resets the connection of 9 in 10 later requests (no answer):
+                    reads the request, then closes with SO_LINGER 0
+  --unread-after N  closes 1 in --one-in of the later connections before
+                    answering, with the request unread (the kernel resets it)
+  --one-in K        with --reset-after: resets 1 in K requests, not 9 in 10
   --log-bytes B     writes B bytes to its standard output for every request
 """
 import argparse
@@ -21,10 +25,13 @@ CHANGED = b'{"greeting":"Hello World?"}'
 parser = argparse.ArgumentParser()
 parser.add_argument("--body-after", type=int, default=-1)
 parser.add_argument("--reset-after", type=int, default=-1)
+parser.add_argument("--unread-after", type=int, default=-1)
+parser.add_argument("--one-in", type=int, default=0)
 parser.add_argument("--log-bytes", type=int, default=0)
 args = parser.parse_args()
 lock = threading.Lock()
 answered = 0
+seen = 0            # requests waited for (--unread-after), read or not
 LINE = b"x" * 99 + b"\n"
 
 
@@ -38,6 +45,21 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *a: object) -> None:
         pass
 
+    def handle_one_request(self) -> None:
+        global seen
+        if args.unread_after >= 0:
+            try:        # wait for the next request, and read none of it
+                waiting = self.connection.recv(1, socket.MSG_PEEK)
+            except OSError:
+                waiting = b""
+            with lock:
+                seen += bool(waiting)
+                unread = waiting and seen > args.unread_after and seen % max(args.one_in, 1) == 0
+            if unread:              # closed with the request unread: the kernel resets it
+                self.close_connection = True
+                return
+        super().handle_one_request()
+
     def do_GET(self) -> None:
         global answered
         if args.log_bytes:
@@ -47,7 +69,8 @@ class Handler(BaseHTTPRequestHandler):
         with lock:
             if found:
                 answered += 1
-            reset = past(args.reset_after) and answered % 10 != 0
+            reset = past(args.reset_after) and (answered % args.one_in == 0 if args.one_in
+                                                else answered % 10 != 0)
             changed = past(args.body_after)
         if found and reset:
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.measure import deps as lab_deps
-from lab.host import procfs, procs
+from lab.host import procfs, procs, tcpstat
 from lab.record import files
 from lab.setup.params import ConfigError, Params, format_cpus
 from lab.setup.paths import ROOT, cache_dir
@@ -504,6 +504,12 @@ class DockerServerHost(LocalServerHost):
         """On this host, where the port is published (BIND), and among containers."""
         procs.check_port_free(port, self.publish)
         check_published(port)
+
+    own_network = True      # the container's namespace: the clients reach it through a port
+
+    def tcp_counters(self) -> dict[str, int] | None:
+        """The container's network namespace's."""
+        return tcpstat.read_or_none(f"/proc/{self.current.pid}/net") if self.current else None
 
     def time_wait_sockets(self) -> int:
         """This host's, plus the container's network namespace's."""

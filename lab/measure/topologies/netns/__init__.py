@@ -268,6 +268,8 @@ class NetnsServerHost(LocalServerHost):
     def in_network(self, fn: Callable[[], T]) -> T:
         return inside(self.namespace, fn)
 
+    own_network = True
+
 
 class NetnsClientHost(LocalClientHost):
     """The client's namespace: the client runs through `ip netns exec` (it execs,

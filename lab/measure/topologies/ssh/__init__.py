@@ -112,6 +112,9 @@ class SshPlacement(Placement):
     def lab_cpus(self, server_cpus: tuple[int, ...], client_cpus: tuple[int, ...]) -> int:
         return sum(len(cpus) for _, cpus in self._machines(server_cpus, client_cpus).values())
 
+    def tcp_shared(self) -> bool:
+        return any(self._who(c) == self._who(self.server) for c in self.clients)
+
     def time_wait(self) -> int:
         seen: dict[tuple[str, str], Callable[[], int]] = {
             self._who(self.server): self.server.time_wait_sockets}

@@ -12,7 +12,8 @@ forwards the end of file), so nothing of it outlives the lab.
   stop SID SINCE RUN     stop a server session a step left running (`lab down`), if its
                          leader is still the process that started at SINCE
   serve                  requests in (one JSON array a line), answers out: sample, cpu_times,
-                         time_wait, listeners, somaxconn, bindable, facts, alive, stop, marked,
+                         time_wait, listeners, somaxconn, tcp_counters, bindable, facts, alive,
+                         stop, marked,
                          watch / unwatch: a server tree sampled in a thread
                          (lab.host.procfs.Sampler) for the length of one client run;
                          client_start / client_wait / client_stop: a load client run pinned
@@ -20,7 +21,7 @@ forwards the end of file), so nothing of it outlives the lab.
                          started at a wall-clock time when given one (several hosts)
 
 Written for Python 3.9 and newer (Debian 11's python3), standard library
-only; it imports lab.host.procfs and lab.measure.hostinfo from the shipped copy.
+only; it imports lab.host.procfs, lab.host.tcpstat and lab.measure.hostinfo from the shipped copy.
 """
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ from typing import Any, Dict, List, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[4]))
 
-from lab.host import procfs
+from lab.host import procfs, tcpstat
 from lab.host.procs import MARKER
 from lab.measure import hostinfo
 from lab.measure.clients import host_tools
@@ -231,6 +232,8 @@ def answer(request: List[Any]) -> Dict[str, Any]:
         return listeners(int(args[0]))
     if what == "somaxconn":
         return {"value": somaxconn()}
+    if what == "tcp_counters":
+        return {"counters": tcpstat.read_or_none()}
     if what == "bindable":
         return bindable(str(args[0]), int(args[1]))
     if what == "facts":

@@ -285,6 +285,11 @@ class SshServerHost(Host, ServerHost):
             raise HostLost(f"{self.name}: cannot list listening sockets: {a.get('error')}")
         return [x for x in procs.parse_listeners(str(a["text"])) if x.port == port]
 
+    def tcp_counters(self) -> dict[str, int] | None:
+        """That host's (lab.host.tcpstat, read by the agent); None: unreadable."""
+        found = self.ask("tcp_counters").get("counters")
+        return {str(k): int(v) for k, v in found.items()} if isinstance(found, dict) else None
+
     def somaxconn(self) -> int | None:
         value = self.ask("somaxconn").get("value")
         return int(value) if value is not None else None
