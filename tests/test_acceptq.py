@@ -61,6 +61,11 @@ def assert_deaf_flagged(tmp_path: Path, env: dict[str, str]) -> Path:
     assert "accept-queue-full" not in two["flags"].split()
     at2, at16 = data["levels"]["deaf"]
     assert "accept-queue-full" in at16["flags"] and "accept-queue-full" not in at2["flags"]
+    # the kernel's side (lab.record.tcpkinds): the handshakes a full queue dropped,
+    # the listen queue's counters, which are the server's alone in any namespace
+    assert at16["tcp"] is not None, at16
+    [listen] = [k for k in at16["tcp"]["kinds"] if k["kind"] == "listen"]
+    assert listen["count"] > 0 and listen["server_alone"], at16["tcp"]
     # the series: each second's highest queue, at the backlog while deaf
     with open(run / "deaf" / "series-rep1-c16.csv", newline="") as f:
         seconds = list(csv.DictReader(f))
