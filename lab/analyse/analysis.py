@@ -260,7 +260,7 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
         def count(flag: str) -> int:
             return sum(1 for s in levels if flag in s.all_flags())
         if count("client-bound"):
-            out.append(findings.ClientBound(name, tool, count("client-bound"), n))
+            out.append(findings.ClientBound(name, count("client-bound"), n, tool))
         if count("noisy"):
             worst = max(levels, key=lambda s: s.rate.ratio)
             out.append(findings.Noisy(name, count("noisy"), n, reps, worst.rate.ratio,
@@ -274,9 +274,9 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
             said = tuple(f"{at_value(m.params.axis, s.value)}: {'; '.join(s.unranked)}"
                          for s in levels if s.flags.get(flag))
             if said and flag == "client-stopped":
-                out.append(findings.ClientStopped(name, tool, len(said), n, said))
+                out.append(findings.ClientStopped(name, len(said), n, said, tool))
             elif said and flag == "client-stalled":
-                out.append(findings.ClientStalled(name, tool, len(said), n, said))
+                out.append(findings.ClientStalled(name, len(said), n, said, tool))
             elif said and flag == "wrong-answers":
                 out.append(findings.WrongAnswers(name, len(said), n, said))
             elif said and flag == "port-shared":
@@ -294,8 +294,9 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
         if count("failures"):
             found = [f for s in levels for f in s.failures]
             out.append(findings.Failures(
-                name, tool, sum(s.failed for s in levels), sum(s.attempts for s in levels),
-                count("failures"), n, failures.said(found) if found else findings.NOT_RECORDED))
+                name, count("failures"), n, tool, sum(s.failed for s in levels),
+                sum(s.attempts for s in levels),
+                failures.said(found) if found else findings.NOT_RECORDED))
             few = few_workers(m, name, levels)
             if few is not None:
                 out.append(few)
