@@ -81,7 +81,7 @@ def cmd_check(_: argparse.Namespace) -> int:
         print(f"warning: server {name} cannot be used: {why}", file=sys.stderr)
     for note in servers.skipped:
         print(f"note: {note}", file=sys.stderr)
-    topologies.check(params)          # exit 2: not available here, host unreachable or lacking
+    topologies.chosen(params).check(params)   # exit 2: not here, host unreachable or lacking
     for w in params.warnings:
         print(f"warning: {w}", file=sys.stderr)
     print(f"plan: {plan(params, servers=compared(params, servers))}", file=sys.stderr)
