@@ -1,4 +1,4 @@
-"""The reading side: the one verdict gate that a run's verdicts,
+"""The reading side: the one judge that a run's verdicts,
 `make compare` and the claims share, and the calibration's conditions."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from lab.record.level import Level
 from lab.record.rows import Row
 from lab.record import pinning, runrecord
 
-# ---- one verdict gate, three callers ------------------------------------------------
+# ---- one judge, three callers ------------------------------------------------
 
 WHERE = levelrow.Where(server="A", rep=1, axis="concurrency", value=8, concurrency=8,
                        offered_rps=None, workers=1, backlog=512, duration_s=1, server_cpus=1,

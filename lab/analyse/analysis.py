@@ -400,14 +400,14 @@ def seat_cpus(m: Manifest) -> tuple[bool, int]:
     return paired_mode(m) == "duet", 1
 
 
-def looks_of(m: Manifest) -> verdicts.Looks:
+def looks_of(m: Manifest) -> verdicts.LookSchedule:
     """REPEAT=auto (params repeat_auto, with repeat, the minimum, and
     repeat_max): a look after every start from the minimum on; else one look."""
     p = m.params
     most = p.extra.get("repeat_max")
     if p.extra.get("repeat_auto") is True and isinstance(most, int):
-        return verdicts.Looks(p.repeat, most)
-    return verdicts.Looks()
+        return verdicts.LookSchedule(p.repeat, most)
+    return verdicts.LookSchedule()
 
 
 def of(run: Path, cost_runs: list[Path] | None = None) -> tuple[RunRecord, Analysis]:
