@@ -124,9 +124,9 @@ def why_calibration_differs(m: Manifest, cal: Calibration) -> Reason:
     return None
 
 
-def nearest(levels: list[int], value: int) -> int:
+def nearest(values: list[int], value: int) -> int:
     """The calibrated level closest to `value` on a log scale."""
-    return min(levels, key=lambda c: abs((c / value) - 1) if c >= value else abs(value / c - 1))
+    return min(values, key=lambda c: abs((c / value) - 1) if c >= value else abs(value / c - 1))
 
 
 def calibrated(cal: Calibration, client: str, keepalive: bool) -> dict[int, CalLevel]:
@@ -139,11 +139,11 @@ def capacity(cal: Calibration, client: str, keepalive: bool,
              concurrency: int) -> tuple[float, int] | None:
     """(req/s, calibrated level) the client drove against the ceiling nearest
     to `concurrency`, in this connection mode; None when it has no level."""
-    levels = calibrated(cal, client, keepalive)
-    if not levels or not concurrency:
+    at_level = calibrated(cal, client, keepalive)
+    if not at_level or not concurrency:
         return None
-    c = nearest(list(levels), concurrency)
-    return levels[c].rate_rps, c
+    c = nearest(list(at_level), concurrency)
+    return at_level[c].rate_rps, c
 
 
 def above_why(cal: Calibration, m: Manifest, level: int) -> str:
@@ -316,7 +316,7 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
         out.append(findings.CalibrationUnused(cal_note))
     if m.calibration is not None and m.calibration.extra.get("host_busy") and not cal_note:
         busy = [x.host_busy_pct or 0.0 for c in m.calibration.clients.values()
-                for levels in c.modes.values() for x in levels.values()]
+                for at_level in c.modes.values() for x in at_level.values()]
         out.append(findings.BusyCalibration(max(busy, default=0.0)))
     for c in capacity_notes:
         if c.kind == "does-not-hold":
