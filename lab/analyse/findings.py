@@ -5,7 +5,8 @@ are written: lab.analyse.analysis.warnings finds them (the figures), and the
 summary (lab.present.report), the report page (lab.present.reportpage) and
 results.json (analysis.to_json: `warnings`, the texts; `findings`, kind +
 figures + text) all render the same values through `text()`. A warning says
-what was seen, then what to do.
+what was seen, then what to do. "Finding" is only the type's name: a finding
+and a warning are one thing (docs/glossary.md).
 """
 from __future__ import annotations
 
