@@ -42,13 +42,19 @@ class AtLevels(Finding):
         return f"{self.count} of {self.n_levels} levels"
 
 
+NOT_CONTRACT = "their requests/s count answers that are not the contract's"
+
+
 @dataclass(frozen=True)
 class WithReasons(AtLevels):
     """The flagged levels' reasons, each "c=8: ...", said in the text."""
     why: tuple[str, ...]
 
-    def reasons(self) -> str:
-        return "; ".join(self.why)
+    def unranked(self, what: str, then: str) -> str:
+        """'<server>: <what> at N of M levels (<reasons>): those levels are not
+        ranked, <then>', the text of every kind that takes levels out of ranking."""
+        return (f"{self.server}: {what} at {self.of_levels()} ({'; '.join(self.why)}): "
+                f"those levels are not ranked, {then}")
 
 
 @dataclass(frozen=True)
@@ -163,10 +169,10 @@ class ClientStopped(WithReasons):
     tool: str
 
     def text(self) -> str:
-        return (f"{self.server}: {self.tool} stopped early at {self.of_levels()} "
-                f"({self.reasons()}): those levels are not ranked and their rate "
-                "is not the server's. See what failed there; for Siege, fewer failures (more "
-                "workers, KEEPALIVE=0) or another client (CLIENT=wrk).")
+        return self.unranked(
+            f"{self.tool} stopped early", "their rate is not the server's. See what failed "
+            "there; for Siege, fewer failures (more workers, KEEPALIVE=0) or another client "
+            "(CLIENT=wrk).")
 
 
 @dataclass(frozen=True)
@@ -177,10 +183,9 @@ class ClientStalled(WithReasons):
     tool: str
 
     def text(self) -> str:
-        return (f"{self.server}: {self.tool} stalled at {self.of_levels()} "
-                f"({self.reasons()}): those levels are not ranked, their rate counts "
-                f"time {self.tool} sent nothing. Was it stopped (Ctrl-Z, a debugger) or "
-                "starved? Measure again on a quiet host.")
+        return self.unranked(
+            f"{self.tool} stalled", f"their rate counts time {self.tool} sent nothing. Was "
+            "it stopped (Ctrl-Z, a debugger) or starved? Measure again on a quiet host.")
 
 
 @dataclass(frozen=True)
@@ -203,10 +208,9 @@ class AnswerChanged(WithReasons):
     kind: ClassVar[str] = "answer-changed"
 
     def text(self) -> str:
-        return (f"{self.server}: its answer changed during the load at {self.of_levels()} "
-                f"({self.reasons()}): those levels are not ranked, "
-                "their requests/s count answers that are not the contract's. Fix the "
-                "server; its log is in the run folder.")
+        return self.unranked(
+            "its answer changed during the load", f"{NOT_CONTRACT}. Fix the server; its "
+            "log is in the run folder.")
 
 
 @dataclass(frozen=True)
@@ -215,11 +219,10 @@ class WrongAnswers(WithReasons):
     kind: ClassVar[str] = "wrong-answers"
 
     def text(self) -> str:
-        return (f"{self.server}: wrong answers during the load at {self.of_levels()} "
-                f"({self.reasons()}): those levels are not ranked, "
-                "their requests/s count answers that are not the contract's, although the "
-                "answer checked before and after the load was right. Fix the server (it may "
-                "answer differently when loaded); its log is in the run folder.")
+        return self.unranked(
+            "wrong answers during the load", f"{NOT_CONTRACT}, although the answer checked "
+            "before and after the load was right. Fix the server (it may answer differently "
+            "when loaded); its log is in the run folder.")
 
 
 @dataclass(frozen=True)
@@ -228,10 +231,10 @@ class PortShared(WithReasons):
     kind: ClassVar[str] = "port-shared"
 
     def text(self) -> str:
-        return (f"{self.server}: another process held its port at {self.of_levels()} "
-                f"({self.reasons()}): those levels are not ranked, "
-                "the client may have loaded that process instead. Measure again with the "
-                "port to itself (another PORT, or stop the other run).")
+        return self.unranked(
+            "another process held its port", "the client may have loaded that process "
+            "instead. Measure again with the port to itself (another PORT, or stop the "
+            "other run).")
 
 
 NOT_RECORDED = "how is not recorded (a run made before the lab kept the kinds)"
@@ -251,6 +254,7 @@ class Failures(AtLevels):
                 f"{self.of_levels()}: {self.how}. Each level is under "
                 f"\"What failed\"; {self.tool}'s output is in {self.server}/ in the run "
                 "folder.")
+
 
 @dataclass(frozen=True)
 class FewWorkers(Finding):
