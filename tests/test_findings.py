@@ -79,7 +79,7 @@ def test_each_text_is_a_sentence_with_its_figures(f: Finding) -> None:
             assert str(value) in text, key
 
 
-def test_the_thresholds_are_the_gate_s() -> None:
+def test_the_thresholds_are_the_metrics_module_s() -> None:
     assert f"{metrics.CLIENT_BOUND_PCT:.0f}%" in findings.ClientBound("a", 1, 1, tool="b").text()
     assert f"REPEAT={metrics.MIN_STARTS}" in findings.FewRepetitions(2).text()
     assert metrics.MIN_STARTS == 5
