@@ -305,7 +305,8 @@ def test_the_jvm_row_reads_the_java_server_s_facts(tmp_path: Path) -> None:
                    "3.0 GiB; JAVA_OPTS `-XX:+UseParallelGC` (a variant)")
     del m["servers"]["jersey@62"]
     (run / "manifest.json").write_text(json.dumps(m))
-    assert "no Java server in this run" in reasons.run_conditions(manifest.read_manifest(run))["jdk_gc"]
+    row = reasons.run_conditions(manifest.read_manifest(run))["jdk_gc"]
+    assert "no Java server in this run" in row
 
 
 def test_the_last_run_holding_a_claim_is_judged_and_the_others_named(tmp_path: Path) -> None:
