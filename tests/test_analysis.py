@@ -1,4 +1,4 @@
-"""The reading side: the one verdict gate that a run's verdicts,
+"""The reading side: the one judge that a run's verdicts,
 `make compare` and the claims share, and the calibration's conditions."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from lab.record import pinning, runrecord
 
 pytestmark = pytest.mark.unit
 
-# ---- one verdict gate, three callers ------------------------------------------------
+# ---- one judge, three callers ------------------------------------------------
 
 WHERE = levelrow.Where(server="A", rep=1, axis="concurrency", value=8, concurrency=8,
                        offered_rps=None, workers=1, backlog=512, duration_s=1, server_cpus=1,

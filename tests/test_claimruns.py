@@ -320,12 +320,13 @@ def test_the_jvm_row_reads_the_java_server_s_facts(tmp_path: Path) -> None:
                                           "active_processors": "1",
                                           "max_heap_bytes": str(3 * 2**30)}
     (run / "manifest.json").write_text(json.dumps(m))
-    row = reasons.here(manifest.read_manifest(run))["jdk_gc"]
+    row = reasons.run_conditions(manifest.read_manifest(run))["jdk_gc"]
     assert row == ("JDK 17.0.1, GC ParallelGC as the JVM chose it on 1 CPU(s), max heap "
                    "3.0 GiB; JAVA_OPTS `-XX:+UseParallelGC` (a variant)")
     del m["servers"]["jersey@62"]
     (run / "manifest.json").write_text(json.dumps(m))
-    assert "no Java server in this run" in reasons.here(manifest.read_manifest(run))["jdk_gc"]
+    row = reasons.run_conditions(manifest.read_manifest(run))["jdk_gc"]
+    assert "no Java server in this run" in row
 
 
 @pytest.mark.unit

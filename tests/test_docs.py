@@ -98,3 +98,23 @@ def test_the_readme_maps_every_module_under_its_role() -> None:
         there = {f.name for f in (lab / role).glob("*.py") if f.name != "__init__.py"}
         there |= {f"{d.name}/" for d in (lab / role).iterdir() if (d / "__init__.py").exists()}
         assert named == there, f"lab/{role}: missing {sorted(there - named)}, gone {sorted(named - there)}"
+
+
+def test_the_glossary_says_each_term_once_and_names_modules_that_exist() -> None:
+    """docs/glossary.md: a term in one row only, and every lab module it
+    names (`dir/file.py` or `dir/`, under lab/; servers/ and tests/ from the
+    checkout's top) is there, so a module moved
+    or renamed without its row is caught."""
+    text = (ROOT / "docs" / "glossary.md").read_text()
+    rows = [line.split("|")[1:-1] for line in text.splitlines()
+            if line.startswith("| ") and not line.startswith("| term") and
+            not line.startswith("| module")]
+    terms = [t.strip() for cells in rows for t in re.sub(r"\(.*?\)", "", cells[0]).split(",")]
+    assert len(terms) == len(set(terms)) and len(terms) > 30, terms
+    named = {m for cells in rows for m in re.findall(r"`([a-z_]+/[a-z_/]*(?:\.py)?)`",
+                                                      "|".join(cells))}
+    assert len(named) > 20, named
+    top = {"servers", "tests"}                    # results/: a run's, not the checkout's
+    missing = sorted(m for m in named if m != "results/" and not (
+        ROOT / ("" if m.split("/")[0] in top else "lab") / m).exists())
+    assert not missing, f"docs/glossary.md names modules that are not under lab/: {missing}"

@@ -1,7 +1,7 @@
 """What failed, and how: each client's parser on real outputs that had failures
 (tests/fixtures, listed in fixtures/client-captures.txt), a server that resets
 every Nth connection through real client runs, the record's cell, and what the
-reading side says (the per-level lines, the warning, the verdict gate)."""
+reading side says (the per-level lines, the warning, the judge)."""
 from __future__ import annotations
 
 import dataclasses

@@ -3,6 +3,7 @@ one owner of its text: the summary, report.html and results.json render the
 same values (issue 21)."""
 from __future__ import annotations
 
+import inspect
 import json
 import shutil
 from html import escape
@@ -25,14 +26,15 @@ EXAMPLES: list[Finding] = [
     findings.RunNotComplete("failed", ("aws stopped answering",)),
     findings.RunNotComplete("interrupted", ()),
     findings.LaterProblems(("perf is not installed",)),
-    findings.ClientBound("aws", "siege", 2, 5),
+    findings.ClientBound("aws", 2, 5, tool="siege"),
     findings.Noisy("aws", 1, 4, 3, 1.31, 64),
     findings.LittlesLaw("aws", 3, 4),
     findings.Saturated("aws", 2, 6),
     findings.NotSteady("aws"),
     findings.HostBusy("aws", 1, 4),
     findings.Steal("aws", 1, 4),
-    findings.Failures("aws", "wrk", 1234, 100000, 2, 4, "reset or closed by the server"),
+    findings.Failures("aws", 2, 4, tool="wrk", failed=1234, attempts=100000,
+                      how="reset or closed by the server"),
     findings.FewWorkers("aws", 5, "its default", 64, 1, ""),
     findings.ServerNote("aws", "alias of aws@4"),
     findings.FewRepetitions(1),
@@ -41,11 +43,11 @@ EXAMPLES: list[Finding] = [
     findings.CalibrationUnused("siege was not calibrated"),
     findings.BusyCalibration(42.0),
     findings.AboveCapacity("aws", "siege", 8, 1.12, analysis.DOES_NOT_HOLD),
-    findings.ClientStopped("aws", "siege", 1, 3, ("c=8: client stopped early: siege stopped "
-                                                  "after 0.16 s of the 5 s level",)),
+    findings.ClientStopped("aws", 1, 3, ("c=8: client stopped early: siege stopped "
+                                         "after 0.16 s of the 5 s level",), tool="siege"),
     findings.AnswerChanged("aws", 1, 3, ("c=8: answer changed: after the level, exact body",)),
-    findings.ClientStalled("aws", "wrk", 1, 3, ("c=8: client stalled: wrk was stopped for "
-                                                "3.0 s of the 4 s level",)),
+    findings.ClientStalled("aws", 1, 3, ("c=8: client stalled: wrk was stopped for "
+                                         "3.0 s of the 4 s level",), tool="wrk"),
     findings.SamplerGap("aws", 2, 3),
     findings.AcceptQueueFull("aws", 1, 3, ("c=50",)),
     findings.WrongAnswers("overloaded", 1, 2, ("c=2: wrong answers: wrk counted 112.0 bytes "
@@ -58,7 +60,7 @@ EXAMPLES: list[Finding] = [
 
 def kinds() -> list[type[Finding]]:
     return [k for k in vars(findings).values()
-            if isinstance(k, type) and issubclass(k, Finding) and k is not Finding]
+            if isinstance(k, type) and issubclass(k, Finding) and not inspect.isabstract(k)]
 
 
 def test_every_kind_has_its_own_name_and_an_example() -> None:
@@ -80,8 +82,8 @@ def test_each_text_is_a_sentence_with_its_figures(f: Finding) -> None:
             assert str(value) in text, key
 
 
-def test_the_thresholds_are_the_gate_s() -> None:
-    assert f"{metrics.CLIENT_BOUND_PCT:.0f}%" in findings.ClientBound("a", "b", 1, 1).text()
+def test_the_thresholds_are_the_metrics_module_s() -> None:
+    assert f"{metrics.CLIENT_BOUND_PCT:.0f}%" in findings.ClientBound("a", 1, 1, tool="b").text()
     assert f"REPEAT={metrics.MIN_STARTS}" in findings.FewRepetitions(2).text()
     assert metrics.MIN_STARTS == 5
     assert findings.FewWorkers("x", 5, "WORKERS", 64, 2, "").text() == \

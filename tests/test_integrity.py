@@ -439,7 +439,7 @@ def assert_legend(run: Path, flag: str) -> None:
 
 
 def test_findings_own_their_text() -> None:
-    f = findings.ClientStopped("aws", "siege", 1, 3, ("c=8: client stopped early: x",))
+    f = findings.ClientStopped("aws", 1, 3, ("c=8: client stopped early: x",), tool="siege")
     assert f.to_json()["kind"] == "client-stopped" and "c=8" in f.text()
     a = findings.AnswerChanged("t", 1, 2, ("c=2: answer changed: y",))
     assert a.to_json()["kind"] == "answer-changed" and "not ranked" in a.text()

@@ -252,10 +252,10 @@ def test_open_loop_verdicts_are_at_every_offered_rate() -> None:
 
 
 @pytest.mark.parametrize("servers, looks", [
-    (2, verdicts.Looks()), (3, verdicts.Looks()), (4, verdicts.Looks()),
-    (3, verdicts.Looks(5, 10)), (3, verdicts.Looks(6, 10))])
+    (2, verdicts.LookSchedule()), (3, verdicts.LookSchedule()), (4, verdicts.LookSchedule()),
+    (3, verdicts.LookSchedule(5, 10)), (3, verdicts.LookSchedule(6, 10))])
 def test_starts_needed_is_where_the_familys_rule_starts_deciding(
-        servers: int, looks: verdicts.Looks) -> None:
+        servers: int, looks: verdicts.LookSchedule) -> None:
     """The minimum the plan line prints is the rule's own: with that many
     starts a side, servers 30% apart are ranked in every pair of the family;
     with one fewer, none is (exercise 3: three servers at REPEAT=5 split α to
@@ -274,7 +274,7 @@ def test_starts_needed_is_where_the_familys_rule_starts_deciding(
 
 
 def test_starts_needed_says_none_when_no_look_can_decide() -> None:
-    assert verdicts.starts_needed(6, 0.01, verdicts.Looks(5, 6)) is None
+    assert verdicts.starts_needed(6, 0.01, verdicts.LookSchedule(5, 6)) is None
 
 
 @pytest.mark.parametrize("words", [

@@ -21,12 +21,12 @@ def test_a_folder_name_that_is_an_option_a_path_or_a_variant_is_refused(name: st
     assert why is not None and repr(name) in why and "SERVER=" in why
 
 
-@pytest.mark.parametrize("name", ["aws", "aws.threads", "aws@4", "aws.threads@4#2", "ews#12"])
+@pytest.mark.parametrize("name", ["aws", "aws.threads", "aws@4", "aws.threads@4#2", "ews#9"])
 def test_a_recorded_name_with_its_variant_workers_and_copy_is_read(name: str) -> None:
     assert why_not_a_recorded_name(name) is None
 
 
-@pytest.mark.parametrize("name", ["../../outside/x", "a\0b", "aws#123", "aws@123456", "aws.",
+@pytest.mark.parametrize("name", ["../../outside/x", "a\0b", "aws#123", "ews#12", "aws#1", "aws@123456", "aws.",
                                   "aws..x", "-aws"])
 def test_a_recorded_name_that_could_become_another_path_is_refused(name: str) -> None:
     why = why_not_a_recorded_name(name)

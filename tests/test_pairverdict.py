@@ -15,7 +15,7 @@ import pytest
 from lab.analyse import levelrow, metrics, pairgate, pairverdict, policy, resample
 from lab.analyse.gate import GateSettings
 from lab.analyse.nextstarts import plan
-from lab.analyse.verdicts import Looks
+from lab.analyse.verdicts import LookSchedule
 from lab.measure import pair
 from lab.record import manifest
 from lab.record.level import Level
@@ -181,7 +181,7 @@ def test_a_seat_that_favours_its_occupant_is_unbalanced_never_a_difference() -> 
 def test_the_looks_of_repeat_auto_stop_at_the_first_that_decides() -> None:
     rows = pairs(12, 1.10, seed=3)
     s = stats(rows)
-    [v] = pairverdict.primaries(s, [1], "duet", True, delta_pct=3.0, looks=Looks(8, 12))
+    [v] = pairverdict.primaries(s, [1], "duet", True, delta_pct=3.0, looks=LookSchedule(8, 12))
     assert v.kind == "faster" and v.starts == (8, 8)
 
 

@@ -8,9 +8,11 @@ table, so conftest.leftovers() sees their processes too, and each namespace
 is searched for anything besides its sshd."""
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -183,6 +185,13 @@ def test_the_agent_runs_samples_and_stops_here(tmp_path: Path) -> None:
         assert ended["last"]["rss_kb"] > 0 and ended["own_cpu_s"] >= 0
         # the host's TCP counters (lab.host.tcpstat), read by the agent
         assert set(ask("tcp_counters")["counters"]) == set(tcpstat.COUNTERS)
+        # a port held here does not bind there (lab.host.procs.bind_error, shipped)
+        with socket.socket() as held:
+            held.bind(("127.0.0.1", 0))
+            held.listen()
+            taken = ask("bindable", "127.0.0.1", held.getsockname()[1])
+        assert taken["ok"] is False and taken["errno"] == errno.EADDRINUSE, taken
+        assert ask("bindable", "127.0.0.1", 0) == {"ok": True}
 
         # a server's session: TERM, then KILL for what ignores it, marked ones too
         server = subprocess.Popen(["sh", "-c", "trap '' TERM; sleep 60 & sleep 60"],

@@ -125,9 +125,9 @@ def why_calibration_differs(m: Manifest, cal: Calibration) -> Reason:
     return None
 
 
-def nearest(levels: list[int], value: int) -> int:
+def nearest(values: list[int], value: int) -> int:
     """The calibrated level closest to `value` on a log scale."""
-    return min(levels, key=lambda c: abs((c / value) - 1) if c >= value else abs(value / c - 1))
+    return min(values, key=lambda c: abs((c / value) - 1) if c >= value else abs(value / c - 1))
 
 
 def calibrated(cal: Calibration, client: str, keepalive: bool) -> dict[int, CalLevel]:
@@ -140,11 +140,11 @@ def capacity(cal: Calibration, client: str, keepalive: bool,
              concurrency: int) -> tuple[float, int] | None:
     """(req/s, calibrated level) the client drove against the ceiling nearest
     to `concurrency`, in this connection mode; None when it has no level."""
-    levels = calibrated(cal, client, keepalive)
-    if not levels or not concurrency:
+    at_level = calibrated(cal, client, keepalive)
+    if not at_level or not concurrency:
         return None
-    c = nearest(list(levels), concurrency)
-    return levels[c].rate_rps, c
+    c = nearest(list(at_level), concurrency)
+    return at_level[c].rate_rps, c
 
 
 def above_why(cal: Calibration, m: Manifest, level: int) -> str:
@@ -264,7 +264,7 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
         def count(flag: str) -> int:
             return sum(1 for s in levels if flag in s.all_flags())
         if count("client-bound"):
-            out.append(findings.ClientBound(name, tool, count("client-bound"), n))
+            out.append(findings.ClientBound(name, count("client-bound"), n, tool))
         if count("noisy"):
             worst = max(levels, key=lambda s: s.rate.ratio)
             out.append(findings.Noisy(name, count("noisy"), n, reps, worst.rate.ratio,
@@ -278,9 +278,9 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
             said = tuple(f"{at_value(m.params.axis, s.value)}: {'; '.join(s.unranked)}"
                          for s in levels if s.flags.get(flag))
             if said and flag == "client-stopped":
-                out.append(findings.ClientStopped(name, tool, len(said), n, said))
+                out.append(findings.ClientStopped(name, len(said), n, said, tool))
             elif said and flag == "client-stalled":
-                out.append(findings.ClientStalled(name, tool, len(said), n, said))
+                out.append(findings.ClientStalled(name, len(said), n, said, tool))
             elif said and flag == "wrong-answers":
                 out.append(findings.WrongAnswers(name, len(said), n, said))
             elif said and flag == "port-shared":
@@ -303,8 +303,9 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
         if count("failures"):
             found = [f for s in levels for f in s.failures]
             out.append(findings.Failures(
-                name, tool, sum(s.failed for s in levels), sum(s.attempts for s in levels),
-                count("failures"), n, failures.said(found) if found else findings.NOT_RECORDED))
+                name, count("failures"), n, tool, sum(s.failed for s in levels),
+                sum(s.attempts for s in levels),
+                failures.said(found) if found else findings.NOT_RECORDED))
             few = few_workers(m, name, levels)
             if few is not None:
                 out.append(few)
@@ -324,7 +325,7 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
         out.append(findings.CalibrationUnused(cal_note))
     if m.calibration is not None and m.calibration.extra.get("host_busy") and not cal_note:
         busy = [x.host_busy_pct or 0.0 for c in m.calibration.clients.values()
-                for levels in c.modes.values() for x in levels.values()]
+                for at_level in c.modes.values() for x in at_level.values()]
         out.append(findings.BusyCalibration(max(busy, default=0.0)))
     for c in capacity_notes:
         if c.kind == "does-not-hold":
@@ -408,14 +409,14 @@ def seat_cpus(m: Manifest) -> tuple[bool, int]:
     return paired_mode(m) == "duet", 1
 
 
-def looks_of(m: Manifest) -> verdicts.Looks:
+def looks_of(m: Manifest) -> verdicts.LookSchedule:
     """REPEAT=auto (params repeat_auto, with repeat, the minimum, and
     repeat_max): a look after every start from the minimum on; else one look."""
     p = m.params
     most = p.extra.get("repeat_max")
     if p.extra.get("repeat_auto") is True and isinstance(most, int):
-        return verdicts.Looks(p.repeat, most)
-    return verdicts.Looks()
+        return verdicts.LookSchedule(p.repeat, most)
+    return verdicts.LookSchedule()
 
 
 def of(run: Path, cost_runs: list[Path] | None = None) -> tuple[RunRecord, Analysis]:

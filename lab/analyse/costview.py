@@ -1,6 +1,6 @@
 """Instructions per request (make cost, written by lab.studies.cost into the run
 record's cost.json) as a figure of the analysis: its spread over
-repetitions, verdicts through the lab's one verdict gate (lab.analyse.verdicts.judge,
+repetitions, verdicts through the lab's one judge (lab.analyse.verdicts.judge,
 lower is better), and its sections of summary.md and report.html.
 
 The figure is user space only (valgrind sees the server's own instructions,
@@ -94,7 +94,7 @@ def server_costs(costs: Costs) -> list[ServerCost]:
 
 
 def verdict(a: LevelCost, b: LevelCost) -> CostVerdict:
-    """The lab's verdict gate on instructions per request (lower is better)."""
+    """The lab's judge on instructions per request (lower is better)."""
     j = judge(Sample(a.server, a.per_request.values),
               Sample(b.server, b.per_request.values),
               higher_is_better=False, better=BETTER)

@@ -185,7 +185,7 @@ def ratios(a: LevelStats, b: LevelStats) -> dict[str, float | None]:
 
 def judge(a: LevelStats, b: LevelStats) -> tuple[str, str, float | None]:
     """(kind, text, signed percent) for one server at one level, A against B,
-    through the one verdict gate (lab.analyse.verdicts.judge): by requests/s, or in
+    through the one judge (lab.analyse.verdicts.judge): by requests/s, or in
     open loop by p99 latency. kind: faster or slower (B against A; with
     -at-least when the better side was client-bound), else the gate's kind."""
     sa, sb, higher, phrase = verdicts.samples(a, b)

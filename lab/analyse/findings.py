@@ -5,7 +5,8 @@ are written: lab.analyse.analysis.warnings finds them (the figures), and the
 summary (lab.present.report), the report page (lab.present.reportpage) and
 results.json (analysis.to_json: `warnings`, the texts; `findings`, kind +
 figures + text) all render the same values through `text()`. A warning says
-what was seen, then what to do.
+what was seen, then what to do. "Finding" is only the type's name: a finding
+and a warning are one thing (docs/glossary.md).
 """
 from __future__ import annotations
 
@@ -27,6 +28,33 @@ class Finding(ABC):
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, **asdict(self), "text": self.text()}
+
+
+@dataclass(frozen=True)
+class AtLevels(Finding):
+    """A warning about some levels of one server: `count` of its `n_levels`."""
+    server: str
+    count: int                  # levels flagged
+    n_levels: int               # levels of the server
+
+    def of_levels(self) -> str:
+        """Says "2 of 5 levels"."""
+        return f"{self.count} of {self.n_levels} levels"
+
+
+NOT_CONTRACT = "their requests/s count answers that are not the contract's"
+
+
+@dataclass(frozen=True)
+class WithReasons(AtLevels):
+    """The flagged levels' reasons, each "c=8: ...", said in the text."""
+    why: tuple[str, ...]
+
+    def unranked(self, what: str, then: str) -> str:
+        """'<server>: <what> at N of M levels (<reasons>): those levels are not
+        ranked, <then>', the text of every kind that takes levels out of ranking."""
+        return (f"{self.server}: {what} at {self.of_levels()} ({'; '.join(self.why)}): "
+                f"those levels are not ranked, {then}")
 
 
 @dataclass(frozen=True)
@@ -52,33 +80,27 @@ class LaterProblems(Finding):
 
 
 @dataclass(frozen=True)
-class ClientBound(Finding):
+class ClientBound(AtLevels):
     kind: ClassVar[str] = "client-bound"
-    server: str
     tool: str
-    count: int                  # levels flagged
-    levels: int                 # levels of the server
 
     def text(self) -> str:
         return (f"{self.tool} used at least {metrics.CLIENT_BOUND_PCT:.0f}% of its CPU at "
-                f"{self.count} of {self.levels} levels of {self.server}: those points measure "
+                f"{self.of_levels()} of {self.server}: those points measure "
                 f"{self.tool}, not {self.server}. Give the client more CPUs (CLIENT_CPUS), use "
                 "KEEPALIVE=1, or a faster client (CLIENT=wrk).")
 
 
 @dataclass(frozen=True)
-class Noisy(Finding):
+class Noisy(AtLevels):
     kind: ClassVar[str] = "noisy"
-    server: str
-    count: int
-    levels: int
     repeat: int
     worst_ratio: float          # max/min of req/s over the repetitions, at the worst level
     worst_value: int
     unit: str = "repetitions"   # or "start pairs" (a paired run)
 
     def text(self) -> str:
-        said = (f"{self.server}: {self.count} of {self.levels} levels spread more than "
+        said = (f"{self.server}: {self.of_levels()} spread more than "
                 f"{metrics.NOISY_SPREAD - 1:.0%} across {self.repeat} {self.unit} (worst: "
                 f"{self.worst_ratio - 1:.0%} at {self.worst_value}).")
         if self.unit != "repetitions":          # the pairs' verdicts stand on the ratios
@@ -89,28 +111,22 @@ class Noisy(Finding):
 
 
 @dataclass(frozen=True)
-class LittlesLaw(Finding):
+class LittlesLaw(AtLevels):
     kind: ClassVar[str] = "littles-law"
-    server: str
-    count: int
-    levels: int
 
     def text(self) -> str:
-        return (f"{self.server}: at {self.count} of {self.levels} levels the requests in "
+        return (f"{self.server}: at {self.of_levels()} the requests in "
                 f"flight did not match the concurrency ({metrics.LITTLES_LOW}-"
                 f"{metrics.LITTLES_HIGH}, Little's law): usually client-side queueing, "
                 "errors or timeouts. Check the failures and the client's CPU.")
 
 
 @dataclass(frozen=True)
-class Saturated(Finding):
+class Saturated(AtLevels):
     kind: ClassVar[str] = "saturated"
-    server: str
-    count: int
-    levels: int
 
     def text(self) -> str:
-        return (f"{self.server}: at {self.count} of {self.levels} offered rates the achieved "
+        return (f"{self.server}: at {self.count} of {self.n_levels} offered rates the achieved "
                 f"rate fell more than {metrics.SATURATED_SHORTFALL:.0%} short: past its "
                 "saturation point; latency there is queueing.")
 
@@ -126,78 +142,60 @@ class NotSteady(Finding):
 
 
 @dataclass(frozen=True)
-class HostBusy(Finding):
+class HostBusy(AtLevels):
     kind: ClassVar[str] = "host-busy"
-    server: str
-    count: int
-    levels: int
 
     def text(self) -> str:
-        return (f"{self.count} of {self.levels} levels of {self.server} ran while other "
+        return (f"{self.of_levels()} of {self.server} ran while other "
                 f"processes took more than {metrics.HOST_BUSY_PCT:.0f}% of the lab's "
                 "CPUs: those figures are not the server's alone. Rerun on a quiet host.")
 
 
 @dataclass(frozen=True)
-class Steal(Finding):
+class Steal(AtLevels):
     kind: ClassVar[str] = "steal"
-    server: str
-    count: int
-    levels: int
 
     def text(self) -> str:
-        return (f"{self.count} of {self.levels} levels of {self.server} lost more than "
+        return (f"{self.of_levels()} of {self.server} lost more than "
                 f"{metrics.STEAL_PCT:.0f}% of the lab's CPU time to the hypervisor "
                 "(steal): on a shared VM, figures vary from run to run; repeat, or "
                 "compare runs on a dedicated host.")
 
 
 @dataclass(frozen=True)
-class ClientStopped(Finding):
+class ClientStopped(WithReasons):
     """The client ended levels before their length (Siege after 1,024 failures)."""
     kind: ClassVar[str] = "client-stopped"
-    server: str
     tool: str
-    count: int                  # levels flagged
-    levels: int
-    why: tuple[str, ...]        # each flagged level's reason, "c=8: ..."
 
     def text(self) -> str:
-        return (f"{self.server}: {self.tool} stopped early at {self.count} of {self.levels} "
-                f"levels ({'; '.join(self.why)}): those levels are not ranked and their rate "
-                "is not the server's. See what failed there; for Siege, fewer failures (more "
-                "workers, KEEPALIVE=0) or another client (CLIENT=wrk).")
+        return self.unranked(
+            f"{self.tool} stopped early", "their rate is not the server's. See what failed "
+            "there; for Siege, fewer failures (more workers, KEEPALIVE=0) or another client "
+            "(CLIENT=wrk).")
 
 
 @dataclass(frozen=True)
-class ClientStalled(Finding):
+class ClientStalled(WithReasons):
     """The client was stopped mid-level (SIGSTOP, a tracer), or ran past its own
     clock: its rate counts time it sent nothing (lab.analyse.levelrow.stalled)."""
     kind: ClassVar[str] = "client-stalled"
-    server: str
     tool: str
-    count: int                  # levels flagged
-    levels: int
-    why: tuple[str, ...]        # each flagged level's reason, "c=8: ..."
 
     def text(self) -> str:
-        return (f"{self.server}: {self.tool} stalled at {self.count} of {self.levels} levels "
-                f"({'; '.join(self.why)}): those levels are not ranked, their rate counts "
-                f"time {self.tool} sent nothing. Was it stopped (Ctrl-Z, a debugger) or "
-                "starved? Measure again on a quiet host.")
+        return self.unranked(
+            f"{self.tool} stalled", f"their rate counts time {self.tool} sent nothing. Was "
+            "it stopped (Ctrl-Z, a debugger) or starved? Measure again on a quiet host.")
 
 
 @dataclass(frozen=True)
-class SamplerGap(Finding):
+class SamplerGap(AtLevels):
     """The lab's sampler of the server took no sample for a while mid-level:
     the lab itself was stopped or starved (lab.analyse.levelrow.sampler_gap)."""
     kind: ClassVar[str] = "sampler-gap"
-    server: str
-    count: int
-    levels: int
 
     def text(self) -> str:
-        return (f"{self.count} of {self.levels} levels of {self.server} had a gap of more than "
+        return (f"{self.of_levels()} of {self.server} had a gap of more than "
                 f"{metrics.STALL_MIN_S:g} s in the lab's own sampling (the lab was stopped or "
                 "starved): their CPU shares cover time the load did not run, so whether the "
                 "client was the limit cannot be told and their req/s is not ranked. Do not "
@@ -205,18 +203,15 @@ class SamplerGap(Finding):
 
 
 @dataclass(frozen=True)
-class AcceptQueueFull(Finding):
+class AcceptQueueFull(AtLevels):
     """The server's accept queue sat at its backlog (lab.host.acceptq): a
     property of the server at that load, ranked as measured."""
     kind: ClassVar[str] = "accept-queue-full"
-    server: str
-    count: int
-    levels: int
     at: tuple[str, ...]               # the flagged levels, "c=16" each
 
     def text(self) -> str:
         return (f"{self.server}'s accept queue sat at its backlog at {', '.join(self.at)} "
-                f"({self.count} of {self.levels} levels; at {metrics.ACCEPT_QUEUE_FULL_PCT:.0f}% "
+                f"({self.of_levels()}; at {metrics.ACCEPT_QUEUE_FULL_PCT:.0f}% "
                 "of a level's samples or more): it did not accept() connections as fast as they "
                 "came, and the kernel dropped new ones (their clients retry after 1 s, then 3 s: "
                 "latency, timeouts or failures). This is the server at that load, ranked as "
@@ -225,71 +220,55 @@ class AcceptQueueFull(Finding):
 
 
 @dataclass(frozen=True)
-class AnswerChanged(Finding):
+class AnswerChanged(WithReasons):
     """The server's answer broke the contract after the load had started."""
     kind: ClassVar[str] = "answer-changed"
-    server: str
-    count: int
-    levels: int
-    why: tuple[str, ...]
 
     def text(self) -> str:
-        return (f"{self.server}: its answer changed during the load at {self.count} of "
-                f"{self.levels} levels ({'; '.join(self.why)}): those levels are not ranked, "
-                "their requests/s count answers that are not the contract's. Fix the "
-                "server; its log is in the run folder.")
+        return self.unranked(
+            "its answer changed during the load", f"{NOT_CONTRACT}. Fix the server; its "
+            "log is in the run folder.")
 
 
 @dataclass(frozen=True)
-class WrongAnswers(Finding):
+class WrongAnswers(WithReasons):
     """Answers during the load that were not the verified answer (lab.analyse.answers)."""
     kind: ClassVar[str] = "wrong-answers"
-    server: str
-    count: int
-    levels: int
-    why: tuple[str, ...]
 
     def text(self) -> str:
-        return (f"{self.server}: wrong answers during the load at {self.count} of "
-                f"{self.levels} levels ({'; '.join(self.why)}): those levels are not ranked, "
-                "their requests/s count answers that are not the contract's, although the "
-                "answer checked before and after the load was right. Fix the server (it may "
-                "answer differently when loaded); its log is in the run folder.")
+        return self.unranked(
+            "wrong answers during the load", f"{NOT_CONTRACT}, although the answer checked "
+            "before and after the load was right. Fix the server (it may answer differently "
+            "when loaded); its log is in the run folder.")
 
 
 @dataclass(frozen=True)
-class PortShared(Finding):
+class PortShared(WithReasons):
     """Another process held the server's port during levels (two runs on one PORT)."""
     kind: ClassVar[str] = "port-shared"
-    server: str
-    count: int
-    levels: int
-    why: tuple[str, ...]
 
     def text(self) -> str:
-        return (f"{self.server}: another process held its port at {self.count} of "
-                f"{self.levels} levels ({'; '.join(self.why)}): those levels are not ranked, "
-                "the client may have loaded that process instead. Measure again with the "
-                "port to itself (another PORT, or stop the other run).")
+        return self.unranked(
+            "another process held its port", "the client may have loaded that process "
+            "instead. Measure again with the port to itself (another PORT, or stop the "
+            "other run).")
 
 
 NOT_RECORDED = "how is not recorded (a run made before the lab kept the kinds)"
 
 
 @dataclass(frozen=True)
-class Failures(Finding):
+class Failures(AtLevels):
+    """count: the levels where a request failed."""
     kind: ClassVar[str] = "failures"
-    server: str
     tool: str
     failed: int                 # requests, over the levels and repetitions
     attempts: int
-    count: int                  # levels where a request failed
-    levels: int
     how: str                    # lab.record.failures.said of the kinds, or NOT_RECORDED
 
     def text(self) -> str:
         return (f"{self.server}: {self.failed:,} of {self.attempts:,} requests failed at "
-                f"{self.count} of {self.levels} levels: {self.how}. Each level is under "
+                f"{self.of_levels()}: {self.how}. Each level is under "
                 f"\"What failed\"; {self.tool}'s output is in {self.server}/ in the run "
                 "folder.")
 
@@ -308,9 +287,9 @@ class FewWorkers(Finding):
     def note(self) -> str:
         """The sentence without its full stop (analysis.workers_note)."""
         what = self.beyond or "what it does with the others is in its client's failures above"
-        levels = f"{self.over} level{'s' * (self.over != 1)}"
+        where = f"{self.over} level{'s' * (self.over != 1)}"
         return (f"{self.server} has {self.workers} workers ({self.detail}) for up to "
-                f"{self.top} connections at the {levels} where requests failed above "
+                f"{self.top} connections at the {where} where requests failed above "
                 f"{self.workers}; {what}: use {self.server}@{self.top} (or WORKERS) to give "
                 "it one per connection")
 

@@ -371,7 +371,7 @@ def per_start(levels: list[LevelStats], metric: str) -> tuple[float, ...]:
 
 
 @dataclass(frozen=True)
-class Todo:
+class PlannedCheck:
     """One check across levels, planned before the family's α is known (its
     size is the number of them)."""
     server: str
@@ -397,7 +397,7 @@ def across_checks(sa: Stats, sb: Stats, wanted: tuple[str, ...],
     no failures, no client that stopped, no answer that changed), req/s is
     judged across those by server CPU per request, and said. The family: these checks, each at ALPHA/2 over
     their number."""
-    todo: list[Todo] = []
+    planned: list[PlannedCheck] = []
     for name in sa:
         if name not in sb or any(manifest.manifest_value(m, f"servers.{name}.role") == "ceiling"
                                  for m in ms):
@@ -420,20 +420,20 @@ def across_checks(sa: Stats, sb: Stats, wanted: tuple[str, ...],
                     (metric == "p99" and not open_loop):
                 continue
             if len(pairs) >= 2:
-                todo.append(Todo(name, metric, metric, [a for a, _ in pairs],
+                planned.append(PlannedCheck(name, metric, metric, [a for a, _ in pairs],
                                  [b for _, b in pairs], thresholds[metric], short, "", "",
                                  thresholds[metric]))
             elif metric == "rate" and len(sound) > len(pairs):
                 dirty = sorted({f for a, b in sound for f in unclean(a) + unclean(b)})
-                todo.append(Todo(name, metric, "cpu", [a for a, _ in sound],
+                planned.append(PlannedCheck(name, metric, "cpu", [a for a, _ in sound],
                                  [b for _, b in sound], thresholds["cpu"], short,
                                  f"req/s not clean ({', '.join(dirty)}): server CPU per request "
                                  "judged instead, the server's own CPU time; ", judged_by(dirty),
                                  thresholds["rate"]))
-    each = decide.family_alpha(settings.alpha / 2, len(todo))
+    each = decide.family_alpha(settings.alpha / 2, len(planned))
     widen = widen_of(ms[1])
     out = []
-    for t in todo:
+    for t in planned:
         lv = tuple(s.value for s in t.a)
         via = f"across {', '.join(map(str, lv))}: {t.why}"
         c = check(t.server, lv[0], t.judged, per_start(t.a, t.judged), per_start(t.b, t.judged),

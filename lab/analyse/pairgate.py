@@ -18,7 +18,7 @@ from lab.analyse.gate import (NOT_JUDGED, OUTCOMES, PASS, REGRESSION, Gate, Gate
                               GateSettings, headline)
 from lab.analyse.metrics import LevelStats
 from lab.analyse.pairverdict import judged
-from lab.analyse.verdicts import Looks
+from lab.analyse.verdicts import LookSchedule
 from lab.setup.exits import Exit
 
 
@@ -26,7 +26,7 @@ def check(a: str, la: list[LevelStats], b: str, lb: list[LevelStats], at: list[i
           alpha: float, delta: float, mode: str, shared: bool, cpus: int,
           across: bool) -> GateCheck:
     """One check of B against A over the levels `at` (one level, or across)."""
-    v, j = judged(a, la, b, lb, at, alpha, delta, Looks(), mode, shared, cpus, sided="a")
+    v, j = judged(a, la, b, lb, at, alpha, delta, LookSchedule(), mode, shared, cpus, sided="a")
     worse = j.decision.estimate_pct if j is not None and j.decision is not None else None
     if v.kind in ("faster", "faster-at-least") and v.a == a:
         outcome = REGRESSION

@@ -21,7 +21,7 @@ import statistics
 
 from lab.analyse import decide, paired, policy
 from lab.analyse.metrics import FAILED_SHARE_PCT, LevelStats
-from lab.analyse.verdicts import CPU_PHRASE, Judgement, Looks, Sample, Verdict, from_decision
+from lab.analyse.verdicts import CPU_PHRASE, Judgement, LookSchedule, Sample, Verdict, from_decision
 
 WHAT = {"rate": "requests/s", "cpu": "server CPU per request"}
 
@@ -99,7 +99,7 @@ def unbalanced_text(d: decide.Decision) -> str:
 
 
 def primary(name_a: str, la: list[LevelStats], name_b: str, lb: list[LevelStats],
-            at: list[int], alpha: float, delta_pct: float, looks: Looks, mode: str,
+            at: list[int], alpha: float, delta_pct: float, looks: LookSchedule, mode: str,
             shared: bool, cpus: int = 1) -> Verdict:
     """One verdict for the pair across the levels `at`; REPEAT=auto: the
     looks replayed (the first k pairs), the first look that decided."""
@@ -107,7 +107,7 @@ def primary(name_a: str, la: list[LevelStats], name_b: str, lb: list[LevelStats]
 
 
 def judged(name_a: str, la: list[LevelStats], name_b: str, lb: list[LevelStats],
-           at: list[int], alpha: float, delta_pct: float, looks: Looks, mode: str,
+           at: list[int], alpha: float, delta_pct: float, looks: LookSchedule, mode: str,
            shared: bool, cpus: int = 1, sided: str = "two") -> tuple[Verdict, Judgement | None]:
     """primary, with the judgement it stands on (None: the rule did not run);
     `sided` "a": only "A better" is asked (the paired gate: is B worse?)."""
@@ -154,7 +154,7 @@ def judged(name_a: str, la: list[LevelStats], name_b: str, lb: list[LevelStats],
 
 def primaries(stats: dict[str, list[LevelStats]], at: list[int], mode: str, shared: bool,
               alpha: float = policy.ALPHA, delta_pct: float = policy.DELTA_PCT,
-              looks: Looks = Looks(), cpus: int = 1) -> list[Verdict]:
+              looks: LookSchedule = LookSchedule(), cpus: int = 1) -> list[Verdict]:
     """The paired run's primary verdict (its one pair of servers)."""
     (a, la), (b, lb) = list(stats.items())[:2]
     return [primary(a, la, b, lb, at, alpha, delta_pct, looks, mode, shared, cpus)]
@@ -162,7 +162,7 @@ def primaries(stats: dict[str, list[LevelStats]], at: list[int], mode: str, shar
 
 def verdicts(stats: dict[str, list[LevelStats]], at: list[int], mode: str, shared: bool,
              alpha: float = policy.ALPHA, delta_pct: float = policy.DELTA_PCT,
-             looks: Looks = Looks(), cpus: int = 1) -> list[Verdict]:
+             looks: LookSchedule = LookSchedule(), cpus: int = 1) -> list[Verdict]:
     """The pair at each level alone: the secondary verdicts, one family
     (each at α over the levels, Bonferroni)."""
     (a, la), (b, lb) = list(stats.items())[:2]

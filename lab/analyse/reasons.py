@@ -64,7 +64,7 @@ def java_opts(m: Manifest) -> str:
     return str(m.params.extra.get("java_opts") or "").strip()
 
 
-def here(m: Manifest) -> dict[str, str]:
+def run_conditions(m: Manifest) -> dict[str, str]:
     """This run's side of each condition row, from its manifest."""
     h, t = m.host, m.tools
     n = cpus(m.pinning.server_cpus)
@@ -113,7 +113,7 @@ def jvm(m: Manifest, opts: str) -> str:
 
 def conditions_table(study: Study, m: Manifest) -> list[str]:
     """Markdown: each condition, published against here."""
-    pub, mine = study.published_conditions, here(m)
+    pub, mine = study.published_conditions, run_conditions(m)
     lines = ["| condition | published | here |", "|---|---|---|"]
     for key, label in ROWS:
         lines.append(claims.row([label, pub.get(key, "not stated"), mine[key]]))
@@ -153,7 +153,7 @@ def client_reason(claim: claims.Claim, m: Manifest,
 
 def conditions_reason(claim: claims.Claim, study: Study, m: Manifest) -> str:
     """(2) the rows of the conditions table that bear on the claim, in short."""
-    mine = here(m)
+    mine = run_conditions(m)
     rows = RSS_ROWS if claim.metric == "rss_end" else tuple(k for k, _ in ROWS)
     specs = [claims.spec_of(x) for x in claim.servers]
     if claim.metric == "rss_end" and not any(s.family in JAVA for s in specs):

@@ -1,6 +1,7 @@
-"""The verdict, in one place: the one verdict gate (`judge`: two samples
-through the lab's decision rule, lab.analyse.decide, the client-bound sides
-and failed requests taken into account), and a run's verdicts built on it:
+"""The verdict, in one place: `judge`, the one function that compares two
+samples (through the lab's decision rule, lab.analyse.decide, the client-bound sides
+and failed requests taken into account; "the gate" is make compare's,
+lab.analyse.gate, which calls it), and a run's verdicts built on it:
 two servers at one level (`verdict`, with server CPU per request where
 req/s cannot rank them), one verdict a pair across the levels (`primary`),
 and the run's families of them (`primaries`, `verdicts`).
@@ -17,7 +18,7 @@ from lab.analyse.metrics import (FAILED_SHARE_PCT, MIN_REPS_FOR_VERDICT, LevelSt
                                  unranked_text)
 
 
-# --------------------------------------------------------------------------- the verdict gate
+# --------------------------------------------------------------------------- the judge
 
 @dataclass(frozen=True)
 class Sample:
@@ -81,7 +82,7 @@ def unjudgeable(samples: list[Sample], min_reps: int = MIN_REPS_FOR_VERDICT
 def judge(a: Sample, b: Sample, *, higher_is_better: bool = True,
           better: str = "is faster than", alpha: float = decide.ALPHA,
           delta_pct: float = decide.DELTA_PCT, sided: str = "two") -> Judgement:
-    """The one verdict gate: is one sample better than the other, by the
+    """The one judge: is one sample better than the other, by the
     lab's decision rule (lab.analyse.decide: an exact rank test of the starts
     at α, an effect of at least δ)? Used by a run's verdicts, `make
     compare`, the claims, cost and noise (`higher_is_better=False` for a
@@ -308,8 +309,9 @@ def verdict_values(stats: dict[str, list[LevelStats]], asked: tuple[int, ...]) -
 
 
 @dataclass(frozen=True)
-class Looks:
-    """How a run's starts were spent: fixed (REPEAT=N: one look) or
+class LookSchedule:
+    """When a run's verdicts were looked at (a look: a test on the starts so
+    far, α spent over the looks): fixed (REPEAT=N: one look at the end) or
     REPEAT=auto (a look after every start from `first` to `last` a side)."""
     first: int | None = None
     last: int | None = None
@@ -346,7 +348,7 @@ def by_start(levels: list[LevelStats], at: list[int], metric: str, upto: int | N
 
 
 def primary(name_a: str, la: list[LevelStats], name_b: str, lb: list[LevelStats],
-            at: list[int], alpha: float, delta_pct: float, looks: Looks) -> Verdict:
+            at: list[int], alpha: float, delta_pct: float, looks: LookSchedule) -> Verdict:
     """One verdict for a pair across the levels `at`: each start's mean log
     figure over them is one value (a start covers every level), by req/s (or
     p99 in open loop) over the levels both measured cleanly (no client-bound,
@@ -395,7 +397,8 @@ def primary(name_a: str, la: list[LevelStats], name_b: str, lb: list[LevelStats]
 
 
 def primaries(stats: dict[str, list[LevelStats]], at: list[int], alpha: float = decide.ALPHA,
-              delta_pct: float = decide.DELTA_PCT, looks: Looks = Looks()) -> list[Verdict]:
+              delta_pct: float = decide.DELTA_PCT, looks: LookSchedule = LookSchedule()
+              ) -> list[Verdict]:
     """The run's primary verdicts: one a pair, the family of the run (each at
     α over the number of pairs, Bonferroni)."""
     pairs = list(combinations(stats, 2))
@@ -403,7 +406,7 @@ def primaries(stats: dict[str, list[LevelStats]], at: list[int], alpha: float = 
     return [primary(a, stats[a], b, stats[b], at, each, delta_pct, looks) for a, b in pairs]
 
 
-def starts_needed(servers: int, alpha: float = decide.ALPHA, looks: Looks = Looks(),
+def starts_needed(servers: int, alpha: float = decide.ALPHA, looks: LookSchedule = LookSchedule(),
                   paired_run: bool = False) -> int | None:
     """The fewest starts a side (start pairs, in a paired run) from which the
     run's primary verdicts can decide at all: the family of every pair of
@@ -425,7 +428,8 @@ def starts_needed(servers: int, alpha: float = decide.ALPHA, looks: Looks = Look
 
 
 def verdicts(stats: dict[str, list[LevelStats]], at: list[int], alpha: float = decide.ALPHA,
-             delta_pct: float = decide.DELTA_PCT, looks: Looks = Looks()) -> list[Verdict]:
+             delta_pct: float = decide.DELTA_PCT, looks: LookSchedule = LookSchedule()
+             ) -> list[Verdict]:
     """Every pair of servers at every level in `at` (in the order given): the
     secondary verdicts, one family (req/s and CPU per request of every pair at
     every level, each at α over their number: Bonferroni)."""

@@ -81,7 +81,7 @@ def cmd_check(_: argparse.Namespace) -> int:
         print(f"warning: server {name} cannot be used: {why}", file=sys.stderr)
     for note in servers.skipped:
         print(f"note: {note}", file=sys.stderr)
-    topologies.check(params)          # exit 2: not available here, host unreachable or lacking
+    topologies.chosen(params).check(params)   # exit 2: not here, host unreachable or lacking
     for w in params.warnings:
         print(f"warning: {w}", file=sys.stderr)
     print(f"plan: {plan(params, servers=compared(params, servers))}", file=sys.stderr)
@@ -105,7 +105,8 @@ def family_need(p: Params, servers: int) -> str:
         return ""
     pairs = servers * (servers - 1) // 2
     unit = "start pairs" if p.paired else "starts a side"
-    looks = verdicts.Looks(p.repeat, p.repeat_max) if p.repeat_auto else verdicts.Looks()
+    looks = verdicts.LookSchedule(p.repeat, p.repeat_max) if p.repeat_auto else \
+        verdicts.LookSchedule()
     need = verdicts.starts_needed(servers, p.alpha, looks, bool(p.paired))
     fam = f"{pairs} pair{'s' * (pairs != 1)} at α={pct(100 * p.alpha)}%" + (
         f" split to {pct(100 * p.alpha / pairs)}% a pair" if pairs > 1 else "")

@@ -130,7 +130,7 @@ def cmd_up(_: argparse.Namespace) -> int:
     """Set up the topology for the run (namespaces, links, ssh master); exit 2 if it can't."""
     params, _servers = load_params()
     try:
-        topologies.up(params)
+        topologies.chosen(params).up(params)
     except topologies.SetupError as e:
         return fail(str(e), Exit.FAILED)
     topo = topologies.current(params)
@@ -141,7 +141,7 @@ def cmd_up(_: argparse.Namespace) -> int:
 def cmd_down(_: argparse.Namespace) -> int:
     """Undo `lab up`, whatever state it reached."""
     params, _servers = load_params()
-    topologies.down(params)
+    topologies.chosen(params).down(params)
     return 0
 
 
@@ -157,7 +157,7 @@ def cmd_images(_: argparse.Namespace) -> int:
 def cmd_probe(args: argparse.Namespace) -> int:
     """The robustness probe on a separate start of the server; exit 1: not to be loaded."""
     params, servers = load_params()
-    topologies.join(params)                  # the probe's connections leave from the clients' side
+    topologies.chosen(params).join(params)   # the probe's connections leave from the clients' side
     run = held(args)
     from lab.measure import probe
     try:
@@ -177,7 +177,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from lab.measure.sweep import ServerSweep, SweepError
     from lab.measure.pair import PairSweep
     params, servers = load_params()
-    topologies.join(params)                  # the lab's own connections leave from the clients' side
+    topologies.chosen(params).join(params)   # the lab's own connections leave from the clients' side
     run = held(args)
     client, _ = client_for(params, run)
     names = args.server.split("+")
@@ -328,7 +328,7 @@ def cmd_guard(_args: argparse.Namespace) -> int:
         signal.signal(sig, signal.SIG_DFL)
     try:
         params, _servers = load_params()
-        topologies.down(params)
+        topologies.chosen(params).down(params)
     except Exception as e:                       # noqa: BLE001  (nobody to tell but the log)
         print(f"lab guard: lab down failed: {e}", file=sys.stderr)
     if run is not None:

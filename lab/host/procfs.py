@@ -183,7 +183,28 @@ def user_sys(root: int) -> tuple[float, float] | None:
     return sum(p.user_s for p in procs), sum(p.sys_s for p in procs)
 
 
-class Sampler:
+class Span:
+    """The CPU time a tree took between a sampler's `first` and `last` samples:
+    the one owner of that arithmetic, for this Sampler and for the ssh
+    topology's RemoteSampler (whose samples its agent takes with this one)."""
+    first: TreeSample | None
+    last: TreeSample | None
+
+    @property
+    def cpu_s(self) -> float:
+        if self.first is None or self.last is None:
+            return 0.0
+        return self.last.cpu_s - self.first.cpu_s
+
+    @property
+    def sys_s(self) -> float | None:
+        """The kernel's part of cpu_s (syscalls, TCP work charged to the server)."""
+        if self.first is None or self.last is None:
+            return None
+        return self.last.sys_s - self.first.sys_s
+
+
+class Sampler(Span):
     """Samples a process tree every `interval` seconds in a thread.
 
     `first` and `last` bracket the window; peaks cover every sample.
@@ -275,19 +296,6 @@ class Sampler:
         if self.last is not None:
             self.last, self.memory_error = with_memory(
                 self.last, [x.pid for x in tree(self.root)] or self.members)
-
-    @property
-    def cpu_s(self) -> float:
-        if self.first is None or self.last is None:
-            return 0.0
-        return self.last.cpu_s - self.first.cpu_s
-
-    @property
-    def sys_s(self) -> float | None:
-        """The kernel's part of cpu_s (syscalls, TCP work charged to the server)."""
-        if self.first is None or self.last is None:
-            return None
-        return self.last.sys_s - self.first.sys_s
 
 
 def state(pid: int) -> str:

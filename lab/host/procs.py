@@ -258,13 +258,22 @@ def check_port_free(port: int, bind: str = "127.0.0.1") -> None:
     found = listeners(port)
     if found:
         raise PortBusy(busy_message(port, found))
+    refused = bind_error(bind, port)
+    if refused is not None:
+        raise PortBusy(busy_message(port, [])) from refused
+
+
+def bind_error(bind: str, port: int) -> OSError | None:
+    """Why binding `port` on address `bind` fails now (None: it binds), as the
+    server would bind it (SO_REUSEADDR); the ssh agent asks it on its host."""
     family = socket.AF_INET6 if ":" in bind else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((bind, port))
         except OSError as e:
-            raise PortBusy(busy_message(port, [])) from e
+            return e
+    return None
 
 
 def check_local_address(name: str, address: str) -> None:

@@ -443,7 +443,7 @@ def calibration_html(m: Manifest, a: Analysis) -> str:
             f"<li>{escaped(x.text)}</li>" for x in a.capacity) + "</ul>")
     else:
         parts.append('<p class="muted">No level of this run has a calibrated counterpart.</p>')
-    levels = sorted({c for got in cal.clients.values() for lv in got.modes.values()
+    level_values = sorted({c for got in cal.clients.values() for lv in got.modes.values()
                      for c in lv} | set(cal.levels))
     rows = []
     for client, got in cal.clients.items():
@@ -454,15 +454,15 @@ def calibration_html(m: Manifest, a: Analysis) -> str:
                 escaped(f"{have[c].rate_rps:,.0f} (client CPU {have[c].client_cpu_pct:.0f}%)")
                 if c in have else
                 escaped(f"{DASH} (not saved: {refused[c]})") if c in refused else DASH
-                for c in levels])
+                for c in level_values])
     if rows:
         where = f", {cal.topology.split(' ')[0]}" if cal.topology else ""
         parts.append(f"<p>Calibrated against {escaped(cal.ceiling or '?')}, "
                      f"{escaped(cal.duration_s)}s per level, server CPU "
                      f"{escaped(cal.pinning.server_cpus)}, client CPU {escaped(cal.pinning.client_cpus)}"
                      f"{escaped(where)} (req/s):</p>")
-        parts.append(table(["client", "connection", *[f"c={c}" for c in levels]], rows,
-                           numeric=set(range(2, 2 + len(levels))), cls="calibration"))
+        parts.append(table(["client", "connection", *[f"c={c}" for c in level_values]], rows,
+                           numeric=set(range(2, 2 + len(level_values))), cls="calibration"))
     return "".join(parts)
 
 

@@ -168,20 +168,20 @@ def check_sweep(get: Callable[[str], str], given: Callable[[str], bool], client:
     if axis in LOAD_AXES and axis != client_axis:
         raise ConfigError(f"AXIS={axis}: {client} varies {client_axis}, not {axis} "
                           f"(use {'RATE with CLIENT=vegeta' if axis == 'rate' else 'CLIENT=wrk or siege'})")
-    levels = parse_levels(get("CONCURRENCY")) if client_axis == "concurrency" else ()
+    concurrencies = parse_levels(get("CONCURRENCY")) if client_axis == "concurrency" else ()
     rates = parse_list("RATE", get("RATE"), 10_000_000) if client_axis == "rate" else ()
     if axis not in KNOBS:
         if get("VALUES").strip():
             raise ConfigError(f"VALUES is for a knob axis (AXIS=workers or backlog); "
-                              f"the {axis} levels come from "
+                              f"the {axis} concurrencies come from "
                               f"{'CONCURRENCY' if axis == 'concurrency' else 'RATE'}")
-        return Sweep(axis, levels or rates, levels, rates)
+        return Sweep(axis, concurrencies or rates, concurrencies, rates)
     if not get("VALUES").strip():
         raise ConfigError(f"AXIS={axis} needs VALUES, e.g. VALUES='1 2 4 8 16 32'")
     values = parse_list("VALUES", get("VALUES"), 100_000)
-    load = levels or rates
+    load = concurrencies or rates
     if len(load) != 1:
-        what = "CONCURRENCY" if levels else "RATE"
+        what = "CONCURRENCY" if concurrencies else "RATE"
         raise ConfigError(f"AXIS={axis} sweeps {axis} at one load: give one {what} level "
                           f"(got {len(load)}), e.g. {what}=32")
     if axis == "workers":
@@ -198,7 +198,7 @@ def check_sweep(get: Callable[[str], str], given: Callable[[str], bool], client:
     if given(axis.upper()):
         raise ConfigError(f"AXIS={axis} sets {axis.upper()} itself from VALUES; "
                           f"unset {axis.upper()}")
-    return Sweep(axis, values, levels, rates)
+    return Sweep(axis, values, concurrencies, rates)
 
 
 @dataclass(frozen=True)

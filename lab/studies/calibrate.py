@@ -57,11 +57,11 @@ def settings(env: dict[str, str], servers: dict[str, Server]) -> tuple[Params, l
     threads = env.get("CLIENT_THREADS", "").strip()
     if threads:
         params = replace(params, client_threads=SETTINGS["CLIENT_THREADS"].number(threads))
-    levels = parse_list("CONCURRENCY", merged["CONCURRENCY"], 1000)
+    concurrencies = parse_list("CONCURRENCY", merged["CONCURRENCY"], 1000)
     # Every client is calibrated in closed loop, vegeta too (rate 0: as fast
     # as its workers can): capacity is a concurrency's worth of requests/s.
-    return replace(params, axis="concurrency", load_axis="concurrency", concurrencies=levels,
-                   values=levels, rates=()), wanted
+    return replace(params, axis="concurrency", load_axis="concurrency", concurrencies=concurrencies,
+                   values=concurrencies, rates=()), wanted
 
 
 def run(root: Path, cache: Path, servers: dict[str, Server]) -> int:

@@ -133,12 +133,12 @@ def check(study: Study, run: Run, specs: Mapping[str, ServerSpec]) -> RunCheck:
     if run.client != s.client:
         noted.append(f"client {run.client}, the study's is {s.client} (judged as a second "
                      "client)")
-    levels = sorted({x.value for v in run.stats.values() for x in v})
-    missing = sorted(set(s.levels) - set(levels))
+    level_values = sorted({x.value for v in run.stats.values() for x in v})
+    missing = sorted(set(s.levels) - set(level_values))
     if m.params.axis != "concurrency":
         blocking.append(f"axis {m.params.axis}, the study sweeps concurrency")
     elif missing:
-        noted.append(f"{len(set(s.levels) & set(levels))} of the study's {len(s.levels)} "
+        noted.append(f"{len(set(s.levels) & set(level_values))} of the study's {len(s.levels)} "
                      f"levels (missing {' '.join(map(str, missing))})")
     if m.params.duration_s < s.duration_s:
         noted.append(f"{m.params.duration_s}s per level, the study's is {s.duration_s}s")

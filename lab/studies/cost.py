@@ -83,16 +83,16 @@ def cost_settings(env: dict[str, str]) -> tuple[tuple[int, ...], tuple[int, int]
     def get(name: str) -> str:
         value = env.get(name)
         return SETTINGS[name].default if value is None else value
-    levels = parse_list("COST_LEVELS", get("COST_LEVELS"), 256)
+    concurrencies = parse_list("COST_LEVELS", get("COST_LEVELS"), 256)
     counts = parse_list("COST_REQUESTS", get("COST_REQUESTS"), 10_000_000)
     if len(counts) != 2:
         raise ConfigError(f"COST_REQUESTS={get('COST_REQUESTS')!r}: give two request counts, "
                           "e.g. '2000 6000' (the difference is what is counted)")
     small, large = counts
-    if small < max(levels):
+    if small < max(concurrencies):
         raise ConfigError(f"COST_REQUESTS: {small} requests is fewer than the "
-                          f"{max(levels)} connections of COST_LEVELS")
-    return levels, (small, large), DEFAULT_REPEAT
+                          f"{max(concurrencies)} connections of COST_LEVELS")
+    return concurrencies, (small, large), DEFAULT_REPEAT
 
 
 def headers(env: dict[str, str]) -> int:
@@ -119,14 +119,14 @@ def check(env: dict[str, str]) -> tuple[Params, list[Server], tuple[int, ...], t
                           "TOPOLOGY=local and RUNTIME=process (the defaults)")
     if params.axis not in ("concurrency", "rate"):
         raise ConfigError(f"AXIS={params.axis}: make cost counts at COST_LEVELS; unset AXIS")
-    levels, counts, repeat = cost_settings(env)
+    concurrencies, counts, repeat = cost_settings(env)
     repeat = repeat if env.get("REPEAT") is None else params.repeat
     headers(env)
     problem = folder.why_not_writable(ROOT / params.results)
     if problem:
         raise ConfigError(f"RESULTS={params.results}: {problem}")
     procs.check_port_free(params.port, params.bind)
-    return params, [lookup(known, n) for n in params.servers], levels, counts, repeat
+    return params, [lookup(known, n) for n in params.servers], concurrencies, counts, repeat
 
 
 # ---------------------------------------------------------------- one start
@@ -324,8 +324,8 @@ def function_view(small: Path, large: Path, extra: int) -> list[list[Any]]:
 
 # ---------------------------------------------------------------- the run
 
-def write_manifest(run: Path, params: Params, levels: tuple[int, ...], counts: tuple[int, int],
-                   repeat: int, servers: list[Server]) -> None:
+def write_manifest(run: Path, params: Params, concurrencies: tuple[int, ...],
+                   counts: tuple[int, int], repeat: int, servers: list[Server]) -> None:
     from lab.setup import stepcheck
     settings = {k: os.environ.get(k, SETTINGS[k].default) for k in SETTINGS
                 if k in stepcheck.COST}
@@ -342,7 +342,7 @@ def write_manifest(run: Path, params: Params, levels: tuple[int, ...], counts: t
         params=manifest.RunParams.parse(checked.obj({**params.to_json(), "repeat": repeat},
                                                     path, "params")),
         plan=(f"{' '.join(params.servers)}: cachegrind counts at "
-              f"c={' '.join(map(str, levels))} with {counts[0]} and {counts[1]} requests, "
+              f"c={' '.join(map(str, concurrencies))} with {counts[0]} and {counts[1]} requests, "
               f"{repeat} repetitions, {headers(os.environ.copy())} extra request headers"),
         topology="loopback (one host, server and client pinned to disjoint CPUs)",
         pinning=pinning.Pinning(server_cpus=format_cpus(params.server_cpus),
@@ -376,11 +376,11 @@ def build_facts(server: Server, params: Params, run: Path) -> dict[str, str]:
     return server_facts(server, sp.values, sp.env, params.server_cpus, LocalServerHost())
 
 
-def measure(run: Path, params: Params, servers: list[Server], levels: tuple[int, ...],
+def measure(run: Path, params: Params, servers: list[Server], concurrencies: tuple[int, ...],
             counts: tuple[int, int], repeat: int, pads: int = 0) -> int:
     data: dict[str, Any] = {
         "tool": "valgrind --tool=cachegrind (Ir: instructions executed in user space)",
-        "wrapper": VALGRIND, "levels": list(levels), "requests": list(counts),
+        "wrapper": VALGRIND, "levels": list(concurrencies), "requests": list(counts),
         "repeat": repeat, "headers": pads, "servers": {}}
     for s in servers:
         data["servers"][s.name] = ({"applicable": True, "reps": []} if native(s) else
@@ -393,7 +393,7 @@ def measure(run: Path, params: Params, servers: list[Server], levels: tuple[int,
                 continue
             entry = data["servers"][s.name]
             try:
-                for level in levels:
+                for level in concurrencies:
                     base = run / s.name / "cost" / f"rep{rep}-c{level}"
                     starts = [counted_start(s, params, run, level, n, base / f"n{n}", pads)
                               for n in counts]
@@ -435,7 +435,7 @@ def main(argv: list[str]) -> int:
     servers to build (exit 2 when bad); without it, the counts."""
     env = dict(os.environ)
     try:
-        params, servers, levels, counts, repeat = check(env)
+        params, servers, concurrencies, counts, repeat = check(env)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -456,8 +456,8 @@ def main(argv: list[str]) -> int:
     lock = runlock.hold(run, "lab cost")
     gone = runlock.guard(run)
     try:
-        write_manifest(run, params, levels, counts, repeat, servers)
-        code = measure(run, params, servers, levels, counts, repeat, headers(env))
+        write_manifest(run, params, concurrencies, counts, repeat, servers)
+        code = measure(run, params, servers, concurrencies, counts, repeat, headers(env))
     except KeyboardInterrupt:
         code = 130
         if not (run / manifest.MANIFEST).exists():

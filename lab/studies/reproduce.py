@@ -109,13 +109,13 @@ def server_specs(study: Study) -> dict[str, ServerSpec]:
 def quick_levels(study: Study) -> tuple[int, ...]:
     """Three published levels at most: the lowest, the highest, and a level a
     claim is judged at (else the middle one)."""
-    levels = sorted(study.setup.levels)
-    wanted = {levels[0], levels[-1]}
+    level_values = sorted(study.setup.levels)
+    wanted = {level_values[0], level_values[-1]}
     for c in study.claims:
-        if c.at in levels and len(wanted) < 3:
+        if c.at in level_values and len(wanted) < 3:
             wanted.add(c.at)
-    if len(wanted) < 3 and len(levels) >= 3:
-        wanted.add(levels[len(levels) // 2])
+    if len(wanted) < 3 and len(level_values) >= 3:
+        wanted.add(level_values[len(level_values) // 2])
     return tuple(sorted(wanted))
 
 

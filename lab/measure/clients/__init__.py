@@ -78,6 +78,18 @@ class Client(Protocol):
     def parse(self, stdout: str, stderr: str) -> Level: ...
 
 
+class Packaged:
+    """A client that runs from its Debian package alone (siege, wrk): nothing
+    to install besides, its version from `version_probe` (command, pattern)."""
+    version_probe: ClassVar[tuple[list[str], str]]
+
+    def install(self, cache: Path) -> int:
+        return 0
+
+    def version(self) -> str:
+        return hostinfo.probe_version(*self.version_probe) or "not installed"
+
+
 @runtime_checkable
 class PerSecond(Protocol):
     """What a client may give besides `Client`'s members (vegeta does): its

@@ -15,8 +15,7 @@ from typing import ClassVar
 
 from lab.setup.paths import ROOT
 from lab.record import failures as kinds
-from lab.measure import hostinfo
-from lab.measure.clients import ClientError, Load, Options, target
+from lab.measure.clients import ClientError, Load, Options, Packaged, target
 from lab.record import files
 from lab.record.level import Level
 from lab.record.failures import Failure
@@ -111,23 +110,18 @@ def parse(stdout: str, stderr: str) -> Level:
     )
 
 
-class Siege:
+class Siege(Packaged):
     name: ClassVar[str] = "siege"
     axis: ClassVar[str] = "concurrency"
     help: ClassVar[str] = "closed loop, C simulated users, as published"
     packages: ClassVar[dict[str, str]] = {"siege": "siege"}
+    version_probe: ClassVar[tuple[list[str], str]] = VERSION
     cross_check: ClassVar[str] = "wrk"
 
     def __init__(self) -> None:
         self.rc: Path | None = None
         self.keepalive = True
         self.said_version = ""
-
-    def install(self, cache: Path) -> int:
-        return 0                                # its Debian package is all
-
-    def version(self) -> str:
-        return hostinfo.probe_version(*VERSION) or "not installed"
 
     def prepare(self, run_dir: Path, options: Options) -> dict[str, str]:
         """Write the run's rc once; every server of the run then uses that copy."""

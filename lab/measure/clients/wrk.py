@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from lab.setup.paths import ROOT
-from lab.measure import hostinfo
-from lab.measure.clients import ClientError, Load, Options, target
+from lab.measure.clients import ClientError, Load, Options, Packaged, target
 from lab.record import files
 from lab.record.level import Answers, Level
 from lab.record.failures import Failure
@@ -138,22 +137,17 @@ def check_parse(stdout: str, stderr: str) -> Answers:
     raise ClientError("wrk printed no answers checked: " + (" | ".join(errors) or "no output"))
 
 
-class Wrk:
+class Wrk(Packaged):
     name: ClassVar[str] = "wrk"
     axis: ClassVar[str] = "concurrency"
     help: ClassVar[str] = "closed loop, C connections on CLIENT_THREADS threads"
     packages: ClassVar[dict[str, str]] = {"wrk": "wrk"}
+    version_probe: ClassVar[tuple[list[str], str]] = VERSION
     cross_check: ClassVar[str] = "siege"
 
     def __init__(self) -> None:
         self.script: Path | None = None
         self.options: Options | None = None
-
-    def install(self, cache: Path) -> int:
-        return 0                                # its Debian package is all
-
-    def version(self) -> str:
-        return hostinfo.probe_version(*VERSION) or "not installed"
 
     def prepare(self, run_dir: Path, options: Options) -> dict[str, str]:
         """Copy the script into the run once; later steps of the run use that copy."""

@@ -120,7 +120,23 @@ class TreeSampler(Protocol):
     def __exit__(self, *exc: object) -> None: ...
 
 
-class ServerHost(ABC):
+class HostCounters(ABC):
+    """What a server host and a client host both answer about themselves."""
+
+    @abstractmethod
+    def cpu_times(self, cpus: tuple[int, ...]) -> tuple[float, float]:
+        """(busy, steal) seconds so far on these CPUs there."""
+
+    @abstractmethod
+    def time_wait_sockets(self) -> int:
+        """TCP sockets in TIME_WAIT there."""
+
+    @abstractmethod
+    def facts(self) -> dict[str, object]:
+        """The host's facts (lab.measure.hostinfo.host() there)."""
+
+
+class ServerHost(HostCounters):
     """Where a server runs."""
     name = "server host"
     # the server has a network namespace of its own, which no client shares
@@ -159,18 +175,6 @@ class ServerHost(ABC):
     @abstractmethod
     def check_port_free(self, port: int, bind: str) -> None:
         """PortBusy if anything there listens on `port` (any address)."""
-
-    @abstractmethod
-    def cpu_times(self, cpus: tuple[int, ...]) -> tuple[float, float]:
-        """(busy, steal) seconds so far on these CPUs there."""
-
-    @abstractmethod
-    def time_wait_sockets(self) -> int:
-        """TCP sockets in TIME_WAIT there."""
-
-    @abstractmethod
-    def facts(self) -> dict[str, object]:
-        """The host's facts (lab.measure.hostinfo.host() there)."""
 
     def in_network(self, fn: Callable[[], T]) -> T:
         """fn() run where the server's sockets can be seen (the probe asks that
@@ -214,7 +218,7 @@ class ServerHost(ABC):
                 time.sleep(0.1)
 
 
-class ClientHost(ABC):
+class ClientHost(HostCounters):
     """Where a load client runs."""
     name = "client host"
 
@@ -230,18 +234,6 @@ class ClientHost(ABC):
     def prepare(self, argv: list[str], env: dict[str, str]) -> None:
         """What run_client(argv) needs there, made ready beforehand (files
         copied), so that hosts started together are not held up by it."""
-
-    @abstractmethod
-    def cpu_times(self, cpus: tuple[int, ...]) -> tuple[float, float]:
-        """(busy, steal) seconds so far on these CPUs there."""
-
-    @abstractmethod
-    def time_wait_sockets(self) -> int:
-        """TCP sockets in TIME_WAIT there."""
-
-    @abstractmethod
-    def facts(self) -> dict[str, object]:
-        """The host's facts."""
 
     def same_host_as(self, server: ServerHost) -> bool:
         """True when the client and the server share the machine's CPU counters."""
@@ -362,23 +354,15 @@ def selectable() -> tuple[str, ...]:
 
 def chosen(params: Params) -> Topology:
     """The topology the settings choose: RUNTIME=docker's, else TOPOLOGY's (ssh
-    when SERVER_HOST is given)."""
+    when SERVER_HOST is given). Its steps are called on it: `lab check` its
+    check, `lab probe` and `lab sweep` its join (they leave from the clients'
+    side), `lab up` its up, `lab down` its down."""
     name = "docker" if params.runtime == "docker" else params.topology
     found = topologies()
     if name not in found:
         raise ConfigError(f"topology {name} is not available in this version of the lab "
                           f"(found: {', '.join(sorted(found))})")
     return found[name]
-
-
-def check(params: Params) -> None:
-    """`lab check`: what the topology cannot do here, refused before anything is built."""
-    chosen(params).check(params)
-
-
-def join(params: Params) -> None:
-    """`lab probe`, `lab sweep`: this step joins the clients' side."""
-    chosen(params).join(params)
 
 
 def deps(params: Params) -> int:
@@ -390,16 +374,6 @@ def needs_build(params: Params, server: Server) -> bool:
     """`lab build`: whether the server's own build runs (RUNTIME=docker: only
     where its image takes the artifact)."""
     return chosen(params).needs_build(params, server)
-
-
-def up(params: Params) -> None:
-    """`lab up`: what the topology sets up for the whole run."""
-    chosen(params).up(params)
-
-
-def down(params: Params) -> None:
-    """`lab down`: undo `up`, whatever state it reached."""
-    chosen(params).down(params)
 
 
 def current(params: Params) -> Placement:

@@ -314,7 +314,7 @@ class Container:
         self.returncode: int | None = None
         self.cgroup = cgroup_memory(self._pid) if self._pid else None
         self.memory_log = log.with_suffix(".memory.jsonl")
-        self.levels = 0
+        self.n_levels = 0         # levels sampled so far (memory_log lines)
 
     @property
     def pid(self) -> int:
@@ -355,8 +355,8 @@ class Container:
         figures = self.cgroup.figures()
         if figures is None:
             return
-        self.levels += 1
-        line = {"n": self.levels, "time": round(time.time(), 1),
+        self.n_levels += 1
+        line = {"n": self.n_levels, "time": round(time.time(), 1),
                 "rss_kb": sample.rss_kb if sample else None,
                 "processes": sample.processes if sample else None, **figures}
         with files.open_text(self.memory_log, append=True) as f:

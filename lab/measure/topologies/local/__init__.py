@@ -16,8 +16,8 @@ from lab.measure import hostinfo
 from lab.setup.params import Params
 from lab.host.procfs import TreeSample
 from lab.measure.topologies import (START_WAIT_MAX_S, ClientHost, ClientHung, ClientRun,
-                                    Placement, ServerDied, ServerHost, Started, Topology,
-                                    TreeSampler)
+                                    HostCounters, Placement, ServerDied, ServerHost, Started,
+                                    Topology, TreeSampler)
 
 
 class LocalProcess:
@@ -51,7 +51,20 @@ class LocalProcess:
         return code
 
 
-class LocalServerHost(ServerHost):
+class ThisHost(HostCounters):
+    """This machine's own counters, read here: for the server host and the client host."""
+
+    def cpu_times(self, cpus: tuple[int, ...]) -> tuple[float, float]:
+        return procfs.cpu_times(cpus)
+
+    def time_wait_sockets(self) -> int:
+        return procfs.time_wait_sockets()
+
+    def facts(self) -> dict[str, object]:
+        return hostinfo.host()
+
+
+class LocalServerHost(ThisHost, ServerHost):
     """This host. `prefix` runs every command through a wrapper (TOPOLOGY=netns
     gives `ip netns exec NAME`); /proc is this host's either way."""
     name = "local"
@@ -108,17 +121,8 @@ class LocalServerHost(ServerHost):
     def check_port_free(self, port: int, bind: str) -> None:
         procs.check_port_free(port, bind)
 
-    def cpu_times(self, cpus: tuple[int, ...]) -> tuple[float, float]:
-        return procfs.cpu_times(cpus)
 
-    def time_wait_sockets(self) -> int:
-        return procfs.time_wait_sockets()
-
-    def facts(self) -> dict[str, object]:
-        return hostinfo.host()
-
-
-class LocalClientHost(ClientHost):
+class LocalClientHost(ThisHost, ClientHost):
     """This host: the client is a local child, its CPU from wait4's rusage."""
     name = "local"
 
@@ -160,15 +164,6 @@ class LocalClientHost(ClientHost):
                          proc.returncode, usage.ru_utime + usage.ru_stime,
                          time.monotonic() - t0, self.name, stopped_s=stops.stopped_s,
                          left=tuple(f"{x.comm} (pid {x.pid})" for x in left))
-
-    def cpu_times(self, cpus: tuple[int, ...]) -> tuple[float, float]:
-        return procfs.cpu_times(cpus)
-
-    def time_wait_sockets(self) -> int:
-        return procfs.time_wait_sockets()
-
-    def facts(self) -> dict[str, object]:
-        return hostinfo.host()
 
     def same_host_as(self, server: ServerHost) -> bool:
         return isinstance(server, LocalServerHost)

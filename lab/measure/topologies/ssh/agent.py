@@ -39,7 +39,7 @@ from typing import Any, Dict, List, Optional
 sys.path.insert(0, str(Path(__file__).resolve().parents[4]))
 
 from lab.host import procfs, tcpstat
-from lab.host.procs import MARKER
+from lab.host.procs import MARKER, bind_error
 from lab.measure import hostinfo
 from lab.measure.clients import host_tools
 
@@ -164,13 +164,9 @@ def listeners(port: int) -> Dict[str, Any]:
 
 
 def bindable(bind: str, port: int) -> Dict[str, Any]:
-    family = socket.AF_INET6 if ":" in bind else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((bind, port))
-        except OSError as e:
-            return {"ok": False, "errno": e.errno, "error": e.strerror or str(e)}
+    e = bind_error(bind, port)
+    if e is not None:
+        return {"ok": False, "errno": e.errno, "error": e.strerror or str(e)}
     return {"ok": True}
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from lab.setup import paths
 from lab.host import acceptq, procs
 from lab.record import files
-from lab.host.procfs import TreeSample
+from lab.host.procfs import Span, TreeSample
 from lab.record.series import Point
 from lab.measure.topologies import (START_WAIT_MAX_S, ClientHost, ClientHung, ClientRun,
                                     HostLost, ServerDied, ServerHost, Started, TreeSampler)
@@ -153,7 +153,7 @@ class RemoteProcess:
         return self.code
 
 
-class RemoteSampler:
+class RemoteSampler(Span):
     """A server tree sampled there for the length of one client run, by a
     thread of the agent (lab.host.procfs.Sampler, as here): its first sample now,
     the rest at the end. Two requests a level, no new process."""
@@ -189,17 +189,12 @@ class RemoteSampler:
             self.memory_error = "smaps_rollup unavailable (the server host's agent is older)"
 
     @property
-    def cpu_s(self) -> float:
-        if self.first is None or self.last is None:
-            return 0.0
-        return self.last.cpu_s - self.first.cpu_s
-
-    @property
     def sys_s(self) -> float | None:
         """The kernel's part of cpu_s; None from an agent that does not send it."""
-        if self.first is None or self.last is None or not (self.first.sys_s or self.last.sys_s):
+        if self.first is not None and self.last is not None and \
+                not (self.first.sys_s or self.last.sys_s):
             return None
-        return self.last.sys_s - self.first.sys_s
+        return super().sys_s
 
 
 def tree_sample(data: object) -> TreeSample | None:
