@@ -65,6 +65,7 @@ FILES = {
     "test_gate.py": "unit",
     "test_hang.py": "unit",
     "test_hardening.py": "fault",
+    "test_histogram.py": "unit",
     "test_history.py": "unit",
     "test_hostile.py": "fault",
     "test_html.py": "unit",

@@ -20,6 +20,7 @@ from lab.measure import clienthosts, jit, topologies
 from lab.analyse import answers, contract, levelrow, metrics
 from lab.host import logcap, procs
 from lab.measure.clients import Asks, Checks, Client, ClientError, Load, PerSecond
+from lab.record.histogram import Histogram
 from lab.record.level import Level
 from lab.measure.launch import Knobs, ListenError, ServerProcess
 from lab.setup.params import KNOBS, WARMUP_SLICE_S, Params
@@ -564,13 +565,20 @@ class ServerSweep:
             self.write_series(tag, runs, sampler.points)
         hosts_pct = tuple(100 * ran.cpu_s / (len(p.client_cpus) * max(ran.wall_s, 1e-9))
                           for ran in runs) if several else ()
+        merged: Histogram | None = None
         if several:
-            self.record_hosts(tag, [share for _, share in shares], runs, levels, hosts_pct)
+            merged, why = clienthosts.merged(self.client, runs, outs, self.run)
+            if why:
+                self.note(f"{tag}: {why}")
+        combined = levelrow.combine(levels, merged)
+        if several:
+            self.record_hosts(tag, [share for _, share in shares], runs, levels, hosts_pct,
+                              combined.percentiles)
         last = sampler.last
         why = sampler.memory_error if last is None or last.pss_kb is None else ""
         if why and self.start_record.get("memory_split") != why:
             self.start_record["memory_split"] = why     # shown as "unavailable" with this
-        return levelrow.combine(levels), levelrow.Measured(
+        return combined, levelrow.Measured(
             server_cpu_s=sampler.cpu_s, rss_end_kb=last.rss_kb if last else 0,
             rss_peak_kb=sampler.rss_peak_kb, threads_end=last.threads if last else 0,
             threads_peak=sampler.threads_peak, client_cpu_s=sum(ran.cpu_s for ran in runs),
@@ -628,15 +636,16 @@ class ServerSweep:
                                     sp.env, outs[0], limit,
                                     lambda: not self.halt.is_set() and sp.alive())]
         return clienthosts.run_together(
-            [(host, self.client.command(sp.url, share, duration)) for host, share in shares],
+            [(host, clienthosts.command(self.client, sp.url, share, duration))
+             for host, share in shares],
             p.client_cpus, sp.env, outs, limit, lambda: not self.halt.is_set() and sp.alive())
 
     def record_hosts(self, tag: str, shares: list[Load], runs: list[ClientRun],
-                     levels: list[Level], cpu_pct: tuple[float, ...]) -> None:
+                     levels: list[Level], cpu_pct: tuple[float, ...], percentiles: str) -> None:
         """Each client host's part of one level, a line in <server>/client-hosts.jsonl."""
         said = clienthosts.record(self.out / "client-hosts.jsonl", self.run,
                                   self.start_record.get("id"), tag, shares, runs, levels,
-                                  cpu_pct)
+                                  cpu_pct, percentiles)
         if said:
             self.note(f"{tag}: {said}")
 

@@ -21,13 +21,17 @@ from typing import Any, ClassVar
 from lab.setup.paths import ROOT
 from lab.measure import hostinfo
 from lab.measure.clients import ClientError, Load, Options, target
-from lab.record import files
+from lab.record import files, histogram
+from lab.record.histogram import Histogram
 from lab.record.level import Answers, Level
 from lab.record.failures import Failure
 
 SCRIPT = ROOT / "client" / "wrk-report.lua"
 CHECK = ROOT / "client" / "wrk-check.lua"      # appended to SCRIPT: the check slice's
 CHECK_SCRIPT = "wrk-check.lua"                 # its name in the run folder
+HISTOGRAM = ROOT / "client" / "wrk-histogram.lua"   # appended to SCRIPT: several hosts'
+HISTOGRAM_SCRIPT = "wrk-histogram.lua"
+HISTOGRAM_LINE = "wrk-histogram "
 REPORT_LINE = "wrk-report "
 ANSWERS_LINE = "wrk-answers "
 COUNTS = ("requests", "duration_us", "bytes", "connect", "read", "write", "status", "timeout")
@@ -163,6 +167,9 @@ class Wrk:
         check = run_dir / CHECK_SCRIPT
         if not os.path.lexists(check):
             files.write_atomic(check, SCRIPT.read_bytes() + b"\n" + CHECK.read_bytes())
+        kept = run_dir / HISTOGRAM_SCRIPT
+        if not os.path.lexists(kept):
+            files.write_atomic(kept, SCRIPT.read_bytes() + b"\n" + HISTOGRAM.read_bytes())
         self.script, self.options = script, options
         return {"tool": "wrk", "version": self.version(),
                 "connection": "keep-alive" if options.keepalive else "close",
@@ -195,6 +202,19 @@ class Wrk:
 
     def check_parse(self, stdout: str, stderr: str) -> Answers:
         return check_parse(stdout, stderr)
+
+    def distribution_command(self, url: str, load: Load, duration_s: int) -> list[str]:
+        """The level's command with the script that also writes wrk's whole
+        latency histogram from done() (client/wrk-histogram.lua): no hook per
+        request, so the level runs as `command`'s does."""
+        argv = self.command(url, load, duration_s)
+        assert self.script is not None
+        argv[argv.index(str(self.script))] = str(self.script.with_name(HISTOGRAM_SCRIPT))
+        return argv
+
+    def distribution(self, stdout: str) -> Histogram:
+        """wrk's latency histogram, whole microseconds (its own resolution)."""
+        return histogram.from_line(stdout, HISTOGRAM_LINE)
 
     def request(self, url: str) -> bytes:
         """wrk's request: the request line and Host, and the run's -H (captured:

@@ -1,0 +1,84 @@
+"""A client's whole latency distribution, in the lab's mergeable form
+(lab.record.histogram): merged across client hosts by adding counts, its
+percentiles by wrk's own rank rule, read back from the file it is kept in."""
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from lab.record import histogram
+from lab.record.files import RecordError
+from lab.record.histogram import Histogram
+
+
+def pooled_percentile(values: list[int], p: float) -> int:
+    """The same rank rule over a sorted list of every sample (no histogram)."""
+    ordered = sorted(values)
+    rank = min(max(histogram.rank(p, len(ordered)), 1), len(ordered))
+    return ordered[rank - 1]
+
+
+def test_merging_adds_the_counts_of_each_value() -> None:
+    a = Histogram.of({100: 3, 250: 1, 900: 2})
+    b = Histogram.of({100: 1, 300: 4})
+    both = histogram.merge([a, b])
+    assert both.pairs == ((100, 4), (250, 1), (300, 4), (900, 2))
+    assert both.count == a.count + b.count == 11
+    assert histogram.merge([a]) == a
+    assert histogram.merge([]).count == 0
+
+
+def test_percentiles_follow_wrks_rank_rule() -> None:
+    # wrk: rank = round(p/100 * n + 0.5); the value where the running count reaches it
+    h = Histogram.of({v: 1 for v in range(1, 101)})          # 1..100 us, one each
+    assert histogram.rank(99, 100) == 100 and h.percentile(99) == 100
+    assert histogram.rank(50, 100) == 51 and h.percentile(50) == 51
+    assert Histogram.of({10: 98, 20: 1, 5000: 1}).percentile(99) == 5000
+    assert Histogram.of({10: 97, 20: 2, 5000: 1}).percentile(90) == 10
+    assert Histogram.of({}).percentile(99) is None
+
+
+def test_the_merged_p99_is_the_pooled_samples_p99_and_not_the_worst_hosts() -> None:
+    """One host fast, one slow in its last 2%: the worst host's p99 (the bound
+    the lab gave before) is the slow one's; the merged p99 is the pooled one."""
+    rng = random.Random(45)
+    fast = [rng.randint(200, 400) for _ in range(9000)]
+    slow = [rng.randint(200, 400) for _ in range(980)] + [rng.randint(40000, 50000)
+                                                           for _ in range(20)]
+    hosts = [Histogram.of_samples(fast), Histogram.of_samples(slow)]
+    merged = histogram.merge(hosts)
+    for p in (50, 90, 99, 99.9):
+        assert merged.percentile(p) == pooled_percentile(fast + slow, p), p
+    worst = max(h.percentile(99) or 0 for h in hosts)
+    assert worst >= 40000 and merged.percentile(99) <= 400
+
+
+def test_the_file_keeps_the_distribution_exactly(tmp_path: Path) -> None:
+    h = Histogram.of({7: 2, 1234567: 1, 80: 5})
+    path = tmp_path / "wrk-rep1-c4.h0.hist"
+    histogram.write(path, tmp_path, h, "wrk", "root@b")
+    assert histogram.read(path) == h
+    text = path.read_text()
+    assert text.startswith("# lab latency histogram") and "root@b" in text
+    path.write_text(text + "12 x\n")
+    with pytest.raises(RecordError, match="line"):
+        histogram.read(path)
+
+
+@pytest.mark.parametrize("text", ["", "wrk-histogram {", 'wrk-histogram {"complete":true}',
+                                  'wrk-histogram {"complete":true,"values":[1,2],"counts":[1]}',
+                                  'wrk-histogram {"complete":true,"values":[2,1],"counts":[1,1]}',
+                                  'wrk-histogram {"complete":true,"values":[-1],"counts":[1]}'])
+def test_a_broken_histogram_line_is_refused(text: str) -> None:
+    with pytest.raises(ValueError):
+        histogram.from_line(text, "wrk-histogram ")
+
+
+def test_a_partial_histogram_says_so() -> None:
+    line = 'wrk-histogram {"complete":false,"values":[1],"counts":[1],"why":"2.0 s"}'
+    with pytest.raises(ValueError, match="2.0 s"):
+        histogram.from_line(line, "wrk-histogram ")
+    good = 'x\nwrk-histogram {"complete":true,"values":[5,9],"counts":[3,1]}\n'
+    assert histogram.from_line(good, "wrk-histogram ") == Histogram.of({5: 3, 9: 1})
