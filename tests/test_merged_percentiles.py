@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FAKES, ROOT, bench, run_folders
+from lab.measure.clients import vegeta
 from lab.record import histogram
 from lab.record.rows import read_rows
 from sshhost import Lan
@@ -57,13 +58,13 @@ fixed = true
     return folder.parent
 
 
-def two_hosts(tmp: Path, lan: Lan, client: str, every: int = 1, delay_ms: int = 400
-              ) -> tuple[Path, dict[str, str]]:
+def two_hosts(tmp: Path, lan: Lan, client: str, every: int = 1, delay_ms: int = 400,
+              **load: str) -> tuple[Path, dict[str, str]]:
     servers = lopsided(tmp, lan.hosts[2].address, every, delay_ms)
     env = ssh_env(tmp, lan, SERVER="lopsided", CLIENT=client,
-                  CLIENT_HOST=f"{lan.dest(1)} {lan.dest(2)}", CONCURRENCY="4",
-                  DURATION="3s", WARMUP="0", PROBE="0",
-                  LAB_SERVER_PATH=f"{servers}:{FAKES}")
+                  CLIENT_HOST=f"{lan.dest(1)} {lan.dest(2)}", DURATION="3s", WARMUP="0",
+                  PROBE="0", LAB_SERVER_PATH=f"{servers}:{FAKES}",
+                  **(load or {"CONCURRENCY": "4"}))
     out = bench(env, timeout=600)
     assert out.returncode == 0, out.stderr[-4000:]
     [run] = run_folders(tmp)
@@ -103,6 +104,40 @@ def test_wrk_on_two_hosts_gives_the_pooled_percentiles(tmp_path: Path, lan: Lan)
     assert f"| lopsided | 4 | " in summary and " (merged) |" in summary
     assert "merged from every client host's whole latency distribution" in summary
     assert "(merged)" in (run / "report.html").read_text()
+    nothing_left(run, lan, {**env, "SERVER": "nginx"})     # its hosts, not its server
+
+
+def test_vegeta_on_two_hosts_gives_the_pooled_percentiles(tmp_path: Path, lan: Lan) -> None:
+    """Open loop: each host offers 200 req/s, and every 70th request from host
+    c waits 300 ms: 1.4% of c's, 0.7% of all. c's p99 is the wait; the level's
+    is not. Each host's results are counted per microsecond after the level;
+    the counts agree with vegeta's own report of that host (requests, min,
+    max and mean, to the microsecond)."""
+    run, env = two_hosts(tmp_path, lan, "vegeta", every=70, delay_ms=300, RATE="400")
+    [row] = read_rows(run)
+    assert row.percentiles == "exact"
+    folder = run / "lopsided"
+    each = [histogram.read(folder / f"vegeta-rep1-r400.h{i}.hist") for i in range(2)]
+    for i, h in enumerate(each):
+        own = vegeta.report_json((folder / f"vegeta-rep1-r400.h{i}.out").read_text())
+        assert own is not None and h.count == own["requests"]
+        lat = own["latencies"]
+        assert h.pairs[0][0] == lat["min"] // 1000 and h.pairs[-1][0] == lat["max"] // 1000
+        mean_us = sum(v * n for v, n in h.pairs) / h.count
+        assert lat["mean"] / 1000 - 1 <= mean_us <= lat["mean"] / 1000
+    pooled = [v for h in each for v, n in h.pairs for _ in range(n)]
+    for p, got in ((50, row.p50_ms), (90, row.p90_ms), (99, row.p99_ms)):
+        assert got == pytest.approx(pooled_percentile(pooled, p) / 1000, abs=0.001), p
+    line = hosts_line(run)
+    worst = max(h["p99_ms"] for h in line["hosts"])
+    assert line["hosts"][1]["p99_ms"] == worst and worst >= 290
+    assert row.p99_ms is not None and row.p99_ms < worst / 2
+    # the per-second series sums the hosts' responses of each second
+    series = (folder / "series-rep1-r400.csv").read_text().splitlines()[1:]
+    per_host = [vegeta.Vegeta().per_second((folder / f"vegeta-rep1-r400.h{i}.out").read_text())
+                for i in range(2)]
+    assert [float(x.split(",")[1]) for x in series] == \
+        [round(a + b, 1) for a, b in zip(*per_host)]
     nothing_left(run, lan, {**env, "SERVER": "nginx"})     # its hosts, not its server
 
 

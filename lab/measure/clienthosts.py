@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Callable
 
 from lab.analyse import metrics
-from lab.measure.clients import Client, Distributes, Load
-from lab.measure.topologies import ClientHost, ClientRun, ServerDied
+from lab.measure.clients import Client, Distributes, DistributesAfter, Load
+from lab.measure.topologies import ClientHost, ClientHung, ClientRun, ServerDied
 from lab.record import files, histogram
 from lab.record.histogram import Histogram
 from lab.record.level import Level
@@ -22,6 +22,7 @@ from lab.record.level import Level
 # ready: the time for each to be asked; a host asked later starts late.
 START_LEAD_S = 0.5
 START_SPREAD_NOTED_S = 1.0     # client hosts started further apart are noted
+AFTER_TIMEOUT_S = 120          # a client's distribution read after the level (vegeta's)
 
 
 def split_load(load: Load, hosts: int) -> list[Load]:
@@ -42,24 +43,44 @@ def command(client: Client, url: str, load: Load, duration_s: int) -> list[str]:
     return client.command(url, load, duration_s)
 
 
-def merged(client: Client, runs: list[ClientRun], outs: list[Path], run: Path
+def merged(client: Client, hosts: list[ClientHost], runs: list[ClientRun], outs: list[Path],
+           run: Path, cpus: tuple[int, ...], env: dict[str, str]
            ) -> tuple[Histogram | None, str]:
     """Each host's latency distribution, kept beside its output
     (<client>-<level>.h<i>.hist), and their sum; (None, why) where the client
     keeps none or a host's is missing (the level's percentiles are then the
-    worst host's, a bound)."""
+    worst host's, a bound). A client whose distribution is read after the
+    level (DistributesAfter: vegeta's results file) runs that read on each
+    host now, outside the level's measurement."""
     if not isinstance(client, Distributes):
         return None, ""
     each = []
-    for ran, out in zip(runs, outs):
+    for host, ran, out in zip(hosts, runs, outs):
         try:
-            h = client.distribution(ran.stdout)
-        except ValueError as e:
+            h = client.distribution(after(client, host, ran, out, run, cpus, env))
+        except (ValueError, ClientHung, ServerDied) as e:
             return None, (f"{ran.host}: {e}; the level's percentiles are the worst "
                           "host's (a bound)")
         histogram.write(out.with_suffix(".hist"), run, h, client.name, ran.host)
         each.append(h)
     return histogram.merge(each), ""
+
+
+def after(client: Client, host: ClientHost, ran: ClientRun, out: Path, run: Path,
+          cpus: tuple[int, ...], env: dict[str, str]) -> str:
+    """What `client.distribution` reads: the level's output, or the output of
+    its command after the level (kept as <client>-<level>.h<i>.dist.out)."""
+    if not isinstance(client, DistributesAfter):
+        return ran.stdout
+    argv = client.distribution_after(ran.stdout, ran.stderr)
+    if argv is None:
+        raise ValueError(f"{client.name} named no file of its results")
+    got = host.run_client(argv, cpus, env, out.with_suffix(".dist.out"), AFTER_TIMEOUT_S,
+                          lambda: True)
+    if got.exit_code != 0:
+        raise ValueError(f"reading {client.name}'s results there failed (exit "
+                         f"{got.exit_code}): {got.stderr.strip()[-300:]}")
+    return got.stdout
 
 
 def run_together(commands: list[tuple[ClientHost, list[str]]], cpus: tuple[int, ...],

@@ -567,7 +567,8 @@ class ServerSweep:
                           for ran in runs) if several else ()
         merged: Histogram | None = None
         if several:
-            merged, why = clienthosts.merged(self.client, runs, outs, self.run)
+            merged, why = clienthosts.merged(self.client, [h for h, _ in shares], runs, outs,
+                                             self.run, p.client_cpus, sp.env)
             if why:
                 self.note(f"{tag}: {why}")
         combined = levelrow.combine(levels, merged)

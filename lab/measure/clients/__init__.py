@@ -130,6 +130,17 @@ class Distributes(Protocol):
     def distribution(self, stdout: str) -> Histogram: ...
 
 
+@runtime_checkable
+class DistributesAfter(Protocol):
+    """What a `Distributes` client may give besides (vegeta does): a command to
+    run on the same host after the level, outside its measurement, whose
+    output `distribution` reads (vegeta's results, kept by the level's command
+    in a file that this one reads and removes); None when the level's output
+    names no such file."""
+
+    def distribution_after(self, stdout: str, stderr: str) -> list[str] | None: ...
+
+
 def target(url: str) -> tuple[str, str]:
     """A URL's Host header value and its path (with the query), as clients send them."""
     from urllib.parse import urlsplit
