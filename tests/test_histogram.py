@@ -4,13 +4,17 @@ percentiles by wrk's own rank rule, read back from the file it is kept in."""
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 
 import pytest
 
+from lab.analyse import levelrow
+from lab.measure.clients import Load, Options, vegeta, wrk
 from lab.record import histogram
 from lab.record.files import RecordError
 from lab.record.histogram import Histogram
+from lab.record.level import Level
 
 
 def pooled_percentile(values: list[int], p: float) -> int:
@@ -82,3 +86,48 @@ def test_a_partial_histogram_says_so() -> None:
         histogram.from_line(line, "wrk-histogram ")
     good = 'x\nwrk-histogram {"complete":true,"values":[5,9],"counts":[3,1]}\n'
     assert histogram.from_line(good, "wrk-histogram ") == Histogram.of({5: 3, 9: 1})
+
+
+def level(p99_ms: float, n: int) -> Level:
+    return Level(transactions=n, successful=n, failed=0, availability_pct=100.0, elapsed_s=2.0,
+                 rate_rps=n / 2, resp_ms=1.0, in_flight=1.0, longest_ms=p99_ms * 2,
+                 data_mb=0.0, p50_ms=1.0, p90_ms=1.0, p99_ms=p99_ms)
+
+
+def test_a_level_of_several_hosts_takes_the_merged_percentiles() -> None:
+    fast = Histogram.of({300: 990, 900: 10})                 # 1000 responses
+    slow = Histogram.of({300: 95, 40000: 5})                 # 100, 5% slow
+    a, b = level(fast.percentile_ms(99) or 0.0, 1000), level(slow.percentile_ms(99) or 0.0, 100)
+    merged = levelrow.combine([a, b], histogram.merge([fast, slow]))
+    assert merged.percentiles == "exact"
+    assert (merged.p50_ms, merged.p90_ms, merged.p99_ms) == (0.3, 0.3, 0.9)
+    bound = levelrow.combine([a, b])
+    assert bound.percentiles == "bound" and bound.p99_ms == 40.0      # the slow host's
+    assert levelrow.combine([a]).percentiles == ""                    # one host: its own
+    assert levelrow.combine([a], fast).percentiles == "exact"
+
+
+def test_vegetas_counts_read_back_and_a_level_without_its_file() -> None:
+    v = vegeta.Vegeta()
+    assert v.distribution("12 3\n40 1\n") == Histogram.of({12: 3, 40: 1})
+    with pytest.raises(ValueError, match="no result kept"):
+        v.distribution("")
+    with pytest.raises(ValueError, match="no latency histogram"):
+        v.distribution("12 x\n")
+    assert v.distribution_after("{}", "offered_rps=100\n") is None
+    argv = v.distribution_after("{}", "offered_rps=100\nresults=/r/x/vegeta-results.Ab12Cd\n")
+    assert argv is not None and argv[-1] == "/r/x/vegeta-results.Ab12Cd"
+    assert 'rm -f "$1"' in argv[2] and "encode -to=csv" in argv[2]
+
+
+def test_wrks_histogram_script_adds_no_hook_per_request(tmp_path: Path) -> None:
+    """done() alone: wrk calls Lua per request only for request(), response()
+    and delay(), so the level with the histogram runs as the level without."""
+    w = wrk.Wrk()
+    w.prepare(tmp_path, Options(keepalive=True, threads=2))
+    argv = w.distribution_command("http://127.0.0.1:1/api", Load(concurrency=4), 2)
+    assert argv == [str(tmp_path / wrk.HISTOGRAM_SCRIPT) if a == str(tmp_path / wrk.SCRIPT.name)
+                    else a for a in w.command("http://127.0.0.1:1/api", Load(concurrency=4), 2)]
+    script = (tmp_path / wrk.HISTOGRAM_SCRIPT).read_text()
+    defined = set(re.findall(r"^\s*function\s+(\w+)|^\s*(\w+)\s*=\s*function", script, re.M))
+    assert {name for pair in defined for name in pair if name} == {"done"}

@@ -20,7 +20,11 @@ the attack: the sweep divides the server's and the client's CPU by that
 time. Its decoding runs on the client's CPUs, and is counted there.
 The raw results are not kept: about 230 bytes a request (body and headers
 included), 46 MB for 10 s at 20,000 req/s, and a `tee` to write them would
-be client CPU too.
+be client CPU too. Except where several client hosts share a level: there
+each host `tee`s them into a file of its own (distribution_command), counts
+their latencies per microsecond after the level (distribution_after) and
+removes the file, so that the level's percentiles are those of every
+response (lab.record.histogram), not the worst host's.
 
 The target goes in on stdin rather than as a file: the URL is known only in
 command(), and the recorded command then says exactly what was attacked.

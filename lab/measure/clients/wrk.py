@@ -3,7 +3,9 @@
 wrk's text report rounds (2.20ms, 87.56k); the lab's script
 client/wrk-report.lua prints wrk's own counters and microsecond latencies as
 one JSON line from the done() hook, which runs once at the end, so it costs
-nothing during the load.
+nothing during the load. Where several client hosts share a level, the run's
+wrk-histogram.lua (client/wrk-histogram.lua appended) also writes wrk's
+whole latency histogram from done(), for the hosts' percentiles merged.
 
 Counting, as siege counts: every response is a transaction; socket errors
 (connect, read, write, timeout) and 4xx/5xx responses are failures; 2xx/3xx
