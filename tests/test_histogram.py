@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from lab.analyse import levelrow
+from lab.measure import clienthosts
+from lab.measure.topologies import ClientRun
 from lab.measure.clients import Load, Options, vegeta, wrk
 from lab.record import histogram
 from lab.record.files import RecordError
@@ -131,3 +133,19 @@ def test_wrks_histogram_script_adds_no_hook_per_request(tmp_path: Path) -> None:
     script = (tmp_path / wrk.HISTOGRAM_SCRIPT).read_text()
     defined = set(re.findall(r"^\s*function\s+(\w+)|^\s*(\w+)\s*=\s*function", script, re.M))
     assert {name for pair in defined for name in pair if name} == {"done"}
+
+
+def test_a_host_without_its_whole_histogram_leaves_the_bound(tmp_path: Path) -> None:
+    """wrk past its budget in done() says so; the level then keeps the worst
+    host's percentiles (a bound), and says which host and why."""
+    good = 'wrk-histogram {"complete":true,"values":[300,900],"counts":[9,1]}\n'
+    cut = 'wrk-histogram {"complete":false,"why":"reading its 9000 latencies took over 0.5 s"}\n'
+    outs = [tmp_path / f"wrk-rep1-c4.h{i}.out" for i in range(2)]
+    runs = [ClientRun(good, "", 0, 0.1, 2.0, "root@b"), ClientRun(good, "", 0, 0.1, 2.0, "root@c")]
+    merged, why = clienthosts.merged(wrk.Wrk(), [object(), object()], runs, outs, tmp_path, (1,), {})
+    assert why == "" and merged == Histogram.of({300: 18, 900: 2})
+    assert histogram.read(tmp_path / "wrk-rep1-c4.h1.hist") == Histogram.of({300: 9, 900: 1})
+    runs[1] = ClientRun(cut, "", 0, 0.1, 2.0, "root@c")
+    outs = [tmp_path / f"wrk-rep1-c8.h{i}.out" for i in range(2)]
+    merged, why = clienthosts.merged(wrk.Wrk(), [object(), object()], runs, outs, tmp_path, (1,), {})
+    assert merged is None and why.startswith("root@c: it wrote only part") and "bound" in why

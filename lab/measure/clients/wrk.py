@@ -20,6 +20,7 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar
 
+from lab.analyse.metrics import STALL_MIN_S, STALLED_SHARE
 from lab.setup.paths import ROOT
 from lab.measure import hostinfo
 from lab.measure.clients import ClientError, Load, Options, target
@@ -41,6 +42,13 @@ TIMES = ("mean_us", "max_us", "p50_us", "p90_us", "p99_us")
 MIB = 1024 * 1024        # siege's data_transferred unit
 # its version probe: wrk -v prints "wrk debian/4.1.0-3+b2 [epoll] ..." and exits 1
 VERSION = (["wrk", "-v"], r"wrk\s+(\S+)\s+\[")
+
+
+def histogram_budget() -> bytes:
+    """The Lua line that bounds the histogram's reading in done(): half of the
+    time past wrk's own clock that flags a client as stalled (lab.analyse.metrics)."""
+    return (f"HISTOGRAM_BUDGET = {{share = {STALLED_SHARE / 2:g}, "
+            f"min_s = {STALL_MIN_S / 2:g}}}\n").encode()
 
 
 def threads_for(concurrency: int, wanted: int) -> int:
@@ -171,7 +179,8 @@ class Wrk:
             files.write_atomic(check, SCRIPT.read_bytes() + b"\n" + CHECK.read_bytes())
         kept = run_dir / HISTOGRAM_SCRIPT
         if not os.path.lexists(kept):
-            files.write_atomic(kept, SCRIPT.read_bytes() + b"\n" + HISTOGRAM.read_bytes())
+            files.write_atomic(kept, SCRIPT.read_bytes() + b"\n" + histogram_budget()
+                               + HISTOGRAM.read_bytes())
         self.script, self.options = script, options
         return {"tool": "wrk", "version": self.version(),
                 "connection": "keep-alive" if options.keepalive else "close",
