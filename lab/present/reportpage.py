@@ -153,7 +153,8 @@ def level_rows(levels: list[LevelStats], pcts: list[str]) -> list[list[str]]:
     for s in levels:
         row = [escaped(s.value), spread_html(s.rate) + flags_for(s, "rate"), escaped(spread_text(s.rate)),
                spread_html(s.resp_ms, fmt=".2f") + flags_for(s, "latency")]
-        row += [spread_html(getattr(s, f"{p}_ms"), fmt=".2f") for p in pcts]
+        row += [spread_html(getattr(s, f"{p}_ms"), fmt=".2f") + escaped(percentile_mark(s))
+                for p in pcts]
         row += [spread_html(s.rss_end_kb, 1024, ".1f"), spread_html(s.cpu_us_per_req),
                 spread_html(s.client_cpu_pct, fmt=".0f"),
                 escaped(s.failed) + flags_for(s, "failed")]
