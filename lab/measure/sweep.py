@@ -322,7 +322,8 @@ class ServerSweep:
             # after 1,024 failures): once more, the first output kept aside
             stem = f"{self.client.name}-{tag}"
             for f in self.out.glob(f"{stem}.*"):
-                if re.fullmatch(r"(\.h\d+)?\.(out|err)", f.name[len(stem):]):
+                if re.fullmatch(r"(\.h\d+)?\.(out|err|hist|dist\.out|dist\.err)",
+                                f.name[len(stem):]):
                     files.rename(f, f"{stem}.stopped{f.name[len(stem):]}")
             self.note(f"{tag}: {level.stopped}; measured once more (the first output is "
                       f"{self.client.name}-{tag}.stopped.*)")
