@@ -10,8 +10,7 @@
 --
 -- wrk hands the i-th distinct latency out as latency(i), and finds it by
 -- counting from the lowest each time, so reading them all costs the product
--- of their number and their spread (0.7 s of CPU for 9,000 latencies spread
--- over 300 ms, on a busy host). That time is in the client's run, past wrk's
+-- of their number and their spread. That time is in the client's run, past wrk's
 -- own clock, and the lab flags a client whose run outlasts its own clock by
 -- more than a share of the level (client-stalled): so a CPU budget, half of
 -- that (HISTOGRAM_BUDGET, written above this by the lab from its
