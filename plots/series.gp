@@ -1,7 +1,7 @@
 # series.gp - one server's per-second series over its measured levels, in the
 # order they ran: the client's req/s (where the client gives one), the server's
 # CPU (% of one core) and RSS, so that GC and JIT pauses show.
-# Call: gnuplot -e "run='RUN'; server='NAME'; client='vegeta'; has_rps=1; conditions='...'; fmt='png'" plots/series.gp
+# Call: gnuplot -e "run='RUN'; server='NAME'; client='vegeta'; has_rps=1; has_server=1; conditions='...'; fmt='png'" plots/series.gp
 # Reads RUN/data/series-NAME.dat (1 t_s, 2 rps, 3 server_cpu_pct, 4 rss_MB; NaN: no
 # figure; a blank line between levels; each second drawn at its middle); writes RUN/series-NAME.<fmt>.
 
@@ -10,6 +10,7 @@ if (!exists("run"))        exit error "series.gp: pass run='RUN' with -e"
 if (!exists("server"))     exit error "series.gp: pass server='NAME' with -e"
 if (!exists("client"))     client = "the client"
 if (!exists("has_rps"))    has_rps = 0
+if (!exists("has_server")) has_server = 1
 if (!exists("conditions")) conditions = ""
 if (!exists("fmt"))        fmt = "png"
 
@@ -50,11 +51,28 @@ if (has_rps) {
 }
 
 set ylabel "server CPU (% of a core)"
-plot f using ($1 + 0.5):3 lw 1.5 pt 7 lc rgb "#d62728" title "server CPU"
+if (has_server) {
+    plot f using ($1 + 0.5):3 lw 1.5 pt 7 lc rgb "#d62728" title "server CPU"
+} else {
+    set label 2 "server CPU per second: not sampled (a server on another host)" at graph 0.5, 0.5 center
+    set yrange [0:1]
+    unset ytics
+    plot f using ($1 + 0.5):(0) with lines lc rgb "#ffffff" notitle
+    unset label 2
+    set ytics
+    set yrange [0:*]
+}
 
 set format x "%g"
 set xlabel "seconds of load (levels in the order they ran)"
 set label 1 conditions at screen 0.5, 0.02 center font ",8"
 set ylabel "server RSS (MB)"
-plot f using ($1 + 0.5):4 lw 1.5 pt 7 lc rgb "#2ca02c" title "server RSS"
+if (has_server) {
+    plot f using ($1 + 0.5):4 lw 1.5 pt 7 lc rgb "#2ca02c" title "server RSS"
+} else {
+    set label 2 "server RSS per second: not sampled (a server on another host)" at graph 0.5, 0.5 center
+    set yrange [0:1]
+    unset ytics
+    plot f using ($1 + 0.5):(0) with lines lc rgb "#ffffff" notitle
+}
 unset multiplot

@@ -6,12 +6,13 @@ lab.analyse.metrics'.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from lab.analyse.metrics import (ACCEPT_QUEUE_FULL_PCT, CLIENT_BOUND_PCT, HOST_BUSY_PCT, JIT_QUIET_PER_S, LITTLES_HIGH,
                                  LITTLES_LOW, RAN_SHORT, SATURATED_SHORTFALL, STALL_MIN_S,
                                  STALLED_SHARE, STEADY_SLICES, STEADY_TOLERANCE, STEAL_PCT)
 from lab.record import failures as failure_kinds
+from lab.record.histogram import Histogram
 from lab.record.level import Answers, Level
 from lab.record.failures import encode_failures
 from lab.record.rows import Row
@@ -229,17 +230,20 @@ def make_row(where: Where, level: Level, m: Measured, client: str = "the client"
         answers_checked=m.answers.checked if m.answers else None,
         answers_wrong=m.answers.wrong if m.answers else None,
         accept_queue_max=m.accept_queue_max, accept_queue_backlog=m.accept_queue_backlog,
-        accept_queue_full_pct=full_pct, tcp_counters=encode_tcp(m.tcp))
+        accept_queue_full_pct=full_pct, tcp_counters=encode_tcp(m.tcp),
+        percentiles=level.percentiles)
 
 
-def combine(levels: list[Level]) -> Level:
+def combine(levels: list[Level], merged: Histogram | None = None) -> Level:
     """One level measured by several client hosts at once, as one: counts,
     rates, data and requests in flight are summed; the mean response time is
-    weighted by each host's responses; the longest response and each
-    percentile are the worst host's (a percentile of the whole cannot be had
-    from the parts: this one is an upper bound of it)."""
-    if len(levels) == 1:
-        return levels[0]
+    weighted by each host's responses; the longest response is the worst
+    host's. Each percentile is that of `merged`, the hosts' latency
+    distributions added up (lab.record.histogram: exact, to its resolution),
+    or without it the worst host's (a percentile of the whole cannot be had
+    from the parts' percentiles: this one is an upper bound of it)."""
+    if len(levels) == 1:            # one host had the level: its own figures
+        return levels[0] if merged is None else replace(levels[0], percentiles="exact")
     successful = sum(x.successful for x in levels)
     failed = sum(x.failed for x in levels)
     transactions = sum(x.transactions for x in levels)
@@ -259,9 +263,10 @@ def combine(levels: list[Level]) -> Level:
         in_flight=sum(x.in_flight for x in levels),
         longest_ms=max(x.longest_ms for x in levels),
         data_mb=sum(x.data_mb for x in levels),
-        p50_ms=worst([x.p50_ms for x in levels]),
-        p90_ms=worst([x.p90_ms for x in levels]),
-        p99_ms=worst([x.p99_ms for x in levels]),
+        p50_ms=merged.percentile_ms(50) if merged else worst([x.p50_ms for x in levels]),
+        p90_ms=merged.percentile_ms(90) if merged else worst([x.p90_ms for x in levels]),
+        p99_ms=merged.percentile_ms(99) if merged else worst([x.p99_ms for x in levels]),
+        percentiles="exact" if merged else "bound",
         offered_rps=None if None in offered else sum(v for v in offered if v is not None),
         failures=tuple(failure_kinds.merged(f for x in levels for f in x.failures)),
         stopped="; ".join(dict.fromkeys(x.stopped for x in levels if x.stopped)),

@@ -162,6 +162,10 @@ class LevelStats:
     lost_pct: tuple[float, ...] = ()      # each start's CPU time the hypervisor (steal) and
                                           # other processes took, % of the lab's CPUs
     tcp: TcpDelta | None = None           # the kernel's TCP counters, over the repetitions
+    # several client hosts: "bound" where any start's p50/p90/p99 are the worst
+    # host's, else "exact" where they are the hosts' distributions merged;
+    # "" for one client host's own figures (Row.percentiles)
+    percentiles: str = ""
 
     @property
     def ranked(self) -> bool:
@@ -178,6 +182,12 @@ class LevelStats:
 
     def all_flags(self) -> list[str]:
         return list(self.flags) + (["noisy"] if self.noisy else [])
+
+
+def percentile_mark(group: list[Row]) -> str:
+    """Where a level's percentiles come from, over its starts (LevelStats.percentiles)."""
+    marks = {r.percentiles or "" for r in group}
+    return "bound" if "bound" in marks else "exact" if "exact" in marks else ""
 
 
 def level_stats(rows: list[Row]) -> list[LevelStats]:
@@ -227,7 +237,8 @@ def level_stats(rows: list[Row]) -> list[LevelStats]:
             unranked=tuple(f"rep {r.rep}: {r.unranked}" if len(group) > 1 else r.unranked
                            for r in sorted(group, key=lambda r: r.rep) if r.unranked),
             reps=tuple(r.rep for r in group),
-            lost_pct=tuple(r.steal_pct + r.other_cpu_pct for r in group)))
+            lost_pct=tuple(r.steal_pct + r.other_cpu_pct for r in group),
+            percentiles=percentile_mark(group)))
     return out
 
 

@@ -7,7 +7,7 @@ import math
 import re
 from urllib.parse import quote
 
-from lab.analyse.metrics import Spread
+from lab.analyse.metrics import LevelStats, Spread
 from lab.setup.reason import Reason
 
 DASH = "–"
@@ -137,3 +137,28 @@ def spread_text(s: Spread) -> str:
     if s.n <= 1 or why_not_a_figure(s.lo) or why_not_a_figure(s.hi) or s.ratio == float("inf"):
         return DASH
     return f"{s.ratio - 1:.0%}"
+
+
+# Where a level's p50/p90/p99 come from when several client hosts shared it
+# (LevelStats.percentiles): a word beside the figure, and a sentence under the table
+PERCENTILE_MARK = {"exact": " (merged)", "bound": " (bound)"}
+PERCENTILES_SAID = {
+    "exact": "(merged): p50, p90 and p99 merged from every client host's whole latency "
+             "distribution, as if one client had seen every response (exact, to the "
+             "histogram's 1 µs).",
+    "bound": "(bound): p50, p90 and p99 the worst client host's, an upper bound of the "
+             "level's: the client keeps no distribution to merge (siege), or a host's was "
+             "missing (the run's notes say which).",
+}
+
+
+def percentile_mark(s: LevelStats) -> str:
+    """The word beside a level's percentile figure: "" for one client host's
+    own figures, and where the client gave none (siege)."""
+    return PERCENTILE_MARK.get(s.percentiles, "") if s.p99_ms is not None else ""
+
+
+def percentiles_said(levels: list[LevelStats]) -> list[str]:
+    """A sentence for each mark beside a figure, for under a table of them."""
+    marks = {s.percentiles for s in levels if s.p99_ms is not None}
+    return [PERCENTILES_SAID[m] for m in ("exact", "bound") if m in marks]

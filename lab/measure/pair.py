@@ -281,7 +281,8 @@ def summed(parts: list[tuple[Level, levelrow.Measured]]) -> tuple[Level, levelro
     elapsed = sum(x.elapsed_s for x in levels)
     weights = [x.transactions for x in levels] if transactions else [1] * len(levels)
     combined = levelrow.combine(levels)            # counts, percentiles, failures
-    level = replace(combined, elapsed_s=elapsed,
+    # percentiles="": the worst slice's, not marked (the mark is several client hosts')
+    level = replace(combined, elapsed_s=elapsed, percentiles="",
                     rate_rps=transactions / elapsed if elapsed > 0 else 0.0,
                     resp_ms=sum(x.resp_ms * w for x, w in zip(levels, weights)) / sum(weights),
                     in_flight=sum(x.in_flight * x.elapsed_s for x in levels) / elapsed

@@ -20,6 +20,7 @@ from lab.measure import clienthosts, jit, topologies
 from lab.analyse import answers, contract, levelrow, metrics
 from lab.host import logcap, procs
 from lab.measure.clients import Asks, Checks, Client, ClientError, Load, PerSecond
+from lab.record.histogram import Histogram
 from lab.record.level import Level
 from lab.measure.launch import Knobs, ListenError, ServerProcess
 from lab.setup.params import KNOBS, WARMUP_SLICE_S, Params
@@ -321,7 +322,8 @@ class ServerSweep:
             # after 1,024 failures): once more, the first output kept aside
             stem = f"{self.client.name}-{tag}"
             for f in self.out.glob(f"{stem}.*"):
-                if re.fullmatch(r"(\.h\d+)?\.(out|err)", f.name[len(stem):]):
+                if re.fullmatch(r"(\.h\d+)?\.(out|err|hist|dist\.out|dist\.err)",
+                                f.name[len(stem):]):
                     files.rename(f, f"{stem}.stopped{f.name[len(stem):]}")
             self.note(f"{tag}: {level.stopped}; measured once more (the first output is "
                       f"{self.client.name}-{tag}.stopped.*)")
@@ -569,8 +571,16 @@ class ServerSweep:
             self.write_series(tag, runs, sampler.points, sampler.queue.points)
         hosts_pct = tuple(100 * ran.cpu_s / (len(p.client_cpus) * max(ran.wall_s, 1e-9))
                           for ran in runs) if several else ()
+        merged: Histogram | None = None
         if several:
-            self.record_hosts(tag, [share for _, share in shares], runs, levels, hosts_pct)
+            merged, why = clienthosts.merged(self.client, [h for h, _ in shares], runs, outs,
+                                             self.run, p.client_cpus, sp.env)
+            if why:
+                self.note(f"{tag}: {why}")
+        combined = levelrow.combine(levels, merged)
+        if several:
+            self.record_hosts(tag, [share for _, share in shares], runs, levels, hosts_pct,
+                              combined.percentiles)
         last = sampler.last
         why = sampler.memory_error if last is None or last.pss_kb is None else ""
         if why and self.start_record.get("memory_split") != why:
@@ -578,7 +588,7 @@ class ServerSweep:
         queue = sampler.queue
         if queue.error and self.start_record.get("accept_queue") != queue.error:
             self.start_record["accept_queue"] = queue.error     # why its columns are empty
-        return levelrow.combine(levels), levelrow.Measured(
+        return combined, levelrow.Measured(
             server_cpu_s=sampler.cpu_s, rss_end_kb=last.rss_kb if last else 0,
             rss_peak_kb=sampler.rss_peak_kb, threads_end=last.threads if last else 0,
             threads_peak=sampler.threads_peak, client_cpu_s=sum(ran.cpu_s for ran in runs),
@@ -639,15 +649,16 @@ class ServerSweep:
                                     sp.env, outs[0], limit,
                                     lambda: not self.halt.is_set() and sp.alive())]
         return clienthosts.run_together(
-            [(host, self.client.command(sp.url, share, duration)) for host, share in shares],
+            [(host, clienthosts.command(self.client, sp.url, share, duration))
+             for host, share in shares],
             p.client_cpus, sp.env, outs, limit, lambda: not self.halt.is_set() and sp.alive())
 
     def record_hosts(self, tag: str, shares: list[Load], runs: list[ClientRun],
-                     levels: list[Level], cpu_pct: tuple[float, ...]) -> None:
+                     levels: list[Level], cpu_pct: tuple[float, ...], percentiles: str) -> None:
         """Each client host's part of one level, a line in <server>/client-hosts.jsonl."""
         said = clienthosts.record(self.out / "client-hosts.jsonl", self.run,
                                   self.start_record.get("id"), tag, shares, runs, levels,
-                                  cpu_pct)
+                                  cpu_pct, percentiles)
         if said:
             self.note(f"{tag}: {said}")
 

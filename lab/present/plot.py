@@ -166,13 +166,15 @@ def draw(run: Path) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     for name in [*measured, *([ceiling] if ceiling else [])]:
-        has_rps = export_series(run, name)
-        if has_rps is None:
+        has = export_series(run, name)
+        if has is None:
             continue
+        has_rps, has_server = has
         err = gnuplots([Job("series.gp",
                             f"run={gp_quote(str(run))}; server={gp_quote(name)}; "
                             f"client={gp_quote(m.client.tool or 'the client')}; "
-                            f"has_rps={int(has_rps)}; conditions={gp_quote(cond)}; fmt='{fmt}'",
+                            f"has_rps={int(has_rps)}; has_server={int(has_server)}; "
+                            f"conditions={gp_quote(cond)}; fmt='{fmt}'",
                             f"series-{name}.{fmt}", f"gnuplot series.gp failed for {name}")
                         for fmt in ("png", "svg")], run)
         if err:
@@ -183,22 +185,24 @@ def draw(run: Path) -> int:
     return 0
 
 
-def export_series(run: Path, name: str) -> bool | None:
+def export_series(run: Path, name: str) -> tuple[bool, bool] | None:
     """data/series-<name>.dat from the server's per-second files (lab.record.series),
     levels one after another on one time axis, a blank line between them.
     None when it has none (a run before they were recorded); else whether
-    any second has the client's req/s."""
+    any second has the client's req/s, and whether any has the server's CPU
+    (a server on another host is not sampled per second: TOPOLOGY=ssh)."""
     found = series.files(run / safe(name, run))
     if not found:
         return None
-    lines, t, has_rps = ["# t_s rps server_cpu_pct rss_MB"], 0, False
+    lines, t, has_rps, has_server = ["# t_s rps server_cpu_pct rss_MB"], 0, False, False
     for path in found:
         rows = series.read(path)
         for second, rps, cpu, rss in rows:
             has_rps = has_rps or rps is not None
+            has_server = has_server or cpu is not None
             lines.append(f"{t + second} {num(rps)} {num(cpu)} "
                          f"{num(None if rss is None else rss / MB)}")
         t += len(rows)
         lines.append("")
     files.write_atomic(run / "data" / f"series-{name}.dat", "\n".join(lines) + "\n", run)
-    return has_rps
+    return has_rps, has_server

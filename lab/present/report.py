@@ -15,7 +15,7 @@ from lab.analyse import analysis, costview, memsplit, metrics, probeview, profil
 from lab.record import files, outputs, probe
 from lab.analyse.analysis import Analysis
 from lab.analyse.wording import (DASH, axis_label, csv_cell, md_code, md_text, median_range,
-                                 spread_text)
+                                 percentile_mark, percentiles_said, spread_text)
 from lab.analyse.metrics import JIT_QUIET_PER_S, LevelStats
 from lab.record.manifest import Manifest, Warmup
 from lab.record.runrecord import RunRecord
@@ -36,7 +36,7 @@ def server_table(m: Manifest, stats: dict[str, list[LevelStats]]) -> list[str]:
         last = levels[-1]
         bound = sum(1 for s in levels if s.client_bound)
         framework = md_text(f"{rec.framework or '?'} {rec.version}".strip())
-        p99 = median_range(top.p99_ms, fmt=".2f")
+        p99 = median_range(top.p99_ms, fmt=".2f") + percentile_mark(top)
         mem = median_range(last.rss_end_kb, 1024, '.1f')
         if cgroup:
             mem += " | " + median_range(last.cgroup_mem_kb, 1024, '.1f')
@@ -61,13 +61,14 @@ def level_table(m: Manifest, stats: dict[str, list[LevelStats]]) -> list[str]:
     for name, levels in stats.items():
         for s in levels:
             spread = spread_text(s.rate)
-            p99 = median_range(s.p99_ms, fmt=".2f")
+            p99 = median_range(s.p99_ms, fmt=".2f") + percentile_mark(s)
             flags = ", ".join(f"{f} ({s.flags[f]}/{s.rate.n})" if f in s.flags else f
                               for f in s.all_flags()) or DASH
             lines.append(f"| {name} | {s.value} | {median_range(s.rate)} | {spread} | "
                          f"{median_range(s.resp_ms, fmt='.2f')} | {p99} | "
                          f"{median_range(s.client_cpu_pct, fmt='.0f')} | {flags} |")
-    return lines
+    said = percentiles_said([s for levels in stats.values() for s in levels])
+    return lines + ([""] + said if said else [])
 
 
 def verdict_section(m: Manifest, a: Analysis) -> list[str]:

@@ -16,7 +16,8 @@ from lab.analyse import (analysis, costview, findings, memsplit, metrics, probev
 from lab.record import calibration, files, outputs
 from lab.record.probe import probe_files
 from lab.analyse.analysis import Analysis
-from lab.analyse.wording import DASH, figure, median_range, spread_text
+from lab.analyse.wording import (DASH, figure, median_range, percentile_mark,
+                                 percentiles_said, spread_text)
 from lab.analyse.wording import axis_label
 from lab.analyse.metrics import LevelStats, Spread
 from lab.record.files import RecordError
@@ -132,7 +133,8 @@ def peak_table(m: Manifest, name: str, levels: list[LevelStats]) -> str:
              + flags_for(top, "latency")]]
     for label, pct in (("p50", top.p50_ms), ("p90", top.p90_ms), ("p99", top.p99_ms)):
         if pct is not None:
-            rows.append([f"{label} ms at peak", spread_html(pct, fmt=".2f")])
+            rows.append([f"{label} ms at peak{percentile_mark(top)}",
+                         spread_html(pct, fmt=".2f")])
     rows += [["RSS at the end MB (last level)", spread_html(last.rss_end_kb, 1024, ".1f")],
              ["RSS peak MB", escaped(figure(max(s.rss_peak_kb for s in levels), ".1f", 1024))]]
     if last.cgroup_mem_kb is not None:      # RUNTIME=docker
@@ -151,7 +153,8 @@ def level_rows(levels: list[LevelStats], pcts: list[str]) -> list[list[str]]:
     for s in levels:
         row = [escaped(s.value), spread_html(s.rate) + flags_for(s, "rate"), escaped(spread_text(s.rate)),
                spread_html(s.resp_ms, fmt=".2f") + flags_for(s, "latency")]
-        row += [spread_html(getattr(s, f"{p}_ms"), fmt=".2f") for p in pcts]
+        row += [spread_html(getattr(s, f"{p}_ms"), fmt=".2f") + escaped(percentile_mark(s))
+                for p in pcts]
         row += [spread_html(s.rss_end_kb, 1024, ".1f"), spread_html(s.cpu_us_per_req),
                 spread_html(s.client_cpu_pct, fmt=".0f"),
                 escaped(s.failed) + flags_for(s, "failed")]
@@ -315,13 +318,16 @@ def overview(m: Manifest, stats: dict[str, list[LevelStats]]) -> str:
                      f"{spread_html(top.rate)} ({escaped(top.value)})",
                      spread_html(last.rss_end_kb, 1024, ".1f"),
                      escaped(figure(max(s.rss_peak_kb for s in levels), ".1f", 1024)),
-                     spread_html(top.cpu_us_per_req), spread_html(top.p99_ms, fmt=".2f"),
+                     spread_html(top.cpu_us_per_req), spread_html(top.p99_ms, fmt=".2f")
+                     + escaped(percentile_mark(top)),
                      escaped(sum(s.failed for s in levels)) + failures_flag(levels),
                      escaped(status) if status == "complete" else badge(INCOMPLETE, str(status))])
     head = ["server", "role", "framework", f"peak req/s ({axis_label(m.params.axis)})",
             "RSS end MB", "RSS peak MB", "CPU µs/req at peak", "p99 ms at peak", "failed",
             "status"]
-    return "<h2>Servers</h2>" + table(head, rows, numeric=set(range(3, 9)), cls="overview")
+    said = percentiles_said([s for levels in stats.values() for s in levels])
+    return ("<h2>Servers</h2>" + table(head, rows, numeric=set(range(3, 9)), cls="overview")
+            + "".join(f"<p>{escaped(x)}</p>" for x in said))
 
 
 def failed_html(lines: list[str]) -> str:

@@ -38,6 +38,10 @@ class Level:
     counted_slack: float = 0.0       # bytes data_mb may be off by, either way (rounding)
     counted_partial: bool = False    # it counts the part read of the answers in flight at the
                                      # end (at most one a connection)
+    # several client hosts: where p50/p90/p99 come from: "exact" (the hosts'
+    # whole distributions merged, lab.record.histogram) or "bound" (the worst
+    # host's, an upper bound); "" for one client's own figures
+    percentiles: str = ""
 
 
 @dataclass(frozen=True)

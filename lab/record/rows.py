@@ -106,6 +106,12 @@ class Row:
     # are (lab.record.tcpkinds.encode: {"netns": "server" or "shared", counter:
     # growth}); None where they were not read, and in older runs
     tcp_counters: str | None = None
+    # several client hosts (CLIENT_HOST="a b"): "exact" where p50/p90/p99 are
+    # those of the hosts' latency distributions merged (each kept as
+    # <client>-<level>.h<i>.hist), "bound" where they are the worst host's (a
+    # client that keeps none: siege); "" for one client host (the client's own
+    # figures), None in runs made before it was recorded
+    percentiles: str | None = None
 
     def has(self, flag: str) -> bool:
         return flag in self.flags.split()

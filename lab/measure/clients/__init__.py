@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import ClassVar, Protocol, runtime_checkable
 
 from lab.measure import hostinfo
+from lab.record.histogram import Histogram
 from lab.record.level import Answers, Level
 from lab.setup.params import LOAD_AXES
 
@@ -124,6 +125,32 @@ class Checks(Protocol):
     def check_command(self, url: str, load: Load, duration_s: int, body: bytes) -> list[str]: ...
 
     def check_parse(self, stdout: str, stderr: str) -> Answers: ...
+
+
+@runtime_checkable
+class Distributes(Protocol):
+    """What a client may give besides `Client`'s members (wrk does): a command
+    that loads as `command` does and also writes the client's whole latency
+    distribution at its end, at no cost while the level runs, and that
+    distribution read from its output (lab.record.histogram; ValueError
+    saying why when it gave none, or only part). Several client hosts run it,
+    and the level's percentiles are those of their distributions merged; a
+    client without it (siege keeps none) gives the worst host's, a bound."""
+
+    def distribution_command(self, url: str, load: Load, duration_s: int) -> list[str]: ...
+
+    def distribution(self, stdout: str) -> Histogram: ...
+
+
+@runtime_checkable
+class DistributesAfter(Protocol):
+    """What a `Distributes` client may give besides (vegeta does): a command to
+    run on the same host after the level, outside its measurement, whose
+    output `distribution` reads (vegeta's results, kept by the level's command
+    in a file that this one reads and removes); None when the level's output
+    names no such file."""
+
+    def distribution_after(self, stdout: str, stderr: str) -> list[str] | None: ...
 
 
 def target(url: str) -> tuple[str, str]:

@@ -20,7 +20,11 @@ the attack: the sweep divides the server's and the client's CPU by that
 time. Its decoding runs on the client's CPUs, and is counted there.
 The raw results are not kept: about 230 bytes a request (body and headers
 included), 46 MB for 10 s at 20,000 req/s, and a `tee` to write them would
-be client CPU too.
+be client CPU too. Except where several client hosts share a level: there
+each host `tee`s them into a file of its own (distribution_command), counts
+their latencies per microsecond after the level (distribution_after) and
+removes the file, so that the level's percentiles are those of every
+response (lab.record.histogram), not the worst host's.
 
 The target goes in on stdin rather than as a file: the URL is known only in
 command(), and the recorded command then says exactly what was attacked.
@@ -64,6 +68,7 @@ from lab.measure import hostinfo
 from lab.setup import paths
 from lab.record import series
 from lab.measure.clients import ClientError, Load, Options, target
+from lab.record.histogram import Histogram
 from lab.record.level import Answers, Level
 from lab.record.failures import Failure
 from lab.setup.reason import Reason
@@ -71,6 +76,7 @@ from lab.setup.reason import Reason
 MIB = 1024 * 1024        # siege's data_transferred unit
 NS_PER_MS = 1e6
 OFFERED = re.compile(r"^offered_rps=(\d+)$", re.M)
+RESULTS = re.compile(r"^results=(/\S+/vegeta-results\.\w+)$", re.M)
 VEGETA_MODULE = "github.com/tsenart/vegeta/v12"
 VEGETA_VERSION = "v12.13.0"
 GO_MINIMUM = (1, 22)      # vegeta v12.13.0's go.mod
@@ -274,17 +280,57 @@ class Vegeta:
         return flags + [f"-duration={duration_s}s",
                         f"-keepalive={'true' if self.options.keepalive else 'false'}"]
 
-    def command(self, url: str, load: Load, duration_s: int) -> list[str]:
+    def command(self, url: str, load: Load, duration_s: int, keep: bool = False) -> list[str]:
+        """The level's pipeline; `keep`: its results also written to a new file
+        in $LAB_CLIENT_DIR (or $TMPDIR) whose name goes to stderr ("results=F")
+        for distribution_after (several client hosts)."""
         if self.options is None:
             raise ClientError("Vegeta.prepare must run first")
         flags = self.attack_flags(load, duration_s)
         vegeta = shlex.quote(str(self.binary))
+        kept = ""
+        if keep:
+            kept = ('f=$(mktemp "${LAB_CLIENT_DIR:-${TMPDIR:-/tmp}}/vegeta-results.XXXXXX") '
+                    '&& echo "results=$f" >&2 && ')
         # GOMAXPROCS: CLIENT_THREADS, as wrk's -t (Go's default is one per allowed CPU)
         script = (f"export GOMAXPROCS={self.options.threads}; "
-                  + (f"echo offered_rps={load.rate} >&2; " if load.rate else "")
+                  + (f"echo offered_rps={load.rate} >&2; " if load.rate else "") + kept
                   + f"printf 'GET %s\\n' {shlex.quote(url)} | "
-                  + f"{vegeta} attack {' '.join(flags)} | {vegeta} report -type=json -every=1s")
+                  + f"{vegeta} attack {' '.join(flags)} | " + ('tee "$f" | ' if keep else "")
+                  + f"{vegeta} report -type=json -every=1s")
         return ["sh", "-c", script]
+
+    def distribution_command(self, url: str, load: Load, duration_s: int) -> list[str]:
+        """The level's pipeline with every result also kept in a file (a `tee`
+        of vegeta's encoded results: a copy of about 150-250 bytes a request on
+        the client's CPUs, the one cost of keeping them)."""
+        return self.command(url, load, duration_s, keep=True)
+
+    def distribution_after(self, stdout: str, stderr: str) -> list[str] | None:
+        """After the level: the kept results' latencies counted per whole
+        microsecond (`vegeta encode -to=csv`, the third field in ns), a
+        "<us> <count>" line each, then the file removed."""
+        found = RESULTS.search(stderr)
+        if found is None:
+            return None
+        vegeta = shlex.quote(str(self.binary))
+        script = (f'{vegeta} encode -to=csv "$1" | '
+                  "awk -F, '{c[int($3 / 1000)]++} END {for (v in c) printf \"%d %d\\n\", v, c[v]}'"
+                  ' | sort -n && rm -f "$1"')
+        return ["sh", "-c", script, "sh", found.group(1)]
+
+    def distribution(self, stdout: str) -> Histogram:
+        """distribution_after's output: every result's latency (vegeta's, errors
+        included, as its own percentiles count them), to within 1 us."""
+        counts: dict[int, int] = {}
+        for line in stdout.splitlines():
+            words = line.split()
+            if len(words) != 2 or not all(w.isdigit() for w in words):
+                raise ValueError(f"vegeta's results gave no latency histogram: {line[:80]!r}")
+            counts[int(words[0])] = int(words[1])
+        if not counts:
+            raise ValueError("vegeta's results gave no latency histogram (no result kept)")
+        return Histogram.of(counts)
 
     def parse(self, stdout: str, stderr: str) -> Level:
         return parse(stdout, stderr)

@@ -3,7 +3,9 @@
 wrk's text report rounds (2.20ms, 87.56k); the lab's script
 client/wrk-report.lua prints wrk's own counters and microsecond latencies as
 one JSON line from the done() hook, which runs once at the end, so it costs
-nothing during the load.
+nothing during the load. Where several client hosts share a level, the run's
+wrk-histogram.lua (client/wrk-histogram.lua appended) also writes wrk's
+whole latency histogram from done(), for the hosts' percentiles merged.
 
 Counting, as siege counts: every response is a transaction; socket errors
 (connect, read, write, timeout) and 4xx/5xx responses are failures; 2xx/3xx
@@ -18,15 +20,21 @@ import os
 from pathlib import Path
 from typing import Any, ClassVar
 
+from lab.analyse.metrics import STALL_MIN_S, STALLED_SHARE
 from lab.setup.paths import ROOT
+from lab.measure import hostinfo
 from lab.measure.clients import ClientError, Load, Options, Packaged, target
-from lab.record import files
+from lab.record import files, histogram
+from lab.record.histogram import Histogram
 from lab.record.level import Answers, Level
 from lab.record.failures import Failure
 
 SCRIPT = ROOT / "client" / "wrk-report.lua"
 CHECK = ROOT / "client" / "wrk-check.lua"      # appended to SCRIPT: the check slice's
 CHECK_SCRIPT = "wrk-check.lua"                 # its name in the run folder
+HISTOGRAM = ROOT / "client" / "wrk-histogram.lua"   # appended to SCRIPT: several hosts'
+HISTOGRAM_SCRIPT = "wrk-histogram.lua"
+HISTOGRAM_LINE = "wrk-histogram "
 REPORT_LINE = "wrk-report "
 ANSWERS_LINE = "wrk-answers "
 COUNTS = ("requests", "duration_us", "bytes", "connect", "read", "write", "status", "timeout")
@@ -34,6 +42,13 @@ TIMES = ("mean_us", "max_us", "p50_us", "p90_us", "p99_us")
 MIB = 1024 * 1024        # siege's data_transferred unit
 # its version probe: wrk -v prints "wrk debian/4.1.0-3+b2 [epoll] ..." and exits 1
 VERSION = (["wrk", "-v"], r"wrk\s+(\S+)\s+\[")
+
+
+def histogram_budget() -> bytes:
+    """The Lua line that bounds the histogram's reading in done(): half of the
+    time past wrk's own clock that flags a client as stalled (lab.analyse.metrics)."""
+    return (f"HISTOGRAM_BUDGET = {{share = {STALLED_SHARE / 2:g}, "
+            f"min_s = {STALL_MIN_S / 2:g}}}\n").encode()
 
 
 def threads_for(concurrency: int, wanted: int) -> int:
@@ -157,6 +172,10 @@ class Wrk(Packaged):
         check = run_dir / CHECK_SCRIPT
         if not os.path.lexists(check):
             files.write_atomic(check, SCRIPT.read_bytes() + b"\n" + CHECK.read_bytes())
+        kept = run_dir / HISTOGRAM_SCRIPT
+        if not os.path.lexists(kept):
+            files.write_atomic(kept, SCRIPT.read_bytes() + b"\n" + histogram_budget()
+                               + HISTOGRAM.read_bytes())
         self.script, self.options = script, options
         return {"tool": "wrk", "version": self.version(),
                 "connection": "keep-alive" if options.keepalive else "close",
@@ -189,6 +208,19 @@ class Wrk(Packaged):
 
     def check_parse(self, stdout: str, stderr: str) -> Answers:
         return check_parse(stdout, stderr)
+
+    def distribution_command(self, url: str, load: Load, duration_s: int) -> list[str]:
+        """The level's command with the script that also writes wrk's whole
+        latency histogram from done() (client/wrk-histogram.lua): no hook per
+        request, so the level runs as `command`'s does."""
+        argv = self.command(url, load, duration_s)
+        assert self.script is not None
+        argv[argv.index(str(self.script))] = str(self.script.with_name(HISTOGRAM_SCRIPT))
+        return argv
+
+    def distribution(self, stdout: str) -> Histogram:
+        """wrk's latency histogram, whole microseconds (its own resolution)."""
+        return histogram.from_line(stdout, HISTOGRAM_LINE)
 
     def request(self, url: str) -> bytes:
         """wrk's request: the request line and Host, and the run's -H (captured:

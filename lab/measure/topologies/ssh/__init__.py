@@ -180,8 +180,9 @@ def remote_of(data: dict[str, Any]) -> Remote:
 
 SPLIT = ("each level's concurrency or rate is shared among the client hosts (the first "
          "hosts one more); rates and counts are summed, mean latency weighted by responses, "
-         "percentiles are the worst host's; client CPU and client-bound are per host "
-         "(<server>/client-hosts.jsonl)")
+         "percentiles merged from each host's latency distribution (wrk, vegeta: "
+         "<client>-<level>.h<i>.hist) or else the worst host's, a bound (siege); client CPU "
+         "and client-bound are per host (<server>/client-hosts.jsonl)")
 
 
 def topology(params: Params) -> Placement:

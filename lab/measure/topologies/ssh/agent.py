@@ -263,8 +263,14 @@ def serve() -> int:
 
 # ---------------------------------------------------------------- clients
 
+# where a client may keep files of its own during the run (vegeta's results),
+# removed with the run's folder there
+CLIENT_DIR = "LAB_CLIENT_DIR"
+
+
 class ClientProcess:
-    """One load client run: pinned, in a session of its own, output to files."""
+    """One load client run: pinned, in a session of its own, output to files
+    (in `folder`, which it is told as $LAB_CLIENT_DIR)."""
 
     def __init__(self, argv: List[str], cpus: str, env: Dict[str, str], cwd: str,
                  folder: str, name: str) -> None:
@@ -275,7 +281,8 @@ class ClientProcess:
         self.t0 = time.monotonic()
         with self.out.open("wb") as fo, self.err.open("wb") as fe:
             self.proc = subprocess.Popen(["taskset", "-c", cpus, *argv], cwd=cwd,
-                                         env={**os.environ, **env}, stdin=subprocess.DEVNULL,
+                                         env={**os.environ, **env, CLIENT_DIR: folder},
+                                         stdin=subprocess.DEVNULL,
                                          stdout=fo, stderr=fe, start_new_session=True)
         self.result: Optional[Dict[str, Any]] = None
         self.stops = procfs.StopClock(self.proc.pid)    # stopped mid-level (SIGSTOP)?
