@@ -77,6 +77,7 @@ FILES = {
     "test_listen.py": "unit",
     "test_logcap.py": "unit",
     "test_manyruns.py": "unit",
+    "test_markdown.py": "unit",
     "test_memsplit.py": "unit",
     "test_metrics.py": "unit",
     "test_nextstarts.py": "unit",

@@ -149,8 +149,8 @@ def test_a_server_spec_has_a_base_workers_and_an_alias() -> None:
             ServerSpec.parse(bad)
         assert caught.value.part == part, bad
     assert ServerSpec.base_of("aws@x#y") == "aws"
-    from lab.analyse import claims
-    assert claims.base("aws#2") == claims.base("aws@16#2") == claims.base("aws@16") == "aws"
+    from lab.analyse import claimsfile
+    assert claimsfile.base("aws#2") == claimsfile.base("aws@16#2") == claimsfile.base("aws@16") == "aws"
     found = discover(ROOT)
     again = lookup(found, "nginx@3#2")
     assert again.name == "nginx@3#2" and again.alias_of == "nginx@3"

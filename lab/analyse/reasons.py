@@ -21,10 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from lab.analyse import analysis, claims
-from lab.analyse.claims import ClaimResult, Study
+from lab.analyse import analysis, claims, claimsfile
+from lab.analyse.claimsfile import Study
+from lab.analyse.claims import ClaimResult
 from lab.analyse.metrics import LevelStats, Spread
 from lab.record.manifest import Manifest
+from lab.setup.markdown import Table
 
 # condition rows, in the order of the table: key of [study.published_conditions], label
 ROWS = (("server_host", "server host"), ("client_host", "client host"),
@@ -75,7 +77,7 @@ def here(m: Manifest) -> dict[str, str]:
                                      if m.pinning.client_cpus else "") if local else \
         ", ".join(map(str, m.topology_details.get("client_hosts", []))) or "another host"
     aws = m.servers.get("aws") or next((s for k, s in m.servers.items()
-                                        if claims.base(k) == "aws"), None)
+                                        if claimsfile.base(k) == "aws"), None)
     facts = "; ".join(f"{k}={v}" for k, v in (aws.facts or {}).items()
                       if k.startswith("aws_") or "link" in k) if aws else ""
     opts = java_opts(m)
@@ -98,7 +100,7 @@ def here(m: Manifest) -> dict[str, str]:
 def jvm(m: Manifest, opts: str) -> str:
     """JDK, collector and heap as the Java server's facts recorded them (the
     JVM chooses its collector from the CPUs it sees), and JAVA_OPTS."""
-    java = next((s for k, s in m.servers.items() if claims.base(k).split(".")[0] in JAVA
+    java = next((s for k, s in m.servers.items() if claimsfile.base(k).split(".")[0] in JAVA
                  and s.facts), None)
     given = f"JAVA_OPTS `{opts}` (a variant)" if opts else "JAVA_OPTS none (the JVM's defaults)"
     if java is None or java.facts is None:
@@ -113,13 +115,12 @@ def jvm(m: Manifest, opts: str) -> str:
 def conditions_table(study: Study, m: Manifest) -> list[str]:
     """Markdown: each condition, published against here."""
     pub, mine = study.published_conditions, here(m)
-    lines = ["| condition | published | here |", "|---|---|---|"]
-    for key, label in ROWS:
-        lines.append(claims.row([label, pub.get(key, "not stated"), mine[key]]))
-    return lines
+    return Table(["condition", "published", "here"],
+                 [[label, pub.get(key, "not stated"), mine[key]] for key, label in ROWS]
+                 ).escaped().lines()
 
 
-def client_reason(claim: claims.Claim, m: Manifest,
+def client_reason(claim: claimsfile.Claim, m: Manifest,
                   stats: Mapping[str, list[LevelStats]]) -> str:
     """(1) the share of the claim's levels that were client-bound, and what the
     client drives here per the calibration."""
@@ -150,13 +151,13 @@ def client_reason(claim: claims.Claim, m: Manifest,
     return f"the client was the limit: {holds}: {share}; {drives}"
 
 
-def conditions_reason(claim: claims.Claim, study: Study, m: Manifest) -> str:
+def conditions_reason(claim: claimsfile.Claim, study: Study, m: Manifest) -> str:
     """(2) the rows of the conditions table that bear on the claim, in short."""
     mine = here(m)
     rows = RSS_ROWS if claim.metric == "rss_end" else tuple(k for k, _ in ROWS)
-    if claim.metric == "rss_end" and not any(claims.base(x) in JAVA for x in claim.servers):
+    if claim.metric == "rss_end" and not any(claimsfile.base(x) in JAVA for x in claim.servers):
         rows = tuple(r for r in rows if r != "jdk_gc")
-    if claim.metric == "rss_end" and not any(claims.base(x) in ("aws", "asf")
+    if claim.metric == "rss_end" and not any(claimsfile.base(x) in ("aws", "asf")
                                              for x in claim.servers):
         rows = tuple(r for r in rows if r != "aws")
     label = dict(ROWS)
@@ -165,7 +166,7 @@ def conditions_reason(claim: claims.Claim, study: Study, m: Manifest) -> str:
     return "the conditions differ (see the conditions table): " + "; ".join(said)
 
 
-def noise_reason(claim: claims.Claim, stats: Mapping[str, list[LevelStats]]) -> str:
+def noise_reason(claim: claimsfile.Claim, stats: Mapping[str, list[LevelStats]]) -> str:
     """(3) whether the servers' figures overlap (min-max over repetitions)."""
     figs: list[tuple[str, Spread]] = []
     for x in claim.servers:
@@ -175,14 +176,14 @@ def noise_reason(claim: claims.Claim, stats: Mapping[str, list[LevelStats]]) -> 
         figs.append((x, f))
     if len(figs) == 1:
         s = figs[0][1]
-        return (f"the noise: one server, range {claims._spread(s)} over {s.n} repetitions"
+        return (f"the noise: one server, range {claims.spread(s)} over {s.n} repetitions"
                 + (" (one repetition shows no spread)" if s.n < 2 else ""))
     pairs = []
     overlap = False
     for (a, fa), (b, fb) in zip(figs, figs[1:]):
         o = fa.lo <= fb.hi and fb.lo <= fa.hi
         overlap = overlap or o
-        pairs.append(f"{a} {claims._spread(fa)} and {b} {claims._spread(fb)} "
+        pairs.append(f"{a} {claims.spread(fa)} and {b} {claims.spread(fb)} "
                      f"{'overlap' if o else 'are separated'}")
     few = min(s.n for _, s in figs) < 2
     holds = "holds" if overlap else "does not hold" if not few else \
@@ -200,7 +201,7 @@ def reasons(r: ClaimResult, study: Study, m: Manifest,
             noise_reason(r.claim, stats)]
 
 
-def block(claim: claims.Claim, client: str, verdict: str, said: list[str] | tuple[str, ...],
+def block(claim: claimsfile.Claim, client: str, verdict: str, said: list[str] | tuple[str, ...],
           study: Study, specs: Mapping[str, str]) -> list[str]:
     """A claim's reasons and variants as Markdown list lines."""
     lines = [f"- `{claim.id}` ({client}): **{verdict}**"]
@@ -209,7 +210,7 @@ def block(claim: claims.Claim, client: str, verdict: str, said: list[str] | tupl
     return lines
 
 
-def ssh_command(study: Study, claim: claims.Claim, specs: Mapping[str, str]) -> str:
+def ssh_command(study: Study, claim: claimsfile.Claim, specs: Mapping[str, str]) -> str:
     """The command that runs a throughput claim's servers on two hosts, as the
     study did, with the study's client, mode, levels, duration and repetitions."""
     s = study.setup
@@ -222,10 +223,10 @@ def ssh_command(study: Study, claim: claims.Claim, specs: Mapping[str, str]) -> 
             "RUNS=results/<that run>")
 
 
-def variants(claim: claims.Claim, study: Study, specs: Mapping[str, str]) -> list[str]:
+def variants(claim: claimsfile.Claim, study: Study, specs: Mapping[str, str]) -> list[str]:
     """Variants this lab can run to test the leading explanation of a claim."""
     out = []
-    bases = {claims.base(x) for x in claim.servers}
+    bases = {claimsfile.base(x) for x in claim.servers}
     if claim.metric in claims.THROUGHPUT_METRICS and len(bases) > 1:
         servers = " ".join(dict.fromkeys(specs.get(x, x) for x in claim.servers))
         out.append(f"server CPUs: `make bench SERVER='{servers}' SERVER_CPUS=0` against "
@@ -234,7 +235,7 @@ def variants(claim: claims.Claim, study: Study, specs: Mapping[str, str]) -> lis
                    "study's 8 hardware threads")
         out.append(f"two hosts: `{ssh_command(study, claim, specs)}`")
     if claim.metric == "rss_end" and bases & set(JAVA):
-        j = next(specs.get(x, x) for x in claim.servers if claims.base(x) in JAVA)
+        j = next(specs.get(x, x) for x in claim.servers if claimsfile.base(x) in JAVA)
         out.append(f"the JDK 8 collector: `make bench SERVER={j} "
                    "JAVA_OPTS='-XX:+UseParallelGC'` (JAVA_OPTS is recorded as a variant; "
                    "add -Xmx to fix the heap), then `make claims`")

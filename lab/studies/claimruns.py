@@ -1,7 +1,7 @@
 """`make claims STUDY=<id> RUNS="results/<x> results/<y>"`: a study's claims
 judged on runs made earlier (`make bench`, `make reproduce`); nothing is run.
 
-Each run's conditions are checked against the study's setup (lab.analyse.claims.Setup):
+Each run's conditions are checked against the study's setup (lab.analyse.claimsfile.Setup):
 client, connection mode, levels, duration, repetitions, servers with their @N,
 pinning, topology, JAVA_OPTS. A mismatch is either
 
@@ -37,16 +37,18 @@ from pathlib import Path
 from typing import Any
 
 from lab.setup.paths import ROOT
-from lab.analyse import analysis, claimjudge, claims, reasons
+from lab.analyse import analysis, claimjudge, claims, claimsfile, claimtext, reasons
 from lab.record import files, folder, rows, runlock
 from lab.record.manifest import MANIFEST, Manifest
 from lab.setup import stepcheck
 from lab.analyse.claimjudge import Judged
-from lab.analyse.claims import ClaimResult, Study
+from lab.analyse.claimsfile import Study
+from lab.analyse.claims import ClaimResult
 from lab.setup.exits import Exit
 from lab.analyse.metrics import MIN_REPS_FOR_VERDICT, LevelStats
 from lab.setup.params import ConfigError
 from lab.setup.servers import ServerSpec
+from lab.setup.markdown import Table
 
 
 
@@ -161,7 +163,7 @@ def check(study: Study, run: Run, specs: Mapping[str, str]) -> RunCheck:
     wrong: dict[str, str] = {}
     for name, spec in specs.items():
         if started_as(run, name, spec) is None:
-            other = [k for k in run.stats if claims.base(k) == claims.base(spec)
+            other = [k for k in run.stats if claimsfile.base(k) == claimsfile.base(spec)
                      and k not in specs.values()]
             if other:
                 wrong[name] = f"{', '.join(other)} started, the study's is {spec}"
@@ -184,7 +186,7 @@ def same_conditions(a: Run, b: Run) -> list[str]:
 
 # --------------------------------------------------------------------------- judge
 
-def judge_claim(study: Study, c: claims.Claim, runs: list[Run], checks: dict[Path, RunCheck],
+def judge_claim(study: Study, c: claimsfile.Claim, runs: list[Run], checks: dict[Path, RunCheck],
                 specs: Mapping[str, str], available: set[str]) -> Judged | None:
     """One claim on one client's runs; None when no run holds any of its servers."""
     client = runs[0].client
@@ -275,23 +277,24 @@ def render(study: Study, runs: list[Run], judged: list[Judged], checks: dict[Pat
            specs: Mapping[str, str], out: Path) -> str:
     lines = [f"# Claims of `{study.id}` judged on runs made earlier", "",
              f"{study.title}: {study.author}, {study.source}, {study.date}. Nothing was run: "
-             "`make claims` reads the runs below.", "", "## Runs", "",
-             "| run | client | conditions | differs from the study's setup |", "|---|---|---|---|"]
+             "`make claims` reads the runs below.", "", "## Runs", ""]
+    rows = []
     for r in runs:
         ch = checks[r.folder]
         said = [f"**not judged**: {b}" for b in ch.blocking] + list(ch.noted) + \
             [f"**not the study's**: {w}" for w in ch.wrong_workers.values()]
         rel = os.path.relpath(r.folder, out)
-        lines.append(claims.row([f"[{r.folder.name}]({rel}/)", r.client,
-                                 analysis.conditions(r.manifest), "; ".join(said) or "—"]))
-    lines += ["", "## Claims", "",
-              "| claim | published | client | measured | verdict | reason | conditions noted |",
-              "|---|---|---|---|---|---|---|"]
-    for j in judged:
-        lines.append(claims.row([claims.label(j.result.claim),
-                                 claims.published_text(j.result.claim), j.client,
-                                 claims.measured_text(j.result), f"**{j.result.verdict}**",
-                                 j.result.reason, "; ".join(j.notes) or "—"]))
+        rows.append([f"[{r.folder.name}]({rel}/)", r.client,
+                     analysis.conditions(r.manifest), "; ".join(said) or "—"])
+    lines += Table(["run", "client", "conditions", "differs from the study's setup"],
+                   rows).escaped().lines()
+    lines += ["", "## Claims", ""]
+    lines += Table(["claim", "published", "client", "measured", "verdict", "reason",
+                    "conditions noted"],
+                   [[claimtext.label(j.result.claim), claimtext.published_text(j.result.claim),
+                     j.client, claimtext.measured_text(j.result), f"**{j.result.verdict}**",
+                     j.result.reason, "; ".join(j.notes) or "—"] for j in judged]
+                   ).escaped().lines()
     lines += ["", "## Why not reproduced", ""]
     lines += claimjudge.why_lines(study, judged, specs) or ["Every claim judged was reproduced."]
     if runs:

@@ -32,15 +32,18 @@ from pathlib import Path
 from typing import Any
 
 from lab.setup.paths import ROOT
-from lab.analyse import analysis, claimjudge, claims, costview, reasons
+from lab.analyse import (analysis, claimjudge, claims, claimsfile, claimtext, costview,
+                         reasons)
 from lab.record import costs, files, folder, rows
 from lab.record.manifest import MANIFEST, Manifest, read_manifest
 from lab.setup import stepcheck
-from lab.analyse.claims import ClaimResult, ClaimsError, Study
+from lab.analyse.claimsfile import ClaimsError, Study
+from lab.analyse.claims import ClaimResult
 from lab.measure.clients import clients
 from lab.analyse.metrics import LevelStats
 from lab.setup.params import ConfigError, flag, run_settings
 from lab.setup.servers import ManifestError, Server, ServerSpec, discover, found_here
+from lab.setup.markdown import Table
 
 CLAIMS = ROOT / "docs" / "claims.toml"
 # Settings the study decides; a user's value would make it another experiment.
@@ -89,15 +92,15 @@ def server_specs(study: Study) -> dict[str, str]:
                 else f"{name}@{workers[name]}")
 
     named = [s for c in study.claims for s in c.servers if ServerSpec.parse(s).workers is not None]
-    lab = {claims.base(s) for s in named} | set(study.setup.servers)
+    lab = {claimsfile.base(s) for s in named} | set(study.setup.servers)
     specs: dict[str, str] = {}
     for name in study.setup.servers:
         specs[name] = spec(name)
         for s in named:
-            if claims.base(s) == name:
+            if claimsfile.base(s) == name:
                 specs[s] = s
     for s in named:                       # NAME@N of a server the setup does not list
-        if claims.base(s) in lab:
+        if claimsfile.base(s) in lab:
             specs.setdefault(s, s)
     if study.setup.ceiling:
         specs.setdefault(study.setup.ceiling, spec(study.setup.ceiling))
@@ -169,8 +172,8 @@ def find_study(name: str, lab_servers: set[str]) -> Study:
     try:
         if not name:
             raise ReproduceError(f"give STUDY=<id>; known studies: "
-                                 f"{', '.join(claims.ids(CLAIMS))}")
-        studies = claims.load(CLAIMS, lab_servers, only=name)
+                                 f"{', '.join(claimsfile.ids(CLAIMS))}")
+        studies = claimsfile.load(CLAIMS, lab_servers, only=name)
     except ClaimsError as e:
         raise ReproduceError(str(e)) from None
     return next(s for s in studies if s.id == name)
@@ -293,9 +296,9 @@ def stats_by_name(plan: Plan, folder: Path | None) -> dict[str, list[LevelStats]
     return {name: by_spec[spec] for name, spec in plan.specs.items() if spec in by_spec}
 
 
-def stand_in_note(study: Study, c: claims.Claim) -> str:
+def stand_in_note(study: Study, c: claimsfile.Claim) -> str:
     notes = [f"stand-in: {s.lab} for {s.published} ({s.note})" for s in study.stands_for
-             if s.stand_in and s.lab in {claims.base(x) for x in c.servers}]
+             if s.stand_in and s.lab in {claimsfile.base(x) for x in c.servers}]
     return "; ".join(notes)
 
 
@@ -340,8 +343,7 @@ def sysctl_lines(study: Study) -> list[str]:
 
 
 def runs_section(folder: Path, judged: list[JudgedRun]) -> list[str]:
-    lines = ["| client | role | exit | run folder | report | conditions |",
-             "|---|---|---|---|---|---|"]
+    rows = []
     for j in judged:
         d = j.done
         if d.folder is None:
@@ -349,9 +351,9 @@ def runs_section(folder: Path, judged: list[JudgedRun]) -> list[str]:
         else:
             rel = os.path.relpath(d.folder, folder)
             where, rep = f"[{d.folder.name}]({rel}/)", f"[report.html]({rel}/report.html)"
-        lines.append(claims.row([d.plan.client, d.plan.role, str(d.code), where, rep,
-                                 j.conditions]))
-    return lines
+        rows.append([d.plan.client, d.plan.role, str(d.code), where, rep, j.conditions])
+    return Table(["client", "role", "exit", "run folder", "report", "conditions"],
+                 rows).escaped().lines()
 
 
 def claims_section(judged: list[JudgedRun]) -> list[str]:
@@ -359,15 +361,15 @@ def claims_section(judged: list[JudgedRun]) -> list[str]:
     for j in judged:
         head += [f"{j.done.plan.client}: measured", f"{j.done.plan.client}: verdict (reason)"]
     head.append("both clients" if len(judged) > 1 else "overall")
-    lines = [claims.row(head), "|" + "---|" * len(head)]
+    rows = []
     for i, c in enumerate(judged[0].results if judged else []):
-        cells = [claims.label(c.claim), claims.published_text(c.claim)]
+        cells = [claimtext.label(c.claim), claimtext.published_text(c.claim)]
         for j in judged:
             r = j.results[i]
-            cells += [claims.measured_text(r), f"**{r.verdict}**: {r.reason}"]
+            cells += [claimtext.measured_text(r), f"**{r.verdict}**: {r.reason}"]
         cells.append(claimjudge.overall([j.results[i] for j in judged]))
-        lines.append(claims.row(cells))
-    return lines
+        rows.append(cells)
+    return Table(head, rows).escaped().lines()
 
 
 def render(plan: Plan, folder: Path, judged: list[JudgedRun]) -> str:
@@ -436,11 +438,11 @@ def plan_json(plan: Plan) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- instructions
 
-def ada_claims(plan: Plan, known: dict[str, Server]) -> list[claims.Claim]:
+def ada_claims(plan: Plan, known: dict[str, Server]) -> list[claimsfile.Claim]:
     """Throughput ratios between Ada servers (ASF against AWS, EWS against AWS)."""
     return [c for c in plan.study.claims if c.kind == "ratio" and c.metric == "peak_rps"
-            and all(claims.base(x) in c.unavailable or
-                    (claims.base(x) in known and known[claims.base(x)].language == "Ada")
+            and all(claimsfile.base(x) in c.unavailable or
+                    (claimsfile.base(x) in known and known[claimsfile.base(x)].language == "Ada")
                     for x in c.servers)]
 
 
@@ -457,7 +459,7 @@ def instruction_ratios(plan: Plan, env: Mapping[str, str]) -> list[str]:
     # a ratio needs both sides: a claim with an unavailable server is not counted
     started = {x: plan.specs.get(x, x) for c in found for x in c.servers}
     names = sorted({started[x] for c in found for x in c.servers
-                    if not any(claims.base(y) in c.unavailable for y in c.servers)})
+                    if not any(claimsfile.base(y) in c.unavailable for y in c.servers)})
     lines = ["## Instructions per request beside the throughput ratio", "",
              "Claims that compare Ada servers, counted by `make cost` (cachegrind, user "
              "space only, c=1, a separate start each, each server with the workers the "
@@ -495,19 +497,19 @@ def not_counted(plan: Plan, env: Mapping[str, str]) -> list[str]:
     return ["## Instructions per request beside the throughput ratio", "",
             "Not counted: the reproduction was interrupted (`make cost` runs after both "
             "runs).", ""]
-def instruction_line(c: claims.Claim, started: Mapping[str, str],
+def instruction_line(c: claimsfile.Claim, started: Mapping[str, str],
                      per: Mapping[str, float]) -> str:
     """One claim's instruction figures, each named by the start it was counted
     on (NAME@N); none when both sides are one start or one was not counted."""
     x, y = c.servers[:2]
     a, b = started.get(x, x), started.get(y, y)
-    head = f"- {claims.label(c)}: published throughput ratio {c.published}; "
+    head = f"- {claimtext.label(c)}: published throughput ratio {c.published}; "
     if a == b:
         return head + (f"no instruction count: both sides are {a} as started, so a ratio "
                        "would be 1 by construction")
     missing = [s for s in (x, y) if started.get(s, s) not in per]
     if missing:
-        why = "; ".join(c.unavailable.get(claims.base(s), "not counted") for s in missing)
+        why = "; ".join(c.unavailable.get(claimsfile.base(s), "not counted") for s in missing)
         return head + (f"instructions not counted for "
                        f"{', '.join(started.get(s, s) for s in missing)} ({why})")
     return head + (f"instructions per request {a} {per[a]:,.0f} instructions, "
