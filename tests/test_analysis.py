@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from lab.analyse import analysis, claims, diff, levelrow, metrics, verdicts
+from lab.analyse import analysis, claims, claimsfile, diff, levelrow, metrics, verdicts
 from lab.record.level import Level
 from lab.record.rows import Row
 from lab.record import pinning, runrecord
@@ -51,7 +51,7 @@ CASES = {      # A's rates, A client-bound, B's rates, B client-bound
                                                   [130, 150, 160, 115, 145], True),
     "too few starts": ([100, 101, 102], False, [150, 151, 152], False),
 }
-ORDER = claims.Claim(id="o", study="s", text="A above B", kind="ordering", metric="rps_at",
+ORDER = claimsfile.Claim(id="o", study="s", text="A above B", kind="ordering", metric="rps_at",
                      servers=("A", "B"), published=None, accept=None, tolerance="", at=8,
                      requires=("A", "B"), figures="", source="x", date="2026", unavailable={})
 

@@ -17,7 +17,7 @@ import pytest
 from claimfakes import FIXTURE, fake_run
 from conftest import ROOT
 from lab.studies import claimruns, reproduce
-from lab.analyse import claimjudge, claims, reasons
+from lab.analyse import claimjudge, claims, claimsfile, reasons
 from lab.setup.servers import discover
 from lab.record import manifest
 
@@ -26,8 +26,8 @@ pytestmark = pytest.mark.fault
 LAB = set(discover(ROOT))
 
 
-def study() -> claims.Study:
-    return next(s for s in claims.load(reproduce.CLAIMS, LAB, only="ada-vs-java")
+def study() -> claimsfile.Study:
+    return next(s for s in claimsfile.load(reproduce.CLAIMS, LAB, only="ada-vs-java")
                 if s.id == "ada-vs-java")
 
 
@@ -94,7 +94,7 @@ def test_one_run_judges_its_claims_with_the_differences_noted(tmp_path: Path) ->
     assert j.result.measured is not None            # judged on the run's figures
     assert any("2 of the study's 18 levels" in n for n in j.notes)
     assert any("1s per level, the study's is 10s" in n for n in j.notes)
-    assert "ews" not in {claims.spec_of(s).name for c in got.values() for s in c.result.claim.servers
+    assert "ews" not in {claimsfile.spec_of(s).name for c in got.values() for s in c.result.claim.servers
                          if c.result.verdict == claims.REPRODUCED}
     assert got["aws-over-ews-rss"].result.reason.startswith("not measured: ews")
     assert got["aws-over-ews-rss"].why == ()     # nothing to explain: not measured

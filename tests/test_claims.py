@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.analyse import claims, levelrow, metrics, verdicts
+from lab.analyse import claims, claimsfile, claimtext, levelrow, metrics, verdicts
 from lab.record.level import Level
 from lab.record.rows import Row
 from lab.setup.servers import discover
@@ -50,12 +50,12 @@ def claim(kind: str = "ratio", metric: str = "peak_rps",
           servers: tuple[str, ...] = ("a", "b"), published: float | None = 1.07,
           accept: tuple[float, float] | None = (1.07 * 0.85, 1.07 * 1.15),
           at: int | None = None, requires: tuple[str, ...] | None = None,
-          unavailable: dict[str, str] | None = None) -> claims.Claim:
-    return claims.Claim(
+          unavailable: dict[str, str] | None = None) -> claimsfile.Claim:
+    return claimsfile.Claim(
         id="c1", study="s", text="a is faster than b", kind=kind, metric=metric,
         servers=servers, published=published, accept=accept, tolerance="±15%", at=at,
         requires=requires if requires is not None
-        else tuple(dict.fromkeys(claims.spec_of(s).name for s in servers)),
+        else tuple(dict.fromkeys(claimsfile.spec_of(s).name for s in servers)),
         figures="", source="Someone, a blog", date="2017", unavailable=unavailable or {})
 
 
@@ -221,7 +221,7 @@ def test_table_has_one_row_per_claim_with_source_date_and_range() -> None:
     results = [claims.evaluate(claim(), s, AB),
                claims.evaluate(claim(servers=("x", "b"), unavailable={"x": "X | not packaged"}),
                                s, AB)]
-    text = claims.table(results)
+    text = claimtext.table(results)
     lines = text.splitlines()
     assert lines[0] == "| claim | published | measured | verdict | reason |"
     assert len(lines) == 4
@@ -245,7 +245,7 @@ JERSEY_VARIANTS = {"jersey.undertow", "jersey.jetty", "jersey.tomcat"}
 
 
 def test_real_claims_file_loads_and_names_only_lab_or_unavailable_servers() -> None:
-    studies = claims.load(CLAIMS)            # names checked against discover(ROOT)
+    studies = claimsfile.load(CLAIMS)            # names checked against discover(ROOT)
     assert {s.id for s in studies} == {"ada-vs-java", "java-containers"}
     lab = lab_servers()
     assert {"aws", "ada-mini", "jersey", "grizzly", "undertow", "jetty", "tomcat"} <= lab
@@ -259,7 +259,7 @@ def test_real_claims_file_loads_and_names_only_lab_or_unavailable_servers() -> N
         for stand in study.stands_for:
             assert stand.lab in lab, stand
         for c in study.claims:
-            for name in {claims.spec_of(s).name for s in c.servers} | set(c.requires):
+            for name in {claimsfile.spec_of(s).name for s in c.servers} | set(c.requires):
                 assert name in lab or name in missing, f"{c.id}: {name}"
             if c.kind != "ordering":
                 assert c.accept is not None and c.published is not None
@@ -267,8 +267,8 @@ def test_real_claims_file_loads_and_names_only_lab_or_unavailable_servers() -> N
 
 
 def test_ada_vs_java_names_are_lab_servers_now() -> None:
-    (study,) = [s for s in claims.load(CLAIMS, only="ada-vs-java") if s.id == "ada-vs-java"]
-    assert set(claims.study_names(study)) == {"aws", "asf", "ews", "simple-components",
+    (study,) = [s for s in claimsfile.load(CLAIMS, only="ada-vs-java") if s.id == "ada-vs-java"]
+    assert set(claimsfile.study_names(study)) == {"aws", "asf", "ews", "simple-components",
                                               "jersey", "ada-mini", "nginx"}
     assert study.unavailable == ()                   # every published component is real
     stands = {s.lab: s for s in study.stands_for}
@@ -280,7 +280,7 @@ def test_ada_vs_java_names_are_lab_servers_now() -> None:
 
 def test_real_claims_carry_the_published_values() -> None:
     lab = lab_servers() | JERSEY_VARIANTS
-    by_id = {c.id: c for s in claims.load(CLAIMS, lab) for c in s.claims}
+    by_id = {c.id: c for s in claimsfile.load(CLAIMS, lab) for c in s.claims}
     assert by_id["aws-over-grizzly-rps"].published == 1.07
     assert by_id["asf-over-aws-rps"].published == 0.96
     assert by_id["asf-over-aws-rps"].unavailable == {}
@@ -295,7 +295,7 @@ def test_real_claims_carry_the_published_values() -> None:
     assert by_id["tomcat-over-grizzly-rps"].accept == pytest.approx((0.67 * 0.85, 0.67 * 1.15))
     r = claims.evaluate(by_id["asf-over-aws-rps"], {}, lab)
     assert r.verdict == claims.INCONCLUSIVE and "unavailable" not in r.reason   # not measured
-    (java,) = [s for s in claims.load(CLAIMS, lab) if s.id == "java-containers"]
+    (java,) = [s for s in claimsfile.load(CLAIMS, lab) if s.id == "java-containers"]
     assert java.setup.workers == {"jersey": 32, "jersey.undertow": 32, "jersey.jetty": 32,
                                   "jersey.tomcat": 32, "nginx": 1}
     assert all(not s.stand_in and "Jersey without Spring Boot" in s.note
@@ -306,24 +306,24 @@ def test_real_claims_carry_the_published_values() -> None:
 
 def test_a_name_that_is_no_lab_server_is_an_error_naming_where() -> None:
     lab = lab_servers() | JERSEY_VARIANTS
-    with pytest.raises(claims.ClaimsError, match=r"\[setup\] servers names 'jersey.tomcat', "
+    with pytest.raises(claimsfile.ClaimsError, match=r"\[setup\] servers names 'jersey.tomcat', "
                                                  "which is neither a lab server"):
-        claims.load(CLAIMS, lab - {"jersey.tomcat"})
-    with pytest.raises(claims.ClaimsError, match="claim `aws-more-tasks-not-faster`|"
+        claimsfile.load(CLAIMS, lab - {"jersey.tomcat"})
+    with pytest.raises(claimsfile.ClaimsError, match="claim `aws-more-tasks-not-faster`|"
                                                  r"\[setup\] servers names 'aws'"):
-        claims.load(CLAIMS, lab - {"aws"})
+        claimsfile.load(CLAIMS, lab - {"aws"})
 
 
 def test_only_checks_the_names_of_one_study() -> None:
     lab = lab_servers() - JERSEY_VARIANTS
-    studies = claims.load(CLAIMS, lab, only="ada-vs-java")        # java-containers unchecked
+    studies = claimsfile.load(CLAIMS, lab, only="ada-vs-java")        # java-containers unchecked
     assert len(studies) == 2
-    with pytest.raises(claims.ClaimsError, match="jersey.undertow"):
-        claims.load(CLAIMS, lab, only="java-containers")
-    with pytest.raises(claims.ClaimsError, match="unknown study 'x'; known: ada-vs-java, "
+    with pytest.raises(claimsfile.ClaimsError, match="jersey.undertow"):
+        claimsfile.load(CLAIMS, lab, only="java-containers")
+    with pytest.raises(claimsfile.ClaimsError, match="unknown study 'x'; known: ada-vs-java, "
                                                  "java-containers"):
-        claims.load(CLAIMS, lab, only="x")
-    assert claims.ids(CLAIMS) == ["ada-vs-java", "java-containers"]
+        claimsfile.load(CLAIMS, lab, only="x")
+    assert claimsfile.ids(CLAIMS) == ["ada-vs-java", "java-containers"]
 
 
 def test_an_unavailable_name_that_is_a_lab_server_is_an_error(tmp_path: Path) -> None:
@@ -332,9 +332,9 @@ def test_an_unavailable_name_that_is_a_lab_server_is_an_error(tmp_path: Path) ->
         '[[study.claim]]\nid = "aws-over-grizzly-rps"',
         '[[study.unavailable]]\nname = "grizzly"\npublished = "G"\nreason = "not packaged"\n\n'
         '[[study.claim]]\nid = "aws-over-grizzly-rps"'))
-    with pytest.raises(claims.ClaimsError, match="listed under \\[\\[study.unavailable\\]\\] "
+    with pytest.raises(claimsfile.ClaimsError, match="listed under \\[\\[study.unavailable\\]\\] "
                                                  "but found as a lab server: grizzly"):
-        claims.load(listed, lab_servers() | JERSEY_VARIANTS)
+        claimsfile.load(listed, lab_servers() | JERSEY_VARIANTS)
 
 
 # ---------------------------------------------------------------- malformed files
@@ -375,15 +375,15 @@ def test_malformed_claims_file_gives_a_clear_error(tmp_path: Path, change: objec
     text = change(GOOD)
     assert text != GOOD
     bad.write_text(text)
-    with pytest.raises(claims.ClaimsError) as e:
-        claims.load(bad)
+    with pytest.raises(claimsfile.ClaimsError) as e:
+        claimsfile.load(bad)
     assert message in str(e.value)
     assert str(bad) in str(e.value)
 
 
 def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(claims.ClaimsError, match="no such file"):
-        claims.load(tmp_path / "nope.toml")
+    with pytest.raises(claimsfile.ClaimsError, match="no such file"):
+        claimsfile.load(tmp_path / "nope.toml")
 
 
 def test_ada_vs_java_with_the_real_components_on_constructed_inputs() -> None:
@@ -394,7 +394,7 @@ def test_ada_vs_java_with_the_real_components_on_constructed_inputs() -> None:
     factor of 2 around the published 1.56 (0.78-3.12), so that one still
     reproduces."""
     lab = lab_servers() | JERSEY_VARIANTS
-    (study,) = [s for s in claims.load(CLAIMS, lab) if s.id == "ada-vs-java"]
+    (study,) = [s for s in claimsfile.load(CLAIMS, lab) if s.id == "ada-vs-java"]
     mb = 1024
 
     def server(name: str, peak: float, rss_mb: float, flat: bool = False) -> list[metrics.LevelStats]:

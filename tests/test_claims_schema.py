@@ -14,7 +14,7 @@ import pytest
 import schemacheck
 from claimfakes import fake_run
 from conftest import ROOT
-from lab.analyse import claimjudge, claims
+from lab.analyse import claimjudge, claims, claimsfile
 from lab.setup.servers import discover
 from lab.studies import claimruns, reproduce
 
@@ -38,7 +38,7 @@ def test_make_claims_writes_a_claims_json_that_fits(tmp_path: Path) -> None:
     [path] = (tmp_path / "out").glob("claims-ada-vs-java-*/claims.json")
     data = fits(path)
     assert data["command"] == "claims" and data["study"] == "ada-vs-java"
-    study = next(s for s in claims.load(reproduce.CLAIMS, set(discover(ROOT)), only="ada-vs-java")
+    study = next(s for s in claimsfile.load(reproduce.CLAIMS, set(discover(ROOT)), only="ada-vs-java")
                  if s.id == "ada-vs-java")
     ids = [c.id for c in study.claims]
     assert [c["id"] for c in data["claims"]] == ids         # every claim, the study's order

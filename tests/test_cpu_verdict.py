@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from lab.analyse import agree, analysis, claims, diff, levelrow, metrics, verdicts
+from lab.analyse import agree, analysis, claims, claimsfile, claimtext, diff, levelrow, metrics, verdicts
 from lab.present import compare, report, reportpage
 from lab.record.level import Level
 from lab.record.rows import Row
@@ -124,8 +124,8 @@ def test_compare_shows_cpu_per_request_where_req_s_cannot_rank() -> None:
 
 
 def claim(metric: str = "peak_rps", kind: str = "ratio",
-          servers: tuple[str, ...] = ("a", "b")) -> claims.Claim:
-    return claims.Claim(
+          servers: tuple[str, ...] = ("a", "b")) -> claimsfile.Claim:
+    return claimsfile.Claim(
         id="c1", study="s", text="a vs b", kind=kind, metric=metric, servers=servers,
         published=None if kind == "ordering" else 1.07,
         accept=None if kind == "ordering" else (0.9, 1.2), tolerance="±15%", at=None,
@@ -141,7 +141,7 @@ def test_a_claim_req_s_leaves_inconclusive_shows_cpu_per_request_beside() -> Non
     assert r.verdict == claims.INCONCLUSIVE and "client-bound" in r.reason
     assert r.beside == "at 8: b needs 38% less server CPU per request than a (40.0 vs 65.0 µs; " \
                        "α=1%, δ=5%, 5+5 starts)"
-    assert r.beside in claims.measured_text(r) and r.beside in claims.table([r])
+    assert r.beside in claimtext.measured_text(r) and r.beside in claimtext.table([r])
     decided = {"a": [level(rows("a", [2100, 2110, 2120, 2105, 2115], [0.8] * 5))],
                "b": [level(rows("b", [2000, 2010, 2020, 2005, 2015], [0.8] * 5))]}
     assert claims.evaluate(claim(), decided, {"a", "b"}).beside == ""

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from conftest import ROOT
-from lab.analyse import claims
+from lab.analyse import claims, claimsfile, claimtext
 from lab.studies import reproduce
 from lab.setup.servers import ServerSpec, discover
 
@@ -21,7 +21,7 @@ LAB = set(discover(ROOT))
 
 
 def ada_plan(quick: bool = True) -> reproduce.Plan:
-    study = next(s for s in claims.load(reproduce.CLAIMS, LAB, only="ada-vs-java"))
+    study = next(s for s in claimsfile.load(reproduce.CLAIMS, LAB, only="ada-vs-java"))
     return reproduce.make_plan(study, {"QUICK": "1" if quick else "0"})
 
 
@@ -70,16 +70,16 @@ def test_two_sides_that_are_one_start_get_no_ratio() -> None:
 
 
 def test_every_measured_figure_has_its_unit() -> None:
-    assert set(claims.UNITS) == set(claims.METRICS)
+    assert set(claimtext.UNITS) == set(claimsfile.METRICS)
     study = ada_plan().study
     order = next(c for c in study.claims if c.kind == "ordering" and c.metric == "rss_end")
     spread = claims.Spread(207_596.0, 200_000.0, 210_000.0, 3)
     r = claims.ClaimResult(order, claims.REPRODUCED, "ok",
                            order=tuple((s, spread) for s in order.servers))
-    text = claims.measured_text(r)
+    text = claimtext.measured_text(r)
     assert text.count("KiB") == len(order.servers) and "jersey 207,596" in text
     ratio = next(c for c in study.claims if c.kind == "ratio")
-    assert claims.measured_text(claims.ClaimResult(ratio, claims.REPRODUCED, "ok",
+    assert claimtext.measured_text(claims.ClaimResult(ratio, claims.REPRODUCED, "ok",
                                                    measured=claims.Spread(1.07, 1.0, 1.1, 3))
                                 ).endswith(" ×")
 

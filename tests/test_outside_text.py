@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from lab.analyse import sends, wording
+from lab.setup import markdown
 from lab.present import compare, report
 from lab.record.manifest import Response
 from test_compare import make_run, manifest, paced_rows
@@ -41,7 +42,7 @@ def hostile_run(tmp: Path, name: str, version: str) -> Path:
 
 
 def test_md_text_shows_outside_text_as_written() -> None:
-    said = wording.md_text("a|b `c` <d> *e* _f_ [g] \\ h\nnext")
+    said = markdown.md_text("a|b `c` <d> *e* _f_ [g] \\ h\nnext")
     assert unescaped(said, "|`<>*_[]") == []
     assert "\n" not in said
     assert re.sub(r"\\(.)", r"\1", said) == "a|b `c` <d> *e* _f_ [g] \\ h next"

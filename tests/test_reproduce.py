@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from lab.analyse import claimjudge, claims, levelrow, metrics
+from lab.analyse import claimjudge, claims, claimsfile, levelrow, metrics
 from lab.studies import reproduce
 from lab.record.level import Level
 from lab.setup.servers import discover
@@ -31,8 +31,8 @@ LAB = set(discover(ROOT)) | JERSEY_VARIANTS
 ADA_LEVELS = "1 2 3 4 5 6 7 8 9 10 15 20 25 30 35 40 45 50"
 
 
-def study(sid: str) -> claims.Study:
-    return next(s for s in claims.load(reproduce.CLAIMS, LAB, only=sid) if s.id == sid)
+def study(sid: str) -> claimsfile.Study:
+    return next(s for s in claimsfile.load(reproduce.CLAIMS, LAB, only=sid) if s.id == sid)
 
 
 # ---------------------------------------------------------------- plans
@@ -71,7 +71,7 @@ def test_every_server_a_claim_names_with_at_n_is_loaded() -> None:
         words = plan.runs[0].settings["SERVER"].split()
         for c in plan.study.claims:
             for s in c.servers:
-                if claims.spec_of(s).name in LAB:
+                if claimsfile.spec_of(s).name in LAB:
                     assert str(plan.specs[s]) in words, (sid, s)
 
 

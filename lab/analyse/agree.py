@@ -19,6 +19,7 @@ from lab.analyse import analysis, verdicts
 from lab.setup.exits import Exit
 from lab.analyse.metrics import LevelStats
 from lab.record.files import RecordError
+from lab.setup.markdown import Table
 
 Stats = dict[str, list[LevelStats]]
 
@@ -70,11 +71,9 @@ def report(found: list[Pair], ids: tuple[str, str]) -> list[str]:
     same_rate = sum(p.rate[0].same(p.rate[1]) for p in found)
     same_cpu = sum(p.cpu[0].same(p.cpu[1]) for p in found)
     lines = [f"# Agreement of {ids[0]} and {ids[1]}", "",
-             "| level | pair | req/s (1) | req/s (2) | CPU/req (1) | CPU/req (2) |",
-             "|---|---|---|---|---|---|"]
-    for p in found:
-        lines.append(f"| {p.value} | {p.a} vs {p.b} | {p.rate[0].text} | {p.rate[1].text} | "
-                     f"{p.cpu[0].text} | {p.cpu[1].text} |")
+             *Table(["level", "pair", "req/s (1)", "req/s (2)", "CPU/req (1)", "CPU/req (2)"],
+                    [[str(p.value), f"{p.a} vs {p.b}", p.rate[0].text, p.rate[1].text,
+                      p.cpu[0].text, p.cpu[1].text] for p in found]).lines()]
     lines += ["", f"Identical verdicts, req/s: {same_rate} of {len(found)}; "
                   f"server CPU per request: {same_cpu} of {len(found)}."]
     return lines

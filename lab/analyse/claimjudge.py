@@ -16,8 +16,9 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from lab.analyse import claims, reasons
-from lab.analyse.claims import Claim, ClaimResult, Study, start_of
+from lab.analyse import claims, claimtext, reasons
+from lab.analyse.claimsfile import Claim, Study, start_of
+from lab.analyse.claims import ClaimResult
 from lab.analyse.metrics import LevelStats
 from lab.setup.servers import ServerSpec
 
@@ -104,7 +105,7 @@ def to_json(command: str, study: Study, runs: list[dict[str, Any]], judged: Sequ
     for c in study.claims:
         mine = [j for j in judged if j.result.claim.id == c.id]
         if mine:
-            out.append({"id": c.id, "text": c.text, "published": claims.published_text(c),
+            out.append({"id": c.id, "text": c.text, "published": claimtext.published_text(c),
                         "by_client": {j.client: result_json(j) for j in mine},
                         "overall": overall([j.result for j in mine])})
     return {"claims_schema": CLAIMS_SCHEMA, "command": command, "study": study.id, **more,

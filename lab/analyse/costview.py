@@ -17,6 +17,7 @@ from lab.analyse.wording import DASH, median_range
 from lab.analyse.metrics import Spread
 from lab.analyse.verdicts import RANKED, Sample, judge
 from lab.record.costs import Costs
+from lab.setup.markdown import Table
 
 JIT_LANGUAGES = frozenset({"Java", "Kotlin", "Scala", "Groovy", "Clojure"})
 JIT_REASON = ("not applicable (JIT): a JVM compiles its hot code while it runs, and under "
@@ -158,16 +159,16 @@ def rows(found: list[ServerCost]) -> list[list[str]]:
 def markdown(c: CostAnalysis) -> list[str]:
     lines = ["## Instructions per request (cachegrind)", "", KERNEL_NOTE, "",
              f"Conditions: {c.condition}.", "",
-             "| " + " | ".join(HEAD) + " |", "|---|---:|---:|---:|---:|---:|---:|"]
-    lines += ["| " + " | ".join(x.replace("|", "\\|") for x in r) + " |" for r in rows(c.servers)]
+             *Table(HEAD, rows(c.servers), right=range(1, len(HEAD))).escaped().lines()]
     if c.verdicts:
         lines += ["", "### Verdicts on instructions per request", ""]
         lines += [f"- c={v.level}: {v.a} vs {v.b}: {v.text}" for v in c.verdicts]
     for s in c.servers:
         for level, found in sorted(s.functions.items())[:1]:
             lines += ["", f"### {s.server}: instructions per request by function (c={level})", "",
-                      FUNCTIONS_NOTE, "", "| function | instructions/request |", "|---|---:|"]
-            lines += [f"| `{name}` | {ir:,.1f} |" for name, ir in found]
+                      FUNCTIONS_NOTE, ""]
+            lines += Table(["function", "instructions/request"],
+                           [[f"`{name}`", f"{ir:,.1f}"] for name, ir in found], right={1}).lines()
     errors = [f"- {s.server}: {s.error}" for s in c.servers if s.error]
     if errors:
         lines += ["", "Failed:", *errors]

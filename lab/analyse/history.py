@@ -29,6 +29,7 @@ from lab.analyse.gate import UNCLEAN
 from lab.record import files, manifest, outputs, runcache
 from lab.analyse.wording import gp_quote
 from lab.setup.servers import ServerSpec
+from lab.setup.markdown import Row, Span, Table
 
 
 # What makes two runs one series: a change of any breaks the line.
@@ -188,22 +189,23 @@ def num(x: float | None, fmt: str) -> str:
 
 def table(server: str, pts: list[Point]) -> list[str]:
     """`make history`'s table: one row per run, a line where conditions change."""
-    lines = [f"# {server} across {len(pts)} run{'s' * (len(pts) != 1)}", "",
-             "| # | run | started | peak req/s (at) | CPU µs/req at peak | RSS MB at peak | "
-             "instructions/req | flags |", "|---|---|---|---|---|---|---|---|"]
+    rows: list[Row] = []
     i = 0
     for n, seg in enumerate(segments(pts)):
         head = ", ".join(f"{k} {v}" for k, v in seg[0].conditions)
         if n:
-            lines.append(f"| | **conditions change:** {'; '.join(changes(pts[i - 1], seg[0]))} "
-                         "| | | | | | |")
-        lines.append(f"| | *{head}* | | | | | | |")
+            rows.append(Span(1, "**conditions change:** "
+                             + "; ".join(changes(pts[i - 1], seg[0]))))
+        rows.append(Span(1, f"*{head}*"))
         for p in seg:
             i += 1
             at = f" ({p.peak_at})" if p.peak_at is not None else ""
-            lines.append(f"| {i} | {p.run} | {p.started} | {num(p.peak_rps, ',.0f')}{at} | "
-                         f"{num(p.cpu_us_per_req, '.1f')} | {num(p.rss_mb, '.1f')} | "
-                         f"{num(p.instructions, ',.0f')} | {p.flag_text()} |")
+            rows.append([str(i), p.run, p.started, num(p.peak_rps, ',.0f') + at,
+                         num(p.cpu_us_per_req, '.1f'), num(p.rss_mb, '.1f'),
+                         num(p.instructions, ',.0f'), p.flag_text()])
+    lines = [f"# {server} across {len(pts)} run{'s' * (len(pts) != 1)}", "",
+             *Table(["#", "run", "started", "peak req/s (at)", "CPU µs/req at peak",
+                     "RSS MB at peak", "instructions/req", "flags"], rows).lines()]
     flagged = sum(bool(p.flags) for p in pts)
     if flagged:
         lines += ["", f"{flagged} of {len(pts)} runs flagged at their peak level: their "

@@ -8,6 +8,7 @@ from __future__ import annotations
 from lab.analyse.wording import median_range
 from lab.analyse.metrics import LevelStats
 from lab.record.manifest import Manifest
+from lab.setup.markdown import Table
 
 HEAD = ["server", "at", "RSS MB (/proc/PID/stat)", "PSS MB", "private MB", "shared MB",
         "anonymous MB", "private share"]
@@ -53,6 +54,4 @@ def markdown(m: Manifest, stats: dict[str, list[LevelStats]], axis: str) -> list
     if not found:
         return []
     head = [h if h != "at" else axis for h in HEAD]
-    return (["## Where the memory goes", "", "| " + " | ".join(head) + " |",
-             "|" + "---|" * len(head)]
-            + ["| " + " | ".join(r) + " |" for r in found] + ["", NOTE])
+    return ["## Where the memory goes", "", *Table(head, found).lines(), "", NOTE]

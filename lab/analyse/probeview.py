@@ -16,7 +16,7 @@ from typing import Any
 
 from lab.analyse import contract
 from lab.analyse.contract import Check
-from lab.analyse.wording import md_text as cell
+from lab.setup.markdown import Table, md_text as cell
 
 REASON = re.compile(r"^([1-5][0-9][0-9]) [A-Z][A-Za-z -]*[A-Za-z]")
 Report = dict[str, Any]            # one server's probe.json
@@ -119,8 +119,7 @@ def table(reports: dict[str, Report]) -> str:
     """One Markdown table: a row per probe, a column per server (short names
     make narrow columns; the probes' descriptions need the width)."""
     names = list(reports)
-    lines = ["| probe | " + " | ".join(names) + " |",
-             "|---|" + "---|" * len(names)]
+    lines: list[list[str]] = []
     titles: list[str] = []
     for rep in reports.values():
         titles += [str(r.get("title", r.get("probe", "?"))) for r in results(rep)
@@ -132,10 +131,10 @@ def table(reports: dict[str, Report]) -> str:
             r = next((x for x in results(rep)
                       if str(x.get("title", x.get("probe", "?"))) == title), None)
             cells.append("-" if r is None else table_cell(r, limit(rep, "settle_s", 1.5)))
-        lines.append(f"| {title} | " + " | ".join(cells) + " |")
+        lines.append([title, *cells])
 
     def row(title: str, fn: Callable[[Report], str]) -> None:
-        lines.append(f"| {title} | " + " | ".join(fn(reports[n]) for n in names) + " |")
+        lines.append([title, *(fn(reports[n]) for n in names)])
 
     row("WORKERS (slow clients: WORKERS + 3)", lambda r: str(r.get("workers", "?")))
     row("**still answers**", lambda r: "yes" if still_answers(r) else
@@ -152,4 +151,4 @@ def table(reports: dict[str, Report]) -> str:
               f"(until its CPU went quiet, at most {settle:g} s after it); *busy*: its CPU "
               f"was still busy then; **✗**: it failed the contract check (lab/measure/verify.py) "
               f"right after that probe; *not run*: skipped, the server had stopped answering.")
-    return "\n".join(lines) + "\n\n" + legend + "\n"
+    return Table(["probe", *names], lines).text() + "\n\n" + legend + "\n"

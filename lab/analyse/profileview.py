@@ -15,7 +15,8 @@ from html import escape
 from pathlib import Path
 
 from lab.record import files
-from lab.analyse.wording import link_target, md_text
+from lab.analyse.wording import link_target
+from lab.setup.markdown import Table, md_text
 from lab.record.profiles import FOLDED, Profile, read_folded
 
 FLAMEGRAPH = "flamegraph.svg"
@@ -183,7 +184,7 @@ def markdown(found: dict[str, ProfileSummary | str]) -> list[str]:
         lines += [f"### {name}", "", described(got.info, got.summary) +
                   f" Flame graph: [{md_text(got.info.flamegraph)}]"
                   f"({link_target(got.info.flamegraph)})", "",
-                  "| " + " | ".join(HEAD) + " |", "|---|---:|---|---:|"]
-        lines += [f"| `{a}` | {x} | `{b}` | {y} |" for a, x, b, y in top_rows(got.summary)]
+                  *Table(HEAD, [[f"`{a}`", x, f"`{b}`", y] for a, x, b, y in top_rows(got.summary)],
+                         right={1, 3}).lines()]
         lines.append("")
     return lines

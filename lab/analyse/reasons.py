@@ -21,10 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from lab.analyse import analysis, claims
-from lab.analyse.claims import ClaimResult, Study, start_of
+from lab.analyse import analysis, claims, claimsfile
+from lab.analyse.claimsfile import Study, start_of
+from lab.analyse.claims import ClaimResult
 from lab.analyse.metrics import LevelStats, Spread
 from lab.record.manifest import Manifest
+from lab.setup.markdown import Table
 from lab.setup.servers import ServerSpec
 
 # condition rows, in the order of the table: key of [study.published_conditions], label
@@ -114,13 +116,12 @@ def jvm(m: Manifest, opts: str) -> str:
 def conditions_table(study: Study, m: Manifest) -> list[str]:
     """Markdown: each condition, published against here."""
     pub, mine = study.published_conditions, run_conditions(m)
-    lines = ["| condition | published | here |", "|---|---|---|"]
-    for key, label in ROWS:
-        lines.append(claims.row([label, pub.get(key, "not stated"), mine[key]]))
-    return lines
+    return Table(["condition", "published", "here"],
+                 [[label, pub.get(key, "not stated"), mine[key]] for key, label in ROWS]
+                 ).escaped().lines()
 
 
-def client_reason(claim: claims.Claim, m: Manifest,
+def client_reason(claim: claimsfile.Claim, m: Manifest,
                   stats: Mapping[str, list[LevelStats]]) -> str:
     """(1) the share of the claim's levels that were client-bound, and what the
     client drives here per the calibration."""
@@ -151,11 +152,11 @@ def client_reason(claim: claims.Claim, m: Manifest,
     return f"the client was the limit: {holds}: {share}; {drives}"
 
 
-def conditions_reason(claim: claims.Claim, study: Study, m: Manifest) -> str:
+def conditions_reason(claim: claimsfile.Claim, study: Study, m: Manifest) -> str:
     """(2) the rows of the conditions table that bear on the claim, in short."""
     mine = run_conditions(m)
     rows = RSS_ROWS if claim.metric == "rss_end" else tuple(k for k, _ in ROWS)
-    specs = [claims.spec_of(x) for x in claim.servers]
+    specs = [claimsfile.spec_of(x) for x in claim.servers]
     if claim.metric == "rss_end" and not any(s.family in JAVA for s in specs):
         rows = tuple(r for r in rows if r != "jdk_gc")
     if claim.metric == "rss_end" and not any(s.name in ("aws", "asf") for s in specs):
@@ -166,7 +167,7 @@ def conditions_reason(claim: claims.Claim, study: Study, m: Manifest) -> str:
     return "the conditions differ (see the conditions table): " + "; ".join(said)
 
 
-def noise_reason(claim: claims.Claim, stats: Mapping[str, list[LevelStats]]) -> str:
+def noise_reason(claim: claimsfile.Claim, stats: Mapping[str, list[LevelStats]]) -> str:
     """(3) whether the servers' figures overlap (min-max over repetitions)."""
     figs: list[tuple[str, Spread]] = []
     for x in claim.servers:
@@ -176,14 +177,14 @@ def noise_reason(claim: claims.Claim, stats: Mapping[str, list[LevelStats]]) -> 
         figs.append((x, f))
     if len(figs) == 1:
         s = figs[0][1]
-        return (f"the noise: one server, range {claims._spread(s)} over {s.n} repetitions"
+        return (f"the noise: one server, range {claims.spread(s)} over {s.n} repetitions"
                 + (" (one repetition shows no spread)" if s.n < 2 else ""))
     pairs = []
     overlap = False
     for (a, fa), (b, fb) in zip(figs, figs[1:]):
         o = fa.lo <= fb.hi and fb.lo <= fa.hi
         overlap = overlap or o
-        pairs.append(f"{a} {claims._spread(fa)} and {b} {claims._spread(fb)} "
+        pairs.append(f"{a} {claims.spread(fa)} and {b} {claims.spread(fb)} "
                      f"{'overlap' if o else 'are separated'}")
     few = min(s.n for _, s in figs) < 2
     holds = "holds" if overlap else "does not hold" if not few else \
@@ -201,7 +202,7 @@ def reasons(r: ClaimResult, study: Study, m: Manifest,
             noise_reason(r.claim, stats)]
 
 
-def block(claim: claims.Claim, client: str, verdict: str, said: list[str] | tuple[str, ...],
+def block(claim: claimsfile.Claim, client: str, verdict: str, said: list[str] | tuple[str, ...],
           study: Study, specs: Mapping[str, ServerSpec]) -> list[str]:
     """A claim's reasons and variants as Markdown list lines."""
     lines = [f"- `{claim.id}` ({client}): **{verdict}**"]
@@ -210,7 +211,7 @@ def block(claim: claims.Claim, client: str, verdict: str, said: list[str] | tupl
     return lines
 
 
-def ssh_command(study: Study, claim: claims.Claim, specs: Mapping[str, ServerSpec]) -> str:
+def ssh_command(study: Study, claim: claimsfile.Claim, specs: Mapping[str, ServerSpec]) -> str:
     """The command that runs a throughput claim's servers on two hosts, as the
     study did, with the study's client, mode, levels, duration and repetitions."""
     s = study.setup
@@ -223,10 +224,10 @@ def ssh_command(study: Study, claim: claims.Claim, specs: Mapping[str, ServerSpe
             "RUNS=results/<that run>")
 
 
-def variants(claim: claims.Claim, study: Study, specs: Mapping[str, ServerSpec]) -> list[str]:
+def variants(claim: claimsfile.Claim, study: Study, specs: Mapping[str, ServerSpec]) -> list[str]:
     """Variants this lab can run to test the leading explanation of a claim."""
     out = []
-    named = {x: claims.spec_of(x) for x in claim.servers}
+    named = {x: claimsfile.spec_of(x) for x in claim.servers}
     bases = {s.name for s in named.values()}
     if claim.metric in claims.THROUGHPUT_METRICS and len(bases) > 1:
         servers = " ".join(dict.fromkeys(str(start_of(specs, x)) for x in claim.servers))

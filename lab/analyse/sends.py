@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from lab.analyse.wording import md_code, md_text
+from lab.setup.markdown import Table, md_code, md_text
 from lab.record.manifest import Manifest, Response
 
 REQUIRED = ("Date", "Server")      # what TechEmpower's verifier requires of every answer
@@ -149,12 +149,9 @@ def markdown(found: dict[str, ServerAnswer]) -> list[str]:
     if not found:
         return []
     asked = request(found)
-    lines = ["## What each server sends", "",
-             f"Its answer to {md_code(asked or 'GET /api')} when each start was verified.", "",
-             "| " + " | ".join(HEAD) + " |", "|---|---|---|---|---|"]
-    for row in rows(found):
-        # a code span keeps the headers' spacing; the rest is text from outside the lab
-        lines.append("| " + " | ".join(md_code(c) if i == 2 and c != "–" else
-                                       c if i == 4 else md_text(c)    # differs: Markdown
-                                       for i, c in enumerate(row)) + " |")
-    return lines
+    # a code span keeps the headers' spacing; the rest is text from outside the lab
+    cells = [[md_code(c) if i == 2 and c != "–" else c if i == 4 else md_text(c)  # differs: Markdown
+              for i, c in enumerate(row)] for row in rows(found)]
+    return ["## What each server sends", "",
+            f"Its answer to {md_code(asked or 'GET /api')} when each start was verified.", "",
+            *Table(HEAD, cells).lines()]

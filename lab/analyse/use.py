@@ -8,6 +8,7 @@ from __future__ import annotations
 from statistics import median
 
 from lab.record.rows import Row
+from lab.setup.markdown import Table
 
 HEAD = ["resource", "utilisation", "saturation", "errors"]
 # what the lab does not record, and the command that shows it while a level runs
@@ -84,8 +85,6 @@ def markdown(rows: list[Row], axis: str) -> str:
     label = {"concurrency": "c", "rate": "rate"}.get(axis, axis)
     out = []
     for server, value, found in tables(rows):
-        out += [f"## {server}, {label}={value}", "", "| " + " | ".join(HEAD) + " |",
-                "|---|---|---|---|"]
-        out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in found]
+        out += [f"## {server}, {label}={value}", "", *Table(HEAD, found).escaped().lines()]
         out.append("")
     return "\n".join(out)

@@ -69,29 +69,6 @@ def ratio(x: float | None) -> str:
     return DASH if x is None or why_not_a_figure(x) else f"{x:.3f}"
 
 
-# Markdown's specials that text from outside the lab could use: code spans,
-# emphasis, links and images, HTML tags and entities, a table's cell bar.
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|&~!#])")
-
-
-def md_text(value: object) -> str:
-    """Text from outside the lab (server.toml's fields, a server's headers, a
-    manifest's values) as Markdown that shows it as written, in running text
-    or a table cell: each special backslash-escaped, a line break a space.
-    The one owner of that escaping (summary.md, compare.md, claims.md)."""
-    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(value).splitlines()))
-
-
-def md_code(value: object) -> str:
-    """Outside text as a code span that holds whatever backticks it has (a
-    fence longer than its longest run) and stays in a table cell (| is \\|,
-    which GitHub's tables read inside a code span too)."""
-    text = " ".join(str(value).splitlines()).replace("|", "\\|")
-    fence = "`" * (max((len(r) for r in re.findall(r"`+", text)), default=0) + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
-
-
 def link_target(path: str = "", fragment: str = "") -> str:
     """The one builder of a link's target, in a page (lab.present.page.href)
     or in Markdown: `path` relative to the page ("run/report.html", a folder
@@ -119,11 +96,6 @@ def csv_cell(value: object) -> object:
             or re.fullmatch(r"[+-](?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", value):
         return value
     return "'" + value
-
-
-def md_cell(text: str) -> str:
-    """Text safe inside a Markdown table cell (a | stays in its cell)."""
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def gp_quote(text: str) -> str:

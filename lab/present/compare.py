@@ -23,11 +23,11 @@ from lab.setup.paths import PLOTS
 from lab.analyse import analysis, diff, gate
 from lab.analyse.diff import Comparison, Difference, Manifest, Stats
 from lab.analyse.gate import Gate, GateSettings
-from lab.analyse.wording import (axis_label, gp_quote, md_text, ratio as times, median_range,
-                                 xlabel)
+from lab.analyse.wording import axis_label, gp_quote, ratio as times, median_range, xlabel
 from lab.present import comparepage, indexpage, junit, lead
 from lab.record import files, folder, manifest
 from lab.setup.exits import Exit
+from lab.setup.markdown import Table, md_text
 from lab.setup.reason import Reason
 
 EXIT_REFUSED = int(Exit.BAD_INPUT)
@@ -63,20 +63,17 @@ def row_said(c: Comparison, g: Gate | None) -> tuple[str, str]:
 
 
 def table(rows: list[Comparison], level: str, g: Gate | None = None) -> list[str]:
-    lines = [f"| server | {level} | A req/s median [min–max] | B req/s median [min–max] | "
-             "B/A | verdict |", "|---|---|---|---|---|---|"]
-    lines += [f"| {c.server} | {c.value} | {median_range(c.a)} | {median_range(c.b)} | "
-              f"{times(c.ratios.get('rate'))} | {row_said(c, g)[0]} |" for c in rows]
-    return lines
+    return Table(["server", level, "A req/s median [min–max]", "B req/s median [min–max]",
+                  "B/A", "verdict"],
+                 [[c.server, str(c.value), median_range(c.a), median_range(c.b),
+                   times(c.ratios.get('rate')), row_said(c, g)[0]] for c in rows]).lines()
 
 
 def other_ratios(rows: list[Comparison], level: str) -> list[str]:
-    lines = [f"| server | {level} | p99 ms B/A | RSS end B/A | CPU µs/req B/A |",
-             "|---|---|---|---|---|"]
-    lines += [f"| {c.server} | {c.value} | {times(c.ratios.get('p99_ms'))} | "
-              f"{times(c.ratios.get('rss_end_kb'))} | {times(c.ratios.get('cpu_us_per_req'))} |"
-              for c in rows if c.kind != "missing"]
-    return lines
+    return Table(["server", level, "p99 ms B/A", "RSS end B/A", "CPU µs/req B/A"],
+                 [[c.server, str(c.value), times(c.ratios.get('p99_ms')),
+                   times(c.ratios.get('rss_end_kb')), times(c.ratios.get('cpu_us_per_req'))]
+                  for c in rows if c.kind != "missing"]).lines()
 
 
 def conditions(m: Manifest) -> str:
@@ -127,13 +124,12 @@ def gate_lines(g: Gate) -> list[str]:
              f"Bonferroni). {g.reason}.",
              ""]
     lines += [f"- noise floor for {name}: {note}" for name, note in g.floors.items()]
-    lines += ["", "| server | level | metric | gate | B worse by | threshold | why |",
-              "|---|---|---|---|---|---|---|"]
-    lines += [f"| {c.server} | {c.where()} | "
-              f"{c.metric} | {c.outcome} | "
-              f"{'–' if c.worse_pct is None else f'{c.worse_pct:.1f}%'} | "
-              f"{'–' if c.threshold_pct is None else f'{c.threshold_pct:.1f}%'} | "
-              f"{c.text.replace('|', '/')} |" for c in g.checks]
+    lines += [""] + Table(
+        ["server", "level", "metric", "gate", "B worse by", "threshold", "why"],
+        [[c.server, c.where(), c.metric, c.outcome,
+          '–' if c.worse_pct is None else f'{c.worse_pct:.1f}%',
+          '–' if c.threshold_pct is None else f'{c.threshold_pct:.1f}%',
+          c.text.replace('|', '/')] for c in g.checks]).lines()
     return lines
 
 

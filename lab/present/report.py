@@ -14,8 +14,9 @@ from typing import Any
 from lab.analyse import analysis, costview, memsplit, metrics, probeview, profileview, sends
 from lab.record import files, outputs, probe
 from lab.analyse.analysis import Analysis
-from lab.analyse.wording import (DASH, axis_label, csv_cell, md_code, md_text, median_range,
-                                 percentile_mark, percentiles_said, spread_text)
+from lab.analyse.wording import (DASH, axis_label, csv_cell, median_range, percentile_mark,
+                                 percentiles_said, spread_text)
+from lab.setup.markdown import Table, md_code, md_text
 from lab.analyse.metrics import JIT_QUIET_PER_S, LevelStats
 from lab.record.manifest import Manifest, Warmup
 from lab.record.runrecord import RunRecord
@@ -23,28 +24,28 @@ from lab.record.runrecord import RunRecord
 
 def server_table(m: Manifest, stats: dict[str, list[LevelStats]]) -> list[str]:
     axis = axis_label(m.params.axis)
-    lines = [f"| server | framework | peak req/s (at {axis}) | mean ms at peak | p99 ms at peak | "
-             "RSS end MB | RSS peak MB | CPU µs/req at peak | client-bound levels | failed |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
     cgroup = any(s.cgroup_mem_kb for levels in stats.values() for s in levels)
+    head = ["server", "framework", f"peak req/s (at {axis})", "mean ms at peak",
+            "p99 ms at peak", "RSS end MB", "RSS peak MB", "CPU µs/req at peak",
+            "client-bound levels", "failed"]
     if cgroup:       # RUNTIME=docker: the container's cgroup figure beside the RSS
-        lines = [lines[0].replace("RSS end MB |", "RSS end MB | cgroup memory end MB |"),
-                 lines[1] + "---|"]
+        head.insert(6, "cgroup memory end MB")
+    rows = []
     for name, levels in stats.items():
         rec = m.server(name)
         top = metrics.peak(levels)
         last = levels[-1]
         bound = sum(1 for s in levels if s.client_bound)
-        framework = md_text(f"{rec.framework or '?'} {rec.version}".strip())
-        p99 = median_range(top.p99_ms, fmt=".2f") + percentile_mark(top)
-        mem = median_range(last.rss_end_kb, 1024, '.1f')
+        mem = [median_range(last.rss_end_kb, 1024, '.1f')]
         if cgroup:
-            mem += " | " + median_range(last.cgroup_mem_kb, 1024, '.1f')
-        lines.append(
-            f"| {md_text(name)} | {framework} | {median_range(top.rate)} ({top.value}) | "
-            f"{median_range(top.resp_ms, fmt='.2f')} | {p99} | {mem} | "
-            f"{top.rss_peak_kb / 1024:.1f} | {median_range(top.cpu_us_per_req)} | "
-            f"{bound}/{len(levels)} | {sum(s.failed for s in levels)} |")
+            mem.append(median_range(last.cgroup_mem_kb, 1024, '.1f'))
+        rows.append([md_text(name), md_text(f"{rec.framework or '?'} {rec.version}".strip()),
+                     f"{median_range(top.rate)} ({top.value})",
+                     median_range(top.resp_ms, fmt='.2f'),
+                     median_range(top.p99_ms, fmt=".2f") + percentile_mark(top),
+                     *mem, f"{top.rss_peak_kb / 1024:.1f}", median_range(top.cpu_us_per_req),
+                     f"{bound}/{len(levels)}", str(sum(s.failed for s in levels))])
+    lines = Table(head, rows).lines()
     if cgroup:
         lines += ["", "RSS: the server's processes' resident memory (/proc, shared library "
                   "pages counted in full). cgroup memory: what the container's cgroup is "
@@ -55,20 +56,19 @@ def server_table(m: Manifest, stats: dict[str, list[LevelStats]]) -> list[str]:
 
 
 def level_table(m: Manifest, stats: dict[str, list[LevelStats]]) -> list[str]:
-    axis = axis_label(m.params.axis)
-    lines = [f"| server | {axis} | req/s median [min–max] | spread | mean ms | p99 ms | "
-             "client CPU % | flags |", "|---|---|---|---|---|---|---|---|"]
+    rows = []
     for name, levels in stats.items():
         for s in levels:
-            spread = spread_text(s.rate)
-            p99 = median_range(s.p99_ms, fmt=".2f") + percentile_mark(s)
             flags = ", ".join(f"{f} ({s.flags[f]}/{s.rate.n})" if f in s.flags else f
                               for f in s.all_flags()) or DASH
-            lines.append(f"| {name} | {s.value} | {median_range(s.rate)} | {spread} | "
-                         f"{median_range(s.resp_ms, fmt='.2f')} | {p99} | "
-                         f"{median_range(s.client_cpu_pct, fmt='.0f')} | {flags} |")
+            rows.append([name, str(s.value), median_range(s.rate), spread_text(s.rate),
+                         median_range(s.resp_ms, fmt='.2f'),
+                         median_range(s.p99_ms, fmt=".2f") + percentile_mark(s),
+                         median_range(s.client_cpu_pct, fmt='.0f'), flags])
     said = percentiles_said([s for levels in stats.values() for s in levels])
-    return lines + ([""] + said if said else [])
+    return Table(["server", axis_label(m.params.axis), "req/s median [min–max]", "spread",
+                  "mean ms", "p99 ms", "client CPU %", "flags"], rows).lines() + (
+        [""] + said if said else [])
 
 
 def verdict_section(m: Manifest, a: Analysis) -> list[str]:
@@ -77,13 +77,13 @@ def verdict_section(m: Manifest, a: Analysis) -> list[str]:
     axis = axis_label(m.params.axis)
     lines = [f"## Verdicts ({a.basis}, at {axis} = {', '.join(map(str, a.verdict_at))})", ""]
     if a.primary:
-        lines += [f"Primary, one a pair: {a.method}", "",
-                  f"| {axis} | pair | verdict |", "|---|---|---|"]
-        lines += [f"| {v.where()} | {v.a} vs {v.b} | {v.said()} |" for v in a.primary]
+        lines += [f"Primary, one a pair: {a.method}", ""]
+        lines += Table([axis, "pair", "verdict"],
+                       [[v.where(), f"{v.a} vs {v.b}", v.said()] for v in a.primary]).lines()
         lines += ["", "Per level (secondary: each at α over the number of per-level verdicts):",
                   ""]
-    lines += [f"| {axis} | pair | verdict |", "|---|---|---|"]
-    lines += [f"| {v.value} | {v.a} vs {v.b} | {v.said()} |" for v in a.verdicts]
+    lines += Table([axis, "pair", "verdict"],
+                   [[str(v.value), f"{v.a} vs {v.b}", v.said()] for v in a.verdicts]).lines()
     if any(v.cpu is not None for v in a.verdicts):
         lines += ["", "Where req/s cannot rank a pair (client-bound, host-busy, equivalent, "
                   "undecided), server CPU per request (user+kernel from /proc, per completed "

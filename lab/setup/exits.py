@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+from lab.setup.markdown import Table
+
 
 class Exit(IntEnum):
     OK = 0
@@ -67,9 +69,6 @@ def help_text() -> str:
 
 def markdown_table() -> str:
     """docs/settings.md's exit-code table, between its marker comments."""
-    rows = ["| Code | Meaning | Through `make` |", "|---|---|---|"]
-    for code, text in TABLE:
-        how = str(int(code)) if code in THROUGH_MAKE else \
-            f"2 (make's rule; `Error {int(code)}` in make's last line)"
-        rows.append(f"| {int(code)} | {text} | {how} |")
-    return "\n".join(rows)
+    rows = [[str(int(code)), text, str(int(code)) if code in THROUGH_MAKE else
+             f"2 (make's rule; `Error {int(code)}` in make's last line)"] for code, text in TABLE]
+    return Table(["Code", "Meaning", "Through `make`"], rows).text()

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from lab.setup.markdown import Table, md_cell
 from lab.setup.params import REGISTRY, Setting, loop
 
 
@@ -57,10 +58,6 @@ def help_text(found: Found | None = None) -> str:
 
 def markdown_table(found: Found | None = None) -> str:
     """docs/settings.md's table, between its marker comments."""
-    def cell(text: str) -> str:
-        return text.replace("|", "\\|")
-    rows = ["| Setting | Default | Type | Applies to | Meaning |", "|---|---|---|---|---|"]
-    for st in (shown(x, found) for x in REGISTRY):
-        rows.append(f"| `{st.name}` | {('`' + cell(st.default) + '`') if st.default else '-'} "
-                    f"| {cell(st.kind)} | {cell(st.applies)} | {cell(st.meaning)} |")
-    return "\n".join(rows)
+    rows = [[f"`{st.name}`", f"`{md_cell(st.default)}`" if st.default else "-", md_cell(st.kind),
+             md_cell(st.applies), md_cell(st.meaning)] for st in (shown(x, found) for x in REGISTRY)]
+    return Table(["Setting", "Default", "Type", "Applies to", "Meaning"], rows).text()

@@ -23,6 +23,7 @@ from lab.analyse.metrics import why_not_calibrated
 from lab.setup.fromenv import from_env
 from lab.setup.params import SETTINGS, ConfigError, Params, format_cpus, parse_list
 from lab.setup import paths
+from lab.setup.markdown import Table
 from lab.setup.servers import Server
 from lab.measure.sweep import ServerSweep, SweepError
 
@@ -206,9 +207,8 @@ def table(cal: calibration.Calibration) -> str:
     busy = " - HOST BUSY: saved marked so" if cal.extra.get("host_busy") else ""
     lines = [f"Client capacity against {cal.ceiling} ({cal.duration_s}s per level, "
              f"server CPU {cal.pinning.server_cpus}, client CPU {cal.pinning.client_cpus}, "
-             f"{cal.topology.split(' ')[0] or '?'}, {cal.host.get('cpu_model', '?')}){busy}:", "",
-             "| client | connection | " + " | ".join(f"c={c}" for c in levels) + " |",
-             "|---|---|" + "---|" * len(levels)]
+             f"{cal.topology.split(' ')[0] or '?'}, {cal.host.get('cpu_model', '?')}){busy}:", ""]
+    rows = []
     for name, got in cal.clients.items():
         for mode in calibration.MODES:
             cells = []
@@ -219,5 +219,6 @@ def table(cal: calibration.Calibration) -> str:
                              f"host busy {x.host_busy_pct or 0:.0f}%, steal "
                              f"{x.steal_pct or 0:.0f}%)" if x is not None else
                              f"– (not saved: {refused[c]})" if c in refused else "–")
-            lines.append(f"| {name} {got.version} | {mode} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+            rows.append([f"{name} {got.version}", mode, *cells])
+    return "\n".join(lines + Table(["client", "connection", *(f"c={c}" for c in levels)],
+                                   rows).lines())

@@ -1,7 +1,7 @@
 """`make claims STUDY=<id> RUNS="results/<x> results/<y>"`: a study's claims
 judged on runs made earlier (`make bench`, `make reproduce`); nothing is run.
 
-Each run's conditions are checked against the study's setup (lab.analyse.claims.Setup):
+Each run's conditions are checked against the study's setup (lab.analyse.claimsfile.Setup):
 client, connection mode, levels, duration, repetitions, servers with their @N,
 pinning, topology, JAVA_OPTS. A mismatch is either
 
@@ -37,16 +37,18 @@ from pathlib import Path
 from typing import Any
 
 from lab.setup.paths import ROOT
-from lab.analyse import analysis, claimjudge, claims, reasons
+from lab.analyse import analysis, claimjudge, claims, claimsfile, claimtext, reasons
 from lab.record import files, folder, rows, runlock
 from lab.record.manifest import MANIFEST, Manifest
 from lab.setup import stepcheck
 from lab.analyse.claimjudge import Judged
-from lab.analyse.claims import ClaimResult, Study
+from lab.analyse.claimsfile import Study
+from lab.analyse.claims import ClaimResult
 from lab.setup.exits import Exit
 from lab.analyse.metrics import MIN_REPS_FOR_VERDICT, LevelStats
 from lab.setup.params import ConfigError
 from lab.setup.servers import ServerSpec
+from lab.setup.markdown import Table
 
 
 
@@ -184,13 +186,13 @@ def same_conditions(a: Run, b: Run) -> list[str]:
 
 # --------------------------------------------------------------------------- judge
 
-def judge_claim(study: Study, c: claims.Claim, runs: list[Run], checks: dict[Path, RunCheck],
+def judge_claim(study: Study, c: claimsfile.Claim, runs: list[Run], checks: dict[Path, RunCheck],
                 specs: Mapping[str, ServerSpec], available: set[str]) -> Judged | None:
     """One claim on one client's runs; None when no run holds any of its servers."""
     client = runs[0].client
 
     def holds(r: Run, x: str) -> str | None:
-        return started_as(r, x, claims.start_of(specs, x))
+        return started_as(r, x, claimsfile.start_of(specs, x))
 
     usable = [r for r in runs if not checks[r.folder].blocking]
     blocked = [f"{r.folder.name}: {'; '.join(checks[r.folder].blocking)}" for r in runs
@@ -262,7 +264,7 @@ def judge_all(study: Study, runs: list[Run], specs: Mapping[str, ServerSpec],
         found = [j for client_runs in by_client.values()
                  if (j := judge_claim(study, c, client_runs, checks, specs, available))]
         if not found:                      # listed all the same: the study is judged whole
-            missing = ", ".join(str(claims.start_of(specs, x)) for x in c.servers)
+            missing = ", ".join(str(claimsfile.start_of(specs, x)) for x in c.servers)
             found = [Judged("—", ClaimResult(c, claims.INCONCLUSIVE, "not measured: no run "
                                              f"holds {missing}"), (), (), ())]
         out += found
@@ -275,23 +277,24 @@ def render(study: Study, runs: list[Run], judged: list[Judged], checks: dict[Pat
            specs: Mapping[str, ServerSpec], out: Path) -> str:
     lines = [f"# Claims of `{study.id}` judged on runs made earlier", "",
              f"{study.title}: {study.author}, {study.source}, {study.date}. Nothing was run: "
-             "`make claims` reads the runs below.", "", "## Runs", "",
-             "| run | client | conditions | differs from the study's setup |", "|---|---|---|---|"]
+             "`make claims` reads the runs below.", "", "## Runs", ""]
+    rows = []
     for r in runs:
         ch = checks[r.folder]
         said = [f"**not judged**: {b}" for b in ch.blocking] + list(ch.noted) + \
             [f"**not the study's**: {w}" for w in ch.wrong_workers.values()]
         rel = os.path.relpath(r.folder, out)
-        lines.append(claims.row([f"[{r.folder.name}]({rel}/)", r.client,
-                                 analysis.conditions(r.manifest), "; ".join(said) or "—"]))
-    lines += ["", "## Claims", "",
-              "| claim | published | client | measured | verdict | reason | conditions noted |",
-              "|---|---|---|---|---|---|---|"]
-    for j in judged:
-        lines.append(claims.row([claims.label(j.result.claim),
-                                 claims.published_text(j.result.claim), j.client,
-                                 claims.measured_text(j.result), f"**{j.result.verdict}**",
-                                 j.result.reason, "; ".join(j.notes) or "—"]))
+        rows.append([f"[{r.folder.name}]({rel}/)", r.client,
+                     analysis.conditions(r.manifest), "; ".join(said) or "—"])
+    lines += Table(["run", "client", "conditions", "differs from the study's setup"],
+                   rows).escaped().lines()
+    lines += ["", "## Claims", ""]
+    lines += Table(["claim", "published", "client", "measured", "verdict", "reason",
+                    "conditions noted"],
+                   [[claimtext.label(j.result.claim), claimtext.published_text(j.result.claim),
+                     j.client, claimtext.measured_text(j.result), f"**{j.result.verdict}**",
+                     j.result.reason, "; ".join(j.notes) or "—"] for j in judged]
+                   ).escaped().lines()
     lines += ["", "## Why not reproduced", ""]
     lines += claimjudge.why_lines(study, judged, specs) or ["Every claim judged was reproduced."]
     if runs:

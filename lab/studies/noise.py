@@ -35,6 +35,7 @@ from lab.setup.exits import Exit
 from lab.setup.servers import ServerSpec, ServerSpecError
 from lab.analyse.metrics import LevelStats, Spread
 from lab.analyse.verdicts import RANKED, Judgement
+from lab.setup.markdown import Table
 from lab.setup.params import ConfigError
 
 METRIC_OF = {"rate": "rate", "p99": "p99_ms", "cpu": "cpu_us_per_req", "rss": "rss_end_kb"}
@@ -128,6 +129,13 @@ def false_alarms(a: analysis.Analysis) -> tuple[int, int, float, int]:
     return said, able, allowed, same
 
 
+def print_floors(server: str, levels: list[int], found: dict[str, float]) -> None:
+    """The floors as a Markdown table on stdout."""
+    print(Table(["metric", f"A/A floor ({server} vs {second(server)}, largest over levels "
+                           f"{' '.join(map(str, levels))})"],
+                [[metric, f"{pct:.2f}%"] for metric, pct in sorted(found.items())]).text())
+
+
 def record_floor(run: Path, server: str, cache: Path) -> int:
     """Read the A/A run, keep its floor in the cache, say what it is, and the
     realized false-alarm rate of its verdicts."""
@@ -152,10 +160,7 @@ def record_floor(run: Path, server: str, cache: Path) -> int:
                          duration_s=rec.manifest.params.duration_s,
                          repeat=rec.manifest.params.repeat)
     path = floors.add(cache, floor)
-    print(f"| metric | A/A floor ({server} vs {second(server)}, largest over levels "
-          f"{' '.join(map(str, levels))}) |\n|---|---|")
-    for metric, pct in sorted(found.items()):
-        print(f"| {metric} | {pct:.2f}% |")
+    print_floors(server, levels, found)
     print(f"noise floor of {server} recorded in {path} (conditions: "
           f"{', '.join(f'{k} {v}' for k, v in floor.conditions.items())})", file=sys.stderr)
     return int(Exit.OK)

@@ -32,15 +32,18 @@ from pathlib import Path
 from typing import Any
 
 from lab.setup.paths import ROOT
-from lab.analyse import analysis, claimjudge, claims, costview, reasons
+from lab.analyse import (analysis, claimjudge, claims, claimsfile, claimtext, costview,
+                         reasons)
 from lab.record import costs, files, folder, rows
 from lab.record.manifest import MANIFEST, Manifest, read_manifest
 from lab.setup import stepcheck
-from lab.analyse.claims import ClaimResult, ClaimsError, Study
+from lab.analyse.claimsfile import ClaimsError, Study
+from lab.analyse.claims import ClaimResult
 from lab.measure.clients import clients
 from lab.analyse.metrics import LevelStats
 from lab.setup.params import ConfigError, flag, run_settings
 from lab.setup.servers import ManifestError, Server, ServerSpec, discover, found_here
+from lab.setup.markdown import Table
 
 CLAIMS = ROOT / "docs" / "claims.toml"
 # Settings the study decides; a user's value would make it another experiment.
@@ -85,11 +88,11 @@ def server_specs(study: Study) -> dict[str, ServerSpec]:
     workers = study.setup.workers
 
     def spec(name: str) -> ServerSpec:
-        s = claims.spec_of(name)
+        s = claimsfile.spec_of(name)
         return s if s.workers is not None or name not in workers else \
             replace(s, workers=workers[name])
 
-    named = {s: claims.spec_of(s) for c in study.claims for s in c.servers}
+    named = {s: claimsfile.spec_of(s) for c in study.claims for s in c.servers}
     named = {s: x for s, x in named.items() if x.workers is not None}
     lab = {x.name for x in named.values()} | set(study.setup.servers)
     specs: dict[str, ServerSpec] = {}
@@ -171,8 +174,8 @@ def find_study(name: str, lab_servers: set[str]) -> Study:
     try:
         if not name:
             raise ReproduceError(f"give STUDY=<id>; known studies: "
-                                 f"{', '.join(claims.ids(CLAIMS))}")
-        studies = claims.load(CLAIMS, lab_servers, only=name)
+                                 f"{', '.join(claimsfile.ids(CLAIMS))}")
+        studies = claimsfile.load(CLAIMS, lab_servers, only=name)
     except ClaimsError as e:
         raise ReproduceError(str(e)) from None
     return next(s for s in studies if s.id == name)
@@ -296,9 +299,9 @@ def stats_by_name(plan: Plan, folder: Path | None) -> dict[str, list[LevelStats]
             if str(spec) in by_spec}
 
 
-def stand_in_note(study: Study, c: claims.Claim) -> str:
+def stand_in_note(study: Study, c: claimsfile.Claim) -> str:
     notes = [f"stand-in: {s.lab} for {s.published} ({s.note})" for s in study.stands_for
-             if s.stand_in and s.lab in {claims.spec_of(x).name for x in c.servers}]
+             if s.stand_in and s.lab in {claimsfile.spec_of(x).name for x in c.servers}]
     return "; ".join(notes)
 
 
@@ -343,8 +346,7 @@ def sysctl_lines(study: Study) -> list[str]:
 
 
 def runs_section(folder: Path, judged: list[JudgedRun]) -> list[str]:
-    lines = ["| client | role | exit | run folder | report | conditions |",
-             "|---|---|---|---|---|---|"]
+    rows = []
     for j in judged:
         d = j.done
         if d.folder is None:
@@ -352,9 +354,9 @@ def runs_section(folder: Path, judged: list[JudgedRun]) -> list[str]:
         else:
             rel = os.path.relpath(d.folder, folder)
             where, rep = f"[{d.folder.name}]({rel}/)", f"[report.html]({rel}/report.html)"
-        lines.append(claims.row([d.plan.client, d.plan.role, str(d.code), where, rep,
-                                 j.conditions]))
-    return lines
+        rows.append([d.plan.client, d.plan.role, str(d.code), where, rep, j.conditions])
+    return Table(["client", "role", "exit", "run folder", "report", "conditions"],
+                 rows).escaped().lines()
 
 
 def claims_section(judged: list[JudgedRun]) -> list[str]:
@@ -362,15 +364,15 @@ def claims_section(judged: list[JudgedRun]) -> list[str]:
     for j in judged:
         head += [f"{j.done.plan.client}: measured", f"{j.done.plan.client}: verdict (reason)"]
     head.append("both clients" if len(judged) > 1 else "overall")
-    lines = [claims.row(head), "|" + "---|" * len(head)]
+    rows = []
     for i, c in enumerate(judged[0].results if judged else []):
-        cells = [claims.label(c.claim), claims.published_text(c.claim)]
+        cells = [claimtext.label(c.claim), claimtext.published_text(c.claim)]
         for j in judged:
             r = j.results[i]
-            cells += [claims.measured_text(r), f"**{r.verdict}**: {r.reason}"]
+            cells += [claimtext.measured_text(r), f"**{r.verdict}**: {r.reason}"]
         cells.append(claimjudge.overall([j.results[i] for j in judged]))
-        lines.append(claims.row(cells))
-    return lines
+        rows.append(cells)
+    return Table(head, rows).escaped().lines()
 
 
 def render(plan: Plan, folder: Path, judged: list[JudgedRun]) -> str:
@@ -443,11 +445,11 @@ def plan_json(plan: Plan) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- instructions
 
-def ada_claims(plan: Plan, known: dict[str, Server]) -> list[claims.Claim]:
+def ada_claims(plan: Plan, known: dict[str, Server]) -> list[claimsfile.Claim]:
     """Throughput ratios between Ada servers (ASF against AWS, EWS against AWS)."""
     return [c for c in plan.study.claims if c.kind == "ratio" and c.metric == "peak_rps"
             and all(x in c.unavailable or (x in known and known[x].language == "Ada")
-                    for x in (claims.spec_of(s).name for s in c.servers))]
+                    for x in (claimsfile.spec_of(s).name for s in c.servers))]
 
 
 def instruction_ratios(plan: Plan, env: Mapping[str, str]) -> list[str]:
@@ -461,8 +463,8 @@ def instruction_ratios(plan: Plan, env: Mapping[str, str]) -> list[str]:
     if not found:
         return []
     # a ratio needs both sides: a claim with an unavailable server is not counted
-    names = sorted({str(claims.start_of(plan.specs, x)) for c in found for x in c.servers
-                    if not any(claims.spec_of(y).name in c.unavailable for y in c.servers)})
+    names = sorted({str(claimsfile.start_of(plan.specs, x)) for c in found for x in c.servers
+                    if not any(claimsfile.spec_of(y).name in c.unavailable for y in c.servers)})
     lines = ["## Instructions per request beside the throughput ratio", "",
              "Claims that compare Ada servers, counted by `make cost` (cachegrind, user "
              "space only, c=1, a separate start each, each server with the workers the "
@@ -500,20 +502,20 @@ def not_counted(plan: Plan, env: Mapping[str, str]) -> list[str]:
     return ["## Instructions per request beside the throughput ratio", "",
             "Not counted: the reproduction was interrupted (`make cost` runs after both "
             "runs).", ""]
-def instruction_line(c: claims.Claim, specs: Mapping[str, ServerSpec],
+def instruction_line(c: claimsfile.Claim, specs: Mapping[str, ServerSpec],
                      per: Mapping[str, float]) -> str:
     """One claim's instruction figures, each named by the start it was counted
     on (NAME@N); none when both sides are one start or one was not counted."""
     x, y = c.servers[:2]
-    started = {s: str(claims.start_of(specs, s)) for s in (x, y)}
+    started = {s: str(claimsfile.start_of(specs, s)) for s in (x, y)}
     a, b = started[x], started[y]
-    head = f"- {claims.label(c)}: published throughput ratio {c.published}; "
+    head = f"- {claimtext.label(c)}: published throughput ratio {c.published}; "
     if a == b:
         return head + (f"no instruction count: both sides are {a} as started, so a ratio "
                        "would be 1 by construction")
     missing = [s for s in (x, y) if started[s] not in per]
     if missing:
-        why = "; ".join(c.unavailable.get(claims.spec_of(s).name, "not counted")
+        why = "; ".join(c.unavailable.get(claimsfile.spec_of(s).name, "not counted")
                         for s in missing)
         return head + (f"instructions not counted for "
                        f"{', '.join(started[s] for s in missing)} ({why})")

@@ -45,7 +45,7 @@ from lab.analyse.contract import Check
 from lab.host import procfs, procs
 from lab.measure import topologies
 from lab.record import files
-from lab.analyse.wording import md_text as cell
+from lab.setup.markdown import Table, md_text as cell
 from lab.analyse.probeview import ProbeOutcome, checks_of, settled_text
 from lab.host.procfs import TreeSample
 from lab.measure.topologies import Placement, ServerHost
@@ -196,17 +196,18 @@ class ProbeReport:
 
     def markdown(self) -> str:
         """A table row per probe, then the verdict and the CPU waits."""
-        rows = ["| probe | outcome | CPU s | time s | CPU quiet after | answers after |",
-                "|---|---|---:|---:|---|---|"]
+        cells: list[list[str]] = []
         for r in self.results:
             if not r.ran:
-                rows.append(f"| {r.title} | {cell(r.outcome)} | - | - | - | - |")
+                cells.append([r.title, cell(r.outcome), "-", "-", "-", "-"])
                 continue
             after = "yes" if r.answers_after else f"**no**: {cell(r.error_after)}"
             if r.recovered_s is not None:
                 after += f" (recovered {r.recovered_s:.1f} s before it)"
-            rows.append(f"| {r.title} | {cell(r.outcome)} | {r.cpu_s:.2f} | {r.elapsed_s:.2f} "
-                        f"| {settled_text(r.settled_s, self.limits.settle_s)} | {after} |")
+            cells.append([r.title, cell(r.outcome), f"{r.cpu_s:.2f}", f"{r.elapsed_s:.2f}",
+                          settled_text(r.settled_s, self.limits.settle_s), after])
+        rows = Table(["probe", "outcome", "CPU s", "time s", "CPU quiet after", "answers after"],
+                     cells, right={2, 3}).lines()
         notes = [f"**{self.verdict()}**",
                  f"CPU quiet after the last probe: "
                  f"{settled_text(self.quiet_s, self.limits.quiet_s)}; "

@@ -1,0 +1,55 @@
+"""A claim and its result in words: what was published, what was measured,
+the claim's label, and the Markdown table of results (lab.setup.markdown
+writes it). For claims.md, reproduce.md and claims.json."""
+from __future__ import annotations
+
+from lab.analyse.claims import ClaimResult, spread
+from lab.analyse.claimsfile import Claim, num
+from lab.setup.markdown import Table
+
+
+def published_text(c: Claim) -> str:
+    """'1.07 (±15%); Author, venue, 2017', or the published order."""
+    if c.kind == "ordering":
+        value = " > ".join(c.servers)
+    else:
+        assert c.published is not None
+        value = f"{num(c.published)} ({c.tolerance})"
+    return f"{value}; {c.source}, {c.date}"
+
+
+# the unit of each metric's figure (rss_end: LevelStats.rss_end_kb)
+UNITS: dict[str, str] = {"peak_rps": "req/s", "rps_at": "req/s", "rss_end": "KiB",
+                         "flatness": "of its peak"}
+
+
+def unit(c: Claim) -> str:
+    """The unit of a claim's measured figure: a ratio's is '×' (its label names
+    the metric), a value's and each server's of an ordering the metric's."""
+    return "×" if c.kind == "ratio" else UNITS[c.metric]
+
+
+def measured_text(r: ClaimResult) -> str:
+    """'median [min–max] unit' (an ordering: each server's), or '—' when not
+    measured; what was measured beside it, if anything."""
+    beside = f" ({r.beside})" if r.beside else ""
+    if r.order:
+        return "; ".join(f"{s} {spread(x)} {UNITS[r.claim.metric]}" for s, x in r.order) + beside
+    if r.measured is not None:
+        return f"{spread(r.measured)} {unit(r.claim)}" + beside
+    return "—" + beside
+
+
+def label(c: Claim) -> str:
+    """'`id`: text (metric: servers)'."""
+    what = f"{c.metric}@{c.at}" if c.metric == "rps_at" else c.metric
+    compares = f"; compares {c.compares}" if c.compares else ""
+    return f"`{c.id}`: {c.text} ({what}: {', '.join(c.servers)}{compares})"
+
+
+def table(results: list[ClaimResult]) -> str:
+    """A Markdown table: claim, published (value, source, date), measured
+    (median [min–max]), verdict, reason."""
+    return Table(["claim", "published", "measured", "verdict", "reason"],
+                 [[label(r.claim), published_text(r.claim), measured_text(r), r.verdict, r.reason]
+                  for r in results]).escaped().text() + "\n"
