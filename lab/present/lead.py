@@ -12,7 +12,6 @@ from lab.analyse.gate import Gate
 from lab.analyse.metrics import LevelStats, peak
 from lab.analyse.wording import axis_label, figure
 from lab.record.manifest import Manifest
-from lab.setup.servers import ServerSpec
 
 # What the swept value is, per axis.
 AXIS_MEANING = {
@@ -79,7 +78,7 @@ def run_verdict(m: Manifest, a: Analysis) -> str:
     measured, or a single server's peak."""
     if m.extra.get("kind") == "cost":
         return cost_verdict(a)
-    stats = {n: s for n, s in a.stats.items() if s and ServerSpec.parse(n).variant is None}
+    stats = {n: s for n, s in a.stats.items() if s}
     if not stats:
         return "nothing was measured"
     if a.primary:
