@@ -72,9 +72,9 @@ def cmd_check(_: argparse.Namespace) -> int:
     problem = folder.why_not_writable(ROOT / params.results)     # before deps or builds run
     if problem:
         raise ConfigError(f"RESULTS={params.results}: {problem}; choose a writable place")
-    if params.topology == "local":
+    if params.topology in ("local", "docker"):
         procs.check_local_address("BIND", params.bind)      # an address of this host
-    if params.topology == "local" and params.runtime == "process":
+    if params.topology == "local":
         procs.check_port_free(params.port, params.bind)   # other topologies: in `lab up`
     stepcheck.warn(notes)
     for name, why in sorted(servers.broken.items()):     # those asked for: refused above
@@ -140,7 +140,7 @@ def plan(p: Params, bind: str | None = None, servers: int = 0) -> str:
         count = (f"REPEAT=auto: {p.repeat} start pairs, then one at a time while undecided, up "
                  f"to {p.repeat_max}" if p.repeat_auto else f"{p.repeat} start pairs")
         reps = f" x {count} (PAIRED={p.paired}: {how}; seats swapped every other pair)"
-    where = bind or (p.bind if p.topology == "local" else p.server_host if p.topology == "ssh"
+    where = bind or (p.bind if p.topology in ("local", "docker") else p.server_host if p.topology == "ssh"
                      else f"({p.topology} address)")
     if ":" in where and not where.startswith("(") and "@" not in where:
         where = f"[{where}]"                     # an IPv6 address, as in a URL

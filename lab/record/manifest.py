@@ -65,14 +65,18 @@ class RunParams:
     client: str = ""
     keepalive: bool = False
     verdict_at: list[int] = field(default_factory=list)
+    # the topology that ran (docker under RUNTIME=docker; a lab before this one
+    # recorded "local" there); "": a run made before topologies were recorded
+    topology: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, o: Obj) -> RunParams:
+        ran = "docker" if o.text("runtime") == "docker" else o.text("topology")
         return cls(servers=o.texts("servers"), axis=o.text("axis", None),
                    duration_s=o.integer("duration_s", 0), repeat=o.integer("repeat", 1),
                    client=o.text("client"), keepalive=o.flag("keepalive"),
-                   verdict_at=o.ints("verdict_at"), extra=o.rest(names(cls)))
+                   verdict_at=o.ints("verdict_at"), topology=ran, extra=o.rest(names(cls)))
 
 
 @dataclass

@@ -29,7 +29,7 @@ HOST_TEXT = re.compile(r"(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9._:-]+|(?:[A-Za-z0-9._-]
 @dataclass(frozen=True)
 class TopologySettings:
     """Where the run's processes run, as the settings say (parse_where): the
-    topology, its link, its hosts, RUNTIME and its memory limit."""
+    topology that runs (docker under RUNTIME=docker), its link, its hosts, RUNTIME and its memory limit."""
     topology: str
     link: str
     link_delay: str
@@ -98,6 +98,8 @@ def parse_where(get: Callable[[str], str],
         raise ConfigError("MEM_LIMIT is a container's memory limit: add RUNTIME=docker or drop it")
     if mem and not MEMORY_TEXT.fullmatch(mem.lower()):
         raise ConfigError(f"MEM_LIMIT={mem!r}: expected a size such as 512m or 2g")
+    if runtime == "docker":
+        topology = "docker"            # what runs: RUNTIME=docker picks the topology
     return TopologySettings(topology=topology, link=link, link_delay=delay,
                             server_host=server_host, client_hosts=client_hosts,
                             runtime=runtime, mem_limit=mem.lower(),

@@ -431,7 +431,8 @@ class Params:
     force: bool
     java_opts: str
     results: str
-    topology: str = "local"         # local | netns | ssh (SERVER_HOST given)
+    topology: str = "local"         # what runs: local | netns | ssh (SERVER_HOST given) |
+                                    # docker (RUNTIME=docker)
     link: str = ""                  # netns: tc rate (1gbit), empty: unshaped
     link_delay: str = ""            # netns: tc netem delay (0.1ms)
     server_host: str = ""           # ssh: user@host

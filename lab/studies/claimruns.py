@@ -150,7 +150,7 @@ def check(study: Study, run: Run, specs: Mapping[str, str]) -> RunCheck:
     if reasons.shares_client_cpu(m):
         noted.append(f"server CPU {m.pinning.server_cpus} shares the client's CPU "
                      f"{m.pinning.client_cpus}: they compete")
-    topo = str(m.topology_details.get("name") or m.params.extra.get("topology") or "local")
+    topo = str(m.topology_details.get("name") or m.params.topology or "local")
     if topo != "local":
         noted.append(f"topology {topo}")
     opts = reasons.java_opts(m)
