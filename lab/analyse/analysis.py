@@ -381,7 +381,7 @@ def rule_of(m: Manifest) -> tuple[float, float]:
 
 def paired_mode(m: Manifest) -> str:
     """PAIRED of the run: "" (one server at a time), duet or rmit."""
-    return str(m.params.extra.get("paired") or "")
+    return m.params.paired
 
 
 def seat_cpus(m: Manifest) -> tuple[bool, int]:

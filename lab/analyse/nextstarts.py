@@ -62,7 +62,7 @@ def plan(m: Manifest, loaded: list[str], a: Analysis | None) -> Next:
     what the run has recorded; `a` is its analysis (REPEAT=auto, past the
     minimum). A paired run (PAIRED) starts its two servers together: a round
     is one start pair, "A+B" (lab.measure.pair)."""
-    mode = str(m.params.extra.get("paired") or "")
+    mode = m.params.paired
     if not mode:
         return rounds(m, loaded, a)
     if len(loaded) != 2:

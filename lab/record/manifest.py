@@ -68,6 +68,13 @@ class RunParams:
     # the topology that ran (docker under RUNTIME=docker; a lab before this one
     # recorded "local" there); "": a run made before topologies were recorded
     topology: str = ""
+    paired: str = ""                   # PAIRED: "" (one server at a time), duet or rmit
+    # None: not recorded (a run made before it was)
+    warmup_auto: bool | None = None
+    warmup_s: int | None = None
+    warmup_max_s: int | None = None
+    workers: int | None = None
+    backlog: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -76,7 +83,10 @@ class RunParams:
         return cls(servers=o.texts("servers"), axis=o.text("axis", None),
                    duration_s=o.integer("duration_s", 0), repeat=o.integer("repeat", 1),
                    client=o.text("client"), keepalive=o.flag("keepalive"),
-                   verdict_at=o.ints("verdict_at"), topology=ran, extra=o.rest(names(cls)))
+                   verdict_at=o.ints("verdict_at"), topology=ran, paired=o.text("paired"),
+                   warmup_auto=o.opt_flag("warmup_auto"), warmup_s=o.opt_int("warmup_s"),
+                   warmup_max_s=o.opt_int("warmup_max_s"), workers=o.opt_int("workers"),
+                   backlog=o.opt_int("backlog"), extra=o.rest(names(cls)))
 
 
 @dataclass
@@ -321,17 +331,6 @@ def _parse_manifest(data: Any, path: Path) -> Manifest:
         cgroups=o.raw_obj("cgroups"),
         servers={n: ServerRecord.parse(servers.obj(n), n) for n in servers.data},
         problems=o.texts("problems"), extra=o.rest(names(Manifest)))
-
-
-def manifest_value(m: Any, path: str) -> Any:
-    """A manifest's (or any nested dict's) value at a dotted path ('host.cores'):
-    m['host']['cores']; None when any step is missing."""
-    node: Any = m
-    for key in path.split("."):
-        if not isinstance(node, dict) or key not in node:
-            return None
-        node = node[key]
-    return node
 
 
 def read_manifest(run: Path) -> Manifest:
