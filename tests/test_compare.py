@@ -224,6 +224,9 @@ def test_differences_that_may_matter_are_listed_not_refused() -> None:
     assert listed["lab commit"] == ("abc1234", "def5678")
     assert listed["load average at start (1 min)"] == ("0.5", "2.0")
     assert diff.differences(typed(MANIFEST), typed(MANIFEST)) == []
+    auto = manifest(**{"params.repeat_auto": True, "params.repeat_max": 6})
+    listed = {d.what: (d.a, d.b) for d in diff.differences(typed(MANIFEST), typed(auto))}
+    assert listed == {"repetitions": ("3", "auto (3 to 6)")}
 
 
 def test_not_a_run_folder_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

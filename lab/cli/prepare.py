@@ -105,18 +105,19 @@ def family_need(p: Params, servers: int) -> str:
         return ""
     pairs = servers * (servers - 1) // 2
     unit = "start pairs" if p.paired else "starts a side"
-    looks = verdicts.Looks(p.repeat, p.repeat_max) if p.repeat_auto else verdicts.Looks()
+    r = p.repeat
+    looks = verdicts.Looks(r.least, r.most) if r.auto else verdicts.Looks()
     need = verdicts.starts_needed(servers, p.alpha, looks, bool(p.paired))
     fam = f"{pairs} pair{'s' * (pairs != 1)} at α={pct(100 * p.alpha)}%" + (
         f" split to {pct(100 * p.alpha / pairs)}% a pair" if pairs > 1 else "")
     if need is None:
-        return (f" | verdicts: {fam}: no look up to REPEAT_MAX={p.repeat_max} can decide "
+        return (f" | verdicts: {fam}: no look up to REPEAT_MAX={r.most} can decide "
                 "(raise REPEAT_MAX)")
-    if p.repeat_auto:
+    if r.auto:
         return (f" | verdicts: {fam}: from {need} {unit} (REPEAT=auto spreads α over its "
                 "looks)")
-    short = "" if p.repeat >= need else \
-        f", REPEAT={p.repeat} cannot (every pair would stay undecided)"
+    short = "" if r.least >= need else \
+        f", REPEAT={r.least} cannot (every pair would stay undecided)"
     return f" | verdicts: {fam}: {need} {unit} can decide{short}"
 
 
@@ -131,14 +132,15 @@ def plan(p: Params, bind: str | None = None, servers: int = 0) -> str:
     else:
         load = f"c={p.load[0]}" if p.load_axis == "concurrency" else f"rate={p.load[0]}/s"
         sweep = f"{p.axis} {' '.join(map(str, p.values))} at {load}"
-    reps = (f" x REPEAT=auto ({p.repeat} starts each, then one more at a time for pairs still "
-            f"undecided, up to {p.repeat_max}; ABBA order)" if p.repeat_auto
-            else f" x {p.repeat} repetitions (interleaved, ABBA order)" if p.repeat > 1 else "")
+    r = p.repeat
+    reps = (f" x REPEAT=auto ({r.least} starts each, then one more at a time for pairs still "
+            f"undecided, up to {r.most}; ABBA order)" if r.auto
+            else f" x {r.least} repetitions (interleaved, ABBA order)" if r.least > 1 else "")
     if p.paired:
         how = ("both loaded at the same moment, PORT and PORT+1" if p.paired == "duet" else
                "both up, each level in alternating slices of one at a time")
-        count = (f"REPEAT=auto: {p.repeat} start pairs, then one at a time while undecided, up "
-                 f"to {p.repeat_max}" if p.repeat_auto else f"{p.repeat} start pairs")
+        count = (f"REPEAT=auto: {r.least} start pairs, then one at a time while undecided, up "
+                 f"to {r.most}" if r.auto else f"{r.least} start pairs")
         reps = f" x {count} (PAIRED={p.paired}: {how}; seats swapped every other pair)"
     where = bind or (p.bind if p.topology in ("local", "docker") else p.server_host if p.topology == "ssh"
                      else f"({p.topology} address)")

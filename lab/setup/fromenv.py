@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from lab.setup.params import (KNOBS, LOAD_AXES, RUNTIMES, SETTINGS, TOPOLOGIES, WARMUP_SLICE_S,
                               check_alpha, check_min_effect,
-                              ConfigError, Params, cpu_ranges, default_split, flag, loop,
+                              ConfigError, Params, Repeat, cpu_ranges, default_split, flag, loop,
                               parse_bind, parse_cpus, parse_duration, parse_levels, parse_list,
                               parse_size, results_folder)
 from lab.setup.servers import ServerSpec, ServerSpecError
@@ -222,26 +222,19 @@ def check_warmup(get: Callable[[str], str]) -> WarmupSettings:
     return WarmupSettings(auto, seconds, max_s)
 
 
-@dataclass(frozen=True)
-class RepeatSettings:
-    """REPEAT, REPEAT_MIN and REPEAT_MAX, checked together (check_repeat)."""
-    auto: bool
-    first: int          # the starts each server gets (REPEAT=N: N)
-    most: int           # REPEAT=auto: at most this many (else = first)
-
-
-def check_repeat(get: Callable[[str], str]) -> RepeatSettings:
+def check_repeat(get: Callable[[str], str]) -> Repeat:
+    """REPEAT, REPEAT_MIN and REPEAT_MAX, checked together."""
     text = get("REPEAT").strip()
     if text != "auto":
         n = SETTINGS["REPEAT"].number(text)
-        return RepeatSettings(False, n, n)
+        return Repeat(n, n)
     low = SETTINGS["REPEAT_MIN"].number(get("REPEAT_MIN"))
     high = SETTINGS["REPEAT_MAX"].number(get("REPEAT_MAX"))
     if high < low:
         raise ConfigError(f"REPEAT_MAX={get('REPEAT_MAX')!r} is below REPEAT_MIN="
                           f"{get('REPEAT_MIN')!r}: REPEAT=auto starts each server REPEAT_MIN "
                           "times, then at most up to REPEAT_MAX")
-    return RepeatSettings(True, low, high)
+    return Repeat(low, high, auto=True)
 
 
 PAIRED_MODES = ("duet", "rmit")
@@ -419,7 +412,7 @@ def from_env(env: Mapping[str, str], known_servers: list[str],
         concurrencies=sweep.concurrencies,
         rates=sweep.rates,
         duration_s=parse_duration("DURATION", get("DURATION")),
-        repeat=reps.first,
+        repeat=reps,
         warmup_auto=warm.auto,
         warmup_s=warm.seconds,
         warmup_max_s=warm.max_s,
@@ -450,8 +443,6 @@ def from_env(env: Mapping[str, str], known_servers: list[str],
         server_log_max=parse_size("SERVER_LOG_MAX", get("SERVER_LOG_MAX")),
         ssh_config=where.ssh_config,
         remote_dir=where.remote_dir,
-        repeat_auto=reps.auto,
-        repeat_max=reps.most,
         paired=paired,
         alpha=rule[0],
         min_effect_pct=rule[1],

@@ -140,7 +140,7 @@ def record_floor(run: Path, server: str, cache: Path) -> int:
                          run=str(run.resolve()), conditions=floors.conditions_of(rec.manifest),
                          floors_pct=found, levels=levels,
                          duration_s=rec.manifest.params.duration_s,
-                         repeat=rec.manifest.params.repeat)
+                         repeat=rec.manifest.params.repeat.least)
     path = floors.add(cache, floor)
     print(f"| metric | A/A floor ({server} vs {second(server)}, largest over levels "
           f"{' '.join(map(str, levels))}) |\n|---|---|")
