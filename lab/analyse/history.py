@@ -25,7 +25,7 @@ from typing import Any
 
 from lab.setup.paths import PLOTS
 from lab.analyse import analysis, metrics
-from lab.analyse.diff import CLIENT_CPUS, HOSTNAME, SERVER_CPUS, TOPOLOGY, Condition
+from lab.analyse.diff import HOSTNAME, TOPOLOGY, Condition
 from lab.analyse.gate import UNCLEAN
 from lab.record import files, outputs, runcache
 from lab.record.manifest import MANIFEST, Manifest
@@ -37,8 +37,8 @@ CONDITIONS: tuple[Condition, ...] = (
     ("client", lambda m: m.client.tool),
     ("connection", lambda m: m.client.connection),
     TOPOLOGY,
-    ("server CPUs", SERVER_CPUS[1]),
-    ("client CPUs", CLIENT_CPUS[1]),
+    ("server CPUs", lambda m: m.pinning.server_cpus),
+    ("client CPUs", lambda m: m.pinning.client_cpus),
     HOSTNAME,
 )
 
