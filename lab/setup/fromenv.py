@@ -282,8 +282,8 @@ def check_paired(text: str, servers: tuple[str, ...], axis: str, topology: str, 
                           f"AXIS={axis} offers a rate: drop PAIRED or use a closed-loop client")
     if topology != "local" or runtime != "process":
         raise ConfigError(f"PAIRED={mode} runs both servers on this host as processes "
-                          f"(TOPOLOGY=local, RUNTIME=process); this run has TOPOLOGY="
-                          f"{topology}, RUNTIME={runtime}")
+                          f"(TOPOLOGY=local, RUNTIME=process); this run's topology is "
+                          f"{topology} (RUNTIME={runtime})")
     if port + 1 > 65535:
         raise ConfigError(f"PAIRED={mode} puts the second server on PORT+1: PORT={port} leaves "
                           "no port above it")
