@@ -16,6 +16,7 @@ from conftest import accepted_exit_3, bench, free_port, lab_env, run_folders
 from lab.present import compare
 from lab.analyse import diff, metrics
 from lab.record import files
+from lab.record.manifest import Manifest, parse_manifest
 from lab.record.rows import Row, append_row
 
 pytestmark = pytest.mark.unit
@@ -68,6 +69,11 @@ def manifest(**changes: Any) -> dict[str, Any]:
             node = node[key]
         node[last] = value
     return m
+
+
+def typed(m: dict[str, Any]) -> Manifest:
+    """A manifest as the lab reads it (lab.record.manifest)."""
+    return parse_manifest(copy.deepcopy(m), Path("manifest.json"))
 
 
 def make_run(root: Path, name: str, m: dict[str, Any], rows: list[Row]) -> Path:
@@ -204,7 +210,7 @@ def test_differences_that_may_matter_are_listed_not_refused() -> None:
                     "pinning.server_cpus": "0-1", "params.duration_s": 10,
                     "params.warmup_s": 5, "lab.commit": "def5678",
                     "host.load_average_at_start": [2.0, 1.0, 1.0]})
-    diffs = diff.differences(MANIFEST, b)
+    diffs = diff.differences(typed(MANIFEST), typed(b))
     assert not any(d.matters for d in diffs)
     listed = {d.what: (d.a, d.b) for d in diffs}
     assert listed["kernel"] == ("6.1", "6.18")
@@ -219,7 +225,10 @@ def test_differences_that_may_matter_are_listed_not_refused() -> None:
     assert listed["warm-up (s)"] == ("0", "5")
     assert listed["lab commit"] == ("abc1234", "def5678")
     assert listed["load average at start (1 min)"] == ("0.5", "2.0")
-    assert diff.differences(MANIFEST, copy.deepcopy(MANIFEST)) == []
+    assert diff.differences(typed(MANIFEST), typed(MANIFEST)) == []
+    auto = manifest(**{"params.repeat_auto": True, "params.repeat_max": 6})
+    listed = {d.what: (d.a, d.b) for d in diff.differences(typed(MANIFEST), typed(auto))}
+    assert listed == {"repetitions": ("3", "auto (3 to 6)")}
 
 
 def test_not_a_run_folder_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -18,7 +18,7 @@ from lab.analyse.gate import GateSettings
 from lab.analyse import floors
 from lab.setup.exits import Exit
 from lab.record.rows import Row
-from test_compare import make_run, manifest, paced_rows, row
+from test_compare import make_run, manifest, paced_rows, row, typed
 
 import subprocess
 import sys
@@ -212,7 +212,7 @@ def test_p99_is_gated_at_a_fixed_offered_rate_only(tmp_path: Path) -> None:
 
 def floor(server: str, pct: float, **conditions: object) -> floors.Floor:
     return floors.Floor(server=server, made="2026-11-25T05:00:00+0000", run="/r/aa-run",
-                        conditions={**floors.conditions_of(manifest()), **conditions},
+                        conditions={**floors.conditions_of(typed(manifest())), **conditions},
                         floors_pct={"rate": pct, "cpu": pct}, levels=[1], duration_s=1,
                         repeat=3)
 

@@ -16,7 +16,7 @@ from conftest import ROOT, lab_env
 from lab.analyse import history
 from lab.present import indexpage
 from lab.record import folder
-from test_compare import make_run, manifest, paced_rows
+from test_compare import make_run, manifest, paced_rows, typed
 
 pytestmark = pytest.mark.unit
 
@@ -46,6 +46,16 @@ def test_points_and_segments_break_where_conditions_change(tmp_path: Path) -> No
     assert history.changes(pts[1], pts[2]) == ["client siege → wrk"]
     assert history.changes(pts[2], pts[3]) == ["client wrk → siege",
                                                 "server version stdlib → 2.0"]
+
+
+@pytest.mark.unit
+def test_a_dotted_server_name_has_its_version_in_the_conditions() -> None:
+    """jersey.tomcat is one server: its version breaks a line as any other's does."""
+    m = manifest()
+    m["servers"]["jersey.tomcat"] = {"version": "3.1.5", "facts": {}}
+    assert ("server version", "3.1.5") in history.conditions(typed(m), "jersey.tomcat")
+    assert ("server version", "stdlib") in history.conditions(typed(m), "paced")
+    assert ("server version", "?") in history.conditions(typed(m), "absent")
 
 
 @pytest.mark.fault

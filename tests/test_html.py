@@ -226,9 +226,10 @@ def test_probe_rendered_when_present_and_escaped(tmp_path: Path) -> None:
     run = tmp_path / COMPLETE
     shutil.copytree(FIXTURES / COMPLETE, run)
     (run / "paced" ).mkdir()
-    (run / "paced" / "probe.json").write_text(json.dumps([
-        {"name": "slowloris", "outcome": "survived", "cpu_s": 0.12, "answers_after": True},
-        {"name": "<huge header>", "outcome": "refused", "extra": {"code": 431}}]))
+    (run / "paced" / "probe.json").write_text(json.dumps({"server": "paced", "results": [
+        {"probe": "slowloris", "ran": True, "outcome": "survived", "cpu_s": 0.12,
+         "answers_after": True},
+        {"probe": "<huge header>", "ran": True, "outcome": "refused", "facts": {"code": 431}}]}))
     m = json.loads((run / "manifest.json").read_text())
     m["servers"]["paced"]["summary"] = "<script>alert('x')</script>"
     (run / "manifest.json").write_text(json.dumps(m))

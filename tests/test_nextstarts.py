@@ -9,8 +9,13 @@ from typing import Any
 
 import pytest
 
+from conftest import ROOT
 from lab.analyse import analysis, nextstarts
-from lab.record.manifest import read_manifest
+from lab.record import checked
+from lab.record.manifest import RunParams, read_manifest
+from lab.setup.fromenv import from_env
+from lab.setup.params import Repeat
+from lab.setup.servers import discover
 from test_compare import make_run, manifest, paced_rows
 
 pytestmark = pytest.mark.unit
@@ -31,6 +36,21 @@ def run_with(tmp: Path, rates: dict[str, list[float]], auto: bool = True, first:
 
 def plan(run: Path, servers: list[str]) -> nextstarts.Next:
     return nextstarts.plan(read_manifest(run), servers, analysis.of(run)[1])
+
+
+def test_repeat_is_one_typed_value_from_the_settings_to_the_reader(tmp_path: Path) -> None:
+    """REPEAT=N or auto with its minimum and maximum: the settings, the manifest and
+    its reader hold one Repeat; a run written before (no repeat_auto) reads as N."""
+    auto = from_env({"SERVER": "aws", "REPEAT": "auto", "REPEAT_MIN": "3", "REPEAT_MAX": "6"},
+                    list(discover(ROOT)), ["siege"])
+    assert auto.repeat == Repeat(least=3, most=6, auto=True)
+    read = RunParams.parse(checked.obj(auto.to_json(), tmp_path, "params"))
+    assert read.repeat == auto.repeat and "repeat_auto" not in read.extra
+    assert read.repeat.text() == "auto (3 to 6)"
+    fixed = read_manifest(run_with(tmp_path / "f", {"a": [1.0]}, auto=False, first=4))
+    assert fixed.params.repeat == Repeat(least=4, most=4) and fixed.params.repeat.text() == "4"
+    old = read_manifest(ROOT / "tests/fixtures/runs/20261125-120537-sturdy+paced-pre21")
+    assert old.params.repeat == Repeat(least=2, most=2, auto=False)
 
 
 def test_rounds_alternate_which_server_starts_first() -> None:

@@ -21,7 +21,7 @@ from lab.record import manifest
 from lab.record.level import Level
 from lab.record.rows import Row
 from lab.setup.fromenv import from_env
-from lab.setup.params import ConfigError, Params
+from lab.setup.params import ConfigError, Params, Repeat
 
 pytestmark = pytest.mark.unit
 
@@ -134,13 +134,13 @@ def test_paired_is_recorded_and_empty_by_default() -> None:
 
 def test_lab_next_plans_one_start_pair_a_round() -> None:
     m = manifest.Manifest(run_id="r", status="running", params=manifest.RunParams(
-        servers=["a", "b"], axis="concurrency", duration_s=3, repeat=3,
-        extra={"paired": "duet"}), client=manifest.ClientInfo(tool="wrk"))
+        servers=["a", "b"], axis="concurrency", duration_s=3, repeat=Repeat(3, 3),
+        paired="duet"), client=manifest.ClientInfo(tool="wrk"))
     nxt = plan(m, ["a", "b"], None)
     assert nxt.starts == [("a+b", 1)] and "pair 1 of 3" in nxt.said
     gone = plan(m, ["a"], None)
     assert gone.starts == [] and "needs both servers: b" in gone.said
-    m.params.extra["paired"] = ""
+    m.params.paired = ""
     assert plan(m, ["a", "b"], None).starts == [("a", 1), ("b", 1)]
 
 
@@ -235,9 +235,9 @@ def test_the_paired_gate_with_too_few_pairs_decides_nothing() -> None:
 
 def test_repeat_auto_of_start_pairs_looks_from_eight_to_twelve() -> None:
     p = params(REPEAT="auto")
-    assert (p.repeat, p.repeat_max) == (8, 12)       
+    assert (p.repeat.least, p.repeat.most) == (8, 12)
     p = params(REPEAT="auto", REPEAT_MIN="10", REPEAT_MAX="20")
-    assert (p.repeat, p.repeat_max) == (10, 20)      
+    assert (p.repeat.least, p.repeat.most) == (10, 20)
 
 
 def test_resampled_pairs_show_the_realized_rates() -> None:

@@ -115,7 +115,7 @@ def test_shared_cpus_are_allowed_with_a_warning() -> None:
 
 def test_new_settings_defaults_and_values() -> None:
     p = params()
-    assert p.repeat == 1 and p.warmup_auto and p.warmup_max_s == 60
+    assert p.repeat.least == p.repeat.most == 1 and not p.repeat.auto and p.warmup_auto and p.warmup_max_s == 60
     assert p.bind == "127.0.0.1" and p.backlog == 512 and p.probe and not p.force
     assert p.axis == "concurrency" and p.values == PUBLISHED_LEVELS and p.client_threads == 1
     v = params(CLIENT="vegeta", RATE="2000 1000")

@@ -19,6 +19,7 @@ from lab.measure.launch import Knobs, placeholders
 from lab.setup.fromenv import from_env
 from lab.setup.servers import Server, artifact_path, discover, is_built, load
 from lab.measure.verify import BODY
+from lab.record.probe import read_probe
 
 pytestmark = pytest.mark.unit
 
@@ -111,7 +112,7 @@ def test_markdown_table_and_json_round_trip(tmp_path: Path) -> None:
     good, bad = fake_report("good", True), fake_report("bad", False)
     assert good.still_answers and not bad.still_answers
     assert bad.stopped_after == "garbage" and good.stopped_after is None
-    md = bad.markdown()
+    md = probe.markdown(bad)
     assert md.count("\n| ") == len(probe.PROBES) and "400 Bad \\| Request" in md
     assert "stopped answering after garbage" in md
     text = probe.table({"good": good, "bad": bad})
@@ -121,7 +122,7 @@ def test_markdown_table_and_json_round_trip(tmp_path: Path) -> None:
     assert "| **still answers** | yes | **no** |" in text
     assert "busy" in lines[2] and "**✗**" in lines[2]             # garbage: unsettled, failed
     probe.save(bad, tmp_path / "probe.json")
-    back = probe.load_report(tmp_path / "probe.json")
+    back = read_probe(tmp_path / "probe.json")
     assert back == bad
     data = json.loads((tmp_path / "probe.json").read_text())
     assert data["still_answers"] is False and data["stopped_after"] == "garbage"
@@ -211,7 +212,7 @@ def probed(built: Build, tmp_path_factory: pytest.TempPathFactory) -> Probed:
             folder = tmp_path_factory.mktemp("probed")
             reports[name] = probe.probe_server(server, ROOT, CACHE, folder,
                                                knobs(free_port(), server), CPUS, REAL)
-            assert probe.load_report(folder / name / "probe.json") == reports[name]
+            assert read_probe(folder / name / "probe.json") == reports[name]
         return reports[name]
     return get
 
@@ -226,14 +227,14 @@ def test_every_repository_server_is_probed(name: str, probed: Probed) -> None:
     assert report.error == "", report.error
     assert [r.probe for r in report.results] == [p.name for p in probe.PROBES]
     assert report.elapsed_s < 60
-    assert report.still_answers and all(r.ran for r in report.results), report.markdown()
+    assert report.still_answers and all(r.ran for r in report.results), probe.markdown(report)
 
 
 @pytest.mark.real_server
 def test_nginx_survives_and_rejects_bad_requests(probed: Probed) -> None:
     report = probed("nginx")
     got = by_name(report)
-    assert report.still_answers, report.markdown()
+    assert report.still_answers, probe.markdown(report)
     assert got["garbage"].outcome.startswith("400")
     assert got["long-path"].outcome.startswith("414")
     assert got["pipelined"].outcome == "3 of 3 answered"
@@ -243,7 +244,7 @@ def test_nginx_survives_and_rejects_bad_requests(probed: Probed) -> None:
 @pytest.mark.real_server
 def test_undertow_survives(probed: Probed) -> None:
     report = probed("undertow")
-    assert report.still_answers, report.markdown()
+    assert report.still_answers, probe.markdown(report)
     assert by_name(report)["pipelined"].outcome == "3 of 3 answered"
 
 

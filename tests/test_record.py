@@ -24,6 +24,7 @@ from lab.analyse import analysis, wording
 from lab.present import indexpage, plot
 from lab.present.page import escaped
 from lab.record import files, folder, manifest, outputs, runrecord
+from lab.setup.params import Repeat
 
 pytestmark = pytest.mark.fault
 
@@ -375,7 +376,7 @@ def test_case6_a_rerun_records_what_it_overrode(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     [new] = [p for p in out.iterdir() if p.is_dir()]
     m = manifest.read_manifest(new)
-    assert m.settings["PORT"] == port and m.params.repeat == 1
+    assert m.settings["PORT"] == port and m.params.repeat == Repeat(1, 1)
     landed = "20261124-071349-sturdy+paced"          # the run id it was recorded under
     assert m.extra["rerun"]["of"] == landed
     assert m.extra["rerun"]["overridden"]["PORT"] == {"recorded": "18140", "given": port}

@@ -166,6 +166,22 @@ def test_only_the_java_images_need_the_labs_own_build() -> None:
     assert not docker.needs_build(params, found["ada-mini"])
 
 
+def test_runtime_docker_is_the_topology_the_settings_and_the_manifest_record(
+        tmp_path: Path) -> None:
+    """RUNTIME=docker picks the docker topology: the settings say so (not "local"),
+    and so does a manifest's params, of this lab or of one that recorded "local"."""
+    from lab.measure import topologies
+    from lab.record import checked, manifest
+    params = from_env({"SERVER": "aws", "RUNTIME": "docker"}, list(discover(ROOT)), ["siege"])
+    assert params.topology == "docker" == topologies.chosen(params).name
+    local = from_env({"SERVER": "aws"}, list(discover(ROOT)), ["siege"])
+    assert local.topology == "local" == topologies.chosen(local).name
+    rec = manifest.RunParams.parse(checked.obj(params.to_json(), tmp_path, "params"))
+    assert rec.topology == "docker"
+    old = {**params.to_json(), "topology": "local"}          # as a lab before this recorded it
+    assert manifest.RunParams.parse(checked.obj(old, tmp_path, "params")).topology == "docker"
+
+
 # ---------------------------------------------------------------- cgroups and rows
 
 def test_cgroup_memory_reads_v1_and_v2(tmp_path: Path) -> None:

@@ -88,7 +88,7 @@ def conditions(m: Manifest) -> str:
     threads = f", {c.threads} threads" if c.threads else ""
     return (f"{c.tool} {c.version}{threads}, connection {c.connection or '?'}, "
             f"{'' if m.extra.get('kind') == 'cost' else f'{p.duration_s}s/level, '}"
-            f"{p.repeat} rep, server CPU "
+            f"{p.repeat.text()} rep, server CPU "
             f"{m.pinning.server_cpus or '?'}, client CPU {m.pinning.client_cpus or '?'}, "
             f"{(m.topology or '?').split(' ')[0]}, {h.get('cpu_model', '?')}, "
             f"{h.get('cores', '?')} cores")
@@ -257,7 +257,7 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
     elif m.problems:                   # a later step's (make profile): the figures stand
         out.append(findings.LaterProblems(tuple(m.problems)))
     tool = m.client.tool
-    reps = m.params.repeat
+    reps = m.params.repeat.least
     for name, levels in stats.items():
         n = len(levels)
 
@@ -314,7 +314,7 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
     alpha = rule_of(m)[0]
     least = verdicts.starts_needed(ranked, alpha, paired_run=bool(paired_mode(m)))
     if least is not None and reps < least and len(stats) > 1 and \
-            not m.params.extra.get("repeat_auto"):
+            not m.params.repeat.auto:
         out.append(findings.FewRepetitions(reps, "pairs" if paired_mode(m) else "starts",
                                            least, alpha, ranked * (ranked - 1) // 2))
     if m.cgroups.get("used") is False:
@@ -391,7 +391,7 @@ def rule_of(m: Manifest) -> tuple[float, float]:
 
 def paired_mode(m: Manifest) -> str:
     """PAIRED of the run: "" (one server at a time), duet or rmit."""
-    return str(m.params.extra.get("paired") or "")
+    return m.params.paired or ""
 
 
 def seat_cpus(m: Manifest) -> tuple[bool, int]:
@@ -410,13 +410,9 @@ def seat_cpus(m: Manifest) -> tuple[bool, int]:
 
 
 def looks_of(m: Manifest) -> verdicts.LookSchedule:
-    """REPEAT=auto (params repeat_auto, with repeat, the minimum, and
-    repeat_max): a look after every start from the minimum on; else one look."""
-    p = m.params
-    most = p.extra.get("repeat_max")
-    if p.extra.get("repeat_auto") is True and isinstance(most, int):
-        return verdicts.LookSchedule(p.repeat, most)
-    return verdicts.LookSchedule()
+    """REPEAT=auto: a look after every start from the minimum on; else one look."""
+    r = m.params.repeat
+    return verdicts.LookSchedule(r.least, r.most) if r.auto else verdicts.LookSchedule()
 
 
 def of(run: Path, cost_runs: list[Path] | None = None) -> tuple[RunRecord, Analysis]:

@@ -11,19 +11,22 @@ lab.analyse.gate; what `make compare` writes and prints, lab.present.compare.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lab.analyse import analysis, costview, verdicts
 from lab.analyse.metrics import LevelStats, Spread
-from lab.record import files, manifest
+from lab.record import files
+from lab.record.manifest import Manifest
 from lab.record.rows import CSV
 from lab.setup.reason import Reason
 
 Stats = dict[str, list[LevelStats]]
-Manifest = dict[str, Any]          # a run's manifest as JSON (manifest.Manifest.to_json)
 Costs = costview.CostAnalysis | None
+# one condition of a run: what it is called, and its value in a manifest (None: not recorded)
+Condition = tuple[str, Callable[[Manifest], object]]
 
 
 # ---- conditions ---------------------------------------------------------------
@@ -51,44 +54,50 @@ def shown(value: Any) -> str:
     return str(value)
 
 
+# The conditions several readers compare (lab.analyse.floors, lab.analyse.history).
+TOPOLOGY: Condition = ("topology", lambda m: m.topology)
+CLIENT: Condition = ("client tool", lambda m: m.client.tool)
+CONNECTION: Condition = ("connection mode", lambda m: m.client.connection)
+SERVER_CPUS: Condition = ("server CPUs (pinning)", lambda m: m.pinning.server_cpus)
+CLIENT_CPUS: Condition = ("client CPUs (pinning)", lambda m: m.pinning.client_cpus)
+AXIS: Condition = ("swept axis", lambda m: m.params.axis)
+CORES: Condition = ("host CPU count", lambda m: m.host.get("cores"))
+HOSTNAME: Condition = ("host", lambda m: m.host.get("hostname"))
+
 # Conditions that decide the figures: a difference refuses the comparison.
-MATTERS: list[tuple[str, str]] = [
-    ("host CPU count", "host.cores"),
-    ("usable CPUs", "host.usable_cpus"),
-    ("topology", "topology"),
-    ("client tool", "client.tool"),
-    ("connection mode", "client.connection"),
-    ("swept axis", "params.axis"),
+MATTERS: list[Condition] = [
+    CORES,
+    ("usable CPUs", lambda m: m.host.get("usable_cpus")),
+    TOPOLOGY, CLIENT, CONNECTION, AXIS,
 ]
 
 # Conditions that may move the figures: listed, never refused.
-MAY_MATTER: list[tuple[str, str]] = [
-    ("kernel", "host.kernel"),
-    ("OS", "host.os"),
-    ("CPU model", "host.cpu_model"),
-    ("memory GB", "host.memory_gb"),
-    ("client version", "client.version"),
-    ("client threads", "client.threads"),
-    ("server CPUs (pinning)", "pinning.server_cpus"),
-    ("client CPUs (pinning)", "pinning.client_cpus"),
-    ("duration per level (s)", "params.duration_s"),
-    ("repetitions", "params.repeat"),
-    ("warm-up auto", "params.warmup_auto"),
-    ("warm-up (s)", "params.warmup_s"),
-    ("warm-up cap (s)", "params.warmup_max_s"),
-    ("server workers", "params.workers"),
-    ("accept backlog", "params.backlog"),
-    ("lab commit", "lab.commit"),
-    ("lab tree dirty", "lab.dirty"),
-    ("run status", "status"),
+MAY_MATTER: list[Condition] = [
+    ("kernel", lambda m: m.host.get("kernel")),
+    ("OS", lambda m: m.host.get("os")),
+    ("CPU model", lambda m: m.host.get("cpu_model")),
+    ("memory GB", lambda m: m.host.get("memory_gb")),
+    ("client version", lambda m: m.client.version),
+    ("client threads", lambda m: m.client.threads),
+    SERVER_CPUS, CLIENT_CPUS,
+    ("duration per level (s)", lambda m: m.params.duration_s),
+    ("repetitions", lambda m: m.params.repeat.text()),
+    ("warm-up auto", lambda m: m.params.warmup_auto),
+    ("warm-up (s)", lambda m: m.params.warmup_s),
+    ("warm-up cap (s)", lambda m: m.params.warmup_max_s),
+    ("server workers", lambda m: m.params.workers),
+    ("accept backlog", lambda m: m.params.backlog),
+    ("lab commit", lambda m: m.lab.get("commit")),
+    ("lab tree dirty", lambda m: m.lab.get("dirty")),
+    ("run status", lambda m: m.status),
 ]
 
 
-def path_differences(ma: Manifest, mb: Manifest, paths: list[tuple[str, str]],
-                     matters: bool) -> list[Difference]:
+def condition_differences(ma: Manifest, mb: Manifest, conditions: list[Condition],
+                          matters: bool) -> list[Difference]:
     out = []
-    for what, path in paths:
-        a, b = manifest.manifest_value(ma, path), manifest.manifest_value(mb, path)
+    for what, of in conditions:
+        a, b = of(ma), of(mb)
         if a != b:
             out.append(Difference(what, shown(a), shown(b), matters))
     return out
@@ -96,21 +105,20 @@ def path_differences(ma: Manifest, mb: Manifest, paths: list[tuple[str, str]],
 
 def tool_differences(ma: Manifest, mb: Manifest) -> list[Difference]:
     """Every tool version recorded by either run (siege, wrk, java, nginx, ...)."""
-    ta, tb = ma.get("tools") or {}, mb.get("tools") or {}
+    ta, tb = ma.tools, mb.tools
     return [Difference(f"{name} version", shown(ta.get(name)), shown(tb.get(name)), False)
             for name in sorted(set(ta) | set(tb)) if ta.get(name) != tb.get(name)]
 
 
 def server_differences(ma: Manifest, mb: Manifest) -> list[Difference]:
     """Framework version and recorded facts (java_version, ...) of servers in both runs."""
-    sa, sb = ma.get("servers") or {}, mb.get("servers") or {}
     out = []
-    for name in [n for n in sa if n in sb]:
-        a, b = sa[name], sb[name]
-        if a.get("version") != b.get("version"):
-            out.append(Difference(f"{name} framework version", shown(a.get("version")),
-                                  shown(b.get("version")), False))
-        fa, fb = a.get("facts") or {}, b.get("facts") or {}
+    for name in [n for n in ma.servers if n in mb.servers]:
+        a, b = ma.servers[name], mb.servers[name]
+        if a.version != b.version:
+            out.append(Difference(f"{name} framework version", shown(a.version or None),
+                                  shown(b.version or None), False))
+        fa, fb = a.facts or {}, b.facts or {}
         for key in sorted(set(fa) | set(fb)):
             if fa.get(key) != fb.get(key):
                 out.append(Difference(f"{name} {key}", shown(fa.get(key)),
@@ -121,7 +129,7 @@ def server_differences(ma: Manifest, mb: Manifest) -> list[Difference]:
 def load_difference(ma: Manifest, mb: Manifest) -> list[Difference]:
     """The 1-minute load average at the start, when it differs at one decimal."""
     def first(m: Manifest) -> str:
-        load = manifest.manifest_value(m, "host.load_average_at_start")
+        load = m.host.get("load_average_at_start")
         return f"{load[0]:.1f}" if isinstance(load, list) and load else shown(None)
     a, b = first(ma), first(mb)
     return [] if a == b else [Difference("load average at start (1 min)", a, b, False)]
@@ -131,17 +139,15 @@ def paired_difference(ma: Manifest, mb: Manifest) -> list[Difference]:
     """A paired run's figures are each server's beside the other (PAIRED:
     under duet, a shared CPU), not its own on the host: against a run of
     one server at a time, or of the other design, they matter."""
-    def mode(m: Manifest) -> str:
-        return str(manifest.manifest_value(m, "params.paired") or "")
-    a, b = mode(ma), mode(mb)
+    a, b = ma.params.paired or "", mb.params.paired or ""
     alone = "(one server at a time)"
     return [] if a == b else [Difference("paired runs (PAIRED)", a or alone, b or alone, True)]
 
 
 def differences(ma: Manifest, mb: Manifest) -> list[Difference]:
     """What differs between the runs' conditions: those that matter first."""
-    return (paired_difference(ma, mb) + path_differences(ma, mb, MATTERS, True)
-            + path_differences(ma, mb, MAY_MATTER, False)
+    return (paired_difference(ma, mb) + condition_differences(ma, mb, MATTERS, True)
+            + condition_differences(ma, mb, MAY_MATTER, False)
             + tool_differences(ma, mb) + server_differences(ma, mb)
             + load_difference(ma, mb))
 
@@ -255,7 +261,7 @@ def load(run: Path) -> tuple[Manifest, Stats, Costs] | str:
         return str(e)
     if not a.stats and a.costs is None:
         return f"{run} has no measured levels ({CSV} is missing or empty)"
-    return rec.manifest.to_json(), a.stats, a.costs
+    return rec.manifest, a.stats, a.costs
 
 
 def why_not_two_runs(a: Path, b: Path, ma: Manifest, mb: Manifest) -> Reason:
@@ -268,7 +274,7 @@ def why_not_two_runs(a: Path, b: Path, ma: Manifest, mb: Manifest) -> Reason:
                 "this host's own spread)")
     rows = [(r / CSV).read_bytes() if (r / CSV).is_file() else b""
             for r in (a, b)]
-    if ma.get("run_id") == mb.get("run_id") and rows[0] == rows[1]:
-        return (f"warning: A and B hold the same measurements (run {ma.get('run_id')} and a "
+    if ma.run_id == mb.run_id and rows[0] == rows[1]:
+        return (f"warning: A and B hold the same measurements (run {ma.run_id} and a "
                 "copy of it): every ratio is 1.000")
     return None

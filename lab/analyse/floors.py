@@ -22,30 +22,23 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from lab.analyse.diff import (AXIS, CLIENT, CLIENT_CPUS, CONNECTION, CORES, HOSTNAME,
+                              SERVER_CPUS, TOPOLOGY, Condition)
 from lab.record import files
-from lab.record.manifest import manifest_value
+from lab.record.manifest import Manifest
 
 FOLDER = "noise"
 SCHEMA = 1
 
-# The conditions a floor is taken under, as paths into a run's manifest: a
-# floor applies to a comparison only when both runs match it on each.
-CONDITIONS: tuple[tuple[str, str], ...] = (
-    ("host", "host.hostname"),
-    ("host CPU count", "host.cores"),
-    ("topology", "topology"),
-    ("client tool", "client.tool"),
-    ("connection mode", "client.connection"),
-    ("server CPUs (pinning)", "pinning.server_cpus"),
-    ("client CPUs (pinning)", "pinning.client_cpus"),
-    ("swept axis", "params.axis"),
-)
+# The conditions a floor is taken under (lab.analyse.diff's, each named as the
+# floor keeps it): a floor applies to a comparison only when both runs match it on each.
+CONDITIONS: tuple[Condition, ...] = (
+    HOSTNAME, CORES, TOPOLOGY, CLIENT, CONNECTION, SERVER_CPUS, CLIENT_CPUS, AXIS)
 
 
-
-def conditions_of(manifest: dict[str, Any]) -> dict[str, Any]:
+def conditions_of(m: Manifest) -> dict[str, object]:
     """The conditions of CONDITIONS, as a run's manifest records them."""
-    return {what: manifest_value(manifest, path) for what, path in CONDITIONS}
+    return {what: of(m) for what, of in CONDITIONS}
 
 
 @dataclass(frozen=True)
@@ -126,15 +119,15 @@ def add(cache: Path, floor: Floor) -> Path:
     return path
 
 
-def mismatches(floor: Floor, manifest: dict[str, Any]) -> list[str]:
+def mismatches(floor: Floor, m: Manifest) -> list[str]:
     """The conditions on which a run differs from the floor's."""
-    run = conditions_of(manifest)
+    run = conditions_of(m)
     return [f"{what}: floor {json.dumps(floor.conditions.get(what))}, run "
             f"{json.dumps(run.get(what))}"
             for what, _ in CONDITIONS if floor.conditions.get(what) != run.get(what)]
 
 
-def matching(cache: Path | None, server: str, manifests: tuple[dict[str, Any], ...]
+def matching(cache: Path | None, server: str, manifests: tuple[Manifest, ...]
              ) -> tuple[Floor | None, str]:
     """The newest floor of server taken under the conditions of every run
     given, or None; and a sentence saying which, or why none."""

@@ -24,9 +24,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from lab.analyse import costview, decide, floors, metrics, policy, reasons, verdicts
-from lab.analyse.diff import Manifest, Stats
+from lab.analyse.diff import Stats
 from lab.analyse.metrics import LevelStats
-from lab.record import manifest
+from lab.record.manifest import Manifest
 from lab.setup.exits import Exit
 from lab.setup.servers import ServerSpec
 
@@ -154,8 +154,8 @@ def widen_of(m: Manifest) -> float:
     """The lab's CPUs over the server's (pinning.server_cpus and
     client_cpus, CPU lists as taskset takes them); 2 when not recorded."""
     try:
-        server = reasons.cpus(str(manifest.manifest_value(m, "pinning.server_cpus") or ""))
-        client = reasons.cpus(str(manifest.manifest_value(m, "pinning.client_cpus") or ""))
+        server = reasons.cpus(m.pinning.server_cpus)
+        client = reasons.cpus(m.pinning.client_cpus)
     except ValueError:
         return 2.0
     return (server + client) / server if server and client else 2.0
@@ -302,8 +302,7 @@ def of(sa: Stats, sb: Stats, costs: tuple[costview.CostAnalysis | None,
     across = across_checks(sa, sb, wanted, ms, settings, cache)
     each = decide.family_alpha(settings.alpha / 2, family_size(sa, sb, ca, cb, wanted, ms))
     for name in dict.fromkeys(servers):
-        if ServerSpec.parse(name).variant is None and any(
-                manifest.manifest_value(m, f"servers.{name}.role") == "ceiling" for m in ms):
+        if any(m.role(name) == "ceiling" for m in ms):
             in_b = {s.value for s in sb.get(name, [])}
             checks += [GateCheck(name, s.value, metric, NOT_APPLICABLE, None, None, None,
                                  "the ceiling reference is not gated: it measures the host and "
@@ -399,8 +398,7 @@ def across_checks(sa: Stats, sb: Stats, wanted: tuple[str, ...],
     their number."""
     planned: list[PlannedCheck] = []
     for name in sa:
-        if name not in sb or any(manifest.manifest_value(m, f"servers.{name}.role") == "ceiling"
-                                 for m in ms):
+        if name not in sb or any(m.role(name) == "ceiling" for m in ms):
             continue
         at_b = {s.value: s for s in sb[name]}
         common = [(a, at_b[a.value]) for a in sa[name] if a.value in at_b]
@@ -455,8 +453,7 @@ def family_size(sa: Stats, sb: Stats, ca: dict[tuple[str, int], costview.LevelCo
     (not the ceiling), before any is judged."""
     n = 0
     for name in sa:
-        if name not in sb or any(manifest.manifest_value(m, f"servers.{name}.role") == "ceiling"
-                                 for m in ms):
+        if name not in sb or any(m.role(name) == "ceiling" for m in ms):
             continue
         at_b = {s.value: s for s in sb[name]}
         for a in sa[name]:

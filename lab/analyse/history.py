@@ -25,21 +25,23 @@ from typing import Any
 
 from lab.setup.paths import PLOTS
 from lab.analyse import analysis, metrics
+from lab.analyse.diff import HOSTNAME, TOPOLOGY, Condition
 from lab.analyse.gate import UNCLEAN
-from lab.record import files, manifest, outputs, runcache
+from lab.record import files, outputs, runcache
+from lab.record.manifest import MANIFEST, Manifest
 from lab.analyse.wording import gp_quote
 from lab.setup.servers import ServerSpec
 from lab.setup.markdown import Row, Span, Table
 
 
 # What makes two runs one series: a change of any breaks the line.
-CONDITIONS: tuple[tuple[str, str], ...] = (
-    ("client", "client.tool"),
-    ("connection", "client.connection"),
-    ("topology", "topology"),
-    ("server CPUs", "pinning.server_cpus"),
-    ("client CPUs", "pinning.client_cpus"),
-    ("host", "host.hostname"),
+CONDITIONS: tuple[Condition, ...] = (
+    ("client", lambda m: m.client.tool),
+    ("connection", lambda m: m.client.connection),
+    TOPOLOGY,
+    ("server CPUs", lambda m: m.pinning.server_cpus),
+    ("client CPUs", lambda m: m.pinning.client_cpus),
+    HOSTNAME,
 )
 
 
@@ -66,13 +68,11 @@ class Point:
 
 
 
-def conditions(m: dict[str, Any], server: str) -> tuple[tuple[str, str], ...]:
-    found = [(what, str(manifest.manifest_value(m, path) or "?")) for what, path in CONDITIONS]
+def conditions(m: Manifest, server: str) -> tuple[tuple[str, str], ...]:
+    found = [(what, str(of(m) or "?")) for what, of in CONDITIONS]
     # a paired run's figures are each server's beside the other (PAIRED): a series of their own
-    found.append(("paired", str(manifest.manifest_value(m, "params.paired") or "no")))
-    version = manifest.manifest_value(m, f"servers.{server}.version") \
-        if ServerSpec.parse(server).variant is None else None
-    return tuple(found + [("server version", str(version or "?"))])
+    found.append(("paired", m.params.paired or "no"))
+    return tuple(found + [("server version", m.server(server).version or "?")])
 
 
 def point_json(p: Point) -> dict[str, Any]:
@@ -98,7 +98,7 @@ def point_of(d: Any) -> Point:
 def run_points(run: Path) -> list[Point]:
     """One point per server the run measured (aliases of make noise left out)."""
     rec, a = analysis.of(run, cost_runs=[])     # a point needs no other run's cost
-    m = rec.manifest.to_json()
+    m = rec.manifest
     costs: dict[str, float] = {}
     if a.costs is not None:
         for s in a.costs.servers:
@@ -133,7 +133,7 @@ def points(results_dir: Path, unreadable: dict[str, str] | None = None,
     cache = runcache.RunCache(results_dir) if cache is None else cache
     for run in sorted(results_dir.iterdir()):
         if run.name.startswith(".") or not run.is_dir() or \
-                not os.path.lexists(run / manifest.MANIFEST):
+                not os.path.lexists(run / MANIFEST):
             continue
         got, broken = cached_points(cache, run)
         if broken:

@@ -62,7 +62,7 @@ def plan(m: Manifest, loaded: list[str], a: Analysis | None) -> Next:
     what the run has recorded; `a` is its analysis (REPEAT=auto, past the
     minimum). A paired run (PAIRED) starts its two servers together: a round
     is one start pair, "A+B" (lab.measure.pair)."""
-    mode = str(m.params.extra.get("paired") or "")
+    mode = m.params.paired or ""
     if not mode:
         return rounds(m, loaded, a)
     if len(loaded) != 2:
@@ -79,9 +79,7 @@ def plan(m: Manifest, loaded: list[str], a: Analysis | None) -> Next:
 def rounds(m: Manifest, loaded: list[str], a: Analysis | None) -> Next:
     """The next round of starts of a run of one server at a time."""
     p = m.params
-    auto = bool(p.extra.get("repeat_auto"))
-    first = p.repeat
-    most = int(p.extra.get("repeat_max") or first) if auto else first
+    auto, first, most = p.repeat.auto, p.repeat.least, p.repeat.most
     have = {s: done(m, s) for s in loaded}
     fewest = min((n for n, _ in have.values()), default=0)
     round_no = fewest + 1

@@ -72,9 +72,9 @@ def cmd_check(_: argparse.Namespace) -> int:
     problem = folder.why_not_writable(ROOT / params.results)     # before deps or builds run
     if problem:
         raise ConfigError(f"RESULTS={params.results}: {problem}; choose a writable place")
-    if params.topology == "local":
+    if params.topology in ("local", "docker"):
         procs.check_local_address("BIND", params.bind)      # an address of this host
-    if params.topology == "local" and params.runtime == "process":
+    if params.topology == "local":
         procs.check_port_free(params.port, params.bind)   # other topologies: in `lab up`
     stepcheck.warn(notes)
     for name, why in sorted(servers.broken.items()):     # those asked for: refused above
@@ -105,19 +105,19 @@ def family_need(p: Params, servers: int) -> str:
         return ""
     pairs = servers * (servers - 1) // 2
     unit = "start pairs" if p.paired else "starts a side"
-    looks = verdicts.LookSchedule(p.repeat, p.repeat_max) if p.repeat_auto else \
-        verdicts.LookSchedule()
+    r = p.repeat
+    looks = verdicts.LookSchedule(r.least, r.most) if r.auto else verdicts.LookSchedule()
     need = verdicts.starts_needed(servers, p.alpha, looks, bool(p.paired))
     fam = f"{pairs} pair{'s' * (pairs != 1)} at α={pct(100 * p.alpha)}%" + (
         f" split to {pct(100 * p.alpha / pairs)}% a pair" if pairs > 1 else "")
     if need is None:
-        return (f" | verdicts: {fam}: no look up to REPEAT_MAX={p.repeat_max} can decide "
+        return (f" | verdicts: {fam}: no look up to REPEAT_MAX={r.most} can decide "
                 "(raise REPEAT_MAX)")
-    if p.repeat_auto:
+    if r.auto:
         return (f" | verdicts: {fam}: from {need} {unit} (REPEAT=auto spreads α over its "
                 "looks)")
-    short = "" if p.repeat >= need else \
-        f", REPEAT={p.repeat} cannot (every pair would stay undecided)"
+    short = "" if r.least >= need else \
+        f", REPEAT={r.least} cannot (every pair would stay undecided)"
     return f" | verdicts: {fam}: {need} {unit} can decide{short}"
 
 
@@ -132,16 +132,17 @@ def plan(p: Params, bind: str | None = None, servers: int = 0) -> str:
     else:
         load = f"c={p.load[0]}" if p.load_axis == "concurrency" else f"rate={p.load[0]}/s"
         sweep = f"{p.axis} {' '.join(map(str, p.values))} at {load}"
-    reps = (f" x REPEAT=auto ({p.repeat} starts each, then one more at a time for pairs still "
-            f"undecided, up to {p.repeat_max}; ABBA order)" if p.repeat_auto
-            else f" x {p.repeat} repetitions (interleaved, ABBA order)" if p.repeat > 1 else "")
+    r = p.repeat
+    reps = (f" x REPEAT=auto ({r.least} starts each, then one more at a time for pairs still "
+            f"undecided, up to {r.most}; ABBA order)" if r.auto
+            else f" x {r.least} repetitions (interleaved, ABBA order)" if r.least > 1 else "")
     if p.paired:
         how = ("both loaded at the same moment, PORT and PORT+1" if p.paired == "duet" else
                "both up, each level in alternating slices of one at a time")
-        count = (f"REPEAT=auto: {p.repeat} start pairs, then one at a time while undecided, up "
-                 f"to {p.repeat_max}" if p.repeat_auto else f"{p.repeat} start pairs")
+        count = (f"REPEAT=auto: {r.least} start pairs, then one at a time while undecided, up "
+                 f"to {r.most}" if r.auto else f"{r.least} start pairs")
         reps = f" x {count} (PAIRED={p.paired}: {how}; seats swapped every other pair)"
-    where = bind or (p.bind if p.topology == "local" else p.server_host if p.topology == "ssh"
+    where = bind or (p.bind if p.topology in ("local", "docker") else p.server_host if p.topology == "ssh"
                      else f"({p.topology} address)")
     if ":" in where and not where.startswith("(") and "@" not in where:
         where = f"[{where}]"                     # an IPv6 address, as in a URL

@@ -107,9 +107,8 @@ def cmd_next(args: argparse.Namespace) -> int:
     from lab.analyse import nextstarts
     run = held(args)
     m = manifest.read_manifest(run)
-    auto = bool(m.params.extra.get("repeat_auto"))
-    past_min = auto and min((nextstarts.done(m, s)[0] for s in args.servers),
-                            default=0) >= m.params.repeat
+    past_min = m.params.repeat.auto and min((nextstarts.done(m, s)[0] for s in args.servers),
+                                            default=0) >= m.params.repeat.least
     a = None
     if past_min:                 # the analysis (and its imports) only when it decides
         from lab.analyse import analysis
@@ -194,7 +193,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     try:
         work()
         for sweep in sides:
-            sweep.save(status="complete" if args.rep >= params.repeat else "running",
+            sweep.save(status="complete" if args.rep >= params.repeat.least else "running",
                        reps_done=args.rep)
         return 0
     except (SweepError, procs.PortBusy, procs.NotReady, topologies.HostLost) as e:
@@ -209,7 +208,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     for sweep in sides:
         if sweep.start_record:
             sweep.start_record["status"] = status
-    where = f"{args.server} (rep {args.rep})" if params.repeat > 1 else args.server
+    where = f"{args.server} (rep {args.rep})" if params.repeat.most > 1 else args.server
     try:
         with files.last_words():
             for sweep in sides:
@@ -226,9 +225,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def not_measured(m: manifest.Manifest) -> list[str]:
-    """Each server and repetition the run did not measure to its end, with why."""
+    """Each server and repetition the run did not measure to its end, with why
+    (REPEAT=auto: the minimum; a start past it was not owed)."""
     missing = []
-    repeat = m.params.repeat
+    repeat = m.params.repeat.least
     for name in m.params.servers:
         rec = m.servers.get(name)
         if rec is None:

@@ -95,7 +95,7 @@ class PairSweep:
         mine = replace(p, port=seat.port, server_cpus=seat.server_cpus,
                        client_cpus=seat.client_cpus)
         sweep = ServerSweep(root, cache, self.run, server, mine, client, self.rep)
-        most = f"up to {p.repeat_max}" if p.repeat_auto else str(p.repeat)
+        most = f"up to {p.repeat.most}" if p.repeat.auto else str(p.repeat.least)
         sweep.tag = f"[{server.name} pair {self.rep}/{most} {p.paired} seat {seat.number}]"
         return sweep
 

@@ -99,9 +99,10 @@ class ServerSweep:
         self.params, self.client, self.rep = params, client, rep
         self.topology = topology or topologies.current(params)
         self.out = run / server.name
-        self.tag = f"[{server.name}]" if params.repeat == 1 and not params.repeat_auto else \
-            f"[{server.name} rep {rep}, up to {params.repeat_max}]" if params.repeat_auto else \
-            f"[{server.name} rep {rep}/{params.repeat}]"
+        r = params.repeat
+        self.tag = f"[{server.name}]" if r.most == 1 else \
+            f"[{server.name} rep {rep}, up to {r.most}]" if r.auto else \
+            f"[{server.name} rep {rep}/{r.least}]"
         self.start_record: dict[str, Any] = {}
         # the verified answer to the client's request, this start's (its size is
         # what each level's bytes per response are checked against)

@@ -21,11 +21,12 @@ from typing import Any, Callable
 
 from lab.setup.paths import PLOTS
 from lab.analyse import analysis, diff, gate
-from lab.analyse.diff import Comparison, Difference, Manifest, Stats
+from lab.analyse.diff import Comparison, Difference, Stats
 from lab.analyse.gate import Gate, GateSettings
 from lab.analyse.wording import axis_label, gp_quote, ratio as times, median_range, xlabel
 from lab.present import comparepage, indexpage, junit, lead
-from lab.record import files, folder, manifest
+from lab.record import files, folder
+from lab.record.manifest import Manifest
 from lab.setup.exits import Exit
 from lab.setup.markdown import Table, md_text
 from lab.setup.reason import Reason
@@ -37,7 +38,7 @@ EXIT_REFUSED = int(Exit.BAD_INPUT)
 
 def level_column(m: Manifest) -> str:
     """The tables' column of the swept axis a manifest records ("c", ...)."""
-    return axis_label(str(manifest.manifest_value(m, "params.axis") or "level"))
+    return axis_label(m.params.axis or "level")
 
 
 def row_said(c: Comparison, g: Gate | None) -> tuple[str, str]:
@@ -77,16 +78,16 @@ def other_ratios(rows: list[Comparison], level: str) -> list[str]:
 
 
 def conditions(m: Manifest) -> str:
-    return analysis.conditions(manifest.parse_manifest(m, Path(manifest.MANIFEST)))
+    return analysis.conditions(m)
 
 
 def lead_line(m: Manifest, g: Gate | None) -> str:
     """The first line of compare.md and compare.html (lab.present.lead)."""
-    return lead.compare_line(manifest.parse_manifest(m, Path(manifest.MANIFEST)), g)
+    return lead.compare_line(m, g)
 
 
 def run_id(run: Path, m: Manifest) -> str:
-    return str(m.get("run_id") or run.name)
+    return m.run_id or run.name
 
 
 NOTE = ("Verdicts: by requests/s (open loop: by p99 latency), through the lab's one "
@@ -138,7 +139,7 @@ def as_json(ids: tuple[str, str], runs: tuple[Path, Path], ms: tuple[Manifest, M
     side = [{"run_id": ids[i], "path": str(runs[i]), "conditions": conditions(ms[i])}
             for i in (0, 1)]
     return {"made": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "a": side[0], "b": side[1], "axis": manifest.manifest_value(ms[0], "params.axis"),
+            "a": side[0], "b": side[1], "axis": ms[0].params.axis,
             "forced": forced,
             "warnings": [d.text() for d in diffs if d.matters],
             "differences": [asdict(d) for d in diffs],
@@ -173,7 +174,7 @@ def chart(out: Path, stats: tuple[Stats, Stats], ids: tuple[str, str],
         return "no server was measured in both runs"
     export(out, stats[0], "a", servers)
     export(out, stats[1], "b", servers)
-    axis = str(manifest.manifest_value(ms[0], "params.axis") or "")
+    axis = ms[0].params.axis
     ticks = " ".join(str(v) for v in sorted({s.value for st in stats for n in servers
                                              for s in st[n]}))
     for fmt in ("png", "svg"):

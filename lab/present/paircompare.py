@@ -51,16 +51,15 @@ def main(run: Path, out_root: Path, settings: GateSettings) -> int:
     shared, cpus = analysis.seat_cpus(m)
     at = sorted({s.value for n in servers for s in a.stats[n]})
     g = pairgate.of({n: a.stats[n] for n in servers}, at, mode, shared, cpus, settings)
-    raw = m.to_json()
-    rid = run_id(run, raw)
+    rid = run_id(run, m)
     ids = (f"{rid}:{servers[0]}", f"{rid}:{servers[1]}")
     text = (f"# Paired gate: {servers[1]} (B) against {servers[0]} (A), run {rid}\n\n"
-            f"Conditions: {conditions(raw)}\n\n" + "\n".join(gate_lines(g)) + "\n")
+            f"Conditions: {conditions(m)}\n\n" + "\n".join(gate_lines(g)) + "\n")
     out = folder.new_folder(out_root, f"compare-{rid}-paired")
     try:
         files.write_atomic(out / "compare.md", text)
         junit.write(out / "compare.xml", g, ids, "c")
-        side = [{"run_id": i, "path": str(run), "conditions": conditions(raw)} for i in ids]
+        side = [{"run_id": i, "path": str(run), "conditions": conditions(m)} for i in ids]
         files.write_json(out / "compare.json", {
             "made": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "a": side[0], "b": side[1],
             "paired": mode, "axis": m.params.axis, "gate": asdict(g)})

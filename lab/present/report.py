@@ -19,6 +19,7 @@ from lab.analyse.wording import (DASH, axis_label, csv_cell, median_range, perce
 from lab.setup.markdown import Table, md_code, md_text
 from lab.analyse.metrics import JIT_QUIET_PER_S, LevelStats
 from lab.record.manifest import Manifest, Warmup
+from lab.record.probe import ProbeReport
 from lab.record.runrecord import RunRecord
 
 
@@ -121,12 +122,12 @@ def jit_part(warmups: list[Warmup]) -> str:
     return out + (f"; JIT unavailable: {'; '.join(errors)}" if errors else "")
 
 
-def probe_section(probes: dict[str, dict[str, Any] | str]) -> list[str]:
+def probe_section(probes: dict[str, ProbeReport | str]) -> list[str]:
     """The robustness probe's table (lab.analyse.probeview, from each <server>/probe.json)
     and one verdict line per server."""
     if not probes:
         return []
-    good = {n: p for n, p in probes.items() if isinstance(p, dict) and "results" in p}
+    good = {n: p for n, p in probes.items() if isinstance(p, ProbeReport) and p.results}
     lines = [probeview.table(good)] if good else []
     for name, p in probes.items():
         if isinstance(p, str):

@@ -7,6 +7,7 @@ one-sentence meaning (lab.analyse.metrics.FLAGS)."""
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from typing import Any
 from lab.analyse import (analysis, costview, findings, memsplit, metrics, probeview,
                          profileview, sends)
 from lab.record import calibration, files, outputs
-from lab.record.probe import probe_files
+from lab.record.probe import ProbeReport, ProbeResult, probe_files
 from lab.analyse.analysis import Analysis
 from lab.analyse.wording import (DASH, figure, median_range, percentile_mark,
                                  percentiles_said, spread_text)
@@ -253,56 +254,43 @@ def facts_text(facts: object) -> str:
     return "; ".join(out) or DASH
 
 
-PROBE_KEYS = {"probe", "title", "name", "ran", "outcome", "cpu_s", "elapsed_s", "settled_s",
-              "answers_after", "error_after", "recovered_s", "facts", "breaches_after"}
-
-
-def probe_row(r: dict[str, Any]) -> list[str]:
-    """One probe, every value worded and rounded (a record of another shape:
-    its other fields worded beside what was sent)."""
-    title = r.get("title") or r.get("probe") or r.get("name") or "?"
-    if not r.get("ran", True):
-        return [escaped(title), "not run"] + [DASH] * 5
-    others = {k: v for k, v in r.items() if k not in PROBE_KEYS}
-    given = r.get("facts")
-    facts: dict[str, Any] = {**(given if isinstance(given, dict) else {}), **others}
-    after = "yes" if r.get("answers_after") else \
-        f"no: {r.get('error_after') or 'it did not answer'}"
-    recovered = r.get("recovered_s")
-    return [escaped(title), escaped(r.get("outcome", DASH)), escaped(after),
-            escaped(seconds(r.get("settled_s")) if r.get("settled_s") is not None
+def probe_row(r: ProbeResult) -> list[str]:
+    """One probe, every value worded and rounded."""
+    if not r.ran:
+        return [escaped(r.title), "not run"] + [DASH] * 5
+    after = "yes" if r.answers_after else f"no: {r.error_after or 'it did not answer'}"
+    return [escaped(r.title), escaped(r.outcome or DASH), escaped(after),
+            escaped(seconds(r.settled_s) if r.settled_s is not None
                     else "not within the probe's wait"),
-            escaped(seconds(recovered) if recovered is not None else DASH),
-            escaped(seconds(r.get("cpu_s"))), escaped(facts_text(facts))]
+            escaped(seconds(r.recovered_s) if r.recovered_s is not None else DASH),
+            escaped(seconds(r.cpu_s)), escaped(facts_text(r.facts))]
 
 
-def probe_html(probe: dict[str, Any] | str | None, name: str = "") -> str:
+def probe_html(probe: ProbeReport | str | None, name: str = "") -> str:
     """A server's probe.json: its outcome in words, one worded row per probe,
-    and the raw record (limits, internals) behind a <details> element; a str:
-    why it is unreadable."""
+    and the record's other fields (limits, waits) behind a <details> element;
+    a str: why it is unreadable."""
     if probe is None:
         return ""
     if isinstance(probe, str):
         return f'<h3>Robustness probe</h3><p class="muted">probe.json unreadable: {escaped(probe)}</p>'
-    data: Any = probe
-    inner = next((v for v in data.values() if isinstance(v, list)
-                  and all(isinstance(x, dict) for x in v)), None)
-    rest = [(k, v) for k, v in data.items() if v is not inner]
-    said = probeview.outcome(name or str(data.get("server", "?")), data)
+    said = probeview.outcome(name or probe.server, probe)
     head = (f"<p><b>{escaped(said.text())}</b>. The probe took "
-            f"{escaped(seconds(data.get('elapsed_s'), 1))}, the server's CPU "
-            f"{escaped(seconds(data.get('cpu_s')))}; the final check of GET /api "
-            f"{'passed' if data.get('final_ok') else 'failed'}"
-            + (f": {escaped(data.get('final_error'))}" if data.get("final_error") else "")
+            f"{escaped(seconds(probe.elapsed_s, 1))}, the server's CPU "
+            f"{escaped(seconds(probe.cpu_s))}; the final check of GET /api "
+            f"{'passed' if probe.final_ok else 'failed'}"
+            + (f": {escaped(probe.final_error)}" if probe.final_error else "")
             + ".</p>")
-    items = [x for x in (inner or []) if isinstance(x, dict)]
     body = table(["probe", "outcome", "answers GET /api after", "settled in", "recovered in",
-                  "server CPU", "what was sent"], [probe_row(x) for x in items],
-                 numeric={3, 4, 5}, cls="probe") if items else ""
-    raw = kv_table([(k, json.dumps(v, default=str) if isinstance(v, (dict, list)) else
-                     DASH if v is None else v) for k, v in rest]) if rest else ""
+                  "server CPU", "what was sent"], [probe_row(x) for x in probe.results],
+                 numeric={3, 4, 5}, cls="probe") if probe.results else ""
+    rest = [("server", probe.server), ("host", probe.host), ("port", probe.port),
+            ("workers", probe.workers), ("quiet_s", probe.quiet_s),
+            ("cpus_quiet_s", probe.cpus_quiet_s), ("error", probe.error),
+            ("limits", json.dumps(asdict(probe.limits)))]
+    raw = kv_table([(k, DASH if v is None or v == "" else v) for k, v in rest])
     internals = ('<details class="internals"><summary>The probe\'s record (limits and raw '
-                 f"fields of probe.json)</summary>{raw}</details>") if raw else ""
+                 f"fields of probe.json)</summary>{raw}</details>")
     return "<h3>Robustness probe</h3>" + head + body + internals
 
 
@@ -339,7 +327,7 @@ def failed_html(lines: list[str]) -> str:
 
 
 def server_section(m: Manifest, name: str, levels: list[LevelStats],
-                   probe: dict[str, Any] | str | None, failed: list[str] | None = None) -> str:
+                   probe: ProbeReport | str | None, failed: list[str] | None = None) -> str:
     rec = m.server(name)
     mark = flag_html(INCOMPLETE) if rec.status not in ("", "complete") else ""
     parts = [f'<section class="server" id="server-{escaped(name)}"><h2>{escaped(name)}{mark}</h2>',

@@ -28,6 +28,7 @@ from lab.record.files import RecordError, read_json, write_json
 from lab.record.outputs import in_words
 from lab.record.pinning import Pinning
 from lab.setup.names import why_not_a_recorded_name
+from lab.setup.params import Repeat
 
 SCHEMA = 2                 # 1: the landed tree's manifest, without a "schema" key
 MANIFEST = "manifest.json"
@@ -61,18 +62,49 @@ class RunParams:
     servers: list[str]
     axis: str
     duration_s: int
-    repeat: int = 1
+    repeat: Repeat = field(default_factory=Repeat)
     client: str = ""
     keepalive: bool = False
     verdict_at: list[int] = field(default_factory=list)
+    # None below: not recorded (a run made before it was)
+    # the topology that ran (docker under RUNTIME=docker; a lab before this one
+    # recorded "local" there)
+    topology: str | None = None
+    paired: str | None = None          # PAIRED: "" (one server at a time), duet or rmit
+    warmup_auto: bool | None = None
+    warmup_s: int | None = None
+    warmup_max_s: int | None = None
+    workers: int | None = None
+    backlog: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, o: Obj) -> RunParams:
+        def kept(key: str) -> str | None:
+            return o.text(key) if o.data.get(key) is not None else None
+        ran = "docker" if o.text("runtime") == "docker" else kept("topology")
         return cls(servers=o.texts("servers"), axis=o.text("axis", None),
-                   duration_s=o.integer("duration_s", 0), repeat=o.integer("repeat", 1),
+                   duration_s=o.integer("duration_s", 0), repeat=repeat_of(o),
                    client=o.text("client"), keepalive=o.flag("keepalive"),
-                   verdict_at=o.ints("verdict_at"), extra=o.rest(names(cls)))
+                   verdict_at=o.ints("verdict_at"), topology=ran, paired=kept("paired"),
+                   warmup_auto=o.opt_flag("warmup_auto"), warmup_s=o.opt_int("warmup_s"),
+                   warmup_max_s=o.opt_int("warmup_max_s"), workers=o.opt_int("workers"),
+                   backlog=o.opt_int("backlog"),
+                   extra=o.rest(names(cls) | {"repeat_auto", "repeat_max"}))
+
+    def to_json(self) -> dict[str, Any]:
+        """As read: REPEAT under its keys (Repeat.to_json), workers even when null
+        (as Params records it: the server's own count), the rest as dump writes it."""
+        out: dict[str, Any] = dump(self)
+        return {**{k: v for k, v in out.items() if k != "repeat"}, "workers": self.workers,
+                **self.repeat.to_json()}
+
+
+def repeat_of(o: Obj) -> Repeat:
+    """REPEAT as Params.to_json records it (a run written before REPEAT=auto has
+    `repeat` only: N starts a server)."""
+    least, auto = o.integer("repeat", 1), o.flag("repeat_auto")
+    return Repeat(least, (o.opt_int("repeat_max") or least) if auto else least, auto)
 
 
 @dataclass
@@ -232,6 +264,7 @@ class Manifest:
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = dump(self)
+        out["params"] = self.params.to_json()
         out["calibration"] = None if self.calibration is None else self.calibration.to_json()
         return out
 
@@ -317,17 +350,6 @@ def _parse_manifest(data: Any, path: Path) -> Manifest:
         cgroups=o.raw_obj("cgroups"),
         servers={n: ServerRecord.parse(servers.obj(n), n) for n in servers.data},
         problems=o.texts("problems"), extra=o.rest(names(Manifest)))
-
-
-def manifest_value(m: Any, path: str) -> Any:
-    """A manifest's (or any nested dict's) value at a dotted path ('host.cores'):
-    m['host']['cores']; None when any step is missing."""
-    node: Any = m
-    for key in path.split("."):
-        if not isinstance(node, dict) or key not in node:
-            return None
-        node = node[key]
-    return node
 
 
 def read_manifest(run: Path) -> Manifest:

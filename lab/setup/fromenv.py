@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from lab.setup.params import (KNOBS, LOAD_AXES, RUNTIMES, SETTINGS, TOPOLOGIES, WARMUP_SLICE_S,
                               check_alpha, check_min_effect,
-                              ConfigError, Params, cpu_ranges, default_split, flag, loop,
+                              ConfigError, Params, Repeat, cpu_ranges, default_split, flag, loop,
                               parse_bind, parse_cpus, parse_duration, parse_levels, parse_list,
                               parse_size, results_folder)
 from lab.setup.servers import ServerSpec, ServerSpecError
@@ -29,7 +29,7 @@ HOST_TEXT = re.compile(r"(?:[A-Za-z0-9._-]+@)?[A-Za-z0-9._:-]+|(?:[A-Za-z0-9._-]
 @dataclass(frozen=True)
 class TopologySettings:
     """Where the run's processes run, as the settings say (parse_where): the
-    topology, its link, its hosts, RUNTIME and its memory limit."""
+    topology that runs (docker under RUNTIME=docker), its link, its hosts, RUNTIME and its memory limit."""
     topology: str
     link: str
     link_delay: str
@@ -98,6 +98,8 @@ def parse_where(get: Callable[[str], str],
         raise ConfigError("MEM_LIMIT is a container's memory limit: add RUNTIME=docker or drop it")
     if mem and not MEMORY_TEXT.fullmatch(mem.lower()):
         raise ConfigError(f"MEM_LIMIT={mem!r}: expected a size such as 512m or 2g")
+    if runtime == "docker":
+        topology = "docker"            # what runs: RUNTIME=docker picks the topology
     return TopologySettings(topology=topology, link=link, link_delay=delay,
                             server_host=server_host, client_hosts=client_hosts,
                             runtime=runtime, mem_limit=mem.lower(),
@@ -220,26 +222,19 @@ def check_warmup(get: Callable[[str], str]) -> WarmupSettings:
     return WarmupSettings(auto, seconds, max_s)
 
 
-@dataclass(frozen=True)
-class RepeatSettings:
-    """REPEAT, REPEAT_MIN and REPEAT_MAX, checked together (check_repeat)."""
-    auto: bool
-    first: int          # the starts each server gets (REPEAT=N: N)
-    most: int           # REPEAT=auto: at most this many (else = first)
-
-
-def check_repeat(get: Callable[[str], str]) -> RepeatSettings:
+def check_repeat(get: Callable[[str], str]) -> Repeat:
+    """REPEAT, REPEAT_MIN and REPEAT_MAX, checked together."""
     text = get("REPEAT").strip()
     if text != "auto":
         n = SETTINGS["REPEAT"].number(text)
-        return RepeatSettings(False, n, n)
+        return Repeat(n, n)
     low = SETTINGS["REPEAT_MIN"].number(get("REPEAT_MIN"))
     high = SETTINGS["REPEAT_MAX"].number(get("REPEAT_MAX"))
     if high < low:
         raise ConfigError(f"REPEAT_MAX={get('REPEAT_MAX')!r} is below REPEAT_MIN="
                           f"{get('REPEAT_MIN')!r}: REPEAT=auto starts each server REPEAT_MIN "
                           "times, then at most up to REPEAT_MAX")
-    return RepeatSettings(True, low, high)
+    return Repeat(low, high, auto=True)
 
 
 PAIRED_MODES = ("duet", "rmit")
@@ -287,8 +282,8 @@ def check_paired(text: str, servers: tuple[str, ...], axis: str, topology: str, 
                           f"AXIS={axis} offers a rate: drop PAIRED or use a closed-loop client")
     if topology != "local" or runtime != "process":
         raise ConfigError(f"PAIRED={mode} runs both servers on this host as processes "
-                          f"(TOPOLOGY=local, RUNTIME=process); this run has TOPOLOGY="
-                          f"{topology}, RUNTIME={runtime}")
+                          f"(TOPOLOGY=local, RUNTIME=process); this run's topology is "
+                          f"{topology} (RUNTIME={runtime})")
     if port + 1 > 65535:
         raise ConfigError(f"PAIRED={mode} puts the second server on PORT+1: PORT={port} leaves "
                           "no port above it")
@@ -417,7 +412,7 @@ def from_env(env: Mapping[str, str], known_servers: list[str],
         concurrencies=sweep.concurrencies,
         rates=sweep.rates,
         duration_s=parse_duration("DURATION", get("DURATION")),
-        repeat=reps.first,
+        repeat=reps,
         warmup_auto=warm.auto,
         warmup_s=warm.seconds,
         warmup_max_s=warm.max_s,
@@ -448,8 +443,6 @@ def from_env(env: Mapping[str, str], known_servers: list[str],
         server_log_max=parse_size("SERVER_LOG_MAX", get("SERVER_LOG_MAX")),
         ssh_config=where.ssh_config,
         remote_dir=where.remote_dir,
-        repeat_auto=reps.auto,
-        repeat_max=reps.most,
         paired=paired,
         alpha=rule[0],
         min_effect_pct=rule[1],

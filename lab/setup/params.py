@@ -403,6 +403,27 @@ class ConfigError(ValueError):
 
 
 @dataclass(frozen=True)
+class Repeat:
+    """REPEAT as checked (lab.setup.fromenv.check_repeat), the one type from the
+    settings to a run's reader (lab.record.manifest.RunParams): REPEAT=N starts
+    each server N times (least = most = N); REPEAT=auto starts it REPEAT_MIN
+    times (`least`), then one more at a time while a pair is undecided, up to
+    REPEAT_MAX (`most`). In manifest.json (to_json): `"repeat": N`, or under
+    REPEAT=auto `"repeat": REPEAT_MIN, "repeat_auto": true, "repeat_max": REPEAT_MAX`."""
+    least: int = 1
+    most: int = 1
+    auto: bool = False
+
+    def text(self) -> str:
+        return f"auto ({self.least} to {self.most})" if self.auto else str(self.least)
+
+    def to_json(self) -> dict[str, object]:
+        if not self.auto:
+            return {"repeat": self.least}
+        return {"repeat": self.least, "repeat_auto": True, "repeat_max": self.most}
+
+
+@dataclass(frozen=True)
 class Params:
     servers: tuple[str, ...]
     client: str
@@ -413,7 +434,7 @@ class Params:
                                     # any swept point, lab.record.level)
     rates: tuple[int, ...]          # RATE
     duration_s: int
-    repeat: int
+    repeat: Repeat
     warmup_auto: bool
     warmup_s: int                   # fixed warm-up (when not auto)
     warmup_max_s: int
@@ -431,7 +452,8 @@ class Params:
     force: bool
     java_opts: str
     results: str
-    topology: str = "local"         # local | netns | ssh (SERVER_HOST given)
+    topology: str = "local"         # what runs: local | netns | ssh (SERVER_HOST given) |
+                                    # docker (RUNTIME=docker)
     link: str = ""                  # netns: tc rate (1gbit), empty: unshaped
     link_delay: str = ""            # netns: tc netem delay (0.1ms)
     server_host: str = ""           # ssh: user@host
@@ -441,8 +463,6 @@ class Params:
     runtime: str = "process"        # process | docker
     mem_limit: str = ""             # docker: memory limit (512m)
     server_log_max: int = 64 << 20  # SERVER_LOG_MAX, bytes (lab.host.logcap)
-    repeat_auto: bool = False       # REPEAT=auto: repeat is REPEAT_MIN, at most repeat_max
-    repeat_max: int = 0
     paired: str = ""                # PAIRED: "" (one server at a time), duet or rmit
     alpha: float = 0.01             # ALPHA: the verdicts' false-alarm rate
     min_effect_pct: float = 5.0     # MIN_EFFECT: δ of the verdicts, %
@@ -450,8 +470,11 @@ class Params:
     warnings: tuple[str, ...] = field(default=())
 
     def to_json(self) -> dict[str, object]:
-        """As the manifest records it: the concurrencies under their on-disk key "levels"."""
-        return {("levels" if k == "concurrencies" else k): v for k, v in asdict(self).items()}
+        """As the manifest records it: the concurrencies under their on-disk key "levels",
+        REPEAT as Repeat.to_json keys."""
+        out = {("levels" if k == "concurrencies" else k): v for k, v in asdict(self).items()
+               if k != "repeat"}
+        return {**out, **self.repeat.to_json()}
 
     @property
     def load(self) -> tuple[int, ...]:

@@ -144,14 +144,15 @@ def check(study: Study, run: Run, specs: Mapping[str, ServerSpec]) -> RunCheck:
                      f"levels (missing {' '.join(map(str, missing))})")
     if m.params.duration_s < s.duration_s:
         noted.append(f"{m.params.duration_s}s per level, the study's is {s.duration_s}s")
-    if m.params.repeat < s.repetitions:
-        noted.append(f"{m.params.repeat} repetition(s), the study's setup has {s.repetitions}"
-                     + (" (no spread: no verdict)" if m.params.repeat < MIN_REPS_FOR_VERDICT
+    if m.params.repeat.least < s.repetitions:
+        noted.append(f"{m.params.repeat.text()} repetition(s), the study's setup has "
+                     f"{s.repetitions}"
+                     + (" (no spread: no verdict)" if m.params.repeat.least < MIN_REPS_FOR_VERDICT
                         else ""))
     if reasons.shares_client_cpu(m):
         noted.append(f"server CPU {m.pinning.server_cpus} shares the client's CPU "
                      f"{m.pinning.client_cpus}: they compete")
-    topo = str(m.topology_details.get("name") or m.params.extra.get("topology") or "local")
+    topo = str(m.topology_details.get("name") or m.params.topology or "local")
     if topo != "local":
         noted.append(f"topology {topo}")
     opts = reasons.java_opts(m)
@@ -175,7 +176,7 @@ def same_conditions(a: Run, b: Run) -> list[str]:
     def key(r: Run) -> dict[str, str]:
         m = r.manifest
         return {"connection": analysis.mode(m.params.keepalive),
-                "duration": f"{m.params.duration_s}s", "repetitions": str(m.params.repeat),
+                "duration": f"{m.params.duration_s}s", "repetitions": m.params.repeat.text(),
                 "server CPU": m.pinning.server_cpus, "client CPU": m.pinning.client_cpus,
                 "topology": (m.topology or "?").split(" ")[0],
                 "JAVA_OPTS": reasons.java_opts(m),

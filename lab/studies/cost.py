@@ -53,7 +53,7 @@ from lab.analyse.costview import JIT_LANGUAGES, JIT_REASON
 from lab.record.costs import COST as COST_FILE
 from lab.measure.launch import Knobs, ServerProcess
 from lab.setup.fromenv import Traits, from_env
-from lab.setup.params import SETTINGS, ConfigError, Params, format_cpus, parse_list
+from lab.setup.params import SETTINGS, ConfigError, Params, Repeat, format_cpus, parse_list
 from lab.setup.paths import ROOT, cache_dir
 from lab.measure.topologies.local import LocalServerHost
 from lab.setup.servers import Server, discover, lookup, outside
@@ -114,13 +114,13 @@ def check(env: dict[str, str]) -> tuple[Params, list[Server], tuple[int, ...], t
     params = from_env(env, list(known), axes(),   # bench's checks and warnings (ews@4, WORKERS)
                       traits={n: Traits(s.language, s.has_workers) for n, s in known.items()})
     params = replace(params, warnings=tuple(notes) + params.warnings)
-    if params.topology != "local" or params.runtime != "process":
+    if params.topology != "local":          # RUNTIME=docker: topology docker
         raise ConfigError("make cost runs the servers on this host as processes: "
                           "TOPOLOGY=local and RUNTIME=process (the defaults)")
     if params.axis not in ("concurrency", "rate"):
         raise ConfigError(f"AXIS={params.axis}: make cost counts at COST_LEVELS; unset AXIS")
     concurrencies, counts, repeat = cost_settings(env)
-    repeat = repeat if env.get("REPEAT") is None else params.repeat
+    repeat = repeat if env.get("REPEAT") is None else params.repeat.least
     headers(env)
     problem = folder.why_not_writable(ROOT / params.results)
     if problem:
@@ -339,7 +339,7 @@ def write_manifest(run: Path, params: Params, concurrencies: tuple[int, ...],
         reproduce=stepcheck.reproduce_line(
             "cost", settings, outside([s.name for s in servers], {s.name: s for s in servers})),
         settings=settings,
-        params=manifest.RunParams.parse(checked.obj({**params.to_json(), "repeat": repeat},
+        params=manifest.RunParams.parse(checked.obj({**params.to_json(), **Repeat(repeat, repeat).to_json()},
                                                     path, "params")),
         plan=(f"{' '.join(params.servers)}: cachegrind counts at "
               f"c={' '.join(map(str, concurrencies))} with {counts[0]} and {counts[1]} requests, "

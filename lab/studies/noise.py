@@ -153,12 +153,11 @@ def record_floor(run: Path, server: str, cache: Path) -> int:
               f"{second(server)}: no floor recorded; run `make noise SERVER={server}` again "
               "on a quieter host", file=sys.stderr)
         return int(Exit.NOT_COMPARABLE)      # as compare says it: nothing measured cleanly
-    m = rec.manifest.to_json()
     floor = floors.Floor(server=server, made=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                         run=str(run.resolve()), conditions=floors.conditions_of(m),
+                         run=str(run.resolve()), conditions=floors.conditions_of(rec.manifest),
                          floors_pct=found, levels=levels,
                          duration_s=rec.manifest.params.duration_s,
-                         repeat=rec.manifest.params.repeat)
+                         repeat=rec.manifest.params.repeat.least)
     path = floors.add(cache, floor)
     print_floors(server, levels, found)
     print(f"noise floor of {server} recorded in {path} (conditions: "

@@ -36,17 +36,17 @@ import json
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from lab.analyse import contract, probeview
 from lab.analyse.contract import Check
+from lab.record.probe import PROBE, Limits, ProbeReport, ProbeResult
 from lab.host import procfs, procs
 from lab.measure import topologies
 from lab.record import files
 from lab.setup.markdown import Table, md_text as cell
-from lab.analyse.probeview import ProbeOutcome, checks_of, settled_text
+from lab.analyse.probeview import settled_text
 from lab.host.procfs import TreeSample
 from lab.measure.topologies import Placement, ServerHost
 from lab.measure.launch import Knobs, ServerProcess
@@ -54,13 +54,12 @@ from lab.setup.fromenv import UNKNOWN_HINT
 from lab.setup.params import Params
 from lab.setup.servers import Server
 from lab.setup.paths import ROOT, cache_dir
-from lab.record.probe import PROBE
 from lab.measure.verify import checks
-from lab.measure.probe.wire import (Facts, Limits, Target, describe, exchange, parse_answers,
+from lab.measure.probe.wire import (Target, describe, exchange, parse_answers,
                              receive_queue)
 
 __all__ = ["PROBES", "Limits", "ProbeReport", "ProbeResult", "Target", "describe",
-           "exchange", "load_report", "main_step", "parse_answers", "probe_server",
+           "exchange", "main_step", "markdown", "parse_answers", "probe_server",
            "receive_queue", "run_probe", "table"]
 from lab.measure.probe.probes import PROBES, Probe, tree_cpu
 
@@ -124,109 +123,28 @@ def check_until(t: Target, bound_s: float) -> tuple[tuple[Check, ...], float]:
 
 # ---------------------------------------------------------------- results
 
-@dataclass(frozen=True)
-class ProbeResult:
-    probe: str                   # Probe.name
-    title: str
-    ran: bool                    # False: skipped, the server had stopped answering
-    outcome: str                 # what the server did, in a few words
-    cpu_s: float                 # server tree CPU from the probe's start until it settled
-    elapsed_s: float             # the probe itself (not the settling, not the check)
-    settled_s: float | None      # after the probe, until its CPU went quiet; None: still busy
-    answers_after: bool          # passed the contract right after this probe
-    error_after: str = ""        # why not: breaches_after on one line
-    recovered_s: float | None = None   # not answering after the previous probe: time until it did
-    facts: Facts = field(default_factory=dict)
-    breaches_after: tuple[Check, ...] = ()      # why not, typed (lab.analyse.contract)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ProbeResult:
-        return cls(**data | {"breaches_after": checks_of(data.get("breaches_after"))})
-
-
-@dataclass(frozen=True)
-class ProbeReport:
-    """One server's probe. `still_answers` is the verdict the pipeline uses:
-    the contract passed in the final check, made after the last probe and
-    after the server's CPU went quiet (allowing `Limits.recover_s` to
-    recover). A server that stopped answering after some probe and came back
-    still answers; `stopped_after` names the first probe it failed after."""
-    server: str
-    host: str
-    port: int
-    workers: int
-    limits: Limits
-    results: tuple[ProbeResult, ...] = ()
-    final_ok: bool = False
-    final_error: str = ""                # final_breaches on one line
-    quiet_s: float | None = None         # after the last probe: tree < 5% of a core, one window
-    cpus_quiet_s: float | None = None    # after the stop (probe_server): CPUs < 10% busy, one window
-    elapsed_s: float = 0.0               # the probe (run_probe) from first probe to final check
-    error: str = ""                      # the instance could not be started or probed at all
-    final_breaches: tuple[Check, ...] = ()   # the final check's, typed (lab.analyse.contract)
-
-    @property
-    def still_answers(self) -> bool:
-        return not self.error and self.final_ok
-
-    @property
-    def stopped_after(self) -> str | None:
-        """The first probe after which the contract check failed."""
-        return next((r.probe for r in self.results if r.ran and not r.answers_after), None)
-
-    @property
-    def cpu_s(self) -> float:
-        return sum(r.cpu_s for r in self.results)
-
-    def to_json(self) -> dict[str, object]:
-        data = asdict(self)
-        data.update(still_answers=self.still_answers, stopped_after=self.stopped_after,
-                    cpu_s=round(self.cpu_s, 3), kind=self.outcome().kind,
-                    verdict=self.verdict())
-        return data
-
-    def outcome(self) -> ProbeOutcome:
-        return ProbeOutcome(server=self.server, still_answers=self.still_answers,
-                            error=self.error, stopped_after=self.stopped_after,
-                            breaches=self.final_breaches, final_error=self.final_error)
-
-    def verdict(self) -> str:
-        """One line for logs and the run summary (lab.analyse.probeview.ProbeOutcome)."""
-        return self.outcome().text()
-
-    def markdown(self) -> str:
-        """A table row per probe, then the verdict and the CPU waits."""
-        cells: list[list[str]] = []
-        for r in self.results:
-            if not r.ran:
-                cells.append([r.title, cell(r.outcome), "-", "-", "-", "-"])
-                continue
-            after = "yes" if r.answers_after else f"**no**: {cell(r.error_after)}"
-            if r.recovered_s is not None:
-                after += f" (recovered {r.recovered_s:.1f} s before it)"
-            cells.append([r.title, cell(r.outcome), f"{r.cpu_s:.2f}", f"{r.elapsed_s:.2f}",
-                          settled_text(r.settled_s, self.limits.settle_s), after])
-        rows = Table(["probe", "outcome", "CPU s", "time s", "CPU quiet after", "answers after"],
-                     cells, right={2, 3}).lines()
-        notes = [f"**{self.verdict()}**",
-                 f"CPU quiet after the last probe: "
-                 f"{settled_text(self.quiet_s, self.limits.quiet_s)}; "
-                 f"probe time {self.elapsed_s:.1f} s, server CPU {self.cpu_s:.2f} s"]
-        if self.cpus_quiet_s is not None or self.error:
-            notes.append(f"CPUs quiet after the stop: "
-                         f"{settled_text(self.cpus_quiet_s, self.limits.cpus_quiet_s)}")
-        return "\n".join(rows) + "\n\n" + "  \n".join(notes) + "\n"
-
-
-def load_report(path: Path) -> ProbeReport:
-    """A probe.json read back (for the run summary)."""
-    data = json.loads(path.read_text())
-    limits = Limits(**data["limits"])
-    results = tuple(ProbeResult.from_json(r) for r in data["results"])
-    keep = {f.name for f in fields(ProbeReport)} - {"limits", "results", "final_breaches"}
-    return ProbeReport(limits=limits, results=results,
-                       final_breaches=checks_of(data.get("final_breaches")),
-                       **{k: v for k, v in data.items() if k in keep})
+def markdown(report: ProbeReport) -> str:
+    """A table row per probe, then the verdict and the CPU waits."""
+    cells: list[list[str]] = []
+    for r in report.results:
+        if not r.ran:
+            cells.append([r.title, cell(r.outcome), "-", "-", "-", "-"])
+            continue
+        after = "yes" if r.answers_after else f"**no**: {cell(r.error_after)}"
+        if r.recovered_s is not None:
+            after += f" (recovered {r.recovered_s:.1f} s before it)"
+        cells.append([r.title, cell(r.outcome), f"{r.cpu_s:.2f}", f"{r.elapsed_s:.2f}",
+                      settled_text(r.settled_s, report.limits.settle_s), after])
+    rows = Table(["probe", "outcome", "CPU s", "time s", "CPU quiet after", "answers after"],
+                 cells, right={2, 3}).lines()
+    notes = [f"**{report.verdict()}**",
+             f"CPU quiet after the last probe: "
+             f"{settled_text(report.quiet_s, report.limits.quiet_s)}; "
+             f"probe time {report.elapsed_s:.1f} s, server CPU {report.cpu_s:.2f} s"]
+    if report.cpus_quiet_s is not None or report.error:
+        notes.append(f"CPUs quiet after the stop: "
+                     f"{settled_text(report.cpus_quiet_s, report.limits.cpus_quiet_s)}")
+    return "\n".join(rows) + "\n\n" + "  \n".join(notes) + "\n"
 
 
 # ---------------------------------------------------------------- running the probes
@@ -375,7 +293,7 @@ def main_step(params: Params, server: Server, root: Path, cache: Path, run_dir: 
           f"(CPU {','.join(map(str, params.server_cpus))})", file=sys.stderr, flush=True)
     report = probe_server(server, root, cache, run_dir, knobs, params.server_cpus, limits,
                           topology, params.server_log_max)
-    print(report.markdown(), file=sys.stderr)
+    print(markdown(report), file=sys.stderr)
     code = exit_code(report, params.force)
     if not report.still_answers:
         what = "loading it anyway (FORCE=1)" if params.force else \
@@ -391,7 +309,7 @@ def main_step(params: Params, server: Server, root: Path, cache: Path, run_dir: 
 def table(reports: dict[str, ProbeReport]) -> str:
     """One Markdown table: a row per probe, a column per server (lab.analyse.probeview,
     which a run's summary uses on the saved probe.json files)."""
-    return probeview.table({name: r.to_json() for name, r in reports.items()})
+    return probeview.table(reports)
 
 
 # ---------------------------------------------------------------- by hand

@@ -9,7 +9,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from lab.host import procfs
-from lab.measure.probe.wire import (Conn, Facts, Target, describe, drive, exchange, how_it_ended, kib,
+from lab.record.probe import Facts
+from lab.measure.probe.wire import (Conn, Target, describe, drive, exchange, how_it_ended, kib,
                             ms, opened, seconds, unread)
 
 # ---------------------------------------------------------------- the probes

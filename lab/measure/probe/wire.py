@@ -14,35 +14,12 @@ from dataclasses import dataclass
 from http import HTTPStatus
 
 from lab.host.procfs import TreeSample
+from lab.record.probe import Facts, Limits
 from lab.measure.verify import BODY
 
 
 STATUS_PHRASES = {s.value: s.phrase for s in HTTPStatus}
 MAX_INBOX = 1 << 20          # an answer beyond this is not kept: it only has to be described
-
-Facts = dict[str, float | int | str | None]
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Every bound of the probe. The defaults keep one server's probe well under
-    a minute when it behaves, and bounded when it does not."""
-    deadline_s: float = 3.0          # each probe's own deadline (the slow and idle ones too)
-    verify_timeout_s: float = 2.0    # the contract check after each probe (per socket operation)
-    settle_s: float = 1.5            # after a probe: wait up to this for its CPU to go quiet
-    recover_s: float = 5.0           # a server that stopped answering: wait this long for it
-    quiet_s: float = 30.0            # after the last probe: wait for the tree to use < 5% of a core
-    cpus_quiet_s: float = 15.0       # after the stop: wait for its CPUs to be < 10% busy
-    settle_window_s: float = 0.3     # quiet after a probe: < 10% of a core over this long
-    quiet_window_s: float = 1.0      # quiet after the last probe, and its CPUs after the stop
-    idle_connections: int = 1000
-    idle_open_s: float = 2.0         # time allowed to open the idle connections
-    slow_extra: int = 3              # slow clients = WORKERS + this ...
-    slow_max: int = 64               # ... but never more than this
-    slow_interval_s: float = 0.1     # a slow client sends one byte this often
-    normal_requests: int = 5         # normal requests sent beside the slow clients
-    cpu_budget_s: float = 2.0        # 1 MiB of headers: stop sending once the server spent this
-    unread_max: int = 16 << 10       # ... and never let it have more than this unread
 
 
 @dataclass(frozen=True)

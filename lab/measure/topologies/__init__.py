@@ -353,11 +353,9 @@ def selectable() -> tuple[str, ...]:
 
 
 def chosen(params: Params) -> Topology:
-    """The topology the settings choose: RUNTIME=docker's, else TOPOLOGY's (ssh
-    when SERVER_HOST is given). Its steps are called on it: `lab check` its
-    check, `lab probe` and `lab sweep` its join (they leave from the clients'
-    side), `lab up` its up, `lab down` its down."""
-    name = "docker" if params.runtime == "docker" else params.topology
+    """The topology the settings choose (Params.topology: docker under
+    RUNTIME=docker, ssh when SERVER_HOST is given, else TOPOLOGY's)."""
+    name = params.topology
     found = topologies()
     if name not in found:
         raise ConfigError(f"topology {name} is not available in this version of the lab "
