@@ -127,6 +127,16 @@ def test_what_failed_says_the_kernels_kinds_beside_the_clients_never_added() -> 
         40, counters(TcpExtTCPAbortOnClose=55), "shared"))
     [unread] = [x for x in shared if "closed with the request unread" in x]
     assert "both ends" in unread and "differ" in unread and "95" not in unread
+    # a count above the client's by no more than the connections open at each
+    # level (a reset for what came after a close as the client stopped) matches
+    near = analysis.failure_lines(m, name, stats_with(40, counters(TcpOutRsts=42), "shared"))
+    [resets] = [x for x in near if "resets sent" in x]
+    assert "the client counted 40 failed requests there: 2 fewer, at most 2 at a level" in resets
+    assert "match to within that, never added" in resets and "82" not in resets
+    far = analysis.failure_lines(m, name, stats_with(40, counters(TcpOutRsts=40 + 10 * top),
+                                                     "shared"))
+    [resets] = [x for x in far if "resets sent" in x]
+    assert "the counts differ" in resets
     # the server's own account of what it does past its workers, beside a reset kind
     rec = m.servers[name]
     rec.extra["workers_beyond"] = "past them it closes the oldest, its request unread"

@@ -213,7 +213,8 @@ def failure_lines(m: Manifest, name: str, levels: list[LevelStats]) -> list[str]
     # the kernel's kinds, from the server's side (lab.analyse.serverside)
     few = few_workers(m, name, levels)
     return out + serverside.lines(name, levels, lambda v: at_value(m.params.axis, v),
-                                  (few.workers, few.beyond) if few else None)
+                                  (few.workers, few.beyond) if few else None,
+                                  (lambda v: v) if m.params.axis == "concurrency" else None)
 
 
 def workers_note(m: Manifest, name: str, levels: list[LevelStats]) -> str | None:

@@ -19,7 +19,8 @@ def levels_said(values: list[int], at: Callable[[int], str], every: list[int]) -
 
 
 def lines(name: str, levels: list[LevelStats], at: Callable[[int], str],
-          workers: tuple[int, str] | None = None) -> list[str]:
+          workers: tuple[int, str] | None = None,
+          open_at: Callable[[int], int] | None = None) -> list[str]:
     """A line per kind the kernel counted at the levels where requests failed
     or the listen queue dropped connections, with its count, levels, counters
     and mechanism, and the client's count there beside it (never added):
@@ -28,7 +29,9 @@ def lines(name: str, levels: list[LevelStats], at: Callable[[int], str],
     client counted 1,028 failed requests there: the counts differ, ...'.
     `workers`: the workers the server ran with, and what it does past them
     (its manifest's `[workers] beyond`), said beside the kinds of a reset
-    seen only above them."""
+    seen only above them. `open_at`: the connections open at a level (its
+    value on the concurrency axis), within which a kernel's count above the
+    client's still matches it."""
     every = [s.value for s in levels]
     by_kind: dict[str, list[tuple[LevelStats, Seen]]] = {}
     netns = set()
@@ -58,6 +61,12 @@ def lines(name: str, levels: list[LevelStats], at: Callable[[int], str],
             compare = ""
         elif count == failed:
             compare = f"as many as the client's failed requests there ({failed:,})"
+        elif open_at and all(0 <= x.count - s.failed <= open_at(s.value) for s, x in found):
+            most = max(x.count - s.failed for s, x in found)
+            compare = (f"the client counted {failed:,} failed requests there: {count - failed:,} "
+                       f"fewer, at most {most:,} at a level, no more than the connections open "
+                       "as it ended (a reset also answers what comes after a close as the client "
+                       "stops): the counts match to within that, never added")
         else:
             compare = (f"the client counted {failed:,} failed requests there: the counts "
                        f"differ (a count of {'connections' if alone else 'both ends'}, not "
