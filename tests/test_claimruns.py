@@ -1,4 +1,4 @@
-"""`make claims` (lab.studies.claimruns) and every claim's reason (lab.analyse.reasons), on
+"""`make claims` (lab.studies.claimruns) and every claim's reason (lab.analyse.claimreasons), on
 run folders made from a real fixture run (tests/claimfakes.py): bad input
 exits 2 and writes nothing; a run's conditions against the study's setup
 (blocking or noted); parts joined across runs only when their conditions
@@ -17,7 +17,7 @@ import pytest
 from claimfakes import FIXTURE, fake_run
 from conftest import ROOT
 from lab.studies import claimruns, reproduce
-from lab.analyse import claimjudge, claims, claimsfile, reasons
+from lab.analyse import claimjudge, claims, claimsfile, claimreasons
 from lab.setup.servers import discover
 from lab.record import manifest
 
@@ -133,7 +133,7 @@ def test_variants_are_noted_shared_cpu_and_java_opts(tmp_path: Path) -> None:
     j = judge(run)["grizzly-over-aws-rss"]
     assert any("shares the client's CPU 1" in n for n in j.notes)
     assert any("variant JAVA_OPTS=-XX:+UseParallelGC" in n for n in j.notes)
-    table = "\n".join(reasons.conditions_table(study(), manifest.read_manifest(run)))
+    table = "\n".join(claimreasons.conditions_table(study(), manifest.read_manifest(run)))
     assert "8 hardware threads" in table and "2 CPUs (0-1) (shares the client's CPU)" in table
     assert "JAVA_OPTS `-XX:+UseParallelGC` (a variant)" in table
 
@@ -212,26 +212,26 @@ def test_noise_overlap_is_said_when_the_spreads_overlap(tmp_path: Path) -> None:
     stats = claimruns.open_run(run).stats
     c = next(c for c in study().claims if c.id == "aws-more-tasks-not-faster")
     same = {"aws@16": stats["aws@8"], "aws": stats["aws@8"]}
-    assert "the noise: holds" in reasons.noise_reason(c, same)
+    assert "the noise: holds" in claimreasons.noise_reason(c, same)
     apart = {"aws@16": stats["aws@16"], "aws": stats["aws@8"]}
     a, b = (claims.figure(c, apart[x], x) for x in ("aws@16", "aws"))
     assert a is not None and b is not None
     overlap = a.lo <= b.hi and b.lo <= a.hi
-    assert ("the noise: holds" in reasons.noise_reason(c, apart)) == overlap
+    assert ("the noise: holds" in claimreasons.noise_reason(c, apart)) == overlap
 
 
 @pytest.mark.unit
 def test_the_rps_claim_prints_its_two_host_command() -> None:
     st = study()
     c = next(c for c in st.claims if c.id == "aws-over-grizzly-rps")
-    said = reasons.variants(c, st, reproduce.server_specs(st))
+    said = claimreasons.variants(c, st, reproduce.server_specs(st))
     two = next(v for v in said if v.startswith("two hosts"))
     assert "TOPOLOGY=ssh" in two and "SERVER='aws@8 jersey@62'" in two and "CLIENT=siege" in two
     assert "CONCURRENCY='1 2 3 4 5 6 7 8 9 10 15 20 25 30 35 40 45 50'" in two
     assert any("SERVER_CPUS=0-1" in v for v in said)
     rss = next(c for c in st.claims if c.id == "grizzly-over-aws-rss")
     assert any("JAVA_OPTS='-XX:+UseParallelGC'" in v
-               for v in reasons.variants(rss, st, reproduce.server_specs(st)))
+               for v in claimreasons.variants(rss, st, reproduce.server_specs(st)))
 
 
 # ---------------------------------------------------------------- end to end
@@ -320,12 +320,12 @@ def test_the_jvm_row_reads_the_java_server_s_facts(tmp_path: Path) -> None:
                                           "active_processors": "1",
                                           "max_heap_bytes": str(3 * 2**30)}
     (run / "manifest.json").write_text(json.dumps(m))
-    row = reasons.run_conditions(manifest.read_manifest(run))["jdk_gc"]
+    row = claimreasons.run_conditions(manifest.read_manifest(run))["jdk_gc"]
     assert row == ("JDK 17.0.1, GC ParallelGC as the JVM chose it on 1 CPU(s), max heap "
                    "3.0 GiB; JAVA_OPTS `-XX:+UseParallelGC` (a variant)")
     del m["servers"]["jersey@62"]
     (run / "manifest.json").write_text(json.dumps(m))
-    row = reasons.run_conditions(manifest.read_manifest(run))["jdk_gc"]
+    row = claimreasons.run_conditions(manifest.read_manifest(run))["jdk_gc"]
     assert "no Java server in this run" in row
 
 

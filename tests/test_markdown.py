@@ -45,9 +45,9 @@ def test_costview_table(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_use_table(monkeypatch: pytest.MonkeyPatch) -> None:
-    from lab.analyse import use
-    monkeypatch.setattr(use, "tables", lambda rows: [("nginx", 4, [["cpu", "1|2", "", "–"]])])
-    assert use.markdown([], "concurrency") == (
+    from lab.analyse import usemethod
+    monkeypatch.setattr(usemethod, "tables", lambda rows: [("nginx", 4, [["cpu", "1|2", "", "–"]])])
+    assert usemethod.markdown([], "concurrency") == (
         "## nginx, c=4\n\n| resource | utilisation | saturation | errors |\n|---|---|---|---|\n"
         "| cpu | 1\\|2 |  | – |\n")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.analyse import sends, wording
+from lab.analyse import responses, wording
 from lab.setup import markdown
 from lab.present import compare, report
 from lab.record.manifest import Response
@@ -79,8 +79,8 @@ def test_a_servers_headers_stay_in_their_cell(tmp_path: Path) -> None:
     r = Response(request="GET /api HTTP/1.1", status_line="HTTP/1.1 200 OK<b>",
                  headers=[("X-Note", "a|b`c` <i>"), ("Server", "t``t")],
                  bytes=100, head_bytes=80, body_bytes=20)
-    found = {"paced": sends.ServerAnswer("paced", r, 1, False, ())}
-    lines = sends.markdown(found)
+    found = {"paced": responses.ServerAnswer("paced", r, 1, False, ())}
+    lines = responses.markdown(found)
     head = [ln for ln in lines if ln.startswith("| server")][0]
     [row] = [ln for ln in lines if ln.startswith("| paced")]
     assert len(cells(row)) == len(cells(head)), row

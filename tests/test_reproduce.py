@@ -215,11 +215,11 @@ def test_a_variant_of_a_java_server_is_a_java_server_in_the_reasons() -> None:
     """jersey.jetty runs a JVM as jersey does: an RSS claim naming it keeps the
     JDK and GC row and is offered the JDK 8 collector, as one naming jersey is
     (the server behind a variant: ServerSpec.family, never a split by hand)."""
-    from lab.analyse import reasons
+    from lab.analyse import claimreasons
     st = study("ada-vs-java")
     rss = next(c for c in st.claims if c.id == "grizzly-over-aws-rss")
     for java, started in (("jersey", "jersey@62"), ("jersey.jetty", "jersey.jetty")):
         c = dataclasses.replace(rss, servers=tuple(java if s == "jersey" else s
                                                    for s in rss.servers))
-        said = reasons.variants(c, st, reproduce.server_specs(st))
+        said = claimreasons.variants(c, st, reproduce.server_specs(st))
         assert any(f"SERVER={started} JAVA_OPTS='-XX:+UseParallelGC'" in v for v in said), said

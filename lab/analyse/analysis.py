@@ -19,7 +19,7 @@ from pathlib import Path
 from collections.abc import Iterator
 from typing import Any
 
-from lab.analyse import costlink, costview, decide, findings, metrics, policy, profileview, sends, \
+from lab.analyse import costlink, costview, decide, findings, metrics, policy, profileview, responses, \
     serverside, verdicts
 from lab.record import failures, files, outputs, runrecord
 from lab.analyse.wording import axis_label
@@ -30,7 +30,7 @@ from lab.record.calibration import CalLevel, Calibration
 from lab.record.manifest import Manifest
 from lab.record.rows import COLUMNS, Row
 from lab.record.runrecord import RunRecord
-from lab.setup.reason import Reason
+from lab.setup.whynot import Reason
 
 CLIENT_LIMITED = "client-limited"
 BELOW = "below the client's limit"
@@ -70,7 +70,7 @@ class Analysis:
     warnings: list[Finding]                 # each kind writes its own text (findings)
     costs: costview.CostAnalysis | None = None       # make cost: instructions per request
     profiles: dict[str, profileview.ProfileSummary | str] = field(default_factory=dict)
-    answers: dict[str, sends.ServerAnswer] = field(default_factory=dict)   # what each server sends
+    answers: dict[str, responses.ServerAnswer] = field(default_factory=dict)   # what each server sends
     failed: dict[str, list[str]] = field(default_factory=dict)   # server: what failed, a
                                                                 # line per level (failure_lines)
     primary: list[Verdict] = field(default_factory=list)   # one a pair, across the levels
@@ -360,8 +360,8 @@ def analyse(rec: RunRecord) -> Analysis:
         else:
             found = verdicts.verdicts(sub, at, alpha, delta, looks)
             first = verdicts.primaries(sub, at, alpha, delta, looks)
-    answers = sends.answers(m, list(stats) + [n for n in m.servers if n not in stats])
-    found = [replace(v, wire_text=sends.size_note(v.a, v.b, answers)) for v in found]
+    answers = responses.answers(m, list(stats) + [n for n in m.servers if n not in stats])
+    found = [replace(v, wire_text=responses.size_note(v.a, v.b, answers)) for v in found]
     basis = ("p99 latency at the same offered rate" if any(
         s.open_loop for n in compared for s in stats[n]) else "requests/s")
     if paired_mode(m):

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from lab.analyse import claims, claimtext, reasons
+from lab.analyse import claims, claimtext, claimreasons
 from lab.analyse.claimsfile import Claim, Study, start_of
 from lab.analyse.claims import ClaimResult
 from lab.analyse.metrics import LevelStats
@@ -29,7 +29,7 @@ CLAIMS_SCHEMA = 1          # claims.json's "claims_schema" (docs/claims.schema.j
 class Judged:
     """One claim judged with one client: its result, the runs it was judged
     on, the run conditions noted beside it and why it is not reproduced
-    (lab.analyse.reasons; none when it is)."""
+    (lab.analyse.claimreasons; none when it is)."""
     client: str
     result: ClaimResult
     runs: tuple[Path, ...] = ()
@@ -83,7 +83,7 @@ def why_lines(study: Study, judged: Iterable[Judged],
     lines: list[str] = []
     for j in judged:
         if j.result.verdict != claims.REPRODUCED:
-            lines += reasons.block(j.result.claim, j.client, j.result.verdict, j.why, study,
+            lines += claimreasons.block(j.result.claim, j.client, j.result.verdict, j.why, study,
                                    specs)
     return lines
 

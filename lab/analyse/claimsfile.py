@@ -102,7 +102,7 @@ class Study:
     claims: tuple[Claim, ...]
     # the published side of each condition (server host, client host, network,
     # OS, JDK and GC, AWS, client), quoted from docs/published.md: what a
-    # claim's reason sets against this run's manifest (lab.analyse.reasons)
+    # claim's reason sets against this run's manifest (lab.analyse.claimreasons)
     published_conditions: dict[str, str] = field(default_factory=dict, hash=False)
 
 

@@ -21,7 +21,7 @@ from lab.analyse.metrics import LevelStats, Spread
 from lab.record import files
 from lab.record.manifest import Manifest
 from lab.record.rows import CSV
-from lab.setup.reason import Reason
+from lab.setup.whynot import Reason
 
 Stats = dict[str, list[LevelStats]]
 Costs = costview.CostAnalysis | None

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from lab.analyse import costview, decide, floors, metrics, policy, reasons, verdicts
+from lab.analyse import claimreasons, costview, decide, floors, metrics, policy, verdicts
 from lab.analyse.diff import Stats
 from lab.analyse.metrics import LevelStats
 from lab.record.manifest import Manifest
@@ -154,8 +154,8 @@ def widen_of(m: Manifest) -> float:
     """The lab's CPUs over the server's (pinning.server_cpus and
     client_cpus, CPU lists as taskset takes them); 2 when not recorded."""
     try:
-        server = reasons.cpus(m.pinning.server_cpus)
-        client = reasons.cpus(m.pinning.client_cpus)
+        server = claimreasons.cpus(m.pinning.server_cpus)
+        client = claimreasons.cpus(m.pinning.client_cpus)
     except ValueError:
         return 2.0
     return (server + client) / server if server and client else 2.0

@@ -17,7 +17,7 @@ from lab.record import failures as failure_kinds, tcpkinds
 from lab.record.failures import Failure
 from lab.record.rows import Row
 from lab.record.tcpkinds import TcpDelta
-from lab.setup.reason import Reason
+from lab.setup.whynot import Reason
 
 CLIENT_BOUND_PCT = 90.0        # client CPU, % of its CPUs: it measured itself
 HOST_BUSY_PCT = 10.0           # CPU of other processes on the lab's CPUs

@@ -184,7 +184,7 @@ class Verdict:
     # through the same gate (lower is better); None where it was not needed
     cpu: Judgement | None = None
     cpu_text: str = ""
-    wire_text: str = ""   # the two servers' responses differ in size (lab.analyse.sends)
+    wire_text: str = ""   # the two servers' responses differ in size (lab.analyse.responses)
     cost_text: str = ""   # beside the CPU verdict: make cost of the same builds (lab.analyse.costlink)
     alpha: float | None = None       # the false-alarm rate it was decided at
     delta_pct: float | None = None   # the smallest effect that counts

@@ -8,7 +8,7 @@ import re
 from urllib.parse import quote
 
 from lab.analyse.metrics import LevelStats, Spread
-from lab.setup.reason import Reason
+from lab.setup.whynot import Reason
 
 DASH = "–"
 # The swept axis: a table column, and a chart's x label.

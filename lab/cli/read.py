@@ -103,12 +103,12 @@ def cmd_bmf(args: argparse.Namespace) -> int:
 
 
 def cmd_use(args: argparse.Namespace) -> int:
-    """The USE method read off a run (lab.analyse.use): a table per server and level."""
-    from lab.analyse import use
+    """The USE method read off a run (lab.analyse.usemethod): a table per server and level."""
+    from lab.analyse import usemethod
     rec = runrecord.load(Path(args.run))       # not a readable run: exit 2
     if not rec.rows:
         return fail(f"{args.run} has no measured level to read", Exit.BAD_INPUT)
-    print(use.markdown(rec.rows, rec.manifest.params.axis))
+    print(usemethod.markdown(rec.rows, rec.manifest.params.axis))
     return 0
 
 

@@ -244,7 +244,7 @@ class ServerSweep:
             self.if_exited(sp)
             raise NotLoaded(f"{name} failed verification, not loaded: "
                             f"{contract.listed(e.breaches)}") from e
-        sends = self.as_client(sp)          # what it sends, byte for byte (lab.analyse.sends)
+        sends = self.as_client(sp)          # what it sends, byte for byte (lab.analyse.responses)
         self.expected = answers.Expected.of(sends)
         if isinstance(self.client, Asks):
             passed.append(f"as {self.client.name} sends it")

@@ -24,12 +24,12 @@ from lab.analyse import analysis, diff, gate
 from lab.analyse.diff import Comparison, Difference, Stats
 from lab.analyse.gate import Gate, GateSettings
 from lab.analyse.wording import axis_label, gp_quote, ratio as times, median_range, xlabel
-from lab.present import comparepage, indexpage, junit, lead
+from lab.present import comparepage, indexpage, junit, firstline
 from lab.record import files, folder
 from lab.record.manifest import Manifest
 from lab.setup.exits import Exit
 from lab.setup.markdown import Table, md_text
-from lab.setup.reason import Reason
+from lab.setup.whynot import Reason
 
 EXIT_REFUSED = int(Exit.BAD_INPUT)
 
@@ -82,8 +82,8 @@ def conditions(m: Manifest) -> str:
 
 
 def lead_line(m: Manifest, g: Gate | None) -> str:
-    """The first line of compare.md and compare.html (lab.present.lead)."""
-    return lead.compare_line(m, g)
+    """The first line of compare.md and compare.html (lab.present.firstline)."""
+    return firstline.compare_line(m, g)
 
 
 def run_id(run: Path, m: Manifest) -> str:

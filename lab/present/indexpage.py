@@ -11,7 +11,7 @@ from lab.record import files, folder, manifest, outputs, runcache
 from lab.record.files import RecordError
 from lab.present.page import GATE_LOOK, escaped, href, page, table
 from lab.present.svg import inline_svg
-from lab.setup.reason import Reason
+from lab.setup.whynot import Reason
 
 INDEX = "index.html"
 PAGE = 200                  # runs and comparisons a page of the index shows, newest first

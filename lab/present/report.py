@@ -11,7 +11,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from lab.analyse import analysis, costview, memsplit, metrics, probeview, profileview, sends
+from lab.analyse import analysis, costview, memsplit, metrics, probeview, profileview, responses
 from lab.record import files, outputs, probe
 from lab.analyse.analysis import Analysis
 from lab.analyse.wording import (DASH, axis_label, csv_cell, median_range, percentile_mark,
@@ -192,7 +192,7 @@ def summary(rec: RunRecord, a: Analysis) -> str:
         sampler = max(s.sampler_cpu_pct.hi for levels in stats.values() for s in levels)
         lines += ["", f"The lab's own /proc sampler used at most {sampler:.2f}% of one core "
                       "per level."]
-    said = sends.markdown(a.answers)
+    said = responses.markdown(a.answers)
     if said:
         lines += [""] + said
     if a.failed:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.analyse import (analysis, costview, findings, memsplit, metrics, probeview,
-                         profileview, sends)
+                         profileview, responses)
 from lab.record import calibration, files, outputs
 from lab.record.probe import ProbeReport, ProbeResult, probe_files
 from lab.analyse.analysis import Analysis
@@ -23,7 +23,7 @@ from lab.analyse.wording import axis_label
 from lab.analyse.metrics import LevelStats, Spread
 from lab.record.files import RecordError
 from lab.record.manifest import Manifest, ServerRecord, Warmup
-from lab.present import lead
+from lab.present import firstline
 from lab.present.indexpage import write_index
 from lab.present.page import chart_figure, escaped, href, kv_table, page, table
 from lab.present.report import rerun_line
@@ -404,24 +404,24 @@ def memory_html(m: Manifest, stats: dict[str, list[LevelStats]]) -> str:
             + f'<p class="muted">{escaped(memsplit.NOTE)}</p>')
 
 
-def sends_html(found: dict[str, sends.ServerAnswer]) -> str:
-    """What each server sends (lab.analyse.sends): one row per server, what differs flagged."""
+def sends_html(found: dict[str, responses.ServerAnswer]) -> str:
+    """What each server sends (lab.analyse.responses): one row per server, what differs flagged."""
     if not found:
         return ""
     rows = []
-    for r in sends.rows(found):
+    for r in responses.rows(found):
         name, line, headers, size, differs = r
         head = "".join(f'<code style="white-space:pre">{escaped(h)}</code><br>'
                        for h in headers.split(" · ")) if headers != DASH else DASH
         flagged = "".join(badge("differs", d.replace("`", "")) + " "
                           for d in differs.split("; ")) if differs != DASH else DASH
         rows.append([escaped(name), escaped(line), head, escaped(size), flagged])
-    asked = sends.request(found) or "GET /api"
+    asked = responses.request(found) or "GET /api"
     return ('<h2 id="sends">What each server sends</h2>'
             f'<p class="muted">Its answer to {escaped(asked)} when each start was verified; '
             "flagged: a missing Date or Server header, a Content-Type parameter or another "
             "Content-Type, odd spacing, another status line, another byte count.</p>"
-            + table(sends.HEAD, rows, numeric={3}, cls="sends"))
+            + table(responses.HEAD, rows, numeric={3}, cls="sends"))
 
 
 def calibration_html(m: Manifest, a: Analysis) -> str:
@@ -556,7 +556,7 @@ def render(run: Path) -> str:
     probes = probe_files(run)
     names = list(m.servers) + [n for n in stats if n not in m.servers]
     body = [f"<h1>Run {escaped(m.run_id)}</h1>",
-            f'<p class="lead" id="lead">{escaped(lead.run_line(m, a))}</p>', status_html(m),
+            f'<p class="lead" id="lead">{escaped(firstline.run_line(m, a))}</p>', status_html(m),
             f'<p class="muted">{escaped(analysis.conditions(m))}</p>',
             overview(m, stats) if stats else "",
             "<h2>Flags</h2>", legend(flags_seen(stats, m)),

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.record import files, manifest
-from lab.setup.reason import Reason
+from lab.setup.whynot import Reason
 
 
 MARK = ".lab-results"      # a RESULTS folder the lab made (or made a run in) holds this file

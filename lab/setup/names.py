@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from lab.setup.reason import Reason
+from lab.setup.whynot import Reason
 
 # A server folder (and its manifest's `name`): letters, digits, - and _, not
 # starting with '-' (it would read as an option): so that every name listed

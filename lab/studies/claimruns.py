@@ -20,7 +20,7 @@ when their conditions match (connection, duration, repetitions, pinning,
 topology, JAVA_OPTS, host CPU): the reason says so.
 
 Each claim that is not reproduced or inconclusive carries its reasons
-(lab.analyse.reasons). The result is results/claims-<study>-<stamp>[-N]/ with
+(lab.analyse.claimreasons). The result is results/claims-<study>-<stamp>[-N]/ with
 claims.md (printed too) and claims.json.
 
 Exit codes (lab.setup.exits): 0 judged, 2 bad input (no RUNS, unknown STUDY, a folder
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.setup.paths import ROOT
-from lab.analyse import analysis, claimjudge, claims, claimsfile, claimtext, reasons
+from lab.analyse import analysis, claimjudge, claims, claimsfile, claimtext, claimreasons
 from lab.record import files, folder, rows, runlock
 from lab.record.manifest import MANIFEST, Manifest
 from lab.setup import stepcheck
@@ -149,13 +149,13 @@ def check(study: Study, run: Run, specs: Mapping[str, ServerSpec]) -> RunCheck:
                      f"{s.repetitions}"
                      + (" (no spread: no verdict)" if m.params.repeat.least < MIN_REPS_FOR_VERDICT
                         else ""))
-    if reasons.shares_client_cpu(m):
+    if claimreasons.shares_client_cpu(m):
         noted.append(f"server CPU {m.pinning.server_cpus} shares the client's CPU "
                      f"{m.pinning.client_cpus}: they compete")
     topo = str(m.topology_details.get("name") or m.params.topology or "local")
     if topo != "local":
         noted.append(f"topology {topo}")
-    opts = reasons.java_opts(m)
+    opts = claimreasons.java_opts(m)
     if opts:
         noted.append(f"variant JAVA_OPTS={opts}")
     if m.status != "complete":
@@ -179,7 +179,7 @@ def same_conditions(a: Run, b: Run) -> list[str]:
                 "duration": f"{m.params.duration_s}s", "repetitions": m.params.repeat.text(),
                 "server CPU": m.pinning.server_cpus, "client CPU": m.pinning.client_cpus,
                 "topology": (m.topology or "?").split(" ")[0],
-                "JAVA_OPTS": reasons.java_opts(m),
+                "JAVA_OPTS": claimreasons.java_opts(m),
                 "host": f"{m.host.get('cpu_model', '?')} x{m.host.get('cores', '?')}"}
     ka, kb = key(a), key(b)
     return [f"{k} {ka[k] or '-'} against {kb[k] or '-'}" for k in ka if ka[k] != kb[k]]
@@ -250,7 +250,7 @@ def judge_claim(study: Study, c: claimsfile.Claim, runs: list[Run], checks: dict
                                 + ([also] if also else [])))
     said: tuple[str, ...] = ()
     if res.verdict != claims.REPRODUCED and stats:
-        said = tuple(reasons.reasons(res, study, chosen[-1].manifest, stats))
+        said = tuple(claimreasons.reasons(res, study, chosen[-1].manifest, stats))
     return Judged(client, res, tuple(r.folder for r in chosen), notes, said)
 
 
@@ -301,7 +301,7 @@ def render(study: Study, runs: list[Run], judged: list[Judged], checks: dict[Pat
     if runs:
         lines += ["", "## Conditions, published against here", "",
                   f"Here: the manifest of {runs[-1].folder.name}.", ""]
-        lines += reasons.conditions_table(study, runs[-1].manifest)
+        lines += claimreasons.conditions_table(study, runs[-1].manifest)
     return "\n".join(lines) + "\n"
 
 

@@ -33,7 +33,7 @@ from typing import Any
 
 from lab.setup.paths import ROOT
 from lab.analyse import (analysis, claimjudge, claims, claimsfile, claimtext, costview,
-                         reasons)
+                         claimreasons)
 from lab.record import costs, files, folder, rows
 from lab.record.manifest import MANIFEST, Manifest, read_manifest
 from lab.setup import stepcheck
@@ -322,7 +322,7 @@ def judge(plan: Plan, done: RunDone, available: set[str]) -> JudgedRun:
         note = stand_in_note(plan.study, c)
         if note and claimjudge.one_start(c, plan.specs) is None:
             r = claimjudge.with_reason(r, f"{r.reason}; {note}")
-        why = (reasons.reasons(r, plan.study, manifest, stats)
+        why = (claimreasons.reasons(r, plan.study, manifest, stats)
                if manifest is not None and stats and r.verdict != claims.REPRODUCED else [])
         out.append(claimjudge.Judged(done.plan.client, r,
                                      (done.folder,) if done.folder else (), (), tuple(why)))
@@ -406,7 +406,7 @@ def render(plan: Plan, folder: Path, judged: list[JudgedRun]) -> str:
 
 def why_section(plan: Plan, judged: list[JudgedRun]) -> list[str]:
     """Each claim not reproduced, per client: its three measured reasons
-    (lab.analyse.reasons) and the variants that test them; then the conditions,
+    (lab.analyse.claimreasons) and the variants that test them; then the conditions,
     published against here. Only runs with a readable manifest."""
     read = [j for j in judged if j.manifest is not None]
     if not read or read[-1].manifest is None:
@@ -414,7 +414,7 @@ def why_section(plan: Plan, judged: list[JudgedRun]) -> list[str]:
     lines = claimjudge.why_lines(plan.study, [x for j in read for x in j.judged], plan.specs)
     return (["## Why not reproduced", ""] + (lines or ["Every claim was reproduced."])
             + ["", "## Conditions, published against here", ""]
-            + reasons.conditions_table(plan.study, read[-1].manifest) + [""])
+            + claimreasons.conditions_table(plan.study, read[-1].manifest) + [""])
 
 
 def to_json(plan: Plan, judged: list[JudgedRun]) -> dict[str, Any]:

@@ -71,7 +71,7 @@ from lab.measure.clients import ClientError, Load, Options, target
 from lab.record.histogram import Histogram
 from lab.record.level import Answers, Level
 from lab.record.failures import Failure
-from lab.setup.reason import Reason
+from lab.setup.whynot import Reason
 
 MIB = 1024 * 1024        # siege's data_transferred unit
 NS_PER_MS = 1e6

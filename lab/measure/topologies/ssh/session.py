@@ -24,7 +24,7 @@ from typing import Any
 from lab.record import files
 from lab.setup import paths
 from lab.setup.params import ConfigError, Params
-from lab.setup.reason import Reason
+from lab.setup.whynot import Reason
 from lab.measure.topologies import HostLost
 
 AGENT = "lab/measure/topologies/ssh/agent.py"

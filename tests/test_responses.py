@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FAKES, bench, free_port, lab_env, leftovers, run_folders
-from lab.analyse import analysis, sends
+from lab.analyse import analysis, responses
 from lab.present.page import escaped
 from lab.record import manifest
 from lab.record.rows import read_rows
@@ -121,7 +121,7 @@ ASF = response([("Date", " (masked)"), ("Server", " ASF"),
 
 
 def test_the_table_flags_what_differs() -> None:
-    flags = sends.differences({"aws": AWS, "ews": EWS, "asf": ASF, "old": None})
+    flags = responses.differences({"aws": AWS, "ews": EWS, "asf": ASF, "old": None})
     assert flags["ews"][:2] == ["no Date header", "`Content-Length:  27` (spacing)"]
     assert flags["asf"][0] == "Content-Type parameter `charset=utf-8`"
     assert not any("Date" in f or "spacing" in f for f in flags["aws"])
@@ -131,19 +131,19 @@ def test_the_table_flags_what_differs() -> None:
     assert all(f"{(sizes[n] or 0) - (sizes[small] or 0)} bytes more than the smallest answer"
                in flags[n] for n in sizes if n != small)
     assert not any("bytes more" in f for f in flags[small])
-    other = sends.differences({"a": AWS, "b": response(AWS.headers[:3] + [
+    other = responses.differences({"a": AWS, "b": response(AWS.headers[:3] + [
         ("Content-Type", " text/plain"), ("Content-Length", " 27")]), "c": AWS})
     assert "another Content-Type: text/plain" in other["b"]
 
 
 def test_a_size_note_says_by_how_many_bytes() -> None:
     assert AWS.bytes is not None and EWS.bytes is not None
-    found = {n: sends.ServerAnswer(n, r, 1, False, ()) for n, r in (("aws", AWS), ("ews", EWS))}
-    note = sends.size_note("aws", "ews", found)
+    found = {n: responses.ServerAnswer(n, r, 1, False, ()) for n, r in (("aws", AWS), ("ews", EWS))}
+    note = responses.size_note("aws", "ews", found)
     assert note == (f"ews's answer is {AWS.bytes - EWS.bytes} bytes smaller than aws's "
                     f"({EWS.bytes} vs {AWS.bytes} bytes on the wire)")
-    assert sends.size_note("aws", "aws", found) == ""
-    assert sends.size_note("aws", "nope", found) == ""
+    assert responses.size_note("aws", "aws", found) == ""
+    assert responses.size_note("aws", "nope", found) == ""
 
 
 def test_a_run_records_and_shows_what_each_server_sends(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""lab.present.lead: a page's first line, the run's verdict in words."""
+"""lab.present.firstline: a page's first line, the run's verdict in words."""
 from __future__ import annotations
 
 import dataclasses
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from lab.analyse import analysis
-from lab.present import lead
+from lab.present import firstline
 
 pytestmark = pytest.mark.unit
 
@@ -20,7 +20,7 @@ def test_a_run_of_a_variant_alone_says_its_peak() -> None:
     rec, a = analysis.of(LANDED)
     name, levels = next(iter(a.stats.items()))
     alone = dataclasses.replace(a, stats={"jersey.jetty": levels}, verdicts=[], primary=[])
-    said = lead.run_verdict(rec.manifest, alone)
+    said = firstline.run_verdict(rec.manifest, alone)
     assert said.startswith("no verdict between servers") and "jersey.jetty peaked at" in said
     gone = dataclasses.replace(a, stats={}, verdicts=[], primary=[])
-    assert lead.run_verdict(rec.manifest, gone) == "nothing was measured"
+    assert firstline.run_verdict(rec.manifest, gone) == "nothing was measured"
