@@ -234,7 +234,7 @@ def make_row(where: Where, level: Level, m: Measured, client: str = "the client"
         percentiles=level.percentiles)
 
 
-def combine(levels: list[Level], merged: Histogram | None = None) -> Level:
+def combine(host_levels: list[Level], merged: Histogram | None = None) -> Level:
     """One level measured by several client hosts at once, as one: counts,
     rates, data and requests in flight are summed; the mean response time is
     weighted by each host's responses; the longest response is the worst
@@ -242,37 +242,38 @@ def combine(levels: list[Level], merged: Histogram | None = None) -> Level:
     distributions added up (lab.record.histogram: exact, to its resolution),
     or without it the worst host's (a percentile of the whole cannot be had
     from the parts' percentiles: this one is an upper bound of it)."""
-    if len(levels) == 1:            # one host had the level: its own figures
-        return levels[0] if merged is None else replace(levels[0], percentiles="exact")
-    successful = sum(x.successful for x in levels)
-    failed = sum(x.failed for x in levels)
-    transactions = sum(x.transactions for x in levels)
-    weights = [x.transactions for x in levels] if transactions else [1] * len(levels)
+    if len(host_levels) == 1:            # one host had the level: its own figures
+        only = host_levels[0]
+        return only if merged is None else replace(only, percentiles="exact")
+    successful = sum(x.successful for x in host_levels)
+    failed = sum(x.failed for x in host_levels)
+    transactions = sum(x.transactions for x in host_levels)
+    weights = [x.transactions for x in host_levels] if transactions else [1] * len(host_levels)
 
     def worst(values: list[float | None]) -> float | None:
         known = [v for v in values if v is not None]
         return max(known) if known else None
-    offered = [x.offered_rps for x in levels]
+    offered = [x.offered_rps for x in host_levels]
     return Level(
         transactions=transactions, successful=successful, failed=failed,
         availability_pct=100 * successful / (successful + failed) if successful + failed
         else 0.0,
-        elapsed_s=max(x.elapsed_s for x in levels),
-        rate_rps=sum(x.rate_rps for x in levels),
-        resp_ms=sum(x.resp_ms * w for x, w in zip(levels, weights)) / sum(weights),
-        in_flight=sum(x.in_flight for x in levels),
-        longest_ms=max(x.longest_ms for x in levels),
-        data_mb=sum(x.data_mb for x in levels),
-        p50_ms=merged.percentile_ms(50) if merged else worst([x.p50_ms for x in levels]),
-        p90_ms=merged.percentile_ms(90) if merged else worst([x.p90_ms for x in levels]),
-        p99_ms=merged.percentile_ms(99) if merged else worst([x.p99_ms for x in levels]),
+        elapsed_s=max(x.elapsed_s for x in host_levels),
+        rate_rps=sum(x.rate_rps for x in host_levels),
+        resp_ms=sum(x.resp_ms * w for x, w in zip(host_levels, weights)) / sum(weights),
+        in_flight=sum(x.in_flight for x in host_levels),
+        longest_ms=max(x.longest_ms for x in host_levels),
+        data_mb=sum(x.data_mb for x in host_levels),
+        p50_ms=merged.percentile_ms(50) if merged else worst([x.p50_ms for x in host_levels]),
+        p90_ms=merged.percentile_ms(90) if merged else worst([x.p90_ms for x in host_levels]),
+        p99_ms=merged.percentile_ms(99) if merged else worst([x.p99_ms for x in host_levels]),
         percentiles="exact" if merged else "bound",
         offered_rps=None if None in offered else sum(v for v in offered if v is not None),
-        failures=tuple(failure_kinds.merged(f for x in levels for f in x.failures)),
-        stopped="; ".join(dict.fromkeys(x.stopped for x in levels if x.stopped)),
-        counted=levels[0].counted if len({x.counted for x in levels}) == 1 else "",
-        counted_slack=sum(x.counted_slack for x in levels),
-        counted_partial=any(x.counted_partial for x in levels))
+        failures=tuple(failure_kinds.merged(f for x in host_levels for f in x.failures)),
+        stopped="; ".join(dict.fromkeys(x.stopped for x in host_levels if x.stopped)),
+        counted=host_levels[0].counted if len({x.counted for x in host_levels}) == 1 else "",
+        counted_slack=sum(x.counted_slack for x in host_levels),
+        counted_partial=any(x.counted_partial for x in host_levels))
 
 
 def steady(rates: list[float], slices: int = STEADY_SLICES,

@@ -135,7 +135,7 @@ def run_together(commands: list[tuple[ClientHost, list[str]]], cpus: tuple[int, 
 
 
 def record(path: Path, run: Path, start: object, tag: str, shares: list[Load],
-           runs: list[ClientRun], levels: list[Level], cpu_pct: tuple[float, ...],
+           runs: list[ClientRun], host_levels: list[Level], cpu_pct: tuple[float, ...],
            percentiles: str = "bound") -> str:
     """Each client host's part of one level, a line appended to `path` (in the
     run folder `run`); `percentiles`: the level's ("exact": merged, "bound":
@@ -153,7 +153,7 @@ def record(path: Path, run: Path, start: object, tag: str, shares: list[Load],
                        "client_cpu_s": round(ran.cpu_s, 3),
                        "client_cpu_pct": round(pct, 1), "wall_s": round(ran.wall_s, 3),
                        "client_bound": pct >= metrics.CLIENT_BOUND_PCT}
-                      for share, ran, lv, pct in zip(shares, runs, levels, cpu_pct)]}
+                      for share, ran, lv, pct in zip(shares, runs, host_levels, cpu_pct)]}
     with files.open_text(path, run, append=True) as f:
         f.write(json.dumps(line) + "\n")
     if spread is not None and spread > START_SPREAD_NOTED_S:

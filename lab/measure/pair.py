@@ -171,19 +171,19 @@ class PairSweep:
         return [side.warmed("auto, together", rates[i], settled(i), took, f"c={top}", w)
                 for i, (side, w) in enumerate(zip(self.sides, watches))]
 
-    def sweep_levels(self, levels: list[int], workers: list[int],
+    def sweep_levels(self, level_values: list[int], workers: list[int],
                      not_steady: list[bool]) -> None:
         started = time.monotonic()
-        for k, value in enumerate(levels, 1):
+        for k, value in enumerate(level_values, 1):
             got = self.measure(value)
             made = [side.row(sp, None, value, w, ns, level, m) for side, sp, w, ns, (level, m)
                     in zip(self.sides, self.procs, workers, not_steady, self.partnered(got))]
-            eta = (time.monotonic() - started) / k * (len(levels) - k)
+            eta = (time.monotonic() - started) / k * (len(level_values) - k)
             for side, row in zip(self.sides, made):
                 rows.append_row(self.run, row)
                 side.start_record["levels_done"] = k
                 side.save()
-                side.show(row, k, len(levels), eta)
+                side.show(row, k, len(level_values), eta)
             silent = [side.server.name for side, (level, _) in zip(self.sides, got)
                       if level.successful == 0]
             if silent:

@@ -162,15 +162,15 @@ class ServerSweep:
             return [(value, [p.load[0]]) for value in p.values]
         return [(None, list(p.load))]
 
-    def one_start(self, knob_value: int | None, levels: list[int]) -> None:
+    def one_start(self, knob_value: int | None, level_values: list[int]) -> None:
         """Start → ready, listening, verified → warm-up → each level → stop (always)."""
         sp = self.launch(knob_value)
         try:
             workers = self.check(sp, knob_value)
-            warm = self.warm_up(sp, levels[-1])
+            warm = self.warm_up(sp, level_values[-1])
             self.start_record.update(status="measuring", warmup=warm)
             self.save()
-            self.sweep_levels(sp, knob_value, levels, workers, warm.get("steady") is False)
+            self.sweep_levels(sp, knob_value, level_values, workers, warm.get("steady") is False)
             self.start_record["status"] = "complete"
             self.save()
         finally:
@@ -284,12 +284,12 @@ class ServerSweep:
             raise NotLoaded(f"{name} failed verification, not loaded: {contract.listed(broken)}")
         return sends
 
-    def sweep_levels(self, sp: ServerProcess, knob_value: int | None, levels: list[int],
+    def sweep_levels(self, sp: ServerProcess, knob_value: int | None, level_values: list[int],
                      workers: int, not_steady: bool) -> None:
         """Each level in turn: measured, kept (a row), shown; a level where nothing
         completed ends the start (the server stopped answering)."""
         started = time.monotonic()
-        for i, level_value in enumerate(levels, 1):
+        for i, level_value in enumerate(level_values, 1):
             level, row = self.one_level(sp, knob_value, level_value, workers, not_steady)
             rows.append_row(self.run, row)
             self.start_record["levels_done"] = i
@@ -299,8 +299,8 @@ class ServerSweep:
                 raise StoppedAnswering(f"{at}: no request completed in {self.params.duration_s}s "
                                        f"({level.failed} failed): {self.server.name} stopped "
                                        "answering")
-            eta = (time.monotonic() - started) / i * (len(levels) - i)
-            self.show(row, i, len(levels), eta)
+            eta = (time.monotonic() - started) / i * (len(level_values) - i)
+            self.show(row, i, len(level_values), eta)
 
     def one_level(self, sp: ServerProcess, knob_value: int | None, level_value: int,
                   workers: int, not_steady: bool) -> tuple[Level, Row]:
@@ -558,16 +558,16 @@ class ServerSweep:
         if not sp.alive():
             raise self.died(sp, load, tag)
         try:
-            levels = [self.client.parse(ran.stdout, ran.stderr) for ran in runs]
+            host_levels = [self.client.parse(ran.stdout, ran.stderr) for ran in runs]
         except ClientError as e:
             raise SweepError(f"{tag}: {e}") from e
         # a rate is a level's only when the client ran its length, by its own clock
-        levels = [replace(lv, stopped=levelrow.ran_short(lv, duration, self.client.name))
-                  for lv in levels]
+        host_levels = [replace(lv, stopped=levelrow.ran_short(lv, duration, self.client.name))
+                       for lv in host_levels]
         # the answers' size, each host's count against the verified answer (lab.analyse.answers)
         wrong = "; ".join(f"{ran.host}: {why}" if several else why for ran, why in (
             (ran, answers.size_check(lv, self.expected, share.concurrency, self.client.name))
-            for ran, lv, (_, share) in zip(runs, levels, shares)) if why)
+            for ran, lv, (_, share) in zip(runs, host_levels, shares)) if why)
         if "warmup" not in tag:
             self.write_series(tag, runs, sampler.points, sampler.queue.points)
         hosts_pct = tuple(100 * ran.cpu_s / (len(p.client_cpus) * max(ran.wall_s, 1e-9))
@@ -578,9 +578,9 @@ class ServerSweep:
                                              self.run, p.client_cpus, sp.env)
             if why:
                 self.note(f"{tag}: {why}")
-        combined = levelrow.combine(levels, merged)
+        combined = levelrow.combine(host_levels, merged)
         if several:
-            self.record_hosts(tag, [share for _, share in shares], runs, levels, hosts_pct,
+            self.record_hosts(tag, [share for _, share in shares], runs, host_levels, hosts_pct,
                               combined.percentiles)
         last = sampler.last
         why = sampler.memory_error if last is None or last.pss_kb is None else ""
@@ -655,10 +655,11 @@ class ServerSweep:
             p.client_cpus, sp.env, outs, limit, lambda: not self.halt.is_set() and sp.alive())
 
     def record_hosts(self, tag: str, shares: list[Load], runs: list[ClientRun],
-                     levels: list[Level], cpu_pct: tuple[float, ...], percentiles: str) -> None:
+                     host_levels: list[Level], cpu_pct: tuple[float, ...],
+                     percentiles: str) -> None:
         """Each client host's part of one level, a line in <server>/client-hosts.jsonl."""
         said = clienthosts.record(self.out / "client-hosts.jsonl", self.run,
-                                  self.start_record.get("id"), tag, shares, runs, levels,
+                                  self.start_record.get("id"), tag, shares, runs, host_levels,
                                   cpu_pct, percentiles)
         if said:
             self.note(f"{tag}: {said}")

@@ -129,10 +129,10 @@ def false_alarms(a: analysis.Analysis) -> tuple[int, int, float, int]:
     return said, able, allowed, same
 
 
-def print_floors(server: str, levels: list[int], found: dict[str, float]) -> None:
+def print_floors(server: str, level_values: list[int], found: dict[str, float]) -> None:
     """The floors as a Markdown table on stdout."""
-    print(Table(["metric", f"A/A floor ({server} vs {second(server)}, largest over levels "
-                           f"{' '.join(map(str, levels))})"],
+    print(Table(["metric", f"A/A floor ({server} vs {second(server)}, largest over level_values "
+                           f"{' '.join(map(str, level_values))})"],
                 [[metric, f"{pct:.2f}%"] for metric, pct in sorted(found.items())]).text())
 
 
