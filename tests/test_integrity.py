@@ -206,6 +206,12 @@ def test_an_rmit_level_is_judged_by_its_worst_slice_not_their_sum() -> None:
     level, joined = pair.summed([(part, m)] * 5)
     assert level.elapsed_s == 10.0 and joined.wall_s == pytest.approx(11.5)
     assert levelrow.make_row(where, level, joined, "wrk").flags == ""
+    assert level.percentiles == ""          # no percentiles from the client: no mark
+    # each percentile the worst slice's: an upper bound of the level's, marked so
+    slow = replace(part, p50_ms=1.0, p90_ms=2.0, p99_ms=9.0)
+    level, joined = pair.summed([(replace(slow, p99_ms=3.0), m)] * 4 + [(slow, m)])
+    assert level.percentiles == "bound" and level.p99_ms == 9.0
+    assert levelrow.make_row(where, level, joined, "wrk").percentiles == "bound"
     level, joined = pair.summed([(part, m)] * 4 + [(part, replace(m, client_stopped_s=2.0))])
     assert levelrow.make_row(where, level, joined, "wrk").has("client-stalled")
 

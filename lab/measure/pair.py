@@ -281,8 +281,10 @@ def summed(parts: list[tuple[Level, levelrow.Measured]]) -> tuple[Level, levelro
     elapsed = sum(x.elapsed_s for x in levels)
     weights = [x.transactions for x in levels] if transactions else [1] * len(levels)
     combined = levelrow.combine(levels)            # counts, percentiles, failures
-    # percentiles="": the worst slice's, not marked (the mark is several client hosts')
-    level = replace(combined, elapsed_s=elapsed, percentiles="",
+    # several slices: each percentile the worst slice's, an upper bound ("bound")
+    level = replace(combined, elapsed_s=elapsed,
+                    percentiles="bound" if len(levels) > 1 and combined.p99_ms is not None
+                    else "",
                     rate_rps=transactions / elapsed if elapsed > 0 else 0.0,
                     resp_ms=sum(x.resp_ms * w for x, w in zip(levels, weights)) / sum(weights),
                     in_flight=sum(x.in_flight * x.elapsed_s for x in levels) / elapsed
