@@ -131,7 +131,7 @@ def false_alarms(a: analysis.Analysis) -> tuple[int, int, float, int]:
 
 def print_floors(server: str, level_values: list[int], found: dict[str, float]) -> None:
     """The floors as a Markdown table on stdout."""
-    print(Table(["metric", f"A/A floor ({server} vs {second(server)}, largest over level_values "
+    print(Table(["metric", f"A/A floor ({server} vs {second(server)}, largest over levels "
                            f"{' '.join(map(str, level_values))})"],
                 [[metric, f"{pct:.2f}%"] for metric, pct in sorted(found.items())]).text())
 

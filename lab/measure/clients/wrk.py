@@ -172,10 +172,6 @@ class Wrk(Packaged):
         check = run_dir / CHECK_SCRIPT
         if not os.path.lexists(check):
             files.write_atomic(check, SCRIPT.read_bytes() + b"\n" + CHECK.read_bytes())
-        kept = run_dir / HISTOGRAM_SCRIPT
-        if not os.path.lexists(kept):
-            files.write_atomic(kept, SCRIPT.read_bytes() + b"\n" + histogram_budget()
-                               + HISTOGRAM.read_bytes())
         self.script, self.options = script, options
         return {"tool": "wrk", "version": self.version(),
                 "connection": "keep-alive" if options.keepalive else "close",
@@ -215,7 +211,11 @@ class Wrk(Packaged):
         request, so the level runs as `command`'s does."""
         argv = self.command(url, load, duration_s)
         assert self.script is not None
-        argv[argv.index(str(self.script))] = str(self.script.with_name(HISTOGRAM_SCRIPT))
+        kept = self.script.with_name(HISTOGRAM_SCRIPT)   # in the run only where it is used
+        if not os.path.lexists(kept):
+            files.write_atomic(kept, SCRIPT.read_bytes() + b"\n" + histogram_budget()
+                               + HISTOGRAM.read_bytes())
+        argv[argv.index(str(self.script))] = str(kept)
         return argv
 
     def distribution(self, stdout: str) -> Histogram:
