@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from lab.analyse import responses, wording
+from lab.analyse import responses
 from lab.setup import markdown
 from lab.present import compare, report
+from lab.record import csvfile
 from lab.record.manifest import Response
 from test_compare import make_run, manifest, paced_rows
 
@@ -94,10 +95,10 @@ def test_levels_csv_cells_a_spreadsheet_would_run_are_text(tmp_path: Path) -> No
     """OWASP's CSV injection advice: a cell starting with = + - @ tab or CR
     is prefixed with '; figures, negative ones too, stay numbers."""
     from lab.record import files
-    assert [wording.csv_cell(x) for x in
+    assert [csvfile.spreadsheet_cell(x) for x in
             ["=1+2", "+cmd", "-x", "@SUM(A1)", "\tx", "\rx", "-1.5", "+2", "12", 3, -4.0, None]
             ] == ["'=1+2", "'+cmd", "'-x", "'@SUM(A1)", "'\tx", "'\rx", "-1.5", "+2", "12", 3,
-                  -4.0, None]
+                  -4.0, ""]        # a missing figure: an empty cell
     planted = [replace(r, flags='=HYPERLINK("http://x") @x') for r in paced_rows(RATES)]
     run = make_run(tmp_path, "r1", manifest(), planted)
     report.write(run)

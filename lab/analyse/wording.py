@@ -4,7 +4,6 @@ reason), the swept axis's labels, and text quoted for gnuplot."""
 from __future__ import annotations
 
 import math
-import re
 from urllib.parse import quote
 
 from lab.analyse.metrics import LevelStats, Spread
@@ -85,17 +84,6 @@ def link_target(path: str = "", fragment: str = "") -> str:
     if fragment:
         target += "#" + quote(fragment, safe="!$&'()*+,;=:@/?")    # RFC 3986's fragment
     return target
-
-
-def csv_cell(value: object) -> object:
-    """A cell of a CSV the lab writes for spreadsheets (levels.csv): text that
-    a spreadsheet would run as a formula (it starts with =, +, -, @, a tab or
-    a carriage return; OWASP's CSV injection advice) gets a leading ' ; a
-    number, or text that reads as one ("-1.5"), stays as it is."""
-    if not isinstance(value, str) or not value or value[0] not in "=+-@\t\r" \
-            or re.fullmatch(r"[+-](?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", value):
-        return value
-    return "'" + value
 
 
 def gp_quote(text: str) -> str:

@@ -6,15 +6,13 @@ median, min, max) and results.json (lab.analyse.analysis.to_json). Every figure 
 from the run's Analysis (lab.analyse.analysis), computed from its schema."""
 from __future__ import annotations
 
-import csv
-import io
 from pathlib import Path
 from typing import Any
 
 from lab.analyse import analysis, costview, memsplit, metrics, probeview, profileview, responses
-from lab.record import files, outputs, probe
+from lab.record import csvfile, files, outputs, probe
 from lab.analyse.analysis import Analysis
-from lab.analyse.wording import (DASH, axis_label, csv_cell, median_range, percentile_mark,
+from lab.analyse.wording import (DASH, axis_label, median_range, percentile_mark,
                                  percentiles_said, spread_text)
 from lab.setup.markdown import Table, md_code, md_text
 from lab.analyse.metrics import JIT_QUIET_PER_S, LevelStats
@@ -139,23 +137,20 @@ def probe_section(probes: dict[str, ProbeReport | str]) -> list[str]:
 
 def write_levels_csv(run: Path, stats: dict[str, list[LevelStats]]) -> None:
     cgroup = any(s.cgroup_mem_kb for levels in stats.values() for s in levels)
-    f = io.StringIO(newline="")
-    w = csv.writer(f)
-    w.writerow(["server", "value", "reps", "rate_median", "rate_min", "rate_max",
-                "resp_ms_median", "p99_ms_median", "rss_end_kb_median", "cpu_us_per_req_median",
-                "client_cpu_pct_median", "flags"] + ["cgroup_mem_kb_median"] * cgroup
-               + ["pss_kb_median", "private_kb_median", "shared_kb_median", "anon_kb_median",
-                  "cpu_sys_us_per_req_median"])
-    for name, levels in stats.items():
-        for s in levels:
-            w.writerow([csv_cell(x) for x in [name, s.value, s.rate.n, s.rate.median, s.rate.lo, s.rate.hi,
-                        s.resp_ms.median, s.p99_ms.median if s.p99_ms else "",
-                        s.rss_end_kb.median, s.cpu_us_per_req.median,
-                        s.client_cpu_pct.median, " ".join(s.all_flags())]
-                       + [s.cgroup_mem_kb.median if s.cgroup_mem_kb else ""] * cgroup
-                       + [x.median if x else "" for x in (s.pss_kb, s.private_kb, s.shared_kb,
-                                                          s.anon_kb, s.cpu_sys_us_per_req)]])
-    files.write_atomic(run / outputs.LEVELS, f.getvalue())
+    header = (["server", "value", "reps", "rate_median", "rate_min", "rate_max",
+               "resp_ms_median", "p99_ms_median", "rss_end_kb_median", "cpu_us_per_req_median",
+               "client_cpu_pct_median", "flags"] + ["cgroup_mem_kb_median"] * cgroup
+              + ["pss_kb_median", "private_kb_median", "shared_kb_median", "anon_kb_median",
+                 "cpu_sys_us_per_req_median"])
+    rows = [[name, s.value, s.rate.n, s.rate.median, s.rate.lo, s.rate.hi,
+             s.resp_ms.median, s.p99_ms.median if s.p99_ms else "",
+             s.rss_end_kb.median, s.cpu_us_per_req.median,
+             s.client_cpu_pct.median, " ".join(s.all_flags())]
+            + [s.cgroup_mem_kb.median if s.cgroup_mem_kb else ""] * cgroup
+            + [x.median if x else "" for x in (s.pss_kb, s.private_kb, s.shared_kb,
+                                               s.anon_kb, s.cpu_sys_us_per_req)]
+            for name, levels in stats.items() for s in levels]
+    csvfile.write_for_spreadsheets(run / outputs.LEVELS, header, rows)
 
 
 def rerun_line(m: Manifest) -> str:

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import csv
 import math
-import os
 import sys
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from lab.record import files, tcpkinds
+from lab.record import csvfile, files, tcpkinds
 from lab.record.failures import Failure, decode_failures
 from lab.record.files import RecordError
 from lab.record.tcpkinds import TcpDelta
@@ -134,13 +133,8 @@ OPTIONAL = {f.name for f in fields(Row) if f.default is None}   # columns newer 
 
 
 def append_row(run: Path, row: Row) -> None:
-    path = run / CSV
-    new = not os.path.lexists(path)
-    with files.open_text(path, run, append=True) as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS)
-        if new:
-            w.writeheader()
-        w.writerow({k: "" if v is None else v for k, v in asdict(row).items()})
+    """A level's row appended to the run's results.csv (lab.record.csvfile)."""
+    csvfile.append_row(run / CSV, run, COLUMNS, asdict(row))
 
 
 # a cell this short (0.0, 100.0, a worker count) is converted once a read and

@@ -23,7 +23,8 @@ import json
 from datetime import datetime
 from pathlib import Path
 
-from lab.record.files import RecordError, open_text, read_text
+from lab.record import csvfile
+from lab.record.files import RecordError, read_text
 
 # <server>/series-<tag>.csv: one measured level's per-second series, the tag of
 # the level's client output (rep1-c8, rep2-r500)
@@ -114,15 +115,12 @@ def write(path: Path, rps: list[float] | None, server: list[tuple[float, int]],
     """The series file, never written through a link (lab.record.files);
     `queue`: each second's highest accept queue (empty where unread)."""
     n = max(len(rps or []), len(server))
-    with open_text(path, root) as f:
-        w = csv.writer(f)
-        w.writerow(HEADER)
-        for i in range(n):
-            r = rps[i] if rps is not None and i < len(rps) else None
-            cpu, rss = server[i] if i < len(server) else (None, None)
-            q = queue[i] if queue is not None and i < len(queue) else None
-            w.writerow([i, "" if r is None else r, "" if cpu is None else cpu,
-                        "" if rss is None else rss, "" if q is None else q])
+
+    def second(i: int) -> list[object]:
+        cpu, rss = server[i] if i < len(server) else (None, None)
+        return [i, rps[i] if rps is not None and i < len(rps) else None, cpu, rss,
+                queue[i] if queue is not None and i < len(queue) else None]
+    csvfile.write(path, HEADER, (second(i) for i in range(n)), root)
 
 
 Row = tuple[int, float | None, float | None, int | None]
