@@ -2,6 +2,10 @@
 mounted (a unified host, a hybrid one, none) and the step's own cgroup."""
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -45,3 +49,35 @@ def test_the_run_s_record_says_used_or_why_not() -> None:
         assert Path(str(said["under"]), "cgroup.procs").is_file()
     else:
         assert said["why"] == cgroup.status() != ""
+
+
+@pytest.mark.root
+def test_the_cgroups_of_a_step_that_is_gone_are_swept_and_a_live_steps_kept() -> None:
+    """A cgroup a dead step left (lab-PID-N, empty or not) is killed and removed
+    by the next step that looks for its cgroups; a live step's stays."""
+    under = cgroup.parent()
+    if isinstance(under, str):
+        pytest.skip(f"no cgroups here: {under}")
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    assert not Path(f"/proc/{dead.pid}").exists()
+    left = under / f"{cgroup.PREFIX}{dead.pid}-1"
+    mine = under / f"{cgroup.PREFIX}{os.getpid()}-999999"
+    left.mkdir()
+    mine.mkdir()
+    sleeper = subprocess.Popen(["/bin/sh", "-c", cgroup.SHIM, str(left / "cgroup.procs"),
+                                "sleep", "60"])
+    try:
+        for _ in range(200):
+            if cgroup.pids_in(left):
+                break
+            time.sleep(0.01)
+        assert cgroup.pids_in(left) == [sleeper.pid]
+        assert cgroup.sweep(under) == [left.name]
+        assert not left.exists() and sleeper.wait(timeout=5) == -signal.SIGKILL
+        assert mine.is_dir()
+    finally:
+        sleeper.kill()
+        for path in (left, mine):
+            if path.exists():
+                path.rmdir()

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import subprocess
 from dataclasses import dataclass
 from functools import cache
@@ -87,7 +88,24 @@ def _found() -> tuple[Path, bool] | str:
     folder = point if rel in (None, ".") else point / str(rel)
     if rel is None or rel.startswith("..") or not (folder / "cgroup.procs").is_file():
         return f"this process's cgroup {mine} is not under the cgroup2 mount {point}"
+    sweep(folder)
     return _try(folder)
+
+
+def sweep(folder: Path) -> list[str]:
+    """Kill and remove the lab's cgroups in `folder` whose step is gone
+    (lab-PID-N and lab-probe-PID with no process PID): what a step that
+    died before its keeper could act, or whose last removal met a busy
+    cgroup, left. Returns their names. A live step's are never touched."""
+    gone = []
+    for entry in folder.glob(f"{PREFIX}*"):
+        m = re.fullmatch(rf"{PREFIX}(?:probe-(\d+)|(\d+)-\d+)", entry.name)
+        if m is None or not entry.is_dir() or entry.is_symlink():
+            continue
+        if not os.path.exists(f"/proc/{m.group(1) or m.group(2)}"):
+            keeper.kill_cgroup(str(entry), timeout=1.0)
+            gone.append(entry.name)
+    return gone
 
 
 def _try(folder: Path) -> tuple[Path, bool] | str:
