@@ -18,13 +18,13 @@ agent runs it on the server's host).
 """
 from __future__ import annotations
 
-import ctypes
 import os
 import socket
 import struct
-import threading
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
+
+from lab.host import netenter
 
 NETLINK_SOCK_DIAG = 4
 SOCK_DIAG_BY_FAMILY = 20
@@ -36,7 +36,6 @@ REQUEST = struct.Struct("=BBBBI48x")       # inet_diag_req_v2: family, protocol,
                                            # states; its sockid left zero (a dump)
 MESSAGE = struct.Struct("=BBBB2sH16s16sI8sIIIII")   # inet_diag_msg: ..., sport (big-endian),
                                            # ..., expires, rqueue, wqueue, uid, inode
-CLONE_NEWNET = 0x40000000
 
 
 @dataclass(frozen=True)
@@ -65,33 +64,7 @@ def open_in(namespace: Optional[str]) -> socket.socket:
     when it cannot be entered (not root, the process gone)."""
     if namespace is None or same_namespace(namespace):
         return _open()
-    box: Dict[str, object] = {}
-
-    def body() -> None:                  # a thread of its own: the caller stays here
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            fd = os.open(namespace, os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                if libc.setns(fd, CLONE_NEWNET) != 0:
-                    err = ctypes.get_errno()
-                    raise OSError(err, f"cannot enter the network namespace {namespace}: "
-                                       f"{os.strerror(err)}")
-            finally:
-                os.close(fd)
-            box["sock"] = _open()
-        except OSError as e:
-            box["error"] = e
-
-    thread = threading.Thread(target=body, name="acceptq setns", daemon=True)
-    thread.start()
-    thread.join()
-    if "error" in box:
-        error = box["error"]
-        assert isinstance(error, OSError)
-        raise error
-    sock = box["sock"]
-    assert isinstance(sock, socket.socket)
-    return sock
+    return netenter.inside(namespace, _open)
 
 
 def dump(sock: socket.socket, family: int, seq: int) -> List[Tuple[int, int, int]]:

@@ -37,7 +37,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -45,7 +44,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from lab.measure import hostinfo
-from lab.host import procfs, procs
+from lab.host import netenter, procfs, procs
 from lab.record import files
 from lab.setup.params import ConfigError, Params
 from lab.setup.paths import cache_dir
@@ -59,7 +58,6 @@ DEFAULT_NETNS_PREFIX = "lab"
 PREFIX_TEXT = re.compile(r"[a-z][a-z0-9]{0,4}")       # names stay <= 15 chars (IFNAMSIZ)
 NETWORK = ipaddress.IPv4Network("10.200.0.0/14")      # 4 addresses per port, 1024..65535
 NETNS_DIR = Path("/run/netns")
-CLONE_NEWNET = 0x40000000
 MTU = 1500                                            # Ethernet's, veth's default
 WIRE_FRAME = MTU + 14                                 # what tc counts per full packet
 TX_QUEUE = 1000                                       # packets: a NIC's default txqueuelen
@@ -163,46 +161,26 @@ def qdiscs(link: str, delay: str) -> list[list[str]]:
 
 # ---------------------------------------------------------------- running things in a namespace
 
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
 def _setns(namespace: str) -> None:
     """Move the calling thread (only it) into the named network namespace."""
-    path = NETNS_DIR / namespace
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        netenter.enter(str(NETNS_DIR / namespace))
     except FileNotFoundError:
         raise NetnsError(f"network namespace {namespace} does not exist: `python3 -m lab up` "
                          "makes it (run-benchmark.sh does)") from None
-    try:
-        if _libc.setns(fd, CLONE_NEWNET) != 0:
-            err = ctypes.get_errno()
-            raise NetnsError(f"cannot enter network namespace {namespace}: "
-                             f"{os.strerror(err)} (TOPOLOGY=netns needs root)")
-    finally:
-        os.close(fd)
+    except OSError as e:
+        raise NetnsError(f"cannot enter network namespace {namespace}: "
+                         f"{os.strerror(e.errno or 0)} (TOPOLOGY=netns needs root)") from None
 
 
 def inside(namespace: str, fn: Callable[[], T]) -> T:
-    """fn() run by a thread of its own inside `namespace`: the sockets it opens
-    and what it reads under /proc/sys/net and /proc/thread-self/net are that
-    namespace's. The thread ends with fn; the caller stays where it was."""
-    box: dict[str, Any] = {}
-
-    def body() -> None:
-        try:
-            _setns(namespace)
-            box["value"] = fn()
-        except BaseException as e:           # handed to the caller, raised there
-            box["error"] = e
-
-    thread = threading.Thread(target=body, name=f"netns {namespace}", daemon=True)
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    value: T = box["value"]
-    return value
+    """fn() run by a thread of its own inside `namespace` (lab.host.netenter):
+    the sockets it opens and what it reads under /proc/sys/net and
+    /proc/thread-self/net are that namespace's; the caller stays where it was."""
+    def there() -> T:
+        _setns(namespace)
+        return fn()
+    return netenter.in_thread(there, f"netns {namespace}")
 
 
 def exec_in(namespace: str) -> tuple[str, ...]:
@@ -533,7 +511,7 @@ def join(params: Params) -> None:
     if os.geteuid() != 0:
         raise NetnsError("TOPOLOGY=netns needs root")
     _setns(names(params).client_ns)
-    _libc.prctl(PR_SET_NAME, ctypes.c_char_p(STEP_NAME), 0, 0, 0)
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_NAME, ctypes.c_char_p(STEP_NAME), 0, 0, 0)
 
 
 def steps_in(namespace: str) -> list[int]:
