@@ -184,7 +184,7 @@ class LevelStats:
         return list(self.flags) + (["noisy"] if self.noisy else [])
 
 
-def percentile_mark(group: list[Row]) -> str:
+def percentiles_over_starts(group: list[Row]) -> str:
     """Where a level's percentiles come from, over its starts (LevelStats.percentiles)."""
     marks = {r.percentiles or "" for r in group}
     return "bound" if "bound" in marks else "exact" if "exact" in marks else ""
@@ -238,7 +238,7 @@ def level_stats(rows: list[Row]) -> list[LevelStats]:
                            for r in sorted(group, key=lambda r: r.rep) if r.unranked),
             reps=tuple(r.rep for r in group),
             lost_pct=tuple(r.steal_pct + r.other_cpu_pct for r in group),
-            percentiles=percentile_mark(group)))
+            percentiles=percentiles_over_starts(group)))
     return out
 
 
