@@ -513,7 +513,7 @@ class DockerServerHost(LocalServerHost):
 
     def time_wait_sockets(self) -> int:
         """This host's, plus the container's network namespace's."""
-        inside = _net_sockets(self.current.pid, "06") if self.current else 0
+        inside = procfs.time_wait_sockets(f"/proc/{self.current.pid}/net") if self.current else 0
         return procfs.time_wait_sockets() + inside
 
     def wait_ready(self, proc: Started, host: str, port: int, timeout: float) -> float:

@@ -190,7 +190,7 @@ def exec_in(namespace: str) -> tuple[str, ...]:
 
 def time_wait_here() -> int:
     """TCP sockets in TIME_WAIT in the calling thread's namespace (IPv4 and IPv6)."""
-    return procfs.tcp_sockets(net="/proc/thread-self/net")
+    return procfs.time_wait_sockets("/proc/thread-self/net")
 
 
 def sysctls_here() -> dict[str, str | None]:
