@@ -65,7 +65,9 @@ def test_live_follows_the_start_being_measured(tmp_path: Path) -> None:
         (run / "manifest.json").write_text(json.dumps(m))
         (run / "sturdy").mkdir(exist_ok=True)
         (run / "sturdy" / "wrk-rep1-c4.out").write_text("")
-        out = lab(lab_env(tmp_path), "live", "--seconds", "3", timeout=60)
+        # a line a second: 6 s leave room for a host loaded by a build beside
+        # (3 s gave one line there once)
+        out = lab(lab_env(tmp_path), "live", "--seconds", "6", timeout=60)
     finally:
         server.kill()
         server.wait()
