@@ -9,6 +9,7 @@ local and the netns topologies."""
 from __future__ import annotations
 
 import dataclasses
+import csv
 import json
 import os
 import shutil
@@ -220,4 +221,8 @@ def test_each_double_shows_its_own_kind_from_the_servers_side(
     assert tcpkinds.BY_KEY[own].mechanism in said
     assert said in (run / "summary.md").read_text()
     assert label in (run / "report.html").read_text()
+    with (run / "levels.csv").open(newline="") as f:    # the spreadsheet's row has them too
+        [cells] = list(csv.DictReader(f))
+    assert cells["tcp_netns"] == d.netns and int(cells["failed"]) == row.failed
+    assert int(cells[f"tcp_{own}"]) == seen[own] and cells[f"tcp_{other}"] in ("", "0")
     assert leftovers(run) == []

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.analyse import analysis, costview, memsplit, metrics, probeview, profileview, responses
-from lab.record import csvfile, files, outputs, probe
+from lab.record import csvfile, files, outputs, probe, tcpkinds
 from lab.analyse.analysis import Analysis
 from lab.analyse.wording import (DASH, axis_label, median_range, percentile_mark,
                                  percentiles_said, spread_text)
@@ -18,6 +18,7 @@ from lab.setup.markdown import Table, md_code, md_text
 from lab.analyse.metrics import JIT_QUIET_PER_S, LevelStats
 from lab.record.manifest import Manifest, Warmup
 from lab.record.probe import ProbeReport
+from lab.record.tcpkinds import TcpDelta
 from lab.record.runrecord import RunRecord
 
 
@@ -135,13 +136,25 @@ def probe_section(probes: dict[str, ProbeReport | str]) -> list[str]:
     return lines
 
 
+def tcp_cells(tcp: TcpDelta | None) -> list[str | int]:
+    """levels.csv's TCP cells: where the counters were read (`server` or
+    `shared`), then each kind's count over the repetitions; all empty where
+    they were not read (PAIRED, an older run)."""
+    if tcp is None:
+        return [""] * (1 + len(tcpkinds.KINDS))
+    seen = {x.kind: x.count for x in tcpkinds.kinds(tcp)}
+    return [tcp.netns] + [seen.get(k.key, 0) for k in tcpkinds.KINDS]
+
+
 def write_levels_csv(run: Path, stats: dict[str, list[LevelStats]]) -> None:
     cgroup = any(s.cgroup_mem_kb for levels in stats.values() for s in levels)
     header = (["server", "value", "reps", "rate_median", "rate_min", "rate_max",
                "resp_ms_median", "p99_ms_median", "rss_end_kb_median", "cpu_us_per_req_median",
                "client_cpu_pct_median", "flags"] + ["cgroup_mem_kb_median"] * cgroup
               + ["pss_kb_median", "private_kb_median", "shared_kb_median", "anon_kb_median",
-                 "cpu_sys_us_per_req_median"])
+                 "cpu_sys_us_per_req_median"]
+              # added by issue 45, after the columns older runs have
+              + ["failed", "percentiles", "tcp_netns"] + [f"tcp_{k.key}" for k in tcpkinds.KINDS])
     rows = [[name, s.value, s.rate.n, s.rate.median, s.rate.lo, s.rate.hi,
              s.resp_ms.median, s.p99_ms.median if s.p99_ms else "",
              s.rss_end_kb.median, s.cpu_us_per_req.median,
@@ -149,6 +162,7 @@ def write_levels_csv(run: Path, stats: dict[str, list[LevelStats]]) -> None:
             + [s.cgroup_mem_kb.median if s.cgroup_mem_kb else ""] * cgroup
             + [x.median if x else "" for x in (s.pss_kb, s.private_kb, s.shared_kb,
                                                s.anon_kb, s.cpu_sys_us_per_req)]
+            + [s.failed, s.percentiles] + tcp_cells(s.tcp)
             for name, levels in stats.items() for s in levels]
     csvfile.write_for_spreadsheets(run / outputs.LEVELS, header, rows)
 
