@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from conftest import ROOT
+from lab.record.hostfacts import HostFacts
 from lab.setup import markdown
 from lab.setup.markdown import Span, Table
 
@@ -93,7 +94,7 @@ def test_calibrate_table() -> None:
     got = SimpleNamespace(version="4.1", modes={"close": {1: x}}, refused={"close": {2: "busy|x"}})
     cal = SimpleNamespace(levels=[1, 2], extra={}, ceiling="nginx", duration_s=2,
                           pinning=SimpleNamespace(server_cpus="0", client_cpus="1"),
-                          topology="local x", host={"cpu_model": "m"}, clients={"siege": got})
+                          topology="local x", host=HostFacts(cpu_model="m"), clients={"siege": got})
     assert calibrate.table(cal).splitlines()[2:] == [   # type: ignore[arg-type]
         "| client | connection | c=1 | c=2 |", "|---|---|---|---|",
         "| siege 4.1 | close | 1,234 req/s (client CPU 50%, host busy 0%, steal 1%) | "

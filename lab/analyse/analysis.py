@@ -90,8 +90,7 @@ def conditions(m: Manifest) -> str:
             f"{'' if m.extra.get('kind') == 'cost' else f'{p.duration_s}s/level, '}"
             f"{p.repeat.text()} rep, server CPU "
             f"{m.pinning.server_cpus or '?'}, client CPU {m.pinning.client_cpus or '?'}, "
-            f"{(m.topology or '?').split(' ')[0]}, {h.get('cpu_model', '?')}, "
-            f"{h.get('cores', '?')} cores")
+            f"{(m.topology or '?').split(' ')[0]}, {h.model()}")
 
 
 # --------------------------------------------------------------------------- calibration

@@ -71,7 +71,7 @@ def run_conditions(m: Manifest) -> dict[str, str]:
     h, t = m.host, m.tools
     n = cpus(m.pinning.server_cpus)
     shared = " (shares the client's CPU)" if shares_client_cpu(m) else ""
-    model = f"{h.get('cpu_model', '?')}, {h.get('cores', '?')} cores"
+    model = h.model()
     topo = (m.topology_details.get("name") or (m.topology or "?").split(" ")[0])
     local = topo in ("local", "?", "") or m.topology_details.get("server_host") in (None, "local")
     client_host = "the same host" + (f", client CPU {m.pinning.client_cpus}"
@@ -83,12 +83,12 @@ def run_conditions(m: Manifest) -> dict[str, str]:
                       if k.startswith("aws_") or "link" in k) if aws else ""
     opts = java_opts(m)
     return {
-        "server_host": f"{h.get('os', '?')}, {model}; server pinned to "
+        "server_host": f"{h.os or '?'}, {model}; server pinned to "
                        f"{n or '?'} CPU{'s' if n != 1 else ''} "
                        f"({m.pinning.server_cpus or '?'}){shared}",
         "client_host": client_host,
         "network": m.topology or "?",
-        "os": f"{h.get('os', '?')}, kernel {h.get('kernel', '?')}",
+        "os": f"{h.os or '?'}, kernel {h.kernel or '?'}",
         "jdk_gc": jvm(m, opts),
         "aws": (f"AWS {aws.version or 'version not recorded'}"
                 + (f" ({facts})" if facts else ", linking not recorded")) if aws

@@ -61,22 +61,22 @@ CONNECTION: Condition = ("connection mode", lambda m: m.client.connection)
 SERVER_CPUS: Condition = ("server CPUs (pinning)", lambda m: m.pinning.server_cpus)
 CLIENT_CPUS: Condition = ("client CPUs (pinning)", lambda m: m.pinning.client_cpus)
 AXIS: Condition = ("swept axis", lambda m: m.params.axis)
-CORES: Condition = ("host CPU count", lambda m: m.host.get("cores"))
-HOSTNAME: Condition = ("host", lambda m: m.host.get("hostname"))
+CORES: Condition = ("host CPU count", lambda m: m.host.cores)
+HOSTNAME: Condition = ("host", lambda m: m.host.hostname)
 
 # Conditions that decide the figures: a difference refuses the comparison.
 MATTERS: list[Condition] = [
     CORES,
-    ("usable CPUs", lambda m: m.host.get("usable_cpus")),
+    ("usable CPUs", lambda m: m.host.usable_cpus),
     TOPOLOGY, CLIENT, CONNECTION, AXIS,
 ]
 
 # Conditions that may move the figures: listed, never refused.
 MAY_MATTER: list[Condition] = [
-    ("kernel", lambda m: m.host.get("kernel")),
-    ("OS", lambda m: m.host.get("os")),
-    ("CPU model", lambda m: m.host.get("cpu_model")),
-    ("memory GB", lambda m: m.host.get("memory_gb")),
+    ("kernel", lambda m: m.host.kernel),
+    ("OS", lambda m: m.host.os),
+    ("CPU model", lambda m: m.host.cpu_model),
+    ("memory GB", lambda m: m.host.memory_gb),
     ("client version", lambda m: m.client.version),
     ("client threads", lambda m: m.client.threads),
     SERVER_CPUS, CLIENT_CPUS,
@@ -129,8 +129,8 @@ def server_differences(ma: Manifest, mb: Manifest) -> list[Difference]:
 def load_difference(ma: Manifest, mb: Manifest) -> list[Difference]:
     """The 1-minute load average at the start, when it differs at one decimal."""
     def first(m: Manifest) -> str:
-        load = m.host.get("load_average_at_start")
-        return f"{load[0]:.1f}" if isinstance(load, list) and load else shown(None)
+        load = m.host.load_average_at_start
+        return f"{load[0]:.1f}" if load else shown(None)
     a, b = first(ma), first(mb)
     return [] if a == b else [Difference("load average at start (1 min)", a, b, False)]
 

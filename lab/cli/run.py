@@ -24,6 +24,7 @@ from lab.setup.paths import cache_dir
 from lab.setup.params import SETTINGS, ConfigError, Params, format_cpus, run_settings
 from lab.setup.servers import Discovered, lookup, outside
 from lab.cli.common import STOP_SIGNALS, client_for, fail, load_params, recorded_settings
+from lab.record.hostfacts import HostFacts
 
 
 def cmd_new_run(_: argparse.Namespace) -> int:
@@ -68,8 +69,9 @@ def start_run(params: Params, servers: Discovered,
                                client_cpus=format_cpus(params.client_cpus)),
         client=manifest.ClientInfo.parse(checked.obj(conditions, run / manifest.MANIFEST, "client")),
         calibration=calibration.last(cache_dir()),
-        host=topo.server.facts(),
-        client_hosts=[c.facts() for c in topo.clients if not c.same_host_as(topo.server)],
+        host=HostFacts.of(topo.server.facts()),
+        client_hosts=[HostFacts.of(c.facts(), "client_hosts")
+                      for c in topo.clients if not c.same_host_as(topo.server)],
         tools=dict(tools.result()),
         lab=hostinfo.lab_revision(ROOT),
         cgroups=held,

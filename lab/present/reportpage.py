@@ -470,15 +470,13 @@ def warnings_html(notes: list[str]) -> str:
 def conditions_html(m: Manifest) -> str:
     h, c, p = m.host, m.client, m.params
     threads = c.threads or p.extra.get("client_threads")
-    host = [("CPU model", h.get("cpu_model")), ("cores", h.get("cores")),
-            ("usable CPUs", " ".join(map(str, h.get("usable_cpus") or []))),
-            ("memory GB", h.get("memory_gb")), ("OS", h.get("os")),
-            ("kernel", h.get("kernel")), ("hostname", h.get("hostname")),
-            ("load average at start", " ".join(
-                f"{x:.2f}" if isinstance(x, (int, float)) else str(x)
-                for x in h.get("load_average_at_start") or []))]
-    sysctl = h.get("sysctl")
-    kernel = [(f"sysctl {k}", v) for k, v in (sysctl.items() if isinstance(sysctl, dict) else [])]
+    host = [("CPU model", h.cpu_model), ("cores", h.cores),
+            ("usable CPUs", " ".join(map(str, h.usable_cpus or []))),
+            ("memory GB", h.memory_gb), ("OS", h.os),
+            ("kernel", h.kernel), ("hostname", h.hostname),
+            ("load average at start", " ".join(f"{x:.2f}"
+                                               for x in h.load_average_at_start or []))]
+    kernel = [(f"sysctl {k}", v) for k, v in (h.sysctl or {}).items()]
     lab = m.lab
     run = [("topology", m.topology),
            ("server CPUs", m.pinning.server_cpus), ("client CPUs", m.pinning.client_cpus),

@@ -10,6 +10,7 @@ from typing import Any
 from lab.record.checked import Obj, dump, names
 from lab.record.files import RecordError, read_json
 from lab.record.pinning import Pinning
+from lab.record.hostfacts import HostFacts
 
 
 @dataclass
@@ -54,7 +55,7 @@ class Calibration:
     duration_s: int
     levels: list[int]
     pinning: Pinning
-    host: dict[str, Any]
+    host: HostFacts
     clients: dict[str, CalClient]
     topology: str = ""                 # "" in calibrations of the landed tree
     client_threads: int | None = None
@@ -76,7 +77,7 @@ class Calibration:
             clients[name] = CalClient(c.text("version"), modes, refused)
         return cls(made=o.text("made"), ceiling=o.text("ceiling"),
                    duration_s=o.integer("duration_s", 0), levels=o.ints("levels"),
-                   pinning=Pinning.parse(o.obj("pinning")), host=o.raw_obj("host"),
+                   pinning=Pinning.parse(o.obj("pinning")), host=HostFacts.parse(o.obj("host")),
                    clients=clients, topology=o.text("topology"),
                    client_threads=o.opt_int("client_threads"), extra=o.rest(names(cls)))
 

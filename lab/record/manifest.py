@@ -29,6 +29,7 @@ from lab.record.outputs import in_words
 from lab.record.pinning import Pinning
 from lab.setup.names import why_not_a_recorded_name
 from lab.setup.params import Repeat
+from lab.record.hostfacts import HostFacts
 
 SCHEMA = 2                 # 1: the landed tree's manifest, without a "schema" key
 MANIFEST = "manifest.json"
@@ -250,8 +251,8 @@ class Manifest:
     topology_details: dict[str, Any] = field(default_factory=dict)
     pinning: Pinning = field(default_factory=Pinning)
     calibration: Calibration | None = None
-    host: dict[str, Any] = field(default_factory=dict)
-    client_hosts: list[dict[str, Any]] = field(default_factory=list)
+    host: HostFacts = field(default_factory=HostFacts)
+    client_hosts: list[HostFacts] = field(default_factory=list)
     tools: dict[str, str | None] = field(default_factory=dict)   # None: not installed
     lab: dict[str, Any] = field(default_factory=dict)
     # whether the lab's processes run in cgroups of its own (lab.host.cgroup.describe:
@@ -343,8 +344,8 @@ def _parse_manifest(data: Any, path: Path) -> Manifest:
         topology_details=o.raw_obj("topology_details"), pinning=Pinning.parse(o.obj("pinning")),
         calibration=Calibration.parse(o.obj("calibration")) if o.data.get("calibration")
         else None,
-        host=o.raw_obj("host"),
-        client_hosts=[Obj(x, path, f"client_hosts[{i}]").data
+        host=HostFacts.parse(o.obj("host")),
+        client_hosts=[HostFacts.parse(Obj(x, path, f"client_hosts[{i}]"))
                       for i, x in enumerate(o.items("client_hosts"))],
         tools={k: None if v is None else str(v) for k, v in o.raw_obj("tools").items()}, lab=o.raw_obj("lab"),
         cgroups=o.raw_obj("cgroups"),

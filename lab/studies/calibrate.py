@@ -207,7 +207,7 @@ def table(cal: calibration.Calibration) -> str:
     busy = " - HOST BUSY: saved marked so" if cal.extra.get("host_busy") else ""
     lines = [f"Client capacity against {cal.ceiling} ({cal.duration_s}s per level, "
              f"server CPU {cal.pinning.server_cpus}, client CPU {cal.pinning.client_cpus}, "
-             f"{cal.topology.split(' ')[0] or '?'}, {cal.host.get('cpu_model', '?')}){busy}:", ""]
+             f"{cal.topology.split(' ')[0] or '?'}, {cal.host.cpu_model or '?'}){busy}:", ""]
     rows = []
     for name, got in cal.clients.items():
         for mode in calibration.MODES:

@@ -180,7 +180,7 @@ def same_conditions(a: Run, b: Run) -> list[str]:
                 "server CPU": m.pinning.server_cpus, "client CPU": m.pinning.client_cpus,
                 "topology": (m.topology or "?").split(" ")[0],
                 "JAVA_OPTS": claimreasons.java_opts(m),
-                "host": f"{m.host.get('cpu_model', '?')} x{m.host.get('cores', '?')}"}
+                "host": f"{m.host.cpu_model or '?'} x{m.host.cores or '?'}"}
     ka, kb = key(a), key(b)
     return [f"{k} {ka[k] or '-'} against {kb[k] or '-'}" for k in ka if ka[k] != kb[k]]
 

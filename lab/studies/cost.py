@@ -58,6 +58,7 @@ from lab.setup.paths import ROOT, cache_dir
 from lab.measure.topologies.local import LocalServerHost
 from lab.setup.servers import Server, discover, lookup, outside
 from lab.measure.sweep import server_facts
+from lab.record.hostfacts import HostFacts
 
 TOOLS = {"valgrind": "valgrind", "h2load": "nghttp2-client"}
 VALGRIND = ("valgrind --tool=cachegrind --cache-sim=no --branch-sim=no --vgdb=no "
@@ -349,7 +350,7 @@ def write_manifest(run: Path, params: Params, concurrencies: tuple[int, ...],
                                 client_cpus=format_cpus(params.client_cpus)),
         client=manifest.ClientInfo(tool="h2load", version=h2load or "not installed",
                                    connection="keep-alive", threads="1"),
-        host=hostinfo.host(), tools=dict(host_tools()), lab=hostinfo.lab_revision(ROOT),
+        host=HostFacts.of(hostinfo.host()), tools=dict(host_tools()), lab=hostinfo.lab_revision(ROOT),
         servers={s.name: manifest.ServerRecord.new({**s.describe(), "status": "pending",
                                                     "facts": build_facts(s, params, run)})
                  for s in servers},
