@@ -34,6 +34,7 @@ from lab.measure.topologies import ssh
 from lab.measure.topologies.ssh import session as ssh_session, ship as ssh_ship
 from lab.measure.clienthosts import split_load
 from sshhost import Lan
+from test_acceptq import assert_deaf_flagged
 
 pytestmark = [pytest.mark.fault, pytest.mark.root, pytest.mark.ssh]
 
@@ -334,6 +335,20 @@ def test_two_client_hosts_drive_one_server_together(tmp_path: Path, lan: Lan) ->
     for i in range(2):
         text = (run / "nginx" / f"wrk-rep1-c4.h{i}.out").read_text()
         assert "wrk-report " in text
+    nothing_left(run, lan, env)
+
+
+def test_the_server_hosts_accept_queue_is_read_there(tmp_path: Path, lan: Lan) -> None:
+    """The deaf double on the server host, the client here: its agent reads the
+    listening socket's queue at each sample and its kernel's counters, where
+    no client shares the namespace (issue 45 left this untested live). Its
+    sampler there keeps no per-second samples: no series."""
+    env = ssh_env(tmp_path, lan)
+    run = assert_deaf_flagged(tmp_path, env, per_second=False)
+    assert not list((run / "deaf").glob("series-*.csv"))
+    assert manifest(run)["host"]["ssh"] == lan.dest(0)
+    tcp = [r.tcp() for r in read_rows(run)]
+    assert all(t is not None and t.netns == "server" for t in tcp), tcp
     nothing_left(run, lan, env)
 
 
