@@ -202,16 +202,16 @@ def test_each_double_shows_its_own_kind_from_the_servers_side(
     assert d is not None and d.netns == ("server" if where == "netns" else "shared")
     seen = {s.kind: s.count for s in tcpkinds.kinds(d)}
     own, other = OWN[double], next(k for k in OWN.values() if k != OWN[double])
-    # wrk counts more read errors than the server reset connections (5% more seen,
-    # 17% on a loaded CI host: not every read error of wrk's is one of the
-    # server's resets); the kernel counts no request of the client's, only the
-    # server's resets: most of the client's failures, never more than them
+    # each of wrk's read errors is one connection the double reset (the double
+    # closes it at once: socketserver's FIN before the close let a client close
+    # first, and the kernel then sent no reset, for half of them); the kernel
+    # also counts the resets of requests in flight when wrk stopped, at most
+    # one a connection, which wrk never counted
     if where == "netns":        # the server's namespace: its own sockets only
-        # at most one reset per connection the client still held at the level's end
-        assert row.failed / 2 <= seen[own] <= row.failed + CONCURRENCY, (row.failed, seen)
+        assert row.failed <= seen[own] <= row.failed + CONCURRENCY, (row.failed, seen)
         assert other not in seen
     else:                       # shared: the client's sockets and the host's others too
-        assert seen[own] >= row.failed / 2, (row.failed, seen)
+        assert seen[own] >= row.failed, (row.failed, seen)
     data = json.loads((run / "results.json").read_text())
     [level] = data["levels"][double]
     assert level["tcp"]["netns"] == d.netns

@@ -32,6 +32,7 @@ args = parser.parse_args()
 lock = threading.Lock()
 answered = 0
 seen = 0            # requests waited for (--unread-after), read or not
+closing: set[int] = set()   # connections to close with no FIN first (abrupt)
 LINE = b"x" * 99 + b"\n"
 
 
@@ -56,6 +57,7 @@ class Handler(BaseHTTPRequestHandler):
                 seen += bool(waiting)
                 unread = waiting and seen > args.unread_after and seen % max(args.one_in, 1) == 0
             if unread:              # closed with the request unread: the kernel resets it
+                abrupt(self.connection)
                 self.close_connection = True
                 return
         super().handle_one_request()
@@ -73,6 +75,7 @@ class Handler(BaseHTTPRequestHandler):
                                                 else answered % 10 != 0)
             changed = past(args.body_after)
         if found and reset:
+            abrupt(self.connection)
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
                                        struct.pack("ii", 1, 0))
             self.close_connection = True        # close() now sends RST, no answer
@@ -87,9 +90,28 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
+def abrupt(conn: socket.socket) -> None:
+    """`conn` is to be closed at once, with no FIN before."""
+    with lock:
+        closing.add(conn.fileno())
+
+
 class Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = int(os.environ.get("BACKLOG", "512"))
+
+    def shutdown_request(self, request: socket.socket) -> None:  # type: ignore[override]
+        # socketserver shuts the writing side down (a FIN) before it closes;
+        # a client that reads that FIN closes its end first, and the close
+        # that was to reset the connection then finds it closed: no reset
+        # (wrk counted twice the resets the kernel sent). Close at once.
+        with lock:
+            now = request.fileno() in closing
+            closing.discard(request.fileno())
+        if now:
+            self.close_request(request)
+        else:
+            super().shutdown_request(request)
 
 
 Server((os.environ.get("BIND", "127.0.0.1"), int(os.environ["PORT"])), Handler).serve_forever()
