@@ -20,42 +20,21 @@ import sys
 import threading
 import time
 
-BODY = b'{"greeting":"Hello World!"}'
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "shared"))
+import http1  # noqa: E402 (the doubles' HTTP/1.1, beside this folder)
+
 LOADED, WINDOW_S = 20, 0.100
 DEAF_S = float(os.environ.get("DEAF_S", "2"))
 HEAR_S = float(os.environ.get("HEAR_S", "0.5"))
 spells: list[float] = []
 
 
-def answer(status: str, body: bytes, close: bool) -> bytes:
-    head = (f"HTTP/1.1 {status}\r\nContent-Type: "
-            f"{'application/json' if status.startswith('200') else 'text/plain'}\r\n"
-            f"Content-Length: {len(body)}\r\n" + ("Connection: close\r\n" if close else "")
-            + "\r\n")
-    return head.encode() + body
-
-
 def serve(conn: socket.socket) -> None:
     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     with conn, conn.makefile("rb") as rfile:
-        while True:
-            line = rfile.readline(65537)
-            if not line:
-                return
-            close = False
-            while True:
-                header = rfile.readline(65537)
-                if header in (b"\r\n", b"\n", b""):
-                    break
-                name, _, value = header.decode("latin-1").partition(":")
-                if name.strip().lower() == "connection" and "close" in value.lower():
-                    close = True
-            parts = line.split()
-            path = parts[1] if len(parts) > 1 else b""
-            reply = answer("200 OK", BODY, close) if path == b"/api" else \
-                answer("404 Not Found", b"not found\n", close)
+        for path, close in http1.requests(rfile):
             try:
-                conn.sendall(reply)
+                conn.sendall(http1.contract(path, close))
             except OSError:
                 return
             if close:

@@ -10,8 +10,9 @@ wrongly, as OVERLOADED_WRONG says:
   same    27 bytes, other ones: '{"greeting":"Hello World?"}'
   error   '{"error":"overloaded"}', status 200
 
-Each answer is one write (a head and a body apart would wait on Nagle's
-algorithm and the client's delayed ACK: 25 answers a second, never loaded).
+Each answer is one write (shared/http1.py: a head and a body apart would
+wait on Nagle's algorithm and the client's delayed ACK: 25 answers a second,
+never loaded).
 On SIGTERM it prints how many answers were wrong, of how many, to its log.
 """
 import collections
@@ -23,7 +24,9 @@ import sys
 import threading
 import time
 
-BODY = b'{"greeting":"Hello World!"}'
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "shared"))
+import http1  # noqa: E402 (the doubles' HTTP/1.1, beside this folder)
+
 WRONG = {"short": b'{"greeting":"Hello World!!"}',
          "same": b'{"greeting":"Hello World?"}',
          "error": b'{"error":"overloaded"}'}[os.environ.get("OVERLOADED_WRONG", "short")]
@@ -47,36 +50,12 @@ def loaded() -> bool:
     return busy
 
 
-def answer(status: str, body: bytes, close: bool) -> bytes:
-    head = (f"HTTP/1.1 {status}\r\nContent-Type: "
-            f"{'application/json' if status.startswith('200') else 'text/plain'}\r\n"
-            f"Content-Length: {len(body)}\r\n" + ("Connection: close\r\n" if close else "")
-            + "\r\n")
-    return head.encode() + body
-
-
 class Handler(socketserver.StreamRequestHandler):
     def handle(self) -> None:
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        while True:
-            line = self.rfile.readline(65537)
-            if not line:
-                return
-            close = False
-            while True:
-                header = self.rfile.readline(65537)
-                if header in (b"\r\n", b"\n", b""):
-                    break
-                name, _, value = header.decode("latin-1").partition(":")
-                if name.strip().lower() == "connection" and "close" in value.lower():
-                    close = True
-            parts = line.split()
-            path = parts[1] if len(parts) > 1 else b""
-            if path == b"/api":
-                reply = answer("200 OK", WRONG if loaded() else BODY, close)
-            else:
-                reply = answer("404 Not Found", b"not found\n", close)
-            self.wfile.write(reply)
+        for path, close in http1.requests(self.rfile):
+            wrong = path == b"/api" and loaded()
+            self.wfile.write(http1.contract(path, close, WRONG if wrong else http1.BODY))
             if close:
                 return
 
