@@ -35,8 +35,13 @@ import string
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pytest
 
 SSHD = "/usr/sbin/sshd"
 SUBNETS = "10.202.{}.0/24"
@@ -284,6 +289,17 @@ class Lan:
         hosts = [Host(**h) for h in data.pop("hosts")]
         data["folder"] = Path(data["folder"])
         return Lan(**data, hosts=hosts)
+
+
+def lan_for(tmp_path_factory: pytest.TempPathFactory, tag: str) -> Iterator[Lan]:
+    """Three emulated hosts for a test module's fixture (`tag`: its namespaces'
+    prefix, so that two modules' never meet); the module is skipped when not root."""
+    import pytest
+    if os.geteuid() != 0:
+        pytest.skip("emulated ssh hosts need root (ip netns)")
+    folder = tmp_path_factory.mktemp("sshhosts")
+    with Lan(folder, f"{tag}{os.getpid() % 10000}", count=3) as hosts:
+        yield hosts
 
 
 def is_listener(pid: int) -> bool:

@@ -12,7 +12,6 @@ every response pooled, not the worst host's.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +22,7 @@ from conftest import FAKES, ROOT, bench, run_folders
 from lab.measure.clients import vegeta
 from lab.record import histogram
 from lab.record.rows import read_rows
-from sshhost import Lan
+from sshhost import Lan, lan_for
 from test_topology_ssh import nothing_left, ssh_env
 
 pytestmark = [pytest.mark.fault, pytest.mark.root, pytest.mark.ssh]
@@ -31,11 +30,7 @@ pytestmark = [pytest.mark.fault, pytest.mark.root, pytest.mark.ssh]
 
 @pytest.fixture(scope="module")
 def lan(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lan]:
-    if os.geteuid() != 0:
-        pytest.skip("emulated ssh hosts need root (ip netns)")
-    folder = tmp_path_factory.mktemp("sshhosts")
-    with Lan(folder, f"m{os.getpid() % 10000}", count=3) as hosts:
-        yield hosts
+    yield from lan_for(tmp_path_factory, "m")
 
 
 def lopsided(tmp: Path, slow_from: str, every: int, delay_ms: int) -> Path:

@@ -33,7 +33,7 @@ from lab.measure import probe
 from lab.measure.topologies import ssh
 from lab.measure.topologies.ssh import session as ssh_session, ship as ssh_ship
 from lab.measure.clienthosts import split_load
-from sshhost import Lan
+from sshhost import Lan, lan_for
 from test_acceptq import assert_deaf_flagged
 
 pytestmark = [pytest.mark.fault, pytest.mark.root, pytest.mark.ssh]
@@ -218,11 +218,7 @@ def test_the_agent_runs_samples_and_stops_here(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def lan(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lan]:
-    if os.geteuid() != 0:
-        pytest.skip("emulated ssh hosts need root (ip netns)")
-    folder = tmp_path_factory.mktemp("sshhosts")
-    with Lan(folder, f"t{os.getpid() % 10000}", count=3) as hosts:
-        yield hosts
+    yield from lan_for(tmp_path_factory, "t")
 
 
 def ssh_env(tmp: Path, lan: Lan, **settings: str) -> dict[str, str]:
