@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import ctypes
 import os
-import threading
-from typing import Callable, Dict, TypeVar
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, TypeVar
 
 CLONE_NEWNET = 0x40000000
 T = TypeVar("T")
@@ -32,25 +32,10 @@ def enter(namespace: str) -> None:
 
 
 def in_thread(fn: Callable[[], T], name: str = "netns") -> T:
-    """fn() run by a thread of its own (one that may setns and then end); what
-    it raises is raised here."""
-    box: Dict[str, object] = {}
-
-    def body() -> None:
-        try:
-            box["value"] = fn()
-        except BaseException as e:           # handed to the caller, raised there
-            box["error"] = e
-
-    thread = threading.Thread(target=body, name=name, daemon=True)
-    thread.start()
-    thread.join()
-    if "error" in box:
-        error = box["error"]
-        assert isinstance(error, BaseException)
-        raise error
-    value: T = box["value"]     # type: ignore[assignment]
-    return value
+    """fn() run by a thread of its own, which ends with the call (one that
+    may setns); what it raises is raised here."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix=name) as one:
+        return one.submit(fn).result()
 
 
 def inside(namespace: str, fn: Callable[[], T]) -> T:
