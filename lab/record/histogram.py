@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,10 +47,7 @@ class Histogram:
 
     @staticmethod
     def of_samples(samples: Iterable[int]) -> Histogram:
-        counts: dict[int, int] = {}
-        for s in samples:
-            counts[s] = counts.get(s, 0) + 1
-        return Histogram.of(counts)
+        return Histogram.of(Counter(samples))
 
     @property
     def count(self) -> int:
@@ -82,10 +80,9 @@ def rank(p: float, n: int) -> int:
 
 def merge(histograms: Iterable[Histogram]) -> Histogram:
     """The distribution of every sample of every histogram: counts added."""
-    counts: dict[int, int] = {}
+    counts: Counter[int] = Counter()
     for h in histograms:
-        for value, n in h.pairs:
-            counts[value] = counts.get(value, 0) + n
+        counts.update(dict(h.pairs))
     return Histogram.of(counts)
 
 
