@@ -120,17 +120,26 @@ def write(path: Path, run: Path, h: Histogram, client: str, host: str) -> None:
     files.write_atomic(path, lines, run)
 
 
-def read(path: Path) -> Histogram:
-    """A kept histogram; RecordError naming the line that is not one."""
+def parse(text: str) -> Histogram:
+    """'<us> <count>' lines, values rising ('#' lines are comments); ValueError
+    naming the line that is not one."""
     counts: dict[int, int] = {}
     last = -1
-    for i, line in enumerate(files.read_text(path).splitlines(), 1):
+    for i, line in enumerate(text.splitlines(), 1):
         if not line.strip() or line.startswith("#"):
             continue
         words = line.split()
         if len(words) != 2 or not all(w.isdigit() for w in words) or int(words[0]) <= last:
-            raise RecordError(path, f"line {i} is not '<us> <count>' after a lower value: "
-                                    f"{line[:60]!r}")
+            raise ValueError(f"line {i} is not '<us> <count>' after a lower value: "
+                             f"{line[:60]!r}")
         last = int(words[0])
         counts[last] = int(words[1])
     return Histogram.of(counts)
+
+
+def read(path: Path) -> Histogram:
+    """A kept histogram; RecordError naming the line that is not one."""
+    try:
+        return parse(files.read_text(path))
+    except ValueError as e:
+        raise RecordError(path, str(e)) from None

@@ -66,7 +66,7 @@ from typing import Any, ClassVar
 from lab.record import failures as kinds
 from lab.measure import hostinfo
 from lab.setup import paths
-from lab.record import series
+from lab.record import histogram, series
 from lab.measure.clients import ClientError, Load, Options, target
 from lab.record.histogram import Histogram
 from lab.record.level import Answers, Level
@@ -322,15 +322,13 @@ class Vegeta:
     def distribution(self, stdout: str) -> Histogram:
         """distribution_after's output: every result's latency (vegeta's, errors
         included, as its own percentiles count them), to within 1 us."""
-        counts: dict[int, int] = {}
-        for line in stdout.splitlines():
-            words = line.split()
-            if len(words) != 2 or not all(w.isdigit() for w in words):
-                raise ValueError(f"vegeta's results gave no latency histogram: {line[:80]!r}")
-            counts[int(words[0])] = int(words[1])
-        if not counts:
+        try:
+            h = histogram.parse(stdout)
+        except ValueError as e:
+            raise ValueError(f"vegeta's results gave no latency histogram: {e}") from None
+        if not h.count:
             raise ValueError("vegeta's results gave no latency histogram (no result kept)")
-        return Histogram.of(counts)
+        return h
 
     def parse(self, stdout: str, stderr: str) -> Level:
         return parse(stdout, stderr)
