@@ -143,11 +143,6 @@ class Tally:
         self.backlog = q.backlog
         self.points.append((at, q.waiting))
 
-    @property
-    def full_pct(self) -> Optional[float]:
-        """The share of samples at the backlog, %; None with no sample."""
-        return round(100 * self.full / self.samples, 1) if self.samples else None
-
     def to_json(self) -> Dict[str, Any]:
         """Its figures for the ssh agent's answer (no points: no series there)."""
         return {"samples": self.samples, "full": self.full, "max": self.max,
