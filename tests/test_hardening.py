@@ -4,6 +4,7 @@ refused with exit 2 before anything is built or started, and the suite
 passes from a clone nobody else can read."""
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import socket
@@ -111,15 +112,22 @@ def test_a_dangling_link_in_the_way_is_refused(tmp_path: Path) -> None:
 # 3. a port held over IPv6 only is busy too
 
 def ipv6_only_listener(host: str) -> socket.socket:
-    s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
-    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-    try:
-        s.bind((host, 0))
-    except OSError:
-        s.close()
-        pytest.skip("no IPv6 loopback on this host")
-    s.listen()
-    return s
+    """A listener on a port below the ephemeral range (conftest.free_port): on
+    one that bind(0) hands out, a client connection of a test beside it could
+    hold 127.0.0.1 at the same port, and the IPv4 bind would fail for that."""
+    for _ in range(20):
+        s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        try:
+            s.bind((host, free_port()))
+        except OSError as e:
+            s.close()
+            if e.errno == errno.EADDRINUSE:
+                continue
+            pytest.skip("no IPv6 loopback on this host")
+        s.listen()
+        return s
+    raise RuntimeError("no port free over IPv6 below the ephemeral range")
 
 
 def ipv4_binds(port: int) -> bool:
