@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from claimfakes import FIXTURE, fake_run
+from claimfakes import FIXTURE, fake_duet, fake_run
 from conftest import ROOT
 from lab.studies import claimruns, reproduce
 from lab.analyse import claimjudge, claims, claimsfile, claimreasons
@@ -337,3 +337,61 @@ def test_the_last_run_holding_a_claim_is_judged_and_the_others_named(tmp_path: P
     assert j.runs == (b,)
     assert "also measured in a: the last given in RUNS is judged" in j.notes
     assert judge(b, a)["aws-over-grizzly-rps"].runs == (a,)
+
+
+# ---------------------------------------------------------------- by cost
+
+def test_a_duet_judges_a_client_bound_ratio_by_cost(tmp_path: Path) -> None:
+    """A sweep client-bound at every point: AWS ÷ Grizzly is inconclusive by
+    req/s, and a duet of aws@8 and jersey@62
+    whose CPU per request differ by 10% judges it by cost, reproduced
+    (published 1.07 ±15%); the duet's conditions are noted beside it."""
+    sweep = fake_run(tmp_path / "sweep", {"nginx": "aws@8", "paced": "jersey@62"},
+                     client_bound=True)
+    duet = fake_duet(tmp_path / "duet", "aws@8", "jersey@62", 8, 1.10)
+    st = study()
+    runs = [claimruns.open_run(f) for f in (sweep, duet)]
+    specs = reproduce.server_specs(st)
+    judged, checks = claimruns.judge_all(st, runs, specs, LAB)
+    assert checks[duet].blocking == () and all(j.runs != (duet,) for j in judged)
+    rate = next(j for j in judged if j.result.claim.id == "aws-over-grizzly-rps")
+    assert rate.result.verdict == claims.INCONCLUSIVE and rate.result.client_limited
+    costs = {j.result.claim.id: j for j in claimruns.judge_costs(st, runs, checks, specs)}
+    cost = costs["aws-over-grizzly-rps"]
+    assert cost.client == claimjudge.COST and cost.runs == (duet,)
+    assert cost.result.verdict == claims.REPRODUCED, cost.result.reason
+    assert cost.result.measured is not None
+    assert 1.09 < cost.result.measured.median < 1.11
+    assert "1s per level, the study's cost pairs have 10s" in cost.notes
+    assert claimjudge.overall([rate.result, cost.result]).startswith("reproduced by cost")
+    # the duet has no asf: that claim is not judged by cost, and says why
+    assert "no duet of asf and aws" in costs["asf-over-aws-rps"].result.reason
+    assert "more cores" in costs["aws-more-tasks-not-faster"].result.reason
+
+
+def test_make_claims_prints_the_verdict_by_cost(tmp_path: Path) -> None:
+    sweep = fake_run(tmp_path / "sweep", {"nginx": "aws@8", "paced": "jersey@62"},
+                     client_bound=True)
+    duet = fake_duet(tmp_path / "duet", "aws@8", "jersey@62", 3, 1.10)
+    out = make_claims(tmp_path, "STUDY=ada-vs-java", f"RUNS={sweep} {duet}")
+    assert out.returncode == 0, out.stderr
+    assert "## Each claim, all clients together" in out.stdout
+    assert "too few pairs: 3" in out.stdout and "3 start pair(s)" in out.stdout
+    [folder] = (tmp_path / "results").glob("claims-ada-vs-java-*")
+    data = json.loads((folder / "claims.json").read_text())
+    got = {c["id"]: c for c in data["claims"]}["aws-over-grizzly-rps"]
+    assert got["by_client"]["cost"]["verdict"] == claims.INCONCLUSIVE
+    assert got["overall"].endswith("by cost: inconclusive")
+
+
+def test_a_duet_of_another_connection_mode_is_not_judged(tmp_path: Path) -> None:
+    duet = fake_duet(tmp_path / "duet", "aws@8", "jersey@62", 8, 1.10)
+    m = json.loads((duet / "manifest.json").read_text())
+    m["params"]["keepalive"] = True
+    (duet / "manifest.json").write_text(json.dumps(m))
+    st = study()
+    runs = [claimruns.open_run(duet)]
+    specs = reproduce.server_specs(st)
+    _, checks = claimruns.judge_all(st, runs, specs, LAB)
+    assert checks[duet].blocking and "keep-alive" in checks[duet].blocking[0]
+    assert claimruns.judge_costs(st, runs, checks, specs) == []

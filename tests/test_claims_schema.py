@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import schemacheck
-from claimfakes import fake_run
+from claimfakes import fake_duet, fake_run
 from conftest import ROOT
 from lab.analyse import claimjudge, claims, claimsfile
 from lab.setup.servers import discover
@@ -21,6 +21,11 @@ from lab.studies import claimruns, reproduce
 pytestmark = pytest.mark.unit
 
 SCHEMA = schemacheck.CLAIMS_SCHEMA
+
+
+def study() -> claimsfile.Study:
+    return next(s for s in claimsfile.load(reproduce.CLAIMS, set(discover(ROOT)),
+                                           only="ada-vs-java") if s.id == "ada-vs-java")
 
 
 def fits(path: Path) -> dict[str, Any]:
@@ -44,7 +49,7 @@ def test_make_claims_writes_a_claims_json_that_fits(tmp_path: Path) -> None:
     assert [c["id"] for c in data["claims"]] == ids         # every claim, the study's order
     for c in data["claims"]:
         for client, got in c["by_client"].items():
-            assert client in ("siege", "wrk", "—") and got["verdict"] in (
+            assert client in ("siege", "wrk", "—", claimjudge.COST) and got["verdict"] in (
                 claims.REPRODUCED, claims.NOT_REPRODUCED, claims.INCONCLUSIVE)
 
 
@@ -55,6 +60,9 @@ def test_make_reproduce_writes_a_claims_json_that_fits(
     names = {"nginx": "aws@8", "paced": "jersey@62"}
 
     def stand_in(run: reproduce.RunPlan, env: object) -> reproduce.RunDone:
+        if run.paired:                                   # a cost pair: a duet of its two
+            a, b = run.settings["SERVER"].split()
+            return reproduce.RunDone(run, 0, fake_duet(tmp_path / f"duet-{a}-{b}", a, b, 8, 1.1))
         return reproduce.RunDone(run, 0, fake_run(tmp_path / run.client, names,
                                                   tool=run.client))
     monkeypatch.setattr(reproduce, "preflight", lambda plan, env: 0)
@@ -64,9 +72,14 @@ def test_make_reproduce_writes_a_claims_json_that_fits(
     [path] = (tmp_path / "out").glob("reproduce-ada-vs-java-*/claims.json")
     data = fits(path)
     assert data["command"] == "reproduce" and [r["client"] for r in data["runs"]] == [
-        "siege", "wrk"]
-    assert all(set(c["by_client"]) == {"siege", "wrk"} for c in data["claims"])
-    assert claimruns.expand([str(path.parent)]) == [tmp_path / "siege", tmp_path / "wrk"]
+        "siege", "wrk", "wrk", "wrk"]
+    # the throughput claims are judged by cost too; the memory claims are not
+    assert {c["id"]: set(c["by_client"]) for c in data["claims"]} == {
+        c.id: {"siege", "wrk"} | ({claimjudge.COST} if c.metric != "rss_end" else set())
+        for c in study().claims}
+    duets = [tmp_path / "duet-aws@8-jersey@62", tmp_path / "duet-asf@8-aws@8"]
+    assert claimruns.expand([str(path.parent)]) == [tmp_path / "siege", tmp_path / "wrk",
+                                                    *duets]
 
 
 def test_the_checker_finds_what_does_not_fit(tmp_path: Path) -> None:

@@ -76,7 +76,8 @@ def test_every_server_end_to_end(tmp_path: Path, built: Build, quick_study: Made
     known = discover(ROOT)
     assert quick_study.out.returncode == 0, quick_study.out.stderr[-4000:]
     [claims] = quick_study.results.glob("reproduce-ada-vs-java-*/claims.json")
-    study = [Path(r["folder"]) for r in json.loads(claims.read_text())["runs"]]
+    study = [Path(r["folder"]) for r in json.loads(claims.read_text())["runs"]
+             if r["role"] != reproduce.COST_ROLE]
     in_study = {ServerSpec.parse(n).name for run in study for n in manifest(run)["servers"]}
     rest = [name for name in known if name not in in_study]
     assert rest and in_study < set(known), (in_study, rest)
@@ -116,18 +117,37 @@ def test_quick_smoke_run_of_ada_vs_java(quick_study: Made) -> None:
     rows = [line for line in text.splitlines() if line.startswith("| `")]
     assert len(rows) == 8
     data = json.loads((folder / "claims.json").read_text())
-    assert [run["client"] for run in data["runs"]] == ["siege", "wrk"]
+    assert [(run["client"], run["role"]) for run in data["runs"]] == [
+        ("siege", "published client"), ("wrk", "second client"),
+        ("wrk", reproduce.COST_ROLE), ("wrk", reproduce.COST_ROLE)]
     for c in data["claims"]:
         for client in ("siege", "wrk"):
             got = c["by_client"][client]
             assert got["verdict"] == claims.INCONCLUSIVE, (c["id"], got)
             assert got["reason"]
-    for run in data["runs"]:
+    # the paired cost judgement, end to end: each throughput claim judged by cost
+    # too (2 pairs a duet: no interval), the claim between worker counts not
+    by_cost = {c["id"]: c["by_client"].get("cost") for c in data["claims"]}
+    for cid in ("aws-over-grizzly-rps", "asf-over-aws-rps"):
+        got = by_cost[cid]
+        assert got is not None and got["verdict"] == claims.INCONCLUSIVE, (cid, got)
+        assert "too few pairs: 2" in got["reason"] and got["runs"], got
+    assert "more cores" in by_cost["aws-more-tasks-not-faster"]["reason"]
+    assert by_cost["single-task-flat"]["by"].startswith("cost")
+    assert by_cost["grizzly-over-aws-rss"] is None
+    assert "by cost: verdict (reason)" in text
+    for run in data["runs"][:2]:
         path = Path(run["folder"])
         assert run["exit"] == 0 and (path / "report.html").exists()
         m = json.loads((path / "manifest.json").read_text())
         assert m["status"] == "complete"
         assert m["params"]["levels"] == [1, 2, 50] and m["params"]["repeat"] == 1
+    for run in data["runs"][2:]:
+        path = Path(run["folder"])
+        assert run["exit"] == 0 and (path / "report.html").exists()
+        m = json.loads((path / "manifest.json").read_text())
+        assert m["status"] == "complete" and m["params"]["paired"] == "duet"
+        assert m["params"]["levels"] == [5] and m["params"]["repeat"] == 2
         assert sorted(m["servers"]) == sorted(["aws@8", "aws@16", "asf@8", "ews@1",
                                                "simple-components@1", "jersey@62",
                                                "ada-mini@1", "nginx@1"])

@@ -48,9 +48,31 @@ def test_ada_vs_java_plan_is_the_published_setup_twice() -> None:
                         "nginx@1", "KEEPALIVE": "0",
               "CONCURRENCY": ADA_LEVELS, "DURATION": "10s", "WARMUP": "5s", "REPEAT": "5"}
     assert [(r.client, r.role) for r in plan.runs] == [("siege", "published client"),
-                                                       ("wrk", "second client")]
+                                                       ("wrk", "second client"),
+                                                       ("wrk", reproduce.COST_ROLE),
+                                                       ("wrk", reproduce.COST_ROLE)]
     assert plan.runs[0].settings == common | {"CLIENT": "siege"}
     assert plan.runs[1].settings == common | {"CLIENT": "wrk"}
+
+
+def test_ada_vs_java_throughput_ratios_get_a_duet_each_at_the_published_length() -> None:
+    """The two ratios between different servers get a duet of their two
+    starts; the claim between worker counts of AWS gets none (it needs
+    cores), and neither do the RSS claims."""
+    plan = reproduce.make_plan(study("ada-vs-java"), {})
+    pairs = [r for r in plan.runs if r.paired]
+    pair = {"PAIRED": "duet", "CLIENT": "wrk", "KEEPALIVE": "0", "CONCURRENCY": "5 15 50",
+            "DURATION": "10s", "REPEAT": "8"}
+    assert [(r.claims, r.settings) for r in pairs] == [
+        (("aws-over-grizzly-rps",), pair | {"SERVER": "aws@8 jersey@62"}),
+        (("asf-over-aws-rps",), pair | {"SERVER": "asf@8 aws@8"})]
+    assert "WARMUP" not in pairs[0].settings          # the lab's auto warm-up
+    quick = [r for r in reproduce.make_plan(study("ada-vs-java"), {"QUICK": "1"}).runs
+             if r.paired]
+    assert [r.settings["REPEAT"] for r in quick] == ["2", "2"]
+    assert all(r.settings["CONCURRENCY"] == "5" and r.settings["DURATION"] == "1s"
+               for r in quick)
+    assert reproduce.plan_json(plan)["runs"][2]["claims"] == ["aws-over-grizzly-rps"]
 
 
 def test_java_containers_plan_runs_jersey_on_each_container_with_wrk_then_siege() -> None:
@@ -58,10 +80,15 @@ def test_java_containers_plan_runs_jersey_on_each_container_with_wrk_then_siege(
     common = {"SERVER": "jersey@32 jersey.undertow@32 jersey.jetty@32 jersey.tomcat@32 nginx@1",
               "KEEPALIVE": "1", "CONCURRENCY": "128", "DURATION": "900s", "WARMUP": "60s",
               "REPEAT": "5"}
-    assert [r.client for r in plan.runs] == ["wrk", "siege"]
+    assert [r.client for r in plan.runs] == ["wrk", "siege", "wrk", "wrk", "wrk"]
     assert plan.runs[0].role.startswith("study's client (published: Gatling")
     assert plan.runs[0].settings == common | {"CLIENT": "wrk"}
     assert plan.runs[1].settings == common | {"CLIENT": "siege"}
+    pairs = [r for r in plan.runs if r.paired]      # each container's ratio to Grizzly, at 128
+    assert [r.settings["SERVER"] for r in pairs] == [
+        "jersey.undertow@32 jersey@32", "jersey.jetty@32 jersey@32", "jersey.tomcat@32 jersey@32"]
+    assert {(r.settings["CONCURRENCY"], r.settings["KEEPALIVE"], r.settings["DURATION"])
+            for r in pairs} == {("128", "1", "30s")}
     assert not any(s.stand_in for s in plan.study.stands_for)
 
 
@@ -100,7 +127,7 @@ def test_user_settings_override_the_study_and_quick() -> None:
     assert not plain.quick and plain.runs[0].settings["WARMUP"] == "30s"
 
 
-@pytest.mark.parametrize("key", ["SERVER", "CLIENT", "KEEPALIVE", "WORKERS"])
+@pytest.mark.parametrize("key", ["SERVER", "CLIENT", "KEEPALIVE", "WORKERS", "PAIRED"])
 def test_settings_the_study_owns_are_refused(key: str) -> None:
     with pytest.raises(reproduce.ReproduceError, match=f"{key} is set by the study"):
         reproduce.make_plan(study("ada-vs-java"), {key: "1"})

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from lab.analyse import claims, claimtext, claimreasons
+from lab.analyse import claimcost, claims, claimtext, claimreasons, policy
 from lab.analyse.claimsfile import Claim, Study, start_of
 from lab.analyse.claims import ClaimResult
 from lab.analyse.metrics import LevelStats
@@ -61,8 +61,95 @@ def with_reason(r: ClaimResult, reason: str) -> ClaimResult:
     return replace(r, reason=reason)
 
 
+COST = "cost"             # the Judged.client of a claim judged by cost (claimcost)
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A sweep run (one server at a time) under the study's server names,
+    with its server's CPUs: what a flatness claim is judged on by cost."""
+    client: str
+    folder: Path | None
+    stats: Mapping[str, list[LevelStats]]
+    cpus: int
+
+
+@dataclass(frozen=True)
+class Duet:
+    """A duet run (PAIRED=duet) under the study's server names."""
+    folder: Path
+    stats: Mapping[str, list[LevelStats]]
+
+
+def by_cost(study: Study, c: Claim, sweeps: Sequence[Sweep], duets: Sequence[Duet],
+            alpha: float = policy.ALPHA) -> Judged | None:
+    """Claim `c` judged by cost (lab.analyse.claimcost): a ratio on the last
+    duet that holds both its servers, a flatness on the sweep whose bound is
+    highest; None for a claim whose figure no client limits (RSS)."""
+    if c.metric not in claims.THROUGHPUT_METRICS:
+        return None
+    way = claimcost.way(c)
+    if way is None:
+        r = ClaimResult(c, claims.INCONCLUSIVE, claimcost.why_not(c), by=claimcost.BY)
+        return Judged(COST, r, (), (), (claimcost.why_not(c),))
+    if way == claimcost.DUET:
+        a, b = claimcost.duet_servers(c)
+        found = [d for d in duets if d.stats.get(a) and d.stats.get(b)]
+        levels = study.cost.levels if study.cost else ()
+        if not found:
+            r = ClaimResult(c, claims.INCONCLUSIVE, f"by cost: no duet of {a} and {b} "
+                            "(make reproduce runs one)", by=claimcost.BY)
+            return Judged(COST, r)
+        d = found[-1]
+        r = claimcost.judge_duet(c, list(d.stats[a]), list(d.stats[b]), levels, alpha)
+        return Judged(COST, r, (d.folder,), (), cost_why(r))
+    (server,) = c.servers
+    got = [(s, claimcost.judge_bound(c, list(s.stats[server]), s.cpus)) for s in sweeps
+           if s.stats.get(server)]
+    if not got:
+        return Judged(COST, ClaimResult(c, claims.INCONCLUSIVE, f"by cost: {server} not "
+                                        "measured", by=claimcost.BY))
+    s, r = max(got, key=lambda x: x[1].measured.lo if x[1].measured else -1.0)
+    r = with_reason(r, f"{r.reason}; on the {s.client} sweep")
+    return Judged(COST, r, (s.folder,) if s.folder else (), (), cost_why(r))
+
+
+def cost_why(r: ClaimResult) -> tuple[str, ...]:
+    """What a verdict by cost stands on, for claims.md's reasons."""
+    if r.verdict == claims.REPRODUCED:
+        return ()
+    return (r.reason, "the figure assumes each server CPU-bound: its capacity on its CPUs "
+            "is cpus / CPU per request, which a cost that is no CPU (a lock, a sleep) "
+            "escapes")
+
+
+def verdict_of(results: Sequence[ClaimResult]) -> ClaimResult | None:
+    """The cost verdict that stands for a claim, or None: where every client's
+    req/s verdict is inconclusive and one was the limit at a point the claim
+    needs, a verdict by cost that is not inconclusive."""
+    rates = [r for r in results if not r.by]
+    cost = next((r for r in results if r.by), None)
+    if cost is None or cost.verdict == claims.INCONCLUSIVE:
+        return None
+    if rates and not (all(r.verdict == claims.INCONCLUSIVE for r in rates)
+                      and any(r.client_limited for r in rates)):
+        return None
+    return cost
+
+
 def overall(results: Sequence[ClaimResult]) -> str:
-    """What the clients together say about a claim (one client: its verdict)."""
+    """What the clients together say about a claim (one client: its verdict);
+    where they were the limit, what its verdict by cost says (verdict_of)."""
+    cost = verdict_of(results)
+    if cost is not None:
+        return claimtext.verdict_text(cost)
+    rates = [r for r in results if not r.by]
+    said = _overall(rates) if rates else "not measured by req/s"
+    mute = [r for r in results if r.by and r.verdict == claims.INCONCLUSIVE]
+    return f"{said}; by cost: inconclusive" if mute and rates else said
+
+
+def _overall(results: Sequence[ClaimResult]) -> str:
     if len(results) == 1:
         return results[0].verdict
     verdicts = {r.verdict for r in results}
@@ -83,14 +170,14 @@ def why_lines(study: Study, judged: Iterable[Judged],
     lines: list[str] = []
     for j in judged:
         if j.result.verdict != claims.REPRODUCED:
-            lines += claimreasons.block(j.result.claim, j.client, j.result.verdict, j.why, study,
-                                   specs)
+            lines += claimreasons.block(j.result.claim, j.client,
+                                        claimtext.verdict_text(j.result), j.why, study, specs)
     return lines
 
 
 def result_json(j: Judged) -> dict[str, Any]:
     r = j.result
-    return {"verdict": r.verdict, "reason": r.reason,
+    return {"verdict": r.verdict, "by": r.by, "reason": r.reason,
             "measured": asdict(r.measured) if r.measured else None,
             "order": [[s, asdict(x)] for s, x in r.order],
             "runs": [str(p) for p in j.runs], "noted": list(j.notes), "why": list(j.why)}

@@ -53,6 +53,11 @@ class ClaimResult:
     # figures (lab.host.procfs.Memory), a throughput claim's server CPU per request
     # where req/s could not decide (lab.analyse.verdicts.efficiency)
     beside: str = ""
+    # how the verdict was reached: "" by the claim's own metric, "cost" by server
+    # CPU per request (lab.analyse.claimcost)
+    by: str = ""
+    # a throughput point the claim needs was client-bound: req/s measured the client
+    client_limited: bool = False
 
     @property
     def published(self) -> float | tuple[str, ...]:
@@ -157,7 +162,8 @@ def _evaluate(claim: Claim, figures: list[tuple[str, Spread]], points: list[Leve
                       throughput and p.client_bound) for p in points]
     gate = unjudgeable(list({s.label: s for s in samples}.values()))
     if gate is not None:
-        return ClaimResult(claim, INCONCLUSIVE, gate.text, **shown)
+        return ClaimResult(claim, INCONCLUSIVE, gate.text, **shown,
+                           client_limited=gate.kind == "not-comparable")
     return _interval(claim, shown["measured"])
 
 
@@ -229,7 +235,7 @@ def _ordering(claim: Claim, figures: tuple[tuple[str, Spread], ...],
                            + ", ".join(reversed_), order=figures)
     if unjudged:
         return ClaimResult(claim, INCONCLUSIVE, "; ".join(dict.fromkeys(unjudged)),
-                           order=figures)
+                           order=figures, client_limited=bool(bound))
     if overlap:
         return ClaimResult(claim, INCONCLUSIVE, "not separated: " + ", ".join(overlap),
                            order=figures)

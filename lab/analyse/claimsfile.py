@@ -52,6 +52,19 @@ class Setup:
 
 
 @dataclass(frozen=True)
+class Cost:
+    """The duets that judge a study's throughput ratios by server CPU per
+    request where the client set the limit (lab.analyse.claimcost): each
+    claim's two servers started together (PAIRED=duet), `pairs` start pairs,
+    loaded by `client` at `levels` (a claim's own `at` where it has one), each
+    level `duration_s` long."""
+    client: str
+    levels: tuple[int, ...]
+    pairs: int
+    duration_s: int
+
+
+@dataclass(frozen=True)
 class StandIn:
     """Which lab server plays a published one; stand_in: not the same software."""
     published: str
@@ -104,6 +117,7 @@ class Study:
     # OS, JDK and GC, AWS, client), quoted from docs/published.md: what a
     # claim's reason sets against this run's manifest (lab.analyse.claimreasons)
     published_conditions: dict[str, str] = field(default_factory=dict, hash=False)
+    cost: Cost | None = None           # [study.cost]; None: no claim judged by cost
 
 
 def spec_of(server: str) -> ServerSpec:
@@ -307,10 +321,17 @@ def _study(t: _Table) -> Study:
     if dup:
         raise t.fail(f"claim id `{dup[0]}` appears twice")
     pc = _Table(t.get("published_conditions", dict, {}), f"{t.where} [published_conditions]")
+    cost = _cost(_Table(t.get("cost", dict), f"{t.where} [cost]"), setup) if t.has("cost") else None
     return Study(id=sid, title=t.text("title"), author=t.text("author"), source=t.text("source"),
                  date=t.text("date"), url=t.text("url", ""), conditions=t.text("conditions", ""),
                  setup=setup, stands_for=stands, unavailable=unavailable, claims=claims,
-                 published_conditions={k: pc.text(k) for k in pc.data})
+                 published_conditions={k: pc.text(k) for k in pc.data}, cost=cost)
+
+
+def _cost(t: _Table, setup: Setup) -> Cost:
+    pairs = t.integer("pairs", minimum=2)
+    return Cost(client=t.text("client", setup.client), levels=t.ints("levels"), pairs=pairs,
+                duration_s=t.integer("duration_s", setup.duration_s, minimum=1))
 
 
 def _setup(t: _Table) -> Setup:

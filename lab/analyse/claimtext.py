@@ -40,6 +40,12 @@ def measured_text(r: ClaimResult) -> str:
     return "—" + beside
 
 
+def verdict_text(r: ClaimResult) -> str:
+    """'reproduced', or how it was reached where not by the claim's own metric:
+    'reproduced by cost (server CPU per request under duet, c=5, 15, 50)'."""
+    return f"{r.verdict} by {r.by}" if r.by else r.verdict
+
+
 def label(c: Claim) -> str:
     """'`id`: text (metric: servers)'."""
     what = f"{c.metric}@{c.at}" if c.metric == "rps_at" else c.metric

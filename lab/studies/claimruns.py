@@ -19,6 +19,12 @@ different runs (parts made on different days), it is judged across them only
 when their conditions match (connection, duration, repetitions, pinning,
 topology, JAVA_OPTS, host CPU): the reason says so.
 
+A duet (PAIRED=duet) among RUNS judges the throughput ratios between its two
+servers by cost, and a sweep judges a flatness claim by cost
+(lab.analyse.claimcost): where every client's req/s was the limit at a
+point the claim needs, that verdict by cost stands for the claim. A duet's
+conditions are checked as a sweep's: another connection mode blocks it.
+
 Each claim that is not reproduced or inconclusive carries its reasons
 (lab.analyse.claimreasons). The result is results/claims-<study>-<stamp>[-N]/ with
 claims.md (printed too) and claims.json.
@@ -32,7 +38,7 @@ import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +71,11 @@ class Run:
     @property
     def client(self) -> str:
         return self.manifest.client.tool or self.manifest.params.client
+
+    @property
+    def paired(self) -> str:
+        """PAIRED of the run: "" for a sweep, duet or rmit."""
+        return self.manifest.params.paired or ""
 
 
 @dataclass(frozen=True)
@@ -132,6 +143,8 @@ def check(study: Study, run: Run, specs: Mapping[str, ServerSpec]) -> RunCheck:
     conn = analysis.mode(m.params.keepalive)
     if conn != s.connection:
         blocking.append(f"connection {conn}, the study's is {s.connection}")
+    if run.paired:
+        return check_duet(study, run, specs, blocking)
     if run.client != s.client:
         noted.append(f"client {run.client}, the study's is {s.client} (judged as a second "
                      "client)")
@@ -169,6 +182,42 @@ def check(study: Study, run: Run, specs: Mapping[str, ServerSpec]) -> RunCheck:
             if other:
                 wrong[name] = f"{', '.join(other)} started, the study's is {spec}"
     return RunCheck(tuple(blocking), tuple(noted), wrong)
+
+
+def check_duet(study: Study, run: Run, specs: Mapping[str, ServerSpec],
+               blocking: list[str]) -> RunCheck:
+    """A paired run's conditions against the study's [study.cost]."""
+    m, cost = run.manifest, study.cost
+    noted: list[str] = []
+    if run.paired != "duet":
+        blocking.append(f"PAIRED={run.paired}: claims are judged by cost on a duet")
+    if cost is None:
+        blocking.append("the study judges no claim by cost (no [study.cost])")
+    else:
+        if run.client != cost.client:
+            noted.append(f"client {run.client}, the study's cost pairs use {cost.client}")
+        if m.params.duration_s < cost.duration_s:
+            noted.append(f"{m.params.duration_s}s per level, the study's cost pairs have "
+                         f"{cost.duration_s}s")
+        if m.params.repeat.least < cost.pairs:
+            noted.append(f"{m.params.repeat.text()} start pair(s), the study's cost pairs "
+                         f"have {cost.pairs}")
+    if m.status != "complete":
+        noted.append(f"run {m.status}")
+    wrong: dict[str, str] = {}
+    for name, spec in specs.items():
+        if started_as(run, name, spec) is None:
+            other = [k for k in run.stats if ServerSpec.parse(k).name == spec.name
+                     and k not in {str(s) for s in specs.values()}]
+            if other:
+                wrong[name] = f"{', '.join(other)} started, the study's is {spec}"
+    return RunCheck(tuple(blocking), tuple(noted), wrong)
+
+
+def by_name(run: Run, specs: Mapping[str, ServerSpec]) -> dict[str, list[LevelStats]]:
+    """A run's statistics under the study's names (aws for aws@8)."""
+    return {name: run.stats[key] for name, spec in specs.items()
+            if (key := started_as(run, name, spec)) is not None}
 
 
 def same_conditions(a: Run, b: Run) -> list[str]:
@@ -259,7 +308,8 @@ def judge_all(study: Study, runs: list[Run], specs: Mapping[str, ServerSpec],
     checks = {r.folder: check(study, r, specs) for r in runs}
     by_client: dict[str, list[Run]] = {}
     for r in runs:
-        by_client.setdefault(r.client, []).append(r)
+        if not r.paired:
+            by_client.setdefault(r.client, []).append(r)
     out: list[Judged] = []
     for c in study.claims:
         found = [j for client_runs in by_client.values()
@@ -270,6 +320,27 @@ def judge_all(study: Study, runs: list[Run], specs: Mapping[str, ServerSpec],
                                              f"holds {missing}"), (), (), ())]
         out += found
     return out, checks
+
+
+def judge_costs(study: Study, runs: list[Run], checks: dict[Path, RunCheck],
+                specs: Mapping[str, ServerSpec]) -> list[Judged]:
+    """Each throughput claim judged by cost (lab.analyse.claimjudge.by_cost) on
+    the runs whose conditions do not block it: ratios on the duets, a
+    flatness on the sweeps; the runs' noted conditions beside each."""
+    usable = [r for r in runs if not checks[r.folder].blocking]
+    sweeps = [claimjudge.Sweep(r.client, r.folder, by_name(r, specs),
+                               claimreasons.cpus(r.manifest.pinning.server_cpus))
+              for r in usable if not r.paired]
+    duets = [claimjudge.Duet(r.folder, by_name(r, specs)) for r in usable if r.paired]
+    if not sweeps and not duets:
+        return []
+    out = []
+    for c in study.claims:
+        cost = claimjudge.by_cost(study, c, sweeps, duets)
+        if cost is not None:
+            noted = tuple(dict.fromkeys(n for f in cost.runs for n in checks[f].noted))
+            out.append(replace(cost, notes=noted))
+    return out
 
 
 # --------------------------------------------------------------------------- output
@@ -293,9 +364,17 @@ def render(study: Study, runs: list[Run], judged: list[Judged], checks: dict[Pat
     lines += Table(["claim", "published", "client", "measured", "verdict", "reason",
                     "conditions noted"],
                    [[claimtext.label(j.result.claim), claimtext.published_text(j.result.claim),
-                     j.client, claimtext.measured_text(j.result), f"**{j.result.verdict}**",
-                     j.result.reason, "; ".join(j.notes) or "—"] for j in judged]
+                     j.client, claimtext.measured_text(j.result),
+                     f"**{claimtext.verdict_text(j.result)}**", j.result.reason,
+                     "; ".join(j.notes) or "—"] for j in judged]
                    ).escaped().lines()
+    lines += ["", "## Each claim, all clients together", "",
+              "Where every client's req/s was the limit at a point a claim needs, its "
+              "verdict by cost (server CPU per request) stands for it.", ""]
+    lines += Table(["claim", "verdict"],
+                   [[f"`{c.id}`", claimjudge.overall([j.result for j in judged
+                                                      if j.result.claim.id == c.id])]
+                    for c in study.claims]).escaped().lines()
     lines += ["", "## Why not reproduced", ""]
     lines += claimjudge.why_lines(study, judged, specs) or ["Every claim judged was reproduced."]
     if runs:
@@ -345,6 +424,9 @@ def main(name: str, words: Sequence[str], env: Mapping[str, str]) -> int:
         print(f"error: {e}", file=sys.stderr)
         return int(Exit.BAD_INPUT)
     judged, checks = judge_all(study, runs, specs, available)
+    order = [c.id for c in study.claims]
+    judged = sorted(judged + judge_costs(study, runs, checks, specs),
+                    key=lambda j: order.index(j.result.claim.id))
     root = ROOT / (env.get("RESULTS", "").strip() or "results")
     out = folder.new_folder(root, f"claims-{study.id}-{time.strftime('%Y%m%d-%H%M%S')}")
     text = render(study, runs, judged, checks, specs, out)

@@ -10,6 +10,11 @@ wrk swap roles), same connection mode and levels. Each is an ordinary lab run
 probe and verification. Settings the user gives override the study's; QUICK=1
 is a smoke version whose verdicts mean nothing.
 
+Where the study has a [study.cost], each throughput ratio between two
+servers also gets a duet of its two servers (PAIRED=duet, the study's cost
+client and levels): where a client was the limit at a server's peak, the
+claim is judged by their server CPU per request instead (lab.analyse.claimcost).
+
 The result is results/reproduce-<study>-<stamp>[-N]/ with claims.md (printed
 too), claims.json and plan.json: per claim and client, the measured value as
 median [min–max], the verdict and its reason.
@@ -26,19 +31,20 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from lab.setup.paths import ROOT
-from lab.analyse import (analysis, claimjudge, claims, claimsfile, claimtext, costview,
-                         claimreasons)
+from lab.analyse import (analysis, claimcost, claimjudge, claims, claimsfile, claimtext,
+                         costview, claimreasons)
 from lab.record import costs, files, folder, rows
 from lab.record.manifest import MANIFEST, Manifest, read_manifest
 from lab.setup import stepcheck
 from lab.analyse.claimsfile import ClaimsError, Study
 from lab.analyse.claims import ClaimResult
+from lab.analyse.claimjudge import Judged
 from lab.measure.clients import clients
 from lab.analyse.metrics import LevelStats
 from lab.setup.params import ConfigError, flag, run_settings
@@ -47,8 +53,9 @@ from lab.setup.markdown import Table
 
 CLAIMS = ROOT / "docs" / "claims.toml"
 # Settings the study decides; a user's value would make it another experiment.
-STUDY_OWNED = ("SERVER", "CLIENT", "KEEPALIVE", "AXIS", "VALUES", "WORKERS")
+STUDY_OWNED = ("SERVER", "CLIENT", "KEEPALIVE", "AXIS", "VALUES", "WORKERS", "PAIRED")
 QUICK = {"DURATION": "1s", "REPEAT": "1", "WARMUP": "0", "PROBE": "0"}
+QUICK_PAIRS = "2"          # QUICK=1's start pairs a duet: both seats, no verdict
 SMOKE = "smoke run: verdicts not meaningful"
 # (key, value here, the study's value): why the difference does not matter
 SYSCTL_SAME = {("net.ipv4.tcp_tw_reuse", "2", "1"):
@@ -63,11 +70,19 @@ class ReproduceError(ValueError):
     """Bad input: nothing has run."""
 
 
+COST_ROLE = "cost pair"      # a RunPlan's role: a duet that judges claims by cost
+
+
 @dataclass(frozen=True)
 class RunPlan:
-    role: str                    # "published client" | "second client"
+    role: str                    # "published client" | "second client" | COST_ROLE
     client: str
     settings: dict[str, str]     # what the run's environment gets
+    claims: tuple[str, ...] = ()  # a cost pair: the ids of the claims it judges
+
+    @property
+    def paired(self) -> bool:
+        return self.role == COST_ROLE
 
 
 @dataclass(frozen=True)
@@ -138,6 +153,33 @@ def study_settings(study: Study, quick: bool) -> dict[str, str]:
     return settings
 
 
+def cost_runs(study: Study, quick: bool, given: Mapping[str, str]) -> list[RunPlan]:
+    """A duet a pair of servers that a throughput ratio compares (claims that
+    share their two starts share one), with the study's [study.cost]."""
+    cost = study.cost
+    if cost is None:
+        return []
+    specs = server_specs(study)
+    found: dict[tuple[str, ...], tuple[tuple[int, ...], list[str]]] = {}
+    for c in study.claims:
+        if claimcost.way(c) != claimcost.DUET or any(x in c.unavailable for x in c.requires):
+            continue
+        starts = tuple(str(claimsfile.start_of(specs, x)) for x in c.servers)
+        levels = claimcost.levels_of(c, cost.levels)
+        had = found.get(starts, ((), []))
+        found[starts] = (tuple(dict.fromkeys(had[0] + levels)), had[1] + [c.id])
+    out = []
+    for starts, (levels, ids) in found.items():
+        settings = {"SERVER": " ".join(starts), "PAIRED": "duet", "CLIENT": cost.client,
+                    "KEEPALIVE": "1" if study.setup.connection == "keep-alive" else "0",
+                    "CONCURRENCY": " ".join(map(str, sorted(levels))),
+                    "DURATION": f"{cost.duration_s}s", "REPEAT": str(cost.pairs)}
+        if quick:
+            settings |= QUICK | {"REPEAT": QUICK_PAIRS, "CONCURRENCY": str(min(levels))}
+        out.append(RunPlan(COST_ROLE, cost.client, settings | dict(given), tuple(ids)))
+    return out
+
+
 def user_settings(env: Mapping[str, str]) -> dict[str, str]:
     """The lab settings the user gave; those the study owns are refused."""
     owned = [k for k in STUDY_OWNED if env.get(k, "").strip()]
@@ -165,6 +207,7 @@ def make_plan(study: Study, env: Mapping[str, str]) -> Plan:
     runs = [RunPlan(role, first, base | given | {"CLIENT": first})]
     if second:
         runs.append(RunPlan("second client", second, base | given | {"CLIENT": second}))
+    runs += cost_runs(study, quick, given)
     overrides = {k: v for k, v in given.items() if base.get(k) != v}
     return Plan(study, quick, server_specs(study), tuple(runs), overrides)
 
@@ -329,6 +372,23 @@ def judge(plan: Plan, done: RunDone, available: set[str]) -> JudgedRun:
     return JudgedRun(done, tuple(out), cond, manifest)
 
 
+def server_cpus(m: Manifest | None) -> int:
+    """How many CPUs a run pinned its servers to (0: not recorded)."""
+    return claimreasons.cpus(m.pinning.server_cpus) if m is not None else 0
+
+
+def cost_judged(plan: Plan, sweeps: list[JudgedRun], done: Sequence[RunDone]) -> list[Judged]:
+    """Each throughput claim judged by cost (lab.analyse.claimjudge.by_cost):
+    ratios on the cost pairs' duets, a flatness on the sweeps."""
+    swept = [claimjudge.Sweep(j.done.plan.client, j.done.folder,
+                              stats_by_name(plan, j.done.folder), server_cpus(j.manifest))
+             for j in sweeps]
+    duets = [claimjudge.Duet(d.folder, stats_by_name(plan, d.folder)) for d in done
+             if d.plan.paired and d.folder is not None]
+    return [j for c in plan.study.claims
+            if (j := claimjudge.by_cost(plan.study, c, swept, duets)) is not None]
+
+
 # --------------------------------------------------------------------------- output
 
 def sysctl_lines(study: Study) -> list[str]:
@@ -345,52 +405,78 @@ def sysctl_lines(study: Study) -> list[str]:
     return out
 
 
-def runs_section(folder: Path, judged: list[JudgedRun]) -> list[str]:
+def pair_conditions(d: RunDone) -> str:
+    """A cost pair's conditions, from its manifest."""
+    if d.folder is None or not (d.folder / MANIFEST).exists():
+        return "no run folder"
+    try:
+        return analysis.conditions(read_manifest(d.folder))
+    except files.RecordError as e:
+        return f"manifest unreadable ({e})"
+
+
+def runs_section(folder: Path, judged: list[JudgedRun], pairs: Sequence[RunDone] = ()
+                 ) -> list[str]:
     rows = []
-    for j in judged:
-        d = j.done
+    for d, cond in [(j.done, j.conditions) for j in judged] + \
+            [(p, pair_conditions(p)) for p in pairs]:
         if d.folder is None:
             where, rep = "—", "—"
         else:
             rel = os.path.relpath(d.folder, folder)
             where, rep = f"[{d.folder.name}]({rel}/)", f"[report.html]({rel}/report.html)"
-        rows.append([d.plan.client, d.plan.role, str(d.code), where, rep, j.conditions])
+        rows.append([d.plan.client, d.plan.role, str(d.code), where, rep, cond])
     return Table(["client", "role", "exit", "run folder", "report", "conditions"],
                  rows).escaped().lines()
 
 
-def claims_section(judged: list[JudgedRun]) -> list[str]:
+def claims_section(judged: list[JudgedRun], costs: Sequence[Judged] = ()) -> list[str]:
     head = ["claim", "published"]
     for j in judged:
         head += [f"{j.done.plan.client}: measured", f"{j.done.plan.client}: verdict (reason)"]
-    head.append("both clients" if len(judged) > 1 else "overall")
+    by_cost = {j.result.claim.id: j.result for j in costs}
+    if by_cost:
+        head.append("by cost: verdict (reason)")
+    head.append("overall" if len(judged) < 2 else
+                "both clients, or cost where they were the limit" if by_cost else "both clients")
     rows = []
     for i, c in enumerate(judged[0].results if judged else []):
         cells = [claimtext.label(c.claim), claimtext.published_text(c.claim)]
         for j in judged:
             r = j.results[i]
             cells += [claimtext.measured_text(r), f"**{r.verdict}**: {r.reason}"]
-        cells.append(claimjudge.overall([j.results[i] for j in judged]))
+        cost = by_cost.get(c.claim.id)
+        if by_cost:
+            cells.append(f"**{claimtext.verdict_text(cost)}**: {cost.reason}" if cost else "—")
+        cells.append(claimjudge.overall([j.results[i] for j in judged]
+                                        + ([cost] if cost else [])))
         rows.append(cells)
     return Table(head, rows).escaped().lines()
 
 
-def render(plan: Plan, folder: Path, judged: list[JudgedRun]) -> str:
+def render(plan: Plan, folder: Path, judged: list[JudgedRun],
+           pairs: Sequence[RunDone] = (), costs: Sequence[Judged] = ()) -> str:
     st = plan.study
     lines = [f"# Reproduction of `{st.id}`: {st.title}", "",
              f"{st.author}, {st.source}, {st.date}. {st.url}", ""]
     if plan.quick:
+        duets = [r for r in plan.runs if r.paired]
+        few = (f"; cost pairs: {QUICK_PAIRS} pairs at c={duets[0].settings['CONCURRENCY']}"
+               if duets else "")
         lines += [f"**{SMOKE}** (QUICK=1: {', '.join(f'{k}={v}' for k, v in QUICK.items())}, "
-                  f"levels {plan.runs[0].settings['CONCURRENCY']}).", ""]
+                  f"levels {plan.runs[0].settings['CONCURRENCY']}{few}).", ""]
     if plan.overrides:
         lines += ["Settings given by the user (they replace the study's): "
                   + ", ".join(f"{k}={v}" for k, v in plan.overrides.items()) + ".", ""]
-    lines += ["## Claims", ""] + claims_section(judged) + [""] + why_section(plan, judged)
+    lines += ["## Claims", ""] + claims_section(judged, costs) + [""]
+    lines += why_section(plan, judged, costs)
     lines += ["## Runs", ""]
-    lines += runs_section(folder, judged) + [""]
-    for j in judged:
-        s = j.done.plan.settings
-        lines.append(f"- {j.done.plan.client}: " + " ".join(
+    lines += runs_section(folder, judged, pairs) + [""]
+    for d in [j.done for j in judged] + list(pairs):
+        s = d.plan.settings
+        who = f"{d.plan.client} ({COST_ROLE}: {', '.join(d.plan.claims)})" if d.plan.paired \
+            else d.plan.client
+        lines.append(f"- {who}: " + " ".join(
             f"{k}={s[k]!r}" if " " in s[k] else f"{k}={s[k]}" for k in sorted(s)))
     lines += ["", "## Published conditions", "", st.conditions, ""]
     lines += [f"Published client: {st.setup.published_client or st.setup.client}. "
@@ -404,30 +490,36 @@ def render(plan: Plan, folder: Path, judged: list[JudgedRun]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def why_section(plan: Plan, judged: list[JudgedRun]) -> list[str]:
+def why_section(plan: Plan, judged: list[JudgedRun], costs: Sequence[Judged] = ()
+                ) -> list[str]:
     """Each claim not reproduced, per client: its three measured reasons
     (lab.analyse.claimreasons) and the variants that test them; then the conditions,
     published against here. Only runs with a readable manifest."""
     read = [j for j in judged if j.manifest is not None]
     if not read or read[-1].manifest is None:
         return []
-    lines = claimjudge.why_lines(plan.study, [x for j in read for x in j.judged], plan.specs)
+    lines = claimjudge.why_lines(plan.study, [x for j in read for x in j.judged] + list(costs),
+                                 plan.specs)
     return (["## Why not reproduced", ""] + (lines or ["Every claim was reproduced."])
             + ["", "## Conditions, published against here", ""]
             + claimreasons.conditions_table(plan.study, read[-1].manifest) + [""])
 
 
-def to_json(plan: Plan, judged: list[JudgedRun]) -> dict[str, Any]:
-    """claims.json (lab.analyse.claimjudge.to_json) with the plan and each run's exit."""
-    runs = [{"client": j.done.plan.client, "role": j.done.plan.role,
-             "settings": j.done.plan.settings, "exit": j.done.code,
-             "folder": str(j.done.folder) if j.done.folder else None,
-             "report": str(j.done.folder / "report.html") if j.done.folder else None,
-             "conditions": j.conditions} for j in judged]
+def to_json(plan: Plan, judged: list[JudgedRun], pairs: Sequence[RunDone] = (),
+            costs: Sequence[Judged] = ()) -> dict[str, Any]:
+    """claims.json (lab.analyse.claimjudge.to_json) with the plan and each run's
+    exit, the cost pairs' runs among them."""
+    def run(d: RunDone, conditions: str) -> dict[str, Any]:
+        return {"client": d.plan.client, "role": d.plan.role, "settings": d.plan.settings,
+                "exit": d.code, "folder": str(d.folder) if d.folder else None,
+                "report": str(d.folder / "report.html") if d.folder else None,
+                "conditions": conditions}
+    runs = [run(j.done, j.conditions) for j in judged] + \
+        [run(d, pair_conditions(d)) for d in pairs]
     return claimjudge.to_json("reproduce", plan.study, runs,
-                              [x for j in judged for x in j.judged], quick=plan.quick,
-                              smoke=SMOKE if plan.quick else None, specs=specs_json(plan),
-                              overrides=plan.overrides)
+                              [x for j in judged for x in j.judged] + list(costs),
+                              quick=plan.quick, smoke=SMOKE if plan.quick else None,
+                              specs=specs_json(plan), overrides=plan.overrides)
 
 
 def specs_json(plan: Plan) -> dict[str, str]:
@@ -437,7 +529,8 @@ def specs_json(plan: Plan) -> dict[str, str]:
 def plan_json(plan: Plan) -> dict[str, Any]:
     return {"study": plan.study.id, "quick": plan.quick, "specs": specs_json(plan),
             "overrides": plan.overrides,
-            "runs": [{"client": r.client, "role": r.role, "settings": r.settings}
+            "runs": [{"client": r.client, "role": r.role, "settings": r.settings,
+                      **({"claims": list(r.claims)} if r.paired else {})}
                      for r in plan.runs]}
 
 
@@ -574,8 +667,10 @@ def main(name: str, env: Mapping[str, str]) -> int:
         print("[reproduce] interrupted: judging what was measured, nothing more is run",
               file=sys.stderr, flush=True)
     available = lab_servers(env)
-    judged = [judge(plan, d, available) for d in done]
-    text = render(plan, out, judged)
+    judged = [judge(plan, d, available) for d in done if not d.plan.paired]
+    pairs = [d for d in done if d.plan.paired]
+    costs = cost_judged(plan, judged, pairs)
+    text = render(plan, out, judged, pairs, costs)
     counted: list[str] = []
     if not stopped:
         try:
@@ -588,7 +683,7 @@ def main(name: str, env: Mapping[str, str]) -> int:
         counted = not_counted(plan, env)
     text += "\n" + "\n".join(counted)
     files.write_atomic(out / "claims.md", text)
-    files.write_json(out / "claims.json", to_json(plan, judged))
+    files.write_json(out / "claims.json", to_json(plan, judged, pairs, costs))
     print(text)
     print(f"claims: {out / 'claims.md'}", file=sys.stderr)
     codes = [d.code for d in done]
