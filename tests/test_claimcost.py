@@ -159,3 +159,16 @@ def test_a_verdict_by_cost_stands_only_where_every_client_was_the_limit() -> Non
     # a cost that cannot decide leaves the claim open, and says so
     mute = dataclasses.replace(cost, verdict=claims.INCONCLUSIVE)
     assert claimjudge.overall(bound + [mute]).endswith("; by cost: inconclusive")
+
+
+def test_a_level_with_failures_is_left_out_and_named() -> None:
+    """AWS closes connections past its slots: a level where more than
+    FAILED_SHARE_PCT of requests failed is not part of the figure, and the
+    reason names it."""
+    s = duet(8, 1.07)
+    s["aws"] = [dataclasses.replace(x, failed_pct=5.0) if x.value == 50 else x
+                for x in s["aws"]]
+    r = claimcost.judge_duet(claim("aws-over-grizzly-rps"), s["aws"], s["jersey"], LEVELS)
+    assert r.verdict == claims.REPRODUCED
+    assert r.by == "cost (server CPU per request under duet, c=5, 15)"
+    assert "left out: c=50, not ranked or more than 1% failed" in r.reason

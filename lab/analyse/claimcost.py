@@ -109,6 +109,7 @@ class Capacity:
     pairs: int
     levels: tuple[int, ...]
     alpha: float
+    left: tuple[int, ...] = ()     # levels the duet measured but not whole (failures)
 
     def spread(self) -> Spread:
         return Spread(self.estimate, self.lo, self.hi, self.pairs)
@@ -136,8 +137,9 @@ def capacity(la: list[LevelStats], lb: list[LevelStats], levels: Sequence[int],
     if math.isinf(lo) or math.isinf(hi):
         return (f"too few pairs: {n} cannot give an exact {100 * (1 - alpha):g}% interval; "
                 f"{paired.min_pairs(alpha / 2)} can")
+    left = tuple(v for v in levels if v in ba and v in bb and v not in whole)
     return Capacity(math.exp(paired.hodges_lehmann(w)), math.exp(lo), math.exp(hi), n,
-                    tuple(whole), alpha)
+                    tuple(whole), alpha, left)
 
 
 def how(cap: Capacity, mode: str = DUET) -> str:
@@ -159,7 +161,9 @@ def judge_duet(c: Claim, la: list[LevelStats], lb: list[LevelStats],
     lo, hi = c.accept
     shown = (f"capacity ratio {a}/{b} = CPU per request {b}/{a} {num(cap.estimate)} "
              f"[{num(cap.lo)}–{num(cap.hi)}] ({how(cap)}; {cap.pairs} pairs, exact "
-             f"{100 * (1 - cap.alpha):g}% interval)")
+             f"{100 * (1 - cap.alpha):g}% interval"
+             + (f"; left out: c={', '.join(map(str, cap.left))}, not ranked or more than "
+                f"{FAILED_SHARE_PCT:g}% failed" if cap.left else "") + ")")
     window = f"{num(lo)}–{num(hi)} ({num(c.published)} {c.tolerance})"
     by = f"{BY} ({how(cap)})"
     if lo <= cap.lo and cap.hi <= hi:
