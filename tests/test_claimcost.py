@@ -61,7 +61,7 @@ def duet(n: int, b_over_a: float, a: str = "aws", b: str = "jersey", sd: float =
 
 def test_the_capacity_ratio_is_the_inverse_ratio_of_cpu_per_request() -> None:
     s = duet(8, 1.10)
-    cap = claimcost.capacity(s["aws"], s["jersey"], LEVELS, 0.01)
+    cap = claimcost.capacity("aws", s["aws"], "jersey", s["jersey"], LEVELS, 0.01)
     assert isinstance(cap, claimcost.Capacity)
     assert cap.pairs == 8 and cap.levels == LEVELS
     assert cap.lo < cap.estimate < cap.hi
@@ -77,7 +77,7 @@ def test_the_whole_interval_against_the_published_window(b_over_a: float, verdic
     s = duet(8, b_over_a, sd=0.01)
     r = claimcost.judge_duet(c, s["aws"], s["jersey"], LEVELS)
     assert r.verdict == verdict, r.reason
-    assert r.by == "cost (server CPU per request under duet, c=5, 15, 50)"
+    assert r.by == "cost (server CPU per request under duet, each at its cheapest of c=5, 15, 50)"
     assert claimtext.verdict_text(r) == f"{verdict} by {r.by}"
     assert r.measured is not None and r.measured.n == 8
     assert "8 pairs, exact 99% interval" in r.reason
@@ -147,8 +147,8 @@ def test_a_verdict_by_cost_stands_only_where_every_client_was_the_limit() -> Non
     s = duet(8, 1.07)
     cost = claimcost.judge_duet(c, s["aws"], s["jersey"], LEVELS)
     bound = [rate_result(c, claims.INCONCLUSIVE, True), rate_result(c, claims.INCONCLUSIVE, True)]
-    assert claimjudge.overall(bound + [cost]) == \
-        "reproduced by cost (server CPU per request under duet, c=5, 15, 50)"
+    assert claimjudge.overall(bound + [cost]) == ("reproduced by cost (server CPU per request "
+                                                 "under duet, each at its cheapest of c=5, 15, 50)")
     # one client decided by req/s: req/s speaks, cost is beside
     decided = [rate_result(c, claims.NOT_REPRODUCED, False), bound[1]]
     assert claimjudge.verdict_of(decided + [cost]) is None
@@ -161,14 +161,35 @@ def test_a_verdict_by_cost_stands_only_where_every_client_was_the_limit() -> Non
     assert claimjudge.overall(bound + [mute]).endswith("; by cost: inconclusive")
 
 
-def test_a_level_with_failures_is_left_out_and_named() -> None:
-    """AWS closes connections past its slots: a level where more than
-    FAILED_SHARE_PCT of requests failed is not part of the figure, and the
-    reason names it."""
-    s = duet(8, 1.07)
+def test_each_side_at_its_cheapest_level_and_a_failing_level_left_out() -> None:
+    """A peak claim compares each server at its best level: here jersey is
+    cheapest at c=50 and aws at c=5; aws's c=50, where more than
+    FAILED_SHARE_PCT of its requests failed (AWS closes connections past its
+    slots), is left out for aws alone, and the reason names it."""
+    s = duet(8, 1.0, sd=0.001)
+    def scaled(levels: list[metrics.LevelStats], by: dict[int, float]
+               ) -> list[metrics.LevelStats]:
+        return [dataclasses.replace(x, cpu_us_per_req=dataclasses.replace(
+            x.cpu_us_per_req, values=tuple(v * by.get(x.value, 1.0)
+                                            for v in x.cpu_us_per_req.values)))
+                for x in levels]
+    s["jersey"] = scaled(s["jersey"], {5: 2.0, 15: 1.5, 50: 1.1})
     s["aws"] = [dataclasses.replace(x, failed_pct=5.0) if x.value == 50 else x
-                for x in s["aws"]]
+                for x in scaled(s["aws"], {50: 0.5})]
     r = claimcost.judge_duet(claim("aws-over-grizzly-rps"), s["aws"], s["jersey"], LEVELS)
-    assert r.verdict == claims.REPRODUCED
-    assert r.by == "cost (server CPU per request under duet, c=5, 15)"
-    assert "left out: c=50, not ranked or more than 1% failed" in r.reason
+    assert r.measured is not None and abs(r.measured.median - 1.1) < 0.03, r.reason
+    assert "aws cheapest at c=" in r.reason and "jersey at c=50 (8 of 8 pairs)" in r.reason
+    assert "left out: aws at c=50, not ranked or more than 1% failed" in r.reason
+
+
+def test_a_claim_req_s_decided_keeps_its_verdict_and_no_cost_reasons() -> None:
+    """EWS flat from c=2 reproduced by req/s (the client not the limit): the
+    bound by cost beside it neither changes the overall verdict nor adds a
+    'why not reproduced' block."""
+    c = claim("single-task-flat")
+    rate = claimjudge.Judged("siege", rate_result(c, claims.REPRODUCED, False))
+    cost = claimjudge.Judged(claimjudge.COST, claimcost.judge_bound(
+        c, sweep(25_000, 20.0)["ews"], 1))
+    assert cost.result.verdict == claims.INCONCLUSIVE
+    assert claimjudge.overall([rate.result, cost.result]) == claims.REPRODUCED
+    assert claimjudge.why_lines(study(), [rate, cost], reproduce.server_specs(study())) == []

@@ -293,3 +293,13 @@ def test_two_real_runs_of_paced_show_no_large_change(
     page = (folder / "compare.html").read_text()
     assert "<svg" in page and "http://" not in page and "https://" not in page
     assert b"\x89PNG" == (folder / "compare.png").read_bytes()[:4]
+
+
+def test_the_gate_never_prints_a_negative_worse() -> None:
+    """A B faster than A by 88.1% read "B worse by -88.1%" (issue 54): the
+    cell says which way, once, in the markdown and the HTML tables alike."""
+    assert compare.against_a(-88.1) == "better by 88.1%"
+    assert compare.against_a(5.25) == "worse by 5.2%"
+    assert compare.against_a(0.0) == "worse by 0.0%"
+    assert compare.against_a(None) == "–"
+    assert "B against A" in compare.comparepage.GATE_HEAD

@@ -10,9 +10,11 @@ that is its capacity.
 - **A ratio of two servers' throughput** (peak_rps, rps_at) is judged on a
   duet of the claim's two servers (PAIRED=duet: both started together,
   loaded at the same moment, so what the host does to one it does to the
-  other). Each start pair gives one value, the mean over the duet's levels
-  of log(CPU per request of B / CPU per request of A): the capacity ratio
-  A/B of that pair. Their Hodges-Lehmann estimate and its exact
+  other). Each start pair gives one value: log(CPU per request of B / of A),
+  each side at its cheapest level of the duet's (its best level, as a peak
+  claim compares the servers; an rps_at claim has one level), over the
+  levels it measured whole: the capacity ratio A/B of that pair. Their
+  Hodges-Lehmann estimate and its exact
   distribution-free 1-α interval (lab.analyse.paired) are the figure; the
   seats' balance is checked as for a paired run's verdict
   (lab.analyse.pairverdict). The whole interval inside the claim's accepted
@@ -92,7 +94,7 @@ def levels_of(c: Claim, cost_levels: Sequence[int]) -> tuple[int, ...]:
 def result(c: Claim, verdict: str, reason: str, measured: Spread | None = None,
            by: str = BY) -> ClaimResult:
     """A verdict by cost; `by` says how it was reached: "cost (server CPU per
-    request under duet, c=5, 15, 50)"."""
+    request under duet, each at its cheapest of c=5, 15, 50)"."""
     return ClaimResult(c, verdict, reason, measured, by=by)
 
 
@@ -100,34 +102,56 @@ def _whole(s: LevelStats) -> bool:
     return s.ranked and s.failed_pct <= FAILED_SHARE_PCT
 
 
+def cheapest(stats: list[LevelStats], levels: Sequence[int]) -> dict[int, tuple[float, int]]:
+    """Start pair -> this side's lowest server CPU per request over the
+    `levels` it measured whole, and that level: the server at its best
+    level, as a peak claim compares it."""
+    out: dict[int, tuple[float, int]] = {}
+    for s in stats:
+        vals = s.cpu_us_per_req.values
+        if s.value not in levels or not _whole(s) or len(vals) != len(s.reps):
+            continue
+        for rep, v in zip(s.reps, vals):
+            if v > 0 and (rep not in out or v < out[rep][0]):
+                out[rep] = (v, s.value)
+    return out
+
+
+def usual(at: list[int]) -> str:
+    """'c=50 (8 of 8 pairs)': the level a side was most often cheapest at."""
+    top = max(sorted(set(at)), key=at.count)
+    return f"c={top} ({at.count(top)} of {len(at)} pairs)"
+
+
 @dataclass(frozen=True)
 class Capacity:
-    """A duet's capacity ratio A/B: the estimate and its exact interval."""
+    """A duet's capacity ratio A/B: the estimate and its exact interval, each
+    side at its cheapest level of `levels`."""
     estimate: float
     lo: float
     hi: float
     pairs: int
     levels: tuple[int, ...]
     alpha: float
-    left: tuple[int, ...] = ()     # levels the duet measured but not whole (failures)
+    best: str = ""                   # where each side was cheapest: "a at c=15 (...), b at ..."
+    left: str = ""                   # levels a side did not measure whole (failures)
 
     def spread(self) -> Spread:
         return Spread(self.estimate, self.lo, self.hi, self.pairs)
 
 
-def capacity(la: list[LevelStats], lb: list[LevelStats], levels: Sequence[int],
-             alpha: float) -> Capacity | str:
-    """A/B's capacity ratio from a duet's statistics at `levels`, or why none:
-    each pair's mean log CPU-per-request advantage of A, the Hodges-Lehmann
-    estimate and the exact interval of two-sided level 1-α."""
-    ba, bb = {s.value: s for s in la}, {s.value: s for s in lb}
-    whole = [v for v in levels if v in ba and v in bb and _whole(ba[v]) and _whole(bb[v])]
-    if not whole:
-        return (f"the duet measured none of c={', '.join(map(str, levels))} whole on both "
-                "sides")
-    adv = pairverdict.advantages(la, lb, {v: "cpu" for v in whole})
-    if not adv:
-        return "no start pair measured CPU per request on both sides"
+def capacity(a: str, la: list[LevelStats], b: str, lb: list[LevelStats],
+             levels: Sequence[int], alpha: float) -> Capacity | str:
+    """A/B's capacity ratio from a duet's statistics, or why none: for each
+    start pair, log(B's lowest CPU per request over `levels` / A's), each
+    side over the levels it measured whole; their Hodges-Lehmann estimate
+    and its exact interval of two-sided level 1-α."""
+    ca, cb = cheapest(la, levels), cheapest(lb, levels)
+    reps = sorted(ca.keys() & cb.keys())
+    if not reps:
+        return (f"no start pair measured CPU per request whole on both sides at "
+                f"c={', '.join(map(str, levels))}")
+    adv = {r: math.log(cb[r][0] / ca[r][0]) for r in reps}
     seats = pairverdict.unbalanced_text(pairverdict.balance(adv, alpha, policy.DELTA_PCT))
     if seats:
         return seats
@@ -137,14 +161,21 @@ def capacity(la: list[LevelStats], lb: list[LevelStats], levels: Sequence[int],
     if math.isinf(lo) or math.isinf(hi):
         return (f"too few pairs: {n} cannot give an exact {100 * (1 - alpha):g}% interval; "
                 f"{paired.min_pairs(alpha / 2)} can")
-    left = tuple(v for v in levels if v in ba and v in bb and v not in whole)
+    best = (f"{a} cheapest at {usual([ca[r][1] for r in reps])}, "
+            f"{b} at {usual([cb[r][1] for r in reps])}") if len(levels) > 1 else ""
+    left = "; ".join(f"{x} at c={', '.join(str(s.value) for s in st)}" for x, st in
+                     ((a, [s for s in la if s.value in levels and not _whole(s)]),
+                      (b, [s for s in lb if s.value in levels and not _whole(s)])) if st)
     return Capacity(math.exp(paired.hodges_lehmann(w)), math.exp(lo), math.exp(hi), n,
-                    tuple(whole), alpha, left)
+                    tuple(v for v in levels if any(s.value == v for s in la + lb)), alpha,
+                    best, left)
 
 
 def how(cap: Capacity, mode: str = DUET) -> str:
-    """'server CPU per request under duet, c=5, 15, 50'."""
-    return f"server CPU per request under {mode}, c={', '.join(map(str, cap.levels))}"
+    """'server CPU per request under duet, each at its cheapest of c=5, 15, 50'."""
+    at = ", ".join(map(str, cap.levels))
+    return f"server CPU per request under {mode}, " + (
+        f"each at its cheapest of c={at}" if len(cap.levels) > 1 else f"c={at}")
 
 
 def judge_duet(c: Claim, la: list[LevelStats], lb: list[LevelStats],
@@ -155,15 +186,16 @@ def judge_duet(c: Claim, la: list[LevelStats], lb: list[LevelStats],
     if not la or not lb:
         missing = ", ".join(x for x, s in ((a, la), (b, lb)) if not s)
         return result(c, claims.INCONCLUSIVE, f"by cost: not measured ({missing} in no duet)")
-    cap = capacity(la, lb, levels_of(c, cost_levels), alpha)
+    cap = capacity(a, la, b, lb, levels_of(c, cost_levels), alpha)
     if isinstance(cap, str):
         return result(c, claims.INCONCLUSIVE, f"by cost: {cap}")
     lo, hi = c.accept
     shown = (f"capacity ratio {a}/{b} = CPU per request {b}/{a} {num(cap.estimate)} "
-             f"[{num(cap.lo)}–{num(cap.hi)}] ({how(cap)}; {cap.pairs} pairs, exact "
-             f"{100 * (1 - cap.alpha):g}% interval"
-             + (f"; left out: c={', '.join(map(str, cap.left))}, not ranked or more than "
-                f"{FAILED_SHARE_PCT:g}% failed" if cap.left else "") + ")")
+             f"[{num(cap.lo)}–{num(cap.hi)}] ({how(cap)}"
+             + (f": {cap.best}" if cap.best else "")
+             + f"; {cap.pairs} pairs, exact {100 * (1 - cap.alpha):g}% interval"
+             + (f"; left out: {cap.left}, not ranked or more than {FAILED_SHARE_PCT:g}% "
+                "failed" if cap.left else "") + ")")
     window = f"{num(lo)}–{num(hi)} ({num(c.published)} {c.tolerance})"
     by = f"{BY} ({how(cap)})"
     if lo <= cap.lo and cap.hi <= hi:

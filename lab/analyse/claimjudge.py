@@ -123,16 +123,21 @@ def cost_why(r: ClaimResult) -> tuple[str, ...]:
             "escapes")
 
 
-def verdict_of(results: Sequence[ClaimResult]) -> ClaimResult | None:
-    """The cost verdict that stands for a claim, or None: where every client's
-    req/s verdict is inconclusive and one was the limit at a point the claim
-    needs, a verdict by cost that is not inconclusive."""
+def left_to_cost(results: Sequence[ClaimResult]) -> bool:
+    """Whether the clients' req/s leave a claim to its verdict by cost: every
+    one inconclusive, and one the limit at a point the claim needs (or no
+    req/s verdict at all)."""
     rates = [r for r in results if not r.by]
+    return not rates or (all(r.verdict == claims.INCONCLUSIVE for r in rates)
+                         and any(r.client_limited for r in rates))
+
+
+def verdict_of(results: Sequence[ClaimResult]) -> ClaimResult | None:
+    """The cost verdict that stands for a claim, or None: where the clients
+    leave it to cost (left_to_cost), a verdict by cost that is not
+    inconclusive."""
     cost = next((r for r in results if r.by), None)
-    if cost is None or cost.verdict == claims.INCONCLUSIVE:
-        return None
-    if rates and not (all(r.verdict == claims.INCONCLUSIVE for r in rates)
-                      and any(r.client_limited for r in rates)):
+    if cost is None or cost.verdict == claims.INCONCLUSIVE or not left_to_cost(results):
         return None
     return cost
 
@@ -146,7 +151,8 @@ def overall(results: Sequence[ClaimResult]) -> str:
     rates = [r for r in results if not r.by]
     said = _overall(rates) if rates else "not measured by req/s"
     mute = [r for r in results if r.by and r.verdict == claims.INCONCLUSIVE]
-    return f"{said}; by cost: inconclusive" if mute and rates else said
+    return f"{said}; by cost: inconclusive" if mute and rates and left_to_cost(results) \
+        else said
 
 
 def _overall(results: Sequence[ClaimResult]) -> str:
@@ -166,9 +172,15 @@ def _overall(results: Sequence[ClaimResult]) -> str:
 
 def why_lines(study: Study, judged: Iterable[Judged],
               specs: Mapping[str, ServerSpec]) -> list[str]:
-    """Each claim not reproduced, per client: its reasons and the variants that test them."""
+    """Each claim not reproduced, per client: its reasons and the variants that
+    test them; a verdict by cost only where the clients' req/s left the claim
+    to it (every one inconclusive, one the limit)."""
+    judged = list(judged)
     lines: list[str] = []
     for j in judged:
+        if j.result.by and not left_to_cost([x.result for x in judged
+                                             if x.result.claim.id == j.result.claim.id]):
+            continue
         if j.result.verdict != claims.REPRODUCED:
             lines += claimreasons.block(j.result.claim, j.client,
                                         claimtext.verdict_text(j.result), j.why, study, specs)

@@ -42,7 +42,8 @@ def measured_text(r: ClaimResult) -> str:
 
 def verdict_text(r: ClaimResult) -> str:
     """'reproduced', or how it was reached where not by the claim's own metric:
-    'reproduced by cost (server CPU per request under duet, c=5, 15, 50)'."""
+    'reproduced by cost (server CPU per request under duet, each at its cheapest of c=5,
+    15, 50)'."""
     return f"{r.verdict} by {r.by}" if r.by else r.verdict
 
 

@@ -20,7 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lab.analyse import analysis, decide, paired, pairverdict
-from lab.record import files
+from lab.record import files, runlock
+
+
+# draws x pairs² at most: each draw sorts about pairs²/2 Walsh averages, so this bounds
+# the work one call may ask for
+MAX_WORK = 25_000_000
 
 
 @dataclass(frozen=True)
@@ -66,8 +71,9 @@ def draw(adv: list[float], pairs: int, draws: int, alpha: float, delta_pct: floa
 def main(run: Path, pairs: int, draws: int, alpha: float | None, delta_pct: float | None,
          seed: int) -> int:
     try:
+        runlock.refuse_busy(run, "lab resample")
         rec, a = analysis.of(run)
-    except files.RecordError as e:
+    except (files.RecordError, runlock.Busy) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     m = rec.manifest
@@ -83,8 +89,14 @@ def main(run: Path, pairs: int, draws: int, alpha: float | None, delta_pct: floa
         print(f"error: {run} has {len(adv)} whole pair(s): nothing to draw from",
               file=sys.stderr)
         return 3
+    n = pairs or len(adv)
+    if draws * n * n > MAX_WORK:
+        print(f"error: {draws:,} draws of {n} pairs is more work than lab resample does "
+              f"(draws x pairs² at most {MAX_WORK:,}: each draw sorts pairs² Walsh "
+              "averages); give fewer --draws or --pairs", file=sys.stderr)
+        return 2
     run_alpha, run_delta = analysis.rule_of(m)
-    got = draw(adv, pairs or len(adv), draws, alpha or run_alpha,
+    got = draw(adv, n, draws, run_alpha if alpha is None else alpha,
                run_delta if delta_pct is None else delta_pct, seed)
     print(f"{names[0]} vs {names[1]}, {analysis.paired_mode(m)}, levels "
           f"{', '.join(f'{v} by {pairverdict.WHAT[f]}' for v, f in used.items())}:")

@@ -63,6 +63,23 @@ def run_folder(text: str) -> str:
     return os.path.abspath(text) if text else text
 
 
+def bounded(kind: type[int] | type[float], lo: float, hi: float, what: str,
+            lo_open: bool = False) -> Callable[[str], int | float]:
+    """An argparse type: a number of `kind` from lo to hi (lo excluded when
+    lo_open), else argparse's own error (exit 2) saying the range."""
+    def parse(text: str) -> int | float:
+        try:
+            x = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number ({what})") from None
+        if not (lo < x if lo_open else lo <= x) or not x <= hi:     # nan fails both
+            edge = f"above {lo:g}" if lo_open else f"from {lo:g}"
+            raise argparse.ArgumentTypeError(f"{text} is out of range: {what}, {edge} "
+                                             f"to {hi:g}")
+        return x
+    return parse
+
+
 class Unparsed(Exception):
     """What Strict raises where argparse would print an error and exit."""
 
@@ -148,12 +165,18 @@ def parser(step: str = "") -> argparse.ArgumentParser:
     sp = add("resample", help="a paired run's rule on draws of fewer pairs: how often it "
              "decides (A/A: the realized false alarms and equivalents)")
     sp.add_argument("run", type=run_folder)
-    sp.add_argument("--pairs", type=int, default=0, help="pairs a draw (0: as recorded)")
-    sp.add_argument("--draws", type=int, default=1000)
-    sp.add_argument("--alpha", type=float, default=None, help="a fraction (0.01); default: "
+    # bounded: each draw runs the exact test, whose null distribution grows with
+    # the pairs cubed, so the work a call may ask for is bounded too
+    sp.add_argument("--pairs", type=bounded(int, 0, 100, "pairs a draw"), default=0,
+                    help="pairs a draw, up to 100 (0: as recorded)")
+    sp.add_argument("--draws", type=bounded(int, 1, 100_000, "draws"), default=1000,
+                    help="draws, 1 to 100,000")
+    sp.add_argument("--alpha", type=bounded(float, 0, 0.5, "α as a fraction", lo_open=True),
+                    default=None, help="a fraction above 0 up to 0.5 (0.01); default: "
                     "the run's ALPHA")
-    sp.add_argument("--delta", type=float, default=None, help="percent; default: the "
-                    "run's MIN_EFFECT")
+    sp.add_argument("--delta", type=bounded(float, 0, 100, "δ in percent", lo_open=True),
+                    default=None, help="percent above 0 up to 100; default: the run's "
+                    "MIN_EFFECT")
     sp.add_argument("--seed", type=int, default=1)
     sp.set_defaults(fn=cmd_resample)
     sp = add("finish", help="mark a run complete or incomplete")

@@ -126,12 +126,20 @@ def gate_lines(g: Gate) -> list[str]:
              ""]
     lines += [f"- noise floor for {name}: {note}" for name, note in g.floors.items()]
     lines += [""] + Table(
-        ["server", "level", "metric", "gate", "B worse by", "threshold", "why"],
+        comparepage.GATE_HEAD,
         [[c.server, c.where(), c.metric, c.outcome,
-          '–' if c.worse_pct is None else f'{c.worse_pct:.1f}%',
+          against_a(c.worse_pct),
           '–' if c.threshold_pct is None else f'{c.threshold_pct:.1f}%',
           c.text.replace('|', '/')] for c in g.checks]).lines()
     return lines
+
+
+def against_a(worse_pct: float | None) -> str:
+    """The gate table's cell of B against A: "worse by 5.2%" or "better by
+    88.1%" (never a negative "worse"), "–" where nothing was measured."""
+    if worse_pct is None:
+        return "–"
+    return f"worse by {worse_pct:.1f}%" if worse_pct >= 0 else f"better by {-worse_pct:.1f}%"
 
 
 def as_json(ids: tuple[str, str], runs: tuple[Path, Path], ms: tuple[Manifest, Manifest],
@@ -226,7 +234,7 @@ def page(ids: tuple[str, str], ms: tuple[Manifest, Manifest], rows: list[Compari
             + [f"noise floor for {n}: {t}" for n, t in g.floors.items()],
             rows=[comparepage.GateRow(
                 c.server, c.where(), c.metric, c.outcome, GATE_CLASS.get(c.outcome, ""),
-                "–" if c.worse_pct is None else f"{c.worse_pct:.1f}%",
+                against_a(c.worse_pct),
                 "–" if c.threshold_pct is None else f"{c.threshold_pct:.1f}%", c.text)
                 for c in g.checks])))
 

@@ -11,7 +11,7 @@ from lab.present.page import GATE_LOOK, chart_figure, escaped, page, table
 HEAD = ["server", "{level}", "A req/s median [min–max]", "B req/s median [min–max]", "B/A",
         "verdict"]
 OTHER_HEAD = ["server and level", "p99 ms B/A", "RSS end B/A", "CPU µs/req B/A"]
-GATE_HEAD = ["server", "level", "metric", "gate", "B worse by", "threshold", "why"]
+GATE_HEAD = ["server", "level", "metric", "gate", "B against A", "threshold", "why"]
 
 
 @dataclass(frozen=True)
