@@ -403,3 +403,21 @@ def test_check_servers_of_a_folder_of_servers_checks_each_and_advises_the_layout
     out = run(checkout, "check-servers", str(empty))
     assert out.returncode == 2, out.stderr
     assert f"{empty}/<name>/server.toml" in out.stdout and "LAB_SERVER_PATH" in out.stdout
+
+
+@pytest.mark.unit
+def test_lab_list_writes_a_manifest_s_newline_as_its_escape(tmp_path: Path) -> None:
+    """A framework with a newline in it broke `lab list`'s table (issue 54):
+    each cell is one line, a control character written as its escape."""
+    folder = tmp_path / "srv"
+    folder.mkdir()
+    (folder / "server.toml").write_text(
+        OUTSIDE.format(name="srv", extra="", inputs='["."]').replace(
+            'framework = "none"', 'framework = "two\\nlines\\tand a tab"'))
+    env = lab_env(tmp_path, LAB_SERVER_PATH=str(tmp_path))
+    out = subprocess.run([sys.executable, "-m", "lab", "list"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    row = next(line for line in out.stdout.splitlines() if line.startswith("srv "))
+    assert "two\\nlines\\tand a tab" in row
+    assert not any(line.startswith("lines") for line in out.stdout.splitlines())

@@ -42,15 +42,17 @@ def stats(rows: list[Row]) -> dict[str, list[metrics.LevelStats]]:
 
 
 def duet(n: int, b_over_a: float, a: str = "aws", b: str = "jersey", sd: float = 0.01,
-         seat: float = 1.0, seed: int = 1) -> dict[str, list[metrics.LevelStats]]:
+         seat: float = 1.0, seed: int = 1, moment_sd: float = 0.2
+         ) -> dict[str, list[metrics.LevelStats]]:
     """n start pairs of a duet: b's CPU per request `b_over_a` times a's, a
-    moment's noise common to both, `sd` each side's own, and the side on
-    seat 1 (a on odd pairs) `seat` times cheaper."""
+    moment's noise common to both (`moment_sd`, a new moment each level), `sd`
+    each side's own, and the side on seat 1 (a on odd pairs) `seat` times
+    cheaper."""
     rng = random.Random(seed)
     rows = []
     for rep in range(1, n + 1):
         for v in LEVELS:
-            moment = 20.0 * math.exp(rng.gauss(0, 0.2))
+            moment = 20.0 * math.exp(rng.gauss(0, moment_sd))
             sa, sb = (1 / seat, 1.0) if rep % 2 else (1.0, 1 / seat)
             ca = moment * sa * math.exp(rng.gauss(0, sd))
             cb = moment * b_over_a * sb * math.exp(rng.gauss(0, sd))
@@ -149,10 +151,15 @@ def test_a_verdict_by_cost_stands_only_where_every_client_was_the_limit() -> Non
     bound = [rate_result(c, claims.INCONCLUSIVE, True), rate_result(c, claims.INCONCLUSIVE, True)]
     assert claimjudge.overall(bound + [cost]) == ("reproduced by cost (server CPU per request "
                                                  "under duet, each at its cheapest of c=5, 15, 50)")
-    # one client decided by req/s: req/s speaks, cost is beside
+    # one client decided by req/s, the other was the limit: the first speaks, cost
+    # is beside
     decided = [rate_result(c, claims.NOT_REPRODUCED, False), bound[1]]
     assert claimjudge.verdict_of(decided + [cost]) is None
-    assert claimjudge.overall(decided + [cost]).startswith("open")
+    assert claimjudge.overall(decided + [cost]) == \
+        "not reproduced (the other client was the limit)"
+    # one undecided for its noise, not the limit: the claim stays open
+    noisy = [rate_result(c, claims.REPRODUCED, False), rate_result(c, claims.INCONCLUSIVE, False)]
+    assert claimjudge.overall(noisy + [cost]).startswith("open")
     # too few repetitions, not the client: cost does not stand in
     few = [rate_result(c, claims.INCONCLUSIVE, False)]
     assert claimjudge.verdict_of(few + [cost]) is None
@@ -166,7 +173,8 @@ def test_each_side_at_its_cheapest_level_and_a_failing_level_left_out() -> None:
     cheapest at c=50 and aws at c=5; aws's c=50, where more than
     FAILED_SHARE_PCT of its requests failed (AWS closes connections past its
     slots), is left out for aws alone, and the reason names it."""
-    s = duet(8, 1.0, sd=0.001)
+    s = duet(8, 1.0, sd=0.001, moment_sd=0.0)
+
     def scaled(levels: list[metrics.LevelStats], by: dict[int, float]
                ) -> list[metrics.LevelStats]:
         return [dataclasses.replace(x, cpu_us_per_req=dataclasses.replace(
@@ -193,3 +201,15 @@ def test_a_claim_req_s_decided_keeps_its_verdict_and_no_cost_reasons() -> None:
     assert cost.result.verdict == claims.INCONCLUSIVE
     assert claimjudge.overall([rate.result, cost.result]) == claims.REPRODUCED
     assert claimjudge.why_lines(study(), [rate, cost], reproduce.server_specs(study())) == []
+
+
+def test_a_ratio_s_variants_give_the_duet_that_judges_it_by_cost() -> None:
+    from lab.analyse import claimreasons
+    st = study()
+    said = claimreasons.variants(claim("aws-over-grizzly-rps"), st, reproduce.server_specs(st))
+    duet_line = next(v for v in said if v.startswith("by cost:"))
+    assert ("make bench SERVER='aws@8 jersey@62' PAIRED=duet CLIENT=wrk KEEPALIVE=0 "
+            "CONCURRENCY='5 15 50' DURATION=10s REPEAT=8") in duet_line
+    scaling = claimreasons.variants(claim("aws-more-tasks-not-faster"), st,
+                                    reproduce.server_specs(st))
+    assert not any(v.startswith("by cost:") for v in scaling)

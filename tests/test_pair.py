@@ -65,6 +65,9 @@ def test_a_duet_loads_both_servers_at_the_same_moment_on_swapped_seats(tmp_path:
         rows = list(csv.DictReader(f))
     assert sorted((r["server"], r["rep"], r["value"]) for r in rows) == sorted(
         (s, rep, c) for s in ("twin", "twin.heavier") for rep in "12" for c in "14")
+    # the kernel's TCP counters are not read under PAIRED: both servers share the
+    # namespace, so no count would be one seat's (run-folder.md; issue 54)
+    assert [r["tcp_counters"] for r in rows] == [""] * len(rows)
     # each level's two clients ended together, not one level's length apart
     for tag in ("rep1-c1", "rep2-c4"):
         a, b = (run / name / f"wrk-{tag}.out" for name in ("twin", "twin.heavier"))

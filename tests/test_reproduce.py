@@ -205,7 +205,7 @@ def test_claims_table_has_a_row_per_claim_and_a_verdict_per_client(
         (f / "results.csv").write_text("")
     monkeypatch.setattr(reproduce, "run_stats", lambda run: by_folder[run])
     judged = [reproduce.judge(plan, reproduce.RunDone(run, 0, tmp_path / run.client), LAB)
-              for run in plan.runs]
+              for run in plan.runs if not run.paired]
     text = reproduce.render(plan, tmp_path, judged)
     rows = [line for line in text.splitlines() if line.startswith("| `")]
     assert len(rows) == len(plan.study.claims) == 8
@@ -218,7 +218,8 @@ def test_claims_table_has_a_row_per_claim_and_a_verdict_per_client(
     assert "stand-in" not in wrk["single-task-flat"].reason
     assert wrk["aws-more-tasks-not-faster"].verdict == claims.REPRODUCED
     assert "1.07 [1.05–1.09]" in rows[0] and "1.07 (±15%); Stéphane Carrez" in rows[0]
-    assert rows[0].endswith("| open (inconclusive with at least one client) |")
+    # Siege was the limit, wrk decided: wrk speaks
+    assert rows[0].endswith("| reproduced (the other client was the limit) |")
     assert "[report.html](wrk/report.html)" in text
     data = reproduce.to_json(plan, judged)
     assert [c["by_client"]["wrk"]["verdict"] for c in data["claims"]][0] == claims.REPRODUCED
@@ -233,6 +234,12 @@ def test_overall_says_whether_the_client_decides() -> None:
     assert claimjudge.overall([no, no]) == "not reproduced with either client"
     assert claimjudge.overall([maybe, ok]).startswith("open")
     assert claimjudge.overall([no]) == claims.NOT_REPRODUCED
+    # a client that was the limit, or did not measure the claim, yields to one that decided
+    bound = dataclasses.replace(maybe, client_limited=True)
+    gone = claims.ClaimResult(c, claims.INCONCLUSIVE, "not measured: aws@16")
+    assert claimjudge.overall([bound, ok]) == "reproduced (the other client was the limit)"
+    assert claimjudge.overall([ok, gone]) == "reproduced (not measured with the other client)"
+    assert claimjudge.overall([bound, gone]).startswith("open")
 
 
 # ---------------------------------------------------------------- a real smoke run

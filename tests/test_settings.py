@@ -221,3 +221,27 @@ def test_every_scope_used_is_described_in_one_place() -> None:
     from lab.setup.params import SCOPES, Setting
     assert {s.scope for s in REGISTRY} == set(SCOPES)
     assert "one of SCOPES" in (Setting.__doc__ or "")
+
+
+@pytest.mark.parametrize(("sig", "words"), [
+    ("SIGHUP", "interrupted (SIGHUP: its terminal or session closed)"),
+    ("SIGTERM", "interrupted (SIGTERM)"),
+    ("SIGINT", "interrupted (SIGINT: Ctrl-C)"),
+])
+def test_a_run_s_last_words_name_the_signal_that_stopped_it(sig: str, words: str) -> None:
+    """A SIGHUP was recorded as "Ctrl-C or SIGTERM" (issue 54): the step's
+    handler (lab.cli.on_stop) raises Stopped with the signal's name, and the
+    run's last words say it."""
+    import signal
+
+    import lab.cli
+    from lab.cli import common
+    before = {s: signal.getsignal(s) for s in common.STOP_SIGNALS}
+    try:
+        with pytest.raises(common.Stopped) as got:
+            lab.cli.on_stop(signal.Signals[sig], None)
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
+    assert common.interrupted_text(got.value) == words
+    assert common.interrupted_text(KeyboardInterrupt()) == "interrupted (SIGINT: Ctrl-C)"

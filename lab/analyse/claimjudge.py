@@ -149,6 +149,19 @@ def overall(results: Sequence[ClaimResult]) -> str:
     if cost is not None:
         return claimtext.verdict_text(cost)
     rates = [r for r in results if not r.by]
+    # a client that was the limit measured itself, and one that did not measure the
+    # claim says nothing: where another client measured it, that one speaks
+    def silent(r: ClaimResult) -> bool:
+        return r.verdict == claims.INCONCLUSIVE and (
+            r.client_limited or r.reason.startswith(claims.NOT_MEASURED))
+    spoke = [r for r in rates if not silent(r)]
+    if spoke and len(spoke) < len(rates):
+        limited = sum(r.client_limited for r in rates if silent(r))
+        why = ("the other client was the limit" if limited else
+               "not measured with the other client")
+        if len(rates) - len(spoke) > 1:
+            why = f"{len(rates) - len(spoke)} clients were the limit or did not measure it"
+        return f"{_overall(spoke)} ({why})"
     said = _overall(rates) if rates else "not measured by req/s"
     mute = [r for r in results if r.by and r.verdict == claims.INCONCLUSIVE]
     return f"{said}; by cost: inconclusive" if mute and rates and left_to_cost(results) \

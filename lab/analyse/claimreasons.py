@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from lab.analyse import analysis, claims, claimsfile
+from lab.analyse import analysis, claimcost, claims, claimsfile
 from lab.analyse.claimsfile import Study, start_of
 from lab.analyse.claims import ClaimResult
 from lab.analyse.metrics import LevelStats, Spread
@@ -236,6 +236,14 @@ def variants(claim: claimsfile.Claim, study: Study, specs: Mapping[str, ServerSp
                    f"`make claims STUDY={study.id} RUNS=...`; this host cannot show the "
                    "study's 8 hardware threads")
         out.append(f"two hosts: `{ssh_command(study, claim, specs)}`")
+        if study.cost is not None and claimcost.way(claim) == claimcost.DUET:
+            levels = " ".join(map(str, claimcost.levels_of(claim, study.cost.levels)))
+            keep = "1" if study.setup.connection == "keep-alive" else "0"
+            out.append(f"by cost: `make bench SERVER='{servers}' PAIRED=duet "
+                       f"CLIENT={study.cost.client} KEEPALIVE={keep} CONCURRENCY='{levels}' "
+                       f"DURATION={study.cost.duration_s}s REPEAT={study.cost.pairs}`, then "
+                       f"`make claims STUDY={study.id} RUNS=...` with that run among the "
+                       "others")
     java = [x for x, s in named.items() if s.family in JAVA]
     if claim.metric == "rss_end" and java:
         j = start_of(specs, java[0])

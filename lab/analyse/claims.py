@@ -40,6 +40,7 @@ THROUGHPUT_METRICS = frozenset({"peak_rps", "rps_at", "flatness"})
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
 INCONCLUSIVE = "inconclusive"
+NOT_MEASURED = "not measured"      # how an inconclusive reason starts when a figure is missing
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,7 @@ def evaluate(claim: Claim, stats: dict[str, list[LevelStats]],
             figures.append((server, fig))
             points += used
     except _Missing as e:
-        return result(INCONCLUSIVE, f"not measured: {e}")
+        return result(INCONCLUSIVE, f"{NOT_MEASURED}: {e}")
     # what was measured is shown even when it cannot be judged
     shown: dict[str, Any] = {"order": tuple(figures)} if claim.kind == "ordering" else \
         {"measured": figures[0][1] if claim.kind == "value"

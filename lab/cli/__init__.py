@@ -21,7 +21,7 @@ from lab.record import files
 from lab.setup.exits import Exit
 from lab.setup.params import ConfigError
 from lab.setup.servers import ManifestError
-from lab.cli.common import CLOSING_VARIABLE, STOP_SIGNALS, fail
+from lab.cli.common import CLOSING_VARIABLE, STOP_SIGNALS, Stopped, fail
 
 
 def step(family: str, name: str) -> Callable[[argparse.Namespace], int]:
@@ -240,7 +240,7 @@ def on_stop(signum: int, frame: FrameType | None) -> None:
     the terminal and through run-benchmark.sh)."""
     for sig in STOP_SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
-    raise KeyboardInterrupt
+    raise Stopped(signum)
 
 
 def main(argv: list[str]) -> int:

@@ -86,6 +86,24 @@ def refuse_unchecked(params: Params, servers: dict[str, Server], names: list[str
 
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# how each stop signal usually comes, for a run's last words
+STOP_WORDS = {"SIGINT": "SIGINT: Ctrl-C", "SIGTERM": "SIGTERM",
+              "SIGHUP": "SIGHUP: its terminal or session closed"}
+
+
+class Stopped(KeyboardInterrupt):
+    """A stop signal interrupted the step (lab.cli.on_stop): which one."""
+
+    def __init__(self, signum: int) -> None:
+        self.signame = signal.Signals(signum).name
+        super().__init__(self.signame)
+
+
+def interrupted_text(e: KeyboardInterrupt) -> str:
+    """'interrupted (SIGHUP: its terminal or session closed)': the signal that
+    stopped the step; a KeyboardInterrupt without one is Python's own Ctrl-C."""
+    name = e.signame if isinstance(e, Stopped) else "SIGINT"
+    return f"interrupted ({STOP_WORDS.get(name, name)})"
 # Set by run-benchmark.sh on the steps that close an interrupted run (finish,
 # plot, report, down): they ignore the stop signals, so that a repeated Ctrl-C
 # or a SIGTERM passed on after it cannot leave the run unmarked or half drawn.

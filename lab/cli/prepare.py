@@ -27,6 +27,13 @@ from lab.setup.servers import Server, ServerSpec, artifact_path, expand, is_buil
 from lab.cli.common import compose_services, fail, load_params, refuse_unchecked, servers_found
 
 
+def shown(text: str) -> str:
+    """A manifest's text as one table cell: a newline or another control
+    character written as its escape (\\n), so that it cannot break the table."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii")
+                   for ch in text)
+
+
 def cmd_list(_: argparse.Namespace) -> int:
     servers = servers_found()
     values = placeholders(ROOT, cache_dir(), Knobs(0, None, 0, ""))
@@ -35,8 +42,9 @@ def cmd_list(_: argparse.Namespace) -> int:
                "none" if not s.has_workers else
                "as shipped" if s.workers_default is None else str(s.workers_default),
                "yes" if is_built(s, values) else "no", s.role) for s in servers.values()]
-    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
-    for row in table:
+    cells = [[shown(cell) for cell in row] for row in table]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
+    for row in cells:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
     for name, why in sorted(servers.broken.items()):
         print(f"unusable: {name}: {why}", file=sys.stderr)

@@ -23,7 +23,8 @@ from lab.setup.exits import Exit
 from lab.setup.paths import cache_dir
 from lab.setup.params import SETTINGS, ConfigError, Params, format_cpus, run_settings
 from lab.setup.servers import Discovered, lookup, outside
-from lab.cli.common import STOP_SIGNALS, client_for, fail, load_params, recorded_settings
+from lab.cli.common import (STOP_SIGNALS, client_for, fail, interrupted_text, load_params,
+                             recorded_settings)
 from lab.record.hostfacts import HostFacts
 
 
@@ -205,8 +206,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     except OSError as e:                # a full disk, a missing folder: what was written stays
         where = f": {e.filename}" if e.filename else ""
         status, message, code = "failed", f"{e.strerror or e}{where}", Exit.FAILED
-    except KeyboardInterrupt:
-        status, message, code = "interrupted", "interrupted (Ctrl-C or SIGTERM)", Exit.INTERRUPTED
+    except KeyboardInterrupt as e:
+        status, message, code = "interrupted", interrupted_text(e), Exit.INTERRUPTED
     for sweep in sides:
         if sweep.start_record:
             sweep.start_record["status"] = status

@@ -531,7 +531,9 @@ class ServerSweep:
         assert sp.proc is not None
         for attempt in (1, 2):
             busy0, steal0 = topo.cpu_times(p.server_cpus, p.client_cpus)
-            tcp0 = topo.server.tcp_counters()       # the kernel's, where the server's sockets are
+            # the kernel's, where the server's sockets are; not under PAIRED: both
+            # servers share the namespace, so no count would be this one's
+            tcp0 = None if p.paired else topo.server.tcp_counters()
             try:
                 with topo.server.sampler(sp.proc, sp.knobs.port) as sampler:
                     runs = self.run_clients(sp, shares, duration, outs)
@@ -550,7 +552,8 @@ class ServerSweep:
                                          out.with_suffix(".hung" + suffix).name)
                 self.note(f"{tag}: {self.client.name} hung ({hung}); stopped and retried once")
         busy1, steal1 = topo.cpu_times(p.server_cpus, p.client_cpus)
-        tcp = tcpkinds.measured(tcp0, topo.server.tcp_counters(), topo.tcp_shared())
+        tcp = None if tcp0 is None else \
+            tcpkinds.measured(tcp0, topo.server.tcp_counters(), topo.tcp_shared())
         left = [x for ran in runs for x in ran.left]
         if left:
             self.note(f"{tag}: {', '.join(left)} outlived {self.client.name} outside its "

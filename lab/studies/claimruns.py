@@ -369,8 +369,9 @@ def render(study: Study, runs: list[Run], judged: list[Judged], checks: dict[Pat
                      "; ".join(j.notes) or "—"] for j in judged]
                    ).escaped().lines()
     lines += ["", "## Each claim, all clients together", "",
-              "Where every client's req/s was the limit at a point a claim needs, its "
-              "verdict by cost (server CPU per request) stands for it.", ""]
+              "A client that was the limit at a point a claim needs yields to one that "
+              "decided; where every client was, the verdict by cost (server CPU per "
+              "request) stands for the claim.", ""]
     lines += Table(["claim", "verdict"],
                    [[f"`{c.id}`", claimjudge.overall([j.result for j in judged
                                                       if j.result.claim.id == c.id])]
