@@ -173,15 +173,7 @@ def check(study: Study, run: Run, specs: Mapping[str, ServerSpec]) -> RunCheck:
         noted.append(f"variant JAVA_OPTS={opts}")
     if m.status != "complete":
         noted.append(f"run {m.status}")
-    wrong: dict[str, str] = {}
-    wanted = {str(s) for s in specs.values()}
-    for name, spec in specs.items():
-        if started_as(run, name, spec) is None:
-            other = [k for k in run.stats if ServerSpec.parse(k).name == spec.name
-                     and k not in wanted]
-            if other:
-                wrong[name] = f"{', '.join(other)} started, the study's is {spec}"
-    return RunCheck(tuple(blocking), tuple(noted), wrong)
+    return RunCheck(tuple(blocking), tuple(noted), wrong_workers(run, specs))
 
 
 def check_duet(study: Study, run: Run, specs: Mapping[str, ServerSpec],
@@ -204,20 +196,27 @@ def check_duet(study: Study, run: Run, specs: Mapping[str, ServerSpec],
                          f"have {cost.pairs}")
     if m.status != "complete":
         noted.append(f"run {m.status}")
-    wrong: dict[str, str] = {}
-    for name, spec in specs.items():
-        if started_as(run, name, spec) is None:
-            other = [k for k in run.stats if ServerSpec.parse(k).name == spec.name
-                     and k not in {str(s) for s in specs.values()}]
-            if other:
-                wrong[name] = f"{', '.join(other)} started, the study's is {spec}"
-    return RunCheck(tuple(blocking), tuple(noted), wrong)
+    return RunCheck(tuple(blocking), tuple(noted), wrong_workers(run, specs))
 
 
 def by_name(run: Run, specs: Mapping[str, ServerSpec]) -> dict[str, list[LevelStats]]:
     """A run's statistics under the study's names (aws for aws@8)."""
     return {name: run.stats[key] for name, spec in specs.items()
             if (key := started_as(run, name, spec)) is not None}
+
+
+def wrong_workers(run: Run, specs: Mapping[str, ServerSpec]) -> dict[str, str]:
+    """Study name -> why the run's start of that server is not the study's
+    (another worker count), for each such server."""
+    wrong: dict[str, str] = {}
+    wanted = {str(s) for s in specs.values()}
+    for name, spec in specs.items():
+        if started_as(run, name, spec) is None:
+            other = [k for k in run.stats if ServerSpec.parse(k).name == spec.name
+                     and k not in wanted]
+            if other:
+                wrong[name] = f"{', '.join(other)} started, the study's is {spec}"
+    return wrong
 
 
 def same_conditions(a: Run, b: Run) -> list[str]:
