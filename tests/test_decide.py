@@ -10,13 +10,18 @@ import random
 
 import pytest
 
-from lab.analyse import decide
+from lab.analyse import decide, policy
 
 pytestmark = pytest.mark.unit
 
-ALPHA = decide.ALPHA
+ALPHA = policy.ALPHA
 SIMS = 10_000
 BUSY_AWS_C4 = (9_800.0, 11_900.0, 16_500.0, 21_700.0, 28_900.0, 30_700.0)
+
+
+def rule(a: list[float], b: list[float], **kw: object) -> decide.Decision:
+    """decide.decide at the policy's α and δ unless given."""
+    return decide.decide(a, b, **{"alpha": ALPHA, "delta_pct": policy.DELTA_PCT, **kw})  # type: ignore[arg-type]
 
 
 def within(sims: int, rate: float) -> float:
@@ -34,7 +39,7 @@ def test_the_smallest_p_of_an_exact_test_is_one_over_the_orderings(
 
 def test_a_regression_gate_needs_few_new_starts_against_a_long_baseline() -> None:
     assert decide.smallest_p(10, 3) == pytest.approx(1 / 286)     # 0.0035 < 1%
-    d = decide.decide([100.0 + i for i in range(10)], [60.0, 61.0, 62.0], sided="a")
+    d = rule([100.0 + i for i in range(10)], [60.0, 61.0, 62.0], sided="a")
     assert d.outcome == decide.BETTER and d.a_better and d.starts == (10, 3)
 
 
@@ -72,7 +77,7 @@ def aa(r: random.Random, kind: str, k: int) -> tuple[list[float], list[float]]:
 @pytest.mark.parametrize("kind", ["quiet", "busy"])
 def test_a_a_false_alarms_stay_within_alpha_at_five_starts(kind: str) -> None:
     r = random.Random(28)
-    said = sum(decide.decide(*aa(r, kind, 5)).outcome == decide.BETTER for _ in range(SIMS))
+    said = sum(rule(*aa(r, kind, 5)).outcome == decide.BETTER for _ in range(SIMS))
     assert said <= within(SIMS, ALPHA)
 
 
@@ -80,7 +85,7 @@ def test_without_delta_the_rate_is_the_exact_tests_own() -> None:
     # δ=0 leaves the test alone: 5 against 5 at 1% rejects only at the extreme
     # orderings, 2/252 = 0.79%, and the simulation finds that, not less
     r = random.Random(7)
-    said = sum(decide.decide(quiet(r, 1.0, 5, False), quiet(r, 1.0, 5, False),
+    said = sum(rule(quiet(r, 1.0, 5, False), quiet(r, 1.0, 5, False),
                              delta_pct=0.0).outcome == decide.BETTER for _ in range(SIMS))
     expect = 2 / 252
     sd = math.sqrt(expect * (1 - expect) / SIMS)
@@ -91,7 +96,7 @@ def sequential(a: list[float], b: list[float], first: int, last: int) -> tuple[s
     """REPEAT=auto on pre-drawn starts: a look after every start from `first`
     to `last` a side, α spent over the looks; the outcome and the starts."""
     for k in range(first, last + 1):
-        d = decide.decide(a[:k], b[:k], alpha=decide.look_alpha(ALPHA, k, first, last))
+        d = rule(a[:k], b[:k], alpha=policy.LookSchedule(first, last).alpha(ALPHA, k))
         if d.outcome != decide.UNDECIDED:
             return d.outcome, k
     return decide.UNDECIDED, last
@@ -108,11 +113,11 @@ def test_a_look_after_every_start_keeps_the_false_alarm_rate(kind: str) -> None:
 
 
 def test_spending_adds_up_to_alpha() -> None:
-    assert sum(decide.look_alpha(ALPHA, k, 5, 10) for k in range(5, 11)) == \
-        pytest.approx(ALPHA)
-    assert decide.look_alpha(ALPHA, 5, None, None) == ALPHA
+    looks = policy.LookSchedule(5, 10)
+    assert sum(looks.alpha(ALPHA, k) for k in range(5, 11)) == pytest.approx(ALPHA)
+    assert policy.LookSchedule().alpha(ALPHA, 5) == ALPHA
     # the first look can still decide 5 against 5 (two-sided p 0.0079)
-    assert 2 * decide.smallest_p(5, 5) <= decide.look_alpha(ALPHA, 5, 5, 10)
+    assert 2 * decide.smallest_p(5, 5) <= looks.alpha(ALPHA, 5)
 
 
 def test_a_20_percent_shift_is_found_within_repeat_max_on_a_quiet_host() -> None:
@@ -131,14 +136,14 @@ def test_a_20_percent_shift_is_found_within_repeat_max_on_a_quiet_host() -> None
 def test_equivalent_needs_the_whole_interval_inside_delta() -> None:
     r = random.Random(5)
     a, b = quiet(r, 10_000, 10, False, 0.015), quiet(r, 10_000, 10, True, 0.015)
-    d = decide.decide(a, b)
+    d = rule(a, b)
     assert d.outcome == decide.EQUIVALENT and -5 < d.lo_pct and d.hi_pct < 5
-    wide = decide.decide(busy(r, 10), busy(r, 10))
+    wide = rule(busy(r, 10), busy(r, 10))
     assert wide.outcome == decide.UNDECIDED and "spans ±5%" in wide.reason
 
 
 def test_too_few_starts_say_how_many_would_do() -> None:
-    d = decide.decide([1.0, 2.0, 3.0], [10.0, 20.0, 30.0])
+    d = rule([1.0, 2.0, 3.0], [10.0, 20.0, 30.0])
     assert d.outcome == decide.UNDECIDED
     assert d.reason.startswith("too few starts: 3 against 3 cannot reach α=1%")
     assert "5 against 5 can" in d.reason

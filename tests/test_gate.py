@@ -336,14 +336,12 @@ def test_the_ceiling_reference_is_not_gated(tmp_path: Path,
 
 def unclean_flags() -> tuple[set[str], set[str]]:
     """Every flag that makes a level unclean for the gate, from their one
-    declaration (lab.analyse.policy's tuples, and the gate's UNCLEAN built on
-    them and metrics.UNRANKED), split into those where server CPU per request
+    declaration (lab.analyse.policy's tuples and its UNCLEAN by design), split into those where server CPU per request
     is judged instead of req/s, and those never judged."""
-    from lab.analyse import gate, metrics, policy
-    declared = {f for name in dir(policy) if name.endswith(("_UNCLEAN", "_FLAGS"))
-                for f in getattr(policy, name)}
-    every = declared | set(gate.UNCLEAN) | set(metrics.UNRANKED)
-    judged_by_cpu = set(policy.RATE_UNCLEAN) | set(policy.HOST_FLAGS)
+    from lab.analyse import policy
+    declared = {f for name in dir(policy) if name.endswith("_FLAGS") for f in getattr(policy, name)}
+    every = declared | set(policy.UNCLEAN["gate"]) | set(policy.UNRANKED)
+    judged_by_cpu = set(policy.UNCLEAN["sequential"])
     return judged_by_cpu, every - judged_by_cpu
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.analyse import analysis, levelrow, metrics, verdicts
+from lab.analyse import analysis, levelrow, metrics, policy, verdicts
 from lab.record.level import Level
 from lab.record.rows import Row
 from lab.record import checked
@@ -252,10 +252,10 @@ def test_open_loop_verdicts_are_at_every_offered_rate() -> None:
 
 
 @pytest.mark.parametrize("servers, looks", [
-    (2, verdicts.LookSchedule()), (3, verdicts.LookSchedule()), (4, verdicts.LookSchedule()),
-    (3, verdicts.LookSchedule(5, 10)), (3, verdicts.LookSchedule(6, 10))])
+    (2, policy.LookSchedule()), (3, policy.LookSchedule()), (4, policy.LookSchedule()),
+    (3, policy.LookSchedule(5, 10)), (3, policy.LookSchedule(6, 10))])
 def test_starts_needed_is_where_the_familys_rule_starts_deciding(
-        servers: int, looks: verdicts.LookSchedule) -> None:
+        servers: int, looks: policy.LookSchedule) -> None:
     """The minimum the plan line prints is the rule's own: with that many
     starts a side, servers 30% apart are ranked in every pair of the family;
     with one fewer, none is (exercise 3: three servers at REPEAT=5 split α to
@@ -274,7 +274,7 @@ def test_starts_needed_is_where_the_familys_rule_starts_deciding(
 
 
 def test_starts_needed_says_none_when_no_look_can_decide() -> None:
-    assert verdicts.starts_needed(6, 0.01, verdicts.LookSchedule(5, 6)) is None
+    assert verdicts.starts_needed(6, 0.01, policy.LookSchedule(5, 6)) is None
 
 
 @pytest.mark.parametrize("words", [
@@ -291,4 +291,4 @@ def test_a_client_out_of_local_ports_flags_its_level(words: str) -> None:
     lvl = dataclasses.replace(level(failed=40), failures=(failures.Failure("ports", 40, words),))
     row = levelrow.make_row(WHERE, lvl, measured())
     assert "out-of-ports" in row.flags.split() and "out-of-ports" in metrics.FLAGS
-    assert "out-of-ports" in policy.RATE_UNCLEAN            # its req/s ranks nothing
+    assert "out-of-ports" in policy.UNCLEAN["sequential"]            # its req/s ranks nothing

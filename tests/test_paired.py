@@ -10,17 +10,28 @@ from __future__ import annotations
 
 import math
 import random
+import statistics
 from itertools import product
 
 import pytest
 
-from lab.analyse import decide, paired
+from lab.analyse import decide, paired, policy
 
 pytestmark = pytest.mark.unit
 
-ALPHA = decide.ALPHA
+ALPHA = policy.ALPHA
 SIMS = 10_000
 BUSY_AWS_C4 = (9_800.0, 11_900.0, 16_500.0, 21_700.0, 28_900.0, 30_700.0)
+
+
+def pair_rule(a: list[float], b: list[float], **kw: object) -> decide.Decision:
+    """paired.decide_paired at the policy's α and δ unless given."""
+    return paired.decide_paired(a, b, **{"alpha": ALPHA, "delta_pct": policy.DELTA_PCT, **kw})  # type: ignore[arg-type]
+
+
+def rule(a: list[float], b: list[float], **kw: object) -> decide.Decision:
+    """decide.decide at the policy's α and δ unless given."""
+    return decide.decide(a, b, **{"alpha": ALPHA, "delta_pct": policy.DELTA_PCT, **kw})  # type: ignore[arg-type]
 
 
 def within(sims: int, rate: float) -> float:
@@ -132,7 +143,7 @@ def test_a_a_false_alarms_stay_within_alpha_at_ten_pairs(kind: str) -> None:
     # reject at W+ >= 52 or <= 3, 10/1024 = 0.98%; normal pairs find that,
     # not less (exact, not timid); busy ones, tied, no more
     r = random.Random(29)
-    said = sum(paired.decide_paired(*aa(r, kind, 10), delta_pct=0.0).outcome == decide.BETTER
+    said = sum(pair_rule(*aa(r, kind, 10), delta_pct=0.0).outcome == decide.BETTER
                for _ in range(SIMS))
     assert said <= within(SIMS, ALPHA)
     if kind == "normal":
@@ -142,54 +153,130 @@ def test_a_a_false_alarms_stay_within_alpha_at_ten_pairs(kind: str) -> None:
 
 def sequential(a: list[float], b: list[float], first: int, last: int,
                delta_pct: float) -> tuple[str, int]:
-    """REPEAT=auto on pre-drawn pairs: a look after every pair from `first`
-    to `last`, α spent over the looks; the outcome and the pairs."""
-    for k in range(first, last + 1):
-        d = paired.decide_paired(a[:k], b[:k], delta_pct=delta_pct,
-                                 alpha=decide.look_alpha(ALPHA, k, first, last))
+    """REPEAT=auto on pre-drawn pairs: the looks of policy.LookSchedule from
+    `first` to `last` pairs, α spent over them; the outcome and the pairs."""
+    looks = policy.LookSchedule(first, last, paired=True)
+    for k in looks.points():
+        d = pair_rule(a[:k], b[:k], delta_pct=delta_pct, alpha=looks.alpha(ALPHA, k))
         if d.outcome != decide.UNDECIDED:
             return d.outcome, k
     return decide.UNDECIDED, last
 
 
 @pytest.mark.parametrize("kind", ["normal", "busy"])
-def test_a_look_after_every_pair_keeps_the_false_alarm_rate(kind: str) -> None:
+def test_every_look_up_to_the_budget_keeps_the_false_alarm_rate(kind: str) -> None:
+    # δ=0: no "equivalent" stops a run early, so every A/A run looks at 10,
+    # 14, 20, 28 and 40 pairs; a false "better" at any of them counts
     r = random.Random(291)
     said = 0
     for _ in range(SIMS):
-        a, b = aa(r, kind, 12)
-        said += sequential(a, b, 8, 12, 0.0)[0] == decide.BETTER
+        a, b = aa(r, kind, 40)
+        said += sequential(a, b, 10, 40, 0.0)[0] == decide.BETTER
     assert said <= within(SIMS, ALPHA)
 
 
-def test_spending_over_pairs_8_to_12() -> None:
-    assert sum(decide.look_alpha(ALPHA, k, 8, 12) for k in range(8, 13)) == \
-        pytest.approx(ALPHA)
-    # the first look can decide 8 pairs (two-sided 2/256 = 0.78% <= 0.8%); the
-    # later ones, 0.05% each, only 12 (9 to 11 pairs cannot reach it)
-    assert 2 * paired.smallest_p(8) <= decide.look_alpha(ALPHA, 8, 8, 12)
-    later = decide.look_alpha(ALPHA, 9, 8, 12)
-    assert [2 * paired.smallest_p(k) <= later for k in range(9, 13)] == \
-        [False, False, False, True]
+def test_the_spending_keeps_alpha_for_the_late_looks() -> None:
+    looks = policy.LookSchedule(10, 40, paired=True)
+    assert looks.points() == [10, 14, 20, 28, 40]
+    spent = [looks.alpha(ALPHA, k) for k in looks.points()]
+    assert sum(spent) == pytest.approx(ALPHA)
+    assert [looks.alpha(ALPHA, k) for k in (11, 39)] == [0.0, 0.0]     # no look planned there
+    # the first look can decide 10 pairs (two-sided 2/1024 <= its α), and every
+    # later look can too: none is spent where the test cannot reach it
+    assert all(2 * paired.smallest_p(k) <= a for k, a in zip(looks.points(), spent))
+    # the last look keeps a fifth of α (the old split kept 0.5% of it a look)
+    assert spent[-1] >= 0.2 * ALPHA
+    assert policy.pocock_spent(ALPHA, 1.0) == pytest.approx(ALPHA)
+    # fewer pairs than the first look: tested at the first look's α
+    assert looks.alpha(ALPHA, 7) == spent[0]
 
 
-def test_a_5_percent_shift_is_found_within_10_pairs() -> None:
+def test_a_5_percent_shift_is_found_within_the_default_budget() -> None:
     r = random.Random(5)
     fixed = looked = 0
     for _ in range(SIMS):
-        a, b = normal(r, 12, shift=0.05)
-        fixed += paired.decide_paired(a[:10], b[:10], delta_pct=2.0).outcome == decide.BETTER
-        outcome, k = sequential(a, b, 8, 12, 2.0)
-        looked += outcome == decide.BETTER and k <= 10
+        a, b = normal(r, 40, shift=0.05)
+        fixed += pair_rule(a[:10], b[:10], delta_pct=2.0).outcome == decide.BETTER
+        outcome, k = sequential(a, b, 10, 40, 2.0)
+        looked += outcome == decide.BETTER
     assert fixed >= 0.9 * SIMS
     assert looked >= 0.9 * SIMS
+
+
+# ---------------------------------------------------------------- bursts on slices
+
+def bursty(r: random.Random, k: int, shift: float = 0.0, slices: int = 5,
+           hit: float = 0.1) -> tuple[list[list[float]], list[list[float]]]:
+    """k start pairs, each level in `slices` slices measured on both sides at
+    the same moment: a moment shared by both (it cancels), 1% noise of each
+    side's own, and a burst of a neighbour that hits any one side's slice with
+    probability `hit` and takes 20-60% of it (the duet's realized noise
+    beside bursty hogs)."""
+    a, b = [], []
+    for _ in range(k):
+        sa, sb = [], []
+        for _ in range(slices):
+            moment = 10_000 * math.exp(r.gauss(0, 0.10))
+            x = moment * (1 + shift) * math.exp(r.gauss(0, 0.01))
+            y = moment * math.exp(r.gauss(0, 0.01))
+            if r.random() < hit:
+                x *= 1 - r.uniform(0.2, 0.6)
+            if r.random() < hit:
+                y *= 1 - r.uniform(0.2, 0.6)
+            sa.append(x)
+            sb.append(y)
+        a.append(sa)
+        b.append(sb)
+    return a, b
+
+
+def pair_values(a: list[list[float]], b: list[list[float]], robust: bool) -> list[float]:
+    """Each pair's ratio A/B: the median of its slices' log ratios (the
+    lab's, pairverdict.pair_log_ratio), or the whole window's."""
+    from lab.analyse import pairverdict
+    out = []
+    for sa, sb in zip(a, b):
+        la, lb = [math.log(x) for x in sa], [math.log(y) for y in sb]
+        d = pairverdict.pair_log_ratio(la, lb) if robust else \
+            math.log(sum(sa) / sum(sb))
+        out.append(math.exp(d))
+    return out
+
+
+@pytest.mark.parametrize("robust", [True, False])
+def test_bursts_on_slices_keep_the_false_alarm_rate_over_every_look(robust: bool) -> None:
+    r = random.Random(52)
+    said = 0
+    for _ in range(SIMS):
+        a, b = bursty(r, 40)
+        said += sequential(pair_values(a, b, robust), [1.0] * 40, 10, 40, 0.0)[0] == \
+            decide.BETTER
+    assert said <= within(SIMS, ALPHA)
+
+
+def test_the_median_of_slices_finds_a_5_percent_shift_that_bursts_hide_from_the_window() -> None:
+    r = random.Random(53)
+    runs, robust, whole, spreads = 1_000, 0, 0, ([], [])
+    for _ in range(runs):
+        a, b = bursty(r, 40, shift=0.05)
+        for found, spread, values in ((True, spreads[0], pair_values(a, b, True)),
+                                      (False, spreads[1], pair_values(a, b, False))):
+            outcome, _ = sequential(values, [1.0] * 40, 10, 40, 2.0)
+            if found:
+                robust += outcome == decide.BETTER
+            else:
+                whole += outcome == decide.BETTER
+            spread.append(statistics.stdev(math.log(v) for v in values))
+    assert robust >= 0.9 * runs
+    assert statistics.median(spreads[0]) < 0.6 * statistics.median(spreads[1])
+    assert robust > whole
 
 
 def test_a_a_with_tight_pairs_is_equivalent_within_3_percent() -> None:
     r = random.Random(15)
     said = 0
     for _ in range(SIMS):
-        d = paired.decide_paired(*normal(r, 10, sd=0.015), delta_pct=3.0)
+        d = pair_rule(*normal(r, 10, sd=0.015), delta_pct=3.0)
         said += d.outcome == decide.EQUIVALENT
     assert said >= 0.9 * SIMS
 
@@ -199,9 +286,9 @@ def test_pairing_cancels_the_moment_that_hides_a_shift_from_starts() -> None:
     r = random.Random(3)
     b = [r.choice(BUSY_AWS_C4) * math.exp(r.gauss(0, 0.01)) for _ in range(10)]
     a = [v * 1.05 * math.exp(r.gauss(0, 0.01)) for v in b]
-    d = paired.decide_paired(a, b, delta_pct=2.0)
+    d = pair_rule(a, b, delta_pct=2.0)
     assert d.outcome == decide.BETTER and d.a_better and 3 < d.estimate_pct < 7
-    assert decide.decide(a, b, delta_pct=2.0).outcome == decide.UNDECIDED
+    assert rule(a, b, delta_pct=2.0).outcome == decide.UNDECIDED
 
 
 # ---------------------------------------------------------------- as decide does
@@ -210,22 +297,22 @@ def test_a_cost_5_percent_higher_on_b_decides_a_better() -> None:
     r = random.Random(8)
     a = [100 * math.exp(r.gauss(0, 0.01)) for _ in range(10)]
     b = [v * 1.05 * math.exp(r.gauss(0, 0.01)) for v in a]
-    d = paired.decide_paired(a, b, higher_is_better=False, delta_pct=2.0, sided="a")
+    d = pair_rule(a, b, higher_is_better=False, delta_pct=2.0, sided="a")
     assert d.outcome == decide.BETTER and d.a_better is True and d.starts == (10, 10)
     assert 3 < d.estimate_pct < 7 and d.lo_pct > 0
     # the same figures as a rate: B better, two-sided; asked only "A better?",
     # the answer is A no better than δ (the upper bound below it)
-    two = paired.decide_paired(a, b, delta_pct=2.0)
+    two = pair_rule(a, b, delta_pct=2.0)
     assert two.outcome == decide.BETTER and two.a_better is False and two.estimate_pct < -3
-    one = paired.decide_paired(a, b, delta_pct=2.0, sided="a")
+    one = pair_rule(a, b, delta_pct=2.0, sided="a")
     assert one.outcome == decide.EQUIVALENT and "upper bound is below +2%" in one.reason
 
 
 def test_one_sided_needs_one_pair_fewer() -> None:
     a, b = [110.0 + i for i in range(7)], [100.0] * 7
-    one = paired.decide_paired(a, b, sided="a")
+    one = pair_rule(a, b, sided="a")
     assert one.outcome == decide.BETTER and one.p == 1 / 128
-    two = paired.decide_paired(a, b)
+    two = pair_rule(a, b)
     assert two.outcome == decide.UNDECIDED
     assert two.reason == ("too few pairs: 7 pairs cannot reach α=1% (the smallest p "
                           "is 0.016); 8 pairs can")
@@ -233,18 +320,18 @@ def test_one_sided_needs_one_pair_fewer() -> None:
 
 def test_undecided_says_why() -> None:
     r = random.Random(4)
-    wide = paired.decide_paired(*normal(r, 10, sd=0.10))
+    wide = pair_rule(*normal(r, 10, sd=0.10))
     assert wide.outcome == decide.UNDECIDED and "spans ±5%: more pairs decide" in wide.reason
     # log ratios 1%..8%: every sign up (p 2/256), the estimate 4.5% < 5%, the
     # interval up to 7.5% (the 2nd largest Walsh average)
-    small = paired.decide_paired([100 * math.exp(0.01 * i) for i in range(1, 9)], [100.0] * 8)
+    small = pair_rule([100 * math.exp(0.01 * i) for i in range(1, 9)], [100.0] * 8)
     assert small.outcome == decide.UNDECIDED and small.p <= ALPHA
     assert small.reason == "a difference is likely, but it may be smaller than δ=5%"
 
 
 def test_bad_input() -> None:
     with pytest.raises(ValueError, match="3 of A, 2 of B"):
-        paired.decide_paired([1.0, 2.0, 3.0], [1.0, 2.0])
-    d = paired.decide_paired([1.0, 0.0], [1.0, 2.0])
+        pair_rule([1.0, 2.0, 3.0], [1.0, 2.0])
+    d = pair_rule([1.0, 0.0], [1.0, 2.0])
     assert d.outcome == decide.UNDECIDED and d.reason == "a figure of 0 or less has no ratio"
     assert d.starts == (2, 2)

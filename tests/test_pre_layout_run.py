@@ -66,6 +66,7 @@ def test_a_run_of_the_flat_tree_writes_the_same_summary_again(tmp_path: Path) ->
                 assert not level.pop("unranked", [])     # added since (issue 32): none here
                 assert level.pop("tcp", None) is None    # added since (issue 45): not read then
                 assert not level.pop("percentiles", "")  # issue 45: one client host's own
+                assert not level.pop("slices", [])       # issue 52: a paired run's slices
         for rows in d["rows"].values():
             for row in rows:
                 assert not row.pop("unranked", "")       # added since (issue 32): none here
@@ -76,6 +77,8 @@ def test_a_run_of_the_flat_tree_writes_the_same_summary_again(tmp_path: Path) ->
                     assert row.pop(column, None) is None      # not read then
                 assert row.pop("tcp_counters", None) is None      # issue 45: not read then
                 assert not row.pop("percentiles", None)           # issue 45: one host's own
+                for column in ("slice_rps", "slice_cpu_us"):      # issue 52: a paired
+                    assert row.pop(column, None) is None          # run's slices
     assert again == old
     got = json.loads((run / "results.json").read_text())
     for v in got["verdicts"]:          # half the requests failed: not ranked

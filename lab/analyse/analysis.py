@@ -353,9 +353,8 @@ def analyse(rec: RunRecord) -> Analysis:
         alpha, delta = rule_of(m)
         if mode and len(sub) == 2:
             from lab.analyse import pairverdict
-            shared, cpus = seat_cpus(m)
-            found = pairverdict.verdicts(sub, at, mode, shared, alpha, delta, looks, cpus)
-            first = pairverdict.primaries(sub, at, mode, shared, alpha, delta, looks, cpus)
+            found = pairverdict.verdicts(sub, at, mode, alpha, delta, looks)
+            first = pairverdict.primaries(sub, at, mode, alpha, delta, looks)
         else:
             found = verdicts.verdicts(sub, at, alpha, delta, looks)
             first = verdicts.primaries(sub, at, alpha, delta, looks)
@@ -365,7 +364,8 @@ def analyse(rec: RunRecord) -> Analysis:
         s.open_loop for n in compared for s in stats[n]) else "requests/s")
     if paired_mode(m):
         basis = (f"start pairs {policy.PAIRED_WORDS.get(paired_mode(m), paired_mode(m))}: "
-                 "requests/s, or server CPU per request where the servers saturate")
+                 "requests/s with one request in flight a side, server CPU per request with more "
+                 "(or where a client was the limit); an equivalent needs both")
     note = "" if m.calibration is None else (why_calibration_differs(m, m.calibration) or "")
     notes = [x for levels in stats.values() if levels
              if (x := capacity_note(m, metrics.peak(levels)))]
@@ -394,25 +394,10 @@ def paired_mode(m: Manifest) -> str:
     return m.params.paired or ""
 
 
-def seat_cpus(m: Manifest) -> tuple[bool, int]:
-    """A paired run's seats as recorded (lab.measure.pair.seats): whether
-    both servers ran at once on the same CPUs (a duet on shared CPUs: their
-    loads add up; under rmit each ran alone while measured), and how many
-    server CPUs a seat had."""
-    for rec in m.servers.values():
-        for st in rec.starts:
-            seat = st.extra.get("pair")
-            if isinstance(seat, dict) and isinstance(seat.get("server_cpus"), list):
-                cpus = len(seat["server_cpus"])
-                return (paired_mode(m) == "duet" and
-                        cpus == len(m.params.extra.get("server_cpus") or [])), max(1, cpus)
-    return paired_mode(m) == "duet", 1
-
-
-def looks_of(m: Manifest) -> verdicts.LookSchedule:
-    """REPEAT=auto: a look after every start from the minimum on; else one look."""
+def looks_of(m: Manifest) -> policy.LookSchedule:
+    """The run's looks (lab.analyse.policy.LookSchedule): REPEAT=auto's, or one."""
     r = m.params.repeat
-    return verdicts.LookSchedule(r.least, r.most) if r.auto else verdicts.LookSchedule()
+    return policy.looks(r.auto, r.least, r.most, bool(paired_mode(m)))
 
 
 def of(run: Path, cost_runs: list[Path] | None = None) -> tuple[RunRecord, Analysis]:

@@ -17,7 +17,8 @@ whatever their distribution, bimodal included, so the rank test's error
 rate is exact. Ties are counted against the claim (conservative). The
 method and its arithmetic: docs/methodology.md.
 
-Pure arithmetic; the exact null distribution is computed once per (m, n)
+Pure arithmetic: α and δ are arguments (their defaults and how they are
+split: lab.analyse.policy); the exact null distribution is computed once per (m, n)
 by the counting recursion and cached.
 """
 from __future__ import annotations
@@ -27,11 +28,6 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from itertools import accumulate
 
-ALPHA = 0.01          # per verdict (lab.setup.params: ALPHA)
-DELTA_PCT = 5.0       # the smallest effect that counts (lab.setup.params: MIN_EFFECT)
-FIRST_LOOK_SHARE = 0.8   # REPEAT=auto: the share of α spent at the first look (the rest
-                         # is split evenly over the later looks)
-
 BETTER, EQUIVALENT, UNDECIDED = "better", "equivalent", "undecided"
 
 # One sentence for reports: how every verdict is reached (docs/methodology.md).
@@ -39,7 +35,7 @@ METHOD = ("each start's figure (mean log over the levels) compared by an exact "
           "Wilcoxon-Mann-Whitney rank test; \"faster\" when it rejects at α and the "
           "Hodges-Lehmann shift is at least δ, \"equivalent\" when the 1-2α interval lies "
           "inside ±δ, else \"undecided\"; α is split over the pairs (Bonferroni) and, with "
-          "REPEAT=auto, over the looks (docs/methodology.md).")
+          "REPEAT=auto, over the looks (lab.analyse.policy, docs/methodology.md).")
 
 
 @lru_cache(maxsize=None)
@@ -148,8 +144,8 @@ def logs(values: tuple[float, ...] | list[float]) -> list[float] | None:
 
 
 def decide(a: tuple[float, ...] | list[float], b: tuple[float, ...] | list[float], *,
-           higher_is_better: bool = True, alpha: float = ALPHA,
-           delta_pct: float = DELTA_PCT, sided: str = "two") -> Decision:
+           alpha: float, delta_pct: float, higher_is_better: bool = True,
+           sided: str = "two") -> Decision:
     """A against B by the rule above. `sided`: "two" (either may be better:
     α/2 a tail), or "a" (only "A better" is asked: α in that tail, as the
     regression gate asks whether A was better than B)."""
@@ -224,25 +220,3 @@ def min_starts(tail: float, other: int | None = None) -> int:
         if smallest_p(k, other if other is not None else k) <= tail:
             return k
     return 200
-
-
-# ---------------------------------------------------------------- the family and the looks
-
-def look_alpha(alpha: float, starts: int, first: int | None, last: int | None) -> float:
-    """α spent at the look made after `starts` starts a side. Fixed REPEAT
-    (first is None): one look, all of α. REPEAT=auto looks after every
-    start from `first` to `last`: FIRST_LOOK_SHARE of α at the first look,
-    the rest split evenly over the later ones (Bonferroni over the planned
-    looks: the false-alarm rate over every look stays within α, whatever
-    the stopping)."""
-    if first is None or last is None or last <= first:
-        return alpha
-    if starts <= first:
-        return alpha * FIRST_LOOK_SHARE
-    return alpha * (1 - FIRST_LOOK_SHARE) / (last - first)
-
-
-def family_alpha(alpha: float, members: int) -> float:
-    """Bonferroni: each of `members` verdicts at α/members, so the chance of
-    any false "better" in the family stays within α."""
-    return alpha / max(1, members)

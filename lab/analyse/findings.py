@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
-from lab.analyse import metrics
+from lab.analyse import metrics, policy
 
 
 @dataclass(frozen=True)
@@ -315,7 +315,7 @@ class FewRepetitions(Finding):
     unit: str = "starts"        # or "pairs" (a paired run): the paired test's own minimum
     need: int = 0               # the starts (pairs) a side the run's family needs
                                 # (verdicts.starts_needed); 0: one pair's at 1%
-    alpha: float = 0.01         # the run's ALPHA
+    alpha: float = policy.ALPHA  # the run's ALPHA
     pairs: int = 1              # the pairs of servers it is split over
 
     def text(self) -> str:

@@ -38,8 +38,6 @@ METRICS: dict[str, tuple[str, bool]] = {
     "rss": ("RSS at the end", False),
     "instructions": ("instructions per request", False),
 }
-# A level is measured cleanly when no repetition on either side has one of these.
-UNCLEAN = (*policy.RATE_UNCLEAN, "failures", *metrics.UNRANKED)
 HOST = policy.HOST_FLAGS    # req/s not clean: server CPU per request judged instead
 MAX_LOST = 0.9                   # the most of the server's CPU time a bound may add back
 # What the gate says of one metric at one level; the first two are the only
@@ -55,9 +53,11 @@ class GateSettings:
     """What is gated (GATE), the smallest effect called a change (MIN_EFFECT)
     and where the A/A floors are kept."""
     metrics: tuple[str, ...] = ("rate", "p99")
-    min_effect_pct: float = 5.0
+    min_effect_pct: float = policy.DELTA_PCT
     cache: Path | None = None      # where the A/A floors are kept (None: no floor)
-    alpha: float = decide.ALPHA    # the false-alarm rate of one compare (all its checks)
+    alpha: float = policy.ALPHA    # the false-alarm rate of one compare (all its checks)
+    chosen: bool = False           # GATE was given (not its default): a paired gate
+                                   # judges every level by the one figure it names
 
 
 @dataclass(frozen=True)
@@ -89,8 +89,8 @@ class Gate:
     floors: dict[str, str]          # server: the floor used (or why none)
     checks: list[GateCheck]
     reason: str                     # one short line: why this outcome
-    alpha: float = decide.ALPHA     # ALPHA: the family's false-alarm rate
-    alpha_each: float = decide.ALPHA   # each check's: ALPHA over the family (Bonferroni)
+    alpha: float = policy.ALPHA     # ALPHA: the family's false-alarm rate
+    alpha_each: float = policy.ALPHA   # each check's: ALPHA over the family (Bonferroni)
     detail: str = ""                # the arithmetic behind the reason (each check's text)
 
 
@@ -123,7 +123,8 @@ def judged_by(flags: list[str]) -> str:
 
 
 def unclean(s: LevelStats) -> list[str]:
-    return [f for f in UNCLEAN if s.flags.get(f, 0)]
+    """The flags that keep a level out of the gate's clean checks (lab.analyse.policy)."""
+    return policy.unclean(s.flags, "gate")
 
 
 def values(s: LevelStats, metric: str) -> tuple[float, ...]:
@@ -300,7 +301,7 @@ def of(sa: Stats, sb: Stats, costs: tuple[costview.CostAnalysis | None,
     # two families, each at half of ALPHA: the checks across the levels (one a
     # server and metric) and the checks at each level (Bonferroni within each)
     across = across_checks(sa, sb, wanted, ms, settings, cache)
-    each = decide.family_alpha(settings.alpha / 2, family_size(sa, sb, ca, cb, wanted, ms))
+    each = policy.family_alpha(settings.alpha / 2, family_size(sa, sb, ca, cb, wanted, ms))
     for name in dict.fromkeys(servers):
         if any(m.role(name) == "ceiling" for m in ms):
             in_b = {s.value for s in sb.get(name, [])}
@@ -392,7 +393,7 @@ def across_checks(sa: Stats, sb: Stats, wanted: tuple[str, ...],
     measured cleanly (no flag of UNCLEAN on either side): each start's mean
     over those levels is one value, so a sweep of many levels needs no more
     starts than one level. Where fewer than two levels are clean for req/s
-    but some are only host-busy, steal or client-bound (policy.RATE_UNCLEAN:
+    but some are only host-busy, steal or client-bound (the sequential design's unclean flags in lab.analyse.policy:
     no failures, no client that stopped, no answer that changed), req/s is
     judged across those by server CPU per request, and said. The family: these checks, each at ALPHA/2 over
     their number."""
@@ -405,7 +406,7 @@ def across_checks(sa: Stats, sb: Stats, wanted: tuple[str, ...],
         pairs = [(a, b) for a, b in common if not unclean(a) and not unclean(b)]
         # levels unclean only where the host or a client set req/s: CPU per request
         sound = [(a, b) for a, b in common
-                 if set(unclean(a) + unclean(b)) <= set(policy.RATE_UNCLEAN)]
+                 if set(unclean(a) + unclean(b)) <= set(policy.UNCLEAN["sequential"])]
         if not common:
             continue
         floor, _ = floors.matching(cache, name, ms)
@@ -428,7 +429,7 @@ def across_checks(sa: Stats, sb: Stats, wanted: tuple[str, ...],
                                  f"req/s not clean ({', '.join(dirty)}): server CPU per request "
                                  "judged instead, the server's own CPU time; ", judged_by(dirty),
                                  thresholds["rate"]))
-    each = decide.family_alpha(settings.alpha / 2, len(planned))
+    each = policy.family_alpha(settings.alpha / 2, len(planned))
     widen = widen_of(ms[1])
     out = []
     for t in planned:

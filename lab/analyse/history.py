@@ -9,7 +9,7 @@ line breaks wherever the conditions change (CONDITIONS: client, connection
 mode, topology, pinning, host, paired or not, server version): figures on
 either side of a break are not one series. A run whose peak level was flagged (client-bound,
 host-busy, steal or failed requests in a repetition: lab.analyse.gate's
-UNCLEAN) says so in the table's flags column and stands apart in the chart:
+policy.UNCLEAN["gate"]) says so in the table's flags column and stands apart in the chart:
 its figure measures the client or the host, not a step of a trend. Reads
 runs only: no import of what measures one.
 """
@@ -24,9 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from lab.setup.paths import PLOTS
-from lab.analyse import analysis, metrics
+from lab.analyse import analysis, metrics, policy
 from lab.analyse.diff import HOSTNAME, TOPOLOGY, Condition
-from lab.analyse.gate import UNCLEAN
 from lab.record import files, outputs, runcache
 from lab.record.manifest import MANIFEST, Manifest
 from lab.analyse.wording import gp_quote
@@ -57,7 +56,7 @@ class Point:
     instructions: float | None     # per request (make cost)
     conditions: tuple[tuple[str, str], ...]
     report: bool                   # the run folder has report.html
-    flags: tuple[str, ...] = ()    # UNCLEAN flags of the peak level's repetitions
+    flags: tuple[str, ...] = ()    # the gate's unclean flags (policy) of the peak level's repetitions
 
     def flag_text(self) -> str:
         """The table's flags column: what the flag makes of the figure."""
@@ -117,7 +116,7 @@ def run_points(run: Path) -> list[Point]:
             rss_mb=round(top.rss_end_kb.median / 1024, 2) if top else None,
             instructions=costs.get(name), conditions=conditions(m, name),
             report=(run / outputs.REPORT).is_file(),
-            flags=tuple(f for f in UNCLEAN if top is not None and top.flags.get(f, 0))))
+            flags=tuple(policy.unclean(top.flags, "gate")) if top is not None else ()))
     return out
 
 

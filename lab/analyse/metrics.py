@@ -12,7 +12,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from lab.analyse import decide, paired
+from lab.analyse import decide, paired, policy
 from lab.record import failures as failure_kinds, tcpkinds
 from lab.record.failures import Failure
 from lab.record.rows import Row
@@ -31,9 +31,9 @@ STEADY_TOLERANCE = 1.05        # ... within 5% of each other (max/min)
 JIT_QUIET_PER_S = 1.0          # warm-up auto, a JVM: at most this many JIT compilations
                                # per second since the previous slice (lab.measure.jit)
 MIN_REPS_FOR_VERDICT = 3       # fewer repetitions show no spread (a claim's range)
-MIN_STARTS = decide.min_starts(decide.ALPHA / 2)   # the fewest starts a side on which a
+MIN_STARTS = decide.min_starts(policy.ALPHA / 2)   # the fewest starts a side on which a
                                                    # two-sided verdict can reach α (5 at 1%)
-MIN_PAIRS = paired.min_pairs(decide.ALPHA / 2)     # likewise, start pairs (8 at 1%)
+MIN_PAIRS = paired.min_pairs(policy.ALPHA / 2)     # likewise, start pairs (8 at 1%)
 CAPACITY_LIMITED = 0.90        # a server at 90%+ of the client's calibrated capacity
 FAILED_SHARE_PCT = 1.0         # failed requests, % of a repetition's: more, and the level's
                                # req/s (or latency) is not ranked
@@ -95,8 +95,7 @@ FLAGS: dict[str, str] = {
 }
 # A level with one of these in any repetition is not ranked (its verdicts are
 # "not comparable", it is nobody's peak), whatever the other flags say.
-UNRANKED = ("client-stopped", "client-stalled", "answer-changed", "wrong-answers",
-            "port-shared")
+UNRANKED = policy.UNRANKED
 
 
 
@@ -166,6 +165,9 @@ class LevelStats:
     # host's, else "exact" where they are the hosts' distributions merged;
     # "" for one client host's own figures (Row.percentiles)
     percentiles: str = ""
+    # a paired run's slices (lab.record.rows.Row.slices): (rep, ((req/s, CPU µs a
+    # request) of each slice, ...)) for each start whose level was sliced
+    slices: tuple[tuple[int, tuple[tuple[float, float], ...]], ...] = ()
 
     @property
     def ranked(self) -> bool:
@@ -237,6 +239,7 @@ def level_stats(rows: list[Row]) -> list[LevelStats]:
             unranked=tuple(f"rep {r.rep}: {r.unranked}" if len(group) > 1 else r.unranked
                            for r in sorted(group, key=lambda r: r.rep) if r.unranked),
             reps=tuple(r.rep for r in group),
+            slices=tuple((r.rep, r.slices()) for r in group if r.slices()),
             lost_pct=tuple(r.steal_pct + r.other_cpu_pct for r in group),
             percentiles=percentiles_over_starts(group)))
     return out

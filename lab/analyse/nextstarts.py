@@ -71,7 +71,10 @@ def plan(m: Manifest, loaded: list[str], a: Analysis | None) -> Next:
                     "not loaded")
     nxt = rounds(m, loaded, a)
     if not nxt.starts:
-        return nxt
+        pairs = min(done(m, s)[0] for s in loaded)
+        used = f" after {pairs} of up to {m.params.repeat.most} pairs" \
+            if m.params.repeat.auto else ""
+        return Next([], nxt.said.replace("starts a server", "start pairs") + used)
     rep = max(r for _, r in nxt.starts)
     return Next([("+".join(loaded), rep)], nxt.said.replace("round", "pair", 1))
 
@@ -92,6 +95,9 @@ def rounds(m: Manifest, loaded: list[str], a: Analysis | None) -> Next:
         return Next([], f"{first} starts a server done")
     if a is None or len(loaded) < 2:
         return Next([], "nothing to decide")
+    if not a.primary:
+        return Next([], "nothing to decide: no two compared servers (a ceiling reference, "
+                    "nginx, is never ranked)")
     open_pairs = undecided(a)
     if not open_pairs:
         said = ", ".join(f"{v.a} vs {v.b}: {v.kind}" for v in a.primary)

@@ -133,8 +133,8 @@ def p_below(w: list[float], n: int) -> float:
 
 
 def decide_paired(a: tuple[float, ...] | list[float], b: tuple[float, ...] | list[float], *,
-                  higher_is_better: bool = True, alpha: float = decide.ALPHA,
-                  delta_pct: float = decide.DELTA_PCT, sided: str = "two") -> Decision:
+                  alpha: float, delta_pct: float, higher_is_better: bool = True,
+                  sided: str = "two") -> Decision:
     """A against B, pair i of each measured together, by the rule above (the
     Decision says "N pairs")."""
     return replace(_decide(a, b, higher_is_better=higher_is_better, alpha=alpha,
@@ -142,8 +142,8 @@ def decide_paired(a: tuple[float, ...] | list[float], b: tuple[float, ...] | lis
 
 
 def _decide(a: tuple[float, ...] | list[float], b: tuple[float, ...] | list[float], *,
-            higher_is_better: bool = True, alpha: float = decide.ALPHA,
-            delta_pct: float = decide.DELTA_PCT, sided: str = "two") -> Decision:
+            alpha: float, delta_pct: float, higher_is_better: bool = True,
+            sided: str = "two") -> Decision:
     """A against B by the rule above, pair i of `a` measured with pair i of
     `b`. `sided`: "two" (either may be better: α/2 a tail), or "a" (only
     "A better" is asked: α in that tail). Decision.starts is (n, n)."""

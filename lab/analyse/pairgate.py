@@ -18,15 +18,15 @@ from lab.analyse.gate import (NOT_JUDGED, OUTCOMES, PASS, REGRESSION, Gate, Gate
                               GateSettings, headline)
 from lab.analyse.metrics import LevelStats
 from lab.analyse.pairverdict import judged
-from lab.analyse.verdicts import LookSchedule
+from lab.analyse.policy import LookSchedule
 from lab.setup.exits import Exit
 
 
 def check(a: str, la: list[LevelStats], b: str, lb: list[LevelStats], at: list[int],
-          alpha: float, delta: float, mode: str, shared: bool, cpus: int,
+          alpha: float, delta: float, mode: str, looks: LookSchedule, figure: str,
           across: bool) -> GateCheck:
     """One check of B against A over the levels `at` (one level, or across)."""
-    v, j = judged(a, la, b, lb, at, alpha, delta, LookSchedule(), mode, shared, cpus, sided="a")
+    v, j = judged(a, la, b, lb, at, alpha, delta, looks, mode, sided="a", gate=figure)
     worse = j.decision.estimate_pct if j is not None and j.decision is not None else None
     if v.kind in ("faster", "faster-at-least") and v.a == a:
         outcome = REGRESSION
@@ -41,15 +41,21 @@ def check(a: str, la: list[LevelStats], b: str, lb: list[LevelStats], at: list[i
                      headline(outcome, j, worse, delta, said))
 
 
-def of(stats: dict[str, list[LevelStats]], at: list[int], mode: str, shared: bool, cpus: int,
-       settings: GateSettings) -> Gate:
-    """The gate of a paired run's two servers (A first, as the run named them)."""
+def of(stats: dict[str, list[LevelStats]], at: list[int], mode: str, settings: GateSettings,
+       looks: LookSchedule = LookSchedule(), gate: tuple[str, ...] = ()) -> Gate:
+    """The gate of a paired run's two servers (A first, as the run named them);
+    `looks`: the run's (REPEAT=auto: the checks replay them, as its verdicts
+    did, so the looks that stopped it spend their α here too); `gate`: GATE,
+    where it names one paired figure (rate or cpu) that figure decides every
+    level, else the policy's (lab.analyse.policy.paired_figure)."""
+    figure = next((g for g in gate if g in ("rate", "cpu")), "") \
+        if len([g for g in gate if g in ("rate", "cpu")]) == 1 else ""
     (a, la), (b, lb) = list(stats.items())[:2]
     half = settings.alpha / 2
     each = half / max(1, len(at))
     delta = settings.min_effect_pct
-    checks = [check(a, la, b, lb, at, half, delta, mode, shared, cpus, across=True)]
-    checks += [check(a, la, b, lb, [v], each, delta, mode, shared, cpus, across=False)
+    checks = [check(a, la, b, lb, at, half, delta, mode, looks, figure, across=True)]
+    checks += [check(a, la, b, lb, [v], each, delta, mode, looks, figure, across=False)
                for v in at]
     worse = [c for c in checks if c.outcome == REGRESSION]
     passed = [c for c in checks if c.outcome == PASS]

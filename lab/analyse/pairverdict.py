@@ -2,11 +2,15 @@
 together as start pairs (lab.measure.pair), each pair one value.
 
 At each level (a concurrency) the figure that decides is chosen by
-lab.analyse.policy: req/s where one request was in flight a side, or where
-the servers did not saturate their CPUs, and no client was the limit; else
-server CPU per request. A pair's value is its mean log advantage of A
-over B across the levels used (positive: A better), and the rule is the
-exact paired one (lab.analyse.paired), looks replayed under REPEAT=auto.
+lab.analyse.policy from the level and the client alone: req/s where one
+request was in flight a side and no client was the limit, else server CPU
+per request. A level is measured in slices (lab.measure.pair): the pair's
+figure there is the median of its slices' log ratios, so a burst on one
+slice of one side cannot swing it. A pair's value is its mean log advantage
+of A over B across the levels used (positive: A better), and the rule is the
+exact paired one (lab.analyse.paired), looks replayed under REPEAT=auto
+(α spent over them: lab.analyse.policy.LookSchedule). "Equivalent" needs
+every figure a level measures inside ±δ: req/s beside CPU per request.
 
 Before any verdict, the seats are checked: odd pairs put A on seat 1, even
 pairs on seat 2, so a seat that favours its occupant shows as a difference
@@ -18,28 +22,23 @@ from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import replace
 
 from lab.analyse import decide, paired, policy
 from lab.analyse.metrics import FAILED_SHARE_PCT, LevelStats
-from lab.analyse.verdicts import CPU_PHRASE, Judgement, LookSchedule, Sample, Verdict, from_decision
+from lab.analyse.policy import LookSchedule
+from lab.analyse.verdicts import CPU_PHRASE, Judgement, Sample, Verdict, from_decision
 
 WHAT = {"rate": "requests/s", "cpu": "server CPU per request"}
 
 
-def busy_pct(s: LevelStats) -> dict[int, float]:
-    """Each pair's server CPU, % of one CPU: CPU per request times req/s."""
-    if len(s.rate.values) != len(s.reps) or len(s.cpu_us_per_req.values) != len(s.reps):
-        return {}
-    return {r: us * rate / 1e4 for r, us, rate in
-            zip(s.reps, s.cpu_us_per_req.values, s.rate.values)}
-
-
-def figures(la: list[LevelStats], lb: list[LevelStats], at: list[int], shared: bool,
-            cpus: int = 1) -> tuple[dict[int, str], str]:
+def figures(la: list[LevelStats], lb: list[LevelStats], at: list[int], gate: str = ""
+            ) -> tuple[dict[int, str], str]:
     """The figure that decides at each level both measured whole (no
-    unranked repetition, failures within FAILED_SHARE_PCT), and why a level
-    was left out ("" when none was). `cpus`: each seat's server CPUs;
-    `shared`: both servers ran on them at once (their loads add up)."""
+    unranked repetition, failures within FAILED_SHARE_PCT), from the level
+    and the client alone (lab.analyse.policy.paired_figure; `gate`: make
+    compare's GATE, rate or cpu, chooses it), and why a level was left out
+    ("" when none was)."""
     ba, bb = {s.value: s for s in la}, {s.value: s for s in lb}
     out: dict[int, str] = {}
     left: list[str] = []
@@ -50,30 +49,51 @@ def figures(la: list[LevelStats], lb: list[LevelStats], at: list[int], shared: b
         if not (a.ranked and b.ranked) or max(a.failed_pct, b.failed_pct) > FAILED_SHARE_PCT:
             left.append(f"{v} (not ranked or failing)")
             continue
-        xa, xb = busy_pct(a), busy_pct(b)
-        both = [((xa[r] + x) if shared else max(xa[r], x)) / max(1, cpus)
-                for r, x in xb.items() if r in xa]
-        bound = any(x.flags.get(f, 0) for x in (a, b) for f in policy.PAIRED_UNCLEAN)
-        out[v] = policy.paired_figure(statistics.median(both) if both else 0.0, bound, v)
+        bound = not all(policy.is_clean(x.flags, "paired") for x in (a, b))
+        out[v] = policy.paired_figure(bound, v, gate)
     return out, ", ".join(left)
+
+
+def level_logs(s: LevelStats, fig: str) -> dict[int, float | list[float]]:
+    """Start (rep): the level's figure as a log, or each slice's (a sliced
+    level: lab.measure.pair), where every one is above 0."""
+    out: dict[int, float | list[float]] = {}
+    sliced = dict(s.slices)
+    vals = s.rate.values if fig == "rate" else s.cpu_us_per_req.values
+    whole = dict(zip(s.reps, vals)) if len(vals) == len(s.reps) else {}
+    for rep in set(whole) | set(sliced):
+        parts = [r if fig == "rate" else c for r, c in sliced.get(rep, ())]
+        if parts and all(x > 0 for x in parts):
+            out[rep] = [math.log(x) for x in parts]
+        elif rep in whole and whole[rep] > 0:
+            out[rep] = math.log(whole[rep])
+    return out
+
+
+def pair_log_ratio(xa: float | list[float], xb: float | list[float]) -> float:
+    """A pair's log ratio A/B at one level: the median of its slices' log
+    ratios where both sides were sliced alike (slice k of A measured with
+    slice k of B), else the whole level's."""
+    if isinstance(xa, list) and isinstance(xb, list) and len(xa) == len(xb):
+        return statistics.median(x - y for x, y in zip(xa, xb))
+    whole_a = statistics.fmean(xa) if isinstance(xa, list) else xa
+    whole_b = statistics.fmean(xb) if isinstance(xb, list) else xb
+    return whole_a - whole_b
 
 
 def advantages(la: list[LevelStats], lb: list[LevelStats], used: dict[int, str]
                ) -> dict[int, float]:
     """Pair (rep): A's mean log advantage over B across the levels `used`,
-    each by its figure (req/s: log A/B; CPU per request: log B/A), for the
+    each by its figure (req/s: log A/B; CPU per request: log B/A) and, where
+    the level was sliced, the median of its slices' (pair_log_ratio), for the
     pairs that measured every one of them on both sides."""
     ba, bb = {s.value: s for s in la}, {s.value: s for s in lb}
     per: dict[int, list[float]] = {}
     for v, fig in used.items():
-        def values(s: LevelStats) -> dict[int, float]:
-            vals = s.rate.values if fig == "rate" else s.cpu_us_per_req.values
-            return dict(zip(s.reps, vals)) if len(vals) == len(s.reps) else {}
-        xa, xb = values(ba[v]), values(bb[v])
+        xa, xb = level_logs(ba[v], fig), level_logs(bb[v], fig)
         for rep in xa.keys() & xb.keys():
-            if xa[rep] > 0 and xb[rep] > 0:
-                d = math.log(xa[rep] / xb[rep])
-                per.setdefault(rep, []).append(d if fig == "rate" else -d)
+            d = pair_log_ratio(xa[rep], xb[rep])
+            per.setdefault(rep, []).append(d if fig == "rate" else -d)
     return {rep: sum(ds) / len(ds) for rep, ds in sorted(per.items()) if len(ds) == len(used)}
 
 
@@ -100,19 +120,51 @@ def unbalanced_text(d: decide.Decision) -> str:
 
 def primary(name_a: str, la: list[LevelStats], name_b: str, lb: list[LevelStats],
             at: list[int], alpha: float, delta_pct: float, looks: LookSchedule, mode: str,
-            shared: bool, cpus: int = 1) -> Verdict:
+            gate: str = "") -> Verdict:
     """One verdict for the pair across the levels `at`; REPEAT=auto: the
     looks replayed (the first k pairs), the first look that decided."""
-    return judged(name_a, la, name_b, lb, at, alpha, delta_pct, looks, mode, shared, cpus)[0]
+    return judged(name_a, la, name_b, lb, at, alpha, delta_pct, looks, mode, gate=gate)[0]
+
+
+def decided_at(adv: dict[int, float], k: int, alpha: float, delta_pct: float,
+               sided: str) -> decide.Decision:
+    """The paired rule on the first k pairs of `adv`."""
+    first = [d for r, d in adv.items() if r <= k]
+    return paired.decide_paired([math.exp(x) for x in first], [1.0] * len(first),
+                                alpha=alpha, delta_pct=delta_pct, sided=sided)
+
+
+def other_check(la: list[LevelStats], lb: list[LevelStats], used: dict[int, str], k: int,
+                alpha: float, delta_pct: float, sided: str) -> str:
+    """An "equivalent" on the deciding figures stands only where each
+    level's other figure (req/s beside CPU per request) is equivalent too,
+    at the same α (an intersection-union test: no α is split): "" where it
+    is (or no level measures it), else why not, with the figure that shows
+    a difference. Never a "better": α was spent on the deciding figures."""
+    other = {v: policy.other_figure(f) for v, f in used.items()}
+    adv = advantages(la, lb, other)
+    if len([r for r in adv if r <= k]) < 2:
+        return ""
+    d = decided_at(adv, k, alpha, delta_pct, sided)
+    if d.outcome == decide.EQUIVALENT:
+        return ""
+    what = " and ".join(sorted({WHAT[f] for f in other.values()}))
+    shows = f"{d.estimate_pct:+.1f}% for A {decide.span(d.lo_pct, d.hi_pct)}"
+    if d.outcome == decide.BETTER:
+        return (f"not equivalent: {what} shows a difference, {shows} (an equivalent needs "
+                "every figure inside ±δ)")
+    return (f"not equivalent: {what} is not shown inside ±{delta_pct:g}%, {shows} (an "
+            "equivalent needs every figure inside ±δ)")
 
 
 def judged(name_a: str, la: list[LevelStats], name_b: str, lb: list[LevelStats],
            at: list[int], alpha: float, delta_pct: float, looks: LookSchedule, mode: str,
-           shared: bool, cpus: int = 1, sided: str = "two") -> tuple[Verdict, Judgement | None]:
+           sided: str = "two", gate: str = "") -> tuple[Verdict, Judgement | None]:
     """primary, with the judgement it stands on (None: the rule did not run);
-    `sided` "a": only "A better" is asked (the paired gate: is B worse?)."""
+    `sided` "a": only "A better" is asked (the paired gate: is B worse?);
+    `gate`: make compare's GATE figure (rate or cpu), else the policy's."""
     under = policy.PAIRED_WORDS.get(mode, f"under {mode}")
-    used, left = figures(la, lb, at, shared, cpus)
+    used, left = figures(la, lb, at, gate)
     if not used:
         return Verdict(at[0] if at else 0, name_a, name_b, "missing", None,
                        f"not measured whole at a common level ({left or 'none'})",
@@ -133,16 +185,25 @@ def judged(name_a: str, la: list[LevelStats], name_b: str, lb: list[LevelStats],
     phrase = "is faster than" if kinds == ["rate"] else \
         CPU_PHRASE if kinds == ["cpu"] else "does better than"
     j = None
-    for k in looks.at(max(adv, default=0)):
-        first = [d for r, d in adv.items() if r <= k]
-        d = paired.decide_paired([math.exp(x) for x in first], [1.0] * len(first),
-                                 alpha=looks.alpha(alpha, k), delta_pct=delta_pct, sided=sided)
+    most = max(adv, default=0)
+    for k in looks.at(most):
+        d = decided_at(adv, k, looks.alpha(alpha, k), delta_pct, sided)
         j = from_decision(Sample(name_a, ()), Sample(name_b, ()), d, True, phrase)
+        if j.kind == "equivalent":
+            why = other_check(la, lb, used, k, looks.alpha(alpha, k), delta_pct, sided)
+            if why:
+                j = replace(j, kind="undecided", text=f"{j.text}; {why}")
         if j.kind in ("better", "equivalent"):
+            if looks.which(k):
+                j = replace(j, text=f"{j.text} ({looks.which(k)}: {k} pairs of up to "
+                            f"{looks.last})")
             break
     if j is None:
         return Verdict(lv[0], name_a, name_b, "missing", None, text + "no whole pair" + off,
                        levels=lv, metric=what, paired=mode), None
+    if j.kind not in ("better", "equivalent") and looks.which(looks.at(most)[-1]):
+        k = looks.at(most)[-1]
+        j = replace(j, text=f"{j.text} ({looks.which(k)}: {k} pairs of up to {looks.last})")
     if j.winner is not None and j.loser is not None:
         return Verdict(lv[0], j.winner, j.loser, j.kind.replace("better", "faster"), j.percent,
                        text + j.text + off, alpha=j.alpha, delta_pct=j.delta_pct,
@@ -152,20 +213,19 @@ def judged(name_a: str, la: list[LevelStats], name_b: str, lb: list[LevelStats],
                    metric=what, paired=mode), j
 
 
-def primaries(stats: dict[str, list[LevelStats]], at: list[int], mode: str, shared: bool,
+def primaries(stats: dict[str, list[LevelStats]], at: list[int], mode: str,
               alpha: float = policy.ALPHA, delta_pct: float = policy.DELTA_PCT,
-              looks: LookSchedule = LookSchedule(), cpus: int = 1) -> list[Verdict]:
+              looks: LookSchedule = LookSchedule()) -> list[Verdict]:
     """The paired run's primary verdict (its one pair of servers)."""
     (a, la), (b, lb) = list(stats.items())[:2]
-    return [primary(a, la, b, lb, at, alpha, delta_pct, looks, mode, shared, cpus)]
+    return [primary(a, la, b, lb, at, alpha, delta_pct, looks, mode)]
 
 
-def verdicts(stats: dict[str, list[LevelStats]], at: list[int], mode: str, shared: bool,
+def verdicts(stats: dict[str, list[LevelStats]], at: list[int], mode: str,
              alpha: float = policy.ALPHA, delta_pct: float = policy.DELTA_PCT,
-             looks: LookSchedule = LookSchedule(), cpus: int = 1) -> list[Verdict]:
+             looks: LookSchedule = LookSchedule()) -> list[Verdict]:
     """The pair at each level alone: the secondary verdicts, one family
     (each at α over the levels, Bonferroni)."""
     (a, la), (b, lb) = list(stats.items())[:2]
-    each = alpha / max(1, len(at))
-    return [primary(a, la, b, lb, [v], each, delta_pct, looks, mode, shared, cpus)
-            for v in at]
+    each = policy.family_alpha(alpha, len(at))
+    return [primary(a, la, b, lb, [v], each, delta_pct, looks, mode) for v in at]

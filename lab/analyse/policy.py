@@ -1,75 +1,213 @@
-"""The lab's decision policy, in one place: which flags make a figure
-unclean, which figure decides a pair of servers at a level, which rule
-decides (independent starts or start pairs), and how α is spent. The rules
-themselves are arithmetic: lab.analyse.decide (two sets of independent
-starts) and lab.analyse.paired (start pairs measured at the same moment).
+"""The lab's decision policy, in one place: α and δ, how α is spent over a
+family of verdicts and over the looks of REPEAT=auto, which flags make a
+level unclean for which design, and which figure decides a start pair at a
+level. The rules themselves are arithmetic that takes α and δ as arguments:
+lab.analyse.decide (two sets of independent starts) and lab.analyse.paired
+(start pairs measured at the same moment).
 
 A run's verdicts (lab.analyse.verdicts, lab.analyse.pairverdict), the next
-starts of REPEAT=auto (lab.analyse.nextstarts) and `make compare`'s gate
-(lab.analyse.gate) take these from here.
+starts of REPEAT=auto (lab.analyse.nextstarts), the plan line and `make
+compare`'s gates (lab.analyse.gate, lab.analyse.pairgate) take these from
+here. The numbers are docs/methodology.md's.
 """
 from __future__ import annotations
 
-from typing import Protocol
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
 
-from lab.analyse import decide, paired
+from lab.setup.params import SETTINGS, check_alpha, check_min_effect
 
-ALPHA = decide.ALPHA               # per family of verdicts (ALPHA for make compare)
-DELTA_PCT = decide.DELTA_PCT       # the smallest effect that counts (MIN_EFFECT)
+
+def _number(x: object) -> float:
+    assert isinstance(x, float)
+    return x
+
+
+# the rule's defaults: the ALPHA and MIN_EFFECT settings' own (declared once, in
+# lab.setup.params, which imports nothing of the lab's)
+ALPHA = _number(check_alpha(SETTINGS["ALPHA"].default))            # per family of verdicts
+DELTA_PCT = _number(check_min_effect(SETTINGS["MIN_EFFECT"].default))   # smallest effect
+
+# ---------------------------------------------------------------- unclean levels
 
 # the host, not the server, took CPU: req/s is not the server's alone there
-HOST_FLAGS = ("host-busy", "steal")
+# (neighbour: the lab's own bursty hog ran beside the level, NEIGHBOUR)
+HOST_FLAGS = ("host-busy", "steal", "neighbour")
 # the lab's sampler stopped mid-level (the lab itself stopped or starved): the
 # level's CPU shares cover time the load did not run, so whether the client
 # was the limit or the host busy cannot be told there
 STALL_FLAGS = ("sampler-gap",)
-# one server at a time: req/s (or p99) is ranked only at levels without these
-# (out-of-ports: the client's host had no local port left, so the client was the limit);
-# where every level has one, server CPU per request decides instead
-RATE_UNCLEAN = ("client-bound", "out-of-ports", *HOST_FLAGS, *STALL_FLAGS)
-# a start pair: both sides ran at the same moment on the same host, so what
-# the host took fell on both (the duet's premise, checked by the balance of
-# the seats and an A/A's realized rate: docs/methodology.md#paired-runs);
-# only a client that was the limit (or a sampler gap, where that cannot be
-# told) makes req/s unclean there
-PAIRED_UNCLEAN = ("client-bound", "out-of-ports", *STALL_FLAGS)
-# a start pair at a level of more than one request in flight a side, where
-# the servers' CPUs were this busy (both servers' CPU summed where they share
-# CPUs), is decided by server CPU per request: two saturated servers on one
-# CPU split it as the scheduler does, and their req/s ratio says more of the
-# scheduler than of the servers
-SATURATED_CPU_PCT = 80.0
+# the client was the limit (out-of-ports: the client's host had no local port left)
+CLIENT_FLAGS = ("client-bound", "out-of-ports")
+# a repetition whose figures are not the server's: it is not ranked at all
+UNRANKED = ("client-stopped", "client-stalled", "answer-changed", "wrong-answers",
+            "port-shared")
+
+# what makes a level's req/s unclean, by design:
+# - "sequential": one server at a time, so what the host took fell on one side
+#   only; where every level has one, server CPU per request decides instead;
+# - "paired": a start pair, both sides measured at the same moment on the same
+#   host, so what the host took fell on both (the duet's premise, checked by
+#   the seats' balance and an A/A's realized rate: docs/methodology.md#paired-runs);
+#   only a client that was the limit (or a sampler gap, where that cannot be
+#   told) makes req/s unclean there;
+# - "gate": make compare's checks of two runs: a level is compared only where
+#   neither side had any of these (failures: more than the run's share failed).
+UNCLEAN = {
+    "sequential": (*CLIENT_FLAGS, *HOST_FLAGS, *STALL_FLAGS),
+    "paired": (*CLIENT_FLAGS, *STALL_FLAGS),
+    "gate": (*CLIENT_FLAGS, *HOST_FLAGS, *STALL_FLAGS, "failures", *UNRANKED),
+}
+
+
+def unclean(flags: Mapping[str, int], design: str) -> list[str]:
+    """The flags of `flags` (flag: repetitions flagged) that make a level
+    unclean under `design` ("sequential", "paired" or "gate"), in policy order."""
+    return [f for f in UNCLEAN[design] if flags.get(f, 0)]
+
+
+def is_clean(flags: Mapping[str, int], design: str) -> bool:
+    """A level (its flags) whose req/s counts under `design`."""
+    return not unclean(flags, design)
+
+
+# ---------------------------------------------------------------- which figure decides
+
+RATE, CPU = "rate", "cpu"
+
+
+def paired_figure(client_bound: bool, concurrency: int, gate: str = "") -> str:
+    """The figure that decides a start pair at one level, from the level and
+    the client alone (never from how busy the neighbours kept the CPUs):
+    - one request in flight a side (c=1) and no client the limit: "rate"
+      (req/s): a server that waits for each request is latency-bound, and a
+      cost that is no CPU (a sleep, a lock) shows only in its rate;
+    - more than one in flight, or a client that was the limit: "cpu" (server
+      CPU per request): two servers that share the host split its CPUs as
+      the scheduler does, and their req/s ratio compresses a difference in
+      what each request costs.
+    `gate` ("rate" or "cpu", make compare's GATE) chooses it outright."""
+    if gate in (RATE, CPU):
+        return gate
+    return CPU if client_bound or concurrency > 1 else RATE
+
+
+def other_figure(figure: str) -> str:
+    """The figure a level measures besides the one that decides it: an
+    "equivalent" needs both inside ±δ."""
+    return RATE if figure == CPU else CPU
+
+
+# ---------------------------------------------------------------- α over a family
+
+def family_alpha(alpha: float, members: int) -> float:
+    """Bonferroni: each of `members` verdicts at α/members, so the chance of
+    any false "better" in the family stays within α."""
+    return alpha / max(1, members)
+
+
+# ---------------------------------------------------------------- α over the looks
+
+FIRST_LOOK_SHARE = 0.8   # one server at a time, REPEAT=auto: α spent at the first look
+LOOK_GROWTH = math.sqrt(2)   # start pairs, REPEAT=auto: each look ~1.4× the pairs of the last
+
+
+def pocock_spent(alpha: float, t: float) -> float:
+    """The α spent by information time t (0..1) under Lan and DeMets'
+    Pocock-type spending function, α·ln(1 + (e − 1)·t) (Lan and DeMets,
+    Biometrika 70(3), 1983; Jennison and Turnbull, Group Sequential Methods,
+    2000, §7.2): it spends α about evenly over the looks, where an O'Brien-
+    Fleming shape keeps nearly all of it for the last one and could not
+    decide at a first look of 10 pairs."""
+    t = min(1.0, max(0.0, t))
+    return alpha * math.log1p((math.e - 1) * t)
+
+
+@dataclass(frozen=True)
+class LookSchedule:
+    """When a run's verdicts are looked at (a look: a test on the starts so
+    far, α spent over the looks, so looking does not raise the false-alarm
+    rate whatever the stopping):
+    - fixed REPEAT=N (first is None): one look at the end, all of α;
+    - REPEAT=auto, one server at a time: a look after every start from
+      `first` to `last` a side, FIRST_LOOK_SHARE of α at the first, the rest
+      evenly over the later ones;
+    - REPEAT=auto, start pairs (`paired`): looks at `first` pairs and then at
+      about LOOK_GROWTH times the last look's pairs, the last at `last` (10,
+      14, 20, 28, 40); each spends the Pocock-type function's growth since
+      the look before, at t = pairs / last, so the late looks keep their α
+      (a fifth of it at the fortieth pair).
+    Each look is tested at the α it spent, so the chance of a false "better"
+    over all of them is at most their sum, α (Bonferroni over the looks,
+    conservative: it ignores that the looks share their pairs)."""
+    first: int | None = None
+    last: int | None = None
+    paired: bool = False
+
+    def points(self) -> list[int]:
+        """Every planned look, in starts (pairs) a side."""
+        if self.first is None:
+            return []
+        last = max(self.first, self.last or self.first)
+        if not self.paired:
+            return list(range(self.first, last + 1))
+        out = [self.first]
+        while out[-1] < last:
+            nxt = max(out[-1] + 1, round(out[-1] * LOOK_GROWTH))
+            if last - nxt < (nxt - out[-1]) / 2:      # no short step at the end
+                nxt = last
+            out.append(min(last, nxt))
+        return out
+
+    def alpha(self, alpha: float, starts: int) -> float:
+        """α spent at the look made after `starts` starts a side (0 where no
+        look is planned there)."""
+        if self.first is None or self.last is None or self.last <= self.first:
+            return alpha
+        if not self.paired:
+            if starts <= self.first:
+                return alpha * FIRST_LOOK_SHARE
+            return alpha * (1 - FIRST_LOOK_SHARE) / (self.last - self.first)
+        pts = self.points()
+        if starts < self.first:                  # fewer than planned: the first look's
+            starts = self.first
+        if starts not in pts:
+            return 0.0
+        k = pts.index(starts)
+        before = pocock_spent(alpha, pts[k - 1] / self.last) if k else 0.0
+        return pocock_spent(alpha, starts / self.last) - before
+
+    def at(self, most: int) -> list[int]:
+        """The looks made over `most` starts a side (fixed: one, at `most`)."""
+        if self.first is None:
+            return [most]
+        if not self.paired:
+            return list(range(min(self.first, most), most + 1))
+        return [k for k in self.points() if k <= most] or [most]
+
+    def which(self, starts: int) -> str:
+        """'look 2 of 5' (REPEAT=auto), or "" for one look."""
+        pts = self.points()
+        if self.first is None or starts not in pts or len(pts) < 2:
+            return ""
+        return f"look {pts.index(starts) + 1} of {len(pts)}"
+
+
+def looks(auto: bool, least: int, most: int, paired: bool) -> LookSchedule:
+    """A run's looks from its REPEAT (auto: least and most)."""
+    return LookSchedule(least, most, paired) if auto else LookSchedule()
+
+
+# ---------------------------------------------------------------- how, in a sentence
 
 PAIRED_WORDS = {"duet": "under duet (both measured at the same moment)",
                 "rmit": "under RMIT (alternating slices, both servers up)"}
 
 
-class Rule(Protocol):
-    def __call__(self, a: tuple[float, ...] | list[float], b: tuple[float, ...] | list[float],
-                 *, higher_is_better: bool = True, alpha: float = ALPHA,
-                 delta_pct: float = DELTA_PCT, sided: str = "two") -> decide.Decision: ...
-
-
-def rule(paired_mode: str) -> Rule:
-    """The decision rule of a run: independent starts, or start pairs."""
-    return paired.decide_paired if paired_mode else decide.decide
-
-
-def paired_figure(cpu_pct: float, client_bound: bool, concurrency: int) -> str:
-    """The figure that decides a start pair at one level: "cpu" (server CPU
-    per request) where a client was the limit, or where more than one
-    request was in flight a side and the servers saturated their CPUs; else
-    "rate" (req/s). With one request in flight a side, a server is
-    latency-bound: no queue of its own, and a cost that is no CPU (a sleep,
-    a lock) shows only in its rate."""
-    if client_bound:
-        return "cpu"
-    return "cpu" if concurrency > 1 and cpu_pct >= SATURATED_CPU_PCT else "rate"
-
-
-
 def method(paired_mode: str) -> str:
     """The sentence a report gives for how its verdicts were reached."""
+    from lab.analyse import decide, paired
     if not paired_mode:
         return decide.METHOD
     return f"{paired.METHOD} Pairs {PAIRED_WORDS.get(paired_mode, paired_mode)}."

@@ -81,9 +81,8 @@ def main(run: Path, pairs: int, draws: int, alpha: float | None, delta_pct: floa
     if not analysis.paired_mode(m) or len(names) != 2:
         print(f"error: {run} is not a paired run of two measured servers", file=sys.stderr)
         return 2
-    shared, cpus = analysis.seat_cpus(m)
     la, lb = a.stats[names[0]], a.stats[names[1]]
-    used, _ = pairverdict.figures(la, lb, a.verdict_at, shared, cpus)
+    used, _ = pairverdict.figures(la, lb, a.verdict_at)
     adv = list(pairverdict.advantages(la, lb, used).values())
     if len(adv) < 2:
         print(f"error: {run} has {len(adv)} whole pair(s): nothing to draw from",

@@ -12,8 +12,8 @@ import statistics
 from dataclasses import dataclass
 from itertools import combinations
 
-from lab.analyse import decide
-from lab.analyse.policy import HOST_FLAGS, RATE_UNCLEAN
+from lab.analyse import decide, policy
+from lab.analyse.policy import HOST_FLAGS, LookSchedule
 from lab.analyse.metrics import (FAILED_SHARE_PCT, MIN_REPS_FOR_VERDICT, LevelStats, Spread,
                                  unranked_text)
 
@@ -80,8 +80,8 @@ def unjudgeable(samples: list[Sample], min_reps: int = MIN_REPS_FOR_VERDICT
 
 
 def judge(a: Sample, b: Sample, *, higher_is_better: bool = True,
-          better: str = "is faster than", alpha: float = decide.ALPHA,
-          delta_pct: float = decide.DELTA_PCT, sided: str = "two") -> Judgement:
+          better: str = "is faster than", alpha: float = policy.ALPHA,
+          delta_pct: float = policy.DELTA_PCT, sided: str = "two") -> Judgement:
     """The one judge: is one sample better than the other, by the
     lab's decision rule (lab.analyse.decide: an exact rank test of the starts
     at α, an effect of at least δ)? Used by a run's verdicts, `make
@@ -158,8 +158,8 @@ Side = tuple[str, Spread, bool]      # label, figure over repetitions, client-bo
 
 
 def judge_spreads(a: Side, b: Side, *, higher_is_better: bool = True,
-                  better: str = "is faster than", alpha: float = decide.ALPHA,
-                  delta_pct: float = decide.DELTA_PCT) -> Judgement:
+                  better: str = "is faster than", alpha: float = policy.ALPHA,
+                  delta_pct: float = policy.DELTA_PCT) -> Judgement:
     """`judge` on figures summed up as spreads: the rule needs the values of
     each start (a ratio of two figures has none: undecided)."""
     (la, x, ba), (lb, y, bb) = a, b
@@ -246,7 +246,7 @@ def needs_cpu_verdict(kind: str, a: LevelStats, b: LevelStats) -> bool:
 
 
 def efficiency(a: LevelStats, b: LevelStats, labels: tuple[str, str] | None = None,
-               alpha: float = decide.ALPHA, delta_pct: float = decide.DELTA_PCT,
+               alpha: float = policy.ALPHA, delta_pct: float = policy.DELTA_PCT,
                sided: str = "two") -> tuple[Judgement, str]:
     """Server CPU per request of two levels through the gate (lower is
     better): it counts the server's own user+kernel time per completed
@@ -273,8 +273,8 @@ def efficiency(a: LevelStats, b: LevelStats, labels: tuple[str, str] | None = No
                f"({w:,.1f} vs {lo:,.1f} µs{kernel}; {j.decision.stated()}){caveat}")
 
 
-def verdict(a: LevelStats, b: LevelStats, alpha: float = decide.ALPHA,
-            delta_pct: float = decide.DELTA_PCT) -> Verdict:
+def verdict(a: LevelStats, b: LevelStats, alpha: float = policy.ALPHA,
+            delta_pct: float = policy.DELTA_PCT) -> Verdict:
     """Two servers at one level, through the gate; where req/s (or p99)
     cannot rank them, server CPU per request too."""
     unranked = unranked_text([a, b])
@@ -306,24 +306,6 @@ def verdict_values(stats: dict[str, list[LevelStats]], asked: tuple[int, ...]) -
     if asked:
         return sorted(asked)
     return sorted({x.value for s in stats.values() for x in s})
-
-
-@dataclass(frozen=True)
-class LookSchedule:
-    """When a run's verdicts were looked at (a look: a test on the starts so
-    far, α spent over the looks): fixed (REPEAT=N: one look at the end) or
-    REPEAT=auto (a look after every start from `first` to `last` a side)."""
-    first: int | None = None
-    last: int | None = None
-
-    def alpha(self, alpha: float, starts: int) -> float:
-        return decide.look_alpha(alpha, starts, self.first, self.last)
-
-    def at(self, most: int) -> list[int]:
-        """The looks made over `most` starts a side."""
-        if self.first is None:
-            return [most]
-        return list(range(min(self.first, most), most + 1))
 
 
 def by_start(levels: list[LevelStats], at: list[int], metric: str, upto: int | None = None
@@ -360,8 +342,7 @@ def primary(name_a: str, la: list[LevelStats], name_b: str, lb: list[LevelStats]
     ba, bb = {s.value: s for s in la}, {s.value: s for s in lb}
     both = [v for v in at if v in ba and v in bb]
     open_loop = any(s.open_loop for s in la + lb)
-    clean = [v for v in both if not any(x.flags.get(f, 0) for x in (ba[v], bb[v])
-                                         for f in RATE_UNCLEAN)
+    clean = [v for v in both if all(policy.is_clean(x.flags, "sequential") for x in (ba[v], bb[v]))
              and max(ba[v].failed_pct, bb[v].failed_pct) <= FAILED_SHARE_PCT]
     metric, used = ("p99" if open_loop else "rate", clean) if clean else ("cpu", both)
     higher = metric == "rate"
@@ -396,17 +377,17 @@ def primary(name_a: str, la: list[LevelStats], name_b: str, lb: list[LevelStats]
                    delta_pct=j.delta_pct, starts=j.starts, levels=lv, metric=what)
 
 
-def primaries(stats: dict[str, list[LevelStats]], at: list[int], alpha: float = decide.ALPHA,
-              delta_pct: float = decide.DELTA_PCT, looks: LookSchedule = LookSchedule()
+def primaries(stats: dict[str, list[LevelStats]], at: list[int], alpha: float = policy.ALPHA,
+              delta_pct: float = policy.DELTA_PCT, looks: LookSchedule = LookSchedule()
               ) -> list[Verdict]:
     """The run's primary verdicts: one a pair, the family of the run (each at
     α over the number of pairs, Bonferroni)."""
     pairs = list(combinations(stats, 2))
-    each = decide.family_alpha(alpha, len(pairs))
+    each = policy.family_alpha(alpha, len(pairs))
     return [primary(a, stats[a], b, stats[b], at, each, delta_pct, looks) for a, b in pairs]
 
 
-def starts_needed(servers: int, alpha: float = decide.ALPHA, looks: LookSchedule = LookSchedule(),
+def starts_needed(servers: int, alpha: float = policy.ALPHA, looks: LookSchedule = LookSchedule(),
                   paired_run: bool = False) -> int | None:
     """The fewest starts a side (start pairs, in a paired run) from which the
     run's primary verdicts can decide at all: the family of every pair of
@@ -415,7 +396,7 @@ def starts_needed(servers: int, alpha: float = decide.ALPHA, looks: LookSchedule
     of α). None: no look up to REPEAT_MAX can. The plan line and the
     few-repetitions warning print it; the rule itself says it pair by pair."""
     from lab.analyse import paired
-    each = decide.family_alpha(alpha, servers * (servers - 1) // 2)
+    each = policy.family_alpha(alpha, servers * (servers - 1) // 2)
 
     def smallest(k: int) -> float:
         return paired.smallest_p(k) if paired_run else decide.smallest_p(k, k)
@@ -427,15 +408,15 @@ def starts_needed(servers: int, alpha: float = decide.ALPHA, looks: LookSchedule
     return None
 
 
-def verdicts(stats: dict[str, list[LevelStats]], at: list[int], alpha: float = decide.ALPHA,
-             delta_pct: float = decide.DELTA_PCT, looks: LookSchedule = LookSchedule()
+def verdicts(stats: dict[str, list[LevelStats]], at: list[int], alpha: float = policy.ALPHA,
+             delta_pct: float = policy.DELTA_PCT, looks: LookSchedule = LookSchedule()
              ) -> list[Verdict]:
     """Every pair of servers at every level in `at` (in the order given): the
     secondary verdicts, one family (req/s and CPU per request of every pair at
     every level, each at α over their number: Bonferroni)."""
     pairs = list(combinations(stats, 2))
     most = max([1] + [len(x.rate.values) for s in stats.values() for x in s])
-    each = decide.family_alpha(looks.alpha(alpha, most), 2 * len(pairs) * max(1, len(at)))
+    each = policy.family_alpha(looks.alpha(alpha, most), 2 * len(pairs) * max(1, len(at)))
     out = []
     for value in at:
         for a, b in pairs:

@@ -12,6 +12,7 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from lab.setup.paths import ROOT
+from lab.analyse import policy
 from lab.measure import buildlock, deps, topologies
 from lab.host import procs
 from lab.record import files, folder
@@ -114,7 +115,7 @@ def family_need(p: Params, servers: int) -> str:
     pairs = servers * (servers - 1) // 2
     unit = "start pairs" if p.paired else "starts a side"
     r = p.repeat
-    looks = verdicts.LookSchedule(r.least, r.most) if r.auto else verdicts.LookSchedule()
+    looks = policy.looks(r.auto, r.least, r.most, bool(p.paired))
     need = verdicts.starts_needed(servers, p.alpha, looks, bool(p.paired))
     fam = f"{pairs} pair{'s' * (pairs != 1)} at α={pct(100 * p.alpha)}%" + (
         f" split to {pct(100 * p.alpha / pairs)}% a pair" if pairs > 1 else "")
@@ -129,6 +130,20 @@ def family_need(p: Params, servers: int) -> str:
     return f" | verdicts: {fam}: {need} {unit} can decide{short}"
 
 
+PAIR_OVERHEAD_S = 4          # a start pair's two starts, checks and stops, measured here
+
+
+def budget(p: Params) -> str:
+    """'about 9 min (13 s a pair)': REPEAT_MAX start pairs of the run's levels,
+    each level DURATION and its check slice, the warm-up (WARMUP=auto: its
+    first three slices; up to its cap) and PAIR_OVERHEAD_S."""
+    from lab.measure.sweep import CHECK_S
+    from lab.setup.params import WARMUP_SLICE_S
+    warm = 3 * WARMUP_SLICE_S if p.warmup_auto else p.warmup_s
+    each = len(p.load) * (p.duration_s + CHECK_S) + warm + PAIR_OVERHEAD_S
+    return f"about {p.repeat.most * each / 60:.0f} min at {each} s a pair"
+
+
 def plan(p: Params, bind: str | None = None, servers: int = 0) -> str:
     """One line: what the run will do; `bind`: the topology's server address
     (before `lab up`, a topology other than local only names it); `servers`:
@@ -141,14 +156,16 @@ def plan(p: Params, bind: str | None = None, servers: int = 0) -> str:
         load = f"c={p.load[0]}" if p.load_axis == "concurrency" else f"rate={p.load[0]}/s"
         sweep = f"{p.axis} {' '.join(map(str, p.values))} at {load}"
     r = p.repeat
+    looks = policy.looks(r.auto, r.least, r.most, bool(p.paired))
     reps = (f" x REPEAT=auto ({r.least} starts each, then one more at a time for pairs still "
             f"undecided, up to {r.most}; ABBA order)" if r.auto
             else f" x {r.least} repetitions (interleaved, ABBA order)" if r.least > 1 else "")
     if p.paired:
         how = ("both loaded at the same moment, PORT and PORT+1" if p.paired == "duet" else
                "both up, each level in alternating slices of one at a time")
-        count = (f"REPEAT=auto: {r.least} start pairs, then one at a time while undecided, up "
-                 f"to {r.most}" if r.auto else f"{r.least} start pairs")
+        count = (f"REPEAT=auto: {r.least} start pairs, then one at a time while undecided, "
+                 f"looked at after {', '.join(map(str, looks.points()))} pairs; budget {r.most} "
+                 f"pairs, {budget(p)}" if r.auto else f"{r.least} start pairs")
         reps = f" x {count} (PAIRED={p.paired}: {how}; seats swapped every other pair)"
     where = bind or (p.bind if p.topology in ("local", "docker") else p.server_host if p.topology == "ssh"
                      else f"({p.topology} address)")

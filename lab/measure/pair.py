@@ -35,8 +35,9 @@ from lab.setup.params import WARMUP_SLICE_S, Params
 from lab.setup.servers import Server
 
 T = TypeVar("T")
-RMIT_SLICES = 5          # PAIRED=rmit: slices of each server a level (at most one a second
-                         # of DURATION), DURATION split among them
+SLICES = 5          # slices of each side a level (at most one a second of DURATION),
+                    # DURATION split among them: the pair's figure at the level is
+                    # their median log ratio, which a burst on one slice cannot swing
 
 
 @dataclass(frozen=True)
@@ -175,9 +176,13 @@ class PairSweep:
                      not_steady: list[bool]) -> None:
         started = time.monotonic()
         for k, value in enumerate(level_values, 1):
-            got = self.measure(value)
-            made = [side.row(sp, None, value, w, ns, level, m) for side, sp, w, ns, (level, m)
-                    in zip(self.sides, self.procs, workers, not_steady, self.partnered(got))]
+            measured = self.measure(value)
+            got = [(level, m) for level, m, _, _ in measured]
+            made = [replace(side.row(sp, None, value, w, ns, level, m), slice_rps=rps,
+                            slice_cpu_us=cpu)
+                    for side, sp, w, ns, (level, m), (_, _, rps, cpu)
+                    in zip(self.sides, self.procs, workers, not_steady, self.partnered(got),
+                           measured)]
             eta = (time.monotonic() - started) / k * (len(level_values) - k)
             for side, row in zip(self.sides, made):
                 rows.append_row(self.run, row)
@@ -191,33 +196,36 @@ class PairSweep:
                                        f"completed in {self.params.duration_s}s: "
                                        f"{', '.join(silent)} stopped answering")
 
-    def measure(self, value: int) -> list[tuple[Level, levelrow.Measured]]:
-        """One level of both sides: at the same moment (duet), or in slices (rmit)."""
-        if self.params.paired == "rmit":
-            return self.slices(value)
-        return self.both(lambda i: self.sides[i].measure_level(self.procs[i], None, value,
-                                                               again=False))
-
-    def slices(self, value: int) -> list[tuple[Level, levelrow.Measured]]:
-        """RMIT: RMIT_SLICES blocks, each one slice of either server in a random
-        order (seeded by the run, the pair and the level: a rerun repeats it);
-        each side's slices summed into its level."""
+    def measure(self, value: int) -> list[tuple[Level, levelrow.Measured, str, str]]:
+        """One level of both sides in SLICES slices: each slice of both at the
+        same moment (duet), or one server's slice at a time in a random order
+        (rmit: seeded by the run, the pair and the level, so a rerun repeats
+        it). Each side's slices summed into its level, with each slice's req/s
+        and CPU per request (the pair's figure: lab.analyse.pairverdict)."""
         p = self.params
-        count = min(RMIT_SLICES, p.duration_s)
-        length = p.duration_s // count
-        order = random.Random(f"{self.run.name}/{self.rep}/{value}")
+        load = [side.load(value) for side in self.sides]
+        stem = f"rep{self.rep}-" + (f"c{value}" if load[0].concurrency else f"r{value}")
         got: list[list[tuple[Level, levelrow.Measured]]] = [[], []]
-        for block in range(count):
-            for i in order.sample((0, 1), 2):
-                side = self.sides[i]
-                load = side.load(value)
-                tag = f"rep{self.rep}-" + (f"c{value}" if load.concurrency else f"r{value}") + \
-                    f"-slice{block + 1}"
-                got[i].append(side.level(self.procs[i], load, length, tag))
+        order = random.Random(f"{self.run.name}/{self.rep}/{value}")
+        for k, length in enumerate(slice_lengths(p.duration_s), 1):
+            tag = f"{stem}-slice{k}"
+            if p.paired == "rmit":
+                for i in order.sample((0, 1), 2):
+                    got[i].append(self.sides[i].level(self.procs[i], load[i], length, tag))
+            else:
+                both = self.both(lambda i: self.sides[i].level(self.procs[i], load[i], length,
+                                                               tag))
+                for i in (0, 1):
+                    got[i].append(both[i])
+        summed_ = [summed(parts) for parts in got]
+        if p.paired == "duet":        # the answers at the level's load, both at once
+            summed_ = self.both(lambda i: (summed_[i][0], self.sides[i].check_slice(
+                self.procs[i], load[i], stem, summed_[i][1]) if summed_[i][0].successful
+                else summed_[i][1]))
         out = []
-        for side, sp, parts in zip(self.sides, self.procs, got):
-            level, m = summed(parts)
-            out.append((level, side.checked_after(sp, level, m)))
+        for side, sp, parts, (level, m) in zip(self.sides, self.procs, got, summed_):
+            rps, cpu = slice_figures(parts)
+            out.append((level, side.checked_after(sp, level, m), rps, cpu))
         return out
 
     def partnered(self, got: list[tuple[Level, levelrow.Measured]]
@@ -269,6 +277,22 @@ class PairSweep:
         if errors:      # the cause, not the other side's client stopped because of it
             raise next((e for e in errors if not isinstance(e, ServerDied)), errors[0])
         return [x for x in got if x is not None and not isinstance(x, BaseException)]
+
+
+def slice_lengths(duration_s: int) -> list[int]:
+    """DURATION split into min(SLICES, DURATION) whole seconds, the longer first
+    (7 s: 2 2 1 1 1)."""
+    count = max(1, min(SLICES, duration_s))
+    base, extra = divmod(duration_s, count)
+    return [base + (k < extra) for k in range(count)]
+
+
+def slice_figures(parts: list[tuple[Level, levelrow.Measured]]) -> tuple[str, str]:
+    """Each slice's req/s and server CPU µs per request, as Row's cells."""
+    rps = " ".join(f"{lv.rate_rps:.1f}" for lv, _ in parts)
+    cpu = " ".join(f"{1e6 * m.server_cpu_s / lv.successful:.2f}" if lv.successful else "0"
+                   for lv, m in parts)
+    return rps, cpu
 
 
 def summed(parts: list[tuple[Level, levelrow.Measured]]) -> tuple[Level, levelrow.Measured]:

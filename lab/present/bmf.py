@@ -16,7 +16,7 @@ repetitions, lower_value and upper_value their min and max.
 
 It leaves out what is no server's figure: the ceiling reference, make
 noise's alias (`<name>#2`), and every level not measured cleanly (a
-repetition with a flag of lab.analyse.gate.UNCLEAN: `left_out` says which,
+repetition with a flag of lab.analyse.policy.UNCLEAN["gate"]: `left_out` says which,
 and why); Bencher would read those as steps of the trend. A run none of whose levels is left in (a busy shared
 runner) exports `{}`, which Bencher's schema accepts, and the command
 exits 3 as the gate does when nothing was compared cleanly, with the

@@ -331,12 +331,11 @@ def last_line(g: Gate) -> None:
 def gate_settings(environ: Callable[[str, str], str], cache: Path | None) -> GateSettings:
     """GATE and MIN_EFFECT from the environment, checked by their registry
     entries (ConfigError: exit 2)."""
-    from lab.setup.params import SETTINGS
-    wanted = SETTINGS["GATE"].check(environ("GATE", SETTINGS["GATE"].default)) \
-        if SETTINGS["GATE"].check else ("rate", "p99")
-    effect = SETTINGS["MIN_EFFECT"].check(environ("MIN_EFFECT", SETTINGS["MIN_EFFECT"].default)) \
-        if SETTINGS["MIN_EFFECT"].check else 5.0
-    alpha = SETTINGS["ALPHA"].check(environ("ALPHA", SETTINGS["ALPHA"].default)) \
-        if SETTINGS["ALPHA"].check else 0.01
+    from lab.setup.params import SETTINGS, check_alpha, check_gate, check_min_effect
+    unset = "\0"                        # GATE not in the environment: its default
+    given = environ("GATE", unset)
+    wanted = check_gate(SETTINGS["GATE"].default if given == unset else given)
+    effect = check_min_effect(environ("MIN_EFFECT", SETTINGS["MIN_EFFECT"].default))
+    alpha = check_alpha(environ("ALPHA", SETTINGS["ALPHA"].default))
     assert isinstance(wanted, tuple) and isinstance(effect, float) and isinstance(alpha, float)
-    return GateSettings(tuple(str(w) for w in wanted), effect, cache, alpha)
+    return GateSettings(tuple(str(w) for w in wanted), effect, cache, alpha, chosen=given != unset)

@@ -48,9 +48,9 @@ def main(run: Path, out_root: Path, settings: GateSettings) -> int:
               f"{mode or 'empty'}, measured: {', '.join(a.stats) or 'none'}): give A=<run> "
               "B=<run> to compare two runs", file=sys.stderr)
         return EXIT_REFUSED
-    shared, cpus = analysis.seat_cpus(m)
     at = sorted({s.value for n in servers for s in a.stats[n]})
-    g = pairgate.of({n: a.stats[n] for n in servers}, at, mode, shared, cpus, settings)
+    g = pairgate.of({n: a.stats[n] for n in servers}, at, mode, settings, analysis.looks_of(m),
+                    settings.metrics if settings.chosen else ())
     rid = run_id(run, m)
     ids = (f"{rid}:{servers[0]}", f"{rid}:{servers[1]}")
     text = (f"# Paired gate: {servers[1]} (B) against {servers[0]} (A), run {rid}\n\n"

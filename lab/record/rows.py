@@ -111,6 +111,12 @@ class Row:
     # client that keeps none: siege); "" for one client host (the client's own
     # figures), None in runs made before it was recorded
     percentiles: str | None = None
+    # a paired run's level in slices, measured at the same moment on both sides
+    # (duet) or in turn (rmit; lab.measure.pair): each slice's req/s and server
+    # CPU µs per request, space-separated, in slice order; None where the level
+    # was one window, and in runs made before it was recorded
+    slice_rps: str | None = None
+    slice_cpu_us: str | None = None
 
     def has(self, flag: str) -> bool:
         return flag in self.flags.split()
@@ -118,6 +124,25 @@ class Row:
     def failures(self) -> list[Failure]:
         """The failed requests of this level by kind ([] when none or not recorded)."""
         return decode_failures(self.failure_kinds or "", Path(CSV))
+
+    def slices(self) -> tuple[tuple[float, float], ...]:
+        """(req/s, server CPU µs per request) of each slice of the level (()
+        where it was one window); RecordError where the cells do not agree."""
+        if not self.slice_rps or not self.slice_cpu_us:
+            return ()
+        try:
+            rps = [float(x) for x in self.slice_rps.split()]
+            cpu = [float(x) for x in self.slice_cpu_us.split()]
+        except ValueError:
+            raise RecordError(Path(CSV), f"{self.server} rep {self.rep} at {self.value}: "
+                              f"slice cells {self.slice_rps!r}, {self.slice_cpu_us!r} are not "
+                              "numbers (corrupt)") from None
+        if len(rps) != len(cpu) or not all(math.isfinite(x) and 0 <= x <= FIGURE_LIMIT
+                                           for x in rps + cpu):
+            raise RecordError(Path(CSV), f"{self.server} rep {self.rep} at {self.value}: "
+                              f"{len(rps)} slice rates against {len(cpu)} slice costs, or a "
+                              "figure out of range (corrupt)")
+        return tuple(zip(rps, cpu))
 
     def tcp(self) -> TcpDelta | None:
         """The kernel's TCP counters over this level (None: not read)."""

@@ -240,10 +240,12 @@ def check_repeat(get: Callable[[str], str]) -> Repeat:
 PAIRED_MODES = ("duet", "rmit")
 
 
-# PAIRED with REPEAT=auto, REPEAT_MIN and REPEAT_MAX not given: start pairs
-# decide at α=1% from 8 pairs at the first look (80% of α), and from 12 at a
-# later one (lab.analyse.paired; docs/methodology.md#paired-runs)
-PAIRED_AUTO = {"REPEAT_MIN": "8", "REPEAT_MAX": "12"}
+# PAIRED with REPEAT=auto, REPEAT_MIN and REPEAT_MAX not given: the first look
+# at 10 start pairs (the fewest on which the exact test can decide at α=1% with
+# the share of α the first look spends), the last at 40 (looks at 10, 14, 20,
+# 28 and 40 pairs, α spent over them: lab.analyse.policy.LookSchedule); about
+# 9 minutes of pairs at docs/ci.md's levels (c=1 and 4, 3 s each, WARMUP=5s)
+PAIRED_AUTO = {"REPEAT_MIN": "10", "REPEAT_MAX": "40"}
 
 
 def paired_repeat(env: Mapping[str, str], name: str) -> str:

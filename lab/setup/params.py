@@ -6,6 +6,7 @@ input raises ConfigError (exit 2) before anything is built or started.
 from __future__ import annotations
 
 import ipaddress
+import math
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -464,8 +465,10 @@ class Params:
     mem_limit: str = ""             # docker: memory limit (512m)
     server_log_max: int = 64 << 20  # SERVER_LOG_MAX, bytes (lab.host.logcap)
     paired: str = ""                # PAIRED: "" (one server at a time), duet or rmit
-    alpha: float = 0.01             # ALPHA: the verdicts' false-alarm rate
-    min_effect_pct: float = 5.0     # MIN_EFFECT: δ of the verdicts, %
+    # ALPHA (the verdicts' false-alarm rate) and MIN_EFFECT (δ, %): always given by
+    # check_settings, from the settings' declared defaults (lab.analyse.policy reads them)
+    alpha: float = math.nan
+    min_effect_pct: float = math.nan
     connections: int = 0            # CONNECTIONS (vegeta): the most kept open; 0: no cap
     warnings: tuple[str, ...] = field(default=())
 
