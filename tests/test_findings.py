@@ -34,6 +34,7 @@ EXAMPLES: list[Finding] = [
     findings.NotSteady("aws"),
     findings.HostBusy("aws", 1, 4),
     findings.Steal("aws", 1, 4),
+    findings.Neighbour("aws", 2, 4, 1),
     findings.Failures("aws", 2, 4, tool="wrk", failed=1234, attempts=100000,
                       how="reset or closed by the server"),
     findings.FewWorkers("aws", 5, "its default", 64, 1, ""),

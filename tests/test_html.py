@@ -50,6 +50,8 @@ NO_REAL_DATA = {
                    "(test_escapes makes one)",
     "accept-queue-full": "no saved fixture run has a server that stopped accepting "
                          "(test_acceptq makes one)",
+    "neighbour": "no saved fixture run ran beside the lab's noisy neighbour "
+                 "(test_neighbour makes one)",
 }
 
 

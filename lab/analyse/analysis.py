@@ -300,6 +300,9 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
             out.append(findings.HostBusy(name, count("host-busy"), n))
         if count("steal"):
             out.append(findings.Steal(name, count("steal"), n))
+        if count("neighbour"):
+            out.append(findings.Neighbour(name, count("neighbour"), n,
+                                              m.params.neighbour or 0))
         if count("failures"):
             found = [f for s in levels for f in s.failures]
             out.append(findings.Failures(

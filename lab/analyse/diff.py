@@ -63,12 +63,15 @@ CLIENT_CPUS: Condition = ("client CPUs (pinning)", lambda m: m.pinning.client_cp
 AXIS: Condition = ("swept axis", lambda m: m.params.axis)
 CORES: Condition = ("host CPU count", lambda m: m.host.cores)
 HOSTNAME: Condition = ("host", lambda m: m.host.hostname)
+# the lab's noisy neighbour (NEIGHBOUR): its processes per CPU, 0 (none) in older runs
+NEIGHBOUR: Condition = ("neighbour processes per CPU (NEIGHBOUR)",
+                        lambda m: m.params.neighbour or 0)
 
 # Conditions that decide the figures: a difference refuses the comparison.
 MATTERS: list[Condition] = [
     CORES,
     ("usable CPUs", lambda m: m.host.usable_cpus),
-    TOPOLOGY, CLIENT, CONNECTION, AXIS,
+    TOPOLOGY, CLIENT, CONNECTION, AXIS, NEIGHBOUR,
 ]
 
 # Conditions that may move the figures: listed, never refused.

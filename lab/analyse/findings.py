@@ -152,6 +152,20 @@ class HostBusy(AtLevels):
 
 
 @dataclass(frozen=True)
+class Neighbour(AtLevels):
+    """Levels measured beside the lab's own noisy neighbour (NEIGHBOUR), on purpose."""
+    kind: ClassVar[str] = "neighbour"
+    per_cpu: int                      # NEIGHBOUR: its processes per CPU (0: not recorded)
+
+    def text(self) -> str:
+        given = f"NEIGHBOUR={self.per_cpu}" if self.per_cpu else "NEIGHBOUR"
+        return (f"{self.of_levels()} of {self.server} ran beside the lab's noisy neighbour "
+                f"({given}: bursty processes on the lab's CPUs, on purpose): their figures "
+                "and verdicts show what this host's noise does, not the server alone. Run "
+                "without NEIGHBOUR to measure the servers.")
+
+
+@dataclass(frozen=True)
 class Steal(AtLevels):
     kind: ClassVar[str] = "steal"
 

@@ -32,8 +32,11 @@ SCHEMA = 1
 
 # The conditions a floor is taken under (lab.analyse.diff's, each named as the
 # floor keeps it): a floor applies to a comparison only when both runs match it on each.
+# A floor taken beside the lab's neighbour (NEIGHBOUR) applies only to runs beside
+# one as large; none is kept as null, as the floors taken before NEIGHBOUR have it.
 CONDITIONS: tuple[Condition, ...] = (
-    HOSTNAME, CORES, TOPOLOGY, CLIENT, CONNECTION, SERVER_CPUS, CLIENT_CPUS, AXIS)
+    HOSTNAME, CORES, TOPOLOGY, CLIENT, CONNECTION, SERVER_CPUS, CLIENT_CPUS, AXIS,
+    ("neighbour", lambda m: m.params.neighbour or None))
 
 
 def conditions_of(m: Manifest) -> dict[str, object]:

@@ -78,6 +78,9 @@ class Measured:
     # the kernel's TCP counters over the client run, where the server's sockets are
     # (lab.record.tcpkinds; None: not read)
     tcp: TcpDelta | None = None
+    # the lab's noisy neighbour (NEIGHBOUR, lab.measure.neighbour) was running
+    # when the client run began
+    neighbour: bool = False
 
 
 @dataclass(frozen=True)
@@ -141,7 +144,7 @@ def level_flags(level: Level, client_pct: float, other_pct: float, steal_pct: fl
                 littles: float | None, not_steady: bool, answer_changed: str = "",
                 stall: str = "", gap: bool = False,
                 wrong_answers: str = "", port_shared: str = "",
-                queue_full_pct: float | None = None) -> list[str]:
+                queue_full_pct: float | None = None, neighbour: bool = False) -> list[str]:
     flags = []
     if level.stopped:
         flags.append("client-stopped")
@@ -173,6 +176,8 @@ def level_flags(level: Level, client_pct: float, other_pct: float, steal_pct: fl
         flags.append("not-steady")
     if queue_full_pct is not None and queue_full_pct >= ACCEPT_QUEUE_FULL_PCT:
         flags.append("accept-queue-full")
+    if neighbour:
+        flags.append("neighbour")
     return flags
 
 
@@ -196,7 +201,7 @@ def make_row(where: Where, level: Level, m: Measured, client: str = "the client"
     full_pct = queue_full_pct(m)
     flags = level_flags(level, client_pct, other_pct, steal_pct, littles, where.not_steady,
                         m.answer_changed, stall, sampler_gap(m), m.wrong_answers,
-                        m.port_shared, full_pct)
+                        m.port_shared, full_pct, m.neighbour)
     unranked = "; ".join(x for x in (level.stopped and f"client stopped early: {level.stopped}",
                                      stall and f"client stalled: {stall}",
                                      m.answer_changed and f"answer changed: {m.answer_changed}",

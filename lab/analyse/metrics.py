@@ -92,6 +92,10 @@ FLAGS: dict[str, str] = {
                          "a property of the server at this load, ranked; raise BACKLOG, or give "
                          "it more workers or CPUs, to see whether it is the backlog or the "
                          "server",
+    "neighbour": "the lab's own noisy neighbour ran beside the level (NEIGHBOUR: bursty "
+                 "processes on the lab's CPUs, on purpose): the figure shows this host with "
+                 "that noise, to see how far its verdicts hold; run without NEIGHBOUR to "
+                 "measure the servers",
 }
 # A level with one of these in any repetition is not ranked (its verdicts are
 # "not comparable", it is nobody's peak), whatever the other flags say.

@@ -175,7 +175,18 @@ def plan(p: Params, bind: str | None = None, servers: int = 0) -> str:
             f"{p.client} {'keep-alive' if p.keepalive else 'connection close'}"
             f"{f', at most {p.connections} connections' if p.connections else ''} | "
             f"{where}:{p.port} backlog {p.backlog} | server CPU {cpu_ranges(p.server_cpus)}, "
-            f"client CPU {cpu_ranges(p.client_cpus)}{family_need(p, servers)}")
+            f"client CPU {cpu_ranges(p.client_cpus)}{neighbour_said(p)}"
+            f"{family_need(p, servers)}")
+
+
+def neighbour_said(p: Params) -> str:
+    """The plan's words on NEIGHBOUR (lab.measure.neighbour), "" without one."""
+    if not p.neighbour:
+        return ""
+    cpus = set(p.server_cpus) | set(p.client_cpus)
+    count = p.neighbour * len(cpus)
+    return (f" | neighbour: {count} bursty process{'es' * (count != 1)} on CPU "
+            f"{cpu_ranges(cpus)} (NEIGHBOUR={p.neighbour}), its levels flagged neighbour")
 
 
 def cmd_settings(args: argparse.Namespace) -> int:

@@ -26,7 +26,8 @@ from typing import Any, TypeVar
 from lab.analyse import levelrow
 from lab.measure.clients import Client
 from lab.measure.launch import ServerProcess
-from lab.measure.sweep import ServerSweep, StoppedAnswering, fmt_value, progress
+from lab.measure.sweep import (ServerSweep, StoppedAnswering, fmt_value, neighbour_of,
+                               progress)
 from lab.measure.topologies import ServerDied
 from lab.record import files, rows
 from lab.record.level import Level
@@ -111,6 +112,9 @@ class PairSweep:
                 self.procs.append(side.launch(None))
             workers = [side.check(sp, None) for side, sp in zip(self.sides, self.procs)]
             self.note_seats()
+            hog = neighbour_of(self.params, len(levels), f"rep{self.rep}", self.run)
+            for i, side in enumerate(self.sides):   # one neighbour beside both, on every
+                side.beside(hog, say=i == 0)         # CPU of the run
             warm = self.warm_up(levels[-1])
             for side, w in zip(self.sides, warm):
                 side.start_record.update(status="measuring", warmup=w)
@@ -120,6 +124,8 @@ class PairSweep:
                 side.start_record["status"] = "complete"
                 side.save()
         finally:
+            for side in self.sides:
+                side.alone()
             for side, sp in zip(self.sides, self.procs):
                 side.stopped(sp)
                 progress(f"{side.tag} stopped")
@@ -333,4 +339,5 @@ def summed(parts: list[tuple[Level, levelrow.Measured]]) -> tuple[Level, levelro
         accept_queue_max=max((m.accept_queue_max for m in ms if m.accept_queue_max is not None),
                              default=None),
         accept_queue_samples=sum(m.accept_queue_samples for m in ms),
-        accept_queue_full=sum(m.accept_queue_full for m in ms))
+        accept_queue_full=sum(m.accept_queue_full for m in ms),
+        neighbour=any(m.neighbour for m in ms))

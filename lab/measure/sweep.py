@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.record import failures, files, manifest, rows, series, tcpkinds
-from lab.measure import clienthosts, jit, topologies
+from lab.measure import clienthosts, jit, neighbour, topologies
 from lab.analyse import answers, contract, levelrow, metrics
 from lab.host import logcap, procs
 from lab.measure.clients import Asks, Checks, Client, ClientError, Load, PerSecond
@@ -112,6 +112,8 @@ class ServerSweep:
         self.shared = ""
         # set by a paired run (lab.measure.pair) to stop this side's client now
         self.halt = threading.Event()
+        # NEIGHBOUR's processes beside this start (lab.measure.neighbour), while they run
+        self.neighbour: neighbour.Neighbour | None = None
 
     # ---- the manifest's record of this server -----------------------------
     def record(self) -> manifest.ServerRecord:
@@ -167,6 +169,8 @@ class ServerSweep:
         sp = self.launch(knob_value)
         try:
             workers = self.check(sp, knob_value)
+            self.beside(neighbour_of(self.params, len(level_values),
+                                     str(self.start_record["id"]), self.run))
             warm = self.warm_up(sp, level_values[-1])
             self.start_record.update(status="measuring", warmup=warm)
             self.save()
@@ -174,12 +178,36 @@ class ServerSweep:
             self.start_record["status"] = "complete"
             self.save()
         finally:
+            self.alone()
             self.stopped(sp)
             if logcap.capped(sp.log):
                 self.note(f"its log {sp.log.name} reached SERVER_LOG_MAX "
                           f"({self.params.server_log_max:,} bytes): what it wrote past that "
                           "was discarded (the log's last lines say how much)")
         progress(f"{self.tag} stopped")
+
+    def beside(self, hog: neighbour.Neighbour | None, say: bool = True) -> None:
+        """NEIGHBOUR: its processes run beside this start from now on (its
+        levels flagged neighbour), recorded in the start's `neighbour`."""
+        if hog is None:
+            return
+        self.neighbour = hog
+        self.start_record["neighbour"] = hog.plan.record()
+        self.save()
+        if say:
+            progress(f"{self.tag} neighbour: {hog.plan.said()}")
+
+    def alone(self) -> None:
+        """The neighbour stopped (killed and reaped), before the server; how it
+        ended, when it ended before the start did, said and recorded."""
+        hog, self.neighbour = self.neighbour, None
+        if hog is None:
+            return
+        why = hog.stop()
+        if why and "neighbour" in self.start_record:
+            self.start_record["neighbour"]["ended"] = why
+            self.note(f"the neighbour ended before the start did: {why}; a level measured "
+                      "after that is not flagged neighbour")
 
     def stopped(self, sp: ServerProcess) -> None:
         """Stop the start's server: its exit code, and what was left of it
@@ -529,6 +557,7 @@ class ServerSweep:
                             else f"{self.client.name}-{tag}.out") for i in range(len(shares))]
         files.make_dirs(self.out, self.run)     # still no link in its place (UnsafePath)
         assert sp.proc is not None
+        beside = self.neighbour is not None and self.neighbour.running()
         for attempt in (1, 2):
             busy0, steal0 = topo.cpu_times(p.server_cpus, p.client_cpus)
             # the kernel's, where the server's sockets are; not under PAIRED: both
@@ -611,7 +640,7 @@ class ServerSweep:
             sampler_gap_s=series.longest_gap(sampler.points),
             wrong_answers=wrong, accept_queue_max=queue.max,
             accept_queue_backlog=queue.backlog, accept_queue_samples=queue.samples,
-            accept_queue_full=queue.full, tcp=tcp)
+            accept_queue_full=queue.full, tcp=tcp, neighbour=beside)
 
     def write_series(self, tag: str, runs: list[ClientRun], points: list[series.Point],
                      queue: list[tuple[float, int]]) -> None:
@@ -666,6 +695,16 @@ class ServerSweep:
                                   cpu_pct, percentiles)
         if said:
             self.note(f"{tag}: {said}")
+
+
+def neighbour_of(params: Params, levels: int, seed: str, run: Path
+                 ) -> neighbour.Neighbour | None:
+    """NEIGHBOUR's processes started beside a start (None: NEIGHBOUR=0);
+    SweepError when they cannot be."""
+    try:
+        return neighbour.beside(params, levels, seed, run.name)
+    except neighbour.NeighbourError as e:
+        raise SweepError(str(e)) from None
 
 
 def jit_said(watch: jit.Watch | None) -> str:

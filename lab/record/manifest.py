@@ -77,6 +77,8 @@ class RunParams:
     warmup_max_s: int | None = None
     workers: int | None = None
     backlog: int | None = None
+    neighbour: int | None = None       # NEIGHBOUR: the lab's bursty processes per CPU (0:
+                                       # none; None: a run made before it, none either)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -90,7 +92,7 @@ class RunParams:
                    verdict_at=o.ints("verdict_at"), topology=ran, paired=kept("paired"),
                    warmup_auto=o.opt_flag("warmup_auto"), warmup_s=o.opt_int("warmup_s"),
                    warmup_max_s=o.opt_int("warmup_max_s"), workers=o.opt_int("workers"),
-                   backlog=o.opt_int("backlog"),
+                   backlog=o.opt_int("backlog"), neighbour=o.opt_int("neighbour"),
                    extra=o.rest(names(cls) | {"repeat_auto", "repeat_max"}))
 
     def to_json(self) -> dict[str, Any]:

@@ -307,6 +307,22 @@ def check_cpus(get: Callable[[str], str], topology: str, available: set[int]
     return server, client, warnings
 
 
+# the topologies whose server and clients run on this host's CPUs, where the
+# neighbour runs (lab.measure.neighbour)
+NEIGHBOURED = ("local", "netns", "docker")
+
+
+def check_neighbour(text: str, topology: str) -> int:
+    """NEIGHBOUR: the lab's bursty processes per CPU of the run (0: none),
+    which run on this host, beside a server and clients that run here."""
+    per_cpu = SETTINGS["NEIGHBOUR"].number(text)
+    if per_cpu and topology not in NEIGHBOURED:
+        raise ConfigError(f"NEIGHBOUR={text.strip()} runs its processes on this host's CPUs, "
+                          f"beside a server that runs here; this run's topology is {topology} "
+                          "(the server runs on another host): drop NEIGHBOUR")
+    return per_cpu
+
+
 def check_verdict_at(text: str, values: tuple[int, ...]) -> tuple[int, ...]:
     verdict_at = parse_list("VERDICT_AT", text, 10_000_000) if text.strip() else ()
     missing = sorted(set(verdict_at) - set(values))
@@ -422,6 +438,7 @@ def from_env(env: Mapping[str, str], known_servers: list[str],
         client_threads=(SETTINGS["CLIENT_THREADS"].number(threads_text) if threads_text
                         else len(client_cpus)),
         client_grace_s=parse_duration("CLIENT_GRACE", get("CLIENT_GRACE")),
+        neighbour=check_neighbour(get("NEIGHBOUR"), where.topology),
         connections=(SETTINGS["CONNECTIONS"].number(get("CONNECTIONS").strip())
                      if get("CONNECTIONS").strip() else 0),
         workers=SETTINGS["WORKERS"].number(workers_text) if workers_text else None,

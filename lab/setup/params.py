@@ -301,6 +301,13 @@ REGISTRY: tuple[Setting, ...] = (
             "from the server's Dockerfile)"),
     declare("MEM_LIMIT", "", "size",
             "the container's memory limit, e.g. 512m (empty: none)", "RUNTIME=docker"),
+    declare("NEIGHBOUR", "0", "per CPU",
+            "a noisy neighbour the lab makes (make bench, make noise), to see this host's "
+            "realized noise: that many "
+            "processes on each CPU of the run (SERVER_CPUS and CLIENT_CPUS), each busy and "
+            "idle by turns of 20 to 200 ms, beside each start from its verification to its "
+            "stop; its levels are flagged neighbour; 0: none",
+            "TOPOLOGY=local or netns, RUNTIME=docker", bounds=(0, 8)),
     # where the lab keeps and finds things: checked by `lab check`, not recorded in a run
     declare("LAB_CACHE", "", "folder",
             "toolchains, client builds and build logs (empty: .cache in the checkout)",
@@ -470,6 +477,7 @@ class Params:
     alpha: float = math.nan
     min_effect_pct: float = math.nan
     connections: int = 0            # CONNECTIONS (vegeta): the most kept open; 0: no cap
+    neighbour: int = 0              # NEIGHBOUR: the lab's bursty processes per CPU; 0: none
     warnings: tuple[str, ...] = field(default=())
 
     def to_json(self) -> dict[str, object]:
