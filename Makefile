@@ -32,7 +32,7 @@ help: ## this help
 	@$(LAB) exits                   # generated from lab/setup/exits.py (docs/settings.md too)
 
 bench: ## install what is missing, build, verify, sweep, plot (SERVER=...)
-	@$(call STEP,./run-benchmark.sh)
+	@$(call STEP,LAB_MAKE_PID=$$PPID ./run-benchmark.sh)
 
 calibrate: ## what each installed client drives against nginx here (CLIENTS=, CONCURRENCY=1 8 64, DURATION=5s)
 	@$(call STEP,$(LAB) calibrate)

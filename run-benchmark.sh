@@ -31,6 +31,19 @@ trap 'on_signal INT' INT
 trap 'on_signal TERM' TERM
 trap 'on_signal HUP' HUP
 
+# `kill <make's PID>` ends make alone: its recipe's shell and this script
+# would go on. Under `make bench` (LAB_MAKE_PID), make's end is passed on as
+# a SIGTERM to this script, which stops the run as for any other signal.
+watcher=""
+if [[ ${LAB_MAKE_PID:-} =~ ^[0-9]+$ ]]; then
+  me=$$
+  ( trap '' INT TERM HUP
+    while kill -0 "$LAB_MAKE_PID" 2>/dev/null && kill -0 "$me" 2>/dev/null; do sleep 1; done
+    kill -0 "$LAB_MAKE_PID" 2>/dev/null || kill -s TERM "$me" 2>/dev/null || true
+  ) </dev/null >/dev/null 2>&1 &
+  watcher=$!
+fi
+
 lab() {
   # once stopping, only the steps that close the run still run, and they
   # ignore further signals (LAB_CLOSING_STEP, lab/cli/common.py): a second
@@ -105,7 +118,10 @@ lab build "${servers[@]}"               # toolchains and builds, only what chang
 # hold; the servers never inherit it.
 exec {guard}> >(exec "$python" -S -m lab guard)
 tell_guard() { ( trap '' PIPE; echo "$*" >&"$guard" ) 2>/dev/null || true; }
-down() { lab down; tell_guard "done"; }
+down() {
+  lab down; tell_guard "done"
+  if [[ -n $watcher ]]; then kill "$watcher" 2>/dev/null || true; fi
+}
 trap down EXIT                          # the topology is undone whatever happens next
 lab up                                  # namespaces, links, ssh master, images (or nothing)
 run=$(lab new-run)                      # results/<run-id>/, never reused

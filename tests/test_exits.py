@@ -98,6 +98,62 @@ def test_make_bench_interrupted_in_its_step_ends_with_130(tmp_path: Path) -> Non
     assert procs.listeners(port) == []
 
 
+def make_pid(shell: int) -> int | None:
+    """The `make` process the bash `shell` started."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == shell and argv[0].endswith(b"make"):
+            return int(pid)
+    return None
+
+
+def test_kill_of_make_s_pid_stops_the_run(tmp_path: Path) -> None:
+    """`kill <make's PID>` (SIGTERM to make alone, as a user or a CI runner
+    sends it): make ends, and run-benchmark.sh, which would go on holding
+    its ports, gets it passed on: the run is marked interrupted, nothing
+    listens, and no step of the lab is left (issue 54)."""
+    port = free_port()
+    env = lab_env(tmp_path, SERVER="sturdy", CONCURRENCY="1 2 3 4 5 6 7 8 9 10",
+                  DURATION="2s", WARMUP="0", PORT=str(port))
+    proc = subprocess.Popen(["bash", "-c", 'make -s --no-print-directory bench; '
+                             'echo "make status: $?"'], cwd=ROOT, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True, preexec_fn=as_from_a_shell)
+    try:
+        started = False
+        deadline = time.monotonic() + 180
+        while not started and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()
+            runs = run_folders(tmp_path)
+            started = bool(runs) and (runs[0] / "results.csv").exists()
+            time.sleep(0.2)
+        assert started, "the sweep did not start in time"
+        pid = make_pid(proc.pid)
+        assert pid is not None
+        os.kill(pid, signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+        [run] = run_folders(tmp_path)
+        deadline = time.monotonic() + 60          # the script ends after make did
+        while step_pids(f"{run}") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        while '"status": "running"' in (run / "manifest.json").read_text() \
+                and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert '"status": "interrupted"' in (run / "manifest.json").read_text(), err[-2000:]
+    assert step_pids(f"{run}") == []
+    until_free = time.monotonic() + 30
+    while procs.listeners(port) and time.monotonic() < until_free:
+        time.sleep(0.2)
+    assert procs.listeners(port) == []
+
+
 def as_from_a_shell() -> None:
     """The stop signals as a user's shell hands them to make: default, not
     blocked. make keeps ignoring a SIGINT ignored when it started, and then

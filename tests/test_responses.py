@@ -192,3 +192,24 @@ def test_a_run_records_and_shows_what_each_server_sends(tmp_path: Path) -> None:
                         and r.anon_kb for r in rows)
     assert all(r.pss_kb <= r.rss_end_kb * 1.1 for r in rows if r.pss_kb)
     assert "## Where the memory goes" in summary and 'id="memory"' in page
+
+
+@pytest.mark.unit
+def test_a_server_whose_start_failed_is_not_called_an_old_run() -> None:
+    """PAIRED's second server could not take PORT+1: its start failed before
+    its check. This run records answers (the first server's is there), so the
+    table says the start never got that far, not "a run before the lab
+    recorded answers" (issue 54)."""
+    m = manifest.Manifest(run_id="r", status="incomplete", params=manifest.RunParams(
+        servers=["a", "b"], axis="concurrency", duration_s=1))
+    m.servers = {"a": manifest.ServerRecord("a", starts=[manifest.Start("rep1", 1, "complete",
+                                                                        response=AWS)]),
+                 "b": manifest.ServerRecord("b", starts=[manifest.Start("rep1", 1, "failed")])}
+    got = responses.answers(m)
+    assert got["b"].differs == ("not recorded: no start of this server got as far as its "
+                              "verification (What failed says why)",)
+    old = manifest.Manifest(run_id="o", status="complete", params=manifest.RunParams(
+        servers=["a"], axis="concurrency", duration_s=1))
+    old.servers = {"a": manifest.ServerRecord("a", starts=[manifest.Start("rep1", 1, "complete")])}
+    assert responses.answers(old)["a"].differs == \
+        ("not recorded (a run before the lab recorded answers)",)

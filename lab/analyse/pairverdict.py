@@ -136,12 +136,15 @@ def decided_at(adv: dict[int, float], k: int, alpha: float, delta_pct: float,
 
 def other_check(la: list[LevelStats], lb: list[LevelStats], used: dict[int, str], k: int,
                 alpha: float, delta_pct: float, sided: str) -> str:
-    """An "equivalent" on the deciding figures stands only where each
-    level's other figure (req/s beside CPU per request) is equivalent too,
-    at the same α (an intersection-union test: no α is split): "" where it
-    is (or no level measures it), else why not, with the figure that shows
-    a difference. Never a "better": α was spent on the deciding figures."""
-    other = {v: policy.other_figure(f) for v, f in used.items()}
+    """An "equivalent" on the deciding figures stands only where the other
+    figure that measures the servers is equivalent too, at the same α (an
+    intersection-union test: no α is split): "" where it is (or no level
+    measures it), else why not, with the figure that shows a difference.
+    Never a "better": α was spent on the deciding figures. Which levels
+    have such a figure: lab.analyse.policy.vetoing_figure."""
+    other = {v: o for v, f in used.items() if (o := policy.vetoing_figure(f))}
+    if not other:
+        return ""
     adv = advantages(la, lb, other)
     if len([r for r in adv if r <= k]) < 2:
         return ""
@@ -151,10 +154,10 @@ def other_check(la: list[LevelStats], lb: list[LevelStats], used: dict[int, str]
     what = " and ".join(sorted({WHAT[f] for f in other.values()}))
     shows = f"{d.estimate_pct:+.1f}% for A {decide.span(d.lo_pct, d.hi_pct)}"
     if d.outcome == decide.BETTER:
-        return (f"not equivalent: {what} shows a difference, {shows} (an equivalent needs "
-                "every figure inside ±δ)")
-    return (f"not equivalent: {what} is not shown inside ±{delta_pct:g}%, {shows} (an "
-            "equivalent needs every figure inside ±δ)")
+        return (f"{what} shows a difference: {shows} (an equivalent needs every figure "
+                "inside ±δ)")
+    return (f"{what} is not shown inside ±{delta_pct:g}%: {shows} (an equivalent needs "
+            "every figure inside ±δ)")
 
 
 def judged(name_a: str, la: list[LevelStats], name_b: str, lb: list[LevelStats],
@@ -192,7 +195,8 @@ def judged(name_a: str, la: list[LevelStats], name_b: str, lb: list[LevelStats],
         if j.kind == "equivalent":
             why = other_check(la, lb, used, k, looks.alpha(alpha, k), delta_pct, sided)
             if why:
-                j = replace(j, kind="undecided", text=f"{j.text}; {why}")
+                j = replace(j, kind="undecided", text=f"undecided: {what} alone {j.text}, "
+                            f"but {why}")
         if j.kind in ("better", "equivalent"):
             if looks.which(k):
                 j = replace(j, text=f"{j.text} ({looks.which(k)}: {k} pairs of up to "

@@ -93,10 +93,18 @@ def paired_figure(client_bound: bool, concurrency: int, gate: str = "") -> str:
     return CPU if client_bound or concurrency > 1 else RATE
 
 
-def other_figure(figure: str) -> str:
-    """The figure a level measures besides the one that decides it: an
-    "equivalent" needs both inside ±δ."""
-    return RATE if figure == CPU else CPU
+def vetoing_figure(figure: str) -> str:
+    """The figure that must be inside ±δ too where `figure` decides a level
+    and says "equivalent" ("": none):
+    - req/s decides (one request in flight a side): server CPU per request,
+      which sees a difference in cost that sharing a CPU compresses in req/s
+      (5% more CPU per request moved c=1 req/s by about 1.3%);
+    - CPU per request decides (more in flight, or a client the limit): none.
+      req/s there is how the scheduler split the shared CPU (or the client's
+      own figure), not the servers': an A/A of aws at c=4 spread it ±7%,
+      so it would keep every A/A undecided while telling nothing of the
+      servers; a cost that is no CPU (a sleep) shows at c=1 by req/s."""
+    return CPU if figure == RATE else ""
 
 
 # ---------------------------------------------------------------- α over a family

@@ -54,8 +54,14 @@ def unrecorded(m: Manifest, name: str) -> str:
     if m.extra.get("kind") == "cost":
         return ("not recorded: `make cost` runs each server under cachegrind and "
                 "does not verify its answer")
-    if not m.server(name).starts:
+    starts = m.server(name).starts
+    if not starts:
         return "not recorded: no start of this server was verified"
+    recorded = any(st.response is not None for rec in m.servers.values() for st in rec.starts)
+    if recorded or any(st.status in ("failed", "not loaded", "interrupted") for st in starts):
+        # this run records answers: this server's starts never reached the check
+        return ("not recorded: no start of this server got as far as its verification "
+                "(What failed says why)")
     return "not recorded (a run before the lab recorded answers)"
 
 

@@ -48,14 +48,31 @@ def load_params() -> tuple[Params, Discovered]:
     refuse_unusable(servers, os.environ.get("SERVER", "").split())
     params = from_env(os.environ, list(servers), axes(), traits=traits(servers),
                       topologies=topologies.selectable())
+    refuse_ceiling_pair(params, servers)
     return params, servers
+
+
+def refuse_ceiling_pair(params: Params, servers: Discovered) -> None:
+    """PAIRED compares its two servers, and a ceiling reference (nginx) is
+    never ranked: such a pair would end with no verdict (ConfigError: exit 2)."""
+    from lab.setup.servers import lookup
+    ceiling = [n for n in params.servers if lookup(servers, n).role == "ceiling"]
+    if params.paired and ceiling:
+        raise ConfigError(f"PAIRED={params.paired} ranks its two servers against each other, "
+                          f"and {', '.join(ceiling)} is the ceiling reference (role = "
+                          "\"ceiling\"), which is never ranked: the pair would get no verdict; "
+                          "pair two servers under test, or drop PAIRED to measure the ceiling "
+                          "beside them")
 
 
 def recorded_settings(params: Params) -> dict[str, str]:
     """The run's settings as its manifest and reproduce line keep them: those
     of a run (not where the lab keeps things), without the other loop's load."""
     skip = {"concurrency": {"RATE"}, "rate": {"CONCURRENCY"}}[params.load_axis]
-    return {k: os.environ.get(k, SETTINGS[k].default) for k in run_settings() if k not in skip}
+    out = {k: os.environ.get(k, SETTINGS[k].default) for k in run_settings() if k not in skip}
+    if params.repeat.auto:     # as checked: a paired run's own defaults (10 to 40 pairs)
+        out.update(REPEAT_MIN=str(params.repeat.least), REPEAT_MAX=str(params.repeat.most))
+    return out
 
 
 def client_for(params: Params, run: Path) -> tuple[Client, dict[str, str]]:

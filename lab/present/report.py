@@ -6,6 +6,8 @@ median, min, max) and results.json (lab.analyse.analysis.to_json). Every figure 
 from the run's Analysis (lab.analyse.analysis), computed from its schema."""
 from __future__ import annotations
 
+import re
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -220,7 +222,30 @@ def summary(rec: RunRecord, a: Analysis) -> str:
     if a.warnings:
         lines += ["", "## Warnings", "", *[f"- Warning: {w.text()}" for w in a.warnings]]
     lines += ["", f"Reproduce: {md_code(m.reproduce)}", ""]
-    return "\n".join(lines)
+    return "\n".join(prose_wrapped(lines))
+
+
+PROSE_WIDTH = 180        # summary.md's prose lines at most this long (tables and code kept)
+# a mark that would start a block (a table row, a list item, a heading, a quote)
+# if a line began with it: glued to the word before, so no wrapped line does
+BLOCK_MARK = re.compile(r" ([|#>*+-]|\d+[.)]) ")
+
+
+def prose_wrapped(lines: list[str]) -> list[str]:
+    """Each prose line of a summary over PROSE_WIDTH as several (Markdown
+    joins them again); tables, headings and the Reproduce command as they
+    are; a list item's later lines indented under it."""
+    out: list[str] = []
+    for line in lines:
+        if len(line) <= PROSE_WIDTH or line.startswith(("|", "#", "Reproduce:", "```")):
+            out.append(line)
+            continue
+        item = line.startswith("- ")
+        glued = BLOCK_MARK.sub(lambda m: f"\0{m.group(1)} ", line)
+        out += [part.replace("\0", " ") for part in textwrap.wrap(
+            glued, PROSE_WIDTH, subsequent_indent="  " * item, break_long_words=False,
+            break_on_hyphens=False)]
+    return out
 
 
 def write(run: Path) -> str:
