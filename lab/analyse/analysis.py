@@ -367,9 +367,7 @@ def analyse(rec: RunRecord) -> Analysis:
         s.open_loop for n in compared for s in stats[n]) else "requests/s")
     if paired_mode(m):
         basis = (f"start pairs {policy.PAIRED_WORDS.get(paired_mode(m), paired_mode(m))}: "
-                 "requests/s with one request in flight a side, server CPU per request with more "
-                 "(or where a client was the limit); an equivalent by req/s needs CPU per request "
-                 "inside ±δ too")
+                 "requests/s at one request in flight a side, else server CPU per request")
     note = "" if m.calibration is None else (why_calibration_differs(m, m.calibration) or "")
     notes = [x for levels in stats.values() if levels
              if (x := capacity_note(m, metrics.peak(levels)))]
