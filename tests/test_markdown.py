@@ -123,7 +123,7 @@ def test_only_the_markdown_module_writes_a_table_rule() -> None:
 
 
 def test_summary_prose_is_wrapped_but_tables_and_the_command_are_not() -> None:
-    """summary.md has no prose line over report.PROSE_WIDTH (issue 53: a 681-
+    """summary.md has no prose line over report.PROSE_MAX (issue 53: a 681-
     character note): a long line becomes several, which Markdown joins again;
     a wrapped line never starts a table row or a list item; tables, headings
     and the Reproduce command stay one line each."""
@@ -133,7 +133,7 @@ def test_summary_prose_is_wrapped_but_tables_and_the_command_are_not() -> None:
     row = "| " + " | ".join(["cell"] * 80) + " |"
     command = "Reproduce: `make bench " + " ".join(f"X{i}=1" for i in range(60)) + "`"
     got = report.prose_wrapped([long_plan, "", item, row, command])
-    assert max(len(x) for x in got if x not in (row, command)) <= report.PROSE_WIDTH
+    assert max(len(x) for x in got if x not in (row, command)) <= report.PROSE_MAX
     assert row in got and command in got
     assert " ".join(x.strip() for x in got[:got.index("")]) == long_plan
     assert not any(x.startswith(("|", "-", "#")) for x in got[1:got.index("")])

@@ -222,8 +222,9 @@ def sliced(rows: list[Row], burst: dict[tuple[str, int], int], slices: int = 5) 
 
 def test_a_burst_on_one_slice_of_one_side_cannot_swing_the_pair() -> None:
     """A/A at c=4, a burst on one of B's five slices in every pair: the
-    window's CPU per request says A is 20% cheaper in every pair; the median
-    of the slices' ratios, the pair's figure, does not move."""
+    window's CPU per request says A is 20% cheaper in every pair; the
+    Hodges-Lehmann estimate of the slices' ratios, the pair's figure, does
+    not move."""
     rows = pairs(10, 1.0, sd=0.002, value=4)
     hit = sliced(rows, {("b", rep): rep % 5 for rep in range(1, 11)})
     v = verdict(hit)
@@ -363,3 +364,5 @@ def test_a_paired_auto_run_records_the_plan_it_runs(monkeypatch: pytest.MonkeyPa
                      ["a", "b"], CLIENTS, available_cpus={0, 1})
     assert (said["REPEAT_MIN"], said["REPEAT_MAX"]) == ("10", "40")
     assert again.repeat == p.repeat
+    monkeypatch.setenv("PAIRED", "rmit ")        # make drops the first blank of " rmit "
+    assert recorded_settings(p)["PAIRED"] == "rmit"

@@ -201,7 +201,8 @@ def test_a_server_whose_start_failed_is_not_called_an_old_run() -> None:
     table says the start never got that far, not "a run before the lab
     recorded answers" (issue 54)."""
     m = manifest.Manifest(run_id="r", status="incomplete", params=manifest.RunParams(
-        servers=["a", "b"], axis="concurrency", duration_s=1))
+        servers=["a", "b"], axis="concurrency", duration_s=1),
+        client=manifest.ClientInfo(tool="wrk"))
     m.servers = {"a": manifest.ServerRecord("a", starts=[manifest.Start("rep1", 1, "complete",
                                                                         response=AWS)]),
                  "b": manifest.ServerRecord("b", starts=[manifest.Start("rep1", 1, "failed")])}
@@ -209,7 +210,8 @@ def test_a_server_whose_start_failed_is_not_called_an_old_run() -> None:
     assert got["b"].differs == ("not recorded: no start of this server got as far as its "
                               "verification (What failed says why)",)
     old = manifest.Manifest(run_id="o", status="complete", params=manifest.RunParams(
-        servers=["a"], axis="concurrency", duration_s=1))
+        servers=["a"], axis="concurrency", duration_s=1),
+        client=manifest.ClientInfo(tool="wrk"))
     old.servers = {"a": manifest.ServerRecord("a", starts=[manifest.Start("rep1", 1, "complete")])}
     assert responses.answers(old)["a"].differs == \
         ("not recorded (a run before the lab recorded answers)",)

@@ -69,7 +69,9 @@ def recorded_settings(params: Params) -> dict[str, str]:
     """The run's settings as its manifest and reproduce line keep them: those
     of a run (not where the lab keeps things), without the other loop's load."""
     skip = {"concurrency": {"RATE"}, "rate": {"CONCURRENCY"}}[params.load_axis]
-    out = {k: os.environ.get(k, SETTINGS[k].default) for k in run_settings() if k not in skip}
+    # as checked: a value's outer blanks (make keeps `PAIRED=" rmit "`'s last one) dropped
+    out = {k: os.environ.get(k, SETTINGS[k].default).strip() for k in run_settings()
+           if k not in skip}
     if params.repeat.auto:     # as checked: a paired run's own defaults (10 to 40 pairs)
         out.update(REPEAT_MIN=str(params.repeat.least), REPEAT_MAX=str(params.repeat.most))
     return out

@@ -38,7 +38,7 @@ from lab.setup.servers import Server
 T = TypeVar("T")
 SLICES = 5          # slices of each side a level (at most one a second of DURATION),
                     # DURATION split among them: the pair's figure at the level is
-                    # their median log ratio, which a burst on one slice cannot swing
+                    # the Hodges-Lehmann estimate of their log ratios (lab.analyse.pairverdict)
 
 
 @dataclass(frozen=True)

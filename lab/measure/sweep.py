@@ -31,6 +31,7 @@ from lab.setup.servers import Server, expand
 from lab.measure.verify import TIMEOUT_S, VerifyError, as_client, recheck, verify, wire
 
 WARMUP_WORKERS = 64            # an open-loop client's warm-up connections
+DIED_WAIT_S = 2.0              # a server seen gone: its exit status awaited at most this long
 CHECK_S = 1                    # the check slice after each level (clients.Checks), not recorded
 
 
@@ -662,6 +663,10 @@ class ServerSweep:
         exit status go into the start's record and the message."""
         assert sp.proc is not None
         code = sp.proc.poll()
+        deadline = time.monotonic() + DIED_WAIT_S     # its end seen before its status
+        while code is None and time.monotonic() < deadline:    # was collected: await it
+            time.sleep(0.05)
+            code = sp.proc.poll()
         at = (f"the warm-up at {fmt_value(self.params.load_axis, load.concurrency or load.rate)}"
               if "warmup" in tag else fmt_value(self.params.load_axis,
                                                 load.concurrency or load.rate))

@@ -225,19 +225,20 @@ def summary(rec: RunRecord, a: Analysis) -> str:
     return "\n".join(prose_wrapped(lines))
 
 
-PROSE_WIDTH = 180        # summary.md's prose lines at most this long (tables and code kept)
+PROSE_MAX = 200          # summary.md's prose lines at most this long (tables and code kept):
+PROSE_WIDTH = 180        # a longer one wrapped to this width
 # a mark that would start a block (a table row, a list item, a heading, a quote)
 # if a line began with it: glued to the word before, so no wrapped line does
 BLOCK_MARK = re.compile(r" ([|#>*+-]|\d+[.)]) ")
 
 
 def prose_wrapped(lines: list[str]) -> list[str]:
-    """Each prose line of a summary over PROSE_WIDTH as several (Markdown
+    """Each prose line of a summary over PROSE_MAX as several (Markdown
     joins them again); tables, headings and the Reproduce command as they
     are; a list item's later lines indented under it."""
     out: list[str] = []
     for line in lines:
-        if len(line) <= PROSE_WIDTH or line.startswith(("|", "#", "Reproduce:", "```")):
+        if len(line) <= PROSE_MAX or line.startswith(("|", "#", "Reproduce:", "```")):
             out.append(line)
             continue
         item = line.startswith("- ")
