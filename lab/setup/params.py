@@ -212,9 +212,11 @@ REGISTRY: tuple[Setting, ...] = (
             bounds=(1, 100)),
     declare("REPEAT_MIN", "5", "",
             "REPEAT=auto: the starts every server gets first (5: the fewest on which the exact "
-            "test can decide at 1%)", "REPEAT=auto", bounds=(2, 100)),
+            "test can decide at 1%; under PAIRED 10 start pairs, the first look)", "REPEAT=auto",
+            bounds=(2, 100)),
     declare("REPEAT_MAX", "10", "",
-            "REPEAT=auto: the most starts a server gets", "REPEAT=auto", bounds=(2, 100)),
+            "REPEAT=auto: the most starts a server gets (under PAIRED 40 start pairs: the "
+            "budget, the last look)", "REPEAT=auto", bounds=(2, 100)),
     declare("PAIRED", "", "duet or rmit",
             "empty: one server at a time (repetitions interleaved); duet: the two servers "
             "started together as a start pair, each loaded by its own client at the same moment "
