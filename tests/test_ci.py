@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import nativeserver
 from conftest import GRACE, ROOT, accepted_exit_3, free_port, lab_env
 from lab.measure import deps
 from lab.measure.clients import clients
@@ -324,3 +325,81 @@ def test_the_ci_commands_pass_the_same_code_and_fail_a_slowed_variant(tmp_path: 
     # a merge request that slows every request down (5 ms -> 12 ms): exit 1
     (server / "delay_ms").write_text("12\n")
     verdict(job(tmp_path, "pr-slow", folder, baseline, port, COMMANDS), 1, tmp_path / "pr-slow")
+
+
+# docs/ci.md's instruction gate for a user's native server (issue 54): its
+# run command is the binary itself, no wrapper script; its base's variant
+# runs the main branch's build.
+NATIVE_TOML = """\
+name = "myserver"
+language = "C"
+framework = "poll()"
+version = "1.0"
+summary = "a native server (tests/nativeserver.py), run as its binary"
+
+[run]
+command = ["../../build/myserver"]
+ready_timeout = 30
+
+[workers]
+fixed = true
+
+[variants.base]
+summary = "the main branch's build, for the instruction gate"
+[variants.base.run]
+command = ["../../base/build/myserver"]
+"""
+
+
+def instruction_gate() -> tuple[str, list[str]]:
+    """The doc's section on the instruction gate, and its lab commands."""
+    text = DOC.read_text()
+    section = text.split("## The noise-free CPU gate: instructions per request\n", 1)[1]
+    section = section.split("\n## ", 1)[0]
+    [shell] = [b for b in blocks("sh") if "make cost" in b]
+    assert shell in section
+    return section, [line for line in shell.splitlines() if line.startswith("make ")]
+
+
+@pytest.mark.unit
+def test_the_instruction_gate_says_what_it_counts_and_what_it_leaves_out() -> None:
+    """User space only, the kernel's share where to find it, how a native
+    server is wrapped, how the two runs' servers are matched; and no claim
+    that a threshold holds on any runner."""
+    section, commands = instruction_gate()
+    assert [c.split()[:2] for c in commands] == [["make", "cost"]] * 2 + [["make", "compare"]]
+    assert "SERVER=myserver.base" in commands[0] and "GATE=instructions" in commands[2]
+    for words in ("user space", "TCP", "kernel's share", "plain starts", 'wrap = "lab"',
+                  "LAB_WRAPPER", "A's `myserver.base` against B's `myserver`",
+                  "results.md"):
+        assert words in section, words
+    assert "any runner" not in DOC.read_text()
+
+
+def test_the_instruction_gate_commands_gate_a_native_server_against_its_base(
+        tmp_path: Path) -> None:
+    """The doc's three commands as a job runs them, on a native server
+    defined only here whose run command is its binary: both builds counted
+    with no wrapper script, then compared, A's myserver.base against B's
+    myserver: the same code passes at MIN_EFFECT=1% (a count that is the
+    same in every start at c=1)."""
+    repo = tmp_path / "my-server-repo"
+    server = repo / "lab-server" / "myserver"
+    server.mkdir(parents=True)
+    (server / "server.toml").write_text(NATIVE_TOML)
+    nativeserver.build(repo / "build" / "myserver")
+    nativeserver.build(repo / "base" / "build" / "myserver")      # the main branch's
+    _, commands = instruction_gate()
+    env = lab_env(tmp_path, LAB_SERVER_PATH=str(repo / "lab-server"),
+                  RESULTS=str(tmp_path / "results"), PORT=str(free_port()),
+                  COST_LEVELS="1", COST_REQUESTS="1000 3000")
+    done = []
+    for command in commands:
+        done.append(subprocess.run(["bash", "-c", command], cwd=ROOT, env=env,
+                                   capture_output=True, text=True, timeout=1800))
+        assert recipe_code(done[-1]) == 0, (command, done[-1].stderr[-3000:])
+    for run in done[:2]:
+        assert "valgrind put before its executable by the lab" in run.stderr
+    compared = done[2].stderr
+    assert "A's myserver.base against B's myserver" in compared
+    assert "gate: pass (exit 0)" in compared and "user space only" in done[2].stdout

@@ -8,12 +8,16 @@ import json
 import os
 import shutil
 import statistics
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from conftest import bench, free_port, lab, lab_env, leftovers, run_folders
+import nativeserver
+from conftest import ROOT, bench, free_port, lab, lab_env, leftovers, run_folders
 from lab.analyse import costview, profileview
+from lab.measure.launch import Knobs, ServerProcess, wrapped_by
+from lab.setup.servers import Command, ManifestError, discover, load_all
 from lab.record import costs, profiles
 from lab.record.manifest import read_manifest
 from lab.analyse.metrics import spread
@@ -216,3 +220,147 @@ def test_profile_checks_the_jvm_profiler_before_starting_anything(
     assert profile.main([str(tmp_path)]) == 2
     assert "the JVM profiler is not available: mvn could not fetch" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []                  # nothing written, no lock taken
+
+
+# A user's native server (tests/nativeserver.py) and three ways to run it:
+# the binary itself, and a script that ignores LAB_WRAPPER, run as it is
+# and with wrap = "lab", and one that honours it.
+NATIVE_TOML = """\
+name = "native"
+language = "C"
+framework = "poll()"
+version = "1.0"
+summary = "a user's native server, built by the test (tests/nativeserver.py)"
+
+[run]
+command = ["build/native"]
+ready_timeout = 30
+
+[workers]
+fixed = true
+
+[variants.ignoring]
+summary = "a script that runs it and ignores LAB_WRAPPER"
+[variants.ignoring.run]
+command = ["./ignoring.sh"]
+
+[variants.forced]
+summary = "the same script, which the lab wraps"
+[variants.forced.run]
+command = ["./ignoring.sh"]
+wrap = "lab"
+
+[variants.honouring]
+summary = "a script that puts LAB_WRAPPER before it"
+[variants.honouring.run]
+command = ["./honouring.sh"]
+"""
+SCRIPTS = {
+    "ignoring.sh": "#!/bin/sh\nexec build/native\n",
+    "honouring.sh": '#!/bin/bash\nwrap=()\nread -r -a wrap <<< "${LAB_WRAPPER:-}"\n'
+                    'exec "${wrap[@]}" build/native\n',
+}
+
+
+def native_server(top: Path, binary: Path | None = None) -> Path:
+    """The manifest above in top/native, its scripts, and its executable:
+    `binary` copied (any ELF file), or the C server compiled."""
+    folder = top / "native"
+    (folder / "build").mkdir(parents=True)
+    (folder / "server.toml").write_text(NATIVE_TOML)
+    for name, text in SCRIPTS.items():
+        (folder / name).write_text(text)
+        (folder / name).chmod(0o755)
+    if binary is None:
+        nativeserver.build(folder / "build" / "native")
+    else:
+        shutil.copy(binary, folder / "build" / "native")
+    return folder
+
+
+WORDS = ["valgrind", "--tool=cachegrind"]
+
+
+def test_the_lab_wraps_a_native_binary_and_a_script_wraps_itself(tmp_path: Path) -> None:
+    """Who puts valgrind before the server's executable (issue 54): the lab,
+    before the whole command, where its executable is an ELF binary (LAB_WRAPPER
+    then empty: nothing wraps twice); the script where it is a script
+    (LAB_WRAPPER); the manifest's [run] wrap where it says."""
+    elf = Path(os.path.realpath(shutil.which("true") or "/bin/true"))
+    folder = native_server(tmp_path, elf)
+    servers = {s.name: s for s in load_all(folder / "server.toml")}
+    out = tmp_path / "out"
+
+    def wrapped(name: str) -> ServerProcess:
+        sp = ServerProcess(servers[name], ROOT, tmp_path, "run", Knobs(8080, None, 512,
+                                                                      "127.0.0.1"),
+                           (0,), tmp_path / "log")
+        sp.wrap(WORDS, out)
+        return sp
+    native = wrapped("native")
+    assert native.command == WORDS + ["build/native"]
+    assert native.argv.index("valgrind") < native.argv.index("build/native")   # pinned too
+    assert native.env["LAB_WRAPPER"] == "" and native.env["LAB_WRAP_OUT"] == str(out)
+    for name in ("native.ignoring", "native.honouring"):
+        script = wrapped(name)
+        assert script.command == list(servers[name].run.argv)
+        assert script.env["LAB_WRAPPER"] == "valgrind --tool=cachegrind"
+    assert wrapped("native.forced").command == WORDS + ["./ignoring.sh"]
+    # a word found on PATH is judged by the file found; none found: the command's
+    plain = servers["native"]
+    on_path = replace(plain, run=Command(("true",), folder))
+    assert wrapped_by(on_path, ["true"], {"PATH": str(elf.parent)}) == "lab"
+    assert wrapped_by(on_path, ["true"], {"PATH": str(tmp_path / "nowhere")}) == "command"
+    assert wrapped_by(replace(plain, wrap="command"), ["build/native"], {}) == "command"
+
+
+def test_the_labs_own_native_servers_still_wrap_themselves() -> None:
+    """nginx's run.sh and the Ada servers' toolchain.sh put LAB_WRAPPER before
+    the executable themselves (the Ada root's own valgrind, in the root)."""
+    native = [s for s in discover(ROOT).values() if s.language not in costview.JIT_LANGUAGES]
+    assert {s.name for s in native} >= {"nginx", "aws", "ada-mini"}
+    for s in native:
+        sp = ServerProcess(s, ROOT, ROOT / ".cache", "run", Knobs(8080, None, 512, "127.0.0.1"),
+                           (0,), Path("/dev/null"))
+        assert wrapped_by(s, sp.command, sp.env) == "command", s.name
+
+
+@pytest.mark.parametrize("value", ['"valgrind"', "true", '["lab"]'])
+def test_a_wrap_other_than_lab_or_command_is_refused(tmp_path: Path, value: str) -> None:
+    path = tmp_path / "native" / "server.toml"
+    path.parent.mkdir()
+    path.write_text(NATIVE_TOML.replace('wrap = "lab"', f"wrap = {value}"))
+    with pytest.raises(ManifestError, match=r'\[run\] wrap must be "lab" .* or "command"'):
+        load_all(path)
+
+
+@pytest.mark.fault
+def test_make_cost_counts_a_native_binary_without_a_wrapper_script(tmp_path: Path) -> None:
+    """A user's server whose run command is its binary is counted as it is;
+    a script that ignores LAB_WRAPPER still gets the error that says so (and
+    what to do), and is counted once its manifest says wrap = "lab"; a
+    script that honours LAB_WRAPPER is counted as before. The same code,
+    counted three ways, counts the same instructions a request."""
+    native_server(tmp_path / "mine")
+    env = lab_env(tmp_path, PORT=str(free_port()), LAB_SERVER_PATH=str(tmp_path / "mine"),
+                  SERVER="native native.ignoring native.forced native.honouring", **SMALL)
+    out = lab(env, "cost", timeout=900)
+    assert out.returncode == 1, out.stderr[-3000:]          # one server failed
+    assert "Traceback" not in out.stderr
+    [run] = run_folders(tmp_path)
+    found = json.loads((run / costs.COST).read_text())["servers"]
+    error = found["native.ignoring"]["error"]
+    assert "does not put LAB_WRAPPER before its executable" in error, error
+    assert 'wrap = "lab"' in error
+    counted = {}
+    for name, how in (("native", "lab"), ("native.forced", "lab"),
+                      ("native.honouring", "command")):
+        entry = found[name]
+        assert not entry.get("error") and entry["wrapped"] == how, (name, entry)
+        [rep] = entry["reps"]
+        counted[name] = rep["per_request"]
+    assert "[native] valgrind put before its executable by the lab" in out.stderr
+    assert all(100 < x < 100_000 for x in counted.values()), counted
+    # the scripts' own start-up is in both starts of a level: it cancels
+    assert max(counted.values()) / min(counted.values()) < 1.02, counted
+    assert leftovers(run) == []

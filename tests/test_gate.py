@@ -6,6 +6,7 @@ and MIN_EFFECT; the A/A floor of `make noise` used and named. On
 constructed runs (no load)."""
 from __future__ import annotations
 
+import html
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -293,16 +294,20 @@ def test_min_effect_reads_percent_or_plain_number(tmp_path: Path) -> None:
     assert "MIN_EFFECT=1%" in done.stdout
 
 
-def cost_run(root: Path, name: str, per_request: list[float]) -> Path:
-    """A make cost run: a manifest and cost.json, no results.csv."""
+def cost_run(root: Path, name: str, per_request: list[float], server: str = "paced",
+             native: dict[str, float] | None = None, also: tuple[str, ...] = ()) -> Path:
+    """A make cost run: a manifest and cost.json, no results.csv; `native`:
+    each repetition's plain start (user_us_per_req, sys_us_per_req); `also`:
+    more servers counted the same."""
     run = root / name
     run.mkdir(parents=True)
     (run / "manifest.json").write_text(json.dumps({**manifest(), "run_id": name}))
-    reps = [{"rep": i + 1, "level": 1, "per_request": x, "native": {}}
+    reps = [{"rep": i + 1, "level": 1, "per_request": x, "native": native or {}}
             for i, x in enumerate(per_request)]
     (run / "cost.json").write_text(json.dumps({
         "tool": "cachegrind", "wrapper": "none", "levels": [1], "requests": [2000, 6000],
-        "repeat": len(per_request), "servers": {"paced": {"applicable": True, "reps": reps}}}))
+        "repeat": len(per_request),
+        "servers": {n: {"applicable": True, "reps": reps} for n in (server, *also)}}))
     return run
 
 
@@ -381,3 +386,70 @@ def test_a_level_never_judged_is_judged_neither_at_the_level_nor_across(
     checks = gate_of(tmp_path / "out")["checks"]
     assert isinstance(checks, list)
     assert {c["outcome"] for c in checks} <= {"not-clean", "not-applicable"}, checks
+
+
+INSTRUCTIONS = GateSettings(metrics=("instructions",))
+SAME = [10000, 10010, 10020, 10005, 10015]
+
+
+def test_a_base_and_its_change_counted_in_two_cost_runs_are_gated_against_each_other(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/ci.md's instruction gate: `make cost SERVER=myserver.base`, then
+    `SERVER=myserver`: each run counted one server, under another name; the
+    gate compares the two, as a paired run's gate does, and says so (issue 54)."""
+    base = cost_run(tmp_path, "ca", SAME, server="myserver.base")
+    same = cost_run(tmp_path, "cb", [10005, 10000, 10015, 10002.5, 10007.5], server="myserver")
+    more = cost_run(tmp_path, "cc", [12000, 12010, 12020, 12005, 12015], server="myserver")
+    assert compare.main(base, same, False, tmp_path / "o1", INSTRUCTIONS) == Exit.OK
+    err = capsys.readouterr().err
+    said = "A's myserver.base against B's myserver"
+    assert said in err and "each cost run counted one server" in err
+    assert err.splitlines()[-1].endswith(f"; {said})")   # the gate's last line names them
+    gate = gate_of(tmp_path / "o1")
+    [check] = gate["checks"]                              # type: ignore[misc]
+    assert (check["server"], check["outcome"]) == ("myserver", "pass")
+    assert check["text"].startswith(said)
+    assert said in gate["matched"]                        # type: ignore[operator]
+    [folder] = (tmp_path / "o1").glob("compare-*")
+    assert said in (folder / "compare.md").read_text()
+    assert said in html.unescape((folder / "compare.html").read_text())
+    assert compare.main(base, more, False, tmp_path / "o2", INSTRUCTIONS) == Exit.FAILED
+    [check] = gate_of(tmp_path / "o2")["checks"]          # type: ignore[misc]
+    assert (check["server"], check["outcome"]) == ("myserver", "regression")
+
+
+def test_cost_runs_of_other_servers_are_matched_only_one_against_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Names in common are matched by name; a run of two servers against a
+    run of one of another name compares nothing (exit 3), and the error says
+    how servers are matched; the default GATE never matches other names."""
+    two = cost_run(tmp_path, "ca", SAME, server="myserver.base", also=("other",))
+    one = cost_run(tmp_path, "cb", SAME, server="myserver")
+    assert compare.main(two, one, False, tmp_path / "o1", INSTRUCTIONS) == Exit.NOT_COMPARABLE
+    err = capsys.readouterr().err
+    assert "nothing to compare" in err and "A counted myserver.base, other, B myserver" in err
+    assert "where each counted one server, those two" in err
+    base = cost_run(tmp_path, "cc", SAME, server="myserver.base")
+    assert compare.main(base, one, False, tmp_path / "o2", CLEAN) == Exit.NOT_COMPARABLE
+    assert "instructions per request are gated with GATE=instructions" in capsys.readouterr().err
+    both = cost_run(tmp_path, "cd", SAME, server="myserver", also=("other",))
+    assert compare.main(both, one, False, tmp_path / "o3", INSTRUCTIONS) == Exit.OK
+    [check] = gate_of(tmp_path / "o3")["checks"]          # type: ignore[misc]
+    assert check["server"] == "myserver" and not gate_of(tmp_path / "o3")["matched"]
+
+
+def test_the_instruction_gate_says_what_the_count_leaves_out(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Instructions are user space only: each check says how much of A's and
+    B's CPU the kernel took in the cost runs' plain starts (/proc), so an
+    instruction change larger than the CPU's is read as it should be."""
+    a = cost_run(tmp_path, "ca", SAME, native={"user_us_per_req": 4.0, "sys_us_per_req": 6.0})
+    b = cost_run(tmp_path, "cb", [11200, 11210, 11220, 11205, 11215],
+                 native={"user_us_per_req": 4.5, "sys_us_per_req": 6.0})
+    assert compare.main(a, b, False, tmp_path / "out", INSTRUCTIONS) == Exit.FAILED
+    [check] = gate_of(tmp_path / "out")["checks"]         # type: ignore[misc]
+    text = check["text"]
+    assert "user space only" in text and "TCP, syscalls" in text
+    assert "it took 60% of A's CPU and 57% of B's in their plain starts" in text
+    assert "A 4.0 + 6.0, B 4.5 + 6.0" in text
+    assert "it took 60% of A's CPU" in capsys.readouterr().err     # the why: line

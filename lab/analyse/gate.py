@@ -92,6 +92,8 @@ class Gate:
     alpha: float = policy.ALPHA     # ALPHA: the family's false-alarm rate
     alpha_each: float = policy.ALPHA   # each check's: ALPHA over the family (Bonferroni)
     detail: str = ""                # the arithmetic behind the reason (each check's text)
+    matched: str = ""               # two servers of other names gated against each other
+                                    # (matched_costs), said; "" when names matched
 
 
 def headline(outcome: str, j: verdicts.Judgement | None, worse: float | None,
@@ -279,6 +281,45 @@ def cost_levels(c: costview.CostAnalysis | None) -> dict[tuple[str, int], costvi
             for x in s.levels}
 
 
+CostLevels = dict[tuple[str, int], costview.LevelCost]
+
+
+def matched_costs(ca: CostLevels, cb: CostLevels) -> tuple[str, str] | None:
+    """(A's server, B's) when two cost runs counted one server each, under
+    other names, as a base's build and the change's are (`myserver.base`
+    and `myserver`: docs/ci.md): the gate compares those two, as a paired
+    run's gate compares its two servers; None when a name is in both runs
+    (matched by name) or a run counted more than one server or none."""
+    names_a = {n for n, _ in ca}
+    names_b = {n for n, _ in cb}
+    if len(names_a) != 1 or len(names_b) != 1 or names_a == names_b:
+        return None
+    return next(iter(names_a)), next(iter(names_b))
+
+
+def kernel_share(x: costview.LevelCost) -> float | None:
+    """The kernel's % of a server's CPU in its plain starts (/proc's user and
+    kernel time, no valgrind; noisy), None when not recorded."""
+    if x.user_us is None or x.sys_us is None:
+        return None
+    total = x.user_us.median + x.sys_us.median
+    return 100 * x.sys_us.median / total if total > 0 else None
+
+
+def kernel_note(x: costview.LevelCost, y: costview.LevelCost) -> str:
+    """What an instruction count leaves out, from the cost runs' own plain
+    starts: the kernel's share of A's and B's CPU; "" when not recorded."""
+    ka, kb = kernel_share(x), kernel_share(y)
+    if ka is None or kb is None or x.user_us is None or x.sys_us is None \
+            or y.user_us is None or y.sys_us is None:
+        return ""
+    return (f"; user space only: the kernel's work for the server (TCP, syscalls) is not "
+            f"counted, and it took {ka:.0f}% of A's CPU and {kb:.0f}% of B's in "
+            f"their plain starts (user + kernel µs a request, noisy: A "
+            f"{x.user_us.median:.1f} + {x.sys_us.median:.1f}, B {y.user_us.median:.1f} + "
+            f"{y.sys_us.median:.1f}; docs/cost-and-profiles.md)")
+
+
 def threshold_for(floor: floors.Floor | None, min_effect: float) -> dict[str, float]:
     """Per metric: MIN_EFFECT, or the A/A floor when it is larger."""
     got = floor.floors_pct if floor is not None else {}
@@ -296,6 +337,15 @@ def of(sa: Stats, sb: Stats, costs: tuple[costview.CostAnalysis | None,
     checks: list[GateCheck] = []
     used: dict[str, str] = {}
     ca, cb = cost_levels(costs[0]), cost_levels(costs[1])
+    pair = matched_costs(ca, cb) if "instructions" in wanted else None
+    matched = ""
+    as_a: dict[str, str] = {}           # B's name -> A's, of the matched pair
+    if pair is not None:
+        as_a = {pair[1]: pair[0]}
+        ca = {(pair[1], lv): x for (_, lv), x in ca.items()}
+        matched = (f"instructions: A's {pair[0]} against B's {pair[1]}: each cost run "
+                   "counted one server, under another name (a base's build and the "
+                   "change's), so the two are compared")
     servers = [n for n in sa if n in sb] + [n for (n, lv) in ca if (n, lv) in cb
                                             and n not in sa]
     # two families, each at half of ALPHA: the checks across the levels (one a
@@ -303,7 +353,7 @@ def of(sa: Stats, sb: Stats, costs: tuple[costview.CostAnalysis | None,
     across = across_checks(sa, sb, wanted, ms, settings, cache)
     each = policy.family_alpha(settings.alpha / 2, family_size(sa, sb, ca, cb, wanted, ms))
     for name in dict.fromkeys(servers):
-        if any(m.role(name) == "ceiling" for m in ms):
+        if ms[0].role(as_a.get(name, name)) == "ceiling" or ms[1].role(name) == "ceiling":
             in_b = {s.value for s in sb.get(name, [])}
             checks += [GateCheck(name, s.value, metric, NOT_APPLICABLE, None, None, None,
                                  "the ceiling reference is not gated: it measures the host and "
@@ -324,13 +374,18 @@ def of(sa: Stats, sb: Stats, costs: tuple[costview.CostAnalysis | None,
             for (n, level), x in sorted(ca.items()):
                 y = cb.get((n, level))
                 if n == name and y is not None:
-                    checks.append(check(name, level, "instructions", x.per_request.values,
-                                        y.per_request.values, thresholds["instructions"],
-                                        short, each))
+                    via = f"A's {as_a[name]} against B's {name}: " if name in as_a else ""
+                    c = check(name, level, "instructions", x.per_request.values,
+                              y.per_request.values, thresholds["instructions"], short, each,
+                              via=via)
+                    checks.append(replace(c, text=c.text + kernel_note(x, y)))
     checks = across + checks
     code, reason, detail = outcome_of(checks, wanted)
+    if pair is not None and checks:
+        names = f"A's {pair[0]} against B's {pair[1]}"
+        reason = f"{reason[:-1]}; {names})" if reason.endswith(")") else f"{reason} ({names})"
     return Gate(int(code), OUTCOMES[code], wanted, min_effect, used, checks, reason,
-                settings.alpha, each, detail)
+                settings.alpha, each, detail, matched if checks else "")
 
 
 def outcome_of(checks: list[GateCheck], wanted: tuple[str, ...]) -> tuple[Exit, str, str]:

@@ -57,6 +57,42 @@ def lab_env(root: Path, cache: Path, run_id: str, knobs: Knobs,
     return env
 
 
+ELF = b"\x7fELF"                 # the first bytes of a native binary (Linux)
+
+
+def executable(word: str, cwd: Path, path: str) -> Path | None:
+    """The file a command's first word runs: relative to `cwd` (the run
+    command's dir) when it holds a slash, else found on `path` (the start's
+    PATH); None when there is none."""
+    if "/" in word:
+        found = cwd / word
+        return found if found.is_file() else None
+    which = shutil.which(word, path=path)
+    return Path(which) if which else None
+
+
+def native_binary(file: Path) -> bool:
+    """Whether a file is a native executable (ELF), not a script (#!)."""
+    try:
+        with file.open("rb") as f:
+            return f.read(len(ELF)) == ELF
+    except OSError:
+        return False
+
+
+def wrapped_by(server: Server, command: list[str], env: dict[str, str]) -> str:
+    """Who puts a tool's words (make cost's valgrind) before the server's
+    executable: the manifest's `[run] wrap` when given; else "lab" when the
+    run command's executable is a native binary (the lab puts them before
+    the whole command), "command" when it is a script, which puts
+    LAB_WRAPPER before the executable it runs itself (servers/nginx/run.sh,
+    servers/ada/toolchain.sh)."""
+    if server.wrap is not None:
+        return server.wrap
+    exe = executable(command[0], server.run.dir, env.get("PATH", os.defpath))
+    return "lab" if exe is not None and native_binary(exe) else "command"
+
+
 RAN_WITH = re.compile(r"^lab-workers: ([0-9]+)(?: \((.*)\))?\s*$", re.M)
 
 
@@ -113,6 +149,22 @@ class ServerProcess:
         if self.proc is None:
             raise RuntimeError("not started")
         return self.proc.pid
+
+    def wrap(self, words: list[str], out: Path) -> str:
+        """Run this start under a tool (make cost: valgrind's words), its
+        files into `out` (LAB_WRAP_OUT); before start(). Who puts the words
+        before the executable (wrapped_by): "lab", before the whole command
+        (LAB_WRAPPER is then empty, so a script it runs does not wrap
+        again), or "command", its own script (LAB_WRAPPER)."""
+        how = wrapped_by(self.server, self.command, self.env)
+        self.env["LAB_WRAP_OUT"] = str(out)
+        if how == "lab":
+            self.command = list(words) + self.command
+            self.argv = procs.pinned(self.command, self.cpus)
+            self.env["LAB_WRAPPER"] = ""
+        else:
+            self.env["LAB_WRAPPER"] = " ".join(words)
+        return how
 
     def start(self) -> Started:
         self.where.check_port_free(self.knobs.port, self.knobs.bind)

@@ -125,6 +125,7 @@ def gate_lines(g: Gate) -> list[str]:
              f"Bonferroni). {g.reason}.",
              ""]
     lines += [f"- noise floor for {name}: {note}" for name, note in g.floors.items()]
+    lines += [f"- {g.matched}"] if g.matched else []
     lines += [""] + Table(
         comparepage.GATE_HEAD,
         [[c.server, c.where(), c.metric, c.outcome,
@@ -231,7 +232,8 @@ def page(ids: tuple[str, str], ms: tuple[Manifest, Manifest], rows: list[Compari
             notes=[f"GATE={' '.join(g.metrics)}, MIN_EFFECT={g.min_effect_pct:g}% (δ), "
                    f"ALPHA={100 * g.alpha:g}% (half across the levels, half at each level: "
                    f"{100 * g.alpha_each:.2g}% a level check)"]
-            + [f"noise floor for {n}: {t}" for n, t in g.floors.items()],
+            + [f"noise floor for {n}: {t}" for n, t in g.floors.items()]
+            + ([g.matched] if g.matched else []),
             rows=[comparepage.GateRow(
                 c.server, c.where(), c.metric, c.outcome, GATE_CLASS.get(c.outcome, ""),
                 against_a(c.worse_pct),
@@ -277,7 +279,8 @@ def main(a: Path, b: Path, force: bool, out_root: Path,
     g = gate.of(sa, sb, (ca, cb), ms, settings)
     if not any(c.kind != "missing" for c in rows) and not g.checks:
         print(f"error: {ids[0]} and {ids[1]} have no server measured at the same level in "
-              "both: nothing to compare (no folder made)", file=sys.stderr)
+              f"both: nothing to compare (no folder made){cost_hint(ca, cb, settings)}",
+              file=sys.stderr)
         return int(Exit.NOT_COMPARABLE)
     out = folder.new_folder(out_root, f"compare-{ids[0]}-vs-{ids[1]}")
     try:
@@ -298,12 +301,27 @@ def main(a: Path, b: Path, force: bool, out_root: Path,
     shown(text, out, out_root)
     for name, note in g.floors.items():
         print(f"noise floor for {name}: {note}", file=sys.stderr)
+    if g.matched:
+        print(g.matched, file=sys.stderr)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
     last_line(g)
     if problem and g.code == Exit.OK:
         return int(Exit.FAILED)
     return g.code
+
+
+def cost_hint(ca: diff.Costs, cb: diff.Costs, settings: GateSettings) -> str:
+    """Where both runs are cost runs: how the gate matches their servers."""
+    if ca is None or cb is None:
+        return ""
+    names = [", ".join(s.server for s in c.servers if s.applicable and not s.error) or "none"
+             for c in (ca, cb)]
+    how = ("" if "instructions" in settings.metrics else
+           "; instructions per request are gated with GATE=instructions")
+    return (f". Two cost runs (A counted {names[0]}, B {names[1]}) are compared server by "
+            "server by name, or, where each counted one server, those two (a base's build "
+            f"against the change's: docs/ci.md){how}")
 
 
 def shown(text: str, out: Path, out_root: Path) -> None:

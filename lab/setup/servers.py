@@ -25,7 +25,7 @@ SKIP_DIRS = {"target", "obj", "bin", "__pycache__", ".cache"}
 ROLES = ("server", "ceiling")
 # What a [variants.<v>] table may set; everything else is inherited.
 VARIANT_KEYS = {"summary", "framework", "version", "env", "run", "build", "workers"}
-VARIANT_TABLE_KEYS = {"run": {"command", "dir", "ready_timeout"},
+VARIANT_TABLE_KEYS = {"run": {"command", "dir", "ready_timeout", "wrap"},
                       "build": {"command", "dir", "artifact", "inputs"},
                       "workers": {"default", "meaning", "fixed", "beyond"}}
 # The lab sets these for every start; a manifest's env must not shadow them.
@@ -36,6 +36,12 @@ LAB_VARIABLES = {"PORT", "WORKERS", "BIND", "BACKLOG", "LAB_ROOT", "LAB_CACHE", 
 REFUSED_VARIABLES = {"PATH"}
 REFUSED_PREFIXES = ("LD_",)
 MAX_MANIFEST_BYTES = 1024 * 1024
+# [run] wrap: who puts a tool's words (LAB_WRAPPER: make cost's valgrind)
+# before the server's executable. Absent: the lab, when the run command's
+# executable is a native binary (lab.measure.launch.wrapped_by), else the
+# command itself.
+WRAPS = {"lab": "the lab puts them before the whole run command",
+         "command": "the run command puts LAB_WRAPPER before its executable itself"}
 
 
 
@@ -149,6 +155,8 @@ class Server:
                                          # entry of one run (make noise's A/A)
     docker: bool = True                  # False (`docker = false`): no image, no compose
                                          # service; RUNTIME=docker cannot run it
+    wrap: str | None = None              # [run] wrap (WRAPS): who puts LAB_WRAPPER before
+                                         # the executable; None: decided by the executable
 
     def workers(self, asked: int | None) -> int | None:
         """The worker count a start is given: NAME@N, else WORKERS, else the
@@ -164,6 +172,7 @@ class Server:
                 "variant": (None if self.variant is None
                             else {"base": self.base, "name": self.variant}),
                 **({"workers_beyond": self.workers_beyond} if self.workers_beyond else {}),
+                **({"wrap": self.wrap} if self.wrap else {}),
                 **({"alias_of": self.alias_of} if self.alias_of else {})}
 
 
@@ -344,6 +353,11 @@ def _parse(data: dict[str, object], path: Path, name: str | None = None) -> Serv
     timeout = run.get("ready_timeout", 30)
     if not isinstance(timeout, (int, float)) or timeout <= 0:
         raise ManifestError(f"{path}: [run] ready_timeout must be a positive number")
+    wrap = run.get("wrap")
+    if wrap is not None and (not isinstance(wrap, str) or wrap not in WRAPS):
+        raise ManifestError(f"{path}: [run] wrap must be " + " or ".join(
+            f'"{k}" ({v})' for k, v in WRAPS.items()) + "; absent: the lab wraps a native "
+            "binary, a script wraps itself")
 
     requires = _table(data, "requires", path, required=False)
     if not all(isinstance(v, str) for v in requires.values()):
@@ -379,6 +393,7 @@ def _parse(data: dict[str, object], path: Path, name: str | None = None) -> Serv
         inputs=tuple(inputs),
         facts=_command(facts_t, folder, path, "facts") if facts_t else None,
         env=_env(data, path, ""), docker=docker,
+        wrap=wrap if isinstance(wrap, str) else None,
     )
 
 

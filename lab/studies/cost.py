@@ -20,13 +20,17 @@ process executes, not what the kernel does for it (TCP, syscalls). So each
 repetition also makes one plain start (no valgrind) and records the server
 tree's CPU per request from /proc, split into user and kernel time.
 
-How a server is wrapped: the lab sets LAB_WRAPPER (the valgrind command
-line) and LAB_WRAP_OUT (a folder for its files); the server's run script puts
-LAB_WRAPPER before its executable (servers/nginx/run.sh; the Ada servers'
-toolchain.sh runs the Debian 11 root's own valgrind inside the root, in a
-mount namespace of the start's own with /proc and the folder mounted). A
-server whose script ignores LAB_WRAPPER leaves no cachegrind files and gets
-an error saying so. JVM servers get no number: see JIT_REASON.
+How a server is wrapped (lab.measure.launch.wrapped_by): valgrind writes
+into LAB_WRAP_OUT, a folder of the start's own. When the run command's
+executable is a native binary (ELF: a user's Go or C server), the lab puts
+valgrind's words before the whole command. When it is a script, the lab
+sets LAB_WRAPPER (the valgrind command line) and the script puts it before
+the executable it runs (servers/nginx/run.sh; the Ada servers' toolchain.sh
+runs the Debian 11 root's own valgrind inside the root, in a mount
+namespace of the start's own with /proc and the folder mounted). A
+manifest's `[run] wrap = "lab"` or `"command"` says which instead. A script
+that ignores LAB_WRAPPER leaves no cachegrind files and gets an error saying
+so. JVM servers get no number: see JIT_REASON.
 
 Writes <run>/cost.json; lab.analyse.costview reads it (summary.md, report.html).
 """
@@ -73,6 +77,11 @@ USING = re.compile(r"Using (Valgrind-\S+)")
 H2LOAD_DONE = re.compile(r"requests: (\d+) total, \d+ started, \d+ done, (\d+) succeeded, "
                          r"(\d+) failed")
 H2LOAD_2XX = re.compile(r"status codes: (\d+) 2xx")
+
+
+WRAPPED = {"lab": "the lab (its run command's executable is a native binary, or its "
+                  "manifest says wrap = \"lab\")",
+           "command": "its run command (LAB_WRAPPER)"}
 
 
 class CostError(RuntimeError):
@@ -223,7 +232,7 @@ def counted_start(server: Server, params: Params, run: Path, level: int, request
     knobs = Knobs(params.port, server.workers(params.workers), params.backlog, params.bind)
     log = out / "server.log"
     instance = ServerProcess(slow, ROOT, cache_dir(), run.name, knobs, params.server_cpus, log)
-    instance.env.update(LAB_WRAPPER=VALGRIND, LAB_WRAP_OUT=str(scratch))
+    wrapped = instance.wrap(VALGRIND.split(), scratch)
     t0 = time.monotonic()
     try:
         instance.start()
@@ -243,9 +252,16 @@ def counted_start(server: Server, params: Params, run: Path, level: int, request
         shutil.rmtree(scratch, ignore_errors=True)
         procs.Keeper.done(undo)
     total, files = instructions(out)
+    if files == 0 and wrapped == "command":
+        raise CostError(f"{server.name}: no cachegrind file in {out}: its run command "
+                        f"({instance.command[0]}) wraps itself, being no native binary (or "
+                        "by its manifest's wrap = \"command\"), but does not put LAB_WRAPPER "
+                        "before its executable; make it do so, or set wrap = \"lab\" in its "
+                        "manifest's [run] to have the lab put valgrind before the whole "
+                        "command (servers/README.md)")
     if files == 0:
-        raise CostError(f"{server.name}: no cachegrind file in {out}: its run command does "
-                        "not put LAB_WRAPPER before its executable (servers/README.md)")
+        raise CostError(f"{server.name}: no cachegrind file in {out}: valgrind ran its run "
+                        f"command but wrote none (see {log})")
     text = log.read_text(errors="replace")
     # Every process valgrind saw end prints "==PID== I   refs: N": each must have
     # left its file, or the sum would silently miss it.
@@ -257,7 +273,7 @@ def counted_start(server: Server, params: Params, run: Path, level: int, request
     version = USING.search(text)
     return {"requests": requests, "level": level, "instructions": total, "processes": files,
             "seconds": round(time.monotonic() - t0, 2),
-            "valgrind": version.group(1) if version else "unknown"}
+            "valgrind": version.group(1) if version else "unknown", "wrapped": wrapped}
 
 
 def native_start(server: Server, params: Params, run: Path, level: int, requests: int,
@@ -405,6 +421,10 @@ def measure(run: Path, params: Params, servers: list[Server], concurrencies: tup
                     entry["reps"].append({"rep": rep, "level": level, "starts": starts,
                                           "per_request": round(ir, 2), "native": plain})
                     entry["valgrind"] = starts[0]["valgrind"]
+                    if "wrapped" not in entry:
+                        print(f"[{s.name}] valgrind put before its executable by "
+                              f"{WRAPPED[starts[0]['wrapped']]}", file=sys.stderr, flush=True)
+                    entry["wrapped"] = starts[0]["wrapped"]
                     if rep == 1:
                         entry.setdefault("functions", {})[str(level)] = function_view(
                             base / f"n{counts[0]}", base / f"n{counts[1]}",
