@@ -32,10 +32,10 @@ def two_ports() -> str:
     raise RuntimeError("no two free ports")
 
 
-def paired_run(tmp: Path, **settings: str) -> tuple[Path, str]:
+def paired_run(tmp: Path, expect: int = 0, **settings: str) -> tuple[Path, str]:
     env = lab_env(tmp, CLIENT="wrk", KEEPALIVE="1", PORT=two_ports(), **settings)
     done = bench(env, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == expect, done.stderr[-3000:]
     [run] = run_folders(tmp)
     assert leftovers(run) == []
     return run, done.stderr
@@ -110,3 +110,17 @@ def test_rmit_measures_each_level_in_alternating_slices(tmp_path: Path) -> None:
         rows = list(csv.DictReader(f))
     assert len(rows) == 4 and all(1.6 < float(r["elapsed_s"]) < 2.6 for r in rows)
     assert "under RMIT" in (run / "summary.md").read_text()
+
+
+def test_a_server_that_dies_in_a_duet_is_said_with_its_exit_status(tmp_path: Path) -> None:
+    """crasher SIGKILLs itself at c=2, in the middle of a duet's slice: the
+    run says how it died, with its signal, never "status unknown" (the lab
+    saw it gone before its status was collected: issue 54), and records the
+    level and the exit code in the start; nothing is left running."""
+    run, said = paired_run(tmp_path, SERVER="crasher paced", PAIRED="duet", CONCURRENCY="1 2",
+                           DURATION="1s", REPEAT="2", WARMUP="0", expect=1)
+    assert "status unknown" not in said
+    assert "killed by SIGKILL" in said, said[-3000:]
+    dead = [st for st in starts(run)["crasher"] if st.get("died_at")]
+    assert dead and all(st["died_at"] == "c=2" and st["exit_code"] == -9 for st in dead)
+    assert leftovers(run) == []
