@@ -292,3 +292,23 @@ def test_a_client_out_of_local_ports_flags_its_level(words: str) -> None:
     row = levelrow.make_row(WHERE, lvl, measured())
     assert "out-of-ports" in row.flags.split() and "out-of-ports" in metrics.FLAGS
     assert "out-of-ports" in policy.UNCLEAN["sequential"]            # its req/s ranks nothing
+
+
+def test_the_plan_line_says_when_each_levels_verdicts_need_more_starts() -> None:
+    """Exercise 3 (three servers, REPEAT=6, one level): the plan line said "6
+    starts a side can decide" while the per-level table under the primary
+    verdicts said "6 against 6 cannot reach α=0.17%; 7 against 7 can" (issue
+    54). It says both now, and each is the rule's own."""
+    from lab.cli.prepare import family_need
+    from lab.setup.fromenv import from_env
+    p = from_env({"SERVER": "s0 s1 s2", "CLIENT": "wrk", "CONCURRENCY": "8", "REPEAT": "6"},
+                 ["s0", "s1", "s2"], {"wrk": "concurrency"}, available_cpus={0, 1})
+    said = family_need(p, 3)
+    assert "6 starts a side can decide, each level's own verdicts from 7" in said, said
+
+    def per_level(k: int) -> list[verdicts.Verdict]:
+        by = {f"s{i}": stats(rows(f"s{i}", 8, [1000 * 1.3 ** i + j for j in range(k)]))
+              for i in range(3)}
+        return verdicts.verdicts(by, [8], 0.01)
+    assert all("too few starts" in v.text for v in per_level(6))
+    assert all(v.kind == "faster" for v in per_level(7))

@@ -127,7 +127,23 @@ def family_need(p: Params, servers: int) -> str:
                 "looks)")
     short = "" if r.least >= need else \
         f", REPEAT={r.least} cannot (every pair would stay undecided)"
-    return f" | verdicts: {fam}: {need} {unit} can decide{short}"
+    return f" | verdicts: {fam}: {need} {unit} can decide{short}{level_need(p, pairs, need)}"
+
+
+def level_need(p: Params, pairs: int, need: int) -> str:
+    """', each level's own from 7': where the per-level verdicts (the table
+    under the primary ones, a family split over every level, and under one
+    server at a time over req/s and CPU per request too) need more starts a
+    side than the primary verdicts; "" where they need no more."""
+    from lab.analyse import decide, paired
+    levels = len(p.verdict_at or p.load)
+    if p.paired:
+        each = policy.family_alpha(p.alpha, levels)
+        more = paired.min_pairs(each / 2)
+    else:
+        each = policy.family_alpha(p.alpha, 2 * pairs * levels)
+        more = decide.min_starts(each / 2)
+    return f", each level's own verdicts from {more}" if more > need else ""
 
 
 PAIR_OVERHEAD_S = 4          # a start pair's two starts, checks and stops, measured here
