@@ -76,12 +76,12 @@ dx = 0.006 * xmax                               # B's bars a little to the right
 plot for [i=1:words(servers)] dat("a", word(servers, i)) using 1:2:3:4 \
          with yerrorbars pt 7 lw 1.2 dt 1 lc rgb color(i) notitle, \
      for [i=1:words(servers)] dat("b", word(servers, i)) using ($1 + dx):2:3:4 \
-         with yerrorbars pt 6 lw 1.2 dt 2 lc rgb color(i) notitle, \
+         with yerrorbars pt 9 lw 1.2 dt 2 lc rgb color(i) notitle, \
      for [i=1:words(servers)] dat("a", word(servers, i)) using 1:2 \
          with linespoints lw 2 dt 1 pt 7 ps 1.0 lc rgb color(i) \
          title word(servers, i) . " (A)", \
      for [i=1:words(servers)] dat("b", word(servers, i)) using ($1 + dx):2 \
-         with linespoints lw 2 dt 2 pt 6 ps 1.0 lc rgb color(i) \
+         with linespoints lw 2 dt 2 pt 9 ps 1.0 lc rgb color(i) \
          title word(servers, i) . " (B)", \
      for [i=1:words(servers)] dat("a", word(servers, i)) using 1:(bound($2)) \
          with points pt 6 ps 2.2 lw 1.5 lc rgb "black" \

@@ -33,7 +33,7 @@ do for [i = 1 : n] {
     set ylabel title(c)
     if (i == n) { set xlabel "run (numbered as in the list below the chart)" } else { unset xlabel }
     plot dat using 1:c with linespoints lw 2 pt 7 ps 0.8 lc rgb "#1f77b4", \
-         dat using 1:(column(6) > 0 ? column(c) : 1/0) with points pt 6 ps 1.8 lw 2 lc rgb "#d62728", \
+         dat using 1:(column(6) > 0 ? column(c) : 1/0) with points pt 4 ps 1.8 lw 2 lc rgb "#d62728", \
          dat using 1:c:(sprintf("%d", $1)) with labels offset 0,0.8 font ",8"
 }
 unset multiplot

@@ -43,7 +43,7 @@ set key outside right top vertical Left reverse noautotitle
 plot for [i=1:words(all)] dat(word(all, i)) using 1:19 \
          with linespoints lw 2 pt 7 ps 0.7 lc rgb color(i) title word(all, i) . " p99", \
      for [i=1:words(all)] dat(word(all, i)) using 1:18 \
-         with linespoints lw 1.5 dt 2 pt 6 ps 0.6 lc rgb color(i) title word(all, i) . " p90", \
+         with linespoints lw 1.5 dt 2 pt 2 ps 0.6 lc rgb color(i) title word(all, i) . " p90", \
      for [i=1:words(all)] dat(word(all, i)) using 1:17 \
          with linespoints lw 1.5 dt 3 pt 1 ps 0.6 lc rgb color(i) title word(all, i) . " p50", \
      for [i=1:words(all)] dat(word(all, i)) using 1:(bound($19)) \

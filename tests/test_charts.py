@@ -3,6 +3,7 @@ level puts its point inside the chart, not on its right border; the
 percentiles chart marks a client-bound level, as the requests/s chart does."""
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -157,3 +158,14 @@ def test_the_compare_chart_s_title_is_not_cut_off(tmp_path: Path) -> None:
     assert inked, "no title drawn"
     for y in range(len(rows)):           # nothing touches the left or right edge
         assert all(sum(p) >= 600 for p in rows[y][:3] + rows[y][-3:]), f"row {y}"
+
+
+def test_an_open_circle_means_client_bound_in_every_chart() -> None:
+    """The workshop's text says an open circle is a client-bound point: in
+    compare.png it was run B, in percentiles.png p90 (issue 54). Point type
+    6 (gnuplot's open circle) is drawn in black, as the client-bound marker,
+    and only there."""
+    for gp in sorted((ROOT / "plots").glob("*.gp")):
+        for n, line in enumerate(gp.read_text().splitlines(), 1):
+            if re.search(r"\bpt 6\b", line):
+                assert 'lc rgb "black"' in line, f"{gp.name}:{n}: {line.strip()}"
