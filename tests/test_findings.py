@@ -100,7 +100,7 @@ def test_summary_page_and_results_json_render_the_same_findings(tmp_path: Path,
     _, a = analysis.of(run)
     assert a.warnings and all(isinstance(w, Finding) for w in a.warnings)
     texts = [w.text() for w in a.warnings]
-    summary = report.write(run).replace("\n  ", " ")    # a list item's wrapped lines joined
+    summary = report.write(run)
     assert [line.removeprefix("- Warning: ") for line in summary.splitlines()
             if line.startswith("- Warning: ")] == texts
     data = json.loads((run / "results.json").read_text())

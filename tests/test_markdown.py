@@ -121,21 +121,3 @@ def test_only_the_markdown_module_writes_a_table_rule() -> None:
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert not found, found
 
-
-def test_summary_prose_is_wrapped_but_tables_and_the_command_are_not() -> None:
-    """summary.md has no prose line over report.PROSE_MAX (issue 53: a 681-
-    character note): a long line becomes several, which Markdown joins again;
-    a wrapped line never starts a table row or a list item; tables, headings
-    and the Reproduce command stay one line each."""
-    from lab.present import report
-    long_plan = "Plan: " + " | ".join(f"part {i} of a long plan line" for i in range(30))
-    item = "- Warning: " + " ".join(["a warning that says what to do"] * 20)
-    row = "| " + " | ".join(["cell"] * 80) + " |"
-    command = "Reproduce: `make bench " + " ".join(f"X{i}=1" for i in range(60)) + "`"
-    got = report.prose_wrapped([long_plan, "", item, row, command])
-    assert max(len(x) for x in got if x not in (row, command)) <= report.PROSE_MAX
-    assert row in got and command in got
-    assert " ".join(x.strip() for x in got[:got.index("")]) == long_plan
-    assert not any(x.startswith(("|", "-", "#")) for x in got[1:got.index("")])
-    items = got[got.index("") + 1:got.index(row)]
-    assert items[0].startswith("- ") and all(x.startswith("  ") for x in items[1:])

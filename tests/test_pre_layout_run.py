@@ -4,7 +4,6 @@ layout moved code, not what a run folder says."""
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from pathlib import Path
 
@@ -29,9 +28,6 @@ def without_verdicts(summary: str) -> str:
     changed on purpose since (issue 28)."""
     head, _, rest = summary.partition("## Verdicts")
     text = head + rest[rest.index("\n## "):]
-    # prose lines wrapped since (issue 53: none over report.PROSE_WIDTH): joined again,
-    # as Markdown joins them
-    text = re.sub(r"\n(?![|#\n]|- )[ ]*", " ", text)
     return "\n".join(line for line in text.splitlines() if not any(f in line for f in FEW))
 
 

@@ -6,8 +6,6 @@ median, min, max) and results.json (lab.analyse.analysis.to_json). Every figure 
 from the run's Analysis (lab.analyse.analysis), computed from its schema."""
 from __future__ import annotations
 
-import re
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -222,31 +220,7 @@ def summary(rec: RunRecord, a: Analysis) -> str:
     if a.warnings:
         lines += ["", "## Warnings", "", *[f"- Warning: {w.text()}" for w in a.warnings]]
     lines += ["", f"Reproduce: {md_code(m.reproduce)}", ""]
-    return "\n".join(prose_wrapped(lines))
-
-
-PROSE_MAX = 200          # summary.md's prose lines at most this long (tables and code kept):
-PROSE_WIDTH = 180        # a longer one wrapped to this width
-# a mark that would start a block (a table row, a list item, a heading, a quote)
-# if a line began with it: glued to the word before, so no wrapped line does
-BLOCK_MARK = re.compile(r" ([|#>*+-]|\d+[.)]) ")
-
-
-def prose_wrapped(lines: list[str]) -> list[str]:
-    """Each prose line of a summary over PROSE_MAX as several (Markdown
-    joins them again); tables, headings and the Reproduce command as they
-    are; a list item's later lines indented under it."""
-    out: list[str] = []
-    for line in lines:
-        if len(line) <= PROSE_MAX or line.startswith(("|", "#", "Reproduce:", "```")):
-            out.append(line)
-            continue
-        item = line.startswith("- ")
-        glued = BLOCK_MARK.sub(lambda m: f"\0{m.group(1)} ", line)
-        out += [part.replace("\0", " ") for part in textwrap.wrap(
-            glued, PROSE_WIDTH, subsequent_indent="  " * item, break_long_words=False,
-            break_on_hyphens=False)]
-    return out
+    return "\n".join(lines)
 
 
 def write(run: Path) -> str:
