@@ -17,7 +17,6 @@ import os
 import re
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -30,6 +29,7 @@ import pytest
 
 import nativeserver
 import suite
+from test_pair import two_ports
 from conftest import GRACE, ROOT, accepted_exit_3, free_port, lab_env, leftovers
 from lab.measure import deps
 from lab.measure.clients import clients
@@ -887,19 +887,6 @@ def like_this_working_tree(lab: Path) -> None:
             (lab / name).unlink(missing_ok=True)
 
 
-def pair_of_ports() -> str:
-    """A free PORT whose next one is free too: the pair's second seat."""
-    for _ in range(200):
-        port = free_port()
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port + 1))
-            except OSError:
-                continue
-        return str(port)
-    raise RuntimeError("no two free ports")
-
-
 def runner_env(tmp: Path) -> dict[str, str]:
     """The runner's environment: this one (PATH, HOME), none of the lab's
     settings the suite gives its own runs (lab_env's PROBE=0 among them: the
@@ -1014,7 +1001,7 @@ def test_the_paired_files_pass_the_same_code_and_fail_a_costlier_head(
     sleep a request (c=1, by req/s); its compare.md, compare.xml and run are
     kept under lab-results, and nothing the run started is left."""
     origin, base = server_repository(tmp_path, head)
-    port = pair_of_ports()
+    port = two_ports()
     job = (github_job if system == "github" else gitlab_job_run)(tmp_path, origin, base, port)
     workspace = tmp_path / "workspace"
     results = workspace / "lab-results"

@@ -71,12 +71,7 @@ def test_make_bench_interrupted_in_its_step_ends_with_130(tmp_path: Path) -> Non
     run-benchmark.sh marks the run interrupted and ends with 130, and make,
     which would say 2, ends by SIGINT: the calling shell sees 130."""
     port = free_port()
-    env = lab_env(tmp_path, SERVER="sturdy", CONCURRENCY="1 2 3 4 5 6 7 8 9 10",
-                  DURATION="2s", WARMUP="0", PORT=str(port))
-    proc = subprocess.Popen(["bash", "-c", 'make -s --no-print-directory bench; '
-                             'echo "make status: $?"'], cwd=ROOT, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True, preexec_fn=as_from_a_shell)
+    proc = bench_in_background(tmp_path, port)
     try:
         sweep = None
         deadline = time.monotonic() + 180
@@ -117,12 +112,7 @@ def test_kill_of_make_s_pid_stops_the_run(tmp_path: Path) -> None:
     its ports, gets it passed on: the run is marked interrupted, nothing
     listens, and no step of the lab is left (issue 54)."""
     port = free_port()
-    env = lab_env(tmp_path, SERVER="sturdy", CONCURRENCY="1 2 3 4 5 6 7 8 9 10",
-                  DURATION="2s", WARMUP="0", PORT=str(port))
-    proc = subprocess.Popen(["bash", "-c", 'make -s --no-print-directory bench; '
-                             'echo "make status: $?"'], cwd=ROOT, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True, preexec_fn=as_from_a_shell)
+    proc = bench_in_background(tmp_path, port)
     try:
         started = False
         deadline = time.monotonic() + 180
@@ -152,6 +142,17 @@ def test_kill_of_make_s_pid_stops_the_run(tmp_path: Path) -> None:
     while procs.listeners(port) and time.monotonic() < until_free:
         time.sleep(0.2)
     assert procs.listeners(port) == []
+
+
+def bench_in_background(tmp_path: Path, port: int) -> subprocess.Popen[str]:
+    """`make bench` of a long sweep of sturdy, from a shell of its own session
+    that prints make's status at the end."""
+    env = lab_env(tmp_path, SERVER="sturdy", CONCURRENCY="1 2 3 4 5 6 7 8 9 10",
+                  DURATION="2s", WARMUP="0", PORT=str(port))
+    return subprocess.Popen(["bash", "-c", 'make -s --no-print-directory bench; '
+                             'echo "make status: $?"'], cwd=ROOT, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True, preexec_fn=as_from_a_shell)
 
 
 def as_from_a_shell() -> None:
