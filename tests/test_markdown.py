@@ -60,7 +60,7 @@ def test_memsplit_table(monkeypatch: pytest.MonkeyPatch) -> None:
     assert got[2:5] == [
         "| server | c | RSS MB (/proc/PID/stat) | PSS MB | private MB | shared MB | "
         "anonymous MB | private share |", "|---|---|---|---|---|---|---|---|",
-        "| a | 4 | 1 |  | 2 | 3 | 4 | 5 |"] and got[-1] == memsplit.NOTE
+        "| a | 4 | 1 |  | 2 | 3 | 4 | 5 |"] and got[-1] == memsplit.SHORT_NOTE
 
 
 def test_profile_table(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -31,8 +31,8 @@ from itertools import accumulate
 BETTER, EQUIVALENT, UNDECIDED = "better", "equivalent", "undecided"
 
 # One sentence for reports: how every verdict is reached (docs/methodology.md).
-METHOD = ("each start's figure (mean log over the levels) compared by an exact "
-          "Wilcoxon-Mann-Whitney rank test; \"faster\" when it rejects at α and the "
+TEST = "an exact Wilcoxon-Mann-Whitney rank test"
+METHOD = (f"each start's figure (mean log over the levels) compared by {TEST}; \"faster\" when it rejects at α and the "
           "Hodges-Lehmann shift is at least δ, \"equivalent\" when the 1-2α interval lies "
           "inside ±δ, else \"undecided\"; α is split over the pairs (Bonferroni) and, with "
           "REPEAT=auto, over the looks (lab.analyse.policy, docs/methodology.md).")

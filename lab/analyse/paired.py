@@ -35,8 +35,9 @@ from lab.analyse import decide
 from lab.analyse.decide import UNDECIDED, Decision, pct, ratio_pct
 
 # One sentence for reports: how every paired verdict is reached.
+TEST = "an exact Wilcoxon signed-rank test"
 METHOD = ("each start pair's figure is the log ratio of A's figure to B's, both measured "
-          "at the same moment, tested by an exact Wilcoxon signed-rank test; \"faster\" "
+          f"at the same moment, tested by {TEST}; \"faster\" "
           "when it rejects at α and the Hodges-Lehmann one-sample shift is at least δ, "
           "\"equivalent\" when the 1-2α interval lies inside ±δ (two one-sided tests, "
           "TOST), else \"undecided\"; α is split over the pairs of servers (Bonferroni) "

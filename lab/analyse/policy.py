@@ -213,6 +213,14 @@ PAIRED_WORDS = {"duet": "under duet (both measured at the same moment)",
                 "rmit": "under RMIT (alternating slices, both servers up)"}
 
 
+def test_name(paired_mode: str) -> str:
+    """The test of method(), named alone: "an exact Wilcoxon signed-rank test under duet (...)"."""
+    from lab.analyse import decide, paired
+    if not paired_mode:
+        return decide.TEST
+    return f"{paired.TEST} {PAIRED_WORDS.get(paired_mode, paired_mode)}"
+
+
 def method(paired_mode: str) -> str:
     """The sentence a report gives for how its verdicts were reached."""
     from lab.analyse import decide, paired

@@ -9,8 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from lab.analyse import analysis, costview, memsplit, metrics, probeview, profileview, responses
+from lab.analyse import analysis, costview, policy, memsplit, metrics, probeview, profileview, responses
 from lab.record import csvfile, files, outputs, probe, tcpkinds
+from lab.present import answer
 from lab.analyse.analysis import Analysis
 from lab.analyse.wording import (DASH, axis_label, median_range, percentile_mark,
                                  percentiles_said, spread_text)
@@ -47,11 +48,9 @@ def server_table(m: Manifest, stats: dict[str, list[LevelStats]]) -> list[str]:
                      f"{bound}/{len(levels)}", str(sum(s.failed for s in levels))])
     lines = Table(head, rows).lines()
     if cgroup:
-        lines += ["", "RSS: the server's processes' resident memory (/proc, shared library "
-                  "pages counted in full). cgroup memory: what the container's cgroup is "
-                  "charged, less inactive page cache (as `docker stats` shows it; "
-                  "MEM_LIMIT limits this one): page cache the container read or wrote and "
-                  "kernel memory included, pages first charged elsewhere not."]
+        lines += ["", "cgroup memory: what the container's cgroup is charged, less inactive "
+                  "page cache, as `docker stats` shows it (MEM_LIMIT limits it): "
+                  "`docs/analysis.md#rss-pss-private-and-shared-memory`."]
     return lines
 
 
@@ -77,7 +76,8 @@ def verdict_section(m: Manifest, a: Analysis) -> list[str]:
     axis = axis_label(m.params.axis)
     lines = [f"## Verdicts ({a.basis}, at {axis} = {', '.join(map(str, a.verdict_at))})", ""]
     if a.primary:
-        lines += [f"Primary, one a pair: {a.method}", ""]
+        lines += [f"Primary, one a pair, by {policy.test_name(analysis.paired_mode(m))} "
+                  "(`docs/methodology.md#the-decision-rule-a-stated-false-alarm-rate`):", ""]
         lines += Table([axis, "pair", "verdict"],
                        [[v.where(), f"{v.a} vs {v.b}", v.said()] for v in a.primary]).lines()
         lines += ["", "Per level (secondary: each at α over the number of per-level verdicts):",
@@ -86,8 +86,8 @@ def verdict_section(m: Manifest, a: Analysis) -> list[str]:
                    [[str(v.value), f"{v.a} vs {v.b}", v.said()] for v in a.verdicts]).lines()
     if any(v.cpu is not None for v in a.verdicts):
         lines += ["", "Where req/s cannot rank a pair (client-bound, host-busy, equivalent, "
-                  "undecided), server CPU per request (user+kernel from /proc, per completed "
-                  "request) is judged through the same rule, lower is better."]
+                  "undecided), server CPU per request is judged by the same rule, lower is "
+                  "better."]
     return lines
 
 
@@ -121,19 +121,22 @@ def jit_part(warmups: list[Warmup]) -> str:
     return out + (f"; JIT unavailable: {'; '.join(errors)}" if errors else "")
 
 
+PROBE_TABLE = ("Each probe's outcome is in report.html and in each server's probe.json "
+               "(`docs/methodology.md#set-up-alike-and-probed-for-abuse`).")
+
+
 def probe_section(probes: dict[str, ProbeReport | str]) -> list[str]:
-    """The robustness probe's table (lab.analyse.probeview, from each <server>/probe.json)
-    and one verdict line per server."""
+    """The robustness probe's verdict, a line per server (lab.analyse.probeview, from
+    each <server>/probe.json); its table, a row per probe, is report.html's."""
     if not probes:
         return []
-    good = {n: p for n, p in probes.items() if isinstance(p, ProbeReport) and p.results}
-    lines = [probeview.table(good)] if good else []
+    lines = []
     for name, p in probes.items():
         if isinstance(p, str):
             lines.append(f"- {name}: probe.json unreadable ({p})")
             continue
         lines.append(f"- {probeview.outcome(name, p).text()}")   # this lab's or an older one's
-    return lines
+    return lines + ["", PROBE_TABLE]
 
 
 def tcp_cells(tcp: TcpDelta | None) -> list[str | int]:
@@ -180,27 +183,36 @@ def rerun_line(m: Manifest) -> str:
                                                   " with its recorded settings.")
 
 
-def summary(rec: RunRecord, a: Analysis) -> str:
-    m = rec.manifest
-    lines = [f"# Run {md_text(m.run_id)} ({md_text(m.status)})", "",
-             f"Conditions: {md_text(analysis.conditions(m))}.", ""]
-    if m.plan:
-        lines += [f"Plan: {m.plan}.", ""]         # the lab's words, of checked settings
+def conditions_section(m: Manifest, a: Analysis) -> list[str]:
+    """The run's conditions, plan and reproducing command, last: the answer comes first."""
+    # the plan (the lab's words, of checked settings) and every setting: report.html's
+    lines = ["## Conditions", "", f"{md_text(analysis.conditions(m))}; the plan and every "
+             "setting are in report.html."]
     rerun = rerun_line(m)
     if rerun:
-        lines += [md_text(rerun), ""]
+        lines += ["", md_text(rerun)]
+    if a.stats:
+        sampler = max(s.sampler_cpu_pct.hi for levels in a.stats.values() for s in levels)
+        lines += ["", f"The lab's own /proc sampler used at most {sampler:.2f}% of one core "
+                      "per level."]
+    # a fence, not a code span: the command is as long as the run's settings
+    return lines + ["", "Reproduce:", "```sh", m.reproduce, "```"]
+
+
+def summary(rec: RunRecord, a: Analysis) -> str:
+    """summary.md: the answer in its first lines (lab.present.answer), then the
+    tables and warnings; report.html holds every figure, flag and explanation."""
+    m = rec.manifest
+    lines = [f"# Run {md_text(m.run_id)} ({md_text(m.status)})", "", *answer.head(m, a)]
     stats = a.stats
     if stats:
-        lines += server_table(m, stats) + ["", "## Levels", ""] + level_table(m, stats)
+        lines += [""] + server_table(m, stats) + ["", "## Levels", ""] + level_table(m, stats)
         verdicts = verdict_section(m, a)
         lines += [""] + verdicts if verdicts else []
         if a.capacity:
             lines += ["", "## Against the client's calibrated capacity", ""]
             lines += [f"- {x.text}" for x in a.capacity]
         lines += [""] + memsplit.markdown(m, stats, axis_label(m.params.axis))
-        sampler = max(s.sampler_cpu_pct.hi for levels in stats.values() for s in levels)
-        lines += ["", f"The lab's own /proc sampler used at most {sampler:.2f}% of one core "
-                      "per level."]
     said = responses.markdown(a.answers)
     if said:
         lines += [""] + said
@@ -219,7 +231,7 @@ def summary(rec: RunRecord, a: Analysis) -> str:
         lines += ["", "## Warm-up (WARMUP=auto)", "", *warm]
     if a.warnings:
         lines += ["", "## Warnings", "", *[f"- Warning: {w.text()}" for w in a.warnings]]
-    lines += ["", f"Reproduce: {md_code(m.reproduce)}", ""]
+    lines += ["", *conditions_section(m, a), ""]
     return "\n".join(lines)
 
 
