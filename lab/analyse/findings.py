@@ -105,7 +105,7 @@ class Noisy(AtLevels):
                 f"{self.worst_ratio - 1:.0%} at {self.worst_value}).")
         if self.unit != "repetitions":          # the pairs' verdicts stand on the ratios
             return (f"{said} Both sides of each pair moved alike: the verdicts stand on "
-                    "the pairs' ratios.")
+                    "each pair's ratio.")
         return (f"{said} Consider more repetitions (REPEAT), a longer DURATION, or a "
                 "quieter machine.")
 
@@ -207,9 +207,10 @@ class SamplerGap(AtLevels):
     kind: ClassVar[str] = "sampler-gap"
 
     def text(self) -> str:
-        return (f"{self.of_levels()} of {self.server}: the lab's sampler took no sample for "
-                f"over {metrics.STALL_MIN_S:g} s (the lab was stopped or starved), so their "
-                "req/s is not ranked. Do not suspend the lab mid-run; rerun on a quiet host.")
+        return (f"{self.of_levels()} of {self.server} had a gap of over "
+                f"{metrics.STALL_MIN_S:g} s in the lab's own sampling (the lab was stopped or "
+                "starved): their req/s is not ranked. Do not suspend the lab mid-run; rerun on "
+                "a quiet host.")
 
 
 @dataclass(frozen=True)

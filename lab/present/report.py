@@ -1,5 +1,8 @@
-"""A run's summary: conditions, a table per server and level with the spread
-of repetitions, verdicts between servers, and warnings that say what to do.
+"""A run's summary: the answer first (lab.present.answer: what was measured,
+the peak or the verdict, what limited it), then a table per server and level
+with the spread of repetitions, verdicts between servers, warnings that say
+what to do, and the conditions last. Each mechanism is explained once, in the
+docs, and linked; report.html keeps every figure, flag and explanation.
 
 Writes summary.md (Markdown), levels.csv (one row per server and level:
 median, min, max) and results.json (lab.analyse.analysis.to_json). Every figure comes
@@ -9,13 +12,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from lab.analyse import analysis, costview, policy, memsplit, metrics, probeview, profileview, responses
+from lab.analyse import (analysis, costview, memsplit, metrics, policy, probeview, profileview,
+                         responses)
 from lab.record import csvfile, files, outputs, probe, tcpkinds
 from lab.present import answer
 from lab.analyse.analysis import Analysis
 from lab.analyse.wording import (DASH, axis_label, median_range, percentile_mark,
                                  percentiles_said, spread_text)
-from lab.setup.markdown import Table, md_code, md_text
+from lab.setup.markdown import Table, md_text
 from lab.analyse.metrics import JIT_QUIET_PER_S, LevelStats
 from lab.record.manifest import Manifest, Warmup
 from lab.record.probe import ProbeReport
