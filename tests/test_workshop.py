@@ -395,6 +395,32 @@ def test_exercise_3s_verdicts_get_the_starts_their_family_needs(tmp_path: Path) 
         f"from {need} starts a side" in line, line
     few = plan_line(command, env, REPEAT="5")
     assert f"{need} starts a side can decide" in few and "REPEAT=5 cannot" in few, few
+    # the plan line the text quotes is the one printed, word for word
+    text = " ".join(DOC.read_text().split())
+    quoted = re.findall(r"`(verdicts: [^`]*)`", text)
+    assert quoted and all(q in line for q in quoted if "REPEAT=auto" not in q), (quoted, line)
+
+
+@pytest.mark.unit
+def test_the_texts_too_few_starts_are_the_rules_own() -> None:
+    """Each "too few starts" the text quotes (exercises 2, 3 and 7) is what
+    the rule says for those starts at the α the text names: 1% split over a
+    family (policy.family_alpha), the smallest p and the starts that can."""
+    from lab.analyse import decide, policy
+    text = " ".join(DOC.read_text().split())
+    quotes = re.findall(r"too few starts: (\d+) against (\d+) cannot reach α=([\d.]+)% "
+                        r"\(the smallest p is ([\d.]+)\); (\d+) against \5 can", text)
+    assert len(quotes) >= 4, quotes
+    for m, n, alpha, p, need in quotes:
+        splits = [k for k in range(1, 25)
+                  if decide.pct(100 * policy.family_alpha(policy.ALPHA, k)) == alpha]
+        assert splits, f"α={alpha}% is no split of {policy.ALPHA:.0%}"
+        said = decide.decide(tuple(range(1, int(m) + 1)),
+                             tuple(x + 0.5 for x in range(1, int(n) + 1)),
+                             alpha=policy.family_alpha(policy.ALPHA, splits[0]),
+                             delta_pct=policy.DELTA_PCT).reason
+        assert said == "too few starts: {} against {} cannot reach α={}% (the smallest p is " \
+            "{}); {} against {} can".format(m, n, alpha, p, need, need), said
 
 
 WRITTEN = sorted({Path(p).parts[1] for e in EXERCISES for p in e.files
