@@ -122,6 +122,39 @@ def test_workshop_prepare_readies_what_the_text_uses() -> None:
     assert clients == ["siege", "wrk", "vegeta"]
 
 
+@pytest.mark.unit
+def test_exercise_2_counts_time_wait_on_the_lab_port_alone() -> None:
+    """Exercise 2 waits for TIME_WAIT to come near 0: counted host-wide, other
+    programs' sockets kept it from ever coming (issue 54). Its first line
+    counts the sockets to and from the lab's PORT, as time_workshop.py does,
+    and that count holds a port's own sockets and no other port's."""
+    import socket
+    import time_workshop
+    from lab.setup.params import SETTINGS
+    port = int(str(SETTINGS["PORT"].default))
+    [line] = [x for x in DOC.read_text().splitlines() if x.startswith("ss ")]
+    assert shlex.split(line.split("|")[0]) == time_workshop.time_wait_command(port), line
+    two = " ".join(DOC.read_text().split("## Exercise 2")[1].split("## Exercise 3")[0].split())
+    assert f"lab's `PORT` ({port}) alone" in two, two
+
+    def closed_first_by_server(at: int, count: int) -> None:
+        with socket.socket() as listener:
+            listener.bind(("127.0.0.1", at))
+            listener.listen(count)
+            for _ in range(count):
+                with socket.create_connection(("127.0.0.1", at)) as client:
+                    conn, _ = listener.accept()
+                    conn.close()                 # the server closes first: its side waits
+                    client.recv(1)
+    mine, other = free_port(), free_port()
+    while other == mine:
+        other = free_port()
+    closed_first_by_server(mine, 3)
+    closed_first_by_server(other, 2)
+    counted = (time_workshop.time_wait_on(mine), time_workshop.time_wait_on(other))
+    assert counted == (3, 2), counted
+
+
 def runs_in(results: Path) -> list[Path]:
     return sorted(p for p in results.iterdir() if (p / "manifest.json").exists()) \
         if results.exists() else []
