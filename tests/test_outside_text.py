@@ -111,14 +111,14 @@ def test_levels_csv_cells_a_spreadsheet_would_run_are_text(tmp_path: Path) -> No
 
 def test_a_probes_outcome_from_the_server_stays_in_its_cell() -> None:
     """The probe's table in summary.md: what the server answered is text."""
-    from lab.analyse import probeview
+    from lab.present import probetable
     from lab.record.checked import Obj
     from lab.record.probe import ProbeReport
     rep = {"results": [{"probe": "p", "title": "garbage", "ran": True,
                         "outcome": "answered `HTTP/1.1 400 <b>|x`", "cpu_s": 0.1,
                         "answers_after": False}],
            "error": "Connection reset | <script>", "workers": 1}
-    text = probeview.table({"paced": ProbeReport.parse(Obj(rep, Path("probe.json"), ""))})
+    text = probetable.table({"paced": ProbeReport.parse(Obj(rep, Path("probe.json"), ""))})
     [row] = [ln for ln in text.splitlines() if ln.startswith("| garbage")]
     assert len(cells(row)) == 2 and unescaped(cells(row)[1], "<`") == [], row
     assert "400 \\<b\\>" in row, row

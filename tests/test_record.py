@@ -360,9 +360,10 @@ def test_the_summary_draws_the_probe_table_from_probe_json(tmp_path: Path) -> No
     done = lab("report", str(run))
     assert done.returncode == 0, done.stderr
     summary = (run / "summary.md").read_text()
-    table = probe.table({"nginx": fake_report("nginx", True),
+    from lab.present.probetable import table as probe_table
+    table = probe_table({"nginx": fake_report("nginx", True),
                          "paced": fake_report("paced", False)})
-    assert table in summary                       # the same table the probe prints
+    assert table in summary                       # the same table the probe prints (lab.studies.probetable)
     assert "- paced: stopped answering after garbage" in summary
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from lab.analyse import analysis, costview, memsplit, metrics, probeview, profileview, responses
+from lab.analyse import analysis, metrics, probeview, responses
+from lab.present import costtable, memtable, probetable, profiletable
 from lab.record import csvfile, files, outputs, probe, tcpkinds
 from lab.analyse.analysis import Analysis
 from lab.analyse.wording import (DASH, axis_label, median_range, percentile_mark,
@@ -122,12 +123,12 @@ def jit_part(warmups: list[Warmup]) -> str:
 
 
 def probe_section(probes: dict[str, ProbeReport | str]) -> list[str]:
-    """The robustness probe's table (lab.analyse.probeview, from each <server>/probe.json)
+    """The robustness probe's table (lab.present.probetable, from each <server>/probe.json)
     and one verdict line per server."""
     if not probes:
         return []
     good = {n: p for n, p in probes.items() if isinstance(p, ProbeReport) and p.results}
-    lines = [probeview.table(good)] if good else []
+    lines = [probetable.table(good)] if good else []
     for name, p in probes.items():
         if isinstance(p, str):
             lines.append(f"- {name}: probe.json unreadable ({p})")
@@ -197,7 +198,7 @@ def summary(rec: RunRecord, a: Analysis) -> str:
         if a.capacity:
             lines += ["", "## Against the client's calibrated capacity", ""]
             lines += [f"- {x.text}" for x in a.capacity]
-        lines += [""] + memsplit.markdown(m, stats, axis_label(m.params.axis))
+        lines += [""] + memtable.markdown(m, stats, axis_label(m.params.axis))
         sampler = max(s.sampler_cpu_pct.hi for levels in stats.values() for s in levels)
         lines += ["", f"The lab's own /proc sampler used at most {sampler:.2f}% of one core "
                       "per level."]
@@ -208,9 +209,9 @@ def summary(rec: RunRecord, a: Analysis) -> str:
         lines += ["", "## What failed", "", *[f"- {x}" for found in a.failed.values()
                                              for x in found]]
     if a.costs is not None:
-        lines += [""] + costview.markdown(a.costs)
+        lines += [""] + costtable.markdown(a.costs)
     if a.profiles:
-        lines += [""] + profileview.markdown(a.profiles)
+        lines += [""] + profiletable.markdown(a.profiles)
     probed = probe_section(probe.probe_files(rec.folder))
     if probed:
         lines += ["", "## Robustness probe (a separate start of each server)", "", *probed]

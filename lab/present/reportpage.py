@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lab.analyse import (analysis, costview, findings, memsplit, metrics, probeview,
+from lab.analyse import (analysis, costview, findings, metrics, probeview,
                          profileview, responses)
 from lab.record import calibration, files, outputs
 from lab.record.probe import ProbeReport, ProbeResult, probe_files
@@ -23,7 +23,7 @@ from lab.analyse.wording import axis_label
 from lab.analyse.metrics import LevelStats, Spread
 from lab.record.files import RecordError
 from lab.record.manifest import Manifest, ServerRecord, Warmup
-from lab.present import firstline
+from lab.present import costtable, firstline, memtable, profiletable
 from lab.present.indexpage import write_index
 from lab.present.page import chart_figure, escaped, href, kv_table, page, table
 from lab.present.report import rerun_line
@@ -394,14 +394,13 @@ def verdicts_html(m: Manifest, a: Analysis) -> str:
 
 def memory_html(m: Manifest, stats: dict[str, list[LevelStats]]) -> str:
     """Where the memory goes: RSS beside PSS, private and shared (lab.analyse.memsplit)."""
-    found = memsplit.rows(m, stats)
+    found = memtable.rows(m, stats)
     if not found:
         return ""
-    head = [h if h != "at" else axis_label(m.params.axis) for h in memsplit.HEAD]
-    return ('<h2 id="memory">Where the memory goes</h2>'
-            + table(head, [[escaped(c) for c in r] for r in found], numeric={1, 2, 3, 4, 5, 6, 7},
-                    cls="memory")
-            + f'<p class="muted">{escaped(memsplit.NOTE)}</p>')
+    return (f'<h2 id="memory">{escaped(memtable.TITLE)}</h2>'
+            + table(memtable.head(axis_label(m.params.axis)), [[escaped(c) for c in r] for r in found],
+                    numeric={1, 2, 3, 4, 5, 6, 7}, cls="memory")
+            + f'<p class="muted">{escaped(memtable.NOTE)}</p>')
 
 
 def sends_html(found: dict[str, responses.ServerAnswer]) -> str:
@@ -509,9 +508,9 @@ def costs_html(c: costview.CostAnalysis | None) -> str:
     """make cost's figure: instructions per request, beside the plain start's CPU."""
     if c is None:
         return ""
-    body = ['<h2 id="cost">Instructions per request (cachegrind)</h2>',
-            f"<p>{escaped(costview.KERNEL_NOTE)}</p>", f'<p class="muted">{escaped(c.condition)}</p>',
-            table(costview.HEAD, [[escaped(x) for x in r] for r in costview.rows(c.servers)],
+    body = [f'<h2 id="cost">{escaped(costtable.TITLE)}</h2>',
+            f"<p>{escaped(costtable.KERNEL_NOTE)}</p>", f'<p class="muted">{escaped(c.condition)}</p>',
+            table(costtable.HEAD, [[escaped(x) for x in r] for r in costtable.rows(c.servers)],
                   numeric={1, 2, 3, 4, 5, 6}, cls="cost")]
     if c.verdicts:
         body.append(table(["c", "a", "b", "kind", "verdict"],
@@ -519,9 +518,9 @@ def costs_html(c: costview.CostAnalysis | None) -> str:
                            for v in c.verdicts], numeric={0}, cls="cost-verdicts"))
     for s in c.servers:
         for level, found in sorted(s.functions.items())[:1]:
-            body.append(f"<h3>{escaped(s.server)}: instructions per request by function "
-                        f"(c={escaped(level)})</h3><p class=\"muted\">{escaped(costview.FUNCTIONS_NOTE)}</p>")
-            body.append(table(["function", "instructions/request"],
+            body.append(f"<h3>{escaped(costtable.functions_title(s.server, level))}</h3>"
+                        f"<p class=\"muted\">{escaped(costtable.FUNCTIONS_NOTE)}</p>")
+            body.append(table(costtable.FUNCTIONS_HEAD,
                               [[f"<code>{escaped(n)}</code>", escaped(f"{ir:,.1f}")] for n, ir in found],
                               numeric={1}, cls="cost-functions"))
     return "".join(body)
@@ -532,18 +531,18 @@ def profiles_html(found: dict[str, profileview.ProfileSummary | str]) -> str:
     each flame graph (a separate SVG file: this page stays script-free)."""
     if not found:
         return ""
-    parts = [f'<h2 id="profiles">{escaped(profileview.TITLE)}</h2>']
+    parts = [f'<h2 id="profiles">{escaped(profiletable.TITLE)}</h2>']
     for name, got in found.items():
         if isinstance(got, str):
-            parts.append(f"<h3>{escaped(name)}</h3><p>Profile unreadable: {escaped(got)}</p>")
+            parts.append(f"<h3>{escaped(name)}</h3><p>{escaped(profiletable.unreadable(got))}</p>")
             continue
         link = got.info.flamegraph
-        parts.append(f"<h3>{escaped(name)}</h3><p>{escaped(profileview.described(got.info, got.summary))}"
+        parts.append(f"<h3>{escaped(name)}</h3><p>{escaped(profiletable.described(got.info, got.summary))}"
                      + (f' <a href="{href(link)}">Flame graph of {escaped(name)}</a>' if link
                         else "") + "</p>")
-        parts.append(table(profileview.HEAD,
+        parts.append(table(profiletable.HEAD,
                            [[f"<code>{escaped(a)}</code>", escaped(x), f"<code>{escaped(b)}</code>", escaped(y)]
-                            for a, x, b, y in profileview.top_rows(got.summary)],
+                            for a, x, b, y in profiletable.top_rows(got.summary)],
                            numeric={1, 3}, cls="profile"))
     return "".join(parts)
 
