@@ -125,10 +125,10 @@ def test_few_repetitions_names_the_starts_the_runs_family_needs() -> None:
     m = rec.manifest
     stats = {name: metrics.level_stats(rows) for name, rows in rec.by_server().items()}
     assert len(stats) == 2 and read_rows(run)
-    two = analysis.warnings(replace(m, params=replace(m.params, repeat=Repeat(5, 5))), stats, "", [])
+    two = analysis.warnings(replace(m, run_plan=replace(m.planned, repeat=Repeat(5, 5))), stats, "", [])
     assert not [f for f in two if f.kind == "few-repetitions"]      # 5 a side: one pair
     third = {**stats, "third": stats[next(iter(stats))]}
-    three = analysis.warnings(replace(m, params=replace(m.params, repeat=Repeat(5, 5))), third, "", [])
+    three = analysis.warnings(replace(m, run_plan=replace(m.planned, repeat=Repeat(5, 5))), third, "", [])
     [few] = [f for f in three if f.kind == "few-repetitions"]
     need = verdicts.starts_needed(3)
     assert need == 6 and f"REPEAT={need}" in few.text() and "0.33%" in few.text(), few.text()

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from conftest import bench, free_port, lab, lab_env, leftovers, run_folders
+from lab.record import manifest
+from replan import plan_of_line
 
 pytestmark = [pytest.mark.fault, pytest.mark.usefixtures("wrk_installed")]    # the lab installs it (conftest)
 
@@ -78,6 +80,9 @@ def test_a_duet_loads_both_servers_at_the_same_moment_on_swapped_seats(tmp_path:
         assert len(rps) == len(cpu) == 2 and all(float(x) > 0 for x in rps + cpu), r
         assert 0.5 < sum(map(float, rps)) / 2 / float(r["rate_rps"]) < 1.5
     assert "pair 2/2 duet seat 1" in said
+    # its Reproduce line, read by the lab's settings parser, plans this run (issue 53)
+    m = manifest.read_manifest(run)
+    assert m.planned.design == "duet" and plan_of_line(m.reproduce) == m.planned
     summary = (run / "summary.md").read_text()
     assert "under duet" in summary and "signed-rank" in summary
     # the paired gate (make compare RUN=...): 2 pairs decide nothing, said so, exit 3

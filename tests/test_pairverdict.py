@@ -141,7 +141,7 @@ def test_lab_next_plans_one_start_pair_a_round() -> None:
     assert nxt.starts == [("a+b", 1)] and "pair 1 of 3" in nxt.said
     gone = plan(m, ["a"], None)
     assert gone.starts == [] and "needs both servers: b" in gone.said
-    m.params.paired = ""
+    m.run_plan = dataclasses.replace(m.planned, design="")   # the run's plan decides
     assert plan(m, ["a", "b"], None).starts == [("a", 1), ("b", 1)]
 
 
@@ -365,4 +365,5 @@ def test_a_paired_auto_run_records_the_plan_it_runs(monkeypatch: pytest.MonkeyPa
     assert (said["REPEAT_MIN"], said["REPEAT_MAX"]) == ("10", "40")
     assert again.repeat == p.repeat
     monkeypatch.setenv("PAIRED", "rmit ")        # make drops the first blank of " rmit "
-    assert recorded_settings(p)["PAIRED"] == "rmit"
+    rmit = from_env({**env, "PAIRED": "rmit "}, ["a", "b"], CLIENTS, available_cpus={0, 1})
+    assert recorded_settings(rmit)["PAIRED"] == "rmit"      # as checked, from the run's plan

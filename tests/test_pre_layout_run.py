@@ -55,6 +55,8 @@ def test_a_run_of_the_flat_tree_writes_the_same_summary_again(tmp_path: Path) ->
     again = json.loads((run / "results.json").read_text())
     again.pop("findings", None)                          # optional, added since (typed warnings)
     assert again.pop("cgroups", {}) == {}                # added since (issue 44): not recorded then
+    planned = again.pop("run_plan")                      # issue 53: built from its params
+    assert (planned["repeat"], planned["paired"]) == ({"least": 2, "most": 2, "auto": False}, "")
     old = json.loads((PRE / "results.json").read_text())
     for d in (again, old):
         d.pop("verdicts"), d.pop("primary_verdicts", None)

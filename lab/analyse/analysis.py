@@ -257,7 +257,7 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
     elif m.problems:                   # a later step's (make profile): the figures stand
         out.append(findings.LaterProblems(tuple(m.problems)))
     tool = m.client.tool
-    reps = m.params.repeat.least
+    reps = m.planned.repeat.least
     for name, levels in stats.items():
         n = len(levels)
 
@@ -317,7 +317,7 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
     alpha = rule_of(m)[0]
     least = verdicts.starts_needed(ranked, alpha, paired_run=bool(paired_mode(m)))
     if least is not None and reps < least and len(stats) > 1 and \
-            not m.params.repeat.auto:
+            not m.planned.repeat.auto:
         out.append(findings.FewRepetitions(reps, "pairs" if paired_mode(m) else "starts",
                                            least, alpha, ranked * (ranked - 1) // 2))
     if m.cgroups.get("used") is False:
@@ -383,22 +383,19 @@ def analyse(rec: RunRecord) -> Analysis:
 
 
 def rule_of(m: Manifest) -> tuple[float, float]:
-    """The run's ALPHA and MIN_EFFECT (%), as recorded (a run made before
-    they were run settings: the rule's defaults)."""
-    alpha, delta = m.params.extra.get("alpha"), m.params.extra.get("min_effect_pct")
-    return (float(alpha) if isinstance(alpha, (int, float)) and 0 < alpha < 1 else policy.ALPHA,
-            float(delta) if isinstance(delta, (int, float)) and 0 <= delta <= 100
-            else policy.DELTA_PCT)
+    """The run's ALPHA and MIN_EFFECT (%), from its plan (lab.setup.plan; a
+    run made before they were run settings: the rule's defaults)."""
+    return m.planned.alpha, m.planned.min_effect_pct
 
 
 def paired_mode(m: Manifest) -> str:
     """PAIRED of the run: "" (one server at a time), duet or rmit."""
-    return m.params.paired or ""
+    return m.planned.design
 
 
 def looks_of(m: Manifest) -> policy.LookSchedule:
     """The run's looks (lab.analyse.policy.LookSchedule): REPEAT=auto's, or one."""
-    r = m.params.repeat
+    r = m.planned.repeat
     return policy.looks(r.auto, r.least, r.most, bool(paired_mode(m)))
 
 

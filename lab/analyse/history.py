@@ -61,7 +61,7 @@ class Point:
 def conditions(m: Manifest, server: str) -> tuple[tuple[str, str], ...]:
     found = [(what, str(of(m) or "?")) for what, of in CONDITIONS]
     # a paired run's figures are each server's beside the other (PAIRED): a series of their own
-    found.append(("paired", m.params.paired or "no"))
+    found.append(("paired", m.planned.design or "no"))
     if m.params.neighbour:         # beside the lab's neighbour (NEIGHBOUR): a series of its own
         found.append(("neighbour", str(m.params.neighbour)))
     return tuple(found + [("server version", m.server(server).version or "?")])

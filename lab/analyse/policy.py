@@ -16,18 +16,12 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from lab.setup.params import SETTINGS, check_alpha, check_min_effect
-
-
-def _number(x: object) -> float:
-    assert isinstance(x, float)
-    return x
-
+from lab.setup.plan import DEFAULT_ALPHA, DEFAULT_DELTA_PCT
 
 # the rule's defaults: the ALPHA and MIN_EFFECT settings' own (declared once, in
-# lab.setup.params, which imports nothing of the lab's)
-ALPHA = _number(check_alpha(SETTINGS["ALPHA"].default))            # per family of verdicts
-DELTA_PCT = _number(check_min_effect(SETTINGS["MIN_EFFECT"].default))   # smallest effect
+# lab.setup.params; a run's own rule is its plan's, lab.setup.plan)
+ALPHA = DEFAULT_ALPHA            # per family of verdicts
+DELTA_PCT = DEFAULT_DELTA_PCT    # smallest effect
 
 # ---------------------------------------------------------------- unclean levels
 

@@ -48,7 +48,7 @@ def run_entry(folder: Path) -> dict[str, Any] | None:
     return {**base, "started": m.started,
             "servers": " ".join(m.params.servers or list(m.servers)),
             "client": f"{m.client.tool} {m.client.version}".strip(),
-            "connection": m.client.connection, "repeat": m.params.repeat.least,
+            "connection": m.client.connection, "repeat": m.planned.repeat.least,
             "topology": m.topology.split(" ")[0],
             "status": m.status, "report": (folder / outputs.REPORT).is_file()}
 
