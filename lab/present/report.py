@@ -21,6 +21,7 @@ from lab.record.manifest import Manifest, Warmup
 from lab.record.probe import ProbeReport
 from lab.record.tcpkinds import TcpDelta
 from lab.record.runrecord import RunRecord
+from lab.present import failedwords
 
 
 def server_table(m: Manifest, stats: dict[str, list[LevelStats]]) -> list[str]:
@@ -205,9 +206,7 @@ def summary(rec: RunRecord, a: Analysis) -> str:
     said = responses.markdown(a.answers)
     if said:
         lines += [""] + said
-    if a.failed:
-        lines += ["", "## What failed", "", *[f"- {x}" for found in a.failed.values()
-                                             for x in found]]
+    lines += failed_section(failedwords.build(a.failed))
     if a.costs is not None:
         lines += [""] + costtable.markdown(a.costs)
     if a.profiles:
@@ -224,11 +223,22 @@ def summary(rec: RunRecord, a: Analysis) -> str:
     return "\n".join(lines)
 
 
+def failed_line(item: failedwords.Item) -> str:
+    """One line of "What failed" in Markdown (lab.present.failedwords' item)."""
+    return f"- {md_text(item.text)}" + (f" (why: {md_code(item.see)})" if item.see else "")
+
+
+def failed_section(items: list[failedwords.Item]) -> list[str]:
+    """"What failed", the run's every server: a line per item, none when nothing failed."""
+    return ["", "## What failed", "", *map(failed_line, items)] if items else []
+
+
 def write(run: Path) -> str:
     """summary.md, levels.csv and results.json of a run; returns the summary."""
     rec, a = analysis.of(run)
     text = summary(rec, a)
     files.write_atomic(run / outputs.SUMMARY, text)
     write_levels_csv(run, a.stats)
-    files.write_atomic(run / outputs.RESULTS_JSON, analysis.results_text(rec, a))
+    files.write_atomic(run / outputs.RESULTS_JSON, analysis.results_text(
+        rec, a, failed=failedwords.plain(failedwords.build(a.failed))))
     return text
