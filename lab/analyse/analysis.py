@@ -437,7 +437,8 @@ def to_json(rec: RunRecord, a: Analysis,
             # each with the alpha, delta_pct and starts it was decided at
             "verdicts": [verdict_json(v) for v in a.verdicts],
             "primary_verdicts": [verdict_json(v) for v in a.primary],
-            "answers": {n: asdict(x) for n, x in a.answers.items()},
+            "answers": {n: asdict(x) | {"differs": [d.plain() for d in x.differs]}
+                        for n, x in a.answers.items()},
             "capacity": [asdict(c) for c in a.capacity],
             "calibration_note": a.calibration_note,
             "warnings": findings.texts(a.warnings),

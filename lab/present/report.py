@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from lab.analyse import analysis, metrics, probeview, responses
+from lab.analyse import analysis, metrics, probeview
 from lab.present import costtable, memtable, probetable, profiletable
 from lab.record import csvfile, files, outputs, probe, tcpkinds
 from lab.analyse.analysis import Analysis
@@ -21,7 +21,7 @@ from lab.record.manifest import Manifest, Warmup
 from lab.record.probe import ProbeReport
 from lab.record.tcpkinds import TcpDelta
 from lab.record.runrecord import RunRecord
-from lab.present import failedwords
+from lab.present import failedwords, sends
 
 
 def server_table(m: Manifest, stats: dict[str, list[LevelStats]]) -> list[str]:
@@ -203,7 +203,7 @@ def summary(rec: RunRecord, a: Analysis) -> str:
         sampler = max(s.sampler_cpu_pct.hi for levels in stats.values() for s in levels)
         lines += ["", f"The lab's own /proc sampler used at most {sampler:.2f}% of one core "
                       "per level."]
-    said = responses.markdown(a.answers)
+    said = sends.markdown(a.answers)
     if said:
         lines += [""] + said
     lines += failed_section(failedwords.build(a.failed))

@@ -415,12 +415,11 @@ def sends_html(found: dict[str, responses.ServerAnswer]) -> str:
     if not found:
         return ""
     rows = []
-    for r in responses.rows(found):
-        name, line, headers, size, differs = r
+    for (name, line, headers, size), a in zip(responses.rows(found), found.values()):
         head = "".join(f'<code style="white-space:pre">{escaped(h)}</code><br>'
                        for h in headers.split(" · ")) if headers != DASH else DASH
-        flagged = "".join(badge("differs", d.replace("`", "")) + " "
-                          for d in differs.split("; ")) if differs != DASH else DASH
+        flagged = "".join(badge("differs", d.plain()) + " "
+                          for d in responses.flags(a)) or DASH
         rows.append([escaped(name), escaped(line), head, escaped(size), flagged])
     asked = responses.request(found) or "GET /api"
     return ('<h2 id="sends">What each server sends</h2>'
