@@ -19,7 +19,7 @@ from pathlib import Path
 from collections.abc import Iterator
 from typing import Any
 
-from lab.analyse import costlink, costview, decide, findings, metrics, policy, profileview, responses, \
+from lab.analyse import costlink, costview, findings, metrics, policy, profileview, responses, \
     serverside, verdicts, whatfailed
 from lab.record import failures, files, outputs, runrecord
 from lab.analyse.wording import axis_label
@@ -74,7 +74,8 @@ class Analysis:
     failed: dict[str, whatfailed.ServerFailed] = field(default_factory=dict)  # server: what
                                                         # failed at its levels (failure_facts)
     primary: list[Verdict] = field(default_factory=list)   # one a pair, across the levels
-    method: str = decide.METHOD             # how the verdicts were reached (lab.analyse.policy)
+    method: str = ""                        # the rule the verdicts were reached by: "" starts,
+                                            # else PAIRED's mode (lab.present.method says it)
 
     def levels(self, server: str) -> list[LevelStats]:
         return self.stats.get(server, [])
@@ -358,7 +359,7 @@ def analyse(rec: RunRecord) -> Analysis:
                     profiles=profileview.analyse(rec.profiles), answers=answers,
                     failed={n: facts for n, levels in stats.items()
                             if (facts := failure_facts(m, n, levels))},
-                    primary=first, method=policy.method(paired_mode(m)))
+                    primary=first, method=paired_mode(m))
 
 
 def rule_of(m: Manifest) -> tuple[float, float]:

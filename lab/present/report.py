@@ -21,7 +21,7 @@ from lab.record.manifest import Manifest, Warmup
 from lab.record.probe import ProbeReport
 from lab.record.tcpkinds import TcpDelta
 from lab.record.runrecord import RunRecord
-from lab.present import failedwords, sends
+from lab.present import failedwords, method, sends
 
 
 def server_table(m: Manifest, stats: dict[str, list[LevelStats]]) -> list[str]:
@@ -79,7 +79,7 @@ def verdict_section(m: Manifest, a: Analysis) -> list[str]:
     axis = axis_label(m.params.axis)
     lines = [f"## Verdicts ({a.basis}, at {axis} = {', '.join(map(str, a.verdict_at))})", ""]
     if a.primary:
-        lines += [f"Primary, one a pair: {a.method}", ""]
+        lines += [f"Primary, one a pair: {method.said(a.method)}", ""]
         lines += Table([axis, "pair", "verdict"],
                        [[v.where(), f"{v.a} vs {v.b}", v.said()] for v in a.primary]).lines()
         lines += ["", "Per level (secondary: each at α over the number of per-level verdicts):",

@@ -23,7 +23,7 @@ from lab.analyse.wording import axis_label
 from lab.analyse.metrics import LevelStats, Spread
 from lab.record.files import RecordError
 from lab.record.manifest import Manifest, ServerRecord, Warmup
-from lab.present import costtable, failedwords, firstline, memtable, profiletable
+from lab.present import costtable, failedwords, firstline, memtable, method, profiletable
 from lab.present.indexpage import write_index
 from lab.present.page import chart_figure, escaped, href, kv_table, page, table
 from lab.present.report import rerun_line
@@ -389,7 +389,7 @@ def verdicts_html(m: Manifest, a: Analysis) -> str:
     head = [axis_label(m.params.axis), "a", "b", "kind", "verdict", "α, δ, starts"]
     first = ""
     if a.primary:
-        first = (f'<p class="muted">Primary, one a pair: {escaped(a.method)}</p>'
+        first = (f'<p class="muted">Primary, one a pair: {escaped(method.said(a.method))}</p>'
                  + table(head, [[escaped(v.where()), escaped(v.a), escaped(v.b), escaped(v.kind),
                                  escaped(v.said()), escaped(v.rule())] for v in a.primary],
                          numeric=set(), cls="verdicts primary")
