@@ -13,7 +13,7 @@ import pytest
 
 from conftest import ROOT
 from lab.analyse import agree, analysis, claims, claimsfile, claimtext, diff, levelrow, metrics, verdicts
-from lab.present import agreetable, compare, report, reportpage
+from lab.present import agreetable, claimsmd, compare, report, reportpage
 from lab.record.level import Level
 from lab.record.rows import Row
 from lab.present.page import escaped
@@ -141,7 +141,7 @@ def test_a_claim_req_s_leaves_inconclusive_shows_cpu_per_request_beside() -> Non
     assert r.verdict == claims.INCONCLUSIVE and "client-bound" in r.reason
     assert r.beside == "at 8: b needs 38% less server CPU per request than a (40.0 vs 65.0 µs; " \
                        "α=1%, δ=5%, 5+5 starts)"
-    assert r.beside in claimtext.measured_text(r) and r.beside in claimtext.table([r])
+    assert r.beside in claimtext.measured_text(r) and r.beside in claimsmd.table([r])
     decided = {"a": [level(rows("a", [2100, 2110, 2120, 2105, 2115], [0.8] * 5))],
                "b": [level(rows("b", [2000, 2010, 2020, 2005, 2015], [0.8] * 5))]}
     assert claims.evaluate(claim(), decided, {"a", "b"}).beside == ""

@@ -36,7 +36,7 @@ EXAMPLES: list[Finding] = [
     findings.Steal("aws", 1, 4),
     findings.Neighbour("aws", 2, 4, 1),
     findings.Failures("aws", 2, 4, tool="wrk", failed=1234, attempts=100000,
-                      how="reset or closed by the server"),
+                      kinds=("reset", "status 503")),
     findings.FewWorkers("aws", 5, "its default", 64, 1, ""),
     findings.ServerNote("aws", "alias of aws@4"),
     findings.FewRepetitions(1),

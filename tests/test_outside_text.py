@@ -15,7 +15,7 @@ import pytest
 
 from lab.analyse import responses
 from lab.setup import markdown
-from lab.present import compare, report
+from lab.present import compare, report, sends
 from lab.record import csvfile
 from lab.record.manifest import Response
 from test_compare import make_run, manifest, paced_rows
@@ -81,7 +81,7 @@ def test_a_servers_headers_stay_in_their_cell(tmp_path: Path) -> None:
                  headers=[("X-Note", "a|b`c` <i>"), ("Server", "t``t")],
                  bytes=100, head_bytes=80, body_bytes=20)
     found = {"paced": responses.ServerAnswer("paced", r, 1, False, ())}
-    lines = responses.markdown(found)
+    lines = sends.markdown(found)
     head = [ln for ln in lines if ln.startswith("| server")][0]
     [row] = [ln for ln in lines if ln.startswith("| paced")]
     assert len(cells(row)) == len(cells(head)), row

@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 
 from conftest import lab, lab_env, run_folders
-from lab.analyse import levelrow, metrics, pairgate, pairverdict, policy, resample
+from lab.analyse import levelrow, metrics, pairgate, pairverdict, resample
 from lab.analyse.gate import GateSettings
 from lab.analyse.nextstarts import plan
 from lab.analyse.policy import LookSchedule
 from lab.measure import pair
+from lab.present import method
 from lab.record import manifest
 from lab.record.level import Level
 from lab.record.rows import Row
@@ -251,8 +252,8 @@ def test_the_looks_of_repeat_auto_stop_at_the_first_that_decides() -> None:
 
 
 def test_the_method_sentence_says_how_a_paired_run_decides() -> None:
-    assert "signed-rank" in policy.method("duet") and "under duet" in policy.method("duet")
-    assert "Mann-Whitney" in policy.method("")
+    assert "signed-rank" in method.said("duet") and "under duet" in method.said("duet")
+    assert "Mann-Whitney" in method.said("")
 
 
 # ---------------------------------------------------------------- the paired gate

@@ -21,14 +21,21 @@ PRE = ROOT / "tests" / "fixtures" / "runs" / "20261125-120537-sturdy+paced-pre21
 
 FEW = ("rank nothing on a noisy host", "cannot reach the verdicts' α")   # few repetitions,
                                                                        # before and since
+FAILED = "requests failed at"      # the failures warning: its kinds by name since (issue 53)
+
+
+def without(summary: str, section: str) -> str:
+    head, _, rest = summary.partition(section)
+    return head + rest[rest.index("\n## "):]
 
 
 def without_verdicts(summary: str) -> str:
     """The summary without its verdicts and the few-repetitions warning, both
-    changed on purpose since (issue 28)."""
-    head, _, rest = summary.partition("## Verdicts")
-    text = head + rest[rest.index("\n## "):]
-    return "\n".join(line for line in text.splitlines() if not any(f in line for f in FEW))
+    changed on purpose since (issue 28), and without "What failed" and the
+    failures warning (issue 53: a way of failing at several levels said once)."""
+    text = without(without(summary, "## Verdicts"), "## What failed")
+    return "\n".join(line for line in text.splitlines()
+                     if not any(f in line for f in FEW + (FAILED,)))
 
 
 def test_a_run_of_the_flat_tree_writes_the_same_summary_again(tmp_path: Path) -> None:
@@ -52,6 +59,9 @@ def test_a_run_of_the_flat_tree_writes_the_same_summary_again(tmp_path: Path) ->
     assert "## Verdicts (requests/s, at c = 1, 4)" in said
     assert "α=1%, δ=5%, 2+2 starts" in said and "too few starts: 2 against 2" in said
     assert "use REPEAT=5 or more (or REPEAT=auto) for verdicts" in said
+    failed = said[said.index("## What failed"):].split("\n## ")[0]
+    assert [ln.split(" at ")[0] for ln in failed.splitlines() if ln.startswith("- ")] == \
+        ["- sturdy", "- paced"]            # both levels of each failed alike: a line each
     again = json.loads((run / "results.json").read_text())
     again.pop("findings", None)                          # optional, added since (typed warnings)
     assert again.pop("cgroups", {}) == {}                # added since (issue 44): not recorded then
@@ -60,7 +70,8 @@ def test_a_run_of_the_flat_tree_writes_the_same_summary_again(tmp_path: Path) ->
     old = json.loads((PRE / "results.json").read_text())
     for d in (again, old):
         d.pop("verdicts"), d.pop("primary_verdicts", None)
-        d["warnings"] = [w for w in d["warnings"] if not any(f in w for f in FEW)]
+        d["warnings"] = [w for w in d["warnings"] if not any(f in w for f in FEW + (FAILED,))]
+        assert set(d.pop("failed")) == {"sturdy", "paced"}   # its words: issue 53
         for levels in d["levels"].values():
             for level in levels:
                 level.pop("reps", None)                  # added since (issue 28)

@@ -268,9 +268,6 @@ class PortShared(WithReasons):
             "other run).")
 
 
-NOT_RECORDED = "how is not recorded (a run made before the lab kept the kinds)"
-
-
 @dataclass(frozen=True)
 class Failures(AtLevels):
     """count: the levels where a request failed."""
@@ -278,13 +275,14 @@ class Failures(AtLevels):
     tool: str
     failed: int                 # requests, over the levels and repetitions
     attempts: int
-    how: str                    # lab.record.failures.said of the kinds, or NOT_RECORDED
+    kinds: tuple[str, ...]      # lab.record.failures.by_kind's keys; (): not recorded
 
     def text(self) -> str:
+        how = (f"kinds: {', '.join(self.kinds)}" if self.kinds else
+               "how is not recorded: a run made before the lab kept the kinds")
         return (f"{self.server}: {self.failed:,} of {self.attempts:,} requests failed at "
-                f"{self.of_levels()}: {self.how}. Each level is under "
-                f"\"What failed\"; {self.tool}'s output is in {self.server}/ in the run "
-                "folder.")
+                f"{self.of_levels()} ({how}). \"What failed\" says how, level by level; "
+                f"{self.tool}'s output is in {self.server}/ in the run folder.")
 
 
 @dataclass(frozen=True)

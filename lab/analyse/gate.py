@@ -110,7 +110,7 @@ def headline(outcome: str, j: verdicts.Judgement | None, worse: float | None,
     d = j.decision if j is not None else None
     if j is not None and d is not None and j.kind == verdicts.UNDECIDED:
         head = d.reason.split(":")[0]
-        if head.startswith("too few"):
+        if d.why == decide.TOO_FEW:
             head += f" for α={decide.pct(100 * d.alpha)}%"
         return f"{by}undecided: {head}"
     said = j.text if j is not None else text
@@ -223,7 +223,7 @@ def check(server: str, value: int, metric: str, va: tuple[float, ...],
     d = j.decision
     worse = worse_pct(metrics.spread(list(va)).median, metrics.spread(list(vb)).median,
                       higher) if va and vb else None
-    if d is None or (j.kind not in verdicts.RANKED and d.reason.startswith("too few")):
+    if d is None or (j.kind not in verdicts.RANKED and d.why == decide.TOO_FEW):
         outcome, text = NOT_JUDGED, via + j.text
     elif j.kind in verdicts.RANKED and j.winner == "A":
         worse, how = shortfall(worse, j, higher)

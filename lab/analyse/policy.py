@@ -201,15 +201,8 @@ def looks(auto: bool, least: int, most: int, paired: bool) -> LookSchedule:
     return LookSchedule(least, most, paired) if auto else LookSchedule()
 
 
-# ---------------------------------------------------------------- how, in a sentence
+# ---------------------------------------------------------------- the paired modes
+# (how the verdicts were reached, in a sentence: lab.present.method)
 
 PAIRED_WORDS = {"duet": "under duet (both measured at the same moment)",
                 "rmit": "under RMIT (alternating slices, both servers up)"}
-
-
-def method(paired_mode: str) -> str:
-    """The sentence a report gives for how its verdicts were reached."""
-    from lab.analyse import decide, paired
-    if not paired_mode:
-        return decide.METHOD
-    return f"{paired.METHOD} Pairs {PAIRED_WORDS.get(paired_mode, paired_mode)}."

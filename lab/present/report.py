@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from lab.analyse import analysis, metrics, probeview, responses
+from lab.analyse import analysis, metrics, probeview
 from lab.present import costtable, memtable, probetable, profiletable
 from lab.record import csvfile, files, outputs, probe, tcpkinds
 from lab.analyse.analysis import Analysis
@@ -21,6 +21,7 @@ from lab.record.manifest import Manifest, Warmup
 from lab.record.probe import ProbeReport
 from lab.record.tcpkinds import TcpDelta
 from lab.record.runrecord import RunRecord
+from lab.present import failedwords, method, sends
 
 
 def server_table(m: Manifest, stats: dict[str, list[LevelStats]]) -> list[str]:
@@ -78,7 +79,7 @@ def verdict_section(m: Manifest, a: Analysis) -> list[str]:
     axis = axis_label(m.params.axis)
     lines = [f"## Verdicts ({a.basis}, at {axis} = {', '.join(map(str, a.verdict_at))})", ""]
     if a.primary:
-        lines += [f"Primary, one a pair: {a.method}", ""]
+        lines += [f"Primary, one a pair: {method.said(a.method)}", ""]
         lines += Table([axis, "pair", "verdict"],
                        [[v.where(), f"{v.a} vs {v.b}", v.said()] for v in a.primary]).lines()
         lines += ["", "Per level (secondary: each at α over the number of per-level verdicts):",
@@ -202,12 +203,10 @@ def summary(rec: RunRecord, a: Analysis) -> str:
         sampler = max(s.sampler_cpu_pct.hi for levels in stats.values() for s in levels)
         lines += ["", f"The lab's own /proc sampler used at most {sampler:.2f}% of one core "
                       "per level."]
-    said = responses.markdown(a.answers)
+    said = sends.markdown(a.answers)
     if said:
         lines += [""] + said
-    if a.failed:
-        lines += ["", "## What failed", "", *[f"- {x}" for found in a.failed.values()
-                                             for x in found]]
+    lines += failed_section(failedwords.build(a.failed))
     if a.costs is not None:
         lines += [""] + costtable.markdown(a.costs)
     if a.profiles:
@@ -224,11 +223,22 @@ def summary(rec: RunRecord, a: Analysis) -> str:
     return "\n".join(lines)
 
 
+def failed_line(item: failedwords.Item) -> str:
+    """One line of "What failed" in Markdown (lab.present.failedwords' item)."""
+    return f"- {md_text(item.text)}" + (f" (why: {md_code(item.see)})" if item.see else "")
+
+
+def failed_section(items: list[failedwords.Item]) -> list[str]:
+    """"What failed", the run's every server: a line per item, none when nothing failed."""
+    return ["", "## What failed", "", *map(failed_line, items)] if items else []
+
+
 def write(run: Path) -> str:
     """summary.md, levels.csv and results.json of a run; returns the summary."""
     rec, a = analysis.of(run)
     text = summary(rec, a)
     files.write_atomic(run / outputs.SUMMARY, text)
     write_levels_csv(run, a.stats)
-    files.write_atomic(run / outputs.RESULTS_JSON, analysis.results_text(rec, a))
+    files.write_atomic(run / outputs.RESULTS_JSON, analysis.results_text(
+        rec, a, failed=failedwords.plain(failedwords.build(a.failed))))
     return text

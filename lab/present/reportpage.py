@@ -23,7 +23,7 @@ from lab.analyse.wording import axis_label
 from lab.analyse.metrics import LevelStats, Spread
 from lab.record.files import RecordError
 from lab.record.manifest import Manifest, ServerRecord, Warmup
-from lab.present import costtable, firstline, memtable, profiletable
+from lab.present import costtable, failedwords, firstline, memtable, method, profiletable
 from lab.present.indexpage import write_index
 from lab.present.page import chart_figure, escaped, href, kv_table, page, table
 from lab.present.report import rerun_line
@@ -318,16 +318,23 @@ def overview(m: Manifest, stats: dict[str, list[LevelStats]]) -> str:
             + "".join(f"<p>{escaped(x)}</p>" for x in said))
 
 
-def failed_html(lines: list[str]) -> str:
-    """What failed at each level of one server (lab.analyse.analysis.failure_lines)."""
-    if not lines:
+def failed_item(item: failedwords.Item) -> str:
+    """One line of "What failed" in HTML (lab.present.failedwords' item)."""
+    see = f" (why: <code>{escaped(item.see)}</code>)" if item.see else ""
+    return f"<li>{escaped(item.text)}{see}</li>"
+
+
+def failed_html(items: list[failedwords.Item]) -> str:
+    """What failed at one server's levels: its items of the run's "What failed"."""
+    if not items:
         return ""
     return ('<h3 class="failed">What failed</h3><ul class="failed">'
-            + "".join(f"<li>{escaped(x)}</li>" for x in lines) + "</ul>")
+            + "".join(map(failed_item, items)) + "</ul>")
 
 
 def server_section(m: Manifest, name: str, levels: list[LevelStats],
-                   probe: ProbeReport | str | None, failed: list[str] | None = None) -> str:
+                   probe: ProbeReport | str | None,
+                   failed: list[failedwords.Item] | None = None) -> str:
     rec = m.server(name)
     mark = flag_html(INCOMPLETE) if rec.status not in ("", "complete") else ""
     parts = [f'<section class="server" id="server-{escaped(name)}"><h2>{escaped(name)}{mark}</h2>',
@@ -382,7 +389,7 @@ def verdicts_html(m: Manifest, a: Analysis) -> str:
     head = [axis_label(m.params.axis), "a", "b", "kind", "verdict", "α, δ, starts"]
     first = ""
     if a.primary:
-        first = (f'<p class="muted">Primary, one a pair: {escaped(a.method)}</p>'
+        first = (f'<p class="muted">Primary, one a pair: {escaped(method.said(a.method))}</p>'
                  + table(head, [[escaped(v.where()), escaped(v.a), escaped(v.b), escaped(v.kind),
                                  escaped(v.said()), escaped(v.rule())] for v in a.primary],
                          numeric=set(), cls="verdicts primary")
@@ -408,12 +415,11 @@ def sends_html(found: dict[str, responses.ServerAnswer]) -> str:
     if not found:
         return ""
     rows = []
-    for r in responses.rows(found):
-        name, line, headers, size, differs = r
+    for (name, line, headers, size), a in zip(responses.rows(found), found.values()):
         head = "".join(f'<code style="white-space:pre">{escaped(h)}</code><br>'
                        for h in headers.split(" · ")) if headers != DASH else DASH
-        flagged = "".join(badge("differs", d.replace("`", "")) + " "
-                          for d in differs.split("; ")) if differs != DASH else DASH
+        flagged = "".join(badge("differs", d.plain()) + " "
+                          for d in responses.flags(a)) or DASH
         rows.append([escaped(name), escaped(line), head, escaped(size), flagged])
     asked = responses.request(found) or "GET /api"
     return ('<h2 id="sends">What each server sends</h2>'
@@ -559,8 +565,9 @@ def render(run: Path) -> str:
             "<h2>Flags</h2>", legend(flags_seen(stats, m)),
             charts_section(run)]
     body += [costs_html(a.costs), profiles_html(a.profiles)]
-    body += [server_section(m, n, stats.get(n, []), probes.get(n), a.failed.get(n))
-             for n in names]
+    failed = failedwords.build(a.failed)         # the summary's items, by server
+    body += [server_section(m, n, stats.get(n, []), probes.get(n),
+                            [i for i in failed if i.server == n]) for n in names]
     body += [memory_html(m, stats), sends_html(a.answers)]
     body += [verdicts_html(m, a), calibration_html(m, a),
              warnings_html(findings.texts(a.warnings)), conditions_html(m)]

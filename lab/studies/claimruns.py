@@ -44,6 +44,7 @@ from typing import Any
 
 from lab.setup.paths import ROOT
 from lab.analyse import analysis, claimjudge, claims, claimsfile, claimtext, claimreasons
+from lab.present import claimsmd
 from lab.record import files, folder, rows, runlock
 from lab.record.manifest import MANIFEST, Manifest
 from lab.setup import stepcheck
@@ -362,7 +363,7 @@ def render(study: Study, runs: list[Run], judged: list[Judged], checks: dict[Pat
     lines += ["", "## Claims", ""]
     lines += Table(["claim", "published", "client", "measured", "verdict", "reason",
                     "conditions noted"],
-                   [[claimtext.label(j.result.claim), claimtext.published_text(j.result.claim),
+                   [[claimsmd.label(j.result.claim), claimtext.published_text(j.result.claim),
                      j.client, claimtext.measured_text(j.result),
                      f"**{claimtext.verdict_text(j.result)}**", j.result.reason,
                      "; ".join(j.notes) or "—"] for j in judged]
@@ -376,11 +377,11 @@ def render(study: Study, runs: list[Run], judged: list[Judged], checks: dict[Pat
                                                       if j.result.claim.id == c.id])]
                     for c in study.claims]).escaped().lines()
     lines += ["", "## Why not reproduced", ""]
-    lines += claimjudge.why_lines(study, judged, specs) or ["Every claim judged was reproduced."]
+    lines += claimsmd.why_lines(study, judged, specs) or ["Every claim judged was reproduced."]
     if runs:
         lines += ["", "## Conditions, published against here", "",
                   f"Here: the manifest of {runs[-1].folder.name}.", ""]
-        lines += claimreasons.conditions_table(study, runs[-1].manifest)
+        lines += claimsmd.conditions_table(study, runs[-1].manifest)
     return "\n".join(lines) + "\n"
 
 
