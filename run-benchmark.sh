@@ -53,9 +53,10 @@ signal_mask() {                         # mask=<field of /proc/PID/status, a num
     if [[ $key == "$2:" && $value =~ ^[0-9a-f]+$ ]]; then mask=$((16#$value)); fi
   done < "/proc/$1/status"
 }
-make_handles() {                        # the stop signal make is handling, if any
-  local mask
+make_handles() {                        # the stop signal make is handling, if any:
+  local mask                            # blocked now, not when the watch began
   signal_mask "$LAB_MAKE_PID" SigBlk 2>/dev/null || return 0
+  (( mask &= ~blocked_before )) || true
   if (( mask & 1 << 1 )); then echo INT         # bit N-1: signal N
   elif (( mask & 1 << 0 )); then echo HUP
   elif (( mask & 1 << 14 )); then echo TERM; fi
@@ -63,6 +64,8 @@ make_handles() {                        # the stop signal make is handling, if a
 watcher=""
 if [[ ${LAB_MAKE_PID:-} =~ ^[0-9]+$ ]]; then
   me=$$
+  signal_mask "$LAB_MAKE_PID" SigBlk 2>/dev/null || true
+  blocked_before=$mask                  # a parent may have handed make a blocked SIGINT
   ( trap '' INT TERM HUP
     while kill -0 "$LAB_MAKE_PID" 2>/dev/null && kill -0 "$me" 2>/dev/null; do
       sig=$(make_handles)
