@@ -132,3 +132,34 @@ def test_few_repetitions_names_the_starts_the_runs_family_needs() -> None:
     [few] = [f for f in three if f.kind == "few-repetitions"]
     need = verdicts.starts_needed(3)
     assert need == 6 and f"REPEAT={need}" in few.text() and "0.33%" in few.text(), few.text()
+
+
+@pytest.mark.parametrize("after", [False, True], ids=["right-after", "wrong-after"])
+def test_wrong_answers_say_the_check_after_the_level_as_it_came_out(after: bool) -> None:
+    """A level with wrong answers during the load: the warning says the
+    answer checked after it was right only where it was; beside a failed
+    check after the level (answer-changed) it says that check was wrong too
+    (issue 54: it said "the answer checked before and after the load was
+    right" there)."""
+    from dataclasses import replace
+    from lab.record.runrecord import load
+    rec = load(RUNS / "20261124-071349-sturdy+paced-landed")
+    stats = {name: metrics.level_stats(rows) for name, rows in rec.by_server().items()}
+    flags = {"wrong-answers": 1, **({"answer-changed": 1} if after else {})}
+    first, *rest = stats["paced"]
+    stats["paced"] = [replace(first, flags={**first.flags, **flags},
+                              unranked=("rep 1: wrong answers: 3 of 9 answers wrk checked "
+                                        "were wrong",)), *rest]
+    [wrong] = [f for f in analysis.warnings(rec.manifest, stats, "", [])
+               if isinstance(f, findings.WrongAnswers)]
+    assert wrong.to_json()["wrong_after"] == (1 if after else 0)
+    text = wrong.text()
+    assert ("after each of these levels was right" in text) is not after, text
+    assert ("after these levels it was wrong too" in text) is after, text
+    assert "before and after the load was right" not in text
+
+
+def test_wrong_answers_count_the_levels_whose_check_after_failed() -> None:
+    some = findings.WrongAnswers("x", 3, 4, ("c=1: ...", "c=2: ...", "c=4: ..."), 2).text()
+    assert "after 2 of these levels it was wrong too" in some and "was right" in some
+    assert "after each" not in some

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 import socket
 from pathlib import Path
 
@@ -91,6 +92,16 @@ def test_a_duet_loads_both_servers_at_the_same_moment_on_swapped_seats(tmp_path:
     assert "too few pairs" in gated.stderr
     [out] = (tmp_path / "results").glob("compare-*-paired")
     assert (out / "compare.xml").is_file() and (out / "compare.json").is_file()
+    # another copy of the run (the same run id) gated next: a folder of its own,
+    # the first comparison kept as it was (issue 54)
+    first = (out / "compare.json").read_bytes()
+    copy = tmp_path / "copy" / run.name
+    shutil.copytree(run, copy)
+    assert lab(lab_env(tmp_path, MIN_EFFECT="3%"), "compare", str(copy)).returncode == 3
+    again = out.with_name(f"{out.name}-2")
+    assert sorted((tmp_path / "results").glob("compare-*")) == [out, again]
+    assert (out / "compare.json").read_bytes() == first
+    assert json.loads((again / "compare.json").read_text())["b"]["path"] == str(copy)
 
 
 def test_an_a_a_duet_with_a_slower_seat_is_unbalanced_not_a_difference(

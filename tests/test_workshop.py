@@ -320,6 +320,23 @@ def exercise_4(d: Done) -> None:
     assert slices and all(isinstance(x, list) and x for x in slices), slices
 
 
+@pytest.mark.fault
+def test_exercise_4_tells_its_two_runs_apart(tmp_path: Path) -> None:
+    """Exercise 4's two runs are named alike but for the time (issue 54): the
+    text says which folder is which by the warm-up its plan line shows, and
+    those are the words each command's plan line has."""
+    cold, warmed = [c for c in EXERCISES[3].commands if c.startswith("make bench")]
+    body = " ".join(DOC.read_text().split("## Exercise 4", 1)[1]
+                    .split("## Exercise 5", 1)[0].split())
+    env = {k: v for k, v in lab_env(tmp_path, PORT=str(free_port())).items()
+           if k != "LAB_SERVER_PATH"}
+    for command, which in ((cold, "cold"), (warmed, "warmed")):
+        line = plan_line(command, env)
+        shown = re.search(r"warm-up [^|]*?(?= \|)", line)
+        assert shown, line
+        assert f"`{shown.group(0)}` for the {which} run" in body, (shown.group(0), which)
+
+
 def exercise_5(d: Done) -> None:
     m = d.manifest(0)
     assert [s["workers"] for s in m["servers"]["aws@8"]["starts"]] == [8]   # 8 tasks, not 5

@@ -263,7 +263,8 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
             elif said and flag == "client-stalled":
                 out.append(findings.ClientStalled(name, len(said), n, said, tool))
             elif said and flag == "wrong-answers":
-                out.append(findings.WrongAnswers(name, len(said), n, said))
+                out.append(findings.WrongAnswers(name, len(said), n, said, sum(
+                    1 for s in levels if s.flags.get(flag) and s.flags.get("answer-changed"))))
             elif said and flag == "port-shared":
                 out.append(findings.PortShared(name, len(said), n, said))
             elif said:

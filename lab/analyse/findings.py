@@ -246,14 +246,23 @@ class AnswerChanged(WithReasons):
 
 @dataclass(frozen=True)
 class WrongAnswers(WithReasons):
-    """Answers during the load that were not the verified answer (lab.analyse.answers)."""
+    """Answers during the load that were not the verified answer
+    (lab.analyse.answers); `wrong_after`: of these levels, those whose answer
+    checked after the level was wrong too (answer-changed)."""
     kind: ClassVar[str] = "wrong-answers"
+    wrong_after: int = 0
 
     def text(self) -> str:
+        if not self.wrong_after:
+            checks = "when the server started and after each of these levels was right"
+        else:
+            after = "these levels" if self.wrong_after == self.count else \
+                f"{self.wrong_after} of these levels"
+            checks = f"when the server started was right, but after {after} it was wrong too"
         return self.unranked(
-            "wrong answers during the load", f"{NOT_CONTRACT}, although the answer checked "
-            "before and after the load was right. Fix the server (it may answer differently "
-            "when loaded); its log is in the run folder.")
+            "wrong answers during the load", f"{NOT_CONTRACT}; the answer checked {checks}. "
+            "Fix the server (it may answer differently when loaded); its log is in the run "
+            "folder.")
 
 
 @dataclass(frozen=True)
