@@ -117,7 +117,8 @@ use: ## the USE method read off a run: utilisation, saturation, errors of each r
 	@test -n "$${RUN-}" || { echo "error: give RUN=results/<run-id>" >&2; exit 2; }
 	@$(call STEP,$(LAB) use "$$RUN")
 
-workshop-check: ## every exercise of docs/workshop.md, short (part of make test)
+workshop-check: ## the host quiet enough for the lessons (else exit 2, the figure and what to do), then every exercise of docs/workshop.md, short
+	@$(call STEP,$(LAB) workshop-host)
 	$(PYTHON) -m pytest -q -p no:cacheprovider tests/test_workshop.py
 
 lint: ## shellcheck every script, mypy --strict the lab's Python

@@ -13,6 +13,15 @@
 # step started if it vanishes; the guard below undoes the topology and marks
 # the run if this script and its steps all vanish (SIGKILL, the OOM killer).
 set -euo pipefail
+# A SIGINT ignored when this script started (make run as a script's background
+# job, nohup) can be neither trapped nor reset by bash: the script starts again
+# (same PID) with it restored, so that a Ctrl-C that lands between two steps,
+# or a kill -INT of this script, stops the run as from a terminal.
+if [[ $(trap -p INT) == "trap -- '' SIGINT" && -z ${LAB_SIGINT_RESTORED-} ]]; then
+  LAB_SIGINT_RESTORED=1 exec python3 -S -c 'import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+os.execv(sys.argv[1], sys.argv[1:])' "$BASH" "${BASH_SOURCE[0]}" "$@"
+fi
 cd "$(dirname "${BASH_SOURCE[0]}")"
 
 # Each step runs in the background and is waited for: a signal to this script
@@ -33,15 +42,48 @@ trap 'on_signal HUP' HUP
 
 # `kill <make's PID>` ends make alone: its recipe's shell and this script
 # would go on. Under `make bench` (LAB_MAKE_PID), make's end is passed on as
-# a SIGTERM to this script, which stops the run as for any other signal.
+# a SIGTERM to this script, which stops the run as for any other signal. A
+# SIGINT or SIGHUP to make alone (`setsid make bench`, then kill -INT) does not
+# end it: make's handler blocks the signal and waits for its recipe, the whole
+# run; seen blocked twice, a quarter of a second apart, it is passed on too.
+signal_mask() {                         # mask=<field of /proc/PID/status, a number>
+  local key value
+  mask=0
+  while read -r key value; do
+    if [[ $key == "$2:" && $value =~ ^[0-9a-f]+$ ]]; then mask=$((16#$value)); fi
+  done < "/proc/$1/status"
+}
+make_handles() {                        # the stop signal make is handling, if any:
+  local mask                            # blocked now, not when the watch began
+  signal_mask "$LAB_MAKE_PID" SigBlk 2>/dev/null || return 0
+  (( mask &= ~blocked_before )) || true
+  if (( mask & 1 << 1 )); then echo INT         # bit N-1: signal N
+  elif (( mask & 1 << 0 )); then echo HUP
+  elif (( mask & 1 << 14 )); then echo TERM; fi
+}
 watcher=""
 if [[ ${LAB_MAKE_PID:-} =~ ^[0-9]+$ ]]; then
   me=$$
+  signal_mask "$LAB_MAKE_PID" SigBlk 2>/dev/null || true
+  blocked_before=$mask                  # a parent may have handed make a blocked SIGINT
   ( trap '' INT TERM HUP
-    while kill -0 "$LAB_MAKE_PID" 2>/dev/null && kill -0 "$me" 2>/dev/null; do sleep 1; done
+    while kill -0 "$LAB_MAKE_PID" 2>/dev/null && kill -0 "$me" 2>/dev/null; do
+      sig=$(make_handles)
+      if [[ -n $sig ]]; then
+        sleep 0.25
+        if [[ $(make_handles) == "$sig" ]]; then kill -s "$sig" "$me" 2>/dev/null; exit 0; fi
+      fi
+      sleep 1
+    done
     kill -0 "$LAB_MAKE_PID" 2>/dev/null || kill -s TERM "$me" 2>/dev/null || true
   ) </dev/null >/dev/null 2>&1 &
   watcher=$!
+  # a signal a process ignores is dropped by the kernel: nothing can pass it on
+  if signal_mask "$LAB_MAKE_PID" SigIgn 2>/dev/null && (( mask & 2 )); then
+    echo "note: make (PID $LAB_MAKE_PID) ignores SIGINT, as it was started (a script's" \
+         "background job, nohup): kill -INT $LAB_MAKE_PID cannot stop the run; Ctrl-C," \
+         "kill $LAB_MAKE_PID (SIGTERM) or kill -INT $me (this script) does" >&2
+  fi
 fi
 
 lab() {
@@ -142,8 +184,8 @@ echo "held by run-benchmark.sh" >&"$lock"
 echo "run folder: $run" >&2
 
 # A signal, or a step ended by one. A step's 130 alone also means stopping:
-# bash runs no trap for a signal that was ignored when it started (a parent
-# that ignores SIGINT), while the step, Python, still takes its Ctrl-C.
+# a Ctrl-C reaches the running step too, and a step may end by a signal sent
+# to it alone.
 interrupted() {
   [[ -n $stopping ]] && return 0
   (( $1 == 130 || $1 > 128 )) || return 1

@@ -3,7 +3,7 @@
 # Call: gnuplot -e "run='RUN'; servers='a b'; ceiling=''; conditions='...'; xlabel='...'; fmt='png'" plots/knob.gp
 # Reads RUN/data/<server>.dat (1 value, 2 req/s, 3-4 min-max, 8 RSS end MB,
 # 10 client_bound, 11 CPU µs/req, 12-13 min-max, 15 disturbed, 20 unranked,
-# 21 failing: more than failshare % of a repetition's requests failed);
+# 21 failing: more than failshare % of a repetition's requests failed, 22 saturated);
 # writes RUN/knob.<fmt>. The req/s panel marks unclean points as rps.gp does.
 
 if (!exists("run") || !exists("servers")) exit error "knob.gp: pass run='RUN' and servers='a b ...' with -e"
@@ -24,10 +24,13 @@ do for [s in all] { stats dat(s) using 10 nooutput; nbound = nbound + STATS_sum 
 do for [s in all] { stats dat(s) using 15 nooutput; ndisturbed = ndisturbed + STATS_sum }
 do for [s in all] { stats dat(s) using 20 nooutput; nunranked = nunranked + STATS_sum }
 do for [s in all] { stats dat(s) using 21 nooutput; nfailing = nfailing + STATS_sum }
+nsaturated = 0
+do for [s in all] { stats dat(s) using 22 nooutput; nsaturated = nsaturated + STATS_sum }
 bound(y) = column(10) == 1 ? y : NaN
 disturbed(y) = column(15) == 1 ? y : NaN
 unranked(y) = column(20) == 1 ? y : NaN
 failing(y) = column(21) == 1 ? y : NaN
+saturated(y) = column(22) == 1 ? y : NaN        # open loop: the achieved rate fell short of the offered
 failtitle = (failshare eq "" ? "requests failed" : "over " . failshare . "% of requests failed") \
             . " (not ranked)"
 
@@ -71,7 +74,10 @@ plot for [i=1:words(all)] dat(word(all, i)) using 1:2 \
          title (i == 1 && ndisturbed > 0 ? "host disturbed (steal or other load)" : ""), \
      for [i=1:words(all)] dat(word(all, i)) using 1:(unranked($2)) \
          with points pt 2 ps 2.4 lw 2 lc rgb "#d62728" \
-         title (i == 1 && nunranked > 0 ? "not ranked (client stopped early, or answer changed)" : "")
+         title (i == 1 && nunranked > 0 ? "not ranked (client stopped early, or answer changed)" : ""), \
+     for [i=1:words(all)] dat(word(all, i)) using 1:(saturated($2)) \
+         with points pt 12 ps 2.4 lw 1.5 lc rgb "#7b3294" \
+         title (i == 1 && nsaturated > 0 ? "saturated (achieved rate short of the offered)" : "")
 
 set ylabel "RSS at end (MB)"
 set format y "%g"

@@ -1,6 +1,7 @@
 # latency.gp - mean response time by the swept axis (median, min-max bars), one line per server.
 # Call: gnuplot -e "run='RUN'; servers='a b'; ceiling='nginx'; conditions='...'; fmt='png'" plots/latency.gp
-# Reads RUN/data/<server>.dat (1 value, 5 mean ms, 6-7 min-max, 10 client_bound, 15 disturbed); writes RUN/latency.<fmt>.
+# Reads RUN/data/<server>.dat (1 value, 5 mean ms, 6-7 min-max, 10 client_bound, 15 disturbed,
+# 22 saturated); writes RUN/latency.<fmt>.
 
 # ---- arguments --------------------------------------------------------------
 if (!exists("run") || !exists("servers")) exit error "latency.gp: pass run='RUN' and servers='a b ...' with -e"
@@ -22,6 +23,8 @@ nbound = 0
 ndisturbed = 0
 do for [s in all] { stats dat(s) using 10 nooutput; nbound = nbound + STATS_sum }
 do for [s in all] { stats dat(s) using 15 nooutput; ndisturbed = ndisturbed + STATS_sum }
+nsaturated = 0
+do for [s in all] { stats dat(s) using 22 nooutput; nsaturated = nsaturated + STATS_sum }
 
 # ---- output -----------------------------------------------------------------
 if (fmt eq "png") { set terminal pngcairo size 1000,600 font "sans,10" noenhanced } \
@@ -52,6 +55,7 @@ set key outside right top vertical Left reverse noautotitle
 
 bound(y) = column(10) == 1 ? y : NaN            # keep only client-bound points
 disturbed(y) = column(15) == 1 ? y : NaN        # levels flagged steal or host-busy
+saturated(y) = column(22) == 1 ? y : NaN        # open loop: the achieved rate fell short of the offered
 
 # ---- plot -------------------------------------------------------------------
 plot for [i=1:words(servers)] dat(word(servers, i)) using 1:5 \
@@ -64,4 +68,7 @@ plot for [i=1:words(servers)] dat(word(servers, i)) using 1:5 \
          title (i == 1 && nbound > 0 ? "client-bound (measures the client)" : ""), \
      for [i=1:words(all)] dat(word(all, i)) using 1:(disturbed($5)) \
          with points pt 8 ps 2.2 lw 1.5 lc rgb "#ff7f0e" \
-         title (i == 1 && ndisturbed > 0 ? "host disturbed (steal or other load)" : "")
+         title (i == 1 && ndisturbed > 0 ? "host disturbed (steal or other load)" : ""), \
+     for [i=1:words(all)] dat(word(all, i)) using 1:(saturated($5)) \
+         with points pt 12 ps 2.4 lw 1.5 lc rgb "#7b3294" \
+         title (i == 1 && nsaturated > 0 ? "saturated (achieved rate short of the offered)" : "")

@@ -1,8 +1,10 @@
 # percentiles.gp - latency percentiles (p50, p90, p99) by the swept axis, one colour per server.
 # With an open-loop client (vegeta) the x axis is the offered rate: the "hockey stick".
 # Call: gnuplot -e "run='RUN'; servers='a b'; ceiling='nginx'; conditions='...'; xlabel='...'; fmt='png'" plots/percentiles.gp
-# Reads RUN/data/<server>.dat (1 value, 10 client_bound, 17 p50, 18 p90, 19 p99 ms, medians);
-# writes RUN/percentiles.<fmt>. A client-bound level's p99 gets an open circle: it measures the client.
+# Reads RUN/data/<server>.dat (1 value, 10 client_bound, 17 p50, 18 p90, 19 p99 ms, medians,
+# 22 saturated); writes RUN/percentiles.<fmt>. A client-bound level's p99 gets an open circle: it
+# measures the client; a saturated level's (open loop: the achieved rate fell short of the offered)
+# an open diamond, as in every chart of a run's levels.
 
 if (!exists("run") || !exists("servers")) exit error "percentiles.gp: pass run='RUN' and servers='a b ...' with -e"
 if (!exists("ceiling"))    ceiling = ""
@@ -14,7 +16,10 @@ dat(s) = run . "/data/" . s . ".dat"
 # how many client-bound points are there? (legend entry only when > 0)
 nbound = 0
 do for [s in all] { stats dat(s) using 10 nooutput; nbound = nbound + STATS_sum }
+nsaturated = 0
+do for [s in all] { stats dat(s) using 22 nooutput; nsaturated = nsaturated + STATS_sum }
 bound(y) = column(10) == 1 ? y : NaN            # keep only client-bound points
+saturated(y) = column(22) == 1 ? y : NaN        # open loop: the achieved rate fell short of the offered
 
 if (fmt eq "png") { set terminal pngcairo size 1000,600 font "sans,10" noenhanced } \
 else { if (fmt eq "svg") { set terminal svg size 1000,600 font "sans,10" noenhanced background "white" } \
@@ -48,4 +53,7 @@ plot for [i=1:words(all)] dat(word(all, i)) using 1:19 \
          with linespoints lw 1.5 dt 3 pt 1 ps 0.6 lc rgb color(i) title word(all, i) . " p50", \
      for [i=1:words(all)] dat(word(all, i)) using 1:(bound($19)) \
          with points pt 6 ps 2 lw 1.5 lc rgb "black" \
-         title (i == 1 && nbound > 0 ? "client-bound (measures the client)" : "")
+         title (i == 1 && nbound > 0 ? "client-bound (measures the client)" : ""), \
+     for [i=1:words(all)] dat(word(all, i)) using 1:(saturated($19)) \
+         with points pt 12 ps 2.4 lw 1.5 lc rgb "#7b3294" \
+         title (i == 1 && nsaturated > 0 ? "saturated (achieved rate short of the offered)" : "")

@@ -1,7 +1,7 @@
 # rps.gp - requests/s by the swept axis (median of the repetitions, min-max bars), one filled curve per server.
 # Call: gnuplot -e "run='RUN'; servers='a b'; ceiling='nginx'; conditions='...'; fmt='png'" plots/rps.gp
 # Reads RUN/data/<server>.dat (1 value, 2 req/s, 3-4 min-max, 10 client_bound, 15 disturbed,
-# 20 unranked: the client stopped early or the answer changed); writes RUN/rps.<fmt>.
+# 20 unranked: the client stopped early or the answer changed, 22 saturated); writes RUN/rps.<fmt>.
 
 # ---- arguments --------------------------------------------------------------
 if (!exists("run") || !exists("servers")) exit error "rps.gp: pass run='RUN' and servers='a b ...' with -e"
@@ -25,6 +25,8 @@ nunranked = 0
 do for [s in all] { stats dat(s) using 10 nooutput; nbound = nbound + STATS_sum }
 do for [s in all] { stats dat(s) using 20 nooutput; nunranked = nunranked + STATS_sum }
 do for [s in all] { stats dat(s) using 15 nooutput; ndisturbed = ndisturbed + STATS_sum }
+nsaturated = 0
+do for [s in all] { stats dat(s) using 22 nooutput; nsaturated = nsaturated + STATS_sum }
 
 # ---- output -----------------------------------------------------------------
 if (fmt eq "png") { set terminal pngcairo size 1000,600 font "sans,10" noenhanced } \
@@ -59,6 +61,7 @@ set key outside right top vertical Left reverse noautotitle
 bound(y) = column(10) == 1 ? y : NaN            # keep only client-bound points
 disturbed(y) = column(15) == 1 ? y : NaN        # levels flagged steal or host-busy
 unranked(y) = column(20) == 1 ? y : NaN         # levels not ranked: no level's rate
+saturated(y) = column(22) == 1 ? y : NaN        # open loop: the achieved rate fell short of the offered
 
 # ---- plot -------------------------------------------------------------------
 plot for [i=1:words(servers)] dat(word(servers, i)) using 1:2 \
@@ -80,4 +83,7 @@ plot for [i=1:words(servers)] dat(word(servers, i)) using 1:2 \
          title (i == 1 && ndisturbed > 0 ? "host disturbed (steal or other load)" : ""), \
      for [i=1:words(all)] dat(word(all, i)) using 1:(unranked($2)) \
          with points pt 2 ps 2.4 lw 2 lc rgb "#d62728" \
-         title (i == 1 && nunranked > 0 ? "not ranked (client stopped early, or answer changed)" : "")
+         title (i == 1 && nunranked > 0 ? "not ranked (client stopped early, or answer changed)" : ""), \
+     for [i=1:words(all)] dat(word(all, i)) using 1:(saturated($2)) \
+         with points pt 12 ps 2.4 lw 1.5 lc rgb "#7b3294" \
+         title (i == 1 && nsaturated > 0 ? "saturated (achieved rate short of the offered)" : "")

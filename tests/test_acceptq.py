@@ -25,7 +25,8 @@ from pathlib import Path
 import pytest
 
 from conftest import bench, free_port, lab_env, leftovers, run_folders
-from lab.analyse import levelrow, metrics, usemethod
+from lab.analyse import levelrow, metrics
+from lab.present.usetable import tables as use_tables
 from lab.record import runrecord, series
 from test_integrity import WHERE, assert_legend, measured
 from test_cpu_verdict import LEVEL
@@ -78,7 +79,7 @@ def assert_deaf_flagged(tmp_path: Path, env: dict[str, str], per_second: bool = 
     summary = (run / "summary.md").read_text()
     assert "accept-queue-full" in summary
     # the USE table's saturation of the connections (make use)
-    [(_, _, at2_use), (_, _, at16_use)] = usemethod.tables(runrecord.load(run).rows)
+    [(_, _, at2_use), (_, _, at16_use)] = use_tables(runrecord.load(run).rows)
     assert at16_use[3][2].startswith(f"accept queue up to {deaf['accept_queue_max']} of backlog "
                                      f"{BACKLOG}, at it in ")
     assert "(accept-queue-full)" in at16_use[3][2] and "(accept" not in at2_use[3][2]

@@ -1,6 +1,7 @@
-"""Two chart rules of plots/*.gp, drawn by gnuplot itself: a run of one
+"""Chart rules of plots/*.gp, drawn by gnuplot itself: a run of one
 level puts its point inside the chart, not on its right border; the
-percentiles chart marks a client-bound level, as the requests/s chart does."""
+percentiles chart marks a client-bound level, as the requests/s chart does,
+and every chart of a run's levels a saturated one."""
 from __future__ import annotations
 
 import re
@@ -15,19 +16,20 @@ pytestmark = pytest.mark.unit
 
 HEAD = ("# value rate rate_lo rate_hi resp_ms resp_lo resp_hi rss_end_MB rss_peak_MB "
         "client_bound cpu_us_per_req cpu_lo cpu_hi failed disturbed noisy p50_ms p90_ms p99_ms "
-        "unranked")
+        "unranked failing saturated")
 
 
-def level(value: int, bound: int) -> str:
+def level(value: int, bound: int, saturated: int = 0) -> str:
     return (f"{value} 7000 6900 7100 0.3 0.2 0.4 10 10 {bound} 50 40 60 0 0 0 "
-            "0.5 2 30 0")
+            f"0.5 2 30 0 0 {saturated}")
 
 
-def draw(run: Path, chart: str, values: list[int], bound: list[int]) -> str:
+def draw(run: Path, chart: str, values: list[int], bound: list[int],
+         saturated: list[int] | None = None) -> str:
     """Draw `chart` as SVG for server a; gnuplot's own x range (stderr), and the SVG."""
     (run / "data").mkdir(parents=True, exist_ok=True)
-    (run / "data" / "a.dat").write_text(
-        "\n".join([HEAD, *(level(v, b) for v, b in zip(values, bound))]) + "\n")
+    (run / "data" / "a.dat").write_text("\n".join([HEAD, *(
+        level(v, b, s) for v, b, s in zip(values, bound, saturated or [0] * len(values)))]) + "\n")
     setup = (f"run='{run}'; servers='a'; ceiling=''; conditions='test'; xlabel='c'; "
              f"xticks='{' '.join(map(str, values))}'; fmt='svg'")
     out = subprocess.run(["gnuplot", "-e", setup, str(ROOT / "plots" / f"{chart}.gp"),
@@ -52,14 +54,63 @@ def test_percentiles_mark_a_client_bound_level(tmp_path: Path) -> None:
     assert "client-bound" not in (tmp_path / "percentiles.svg").read_text()
 
 
+SATURATED = "saturated (achieved rate short of the offered)"
+
+
+@pytest.mark.parametrize("chart", ["percentiles", "rps", "latency"])
+def test_every_chart_of_the_levels_marks_a_saturated_level(tmp_path: Path, chart: str) -> None:
+    """Exercise 6 reads the hockey stick on percentiles.png, where a level
+    flagged saturated (open loop: the achieved rate fell short of the
+    offered) was not marked (issue 54): it is, as in the other charts."""
+    draw(tmp_path, chart, [1000, 4000, 8000], [0, 0, 0], saturated=[0, 0, 1])
+    assert SATURATED in (tmp_path / f"{chart}.svg").read_text()
+    draw(tmp_path, chart, [1000, 4000], [0, 0])
+    assert "saturated" not in (tmp_path / f"{chart}.svg").read_text()
+
+
+def test_a_saturated_level_is_exported_as_saturated(tmp_path: Path) -> None:
+    """plot.export's `saturated` column: 1 where the level has the flag."""
+    import shutil
+    from dataclasses import replace
+    from lab.analyse import analysis
+    from lab.present import plot
+    run = tmp_path / "run"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "runs" / "20261123-033407-nginx+paced", run)
+    rec, a = analysis.of(run)
+    first, *rest = a.stats["paced"]
+    a.stats["paced"] = [replace(first, flags={**first.flags, "saturated": 1}), *rest]
+    plot.export(rec, a)
+    lines = (run / "data" / "paced.dat").read_text().splitlines()
+    col = lines[0].lstrip("# ").split().index("saturated")
+    assert [x.split()[col] for x in lines[1:]] == ["1"] + ["0"] * len(rest)
+    assert {x.split()[col] for x in (run / "data" / "nginx.dat").read_text().splitlines()[1:]} \
+        == {"0"}
+
+
+def test_a_saturated_point_is_drawn_alike_in_every_chart() -> None:
+    """The saturated marker (point type 12) is one style wherever it is drawn,
+    and every chart that circles a client-bound level of a run (data column
+    10) marks a saturated one too."""
+    styles, charts = set(), set()
+    for gp in sorted((ROOT / "plots").glob("*.gp")):
+        text = gp.read_text()
+        for line in text.splitlines():
+            if re.search(r"\bpt 12\b", line):
+                styles.add(line.split("with", 1)[1].strip())
+                charts.add(gp.name)
+        if "column(10) == 1" in text:
+            assert gp.name in charts and SATURATED in text, gp.name
+    assert len(styles) == 1 and charts >= {"percentiles.gp", "rps.gp", "latency.gp"}, styles
+
+
 def knob_level(value: int, bound: int = 0, failing: int = 0, unranked: int = 0) -> str:
     return (f"{value} 7000 6900 7100 0.3 0.2 0.4 10 10 {bound} 50 40 60 "
-            f"{500 if failing else 0} 0 0 0.5 2 30 {unranked} {failing}")
+            f"{500 if failing else 0} 0 0 0.5 2 30 {unranked} {failing} 0")
 
 
 def draw_knob(run: Path, rows: list[str]) -> str:
     (run / "data").mkdir(parents=True, exist_ok=True)
-    (run / "data" / "aws.dat").write_text("\n".join([HEAD + " failing", *rows]) + "\n")
+    (run / "data" / "aws.dat").write_text("\n".join([HEAD, *rows]) + "\n")
     setup = (f"run='{run}'; servers='aws'; ceiling=''; conditions='test'; xlabel='workers'; "
              "xticks='2 4 8 16'; fmt='svg'")
     out = subprocess.run(["gnuplot", "-e", setup, str(ROOT / "plots" / "knob.gp")],

@@ -13,6 +13,7 @@ import random
 import pytest
 
 from lab.analyse import claimcost, claimjudge, claims, claimsfile, claimtext, metrics
+from lab.present import claimsmd
 from lab.analyse.claims import ClaimResult
 from lab.record.rows import Row
 from lab.setup.servers import discover
@@ -200,7 +201,7 @@ def test_a_claim_req_s_decided_keeps_its_verdict_and_no_cost_reasons() -> None:
         c, sweep(25_000, 20.0)["ews"], 1))
     assert cost.result.verdict == claims.INCONCLUSIVE
     assert claimjudge.overall([rate.result, cost.result]) == claims.REPRODUCED
-    assert claimjudge.why_lines(study(), [rate, cost], reproduce.server_specs(study())) == []
+    assert claimsmd.why_lines(study(), [rate, cost], reproduce.server_specs(study())) == []
 
 
 def test_a_ratio_s_variants_give_the_duet_that_judges_it_by_cost() -> None:

@@ -18,6 +18,7 @@ from claimfakes import FIXTURE, fake_duet, fake_run
 from conftest import ROOT
 from lab.studies import claimruns, reproduce
 from lab.analyse import claimjudge, claims, claimsfile, claimreasons
+from lab.present import claimsmd
 from lab.setup.servers import discover
 from lab.record import manifest
 
@@ -133,7 +134,7 @@ def test_variants_are_noted_shared_cpu_and_java_opts(tmp_path: Path) -> None:
     j = judge(run)["grizzly-over-aws-rss"]
     assert any("shares the client's CPU 1" in n for n in j.notes)
     assert any("variant JAVA_OPTS=-XX:+UseParallelGC" in n for n in j.notes)
-    table = "\n".join(claimreasons.conditions_table(study(), manifest.read_manifest(run)))
+    table = "\n".join(claimsmd.conditions_table(study(), manifest.read_manifest(run)))
     assert "8 hardware threads" in table and "2 CPUs (0-1) (shares the client's CPU)" in table
     assert "JAVA_OPTS `-XX:+UseParallelGC` (a variant)" in table
 

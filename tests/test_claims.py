@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from lab.analyse import claims, claimsfile, claimtext, levelrow, metrics, verdicts
+from lab.analyse import claims, claimsfile, levelrow, metrics, verdicts
+from lab.present import claimsmd
 from lab.record.level import Level
 from lab.record.rows import Row
 from lab.setup.servers import discover
@@ -221,7 +222,7 @@ def test_table_has_one_row_per_claim_with_source_date_and_range() -> None:
     results = [claims.evaluate(claim(), s, AB),
                claims.evaluate(claim(servers=("x", "b"), unavailable={"x": "X | not packaged"}),
                                s, AB)]
-    text = claimtext.table(results)
+    text = claimsmd.table(results)
     lines = text.splitlines()
     assert lines[0] == "| claim | published | measured | verdict | reason |"
     assert len(lines) == 4

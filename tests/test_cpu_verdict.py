@@ -13,7 +13,7 @@ import pytest
 
 from conftest import ROOT
 from lab.analyse import agree, analysis, claims, claimsfile, claimtext, diff, levelrow, metrics, verdicts
-from lab.present import compare, report, reportpage
+from lab.present import agreetable, claimsmd, compare, report, reportpage
 from lab.record.level import Level
 from lab.record.rows import Row
 from lab.present.page import escaped
@@ -141,7 +141,7 @@ def test_a_claim_req_s_leaves_inconclusive_shows_cpu_per_request_beside() -> Non
     assert r.verdict == claims.INCONCLUSIVE and "client-bound" in r.reason
     assert r.beside == "at 8: b needs 38% less server CPU per request than a (40.0 vs 65.0 µs; " \
                        "α=1%, δ=5%, 5+5 starts)"
-    assert r.beside in claimtext.measured_text(r) and r.beside in claimtext.table([r])
+    assert r.beside in claimtext.measured_text(r) and r.beside in claimsmd.table([r])
     decided = {"a": [level(rows("a", [2100, 2110, 2120, 2105, 2115], [0.8] * 5))],
                "b": [level(rows("b", [2000, 2010, 2020, 2005, 2015], [0.8] * 5))]}
     assert claims.evaluate(claim(), decided, {"a", "b"}).beside == ""
@@ -181,16 +181,17 @@ def test_agree_counts_identical_verdicts_of_two_runs(tmp_path: Path,
                                     client_cpu_s=BOUND))]}
     same = agree.pairs(run(2.4), run(2.45), ["aws", "mini"])
     assert [(p.rate[0].same(p.rate[1]), p.cpu[0].same(p.cpu[1])) for p in same] == [(True, True)]
+    assert agree.identical(same) == (1, 1)
     flipped = agree.pairs(run(2.4), run(6.0), ["aws", "mini"])
     [p] = flipped
     assert p.rate[0].kind == p.rate[1].kind == "not-comparable"
     assert (p.cpu[0].winner, p.cpu[1].winner) == ("mini", "aws")
-    text = "\n".join(agree.report(flipped, ("one", "two")))
+    text = "\n".join(agreetable.report(flipped, ("one", "two")))
     assert "Identical verdicts, req/s: 1 of 1; server CPU per request: 0 of 1." in text
     src = ROOT / "tests" / "fixtures" / "runs" / "20261124-071349-sturdy+paced-landed"
-    assert agree.main([str(src), str(src)]) == 0
+    assert agreetable.main([str(src), str(src)]) == 0
     assert "Identical verdicts, req/s: 2 of 2" in capsys.readouterr().out
-    assert agree.main([str(src), str(tmp_path / "nope")]) == 2
+    assert agreetable.main([str(src), str(tmp_path / "nope")]) == 2
     assert "no such run folder" in capsys.readouterr().err
     from lab import cli
     assert cli.main(["agree", str(src), str(src)]) == 0      # the front door: python3 -m lab agree

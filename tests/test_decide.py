@@ -138,8 +138,10 @@ def test_equivalent_needs_the_whole_interval_inside_delta() -> None:
     a, b = quiet(r, 10_000, 10, False, 0.015), quiet(r, 10_000, 10, True, 0.015)
     d = rule(a, b)
     assert d.outcome == decide.EQUIVALENT and -5 < d.lo_pct and d.hi_pct < 5
+    assert d.why == decide.INSIDE
     wide = rule(busy(r, 10), busy(r, 10))
     assert wide.outcome == decide.UNDECIDED and "spans ±5%" in wide.reason
+    assert wide.why == decide.SPANS       # the fact the gate and the verdicts read, not the words
 
 
 def test_too_few_starts_say_how_many_would_do() -> None:
@@ -147,6 +149,8 @@ def test_too_few_starts_say_how_many_would_do() -> None:
     assert d.outcome == decide.UNDECIDED
     assert d.reason.startswith("too few starts: 3 against 3 cannot reach α=1%")
     assert "5 against 5 can" in d.reason
+    assert (d.why, d.need) == (decide.TOO_FEW, 5)
+    assert rule([0.0, 1.0], [1.0, 2.0]).why == decide.NO_RATIO
 
 
 def test_the_exact_counts_are_every_ordering_s_and_kept_one_table_at_a_time() -> None:

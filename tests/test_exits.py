@@ -106,25 +106,55 @@ def make_pid(shell: int) -> int | None:
     return None
 
 
-def test_kill_of_make_s_pid_stops_the_run(tmp_path: Path) -> None:
+def script_pid(make: int) -> int | None:
+    """run-benchmark.sh under `make` (its recipe's shell's child; not the
+    script's watcher, a subshell of it)."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(a.endswith(b"run-benchmark.sh") for a in argv) \
+                and parent_of(parent_of(pid)) == make:
+            return int(pid)
+    return None
+
+
+def parent_of(pid: int | str | None) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def sweeping(tmp_path: Path, proc: subprocess.Popen[str]) -> int:
+    """make's PID, once the sweep has measured a level."""
+    started = False
+    deadline = time.monotonic() + 180
+    while not started and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        runs = run_folders(tmp_path)
+        started = bool(runs) and (runs[0] / "results.csv").exists()
+        time.sleep(0.2)
+    assert started, "the sweep did not start in time"
+    pid = make_pid(proc.pid)
+    assert pid is not None
+    return pid
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["TERM", "INT"])
+def test_kill_of_make_s_pid_stops_the_run(tmp_path: Path, sig: signal.Signals) -> None:
     """`kill <make's PID>` (SIGTERM to make alone, as a user or a CI runner
     sends it): make ends, and run-benchmark.sh, which would go on holding
     its ports, gets it passed on: the run is marked interrupted, nothing
-    listens, and no step of the lab is left (issue 54)."""
+    listens, and no step of the lab is left (issue 54). `kill -INT <make's
+    PID>` (`setsid make bench`: no terminal to press Ctrl-C in) does not end
+    make: its handler waits for the recipe, which went on through every
+    level; run-benchmark.sh sees it and stops, and make ends by SIGINT."""
     port = free_port()
     proc = bench_in_background(tmp_path, port)
     try:
-        started = False
-        deadline = time.monotonic() + 180
-        while not started and time.monotonic() < deadline:
-            assert proc.poll() is None, proc.communicate()
-            runs = run_folders(tmp_path)
-            started = bool(runs) and (runs[0] / "results.csv").exists()
-            time.sleep(0.2)
-        assert started, "the sweep did not start in time"
-        pid = make_pid(proc.pid)
-        assert pid is not None
-        os.kill(pid, signal.SIGTERM)
+        os.kill(sweeping(tmp_path, proc), sig)
         out, err = proc.communicate(timeout=120)
         [run] = run_folders(tmp_path)
         deadline = time.monotonic() + 60          # the script ends after make did
@@ -142,15 +172,46 @@ def test_kill_of_make_s_pid_stops_the_run(tmp_path: Path) -> None:
     while procs.listeners(port) and time.monotonic() < until_free:
         time.sleep(0.2)
     assert procs.listeners(port) == []
+    if sig == signal.SIGINT:
+        assert "make status: 130" in out, (out, err[-2000:])
 
 
-def bench_in_background(tmp_path: Path, port: int) -> subprocess.Popen[str]:
+def test_sigint_stops_a_make_started_with_it_ignored(tmp_path: Path) -> None:
+    """make started with SIGINT ignored (`make bench &` in a script, nohup)
+    keeps ignoring it, and so did run-benchmark.sh: a Ctrl-C that lands
+    between two steps, or a kill -INT of the script, was lost and the run
+    ended complete. The script starts again with SIGINT restored; what it
+    cannot pass on (a SIGINT to make itself) it says at the start (issue 54)."""
+    port = free_port()
+    proc = bench_in_background(tmp_path, port, sigint=signal.SIG_IGN)
+    try:
+        script = script_pid(sweeping(tmp_path, proc))
+        assert script is not None
+        os.kill(script, signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    [run] = run_folders(tmp_path)
+    manifest = (run / "manifest.json").read_text()
+    assert '"status": "interrupted"' in manifest, err[-2000:]
+    assert "interrupted (SIGINT" in err and '"complete"' not in manifest
+    assert re.search(r"make \(PID \d+\) ignores SIGINT", err), err[-2000:]
+    assert step_pids(f"{run}") == []
+    assert procs.listeners(port) == []
+
+
+def bench_in_background(tmp_path: Path, port: int,
+                        sigint: signal.Handlers = signal.SIG_DFL) -> subprocess.Popen[str]:
     """`make bench` of a long sweep of sturdy, from a shell of its own session
-    that prints make's status at the end."""
+    that prints make's status at the end; make's SIGINT as `sigint` (ignored:
+    as a script's `make bench &` starts it)."""
     env = lab_env(tmp_path, SERVER="sturdy", CONCURRENCY="1 2 3 4 5 6 7 8 9 10",
                   DURATION="2s", WARMUP="0", PORT=str(port))
-    return subprocess.Popen(["bash", "-c", 'make -s --no-print-directory bench; '
-                             'echo "make status: $?"'], cwd=ROOT, env=env, text=True,
+    command = 'make -s --no-print-directory bench; echo "make status: $?"'
+    if sigint == signal.SIG_IGN:
+        command = f"trap '' INT; {command}"
+    return subprocess.Popen(["bash", "-c", command], cwd=ROOT, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True, preexec_fn=as_from_a_shell)
 

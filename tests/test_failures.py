@@ -17,7 +17,8 @@ import pytest
 
 import httpfakes
 from conftest import free_port
-from lab.analyse import analysis, levelrow, metrics, verdicts
+from lab.analyse import analysis, levelrow, metrics, verdicts, whatfailed
+from lab.present import failedwords
 from lab.record import failures, manifest
 from lab.record.rows import CSV, append_row, read_rows
 from lab.measure.clients import Client, Load, Options
@@ -233,10 +234,10 @@ def test_the_kinds_reach_the_record_and_the_summary_line(tmp_path: Path) -> None
     [row] = read_rows(tmp_path)
     assert row.failures() == list(level.failures)
     [s] = metrics.level_stats([row])
-    line = failures.line("flaky c=2", s.failed, s.attempts, list(s.failures))
+    [item] = failedwords.level_items(whatfailed.of_server("flaky", "concurrency", [s]))
     assert reset.kind == "reset" and reset.count == s.failed > 0
-    assert line.startswith(f"flaky c=2: {s.failed:,} of {s.attempts:,} failed: "
-                           f"reset or closed by the server ({s.failed:,}: wrk: read errors")
+    assert item.text.startswith(f"flaky c=2: {s.failed:,} of {s.attempts:,} failed: "
+                                f"reset or closed by the server ({s.failed:,}: wrk: read errors")
 
 
 # ---- the record, the reading side ------------------------------------------------------
@@ -263,11 +264,12 @@ def test_a_run_of_the_landed_writer_reads_and_says_the_kinds_are_not_recorded() 
     rows = read_rows(LANDED)
     assert rows and all(r.failure_kinds is None and r.failures() == [] for r in rows)
     s = dataclasses.replace(metrics.level_stats(rows[:1])[0], failed=3, attempts=10)
-    assert "not recorded" in failures.line("x c=1", s.failed, s.attempts, list(s.failures))
+    [item] = failedwords.level_items(whatfailed.of_server("x", "concurrency", [s]))
+    assert "not recorded" in item.text
 
 
 def test_said_groups_by_kind_with_the_words_beside() -> None:
-    text = failures.said([Failure("reset", 5, "wrk: read errors"),
+    text = failedwords.said([Failure("reset", 5, "wrk: read errors"),
                           Failure("reset", 1, "wrk: write errors"),
                           Failure("status", 2, "vegeta: status 503", 503)])
     assert text == ("reset or closed by the server (6: wrk: read errors 5; wrk: write errors 1)"
@@ -330,8 +332,7 @@ def test_the_warning_names_the_workers_and_what_the_server_does_past_them(
     text = [w.text() for w in analysis.warnings(m, {name: metrics.level_stats(at_64)}, "", [])]
     assert any(w.startswith(f"{name} has 5 workers") for w in text)
     # the top level: two repetitions of 3 resets each
-    assert any("requests failed at" in w and "reset or closed by the server (6: w)" in w
-               for w in text)
+    assert any("requests failed at" in w and "(kinds: reset)" in w for w in text)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, bench, lab_env, leftovers, run_folders
+from lab.record.manifest import read_manifest
+from replan import plan_of_line
 
 pytestmark = pytest.mark.fault
 
@@ -202,6 +204,10 @@ def test_rerun_repeats_a_run_from_its_manifest(tmp_path: Path, port: int) -> Non
     assert len(new) == 1
     assert manifest(new[0])["params"] == manifest(run)["params"]
     assert manifest(new[0])["client"]["connection"] == "keep-alive"
+    # the rerun's plan is the run's, and its Reproduce line gives it again (issue 53)
+    planned = read_manifest(new[0]).planned
+    assert planned == read_manifest(run).planned and planned.load == (3,)
+    assert plan_of_line(manifest(new[0])["reproduce"]) == planned
 
 
 @pytest.mark.real_server

@@ -36,7 +36,7 @@ EXAMPLES: list[Finding] = [
     findings.Steal("aws", 1, 4),
     findings.Neighbour("aws", 2, 4, 1),
     findings.Failures("aws", 2, 4, tool="wrk", failed=1234, attempts=100000,
-                      how="reset or closed by the server"),
+                      kinds=("reset", "status 503")),
     findings.FewWorkers("aws", 5, "its default", 64, 1, ""),
     findings.ServerNote("aws", "alias of aws@4"),
     findings.FewRepetitions(1),
@@ -129,10 +129,41 @@ def test_few_repetitions_names_the_starts_the_runs_family_needs() -> None:
     m = rec.manifest
     stats = {name: metrics.level_stats(rows) for name, rows in rec.by_server().items()}
     assert len(stats) == 2 and read_rows(run)
-    two = analysis.warnings(replace(m, params=replace(m.params, repeat=Repeat(5, 5))), stats, "", [])
+    two = analysis.warnings(replace(m, run_plan=replace(m.planned, repeat=Repeat(5, 5))), stats, "", [])
     assert not [f for f in two if f.kind == "few-repetitions"]      # 5 a side: one pair
     third = {**stats, "third": stats[next(iter(stats))]}
-    three = analysis.warnings(replace(m, params=replace(m.params, repeat=Repeat(5, 5))), third, "", [])
+    three = analysis.warnings(replace(m, run_plan=replace(m.planned, repeat=Repeat(5, 5))), third, "", [])
     [few] = [f for f in three if f.kind == "few-repetitions"]
     need = verdicts.starts_needed(3)
     assert need == 6 and f"REPEAT={need}" in few.text() and "0.33%" in few.text(), few.text()
+
+
+@pytest.mark.parametrize("after", [False, True], ids=["right-after", "wrong-after"])
+def test_wrong_answers_say_the_check_after_the_level_as_it_came_out(after: bool) -> None:
+    """A level with wrong answers during the load: the warning says the
+    answer checked after it was right only where it was; beside a failed
+    check after the level (answer-changed) it says that check was wrong too
+    (issue 54: it said "the answer checked before and after the load was
+    right" there)."""
+    from dataclasses import replace
+    from lab.record.runrecord import load
+    rec = load(RUNS / "20261124-071349-sturdy+paced-landed")
+    stats = {name: metrics.level_stats(rows) for name, rows in rec.by_server().items()}
+    flags = {"wrong-answers": 1, **({"answer-changed": 1} if after else {})}
+    first, *rest = stats["paced"]
+    stats["paced"] = [replace(first, flags={**first.flags, **flags},
+                              unranked=("rep 1: wrong answers: 3 of 9 answers wrk checked "
+                                        "were wrong",)), *rest]
+    [wrong] = [f for f in analysis.warnings(rec.manifest, stats, "", [])
+               if isinstance(f, findings.WrongAnswers)]
+    assert wrong.to_json()["wrong_after"] == (1 if after else 0)
+    text = wrong.text()
+    assert ("after each of these levels was right" in text) is not after, text
+    assert ("after these levels it was wrong too" in text) is after, text
+    assert "before and after the load was right" not in text
+
+
+def test_wrong_answers_count_the_levels_whose_check_after_failed() -> None:
+    some = findings.WrongAnswers("x", 3, 4, ("c=1: ...", "c=2: ...", "c=4: ..."), 2).text()
+    assert "after 2 of these levels it was wrong too" in some and "was right" in some
+    assert "after each" not in some

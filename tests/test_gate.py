@@ -454,3 +454,29 @@ def test_the_instruction_gate_says_what_the_count_leaves_out(
     assert "it took 60% of A's CPU and 57% of B's in their plain starts" in text
     assert "A 4.0 + 6.0, B 4.5 + 6.0" in text
     assert "it took 60% of A's CPU" in capsys.readouterr().err     # the why: line
+
+
+def test_a_regression_never_says_a_negative_worse() -> None:
+    """"B worse by -88.1%" (issue 54): a regression is the rule's finding, and
+    B's medians can sit above A's while the rule finds A better (a bimodal
+    A: most of its starts just below B's median, the rest far above every
+    B). The regression then says the rule's estimate, never a negative
+    "worse", in its line, its text and the gate table's cell."""
+    import re
+    import statistics
+    from lab.analyse import gate
+    a = tuple([99 + i * 0.001 for i in range(24)] + [1000 + i for i in range(20)])
+    b = tuple([100 + i * 0.001 for i in range(24)] + [10 + i * 0.01 for i in range(20)])
+    medians = gate.worse_pct(statistics.median(a), statistics.median(b), True)
+    assert medians is not None and medians < 0          # B's median above A's
+    c = gate.check("s", 8, "rate", a, b, 5.0, "floor", 0.005)
+    assert c.outcome == gate.REGRESSION, c.text
+    assert c.worse_pct is not None and c.worse_pct > 0, c
+    for said in (c.reason, c.text, compare.against_a(c.worse_pct)):
+        assert not re.search(r"worse by -|-[\d.]+% worse", said), said
+    assert "the rule's estimate" in c.text and c.reason.startswith("B worse by "), c.text
+    # where the medians agree with the rule, they are what it says
+    quiet = gate.check("s", 8, "rate", tuple(100.0 + i for i in range(6)),
+                       tuple(80.0 + i for i in range(6)), 5.0, "floor", 0.01)
+    assert quiet.outcome == gate.REGRESSION and "(median)" in quiet.text, quiet.text
+    assert quiet.worse_pct == gate.worse_pct(102.5, 82.5, True)

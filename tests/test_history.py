@@ -14,7 +14,7 @@ import pytest
 
 from conftest import ROOT, lab_env
 from lab.analyse import history
-from lab.present import indexpage
+from lab.present import historytable, indexpage
 from lab.record import folder
 from test_compare import make_run, manifest, paced_rows, typed
 
@@ -129,7 +129,7 @@ def test_flagged_runs_say_so_and_are_no_step_of_the_trend(tmp_path: Path) -> Non
         make_run(top, f"r{i + 1}", manifest(started=f"2026-11-2{i}T10:00:00+0000"), rows)
     pts = history.points(top)["paced"]
     assert [p.flags for p in pts] == [(), ("host-busy",), ("client-bound",), ()]
-    lines = history.table("paced", pts)
+    lines = historytable.table("paced", pts)
     assert lines[2].endswith("| flags |")
     rows = {ln.split(" | ")[1]: ln for ln in lines if re.match(r"\| \d ", ln)}
     assert rows["r1"].endswith("|  |") and rows["r4"].endswith("|  |")

@@ -37,38 +37,39 @@ def test_outside_text_cannot_leave_its_cell() -> None:
 
 def test_costview_table(monkeypatch: pytest.MonkeyPatch) -> None:
     from lab.analyse import costview
-    monkeypatch.setattr(costview, "rows", lambda servers: [["s|1", "–", "failed: x", "", "", "", ""]])
+    from lab.present import costtable
+    monkeypatch.setattr(costtable, "rows", lambda servers: [["s|1", "–", "failed: x", "", "", "", ""]])
     c = costview.CostAnalysis(condition="cond", servers=[], verdicts=[])
-    assert costview.markdown(c)[6:] == [
+    assert costtable.markdown(c)[6:] == [
         "| server | c | instructions/request (user space) | spread (max/min) | CPU µs/req user "
         "(plain start) | CPU µs/req kernel (plain start) | req/s (plain start, noisy) |",
         "|---|---:|---:|---:|---:|---:|---:|", "| s\\|1 | – | failed: x |  |  |  |  |"]
 
 
 def test_use_table(monkeypatch: pytest.MonkeyPatch) -> None:
-    from lab.analyse import usemethod
-    monkeypatch.setattr(usemethod, "tables", lambda rows: [("nginx", 4, [["cpu", "1|2", "", "–"]])])
-    assert usemethod.markdown([], "concurrency") == (
+    from lab.present import usetable
+    monkeypatch.setattr(usetable, "tables", lambda rows: [("nginx", 4, [["cpu", "1|2", "", "–"]])])
+    assert usetable.markdown([], "concurrency") == (
         "## nginx, c=4\n\n| resource | utilisation | saturation | errors |\n|---|---|---|---|\n"
         "| cpu | 1\\|2 |  | – |\n")
 
 
 def test_memsplit_table(monkeypatch: pytest.MonkeyPatch) -> None:
-    from lab.analyse import memsplit
-    monkeypatch.setattr(memsplit, "rows", lambda m, stats: [["a", "4", "1", "", "2", "3", "4", "5"]])
-    got = memsplit.markdown(Any, {}, "c")   # type: ignore[arg-type]
+    from lab.present import memtable
+    monkeypatch.setattr(memtable, "rows", lambda m, stats: [["a", "4", "1", "", "2", "3", "4", "5"]])
+    got = memtable.markdown(Any, {}, "c")   # type: ignore[arg-type]
     assert got[2:5] == [
         "| server | c | RSS MB (/proc/PID/stat) | PSS MB | private MB | shared MB | "
         "anonymous MB | private share |", "|---|---|---|---|---|---|---|---|",
-        "| a | 4 | 1 |  | 2 | 3 | 4 | 5 |"] and got[-1] == memsplit.SHORT_NOTE
+        "| a | 4 | 1 |  | 2 | 3 | 4 | 5 |"] and got[-1] == memtable.SHORT_NOTE
 
 
 def test_profile_table(monkeypatch: pytest.MonkeyPatch) -> None:
-    from lab.analyse import profileview
-    monkeypatch.setattr(profileview, "described", lambda info, summary: "Said.")
-    monkeypatch.setattr(profileview, "top_rows", lambda summary: [["f|g", "1.0", "h", "2.0"]])
+    from lab.present import profiletable
+    monkeypatch.setattr(profiletable, "described", lambda info, summary: "Said.")
+    monkeypatch.setattr(profiletable, "top_rows", lambda summary: [["f|g", "1.0", "h", "2.0"]])
     got = SimpleNamespace(info=SimpleNamespace(flamegraph="flame.svg"), summary=None)
-    assert profileview.markdown({"a": got, "b": "gone"}) == [   # type: ignore[dict-item]
+    assert profiletable.markdown({"a": got, "b": "gone"}) == [   # type: ignore[dict-item]
         "## Where the time goes (CPU profiles, a separate start each)", "",
         "### a", "", "Said. Flame graph: [flame.svg](flame.svg)", "",
         "| function (self) | % of samples | function (on the stack) | % of samples |",
@@ -78,13 +79,14 @@ def test_profile_table(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_agree_table() -> None:
     from lab.analyse import agree
+    from lab.present import agreetable
     o = agree.Outcome("faster", "a", 3.0, "a faster")
     p = agree.Pair(4, "a", "b", (o, o), (o, o))
-    assert agree.report([p], ("r1", "r2"))[:4] == [
+    assert agreetable.report([p], ("r1", "r2"))[:4] == [
         "# Agreement of r1 and r2", "",
         "| level | pair | req/s (1) | req/s (2) | CPU/req (1) | CPU/req (2) |",
         "|---|---|---|---|---|---|"]
-    assert agree.report([p], ("r1", "r2"))[4] == \
+    assert agreetable.report([p], ("r1", "r2"))[4] == \
         "| 4 | a vs b | a faster | a faster | a faster | a faster |"
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import ROOT
 from lab.analyse import analysis, memsplit
-from lab.present import plot, report, reportpage
+from lab.present import memtable, plot, report, reportpage
 from lab.host import procfs
 from lab.record import runrecord
 from lab.record.rows import CSV, append_row, read_rows
@@ -118,7 +118,10 @@ def test_a_landed_run_without_the_columns_opens_and_says_unavailable(tmp_path: P
     shutil.copytree(LANDED, run)
     rec, a = analysis.of(run)
     assert rec.rows and all(r.pss_kb is None and r.private_kb is None for r in rec.rows)
-    rows = memsplit.rows(rec.manifest, a.stats)
+    facts = memsplit.splits(rec.manifest, a.stats)
+    assert facts and all(not x.available and x.why == "" and x.private_share is None
+                         for x in facts)
+    rows = memtable.rows(rec.manifest, a.stats)
     assert {r[0] for r in rows} == set(a.stats)
     assert all(r[3] == "unavailable (not recorded by this run)" for r in rows)
     assert "## Where the memory goes" in report.write(run)

@@ -298,17 +298,32 @@ def test_the_plan_line_says_when_each_levels_verdicts_need_more_starts() -> None
     """Exercise 3 (three servers, REPEAT=6, one level): the plan line said "6
     starts a side can decide" while the per-level table under the primary
     verdicts said "6 against 6 cannot reach α=0.17%; 7 against 7 can" (issue
-    54). It says both now, and each is the rule's own."""
+    54). It says both, each family at the α its table is split to
+    (policy.family_alpha), and that REPEAT=6 cannot decide the per-level one."""
+    import re
     from lab.cli.prepare import family_need
     from lab.setup.fromenv import from_env
-    p = from_env({"SERVER": "s0 s1 s2", "CLIENT": "wrk", "CONCURRENCY": "8", "REPEAT": "6"},
-                 ["s0", "s1", "s2"], {"wrk": "concurrency"}, available_cpus={0, 1})
-    said = family_need(p, 3)
-    assert "6 starts a side can decide, each level's own verdicts from 7" in said, said
+
+    def said(repeat: int) -> str:
+        p = from_env({"SERVER": "s0 s1 s2", "CLIENT": "wrk", "CONCURRENCY": "8",
+                      "REPEAT": str(repeat)}, ["s0", "s1", "s2"], {"wrk": "concurrency"},
+                     available_cpus={0, 1})
+        return family_need(p, 3)
 
     def per_level(k: int) -> list[verdicts.Verdict]:
         by = {f"s{i}": stats(rows(f"s{i}", 8, [1000 * 1.3 ** i + j for j in range(k)]))
               for i in range(3)}
         return verdicts.verdicts(by, [8], 0.01)
-    assert all("too few starts" in v.text for v in per_level(6))
-    assert all(v.kind == "faster" for v in per_level(7))
+    need = verdicts.starts_needed(3)
+    assert need is not None
+    table = per_level(need)[0].text                # the table's own α and starts
+    m = re.search(r"cannot reach α=([\d.]+)%.*; (\d+) against \2 can", table)
+    assert m, table
+    alpha, more = m.group(1), int(m.group(2))
+    line = said(need)
+    assert f"{need} starts a side can decide" in line, line
+    assert f"each level's own verdicts (split to {alpha}%) from {more}, REPEAT={need} " \
+        "cannot decide them" in line, line
+    assert "cannot decide them" not in said(more), said(more)
+    assert all(v.kind == "faster" for v in per_level(more))
+    assert all("too few starts" in v.text for v in per_level(more - 1))

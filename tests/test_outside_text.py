@@ -15,7 +15,7 @@ import pytest
 
 from lab.analyse import responses
 from lab.setup import markdown
-from lab.present import compare, report
+from lab.present import compare, report, sends
 from lab.record import csvfile
 from lab.record.manifest import Response
 from test_compare import make_run, manifest, paced_rows
@@ -81,7 +81,7 @@ def test_a_servers_headers_stay_in_their_cell(tmp_path: Path) -> None:
                  headers=[("X-Note", "a|b`c` <i>"), ("Server", "t``t")],
                  bytes=100, head_bytes=80, body_bytes=20)
     found = {"paced": responses.ServerAnswer("paced", r, 1, False, ())}
-    lines = responses.markdown(found)
+    lines = sends.markdown(found)
     head = [ln for ln in lines if ln.startswith("| server")][0]
     [row] = [ln for ln in lines if ln.startswith("| paced")]
     assert len(cells(row)) == len(cells(head)), row
@@ -111,14 +111,14 @@ def test_levels_csv_cells_a_spreadsheet_would_run_are_text(tmp_path: Path) -> No
 
 def test_a_probes_outcome_from_the_server_stays_in_its_cell() -> None:
     """The probe's table in summary.md: what the server answered is text."""
-    from lab.analyse import probeview
+    from lab.present import probetable
     from lab.record.checked import Obj
     from lab.record.probe import ProbeReport
     rep = {"results": [{"probe": "p", "title": "garbage", "ran": True,
                         "outcome": "answered `HTTP/1.1 400 <b>|x`", "cpu_s": 0.1,
                         "answers_after": False}],
            "error": "Connection reset | <script>", "workers": 1}
-    text = probeview.table({"paced": ProbeReport.parse(Obj(rep, Path("probe.json"), ""))})
+    text = probetable.table({"paced": ProbeReport.parse(Obj(rep, Path("probe.json"), ""))})
     [row] = [ln for ln in text.splitlines() if ln.startswith("| garbage")]
     assert len(cells(row)) == 2 and unescaped(cells(row)[1], "<`") == [], row
     assert "400 \\<b\\>" in row, row

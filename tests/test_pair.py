@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 import socket
 from pathlib import Path
 
 import pytest
 
 from conftest import bench, free_port, lab, lab_env, leftovers, run_folders
+from lab.record import manifest
+from replan import plan_of_line
 
 pytestmark = [pytest.mark.fault, pytest.mark.usefixtures("wrk_installed")]    # the lab installs it (conftest)
 
@@ -78,6 +81,9 @@ def test_a_duet_loads_both_servers_at_the_same_moment_on_swapped_seats(tmp_path:
         assert len(rps) == len(cpu) == 2 and all(float(x) > 0 for x in rps + cpu), r
         assert 0.5 < sum(map(float, rps)) / 2 / float(r["rate_rps"]) < 1.5
     assert "pair 2/2 duet seat 1" in said
+    # its Reproduce line, read by the lab's settings parser, plans this run (issue 53)
+    m = manifest.read_manifest(run)
+    assert m.planned.design == "duet" and plan_of_line(m.reproduce) == m.planned
     summary = (run / "summary.md").read_text()
     assert "under duet" in summary and "signed-rank" in summary
     # the paired gate (make compare RUN=...): 2 pairs decide nothing, said so, exit 3
@@ -86,6 +92,16 @@ def test_a_duet_loads_both_servers_at_the_same_moment_on_swapped_seats(tmp_path:
     assert "too few pairs" in gated.stderr
     [out] = (tmp_path / "results").glob("compare-*-paired")
     assert (out / "compare.xml").is_file() and (out / "compare.json").is_file()
+    # another copy of the run (the same run id) gated next: a folder of its own,
+    # the first comparison kept as it was (issue 54)
+    first = (out / "compare.json").read_bytes()
+    copy = tmp_path / "copy" / run.name
+    shutil.copytree(run, copy)
+    assert lab(lab_env(tmp_path, MIN_EFFECT="3%"), "compare", str(copy)).returncode == 3
+    again = out.with_name(f"{out.name}-2")
+    assert sorted((tmp_path / "results").glob("compare-*")) == [out, again]
+    assert (out / "compare.json").read_bytes() == first
+    assert json.loads((again / "compare.json").read_text())["b"]["path"] == str(copy)
 
 
 def test_an_a_a_duet_with_a_slower_seat_is_unbalanced_not_a_difference(

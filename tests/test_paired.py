@@ -312,9 +312,9 @@ def test_a_cost_5_percent_higher_on_b_decides_a_better() -> None:
 def test_one_sided_needs_one_pair_fewer() -> None:
     a, b = [110.0 + i for i in range(7)], [100.0] * 7
     one = pair_rule(a, b, sided="a")
-    assert one.outcome == decide.BETTER and one.p == 1 / 128
+    assert one.outcome == decide.BETTER and one.p == 1 / 128 and one.why == decide.REJECTS
     two = pair_rule(a, b)
-    assert two.outcome == decide.UNDECIDED
+    assert two.outcome == decide.UNDECIDED and (two.why, two.need) == (decide.TOO_FEW, 8)
     assert two.reason == ("too few pairs: 7 pairs cannot reach α=1% (the smallest p "
                           "is 0.016); 8 pairs can")
 

@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 
 from conftest import lab, lab_env, run_folders
-from lab.analyse import levelrow, metrics, pairgate, pairverdict, policy, resample
+from lab.analyse import levelrow, metrics, pairgate, pairverdict, resample
 from lab.analyse.gate import GateSettings
 from lab.analyse.nextstarts import plan
 from lab.analyse.policy import LookSchedule
 from lab.measure import pair
+from lab.present import method
 from lab.record import manifest
 from lab.record.level import Level
 from lab.record.rows import Row
@@ -141,7 +142,7 @@ def test_lab_next_plans_one_start_pair_a_round() -> None:
     assert nxt.starts == [("a+b", 1)] and "pair 1 of 3" in nxt.said
     gone = plan(m, ["a"], None)
     assert gone.starts == [] and "needs both servers: b" in gone.said
-    m.params.paired = ""
+    m.run_plan = dataclasses.replace(m.planned, design="")   # the run's plan decides
     assert plan(m, ["a", "b"], None).starts == [("a", 1), ("b", 1)]
 
 
@@ -251,8 +252,8 @@ def test_the_looks_of_repeat_auto_stop_at_the_first_that_decides() -> None:
 
 
 def test_the_method_sentence_says_how_a_paired_run_decides() -> None:
-    assert "signed-rank" in policy.method("duet") and "under duet" in policy.method("duet")
-    assert "Mann-Whitney" in policy.method("")
+    assert "signed-rank" in method.said("duet") and "under duet" in method.said("duet")
+    assert "Mann-Whitney" in method.said("")
 
 
 # ---------------------------------------------------------------- the paired gate
@@ -365,4 +366,5 @@ def test_a_paired_auto_run_records_the_plan_it_runs(monkeypatch: pytest.MonkeyPa
     assert (said["REPEAT_MIN"], said["REPEAT_MAX"]) == ("10", "40")
     assert again.repeat == p.repeat
     monkeypatch.setenv("PAIRED", "rmit ")        # make drops the first blank of " rmit "
-    assert recorded_settings(p)["PAIRED"] == "rmit"
+    rmit = from_env({**env, "PAIRED": "rmit "}, ["a", "b"], CLIENTS, available_cpus={0, 1})
+    assert recorded_settings(rmit)["PAIRED"] == "rmit"      # as checked, from the run's plan

@@ -23,13 +23,17 @@ FEW = ("rank nothing on a noisy host", "cannot reach the verdicts' α")   # few 
                                                                        # before and since
 
 
+def without(summary: str, section: str) -> str:
+    head, _, rest = summary.partition(section)
+    return head + rest[rest.index("\n## "):]
+
+
 def tables_but_verdicts(summary: str) -> list[str]:
     """The summary's table rows but the verdicts' (changed on purpose since,
     issue 28); summary.md's prose changed on purpose too (issue 53: the answer
-    first, the mechanisms in the docs), its tables did not."""
-    head, _, rest = summary.partition("## Verdicts")
-    text = head + rest[rest.index("\n## "):]
-    return [line for line in text.splitlines() if line.startswith("|")]
+    first, the mechanisms in the docs, "What failed" said once), its tables did not."""
+    return [line for line in without(summary, "## Verdicts").splitlines()
+            if line.startswith("|")]
 
 
 def test_a_run_of_the_flat_tree_writes_the_same_summary_again(tmp_path: Path) -> None:
@@ -54,15 +58,21 @@ def test_a_run_of_the_flat_tree_writes_the_same_summary_again(tmp_path: Path) ->
     assert "## Verdicts (requests/s, at c = 1, 4)" in said
     assert "α=1%, δ=5%, 2+2 starts" in said and "too few starts: 2 against 2" in said
     assert "use REPEAT=5 or more (or REPEAT=auto) for verdicts" in said
+    failed = said[said.index("## What failed"):].split("\n## ")[0]
+    assert [ln.split(" at ")[0] for ln in failed.splitlines() if ln.startswith("- ")] == \
+        ["- sturdy", "- paced"]            # both levels of each failed alike: a line each
     again = json.loads((run / "results.json").read_text())
     again.pop("findings", None)                          # optional, added since (typed warnings)
     assert again.pop("cgroups", {}) == {}                # added since (issue 44): not recorded then
+    planned = again.pop("run_plan")                      # issue 53: built from its params
+    assert (planned["repeat"], planned["paired"]) == ({"least": 2, "most": 2, "auto": False}, "")
     old = json.loads((PRE / "results.json").read_text())
     for d in (again, old):
         d.pop("verdicts"), d.pop("primary_verdicts", None)
         # the warnings' texts were shortened since (issue 53); their kinds are
         # test_findings.py's: here, as many as then
         d["warnings"] = len([w for w in d["warnings"] if not any(f in w for f in FEW)])
+        assert set(d.pop("failed")) == {"sturdy", "paced"}   # its words: issue 53
         for levels in d["levels"].values():
             for level in levels:
                 level.pop("reps", None)                  # added since (issue 28)

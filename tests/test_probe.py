@@ -16,6 +16,7 @@ import pytest
 from conftest import FAKES, ROOT, Build, free_port
 from lab.measure import probe
 from lab.measure.launch import Knobs, placeholders
+from lab.present.probetable import table
 from lab.setup.fromenv import from_env
 from lab.setup.servers import Server, artifact_path, discover, is_built, load
 from lab.measure.verify import BODY
@@ -115,7 +116,7 @@ def test_markdown_table_and_json_round_trip(tmp_path: Path) -> None:
     md = probe.markdown(bad)
     assert md.count("\n| ") == len(probe.PROBES) and "400 Bad \\| Request" in md
     assert "stopped answering after garbage" in md
-    text = probe.table({"good": good, "bad": bad})
+    text = table({"good": good, "bad": bad})
     lines = text.splitlines()
     assert lines[0] == "| probe | good | bad |"
     assert all(line.count(" | ") == 2 for line in lines if line.startswith("| "))
@@ -270,3 +271,12 @@ def test_ada_mini_probe(probed: Probed) -> None:
     assert got["pipelined"].outcome == "3 of 3 answered"
     assert got["garbage"].outcome.startswith("400")
     assert got["idle"].ran
+
+
+def test_the_probe_table_by_hand_refuses_an_unknown_server_before_starting_any(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`python3 -m lab.studies.probetable` (what regenerates docs/probe-table.md)."""
+    from lab.studies import probetable
+    assert probetable.main(["no-such-server"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: unknown server no-such-server; known: ") and "nginx" in err

@@ -17,6 +17,7 @@ from lab.analyse import probeview
 from lab.analyse.contract import Check
 from lab.analyse.probeview import ProbeOutcome
 from lab.measure import probe
+from lab.present import probetable
 from lab.record.probe import read_probe
 
 pytestmark = pytest.mark.unit
@@ -94,5 +95,5 @@ def test_a_probe_json_written_before_the_breaches_were_kept_still_reads(tmp_path
     assert back.results[0].breaches_after == () and back.final_breaches == ()
     assert back.verdict() == report.verdict()
     assert probeview.outcome("bad", back).text() == report.verdict()
-    assert probeview.table({"bad": back}) == probe.table({"bad": report})
+    assert probetable.table({"bad": back}) == probetable.table({"bad": report})
     assert FAST.deadline_s == back.limits.deadline_s

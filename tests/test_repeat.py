@@ -14,6 +14,7 @@ import pytest
 from conftest import GRACE, ROOT, bench, free_port, lab_env, leftovers, run_folders
 from lab.record import calibration, files, manifest
 from lab.record.rows import read_rows
+from replan import plan_of_line
 
 pytestmark = pytest.mark.fault
 
@@ -79,6 +80,9 @@ def test_repeat_auto_adds_starts_only_while_a_pair_is_undecided(tmp_path: Path) 
         ("paced#2", 3)]
     assert m["starts_spent"] == {"paced": 3, "paced#2": 3}
     assert m["params"]["repeat_auto"] is True and m["params"]["repeat_max"] == 3
+    # its Reproduce line, read by the lab's settings parser, plans this run (issue 53)
+    planned = manifest.read_manifest(run).planned
+    assert planned.repeat.text() == "auto (2 to 3)" and plan_of_line(m["reproduce"]) == planned
     assert m["status"] == "complete"
     results = json.loads((run / "results.json").read_text())
     [p] = results["primary_verdicts"]

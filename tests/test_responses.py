@@ -15,7 +15,9 @@ import pytest
 
 from conftest import FAKES, bench, free_port, lab_env, leftovers, run_folders
 from lab.analyse import analysis, responses
+from lab.present import sends
 from lab.present.page import escaped
+from lab.setup.markdown import md_code, md_text
 from lab.record import manifest
 from lab.record.rows import read_rows
 from lab.measure import verify
@@ -121,9 +123,14 @@ ASF = response([("Date", " (masked)"), ("Server", " ASF"),
 
 
 def test_the_table_flags_what_differs() -> None:
-    flags = responses.differences({"aws": AWS, "ews": EWS, "asf": ASF, "old": None})
-    assert flags["ews"][:2] == ["no Date header", "`Content-Length:  27` (spacing)"]
-    assert flags["asf"][0] == "Content-Type parameter `charset=utf-8`"
+    found = responses.differences({"aws": AWS, "ews": EWS, "asf": ASF, "old": None})
+    flags = {n: [d.plain() for d in found[n]] for n in found}
+    assert flags["ews"][:2] == ["no Date header", "Content-Length:  27 (spacing)"]
+    assert flags["asf"][0] == "Content-Type parameter charset=utf-8"
+    # what the server sent kept apart from the words: as code in Markdown, its spacing kept
+    assert [sends.said(d, md_code, md_text) for d in found["ews"][:2]] == \
+        ["no Date header", "`Content-Length:  27` (spacing)"]
+    assert sends.said(found["asf"][0], md_code, md_text) == "Content-Type parameter `charset=utf-8`"
     assert not any("Date" in f or "spacing" in f for f in flags["aws"])
     assert flags["old"] == ["not recorded (a run before the lab recorded answers)"]
     sizes = {n: r.bytes for n, r in (("aws", AWS), ("ews", EWS), ("asf", ASF))}
@@ -133,7 +140,7 @@ def test_the_table_flags_what_differs() -> None:
     assert not any("bytes more" in f for f in flags[small])
     other = responses.differences({"a": AWS, "b": response(AWS.headers[:3] + [
         ("Content-Type", " text/plain"), ("Content-Length", " 27")]), "c": AWS})
-    assert "another Content-Type: text/plain" in other["b"]
+    assert "another Content-Type: text/plain" in [d.plain() for d in other["b"]]
 
 
 def test_a_size_note_says_by_how_many_bytes() -> None:
@@ -207,11 +214,12 @@ def test_a_server_whose_start_failed_is_not_called_an_old_run() -> None:
                                                                         response=AWS)]),
                  "b": manifest.ServerRecord("b", starts=[manifest.Start("rep1", 1, "failed")])}
     got = responses.answers(m)
-    assert got["b"].differs == ("not recorded: no start of this server got as far as its "
-                              "verification (What failed says why)",)
+    assert [d.plain() for d in got["b"].differs] == [
+        "not recorded: no start of this server got as far as its verification (What failed "
+        "says why)"]
     old = manifest.Manifest(run_id="o", status="complete", params=manifest.RunParams(
         servers=["a"], axis="concurrency", duration_s=1),
         client=manifest.ClientInfo(tool="wrk"))
     old.servers = {"a": manifest.ServerRecord("a", starts=[manifest.Start("rep1", 1, "complete")])}
-    assert responses.answers(old)["a"].differs == \
-        ("not recorded (a run before the lab recorded answers)",)
+    assert [d.plain() for d in responses.answers(old)["a"].differs] == \
+        ["not recorded (a run before the lab recorded answers)"]

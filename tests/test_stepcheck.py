@@ -16,6 +16,7 @@ import pytest
 from conftest import FAKES, ROOT, free_port, lab_env, run_folders
 from lab.studies import cost
 from lab.record import costs, manifest
+from replan import plan_of_line
 
 pytestmark = pytest.mark.fault
 
@@ -39,6 +40,7 @@ def cost_run(tmp_path: Path, bench_run: Path) -> Path:
     run.mkdir()
     m = json.loads((bench_run / manifest.MANIFEST).read_text())
     m["kind"] = "cost"
+    m.pop("run_plan")            # not the bench run's plan: read from params and settings
     m["settings"] = {"SERVER": "nginx", "COST_LEVELS": "1", "COST_REQUESTS": "1000 3000",
                      "REPEAT": "1", "PORT": str(free_port()), "BIND": "127.0.0.1"}
     m["reproduce"] = "make cost " + " ".join(f"{k}={shlex.quote(v)}"
@@ -214,6 +216,10 @@ def test_rerun_of_a_real_cost_run_is_a_cost_run(tmp_path: Path) -> None:
     assert m["rerun"]["overridden"] == {"PORT": {"recorded": env["PORT"], "given": port}}
     old = json.loads((run / manifest.MANIFEST).read_text())["settings"]
     assert m["settings"] == {**old, "PORT": port}
+    # both cost runs plan the same counts, and the line gives that plan again (issue 53)
+    planned = manifest.read_manifest(new).planned
+    assert planned.kind == "cost" and planned == manifest.read_manifest(run).planned
+    assert plan_of_line(m["reproduce"]) == planned
 
 
 @pytest.mark.parametrize("step", ["cost", "calibrate", "reproduce"])

@@ -21,6 +21,8 @@ import pytest
 
 from conftest import bench, free_port, lab_env, leftovers, run_folders
 from lab.analyse import analysis, metrics
+from lab.present import failedwords
+from lab.setup.markdown import md_text
 from lab.host import tcpstat
 from lab.record import failures, manifest, tcpkinds
 from lab.record.failures import Failure
@@ -88,8 +90,7 @@ def test_each_kind_stands_on_its_counters_and_says_whose_it_is() -> None:
     assert [k for k, s in shared.items() if s.server_alone] == ["listen"]
     own = tcpkinds.kinds(tcpkinds.TcpDelta("server", grown))
     assert all(s.server_alone for s in own)
-    assert tcpkinds.said(shared["unread"]) == ("connections closed with the request unread: "
-                                               "7 (TcpExtTCPAbortOnClose 7)")
+    assert shared["unread"].counters == {"TcpExtTCPAbortOnClose": 7}
 
 
 def stats_with(failed: int, grown: dict[str, int], netns: str) -> list[metrics.LevelStats]:
@@ -110,13 +111,19 @@ def stats_with(failed: int, grown: dict[str, int], netns: str) -> list[metrics.L
         for r in mine])
 
 
+def failure_lines(m: manifest.Manifest, name: str, levels: list[metrics.LevelStats]) -> list[str]:
+    """What failed at a server's levels, as results.json says it."""
+    return failedwords.plain(failedwords.build(
+        {name: analysis.failure_facts(m, name, levels)})).get(name, [])
+
+
 @pytest.mark.unit
 def test_what_failed_says_the_kernels_kinds_beside_the_clients_never_added() -> None:
     m = manifest.read_manifest(LANDED)
     levels = stats_with(40, counters(TcpExtTCPAbortOnClose=40, TcpOutRsts=41,
                                      TcpEstabResets=40), "server")
     name, top = levels[0].server, levels[-1].value
-    lines = analysis.failure_lines(m, name, levels)
+    lines = failure_lines(m, name, levels)
     [unread] = [x for x in lines if "closed with the request unread" in x]
     assert f"40 at c={top}" in unread and "TcpExtTCPAbortOnClose 40" in unread
     assert "kernel reset the connection instead of closing it" in unread
@@ -124,17 +131,17 @@ def test_what_failed_says_the_kernels_kinds_beside_the_clients_never_added() -> 
     [resets] = [x for x in lines if "resets sent" in x]
     assert "the client counted 40 failed requests there" in resets and "81" not in resets
     # in a namespace shared with the clients, the same counts are both ends'
-    shared = analysis.failure_lines(m, name, stats_with(
+    shared = failure_lines(m, name, stats_with(
         40, counters(TcpExtTCPAbortOnClose=55), "shared"))
     [unread] = [x for x in shared if "closed with the request unread" in x]
     assert "both ends" in unread and "differ" in unread and "95" not in unread
     # a count above the client's by no more than the connections open at each
     # level (a reset for what came after a close as the client stopped) matches
-    near = analysis.failure_lines(m, name, stats_with(40, counters(TcpOutRsts=42), "shared"))
+    near = failure_lines(m, name, stats_with(40, counters(TcpOutRsts=42), "shared"))
     [resets] = [x for x in near if "resets sent" in x]
     assert "the client counted 40 failed requests there: 2 fewer, at most 2 at a level" in resets
     assert "match to within that, never added" in resets and "82" not in resets
-    far = analysis.failure_lines(m, name, stats_with(40, counters(TcpOutRsts=40 + 10 * top),
+    far = failure_lines(m, name, stats_with(40, counters(TcpOutRsts=40 + 10 * top),
                                                      "shared"))
     [resets] = [x for x in far if "resets sent" in x]
     assert "the counts differ" in resets
@@ -144,7 +151,7 @@ def test_what_failed_says_the_kernels_kinds_beside_the_clients_never_added() -> 
     for start in rec.starts:
         start.extra.pop("workers", None)
         start.extra["ran_with"] = {"workers": 1, "detail": "its default"}
-    [unread] = [x for x in analysis.failure_lines(m, name, levels)
+    [unread] = [x for x in failure_lines(m, name, levels)
                 if "closed with the request unread" in x]
     assert (f"; {name} had 1 worker there: past them it closes the oldest, its request "
             "unread; as many as") in unread
@@ -156,7 +163,7 @@ def test_a_level_without_counters_says_nothing_of_them() -> None:
     rows = read_rows(LANDED)
     assert all(r.tcp_counters is None for r in rows)     # a run before they were kept
     levels = metrics.level_stats([r for r in rows if r.server == rows[0].server])
-    assert not any("kernel" in x for x in analysis.failure_lines(m, rows[0].server, levels))
+    assert not any("kernel" in x for x in failure_lines(m, rows[0].server, levels))
     # one repetition without them: the level's are not said (the client's count
     # would cover requests the kernel's does not)
     assert tcpkinds.summed([tcpkinds.TcpDelta("server", counters(TcpOutRsts=1)), None]) is None
@@ -218,8 +225,8 @@ def test_each_double_shows_its_own_kind_from_the_servers_side(
     assert {k["kind"] for k in level["tcp"]["kinds"]} >= {own}
     label = tcpkinds.BY_KEY[own].label
     [said] = [x for x in data["failed"][double] if label in x]
-    assert tcpkinds.BY_KEY[own].mechanism in said
-    assert said in (run / "summary.md").read_text()
+    assert failedwords.MECHANISM[own] in said
+    assert md_text(said) in (run / "summary.md").read_text()
     assert label in (run / "report.html").read_text()
     with (run / "levels.csv").open(newline="") as f:    # the spreadsheet's row has them too
         [cells] = list(csv.DictReader(f))

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, lab, lab_env
-from lab.analyse import usemethod
+from lab.present import usetable
 from lab.record import runrecord
 
 pytestmark = pytest.mark.unit
@@ -24,7 +24,7 @@ FLAKY = FIXTURES / "20261123-033230-warming+nginx+flaky"     # failures, client-
 
 def test_use_reads_each_resource_of_each_level_off_the_run() -> None:
     rec = runrecord.load(FLAKY)
-    found = usemethod.tables(rec.rows)
+    found = usetable.tables(rec.rows)
     assert {(s, v) for s, v, _ in found} == {(r.server, r.value) for r in rec.rows}
     for server, value, rows in found:
         assert [r[0] for r in rows] == ["server CPU", "client CPU", "the lab's CPUs (others)",

@@ -122,6 +122,39 @@ def test_workshop_prepare_readies_what_the_text_uses() -> None:
     assert clients == ["siege", "wrk", "vegeta"]
 
 
+@pytest.mark.unit
+def test_exercise_2_counts_time_wait_on_the_lab_port_alone() -> None:
+    """Exercise 2 waits for TIME_WAIT to come near 0: counted host-wide, other
+    programs' sockets kept it from ever coming (issue 54). Its first line
+    counts the sockets to and from the lab's PORT, as time_workshop.py does,
+    and that count holds a port's own sockets and no other port's."""
+    import socket
+    import time_workshop
+    from lab.setup.params import SETTINGS
+    port = int(str(SETTINGS["PORT"].default))
+    [line] = [x for x in DOC.read_text().splitlines() if x.startswith("ss ")]
+    assert shlex.split(line.split("|")[0]) == time_workshop.time_wait_command(port), line
+    two = " ".join(DOC.read_text().split("## Exercise 2")[1].split("## Exercise 3")[0].split())
+    assert f"lab's `PORT` ({port}) alone" in two, two
+
+    def closed_first_by_server(at: int, count: int) -> None:
+        with socket.socket() as listener:
+            listener.bind(("127.0.0.1", at))
+            listener.listen(count)
+            for _ in range(count):
+                with socket.create_connection(("127.0.0.1", at)) as client:
+                    conn, _ = listener.accept()
+                    conn.close()                 # the server closes first: its side waits
+                    client.recv(1)
+    mine, other = free_port(), free_port()
+    while other == mine:
+        other = free_port()
+    closed_first_by_server(mine, 3)
+    closed_first_by_server(other, 2)
+    counted = (time_workshop.time_wait_on(mine), time_workshop.time_wait_on(other))
+    assert counted == (3, 2), counted
+
+
 def runs_in(results: Path) -> list[Path]:
     return sorted(p for p in results.iterdir() if (p / "manifest.json").exists()) \
         if results.exists() else []
@@ -287,6 +320,23 @@ def exercise_4(d: Done) -> None:
     assert slices and all(isinstance(x, list) and x for x in slices), slices
 
 
+@pytest.mark.fault
+def test_exercise_4_tells_its_two_runs_apart(tmp_path: Path) -> None:
+    """Exercise 4's two runs are named alike but for the time (issue 54): the
+    text says which folder is which by the warm-up its plan line shows, and
+    those are the words each command's plan line has."""
+    cold, warmed = [c for c in EXERCISES[3].commands if c.startswith("make bench")]
+    body = " ".join(DOC.read_text().split("## Exercise 4", 1)[1]
+                    .split("## Exercise 5", 1)[0].split())
+    env = {k: v for k, v in lab_env(tmp_path, PORT=str(free_port())).items()
+           if k != "LAB_SERVER_PATH"}
+    for command, which in ((cold, "cold"), (warmed, "warmed")):
+        line = plan_line(command, env)
+        shown = re.search(r"warm-up [^|]*?(?= \|)", line)
+        assert shown, line
+        assert f"`{shown.group(0)}` for the {which} run" in body, (shown.group(0), which)
+
+
 def exercise_5(d: Done) -> None:
     m = d.manifest(0)
     assert [s["workers"] for s in m["servers"]["aws@8"]["starts"]] == [8]   # 8 tasks, not 5
@@ -390,11 +440,37 @@ def test_exercise_3s_verdicts_get_the_starts_their_family_needs(tmp_path: Path) 
     need = verdicts.starts_needed(3)
     assert need is not None and need > 5
     line = plan_line(command, env)
-    assert "3 pairs" in line and " cannot " not in line, line
+    assert "3 pairs" in line and "every pair would stay undecided" not in line, line
     assert re.search(rf"verdicts: .*\b{need} starts a side\b", line) or \
         f"from {need} starts a side" in line, line
     few = plan_line(command, env, REPEAT="5")
     assert f"{need} starts a side can decide" in few and "REPEAT=5 cannot" in few, few
+    # the plan line the text quotes is the one printed, word for word
+    text = " ".join(DOC.read_text().split())
+    quoted = re.findall(r"`(verdicts: [^`]*)`", text)
+    assert quoted and all(q in line for q in quoted if "REPEAT=auto" not in q), (quoted, line)
+
+
+@pytest.mark.unit
+def test_the_texts_too_few_starts_are_the_rules_own() -> None:
+    """Each "too few starts" the text quotes (exercises 2, 3 and 7) is what
+    the rule says for those starts at the α the text names: 1% split over a
+    family (policy.family_alpha), the smallest p and the starts that can."""
+    from lab.analyse import decide, policy
+    text = " ".join(DOC.read_text().split())
+    quotes = re.findall(r"too few starts: (\d+) against (\d+) cannot reach α=([\d.]+)% "
+                        r"\(the smallest p is ([\d.]+)\); (\d+) against \5 can", text)
+    assert len(quotes) >= 4, quotes
+    for m, n, alpha, p, need in quotes:
+        splits = [k for k in range(1, 25)
+                  if decide.pct(100 * policy.family_alpha(policy.ALPHA, k)) == alpha]
+        assert splits, f"α={alpha}% is no split of {policy.ALPHA:.0%}"
+        said = decide.decide(tuple(range(1, int(m) + 1)),
+                             tuple(x + 0.5 for x in range(1, int(n) + 1)),
+                             alpha=policy.family_alpha(policy.ALPHA, splits[0]),
+                             delta_pct=policy.DELTA_PCT).reason
+        assert said == "too few starts: {} against {} cannot reach α={}% (the smallest p is " \
+            "{}); {} against {} can".format(m, n, alpha, p, need, need), said
 
 
 WRITTEN = sorted({Path(p).parts[1] for e in EXERCISES for p in e.files

@@ -10,7 +10,8 @@ made, writes exercise 7's files into a copy of the lab (as the check does:
 a servers/hello a student left in the clone is not the text's), and prints
 one line per exercise: its wall time, and each command's exit code (make's:
 the lab's 1 and 3 read 2). Exercise 2's wait for TIME_WAIT is not included:
-it prints the count before the exercise instead."""
+it prints the count before the exercise instead, as its first line counts
+(on the lab's PORT: time_wait_command)."""
 from __future__ import annotations
 
 import os
@@ -22,8 +23,21 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conftest import ROOT  # noqa: E402
+from lab.setup.params import SETTINGS  # noqa: E402
 from test_workshop import (DOC, check_env, exercises, lab_copy, resolve,  # noqa: E402
                            runs_in, write_files)
+
+
+def time_wait_command(port: int) -> list[str]:
+    """Exercise 2's first line (before its `| wc -l`): the sockets to and
+    from the lab's PORT in TIME_WAIT, the exercise's own; a host-wide count
+    holds other programs' sockets too, and may never come near 0."""
+    return ["ss", "-Htan", "state", "time-wait", f"( sport = :{port} or dport = :{port} )"]
+
+
+def time_wait_on(port: int) -> int:
+    return subprocess.run(time_wait_command(port), capture_output=True,
+                          text=True).stdout.count("\n")
 
 
 def main(wanted: list[int]) -> int:
@@ -39,9 +53,9 @@ def main(wanted: list[int]) -> int:
                 write_files(ex, root)
                 here = check_env(env)
             if ex.number == 2:
-                tw = subprocess.run(["ss", "-Htan", "state", "time-wait"],
-                                    capture_output=True, text=True).stdout.count("\n")
-                print(f"exercise 2: {tw} sockets in TIME_WAIT before it", flush=True)
+                port = int(env.get("PORT") or SETTINGS["PORT"].default)
+                print(f"exercise 2: {time_wait_on(port)} sockets on port {port} in TIME_WAIT "
+                      "before it", flush=True)
             before = set(runs_in(results))
             made: list[Path] = []
             codes = []

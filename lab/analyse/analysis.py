@@ -19,8 +19,8 @@ from pathlib import Path
 from collections.abc import Iterator
 from typing import Any
 
-from lab.analyse import costlink, costview, decide, findings, metrics, policy, profileview, responses, \
-    serverside, verdicts
+from lab.analyse import costlink, costview, findings, metrics, policy, profileview, responses, \
+    serverside, verdicts, whatfailed
 from lab.record import failures, files, outputs, runrecord
 from lab.analyse.wording import axis_label
 from lab.analyse.findings import Finding
@@ -68,10 +68,11 @@ class Analysis:
     costs: costview.CostAnalysis | None = None       # make cost: instructions per request
     profiles: dict[str, profileview.ProfileSummary | str] = field(default_factory=dict)
     answers: dict[str, responses.ServerAnswer] = field(default_factory=dict)   # what each server sends
-    failed: dict[str, list[str]] = field(default_factory=dict)   # server: what failed, a
-                                                                # line per level (failure_lines)
+    failed: dict[str, whatfailed.ServerFailed] = field(default_factory=dict)  # server: what
+                                                        # failed at its levels (failure_facts)
     primary: list[Verdict] = field(default_factory=list)   # one a pair, across the levels
-    method: str = decide.METHOD             # how the verdicts were reached (lab.analyse.policy)
+    method: str = ""                        # the rule the verdicts were reached by: "" starts,
+                                            # else PAIRED's mode (lab.present.method says it)
 
     def levels(self, server: str) -> list[LevelStats]:
         return self.stats.get(server, [])
@@ -184,33 +185,13 @@ def at_value(axis: str, value: int) -> str:
     return {"concurrency": f"c={value}", "rate": f"rate={value}/s"}.get(axis, f"{axis}={value}")
 
 
-def failure_lines(m: Manifest, name: str, levels: list[LevelStats]) -> list[str]:
-    """'aws c=50: 566 of 100,525 failed: reset or closed by the server (566: ...)', for
-    each level where a request failed (over its repetitions); a level past
-    metrics.FAILED_SHARE_PCT says that its req/s is not ranked. A level whose
-    answers during the load were wrong (flag wrong-answers: requests the client
-    counted as successful) has a line of its own, with the count and the
-    first wrong answer where the client checked them."""
-    out = []
-    for s in levels:
-        if s.flags.get("wrong-answers"):
-            out.append(f"{name} {at_value(m.params.axis, s.value)}: answers during the load "
-                       f"were wrong, not ranked: {'; '.join(s.unranked)}")
-        if not s.failed:
-            continue
-        reps = (f" ({s.rate.n} repetitions: {' + '.join(f'{n:,}' for n in s.failed_by_rep)}"
-                " failed)" if s.rate.n > 1 else "")
-        text = failures.line(f"{name} {at_value(m.params.axis, s.value)}{reps}", s.failed,
-                             s.attempts, list(s.failures))
-        if s.failed_pct > metrics.FAILED_SHARE_PCT:
-            text += (f"; {s.failed_pct:.1f}% failed in the worst repetition (more than "
-                     f"{metrics.FAILED_SHARE_PCT:g}%): not ranked")
-        out.append(text)
-    # the kernel's kinds, from the server's side (lab.analyse.serverside)
+def failure_facts(m: Manifest, name: str, levels: list[LevelStats]) -> whatfailed.ServerFailed:
+    """What failed at a server's levels (lab.analyse.whatfailed), with the
+    workers it ran with where requests failed above them; false when nothing
+    failed. lab.present.failedwords says it."""
     few = few_workers(m, name, levels)
-    return out + serverside.lines(name, levels, lambda v: at_value(m.params.axis, v),
-                                  (few.workers, few.beyond) if few else None,
-                                  (lambda v: v) if m.params.axis == "concurrency" else None)
+    return whatfailed.of_server(name, m.params.axis, levels,
+                                (few.workers, few.beyond) if few else None)
 
 
 def workers_note(m: Manifest, name: str, levels: list[LevelStats]) -> str | None:
@@ -254,7 +235,7 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
     elif m.problems:                   # a later step's (make profile): the figures stand
         out.append(findings.LaterProblems(tuple(m.problems)))
     tool = m.client.tool
-    reps = m.params.repeat.least
+    reps = m.planned.repeat.least
     for name, levels in stats.items():
         n = len(levels)
 
@@ -279,7 +260,8 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
             elif said and flag == "client-stalled":
                 out.append(findings.ClientStalled(name, len(said), n, said, tool))
             elif said and flag == "wrong-answers":
-                out.append(findings.WrongAnswers(name, len(said), n, said))
+                out.append(findings.WrongAnswers(name, len(said), n, said, sum(
+                    1 for s in levels if s.flags.get(flag) and s.flags.get("answer-changed"))))
             elif said and flag == "port-shared":
                 out.append(findings.PortShared(name, len(said), n, said))
             elif said:
@@ -304,8 +286,7 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
             found = [f for s in levels for f in s.failures]
             out.append(findings.Failures(
                 name, count("failures"), n, tool, sum(s.failed for s in levels),
-                sum(s.attempts for s in levels),
-                failures.said(found) if found else findings.NOT_RECORDED))
+                sum(s.attempts for s in levels), tuple(failures.by_kind(found))))
             few = few_workers(m, name, levels)
             if few is not None:
                 out.append(few)
@@ -314,7 +295,7 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
     alpha = rule_of(m)[0]
     least = verdicts.starts_needed(ranked, alpha, paired_run=bool(paired_mode(m)))
     if least is not None and reps < least and len(stats) > 1 and \
-            not m.params.repeat.auto:
+            not m.planned.repeat.auto:
         out.append(findings.FewRepetitions(reps, "pairs" if paired_mode(m) else "starts",
                                            least, alpha, ranked * (ranked - 1) // 2))
     if m.cgroups.get("used") is False:
@@ -374,28 +355,25 @@ def analyse(rec: RunRecord) -> Analysis:
                     warnings=warnings(m, stats, note, notes),
                     costs=None if rec.costs is None else costview.analyse(rec.costs),
                     profiles=profileview.analyse(rec.profiles), answers=answers,
-                    failed={n: lines for n, levels in stats.items()
-                            if (lines := failure_lines(m, n, levels))},
-                    primary=first, method=policy.method(paired_mode(m)))
+                    failed={n: facts for n, levels in stats.items()
+                            if (facts := failure_facts(m, n, levels))},
+                    primary=first, method=paired_mode(m))
 
 
 def rule_of(m: Manifest) -> tuple[float, float]:
-    """The run's ALPHA and MIN_EFFECT (%), as recorded (a run made before
-    they were run settings: the rule's defaults)."""
-    alpha, delta = m.params.extra.get("alpha"), m.params.extra.get("min_effect_pct")
-    return (float(alpha) if isinstance(alpha, (int, float)) and 0 < alpha < 1 else policy.ALPHA,
-            float(delta) if isinstance(delta, (int, float)) and 0 <= delta <= 100
-            else policy.DELTA_PCT)
+    """The run's ALPHA and MIN_EFFECT (%), from its plan (lab.setup.plan; a
+    run made before they were run settings: the rule's defaults)."""
+    return m.planned.alpha, m.planned.min_effect_pct
 
 
 def paired_mode(m: Manifest) -> str:
     """PAIRED of the run: "" (one server at a time), duet or rmit."""
-    return m.params.paired or ""
+    return m.planned.design
 
 
 def looks_of(m: Manifest) -> policy.LookSchedule:
     """The run's looks (lab.analyse.policy.LookSchedule): REPEAT=auto's, or one."""
-    r = m.params.repeat
+    r = m.planned.repeat
     return policy.looks(r.auto, r.least, r.most, bool(paired_mode(m)))
 
 
@@ -441,10 +419,13 @@ def finite(x: Any) -> Any:
     return x
 
 
-def to_json(rec: RunRecord, a: Analysis) -> dict[str, Any]:
+def to_json(rec: RunRecord, a: Analysis,
+            failed: dict[str, list[str]] | None = None) -> dict[str, Any]:
     """results.json but its rows: the manifest, level statistics, verdicts and
     capacity shares, as one file for other tools; results_text writes it,
-    the typed rows last (`rows`), one a line."""
+    the typed rows last (`rows`), one a line. `failed`: "What failed" of
+    each server in plain text, as its writer (lab.present.failedwords) says
+    it; the analysis holds facts, not sentences (none given: {})."""
     return {**rec.manifest.to_json(),
             "results_schema": outputs.RESULTS_SCHEMA,
             "levels": {n: [level_json(s) for s in v] for n, v in a.stats.items()},
@@ -455,23 +436,26 @@ def to_json(rec: RunRecord, a: Analysis) -> dict[str, Any]:
             # each with the alpha, delta_pct and starts it was decided at
             "verdicts": [verdict_json(v) for v in a.verdicts],
             "primary_verdicts": [verdict_json(v) for v in a.primary],
-            "answers": {n: asdict(x) for n, x in a.answers.items()},
+            "answers": {n: asdict(x) | {"differs": [d.plain() for d in x.differs]}
+                        for n, x in a.answers.items()},
             "capacity": [asdict(c) for c in a.capacity],
             "calibration_note": a.calibration_note,
             "warnings": findings.texts(a.warnings),
             "findings": [f.to_json() for f in a.warnings],     # the same, kind and figures
-            "failed": a.failed,
+            "failed": failed or {},
             "costs": None if a.costs is None else asdict(a.costs)}
 
 
-def results_text(rec: RunRecord, a: Analysis, limit: int = files.MAX_BYTES) -> Iterator[str]:
+def results_text(rec: RunRecord, a: Analysis, limit: int = files.MAX_BYTES,
+                 failed: dict[str, list[str]] | None = None) -> Iterator[str]:
     """results.json's text (to_json's), in chunks to write as they come: a line
     per key, its value compact, and a line per row, so that a run of 200,000
     levels is neither held as an indented tree nor written larger than the lab
     reads back (`limit`, files.MAX_BYTES). Where the rows would pass `limit`,
     `rows` is {} and `rows_omitted` says why (they are in results.csv);
-    TooLarge, before anything is written, where even the rest would."""
-    data = to_json(rec, a)
+    TooLarge, before anything is written, where even the rest would.
+    `failed`: as to_json's."""
+    data = to_json(rec, a, failed)
     head = [f"  {_compact(k)}: {_compact(v)},\n" for k, v in data.items()]
     size = sum(map(len, head)) + 32
     if size > limit:

@@ -1,22 +1,22 @@
 """The one claims judge: a study's claim judged on measured level statistics,
-for one client, written as Markdown and as claims.json.
+for one client, and claims.json (the Markdown: lab.present.claimsmd).
 
 Two commands judge claims: `make reproduce` (lab.studies.reproduce) on the two
 runs it makes, one per client, and `make claims` (lab.studies.claimruns) on
 runs made earlier. Both judge a claim here (`judge`), keep it as a `Judged`
-(one claim, one client), say why one is not reproduced (`why_lines`), say
+(one claim, one client), say why one is not reproduced (claimsmd.why_lines), say
 what the clients together mean (`overall`) and write claims.json in the one
 shape of docs/claims.schema.json (`to_json`): per claim, its verdict by
 client. What each command adds is its own table of runs.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from lab.analyse import claimcost, claims, claimtext, claimreasons, policy
+from lab.analyse import claimcost, claims, claimtext, policy
 from lab.analyse.claimsfile import Claim, Study, start_of
 from lab.analyse.claims import ClaimResult
 from lab.analyse.metrics import LevelStats
@@ -181,23 +181,6 @@ def _overall(results: Sequence[ClaimResult]) -> str:
     if verdicts == {claims.REPRODUCED, claims.NOT_REPRODUCED}:
         return "depends on the client"
     return "open (inconclusive with at least one client)"
-
-
-def why_lines(study: Study, judged: Iterable[Judged],
-              specs: Mapping[str, ServerSpec]) -> list[str]:
-    """Each claim not reproduced, per client: its reasons and the variants that
-    test them; a verdict by cost only where the clients' req/s left the claim
-    to it (every one inconclusive, one the limit)."""
-    judged = list(judged)
-    lines: list[str] = []
-    for j in judged:
-        if j.result.by and not left_to_cost([x.result for x in judged
-                                             if x.result.claim.id == j.result.claim.id]):
-            continue
-        if j.result.verdict != claims.REPRODUCED:
-            lines += claimreasons.block(j.result.claim, j.client,
-                                        claimtext.verdict_text(j.result), j.why, study, specs)
-    return lines
 
 
 def result_json(j: Judged) -> dict[str, Any]:

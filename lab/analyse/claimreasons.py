@@ -9,13 +9,14 @@ explanations are checked, each from what the run recorded, never assumed:
    record (lab.analyse.analysis.capacity, `make calibrate`);
 2. the conditions differ: the study's published conditions (docs/claims.toml
    [study.published_conditions], quoting docs/published.md) against this run's
-   manifest, as a table (`conditions_table`); a claim's reason names the rows
-   that bear on it;
+   manifest, row by row (`run_conditions`; the table: lab.present.claimsmd);
+   a claim's reason names the rows that bear on it;
 3. the noise: whether the claim's servers' figures (median [min-max] over
    repetitions) overlap.
 
-Pure functions: nothing here runs or writes anything (lab.studies.claimruns and
-lab.studies.reproduce render what they return).
+Pure functions: nothing here runs or writes anything (lab.present.claimsmd
+writes what they return as Markdown, for lab.studies.claimruns and
+lab.studies.reproduce).
 """
 from __future__ import annotations
 
@@ -26,7 +27,6 @@ from lab.analyse.claimsfile import Study, start_of
 from lab.analyse.claims import ClaimResult
 from lab.analyse.metrics import LevelStats, Spread
 from lab.record.manifest import Manifest
-from lab.setup.markdown import Table
 from lab.setup.servers import ServerSpec
 
 # condition rows, in the order of the table: key of [study.published_conditions], label
@@ -113,14 +113,6 @@ def jvm(m: Manifest, opts: str) -> str:
             f"{f.get('active_processors', '?')} CPU(s){heap_text}; {given}")
 
 
-def conditions_table(study: Study, m: Manifest) -> list[str]:
-    """Markdown: each condition, published against here."""
-    pub, mine = study.published_conditions, run_conditions(m)
-    return Table(["condition", "published", "here"],
-                 [[label, pub.get(key, "not stated"), mine[key]] for key, label in ROWS]
-                 ).escaped().lines()
-
-
 def client_reason(claim: claimsfile.Claim, m: Manifest,
                   stats: Mapping[str, list[LevelStats]]) -> str:
     """(1) the share of the claim's levels that were client-bound, and what the
@@ -200,15 +192,6 @@ def reasons(r: ClaimResult, study: Study, m: Manifest,
         return []                  # not measured: the verdict's reason says so
     return [client_reason(r.claim, m, stats), conditions_reason(r.claim, study, m),
             noise_reason(r.claim, stats)]
-
-
-def block(claim: claimsfile.Claim, client: str, verdict: str, said: list[str] | tuple[str, ...],
-          study: Study, specs: Mapping[str, ServerSpec]) -> list[str]:
-    """A claim's reasons and variants as Markdown list lines."""
-    lines = [f"- `{claim.id}` ({client}): **{verdict}**"]
-    lines += [f"  {i}. {w}" for i, w in enumerate(said, 1)]
-    lines += [f"  - variant: {v}" for v in variants(claim, study, specs)]
-    return lines
 
 
 def ssh_command(study: Study, claim: claimsfile.Claim, specs: Mapping[str, ServerSpec]) -> str:

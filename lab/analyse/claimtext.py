@@ -1,11 +1,10 @@
-"""A claim and its result in words: what was published, what was measured,
-the claim's label, and the Markdown table of results (lab.setup.markdown
-writes it). For claims.md, reproduce.md and claims.json."""
+"""A claim and its result in short words: what was published, what was
+measured, the verdict and how it was reached. For claims.json, and for
+claims.md and reproduce.md (their Markdown: lab.present.claimsmd)."""
 from __future__ import annotations
 
 from lab.analyse.claims import ClaimResult, spread
 from lab.analyse.claimsfile import Claim, num
-from lab.setup.markdown import Table
 
 
 def published_text(c: Claim) -> str:
@@ -45,18 +44,3 @@ def verdict_text(r: ClaimResult) -> str:
     'reproduced by cost (server CPU per request under duet, each at its cheapest of c=5,
     15, 50)'."""
     return f"{r.verdict} by {r.by}" if r.by else r.verdict
-
-
-def label(c: Claim) -> str:
-    """'`id`: text (metric: servers)'."""
-    what = f"{c.metric}@{c.at}" if c.metric == "rps_at" else c.metric
-    compares = f"; compares {c.compares}" if c.compares else ""
-    return f"`{c.id}`: {c.text} ({what}: {', '.join(c.servers)}{compares})"
-
-
-def table(results: list[ClaimResult]) -> str:
-    """A Markdown table: claim, published (value, source, date), measured
-    (median [min–max]), verdict, reason."""
-    return Table(["claim", "published", "measured", "verdict", "reason"],
-                 [[label(r.claim), published_text(r.claim), measured_text(r), r.verdict, r.reason]
-                  for r in results]).escaped().text() + "\n"

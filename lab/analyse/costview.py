@@ -1,7 +1,8 @@
 """Instructions per request (make cost, written by lab.studies.cost into the run
 record's cost.json) as a figure of the analysis: its spread over
-repetitions, verdicts through the lab's one judge (lab.analyse.verdicts.judge,
-lower is better), and its sections of summary.md and report.html.
+repetitions and verdicts through the lab's one judge (lab.analyse.verdicts.judge,
+lower is better): typed facts, which lab.present.costtable words for summary.md
+and report.html.
 
 The figure is user space only (valgrind sees the server's own instructions,
 not the kernel's TCP and syscall work); each row shows it beside the CPU
@@ -13,24 +14,15 @@ from dataclasses import dataclass
 from itertools import combinations
 
 from lab.analyse import metrics
-from lab.analyse.wording import DASH, median_range
 from lab.analyse.metrics import Spread
 from lab.analyse.verdicts import RANKED, Sample, judge
 from lab.record.costs import Costs
-from lab.setup.markdown import Table
 
 JIT_LANGUAGES = frozenset({"Java", "Kotlin", "Scala", "Groovy", "Clojure"})
 JIT_REASON = ("not applicable (JIT): a JVM compiles its hot code while it runs, and under "
               "valgrind the JIT compiler's own work, the interpreter's and the compiled "
               "code's are one count that depends on when compilation happened, not on what "
               "a request costs; see its CPU profile (make profile) instead")
-KERNEL_NOTE = ("Instructions are counted in user space only: the kernel's work for the "
-               "server (TCP, syscalls) is not in this figure. The CPU µs/request beside it "
-               "come from a plain start (no valgrind) and /proc, which splits user and "
-               "kernel time; they move with the host's load, the instruction count does not.")
-FUNCTIONS_NOTE = ("cachegrind's function view of the extra requests: cg_merge of each "
-                  "start's processes, cg_diff of the two starts, cg_annotate, divided by the "
-                  "extra requests (first repetition); ??? is code without a symbol.")
 BETTER = "needs fewer instructions per request than"
 
 
@@ -130,46 +122,3 @@ def analyse(costs: Costs) -> CostAnalysis:
                  f"c={' and '.join(map(str, costs.levels))}, {costs.repeat} repetitions; "
                  f"wrapper: {costs.wrapper}")
     return CostAnalysis(condition, found, verdicts(found))
-
-
-def pct(s: Spread) -> str:
-    return f"{100 * (s.ratio - 1):.2f}%" if s.n > 1 else DASH
-
-
-HEAD = ["server", "c", "instructions/request (user space)", "spread (max/min)",
-        "CPU µs/req user (plain start)", "CPU µs/req kernel (plain start)",
-        "req/s (plain start, noisy)"]
-
-
-def rows(found: list[ServerCost]) -> list[list[str]]:
-    """Plain-text cells of HEAD's columns."""
-    out = []
-    for s in found:
-        if not s.applicable:
-            out.append([s.server, DASH, s.reason, "", "", "", ""])
-        elif s.error and not s.levels:
-            out.append([s.server, DASH, f"failed: {s.error}", "", "", "", ""])
-        for x in s.levels:
-            out.append([s.server, str(x.level), median_range(x.per_request, fmt=",.1f"),
-                        pct(x.per_request), median_range(x.user_us, fmt=".1f"),
-                        median_range(x.sys_us, fmt=".1f"), median_range(x.rate_rps)])
-    return out
-
-
-def markdown(c: CostAnalysis) -> list[str]:
-    lines = ["## Instructions per request (cachegrind)", "", KERNEL_NOTE, "",
-             f"Conditions: {c.condition}.", "",
-             *Table(HEAD, rows(c.servers), right=range(1, len(HEAD))).escaped().lines()]
-    if c.verdicts:
-        lines += ["", "### Verdicts on instructions per request", ""]
-        lines += [f"- c={v.level}: {v.a} vs {v.b}: {v.text}" for v in c.verdicts]
-    for s in c.servers:
-        for level, found in sorted(s.functions.items())[:1]:
-            lines += ["", f"### {s.server}: instructions per request by function (c={level})", "",
-                      FUNCTIONS_NOTE, ""]
-            lines += Table(["function", "instructions/request"],
-                           [[f"`{name}`", f"{ir:,.1f}"] for name, ir in found], right={1}).lines()
-    errors = [f"- {s.server}: {s.error}" for s in c.servers if s.error]
-    if errors:
-        lines += ["", "Failed:", *errors]
-    return lines

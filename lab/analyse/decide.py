@@ -29,13 +29,14 @@ from functools import lru_cache
 from itertools import accumulate
 
 BETTER, EQUIVALENT, UNDECIDED = "better", "equivalent", "undecided"
-
-# One sentence for reports: how every verdict is reached (docs/methodology.md).
-TEST = "an exact Wilcoxon-Mann-Whitney rank test"
-METHOD = (f"each start's figure (mean log over the levels) compared by {TEST}; \"faster\" when it rejects at α and the "
-          "Hodges-Lehmann shift is at least δ, \"equivalent\" when the 1-2α interval lies "
-          "inside ±δ, else \"undecided\"; α is split over the pairs (Bonferroni) and, with "
-          "REPEAT=auto, over the looks (lab.analyse.policy, docs/methodology.md).")
+# why an outcome was reached, as a fact (Decision.why; its words: Decision.reason)
+NO_RATIO = "no-ratio"          # a figure of 0 or less
+TOO_FEW = "too-few"            # the starts (pairs) cannot reach α: `need` can
+REJECTS = "rejects"            # better: the test rejects and the estimate is at least δ
+UPPER = "upper-bound"          # equivalent, one side asked: the upper bound below δ
+INSIDE = "inside"              # equivalent: the 1-2α interval inside ±δ
+SMALL = "small"                # undecided: a difference likely, maybe smaller than δ
+SPANS = "spans"                # undecided: the interval spans ±δ
 
 
 @lru_cache(maxsize=None)
@@ -114,8 +115,10 @@ class Decision:
     alpha: float              # the α this decision was made at
     delta_pct: float
     starts: tuple[int, int]   # starts of A and of B it stood on
-    reason: str               # undecided: why; else a short account
+    reason: str               # undecided: why; else a short account (the words of `why`)
     pairs: bool = False       # start pairs (lab.analyse.paired): starts[0] pairs
+    why: str = ""             # the reason as a fact: NO_RATIO, TOO_FEW, REJECTS, ...
+    need: int = 0             # TOO_FEW: the starts (pairs) a side that can reach α
 
     def stated(self) -> str:
         """'α=1%, δ=5%, 5+5 starts' (start pairs: '10 pairs')"""
@@ -153,7 +156,7 @@ def decide(a: tuple[float, ...] | list[float], b: tuple[float, ...] | list[float
     m, n = len(a), len(b)
     if la is None or lb is None or m == 0 or n == 0:
         return Decision(UNDECIDED, None, 0.0, -math.inf, math.inf, 1.0, alpha, delta_pct,
-                        (m, n), "a figure of 0 or less has no ratio")
+                        (m, n), "a figure of 0 or less has no ratio", why=NO_RATIO)
     if not higher_is_better:
         la, lb = [-v for v in la], [-v for v in lb]
     diffs = sorted(x - y for x in la for y in lb)
@@ -170,7 +173,7 @@ def decide(a: tuple[float, ...] | list[float], b: tuple[float, ...] | list[float
         least = smallest_p(m, n) * (2 if sided == "two" else 1)
         return replace(d, reason=f"too few starts: {m} against {n} cannot reach α="
                        f"{pct(100 * alpha)}% (the smallest p is {least:.2g}); "
-                       f"{need} against {need} can")
+                       f"{need} against {need} can", why=TOO_FEW, need=need)
     return settle(d, est, p_a, p_b, tail, sided, interval(diffs, m, n, alpha), "rank test",
                   "starts")
 
@@ -189,22 +192,21 @@ def settle(d: Decision, est: float, p_a: float, p_b: float, tail: float, sided: 
     b_wins = sided == "two" and p_b <= tail and -est >= delta
     if a_wins or b_wins:
         return replace(d, outcome=BETTER, a_better=a_wins, reason=f"the {test} rejects at α "
-                       "and the estimate is at least δ")
+                       "and the estimate is at least δ", why=REJECTS)
     lo2, hi2 = tost
     if sided == "a" and hi2 < delta:              # one side asked: A no better than δ
         return replace(d, outcome=EQUIVALENT, lo_pct=ratio_pct(lo2), hi_pct=ratio_pct(hi2),
                        reason=f"the {pct(100 - 100 * d.alpha)}% upper bound is below "
-                       f"+{d.delta_pct:g}%")
+                       f"+{d.delta_pct:g}%", why=UPPER)
     if -delta < lo2 and hi2 < delta:
         return replace(d, outcome=EQUIVALENT, lo_pct=ratio_pct(lo2), hi_pct=ratio_pct(hi2),
                        reason=f"the {pct(100 - 200 * d.alpha)}% interval lies inside "
-                       f"±{d.delta_pct:g}%")
+                       f"±{d.delta_pct:g}%", why=INSIDE)
     if (p_a <= tail or (sided == "two" and p_b <= tail)) and abs(est) < delta:
-        why = f"a difference is likely, but it may be smaller than δ={d.delta_pct:g}%"
-    else:
-        why = (f"the interval {span(d.lo_pct, d.hi_pct)} spans ±{d.delta_pct:g}%: more "
-               f"{more} decide")
-    return replace(d, reason=why)
+        return replace(d, reason=f"a difference is likely, but it may be smaller than "
+                       f"δ={d.delta_pct:g}%", why=SMALL)
+    return replace(d, reason=f"the interval {span(d.lo_pct, d.hi_pct)} spans "
+                   f"±{d.delta_pct:g}%: more {more} decide", why=SPANS)
 
 
 def span(lo: float, hi: float) -> str:

@@ -84,7 +84,7 @@ MAY_MATTER: list[Condition] = [
     ("client threads", lambda m: m.client.threads),
     SERVER_CPUS, CLIENT_CPUS,
     ("duration per level (s)", lambda m: m.params.duration_s),
-    ("repetitions", lambda m: m.params.repeat.text()),
+    ("repetitions", lambda m: m.planned.repeat.text()),
     ("warm-up auto", lambda m: m.params.warmup_auto),
     ("warm-up (s)", lambda m: m.params.warmup_s),
     ("warm-up cap (s)", lambda m: m.params.warmup_max_s),
@@ -142,7 +142,7 @@ def paired_difference(ma: Manifest, mb: Manifest) -> list[Difference]:
     """A paired run's figures are each server's beside the other (PAIRED:
     under duet, a shared CPU), not its own on the host: against a run of
     one server at a time, or of the other design, they matter."""
-    a, b = ma.params.paired or "", mb.params.paired or ""
+    a, b = ma.planned.design, mb.planned.design
     alone = "(one server at a time)"
     return [] if a == b else [Difference("paired runs (PAIRED)", a or alone, b or alone, True)]
 

@@ -240,13 +240,22 @@ class AnswerChanged(WithReasons):
 
 @dataclass(frozen=True)
 class WrongAnswers(WithReasons):
-    """Answers during the load that were not the verified answer (lab.analyse.answers)."""
+    """Answers during the load that were not the verified answer
+    (lab.analyse.answers); `wrong_after`: of these levels, those whose answer
+    checked after the level was wrong too (answer-changed)."""
     kind: ClassVar[str] = "wrong-answers"
+    wrong_after: int = 0
 
     def text(self) -> str:
+        if not self.wrong_after:
+            checks = "when the server started and after each of these levels was right"
+        else:
+            after = "these levels" if self.wrong_after == self.count else \
+                f"{self.wrong_after} of these levels"
+            checks = f"when the server started was right, but after {after} it was wrong too"
         return self.unranked(
-            "wrong answers during the load", f"{NOT_CONTRACT} (right before and after the "
-            "load). Fix the server; its log is in the run folder.")
+            "wrong answers during the load", f"{NOT_CONTRACT}; the answer checked {checks}. "
+            "Fix the server; its log is in the run folder.")
 
 
 @dataclass(frozen=True)
@@ -260,9 +269,6 @@ class PortShared(WithReasons):
             "Measure again with the port to itself (another PORT).")
 
 
-NOT_RECORDED = "how is not recorded (a run made before the lab kept the kinds)"
-
-
 @dataclass(frozen=True)
 class Failures(AtLevels):
     """count: the levels where a request failed."""
@@ -270,13 +276,14 @@ class Failures(AtLevels):
     tool: str
     failed: int                 # requests, over the levels and repetitions
     attempts: int
-    how: str                    # lab.record.failures.said of the kinds, or NOT_RECORDED
+    kinds: tuple[str, ...]      # lab.record.failures.by_kind's keys; (): not recorded
 
     def text(self) -> str:
+        how = (f"kinds: {', '.join(self.kinds)}" if self.kinds else
+               "how is not recorded: a run made before the lab kept the kinds")
         return (f"{self.server}: {self.failed:,} of {self.attempts:,} requests failed at "
-                f"{self.of_levels()}: {self.how}. Each level is under "
-                f"\"What failed\"; {self.tool}'s output is in {self.server}/ in the run "
-                "folder.")
+                f"{self.of_levels()} ({how}). \"What failed\" says how, level by level; "
+                f"{self.tool}'s output is in {self.server}/ in the run folder.")
 
 
 @dataclass(frozen=True)

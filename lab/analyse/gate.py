@@ -68,7 +68,8 @@ class GateCheck:
     metric: str
     outcome: str           # regression | pass | not-clean | not-judged | not-applicable
     judgement: str | None  # verdicts.judge's kind (better, equivalent, undecided, ...)
-    worse_pct: float | None   # how much worse B is than A (negative: better), in %
+    worse_pct: float | None   # how much worse B is than A (negative: better), in %; a
+                              # regression's is never negative (lab.analyse.gate.shortfall)
     threshold_pct: float | None
     text: str              # the arithmetic: the rule's figures, interval, α, δ, starts
     levels: tuple[int, ...] = ()   # a check across levels (each start's mean over them)
@@ -109,7 +110,7 @@ def headline(outcome: str, j: verdicts.Judgement | None, worse: float | None,
     d = j.decision if j is not None else None
     if j is not None and d is not None and j.kind == verdicts.UNDECIDED:
         head = d.reason.split(":")[0]
-        if head.startswith("too few"):
+        if d.why == decide.TOO_FEW:
             head += f" for α={decide.pct(100 * d.alpha)}%"
         return f"{by}undecided: {head}"
     said = j.text if j is not None else text
@@ -193,6 +194,17 @@ def worse_pct(a: float, b: float, higher_is_better: bool) -> float | None:
     return 100 * ((a - b) / a if higher_is_better else (b - a) / a)
 
 
+def shortfall(worse: float | None, j: verdicts.Judgement, higher: bool) -> tuple[float, str]:
+    """How much worse B is, as a regression says it (never a negative
+    "worse"): the medians' (`worse`, worse_pct) where they agree with the
+    rule, else the rule's own estimate of it (Hodges-Lehmann: A better than
+    B by j.percent), and which of the two it is."""
+    if worse is not None and worse > 0:
+        return worse, "median"
+    est = max(j.percent or 0.0, 0.0)     # A better than B by est%: B's figure below or above
+    return (100 * (1 - 1 / (1 + est / 100)) if higher else est), "the rule's estimate"
+
+
 def check(server: str, value: int, metric: str, va: tuple[float, ...],
           vb: tuple[float, ...], threshold: float, floor_note: str, alpha: float,
           a_bound: bool = False, via: str = "", by: str = "") -> GateCheck:
@@ -211,11 +223,12 @@ def check(server: str, value: int, metric: str, va: tuple[float, ...],
     d = j.decision
     worse = worse_pct(metrics.spread(list(va)).median, metrics.spread(list(vb)).median,
                       higher) if va and vb else None
-    if d is None or (j.kind not in verdicts.RANKED and d.reason.startswith("too few")):
+    if d is None or (j.kind not in verdicts.RANKED and d.why == decide.TOO_FEW):
         outcome, text = NOT_JUDGED, via + j.text
     elif j.kind in verdicts.RANKED and j.winner == "A":
+        worse, how = shortfall(worse, j, higher)
         outcome, text = REGRESSION, (
-            f"{via}regression: {what} {worse or 0:.1f}% worse in B (median), by at least the "
+            f"{via}regression: {what} {worse:.1f}% worse in B ({how}), by at least the "
             f"threshold {threshold:.1f}% ({floor_note}) by the rule: {j.text}")
     elif j.kind != "equivalent":
         outcome, text = NOT_JUDGED, via + j.text

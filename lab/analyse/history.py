@@ -1,5 +1,6 @@
-"""A server across runs: `make history SERVER=aws` (a table) and the trend
-charts of results/index.html (plots/history.gp, one chart per server).
+"""A server across runs: the points of `make history SERVER=aws` (a table,
+lab.present.historytable) and the trend charts of results/index.html
+(plots/history.gp, one chart per server).
 
 Per run that measured the server: peak requests/s (the median of the level
 with the highest median, and that level), server CPU µs per request and RSS
@@ -9,7 +10,7 @@ line breaks wherever the conditions change (CONDITIONS: client, connection
 mode, topology, pinning, host, paired or not, server version): figures on
 either side of a break are not one series. A run whose peak level was flagged (client-bound,
 host-busy, steal or failed requests in a repetition: lab.analyse.gate's
-policy.UNCLEAN["gate"]) says so in the table's flags column and stands apart in the chart:
+policy.UNCLEAN["gate"]) says so (its flags) in the table and stands apart in the chart:
 its figure measures the client or the host, not a step of a trend. Reads
 runs only: no import of what measures one.
 """
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -30,7 +30,6 @@ from lab.record import files, outputs, runcache
 from lab.record.manifest import MANIFEST, Manifest
 from lab.analyse.wording import gp_quote
 from lab.setup.servers import ServerSpec
-from lab.setup.markdown import Row, Span, Table
 
 
 # What makes two runs one series: a change of any breaks the line.
@@ -58,19 +57,11 @@ class Point:
     report: bool                   # the run folder has report.html
     flags: tuple[str, ...] = ()    # the gate's unclean flags (policy) of the peak level's repetitions
 
-    def flag_text(self) -> str:
-        """The table's flags column: what the flag makes of the figure."""
-        if not self.flags:
-            return ""
-        bound = " (req/s a lower bound)" if "client-bound" in self.flags else ""
-        return f"{', '.join(self.flags)}{bound}: not a trend point"
-
-
 
 def conditions(m: Manifest, server: str) -> tuple[tuple[str, str], ...]:
     found = [(what, str(of(m) or "?")) for what, of in CONDITIONS]
     # a paired run's figures are each server's beside the other (PAIRED): a series of their own
-    found.append(("paired", m.params.paired or "no"))
+    found.append(("paired", m.planned.design or "no"))
     if m.params.neighbour:         # beside the lab's neighbour (NEIGHBOUR): a series of its own
         found.append(("neighbour", str(m.params.neighbour)))
     return tuple(found + [("server version", m.server(server).version or "?")])
@@ -188,33 +179,6 @@ def num(x: float | None, fmt: str) -> str:
     return "–" if x is None else format(x, fmt)
 
 
-def table(server: str, pts: list[Point]) -> list[str]:
-    """`make history`'s table: one row per run, a line where conditions change."""
-    rows: list[Row] = []
-    i = 0
-    for n, seg in enumerate(segments(pts)):
-        head = ", ".join(f"{k} {v}" for k, v in seg[0].conditions)
-        if n:
-            rows.append(Span(1, "**conditions change:** "
-                             + "; ".join(changes(pts[i - 1], seg[0]))))
-        rows.append(Span(1, f"*{head}*"))
-        for p in seg:
-            i += 1
-            at = f" ({p.peak_at})" if p.peak_at is not None else ""
-            rows.append([str(i), p.run, p.started, num(p.peak_rps, ',.0f') + at,
-                         num(p.cpu_us_per_req, '.1f'), num(p.rss_mb, '.1f'),
-                         num(p.instructions, ',.0f'), p.flag_text()])
-    lines = [f"# {server} across {len(pts)} run{'s' * (len(pts) != 1)}", "",
-             *Table(["#", "run", "started", "peak req/s (at)", "CPU µs/req at peak",
-                     "RSS MB at peak", "instructions/req", "flags"], rows).lines()]
-    flagged = sum(bool(p.flags) for p in pts)
-    if flagged:
-        lines += ["", f"{flagged} of {len(pts)} runs flagged at their peak level: their "
-                  "figures measure the client or the host, not the server; read the trend "
-                  "from the others."]
-    return lines
-
-
 # ---- the chart (results/index.html) ----------------------------------------------
 
 def safe_name(server: str) -> str:
@@ -277,22 +241,3 @@ def chart_svg(server: str, pts: list[Point]) -> str:
 
 class ChartError(RuntimeError):
     """Why a trend chart could not be drawn."""
-
-
-def main(results_dir: Path, server: str) -> int:
-    """`make history SERVER=x`: 0 printed, 2 no such server in results_dir."""
-    names = server.split()
-    unreadable: dict[str, str] = {}
-    found = points(results_dir, unreadable)
-    for name, why in unreadable.items():
-        print(f"note: {name} left out, unreadable: {why}", file=sys.stderr)
-    if len(names) != 1:
-        print(f"error: give one server: make history SERVER=<name> (in {results_dir}: "
-              f"{' '.join(sorted(found)) or 'no runs'})", file=sys.stderr)
-        return 2
-    if names[0] not in found:
-        print(f"error: no run in {results_dir} measured {names[0]} (servers measured there: "
-              f"{' '.join(sorted(found)) or 'none'})", file=sys.stderr)
-        return 2
-    print("\n".join(table(names[0], found[names[0]])))
-    return 0

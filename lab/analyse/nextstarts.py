@@ -62,7 +62,7 @@ def plan(m: Manifest, loaded: list[str], a: Analysis | None) -> Next:
     what the run has recorded; `a` is its analysis (REPEAT=auto, past the
     minimum). A paired run (PAIRED) starts its two servers together: a round
     is one start pair, "A+B" (lab.measure.pair)."""
-    mode = m.params.paired or ""
+    mode = m.planned.design
     if not mode:
         return rounds(m, loaded, a)
     if len(loaded) != 2:
@@ -72,8 +72,8 @@ def plan(m: Manifest, loaded: list[str], a: Analysis | None) -> Next:
     nxt = rounds(m, loaded, a)
     if not nxt.starts:
         pairs = min(done(m, s)[0] for s in loaded)
-        used = f" after {pairs} of up to {m.params.repeat.most} pairs" \
-            if m.params.repeat.auto else ""
+        used = f" after {pairs} of up to {m.planned.repeat.most} pairs" \
+            if m.planned.repeat.auto else ""
         return Next([], nxt.said.replace("starts a server", "start pairs") + used)
     rep = max(r for _, r in nxt.starts)
     return Next([("+".join(loaded), rep)], nxt.said.replace("round", "pair", 1))

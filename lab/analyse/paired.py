@@ -34,16 +34,6 @@ from itertools import accumulate
 from lab.analyse import decide
 from lab.analyse.decide import UNDECIDED, Decision, pct, ratio_pct
 
-# One sentence for reports: how every paired verdict is reached.
-TEST = "an exact Wilcoxon signed-rank test"
-METHOD = ("each start pair's figure is the log ratio of A's figure to B's, both measured "
-          f"at the same moment, tested by {TEST}; \"faster\" "
-          "when it rejects at α and the Hodges-Lehmann one-sample shift is at least δ, "
-          "\"equivalent\" when the 1-2α interval lies inside ±δ (two one-sided tests, "
-          "TOST), else \"undecided\"; α is split over the pairs of servers (Bonferroni) "
-          "and, with REPEAT=auto, over the looks.")
-
-
 @lru_cache(maxsize=None)
 def _counts(n: int) -> tuple[int, ...]:
     """counts[w]: how many of the 2^n sign patterns of ranks 1..n give
@@ -155,7 +145,7 @@ def _decide(a: tuple[float, ...] | list[float], b: tuple[float, ...] | list[floa
     la, lb = decide.logs(list(a)), decide.logs(list(b))
     if la is None or lb is None or n == 0:
         return Decision(UNDECIDED, None, 0.0, -math.inf, math.inf, 1.0, alpha, delta_pct,
-                        (n, n), "a figure of 0 or less has no ratio")
+                        (n, n), "a figure of 0 or less has no ratio", why=decide.NO_RATIO)
     turn = 1.0 if higher_is_better else -1.0
     w = walsh([turn * (x - y) for x, y in zip(la, lb)])
     est = hodges_lehmann(w)
@@ -169,6 +159,6 @@ def _decide(a: tuple[float, ...] | list[float], b: tuple[float, ...] | list[floa
         least = smallest_p(n) * (2 if sided == "two" else 1)
         return replace(d, reason=f"too few pairs: {n} pairs cannot reach α="
                        f"{pct(100 * alpha)}% (the smallest p is {least:.2g}); "
-                       f"{min_pairs(tail)} pairs can")
+                       f"{min_pairs(tail)} pairs can", why=decide.TOO_FEW, need=min_pairs(tail))
     return decide.settle(d, est, p_a, p_b, tail, sided, interval(w, n, alpha),
                          "signed-rank test", "pairs")

@@ -16,18 +16,12 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from lab.setup.params import SETTINGS, check_alpha, check_min_effect
-
-
-def _number(x: object) -> float:
-    assert isinstance(x, float)
-    return x
-
+from lab.setup.plan import DEFAULT_ALPHA, DEFAULT_DELTA_PCT
 
 # the rule's defaults: the ALPHA and MIN_EFFECT settings' own (declared once, in
-# lab.setup.params, which imports nothing of the lab's)
-ALPHA = _number(check_alpha(SETTINGS["ALPHA"].default))            # per family of verdicts
-DELTA_PCT = _number(check_min_effect(SETTINGS["MIN_EFFECT"].default))   # smallest effect
+# lab.setup.params; a run's own rule is its plan's, lab.setup.plan)
+ALPHA = DEFAULT_ALPHA            # per family of verdicts
+DELTA_PCT = DEFAULT_DELTA_PCT    # smallest effect
 
 # ---------------------------------------------------------------- unclean levels
 
@@ -207,23 +201,8 @@ def looks(auto: bool, least: int, most: int, paired: bool) -> LookSchedule:
     return LookSchedule(least, most, paired) if auto else LookSchedule()
 
 
-# ---------------------------------------------------------------- how, in a sentence
+# ---------------------------------------------------------------- the paired modes
+# (how the verdicts were reached, in a sentence: lab.present.method)
 
 PAIRED_WORDS = {"duet": "under duet (both measured at the same moment)",
                 "rmit": "under RMIT (alternating slices, both servers up)"}
-
-
-def test_name(paired_mode: str) -> str:
-    """The test of method(), named alone: "an exact Wilcoxon signed-rank test under duet (...)"."""
-    from lab.analyse import decide, paired
-    if not paired_mode:
-        return decide.TEST
-    return f"{paired.TEST} {PAIRED_WORDS.get(paired_mode, paired_mode)}"
-
-
-def method(paired_mode: str) -> str:
-    """The sentence a report gives for how its verdicts were reached."""
-    from lab.analyse import decide, paired
-    if not paired_mode:
-        return decide.METHOD
-    return f"{paired.METHOD} Pairs {PAIRED_WORDS.get(paired_mode, paired_mode)}."

@@ -1,7 +1,8 @@
 """Reading a run's CPU profiles (written by `make profile`, lab.studies.profile):
 folded stacks ("frame;frame;frame count" per line, kernel frames ending in
 `_[k]`, as perf's stackcollapse and async-profiler write them) turned into
-the top functions, the user/kernel split, and a flame graph as a plain SVG
+the top functions, the user/kernel split (typed facts, which
+lab.present.profiletable words), and a flame graph as a plain SVG
 (rectangles with <title> tooltips, no script), which the report links.
 
 Debian packages no flame-graph renderer and the lab takes no third-party
@@ -15,8 +16,6 @@ from html import escape
 from pathlib import Path
 
 from lab.record import files
-from lab.analyse.wording import link_target
-from lab.setup.markdown import Table, md_text
 from lab.record.profiles import FOLDED, Profile, read_folded
 
 FLAMEGRAPH = "flamegraph.svg"
@@ -150,41 +149,3 @@ class ProfileSummary:
 def analyse(profiles: dict[str, Profile | str]) -> dict[str, ProfileSummary | str]:
     return {name: p if isinstance(p, str) else
             ProfileSummary(p, summarize(p.stacks, p.thread_root)) for name, p in profiles.items()}
-
-
-def rate(p: Profile) -> str:
-    return "unknown" if p.rate_rps is None else f"{p.rate_rps:,.0f} req/s"
-
-
-def described(p: Profile, s: Summary) -> str:
-    return (f"{p.profiler}: {p.settings}; {p.seconds}s at {p.axis} {p.level} ({p.client}), "
-            f"rate while profiled {rate(p)}. {s.samples} samples: "
-            f"{100 - s.kernel_pct:.0f}% in user space, {s.kernel_pct:.0f}% in the kernel.")
-
-
-def top_rows(s: Summary) -> list[list[str]]:
-    """function (self), %, function (on the stack), %."""
-    n = max(s.samples, 1)
-    return [[a, f"{100 * na / n:.1f}", b, f"{100 * nb / n:.1f}"]
-            for (a, na), (b, nb) in zip(s.top_self, s.top_total)]
-
-
-HEAD = ["function (self)", "% of samples", "function (on the stack)", "% of samples"]
-TITLE = "Where the time goes (CPU profiles, a separate start each)"
-
-
-def markdown(found: dict[str, ProfileSummary | str]) -> list[str]:
-    if not found:
-        return []
-    lines = [f"## {TITLE}", ""]
-    for name, got in found.items():
-        if isinstance(got, str):
-            lines += [f"### {name}", "", f"Profile unreadable: {got}", ""]
-            continue
-        lines += [f"### {name}", "", described(got.info, got.summary) +
-                  f" Flame graph: [{md_text(got.info.flamegraph)}]"
-                  f"({link_target(got.info.flamegraph)})", "",
-                  *Table(HEAD, [[f"`{a}`", x, f"`{b}`", y] for a, x, b, y in top_rows(got.summary)],
-                         right={1, 3}).lines()]
-        lines.append("")
-    return lines

@@ -5,16 +5,30 @@ the servers differ.
 Flagged: a missing Date or Server header (TechEmpower's verifier requires
 both), another Content-Type or a parameter on it (ASF's `; charset=utf-8`),
 a header value sent with odd spacing (EWS's `Content-Length:  27`), another
-status line, and another byte count on the wire. Pure: reads a Manifest."""
+status line, and another byte count on the wire. Pure: reads a Manifest;
+its Markdown and HTML are lab.present.sends' and lab.present.reportpage's."""
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
 
-from lab.setup.markdown import Table, md_code, md_text
 from lab.record.manifest import Manifest, Response
 
 REQUIRED = ("Date", "Server")      # what TechEmpower's verifier requires of every answer
+
+
+@dataclass(frozen=True)
+class Differs:
+    """One thing flagged in a server's answer: its words, "{}" where what the
+    server sent goes; `sent`: that text from outside the lab, to show as
+    written (each format escapes it); `code`: as code (its spacing matters)."""
+    said: str
+    sent: str = ""
+    code: bool = False
+
+    def plain(self) -> str:
+        """The flag as plain text (results.json, a badge's label)."""
+        return self.said.replace("{}", self.sent)
 
 
 @dataclass(frozen=True)
@@ -24,7 +38,7 @@ class ServerAnswer:
     response: Response | None          # None: not recorded (an older run)
     starts: int                        # starts that recorded one
     varies: bool                       # the starts' answers differ among themselves
-    differs: tuple[str, ...]           # what is flagged
+    differs: tuple[Differs, ...]       # what is flagged
 
     @property
     def bytes(self) -> int | None:
@@ -71,20 +85,19 @@ def odd_spacing(value: str) -> bool:
 
 
 def differences(responses: dict[str, Response | None],
-                why_none: dict[str, str] | None = None) -> dict[str, list[str]]:
+                why_none: dict[str, str] | None = None) -> dict[str, list[Differs]]:
     """What each server's answer does differently: against HTTP habits (Date,
     Server, spacing) always; against the others (Content-Type, status line,
     size) where most servers agree or, for the size, against the smallest.
-    Markdown, as summary.md shows it: what the server sent is a code span or
-    escaped (md_code, md_text); the report page drops the backticks."""
+    What the server sent is kept apart from the words (Differs.sent)."""
     good = {n: r for n, r in responses.items() if r is not None and not r.error}
-    out: dict[str, list[str]] = {n: [] for n in responses}
+    out: dict[str, list[Differs]] = {n: [] for n in responses}
     for n, r in responses.items():
         if r is None:
-            out[n].append((why_none or {}).get(
-                n, "not recorded (a run before the lab recorded answers)"))
+            out[n].append(Differs((why_none or {}).get(
+                n, "not recorded (a run before the lab recorded answers)")))
         elif r.error:
-            out[n].append(f"not read: {md_text(r.error)}")
+            out[n].append(Differs("not read: {}", r.error))
     ctypes = Counter(r.header("Content-Type") for r in good.values())
     lines = Counter(r.status_line for r in good.values())
     common_ctype = ctypes.most_common(1)[0][0] if ctypes else None
@@ -94,19 +107,20 @@ def differences(responses: dict[str, Response | None],
     for n, r in good.items():
         for h in REQUIRED:
             if r.header(h) is None:
-                out[n].append(f"no {h} header")
+                out[n].append(Differs(f"no {h} header"))
         ctype = r.header("Content-Type")
         if ctype is not None and ";" in ctype:
-            out[n].append(f"Content-Type parameter {md_code(ctype.split(';', 1)[1].strip())}")
+            out[n].append(Differs("Content-Type parameter {}", ctype.split(';', 1)[1].strip(),
+                                  code=True))
         elif len(good) > 1 and ctype != common_ctype:
-            out[n].append(f"another Content-Type: {md_text(ctype)}")
+            out[n].append(Differs("another Content-Type: {}", str(ctype)))
         if len(good) > 1 and r.status_line != common_line:
-            out[n].append(f"another status line: {md_text(r.status_line)}")
+            out[n].append(Differs("another status line: {}", r.status_line))
         for k, v in r.headers:
             if odd_spacing(v):
-                out[n].append(f"{md_code(f'{k}:{v}')} (spacing)")
+                out[n].append(Differs("{} (spacing)", f"{k}:{v}", code=True))
         if smallest is not None and r.bytes is not None and r.bytes != smallest:
-            out[n].append(f"{r.bytes - smallest} bytes more than the smallest answer")
+            out[n].append(Differs(f"{r.bytes - smallest} bytes more than the smallest answer"))
     return out
 
 
@@ -129,19 +143,26 @@ def header_text(r: Response) -> str:
 
 HEAD = ["server", "status line", "headers (as sent; Date masked)", "bytes on the wire",
         "differs"]
+VARIES = Differs("its starts' answers differ")
+
+
+def flags(a: ServerAnswer) -> list[Differs]:
+    """The table's last column: what is flagged, and whether the starts' answers differ."""
+    return list(a.differs) + ([VARIES] if a.varies and a.response is not None
+                              and not a.response.error else [])
 
 
 def rows(found: dict[str, ServerAnswer]) -> list[list[str]]:
-    """The table's rows as text: one per server."""
+    """The table's rows as text but the last column (`flags`): one per server;
+    "–" where nothing was read."""
     out = []
     for a in found.values():
         r = a.response
         if r is None or r.error:
-            out.append([a.server, "–", "–", "–", "; ".join(a.differs)])
+            out.append([a.server, "–", "–", "–"])
             continue
         size = f"{r.bytes} ({r.head_bytes} head + {r.body_bytes} body)"
-        note = list(a.differs) + (["its starts' answers differ"] if a.varies else [])
-        out.append([a.server, r.status_line, header_text(r), size, "; ".join(note) or "–"])
+        out.append([a.server, r.status_line, header_text(r), size])
     return out
 
 
@@ -149,15 +170,3 @@ def request(found: dict[str, ServerAnswer]) -> str:
     """The request the answers were read with."""
     return next((a.response.request for a in found.values()
                  if a.response is not None and a.response.request), "")
-
-
-def markdown(found: dict[str, ServerAnswer]) -> list[str]:
-    if not found:
-        return []
-    asked = request(found)
-    # a code span keeps the headers' spacing; the rest is text from outside the lab
-    cells = [[md_code(c) if i == 2 and c != "–" else c if i == 4 else md_text(c)  # differs: Markdown
-              for i, c in enumerate(row)] for row in rows(found)]
-    return ["## What each server sends", "",
-            f"Its answer to {md_code(asked or 'GET /api')} when each start was verified.", "",
-            *Table(HEAD, cells).lines()]

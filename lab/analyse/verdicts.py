@@ -135,13 +135,13 @@ def from_decision(a: Sample, b: Sample, d: decide.Decision, higher_is_better: bo
                  first, second, est)
     if bound:
         return j("not-comparable", bound_text(bound, f"; {d.outcome}: {d.reason}"))
-    if d.outcome == decide.EQUIVALENT and "upper bound" in d.reason:
+    if d.outcome == decide.EQUIVALENT and d.why == decide.UPPER:
         return j("equivalent", f"{b.label} is no worse than {a.label} by {d.delta_pct:g}% or "
                  f"more ({a.label} better by {decide.span(d.lo_pct, d.hi_pct)}; {d.stated()})")
     if d.outcome == decide.EQUIVALENT:
         return j("equivalent", f"equivalent within ±{d.delta_pct:g}% "
                  f"({a.label} better by {decide.span(d.lo_pct, d.hi_pct)}; {d.stated()})")
-    why = d.reason if not d.reason.startswith("the interval") else \
+    why = d.reason if d.why != decide.SPANS else \
         (f"{a.label} better by {decide.span(d.lo_pct, d.hi_pct)}, which spans "
          f"±{d.delta_pct:g}%: more starts decide")
     return j(UNDECIDED, f"undecided ({why}; {d.stated()})")

@@ -49,9 +49,9 @@ cmd_agree, cmd_bmf, cmd_compare, cmd_history, cmd_live, cmd_plot, cmd_report, cm
         "cmd_agree", "cmd_bmf", "cmd_compare", "cmd_history", "cmd_live", "cmd_plot",
         "cmd_report", "cmd_resample", "cmd_use"))
 cmd_calibrate, cmd_claims, cmd_cost, cmd_noise, cmd_profile, cmd_reproduce, \
-    cmd_workshop_prepare = (step("studies", n) for n in (
+    cmd_workshop_host, cmd_workshop_prepare = (step("studies", n) for n in (
         "cmd_calibrate", "cmd_claims", "cmd_cost", "cmd_noise", "cmd_profile", "cmd_reproduce",
-        "cmd_workshop_prepare"))
+        "cmd_workshop_host", "cmd_workshop_prepare"))
 
 def run_folder(text: str) -> str:
     """A run folder as given (RUN=, A=, B=, RUNS=): made absolute once, here,
@@ -208,6 +208,9 @@ def parser(step: str = "") -> argparse.ArgumentParser:
     add("workshop-prepare", help="build, install and calibrate everything "
         "docs/workshop.md uses, then say ready (make workshop-prepare)"
         ).set_defaults(fn=cmd_workshop_prepare)
+    add("workshop-host", help="whether this host is quiet enough for the workshop's "
+        "lessons to show: its calibration, and a look now (make workshop-check)"
+        ).set_defaults(fn=cmd_workshop_host)
     sp = add("cost", help="instructions per request under cachegrind, "
              "separate starts (make cost)")
     sp.add_argument("--check", action="store_true",

@@ -11,6 +11,7 @@ from lab.setup.paths import ROOT
 from lab.measure import topologies
 from lab.setup import checklist
 from lab.measure.clients import Client, Options, axes, clients
+from lab.setup.plan import RunPlan
 from lab.setup.makeflags import command_line_variables, misspelt
 from lab.setup.fromenv import Traits, from_env
 from lab.setup.params import SETTINGS, ConfigError, Params, check_lab_settings, run_settings
@@ -67,14 +68,15 @@ def refuse_ceiling_pair(params: Params, servers: Discovered) -> None:
 
 def recorded_settings(params: Params) -> dict[str, str]:
     """The run's settings as its manifest and reproduce line keep them: those
-    of a run (not where the lab keeps things), without the other loop's load."""
+    of a run (not where the lab keeps things), without the other loop's load.
+    The rule and plan's (ALPHA, MIN_EFFECT, PAIRED, REPEAT..., the levels,
+    DURATION, WARMUP) are written from the run's plan (lab.setup.plan), as
+    checked: a paired run's own REPEAT_MIN and REPEAT_MAX, not the registry's."""
     skip = {"concurrency": {"RATE"}, "rate": {"CONCURRENCY"}}[params.load_axis]
-    # as checked: a value's outer blanks (make keeps `PAIRED=" rmit "`'s last one) dropped
+    # as given: a value's outer blanks (make keeps `PAIRED=" rmit "`'s last one) dropped
     out = {k: os.environ.get(k, SETTINGS[k].default).strip() for k in run_settings()
            if k not in skip}
-    if params.repeat.auto:     # as checked: a paired run's own defaults (10 to 40 pairs)
-        out.update(REPEAT_MIN=str(params.repeat.least), REPEAT_MAX=str(params.repeat.most))
-    return out
+    return {**out, **RunPlan.of(params).settings()}
 
 
 def client_for(params: Params, run: Path) -> tuple[Client, dict[str, str]]:

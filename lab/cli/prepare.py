@@ -131,10 +131,13 @@ def family_need(p: Params, servers: int) -> str:
 
 
 def level_need(p: Params, pairs: int, need: int) -> str:
-    """', each level's own from 7': where the per-level verdicts (the table
-    under the primary ones, a family split over every level, and under one
-    server at a time over req/s and CPU per request too) need more starts a
-    side than the primary verdicts; "" where they need no more."""
+    """', each level's own verdicts (split to 0.17%) from 7, REPEAT=6 cannot
+    decide them': where the per-level verdicts (the table under the primary
+    ones: a family split over every level, and under one server at a time
+    over req/s and CPU per request too, as lab.analyse.verdicts.verdicts and
+    lab.analyse.pairverdict split it) need more starts a side than the
+    primary verdicts; their α as that table states it; "" where they need
+    no more."""
     from lab.analyse import decide, paired
     levels = len(p.verdict_at or p.load)
     if p.paired:
@@ -143,7 +146,11 @@ def level_need(p: Params, pairs: int, need: int) -> str:
     else:
         each = policy.family_alpha(p.alpha, 2 * pairs * levels)
         more = decide.min_starts(each / 2)
-    return f", each level's own verdicts from {more}" if more > need else ""
+    if more <= need:
+        return ""
+    short = f", REPEAT={p.repeat.least} cannot decide them" \
+        if need <= p.repeat.least < more else ""
+    return f", each level's own verdicts (split to {decide.pct(100 * each)}%) from {more}{short}"
 
 
 PAIR_OVERHEAD_S = 4          # a start pair's two starts, checks and stops, measured here

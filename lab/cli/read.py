@@ -103,12 +103,13 @@ def cmd_bmf(args: argparse.Namespace) -> int:
 
 
 def cmd_use(args: argparse.Namespace) -> int:
-    """The USE method read off a run (lab.analyse.usemethod): a table per server and level."""
-    from lab.analyse import usemethod
+    """The USE method read off a run (lab.analyse.usemethod, worded by
+    lab.present.usetable): a table per server and level."""
+    from lab.present import usetable
     rec = runrecord.load(Path(args.run))       # not a readable run: exit 2
     if not rec.rows:
         return fail(f"{args.run} has no measured level to read", Exit.BAD_INPUT)
-    print(usemethod.markdown(rec.rows, rec.manifest.params.axis))
+    print(usetable.markdown(rec.rows, rec.manifest.params.axis))
     return 0
 
 
@@ -143,12 +144,12 @@ def cmd_resample(args: argparse.Namespace) -> int:
 
 
 def cmd_history(args: argparse.Namespace) -> int:
-    from lab.analyse import history
-    return history.main(ROOT / results_folder(os.environ),
-                        os.environ.get("SERVER", ""))
+    from lab.present import historytable
+    return historytable.main(ROOT / results_folder(os.environ),
+                             os.environ.get("SERVER", ""))
 
 
 def cmd_agree(args: argparse.Namespace) -> int:
-    """How many verdicts two runs share (lab.analyse.agree)."""
-    from lab.analyse import agree
-    return agree.main([args.run_a, args.run_b])
+    """How many verdicts two runs share (lab.analyse.agree, lab.present.agreetable)."""
+    from lab.present import agreetable
+    return agreetable.main([args.run_a, args.run_b])

@@ -21,6 +21,7 @@ from lab.record import calibration, checked, files, folder, manifest, pinning, r
 from lab.setup import stepcheck
 from lab.setup.exits import Exit
 from lab.setup.paths import cache_dir
+from lab.setup.plan import RunPlan
 from lab.setup.params import SETTINGS, ConfigError, Params, format_cpus, run_settings
 from lab.setup.servers import Discovered, lookup, outside
 from lab.cli.common import (STOP_SIGNALS, client_for, fail, interrupted_text, load_params,
@@ -64,6 +65,7 @@ def start_run(params: Params, servers: Discovered,
         params=manifest.RunParams.parse(checked.obj(params.to_json(), run / manifest.MANIFEST,
                                                  "params")),
         plan=plan(params, topo.bind, compared(params, servers)),
+        run_plan=RunPlan.of(params),
         topology=topo.summary,
         topology_details=topo.describe(),
         pinning=pinning.Pinning(server_cpus=format_cpus(params.server_cpus),
@@ -110,8 +112,8 @@ def cmd_next(args: argparse.Namespace) -> int:
     from lab.analyse import nextstarts
     run = held(args)
     m = manifest.read_manifest(run)
-    past_min = m.params.repeat.auto and min((nextstarts.done(m, s)[0] for s in args.servers),
-                                            default=0) >= m.params.repeat.least
+    past_min = m.planned.repeat.auto and min((nextstarts.done(m, s)[0] for s in args.servers),
+                                            default=0) >= m.planned.repeat.least
     a = None
     if past_min:                 # the analysis (and its imports) only when it decides
         from lab.analyse import analysis
@@ -231,7 +233,7 @@ def not_measured(m: manifest.Manifest) -> list[str]:
     """Each server and repetition the run did not measure to its end, with why
     (REPEAT=auto: the minimum; a start past it was not owed)."""
     missing = []
-    repeat = m.params.repeat.least
+    repeat = m.planned.repeat.least
     for name in m.params.servers:
         rec = m.servers.get(name)
         if rec is None:
@@ -406,8 +408,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     names = given.split() if given is not None else \
         [k for k in run_settings() if k in os.environ]
     recorded_now = dict(m.settings)
-    load_axis = m.params.extra.get("load_axis")
-    recorded_now.pop({"concurrency": "RATE", "rate": "CONCURRENCY"}.get(str(load_axis), ""),
+    recorded_now.pop({"concurrency": "RATE", "rate": "CONCURRENCY"}[m.planned.load_axis],
                      None)                         # older runs recorded the other loop's too
     settings, overridden = rerun_settings(recorded_now, os.environ, names,
                                           RERUN_STEPS[step])

@@ -26,6 +26,13 @@ def cmd_workshop_prepare(_: argparse.Namespace) -> int:
     return workshop.prepare()
 
 
+def cmd_workshop_host(_: argparse.Namespace) -> int:
+    """make workshop-check's first step: is this host quiet enough for the
+    lessons to show (lab.studies.quiethost)."""
+    from lab.studies import quiethost
+    return quiethost.main()
+
+
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from lab.studies import reproduce
     return reproduce.main(args.study, os.environ)

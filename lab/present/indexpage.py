@@ -48,7 +48,7 @@ def run_entry(folder: Path) -> dict[str, Any] | None:
     return {**base, "started": m.started,
             "servers": " ".join(m.params.servers or list(m.servers)),
             "client": f"{m.client.tool} {m.client.version}".strip(),
-            "connection": m.client.connection, "repeat": m.params.repeat.least,
+            "connection": m.client.connection, "repeat": m.planned.repeat.least,
             "topology": m.topology.split(" ")[0],
             "status": m.status, "report": (folder / outputs.REPORT).is_file()}
 
@@ -123,6 +123,7 @@ def history_section(results_dir: Path, cache: runcache.RunCache | None = None) -
     (lab.analyse.history, plots/history.gp) and the numbered runs, each linking to
     its report; a line breaks where the conditions changed."""
     from lab.analyse import history
+    from lab.present import historytable
     found = {n: pts for n, pts in history.points(results_dir, cache=cache).items()
              if len(pts) > 1}
     if not found:
@@ -151,12 +152,12 @@ def history_section(results_dir: Path, cache: runcache.RunCache | None = None) -
         items, i = [], 0
         for n, seg in enumerate(history.segments(pts)):
             if n:
-                items.append(f'<li class="muted change">conditions change: '
-                             f"{escaped('; '.join(history.changes(pts[i - 1], seg[0])))}</li>")
+                items.append(f'<li class="muted change">{historytable.CHANGE}: '
+                             f"{escaped(historytable.changed(pts[i - 1], seg[0]))}</li>")
             for pt in seg:
                 i += 1
                 target = f"{pt.run}/{outputs.REPORT}" if pt.report else f"{pt.run}/"
-                flag = (f' <span class="worse">{escaped(pt.flag_text())}</span>'
+                flag = (f' <span class="worse">{escaped(historytable.flag_text(pt))}</span>'
                         if pt.flags else "")
                 items.append(f'<li value="{earlier + i}"><a href="{href(target)}">'
                              f'{escaped(pt.run)}</a> <span class="muted">{escaped(pt.started)}'

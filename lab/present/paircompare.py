@@ -24,14 +24,14 @@ from lab.record import files, folder, manifest
 
 
 def rule_settings(run: Path) -> dict[str, str]:
-    """The run's own ALPHA and MIN_EFFECT, as given to it (the gate's
-    defaults: ALPHA or MIN_EFFECT given to make compare win); none from a
-    folder that is not a readable run (main says why)."""
+    """The run's own ALPHA and MIN_EFFECT, from its plan (lab.setup.plan), as
+    settings (the gate's defaults: ALPHA or MIN_EFFECT given to make compare
+    win); none from a folder that is not a readable run (main says why)."""
     try:
-        given = manifest.read_manifest(run).settings
+        planned = manifest.read_manifest(run).planned
     except files.RecordError:
         return {}
-    return {k: str(given[k]) for k in ("ALPHA", "MIN_EFFECT") if given.get(k)}
+    return {k: v for k, v in planned.settings().items() if k in ("ALPHA", "MIN_EFFECT")}
 
 
 def main(run: Path, out_root: Path, settings: GateSettings) -> int:

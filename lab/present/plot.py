@@ -25,7 +25,7 @@ from lab.setup.params import LOAD_AXES
 MB = 1024
 COLUMNS = ("value rate rate_lo rate_hi resp_ms resp_lo resp_hi rss_end_MB rss_peak_MB "
            "client_bound cpu_us_per_req cpu_lo cpu_hi failed disturbed noisy p50_ms p90_ms "
-           "p99_ms unranked failing")
+           "p99_ms unranked failing saturated")
 
 
 def num(x: float | None) -> str:
@@ -56,7 +56,8 @@ def export(rec: RunRecord, a: Analysis) -> tuple[list[str], str, bool]:
                 *(num(x.median if x else None) for x in (s.p50_ms, s.p90_ms, s.p99_ms)),
                 str(int(not s.ranked)),
                 # failing: more requests failed than a ranked req/s allows
-                str(int(s.failed_pct > metrics.FAILED_SHARE_PCT))]))
+                str(int(s.failed_pct > metrics.FAILED_SHARE_PCT)),
+                str(int("saturated" in flags))]))
         files.write_atomic(data / f"{safe(name, run)}.dat", "\n".join(lines) + "\n", run)
         published = ["# value req/s"] + [f"{s.value} {s.rate.median}" for s in levels]
         files.write_atomic(run / name / "rps.dat", "\n".join(published) + "\n", run)

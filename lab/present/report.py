@@ -12,14 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from lab.analyse import (analysis, costview, memsplit, metrics, policy, probeview, profileview,
-                         responses)
+from lab.analyse import analysis, metrics, probeview
+from lab.present import answer, costtable, failedwords, memtable, method, profiletable, sends
 from lab.record import csvfile, files, outputs, probe, tcpkinds
-from lab.present import answer
 from lab.analyse.analysis import Analysis
 from lab.analyse.wording import (DASH, axis_label, median_range, percentile_mark,
                                  percentiles_said, spread_text)
-from lab.setup.markdown import Table, md_text
+from lab.setup.markdown import Table, md_code, md_text
 from lab.analyse.metrics import JIT_QUIET_PER_S, LevelStats
 from lab.record.manifest import Manifest, Warmup
 from lab.record.probe import ProbeReport
@@ -80,7 +79,7 @@ def verdict_section(m: Manifest, a: Analysis) -> list[str]:
     axis = axis_label(m.params.axis)
     lines = [f"## Verdicts ({a.basis}, at {axis} = {', '.join(map(str, a.verdict_at))})", ""]
     if a.primary:
-        lines += [f"Primary, one a pair, by {policy.test_name(analysis.paired_mode(m))} "
+        lines += [f"Primary, one a pair, by {method.test_name(a.method)} "
                   "(`docs/methodology.md#the-decision-rule-a-stated-false-alarm-rate`):", ""]
         lines += Table([axis, "pair", "verdict"],
                        [[v.where(), f"{v.a} vs {v.b}", v.said()] for v in a.primary]).lines()
@@ -189,9 +188,11 @@ def rerun_line(m: Manifest) -> str:
 
 def conditions_section(m: Manifest, a: Analysis) -> list[str]:
     """The run's conditions, plan and reproducing command, last: the answer comes first."""
-    # the plan (the lab's words, of checked settings) and every setting: report.html's
-    lines = ["## Conditions", "", f"{md_text(analysis.conditions(m))}; the plan and every "
-             "setting are in report.html."]
+    lines = ["## Conditions", "", f"{md_text(analysis.conditions(m))}; every setting is in "
+             "report.html."]
+    if m.plan:                    # the lab's words, of checked settings; a long one fenced
+        lines += ["", f"Plan: {m.plan}."] if len(m.plan) <= answer.LONGEST else \
+            ["", "Plan:", "```text", m.plan, "```"]
     rerun = rerun_line(m)
     if rerun:
         lines += ["", md_text(rerun)]
@@ -216,17 +217,15 @@ def summary(rec: RunRecord, a: Analysis) -> str:
         if a.capacity:
             lines += ["", "## Against the client's calibrated capacity", ""]
             lines += [f"- {x.text}" for x in a.capacity]
-        lines += [""] + memsplit.markdown(m, stats, axis_label(m.params.axis))
-    said = responses.markdown(a.answers)
+        lines += [""] + memtable.markdown(m, stats, axis_label(m.params.axis))
+    said = sends.markdown(a.answers)
     if said:
         lines += [""] + said
-    if a.failed:
-        lines += ["", "## What failed", "", *[f"- {x}" for found in a.failed.values()
-                                             for x in found]]
+    lines += failed_section(failedwords.build(a.failed))
     if a.costs is not None:
-        lines += [""] + costview.markdown(a.costs)
+        lines += [""] + costtable.markdown(a.costs)
     if a.profiles:
-        lines += [""] + profileview.markdown(a.profiles)
+        lines += [""] + profiletable.markdown(a.profiles)
     probed = probe_section(probe.probe_files(rec.folder))
     if probed:
         lines += ["", "## Robustness probe (a separate start of each server)", "", *probed]
@@ -239,11 +238,22 @@ def summary(rec: RunRecord, a: Analysis) -> str:
     return "\n".join(lines)
 
 
+def failed_line(item: failedwords.Item) -> str:
+    """One line of "What failed" in Markdown (lab.present.failedwords' item)."""
+    return f"- {md_text(item.text)}" + (f" (why: {md_code(item.see)})" if item.see else "")
+
+
+def failed_section(items: list[failedwords.Item]) -> list[str]:
+    """"What failed", the run's every server: a line per item, none when nothing failed."""
+    return ["", "## What failed", "", *map(failed_line, items)] if items else []
+
+
 def write(run: Path) -> str:
     """summary.md, levels.csv and results.json of a run; returns the summary."""
     rec, a = analysis.of(run)
     text = summary(rec, a)
     files.write_atomic(run / outputs.SUMMARY, text)
     write_levels_csv(run, a.stats)
-    files.write_atomic(run / outputs.RESULTS_JSON, analysis.results_text(rec, a))
+    files.write_atomic(run / outputs.RESULTS_JSON, analysis.results_text(
+        rec, a, failed=failedwords.plain(failedwords.build(a.failed))))
     return text

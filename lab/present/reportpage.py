@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lab.analyse import (analysis, costview, findings, memsplit, metrics, probeview,
+from lab.analyse import (analysis, costview, findings, metrics, probeview,
                          profileview, responses)
 from lab.record import calibration, files, outputs
 from lab.record.probe import ProbeReport, ProbeResult, probe_files
@@ -23,7 +23,7 @@ from lab.analyse.wording import axis_label
 from lab.analyse.metrics import LevelStats, Spread
 from lab.record.files import RecordError
 from lab.record.manifest import Manifest, ServerRecord, Warmup
-from lab.present import firstline
+from lab.present import costtable, failedwords, firstline, memtable, method, profiletable
 from lab.present.indexpage import write_index
 from lab.present.page import chart_figure, escaped, href, kv_table, page, table
 from lab.present.report import rerun_line
@@ -318,16 +318,23 @@ def overview(m: Manifest, stats: dict[str, list[LevelStats]]) -> str:
             + "".join(f"<p>{escaped(x)}</p>" for x in said))
 
 
-def failed_html(lines: list[str]) -> str:
-    """What failed at each level of one server (lab.analyse.analysis.failure_lines)."""
-    if not lines:
+def failed_item(item: failedwords.Item) -> str:
+    """One line of "What failed" in HTML (lab.present.failedwords' item)."""
+    see = f" (why: <code>{escaped(item.see)}</code>)" if item.see else ""
+    return f"<li>{escaped(item.text)}{see}</li>"
+
+
+def failed_html(items: list[failedwords.Item]) -> str:
+    """What failed at one server's levels: its items of the run's "What failed"."""
+    if not items:
         return ""
     return ('<h3 class="failed">What failed</h3><ul class="failed">'
-            + "".join(f"<li>{escaped(x)}</li>" for x in lines) + "</ul>")
+            + "".join(map(failed_item, items)) + "</ul>")
 
 
 def server_section(m: Manifest, name: str, levels: list[LevelStats],
-                   probe: ProbeReport | str | None, failed: list[str] | None = None) -> str:
+                   probe: ProbeReport | str | None,
+                   failed: list[failedwords.Item] | None = None) -> str:
     rec = m.server(name)
     mark = flag_html(INCOMPLETE) if rec.status not in ("", "complete") else ""
     parts = [f'<section class="server" id="server-{escaped(name)}"><h2>{escaped(name)}{mark}</h2>',
@@ -382,7 +389,7 @@ def verdicts_html(m: Manifest, a: Analysis) -> str:
     head = [axis_label(m.params.axis), "a", "b", "kind", "verdict", "α, δ, starts"]
     first = ""
     if a.primary:
-        first = (f'<p class="muted">Primary, one a pair: {escaped(a.method)}</p>'
+        first = (f'<p class="muted">Primary, one a pair: {escaped(method.said(a.method))}</p>'
                  + table(head, [[escaped(v.where()), escaped(v.a), escaped(v.b), escaped(v.kind),
                                  escaped(v.said()), escaped(v.rule())] for v in a.primary],
                          numeric=set(), cls="verdicts primary")
@@ -394,14 +401,13 @@ def verdicts_html(m: Manifest, a: Analysis) -> str:
 
 def memory_html(m: Manifest, stats: dict[str, list[LevelStats]]) -> str:
     """Where the memory goes: RSS beside PSS, private and shared (lab.analyse.memsplit)."""
-    found = memsplit.rows(m, stats)
+    found = memtable.rows(m, stats)
     if not found:
         return ""
-    head = [h if h != "at" else axis_label(m.params.axis) for h in memsplit.HEAD]
-    return ('<h2 id="memory">Where the memory goes</h2>'
-            + table(head, [[escaped(c) for c in r] for r in found], numeric={1, 2, 3, 4, 5, 6, 7},
-                    cls="memory")
-            + f'<p class="muted">{escaped(memsplit.NOTE)}</p>')
+    return (f'<h2 id="memory">{escaped(memtable.TITLE)}</h2>'
+            + table(memtable.head(axis_label(m.params.axis)), [[escaped(c) for c in r] for r in found],
+                    numeric={1, 2, 3, 4, 5, 6, 7}, cls="memory")
+            + f'<p class="muted">{escaped(memtable.NOTE)}</p>')
 
 
 def sends_html(found: dict[str, responses.ServerAnswer]) -> str:
@@ -409,12 +415,11 @@ def sends_html(found: dict[str, responses.ServerAnswer]) -> str:
     if not found:
         return ""
     rows = []
-    for r in responses.rows(found):
-        name, line, headers, size, differs = r
+    for (name, line, headers, size), a in zip(responses.rows(found), found.values()):
         head = "".join(f'<code style="white-space:pre">{escaped(h)}</code><br>'
                        for h in headers.split(" · ")) if headers != DASH else DASH
-        flagged = "".join(badge("differs", d.replace("`", "")) + " "
-                          for d in differs.split("; ")) if differs != DASH else DASH
+        flagged = "".join(badge("differs", d.plain()) + " "
+                          for d in responses.flags(a)) or DASH
         rows.append([escaped(name), escaped(line), head, escaped(size), flagged])
     asked = responses.request(found) or "GET /api"
     return ('<h2 id="sends">What each server sends</h2>'
@@ -509,9 +514,9 @@ def costs_html(c: costview.CostAnalysis | None) -> str:
     """make cost's figure: instructions per request, beside the plain start's CPU."""
     if c is None:
         return ""
-    body = ['<h2 id="cost">Instructions per request (cachegrind)</h2>',
-            f"<p>{escaped(costview.KERNEL_NOTE)}</p>", f'<p class="muted">{escaped(c.condition)}</p>',
-            table(costview.HEAD, [[escaped(x) for x in r] for r in costview.rows(c.servers)],
+    body = [f'<h2 id="cost">{escaped(costtable.TITLE)}</h2>',
+            f"<p>{escaped(costtable.KERNEL_NOTE)}</p>", f'<p class="muted">{escaped(c.condition)}</p>',
+            table(costtable.HEAD, [[escaped(x) for x in r] for r in costtable.rows(c.servers)],
                   numeric={1, 2, 3, 4, 5, 6}, cls="cost")]
     if c.verdicts:
         body.append(table(["c", "a", "b", "kind", "verdict"],
@@ -519,9 +524,9 @@ def costs_html(c: costview.CostAnalysis | None) -> str:
                            for v in c.verdicts], numeric={0}, cls="cost-verdicts"))
     for s in c.servers:
         for level, found in sorted(s.functions.items())[:1]:
-            body.append(f"<h3>{escaped(s.server)}: instructions per request by function "
-                        f"(c={escaped(level)})</h3><p class=\"muted\">{escaped(costview.FUNCTIONS_NOTE)}</p>")
-            body.append(table(["function", "instructions/request"],
+            body.append(f"<h3>{escaped(costtable.functions_title(s.server, level))}</h3>"
+                        f"<p class=\"muted\">{escaped(costtable.FUNCTIONS_NOTE)}</p>")
+            body.append(table(costtable.FUNCTIONS_HEAD,
                               [[f"<code>{escaped(n)}</code>", escaped(f"{ir:,.1f}")] for n, ir in found],
                               numeric={1}, cls="cost-functions"))
     return "".join(body)
@@ -532,18 +537,18 @@ def profiles_html(found: dict[str, profileview.ProfileSummary | str]) -> str:
     each flame graph (a separate SVG file: this page stays script-free)."""
     if not found:
         return ""
-    parts = [f'<h2 id="profiles">{escaped(profileview.TITLE)}</h2>']
+    parts = [f'<h2 id="profiles">{escaped(profiletable.TITLE)}</h2>']
     for name, got in found.items():
         if isinstance(got, str):
-            parts.append(f"<h3>{escaped(name)}</h3><p>Profile unreadable: {escaped(got)}</p>")
+            parts.append(f"<h3>{escaped(name)}</h3><p>{escaped(profiletable.unreadable(got))}</p>")
             continue
         link = got.info.flamegraph
-        parts.append(f"<h3>{escaped(name)}</h3><p>{escaped(profileview.described(got.info, got.summary))}"
+        parts.append(f"<h3>{escaped(name)}</h3><p>{escaped(profiletable.described(got.info, got.summary))}"
                      + (f' <a href="{href(link)}">Flame graph of {escaped(name)}</a>' if link
                         else "") + "</p>")
-        parts.append(table(profileview.HEAD,
+        parts.append(table(profiletable.HEAD,
                            [[f"<code>{escaped(a)}</code>", escaped(x), f"<code>{escaped(b)}</code>", escaped(y)]
-                            for a, x, b, y in profileview.top_rows(got.summary)],
+                            for a, x, b, y in profiletable.top_rows(got.summary)],
                            numeric={1, 3}, cls="profile"))
     return "".join(parts)
 
@@ -560,8 +565,9 @@ def render(run: Path) -> str:
             "<h2>Flags</h2>", legend(flags_seen(stats, m)),
             charts_section(run)]
     body += [costs_html(a.costs), profiles_html(a.profiles)]
-    body += [server_section(m, n, stats.get(n, []), probes.get(n), a.failed.get(n))
-             for n in names]
+    failed = failedwords.build(a.failed)         # the summary's items, by server
+    body += [server_section(m, n, stats.get(n, []), probes.get(n),
+                            [i for i in failed if i.server == n]) for n in names]
     body += [memory_html(m, stats), sends_html(a.answers)]
     body += [verdicts_html(m, a), calibration_html(m, a),
              warnings_html(findings.texts(a.warnings)), conditions_html(m)]

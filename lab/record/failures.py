@@ -1,18 +1,9 @@
 """What failed, and how: a level's failed requests by kind, in the client's own words.
 
 Each client reads its own report into `Failure`s (lab/measure/clients/);
-this module names the kinds, sorts a client's error text into one, and says
-the result in one line for the summary, the report and the warnings.
-
-What each client can tell (docs/run-folder.md says more):
-- wrk counts socket errors by the call that failed (connect, read, write),
-  timeouts, and non-2xx/3xx answers without their status;
-- vegeta gives each status code's count and its distinct error strings,
-  without a count per string;
-- Siege 4.0.7 prints an error line when it cannot connect or times out, and
-  nothing for a connection closed or reset before the answer, an empty
-  answer or a 5xx (its `echo`, verbose mode only): those it counts alike.
-None of them checks the body, so "wrong body" is never reported by them.
+this module names the kinds, sorts a client's error text into one and groups
+them: facts, no sentences (lab.present.failedwords says them). What each
+client can tell: docs/analysis.md#what-each-client-can-tell.
 """
 from __future__ import annotations
 
@@ -65,18 +56,11 @@ def decode_failures(text: str, path: Path) -> list[Failure]:
     return [Failure(x[0], x[1], x[2], x[3]) for x in data]
 
 
-KINDS: dict[str, str] = {
-    "ports": "no local port left (cannot assign requested address)",
-    "refused": "could not connect (refused)",
-    "reset": "reset or closed by the server",
-    "timeout": "timed out",
-    "status": "non-2xx answer",
-    "body": "wrong body",
-    "unanswered": "no answer (the client does not say why)",
-    "mixed": "several of: refused, reset or closed, timed out (the client does not count "
-             "them apart)",
-    "other": "other",
-}
+# ports: no local port left on the client's host; status: a non-2xx answer;
+# unanswered: the client does not say why; mixed: several of refused, reset,
+# timeout, not counted apart (their words: lab.present.failedwords.KIND_WORDS)
+KINDS: tuple[str, ...] = ("ports", "refused", "reset", "timeout", "status", "body",
+                          "unanswered", "mixed", "other")
 
 # the client's words, in the order tried: the first match names the kind
 PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -112,29 +96,3 @@ def by_kind(found: Iterable[Failure]) -> dict[str, list[Failure]]:
         key = f"status {f.status}" if f.kind == "status" and f.status is not None else f.kind
         groups.setdefault(key, []).append(f)
     return dict(sorted(groups.items(), key=lambda kv: -sum(f.count for f in kv[1])))
-
-
-def label(key: str) -> str:
-    """A by_kind key in words: 'reset or closed by the server', 'non-2xx answer 503'."""
-    if key.startswith("status "):
-        return f"{KINDS['status']} {key.split(' ', 1)[1]}"
-    return KINDS.get(key, key)
-
-
-def said(found: Iterable[Failure]) -> str:
-    """What failed, by kind with counts, the client's words beside each:
-    'reset or closed by the server (566: wrk: read errors)'."""
-    parts = []
-    for key, group in by_kind(found).items():
-        words = "; ".join(f"{f.said}" + (f" {f.count:,}" if len(group) > 1 else "")
-                          for f in group)
-        parts.append(f"{label(key)} ({sum(f.count for f in group):,}: {words})")
-    return ", ".join(parts)
-
-
-def line(where: str, failed: int, attempts: int, found: list[Failure]) -> str:
-    """'aws c=50: 566 of 100,525 failed: reset or closed by the server (566: ...)'."""
-    head = f"{where}: {failed:,} of {attempts:,} failed"
-    if not found:
-        return head + " (how is not recorded: a run made before the lab kept the kinds)"
-    return f"{head}: {said(found)}"

@@ -30,6 +30,8 @@ from lab.record.pinning import Pinning
 from lab.setup.names import why_not_a_recorded_name
 from lab.setup.params import Repeat
 from lab.record.hostfacts import HostFacts
+from lab.record import runplan
+from lab.setup.plan import RunPlan
 
 SCHEMA = 2                 # 1: the landed tree's manifest, without a "schema" key
 MANIFEST = "manifest.json"
@@ -263,11 +265,26 @@ class Manifest:
     servers: dict[str, ServerRecord] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     schema: int = SCHEMA
+    # the run's rule and plan (lab.setup.plan): given by its writer; for a run
+    # made before it was recorded, built once from params and settings
+    run_plan: RunPlan | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.run_plan is None:
+            self.run_plan = runplan.older(self.params, self.settings,
+                                          str(self.extra.get("kind") or "bench"))
+
+    @property
+    def planned(self) -> RunPlan:
+        """The run's rule and plan (run_plan), typed."""
+        assert self.run_plan is not None        # __post_init__
+        return self.run_plan
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = dump(self)
         out["params"] = self.params.to_json()
+        out[runplan.KEY] = self.planned.to_json()
         out["calibration"] = None if self.calibration is None else self.calibration.to_json()
         return out
 
@@ -352,7 +369,8 @@ def _parse_manifest(data: Any, path: Path) -> Manifest:
         tools={k: None if v is None else str(v) for k, v in o.raw_obj("tools").items()}, lab=o.raw_obj("lab"),
         cgroups=o.raw_obj("cgroups"),
         servers={n: ServerRecord.parse(servers.obj(n), n) for n in servers.data},
-        problems=o.texts("problems"), extra=o.rest(names(Manifest)))
+        problems=o.texts("problems"), extra=o.rest(names(Manifest)),
+        run_plan=runplan.parse(o.obj(runplan.KEY)) if o.data.get(runplan.KEY) else None)
 
 
 def read_manifest(run: Path) -> Manifest:

@@ -13,6 +13,7 @@ process there). The kinds are derived from the counters, never stored.
 A connection can show in several kinds (an abort is also a reset sent and an
 established connection reset), and a kind counts connections or segments,
 not requests: the kinds are never added together, nor to the client's count.
+Facts only: each kind's mechanism in words is lab.present.failedwords'.
 """
 from __future__ import annotations
 
@@ -24,15 +25,15 @@ from pathlib import Path
 from lab.host.tcpstat import COUNTERS
 from lab.record.files import RecordError
 
-WHERE = {"server": "in the server's own network namespace",
-         "shared": "in the network namespace the server shares with its clients (both "
-                   "ends counted, but for the listen queue)"}
+# where the counters were read: the server's own network namespace, or the one
+# it shares with its clients (both ends counted, but for the listen queue)
+NETNS = ("server", "shared")
 
 
 @dataclass(frozen=True)
 class TcpDelta:
     """The kernel's TCP counters' growth over one level (or the sum over its
-    repetitions), and where they were read: a key of WHERE."""
+    repetitions), and where they were read: one of NETNS."""
     netns: str
     counters: dict[str, int] = field(default_factory=dict)
 
@@ -64,7 +65,7 @@ def decode(text: str | None, path: Path) -> TcpDelta | None:
         data = json.loads(text)
     except json.JSONDecodeError:
         data = None
-    ok = isinstance(data, dict) and data.get("netns") in WHERE and all(
+    ok = isinstance(data, dict) and data.get("netns") in NETNS and all(
         isinstance(v, int) and not isinstance(v, bool) and v >= 0
         for k, v in data.items() if k != "netns")
     if not ok:
@@ -90,13 +91,12 @@ def summed(deltas: Iterable[TcpDelta | None]) -> TcpDelta | None:
 
 @dataclass(frozen=True)
 class Kind:
-    """A failure kind the kernel tells: its counters, how they make its count,
-    and its mechanism in one sentence."""
+    """A failure kind the kernel tells: its short label, its counters and how
+    they make its count."""
     key: str
     label: str
     counters: tuple[str, ...]
     count_of: Callable[[list[int]], int]
-    mechanism: str
     server_alone: bool = False        # the server's even in a shared namespace
     failure: bool = True              # False: a count of segments, never a failed request
 
@@ -107,29 +107,14 @@ def _first(values: list[int]) -> int:
 
 KINDS: tuple[Kind, ...] = (
     Kind("listen", "connections dropped by a full listen queue",
-         ("TcpExtListenDrops", "TcpExtListenOverflows"), max,
-         "the accept queue was full (the server did not accept as fast as connections "
-         "came), so the kernel dropped their handshake and the client had to send it "
-         "again or give up", server_alone=True),
+         ("TcpExtListenDrops", "TcpExtListenOverflows"), max, server_alone=True),
     Kind("unread", "connections closed with the request unread",
-         ("TcpExtTCPAbortOnClose",), _first,
-         "a socket was closed with data it had not read (a request never read), so the "
-         "kernel reset the connection instead of closing it"),
-    Kind("aborted", "connections aborted",
-         ("TcpExtTCPAbortOnData",), _first,
-         "a socket was closed with SO_LINGER 0, or data came after it was closed, so the "
-         "kernel reset the connection"),
-    Kind("resets", "resets sent", ("TcpOutRsts",), _first,
-         "every reset the kernel sent: those of the two kinds above, and the answer to a "
-         "segment for a connection already closed or never open (a request that came after "
-         "the server closed its connection, a refused connection)"),
-    Kind("failed", "connections failed or reset",
-         ("TcpAttemptFails", "TcpEstabResets"), sum,
-         "handshakes that ended in a reset, and established connections reset by either "
-         "end"),
+         ("TcpExtTCPAbortOnClose",), _first),
+    Kind("aborted", "connections aborted", ("TcpExtTCPAbortOnData",), _first),
+    Kind("resets", "resets sent", ("TcpOutRsts",), _first),
+    Kind("failed", "connections failed or reset", ("TcpAttemptFails", "TcpEstabResets"), sum),
     Kind("retrans", "segments retransmitted", ("TcpRetransSegs", "TcpExtTCPTimeouts"), _first,
-         "segments sent again after a loss or a stalled peer (timeouts beside): a "
-         "retransmission is not a failed request", failure=False),
+         failure=False),
 )
 BY_KEY = {k.key: k for k in KINDS}
 
@@ -154,10 +139,3 @@ def kinds(d: TcpDelta) -> list[Seen]:
             out.append(Seen(k.key, n, {c: v for c, v in zip(k.counters, values) if v},
                             k.server_alone or d.netns == "server"))
     return out
-
-
-def said(seen: Seen) -> str:
-    """'connections aborted: 352 (TCPAbortOnData 352)'."""
-    k = BY_KEY[seen.kind]
-    counters = ", ".join(f"{c} {v:,}" for c, v in seen.counters.items())
-    return f"{k.label}: {seen.count:,} ({counters})"

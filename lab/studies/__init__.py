@@ -1,3 +1,3 @@
-"""Studies: steps made of the others (calibrate, storm, cost, profile, reproduce,
+"""Studies: steps made of the others (calibrate, storm, cost, profile, probe table, reproduce,
 claims runs, noise).
 """

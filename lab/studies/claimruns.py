@@ -44,6 +44,7 @@ from typing import Any
 
 from lab.setup.paths import ROOT
 from lab.analyse import analysis, claimjudge, claims, claimsfile, claimtext, claimreasons
+from lab.present import claimsmd
 from lab.record import files, folder, rows, runlock
 from lab.record.manifest import MANIFEST, Manifest
 from lab.setup import stepcheck
@@ -75,7 +76,7 @@ class Run:
     @property
     def paired(self) -> str:
         """PAIRED of the run: "" for a sweep, duet or rmit."""
-        return self.manifest.params.paired or ""
+        return self.manifest.planned.design
 
 
 @dataclass(frozen=True)
@@ -157,10 +158,10 @@ def check(study: Study, run: Run, specs: Mapping[str, ServerSpec]) -> RunCheck:
                      f"levels (missing {' '.join(map(str, missing))})")
     if m.params.duration_s < s.duration_s:
         noted.append(f"{m.params.duration_s}s per level, the study's is {s.duration_s}s")
-    if m.params.repeat.least < s.repetitions:
-        noted.append(f"{m.params.repeat.text()} repetition(s), the study's setup has "
+    if m.planned.repeat.least < s.repetitions:
+        noted.append(f"{m.planned.repeat.text()} repetition(s), the study's setup has "
                      f"{s.repetitions}"
-                     + (" (no spread: no verdict)" if m.params.repeat.least < MIN_REPS_FOR_VERDICT
+                     + (" (no spread: no verdict)" if m.planned.repeat.least < MIN_REPS_FOR_VERDICT
                         else ""))
     if claimreasons.shares_client_cpu(m):
         noted.append(f"server CPU {m.pinning.server_cpus} shares the client's CPU "
@@ -191,8 +192,8 @@ def check_duet(study: Study, run: Run, specs: Mapping[str, ServerSpec],
         if m.params.duration_s < cost.duration_s:
             noted.append(f"{m.params.duration_s}s per level, the study's cost pairs have "
                          f"{cost.duration_s}s")
-        if m.params.repeat.least < cost.pairs:
-            noted.append(f"{m.params.repeat.text()} start pair(s), the study's cost pairs "
+        if m.planned.repeat.least < cost.pairs:
+            noted.append(f"{m.planned.repeat.text()} start pair(s), the study's cost pairs "
                          f"have {cost.pairs}")
     if m.status != "complete":
         noted.append(f"run {m.status}")
@@ -224,7 +225,7 @@ def same_conditions(a: Run, b: Run) -> list[str]:
     def key(r: Run) -> dict[str, str]:
         m = r.manifest
         return {"connection": analysis.mode(m.params.keepalive),
-                "duration": f"{m.params.duration_s}s", "repetitions": m.params.repeat.text(),
+                "duration": f"{m.params.duration_s}s", "repetitions": m.planned.repeat.text(),
                 "server CPU": m.pinning.server_cpus, "client CPU": m.pinning.client_cpus,
                 "topology": (m.topology or "?").split(" ")[0],
                 "JAVA_OPTS": claimreasons.java_opts(m),
@@ -362,7 +363,7 @@ def render(study: Study, runs: list[Run], judged: list[Judged], checks: dict[Pat
     lines += ["", "## Claims", ""]
     lines += Table(["claim", "published", "client", "measured", "verdict", "reason",
                     "conditions noted"],
-                   [[claimtext.label(j.result.claim), claimtext.published_text(j.result.claim),
+                   [[claimsmd.label(j.result.claim), claimtext.published_text(j.result.claim),
                      j.client, claimtext.measured_text(j.result),
                      f"**{claimtext.verdict_text(j.result)}**", j.result.reason,
                      "; ".join(j.notes) or "—"] for j in judged]
@@ -376,11 +377,11 @@ def render(study: Study, runs: list[Run], judged: list[Judged], checks: dict[Pat
                                                       if j.result.claim.id == c.id])]
                     for c in study.claims]).escaped().lines()
     lines += ["", "## Why not reproduced", ""]
-    lines += claimjudge.why_lines(study, judged, specs) or ["Every claim judged was reproduced."]
+    lines += claimsmd.why_lines(study, judged, specs) or ["Every claim judged was reproduced."]
     if runs:
         lines += ["", "## Conditions, published against here", "",
                   f"Here: the manifest of {runs[-1].folder.name}.", ""]
-        lines += claimreasons.conditions_table(study, runs[-1].manifest)
+        lines += claimsmd.conditions_table(study, runs[-1].manifest)
     return "\n".join(lines) + "\n"
 
 

@@ -44,6 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,7 @@ from lab.measure.launch import Knobs, ServerProcess
 from lab.setup.fromenv import Traits, from_env
 from lab.setup.params import SETTINGS, ConfigError, Params, Repeat, format_cpus, parse_list
 from lab.setup.paths import ROOT, cache_dir
+from lab.setup.plan import RunPlan
 from lab.measure.topologies.local import LocalServerHost
 from lab.setup.servers import Server, discover, lookup, outside
 from lab.measure.sweep import server_facts
@@ -105,6 +107,14 @@ def cost_settings(env: dict[str, str]) -> tuple[tuple[int, ...], tuple[int, int]
     return concurrencies, (small, large), DEFAULT_REPEAT
 
 
+def planned(env: dict[str, str], params: Params) -> RunPlan:
+    """The run's plan (lab.setup.plan): COST_LEVELS, and REPEAT as given
+    (checked by from_env's Params), else make cost's own."""
+    concurrencies, _, repeat = cost_settings(env)
+    return RunPlan.of_cost(concurrencies,
+                           repeat if env.get("REPEAT") is None else params.repeat.least)
+
+
 def headers(env: dict[str, str]) -> int:
     """HEADERS: extra request headers, 0 to 10000; ConfigError when bad."""
     return SETTINGS["HEADERS"].number(env.get("HEADERS") or SETTINGS["HEADERS"].default)
@@ -129,8 +139,8 @@ def check(env: dict[str, str]) -> tuple[Params, list[Server], tuple[int, ...], t
                           "TOPOLOGY=local and RUNTIME=process (the defaults)")
     if params.axis not in ("concurrency", "rate"):
         raise ConfigError(f"AXIS={params.axis}: make cost counts at COST_LEVELS; unset AXIS")
-    concurrencies, counts, repeat = cost_settings(env)
-    repeat = repeat if env.get("REPEAT") is None else params.repeat.least
+    concurrencies, counts, _ = cost_settings(env)
+    repeat = planned(env, params).repeat.least
     headers(env)
     problem = folder.why_not_writable(ROOT / params.results)
     if problem:
@@ -344,9 +354,8 @@ def function_view(small: Path, large: Path, extra: int) -> list[list[Any]]:
 def write_manifest(run: Path, params: Params, concurrencies: tuple[int, ...],
                    counts: tuple[int, int], repeat: int, servers: list[Server]) -> None:
     from lab.setup import stepcheck
-    settings = {k: os.environ.get(k, SETTINGS[k].default) for k in SETTINGS
-                if k in stepcheck.COST}
-    settings["REPEAT"] = str(repeat)
+    run_plan = RunPlan.of_cost(concurrencies, repeat)
+    settings = recorded_settings(os.environ, run_plan)
     # None when h2load is not installed: a run of JVMs only starts nothing, and
     # no install step ran for it (make cost installs only for native servers)
     h2load = hostinfo.probe_version(["h2load", "--version"], r"nghttp2/(\S+)")
@@ -370,7 +379,15 @@ def write_manifest(run: Path, params: Params, concurrencies: tuple[int, ...],
         servers={s.name: manifest.ServerRecord.new({**s.describe(), "status": "pending",
                                                     "facts": build_facts(s, params, run)})
                  for s in servers},
-        extra={"kind": "cost", **rerun_note()}))
+        run_plan=run_plan, extra={"kind": "cost", **rerun_note()}))
+
+
+def recorded_settings(env: Mapping[str, str], run_plan: RunPlan) -> dict[str, str]:
+    """The settings a cost run's manifest and Reproduce line keep: make cost's,
+    REPEAT and COST_LEVELS from the run's plan (as checked)."""
+    from lab.setup import stepcheck
+    return {**{k: env.get(k, SETTINGS[k].default) for k in SETTINGS if k in stepcheck.COST},
+            **run_plan.settings()}
 
 
 def rerun_note() -> dict[str, Any]:

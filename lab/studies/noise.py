@@ -157,7 +157,7 @@ def record_floor(run: Path, server: str, cache: Path) -> int:
                          run=str(run.resolve()), conditions=floors.conditions_of(rec.manifest),
                          floors_pct=found, levels=levels,
                          duration_s=rec.manifest.params.duration_s,
-                         repeat=rec.manifest.params.repeat.least)
+                         repeat=rec.manifest.planned.repeat.least)
     path = floors.add(cache, floor)
     print_floors(server, levels, found)
     print(f"noise floor of {server} recorded in {path} (conditions: "

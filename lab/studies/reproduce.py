@@ -39,6 +39,7 @@ from typing import Any
 from lab.setup.paths import ROOT
 from lab.analyse import (analysis, claimcost, claimjudge, claims, claimsfile, claimtext,
                          costview, claimreasons)
+from lab.present import claimsmd
 from lab.record import costs, files, folder, rows
 from lab.record.manifest import MANIFEST, Manifest, read_manifest
 from lab.setup import stepcheck
@@ -441,7 +442,7 @@ def claims_section(judged: list[JudgedRun], costs: Sequence[Judged] = ()) -> lis
                 "both clients, or cost where they were the limit" if by_cost else "both clients")
     rows = []
     for i, c in enumerate(judged[0].results if judged else []):
-        cells = [claimtext.label(c.claim), claimtext.published_text(c.claim)]
+        cells = [claimsmd.label(c.claim), claimtext.published_text(c.claim)]
         for j in judged:
             r = j.results[i]
             cells += [claimtext.measured_text(r), f"**{r.verdict}**: {r.reason}"]
@@ -498,11 +499,11 @@ def why_section(plan: Plan, judged: list[JudgedRun], costs: Sequence[Judged] = (
     read = [j for j in judged if j.manifest is not None]
     if not read or read[-1].manifest is None:
         return []
-    lines = claimjudge.why_lines(plan.study, [x for j in read for x in j.judged] + list(costs),
+    lines = claimsmd.why_lines(plan.study, [x for j in read for x in j.judged] + list(costs),
                                  plan.specs)
     return (["## Why not reproduced", ""] + (lines or ["Every claim was reproduced."])
             + ["", "## Conditions, published against here", ""]
-            + claimreasons.conditions_table(plan.study, read[-1].manifest) + [""])
+            + claimsmd.conditions_table(plan.study, read[-1].manifest) + [""])
 
 
 def to_json(plan: Plan, judged: list[JudgedRun], pairs: Sequence[RunDone] = (),
@@ -602,7 +603,7 @@ def instruction_line(c: claimsfile.Claim, specs: Mapping[str, ServerSpec],
     x, y = c.servers[:2]
     started = {s: str(claimsfile.start_of(specs, s)) for s in (x, y)}
     a, b = started[x], started[y]
-    head = f"- {claimtext.label(c)}: published throughput ratio {c.published}; "
+    head = f"- {claimsmd.label(c)}: published throughput ratio {c.published}; "
     if a == b:
         return head + (f"no instruction count: both sides are {a} as started, so a ratio "
                        "would be 1 by construction")

@@ -7,7 +7,8 @@ ones through Maven, which fills ~/.m2), vegeta, valgrind and perf for
 exercises 8 and 9; it checks that every server answers (a one-second run
 into the cache, not into RESULTS); and it calibrates, retried while the
 host is busy (a few tries, a pause between). The last line is `ready`, or
-`not ready:` and the one missing piece with the command that fixes it.
+`not ready:` and the one missing piece with the command that fixes it (a
+busy host: the figure that says so, lab.studies.quiethost's).
 After it every exercise runs offline. Each step is the lab's own
 (`python3 -m lab deps/build/calibrate`, run-benchmark.sh), so a step fails
 here exactly as it would in the exercise."""
@@ -91,6 +92,17 @@ def calibration_busy(cache: Path) -> bool | None:
     return bool(isinstance(data, dict) and data.get("host_busy"))
 
 
+def busy_figure(cache: Path) -> str:
+    """': other processes took up to 43% of the lab's CPUs (the lab allows
+    10%), ...': the last try's figure (lab.studies.quiethost), "" where no
+    calibration on record says it."""
+    from lab.record import calibration
+    from lab.studies.quiethost import busy_said
+    cal = calibration.last(cache)
+    said = busy_said(cal) if cal is not None else ""
+    return f": the last, {said}" if said else ""
+
+
 def not_ready(piece: str, code: int) -> int:
     print(f"not ready: {piece}")
     return code or 1
@@ -149,7 +161,9 @@ def prepare() -> int:
     else:
         from lab.studies.calibrate import QUIET_MOMENT
         return not_ready(f"a calibration on a quiet host ({CALIBRATE_TRIES} tries found the "
-                         f"host busy; {QUIET_MOMENT})", 1)
+                         f"host busy{busy_figure(cache)}): the lessons will not show on this "
+                         f"host, every level there would be flagged host-busy or steal; "
+                         f"{QUIET_MOMENT})", 1)
     missing = [t for t in ("wrk", "siege", "gnuplot") if shutil.which(t) is None]
     if missing:
         return not_ready(f"{' '.join(missing)} not installed", 2)

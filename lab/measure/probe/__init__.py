@@ -27,8 +27,9 @@ pipeline whether the server is fit to be loaded at all.
 
 Entry points: `run_probe` (a server already running), `probe_server` (start a
 separate instance, probe it, stop it, wait for its CPUs to go quiet),
-`main_step` (the pipeline step: params in, report and exit code out), and
-`table` (one Markdown table for several servers).
+and `main_step` (the pipeline step: params in, report and exit code out).
+One Markdown table for several servers: lab.present.probetable (by hand:
+`python3 -m lab.studies.probetable`).
 """
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from lab.analyse import contract, probeview
+from lab.analyse import contract
 from lab.analyse.contract import Check
 from lab.record.probe import PROBE, Limits, ProbeReport, ProbeResult
 from lab.host import procfs, procs
@@ -50,17 +51,15 @@ from lab.analyse.probeview import settled_text
 from lab.host.procfs import TreeSample
 from lab.measure.topologies import Placement, ServerHost
 from lab.measure.launch import Knobs, ServerProcess
-from lab.setup.fromenv import UNKNOWN_HINT
 from lab.setup.params import Params
 from lab.setup.servers import Server
-from lab.setup.paths import ROOT, cache_dir
 from lab.measure.verify import checks
 from lab.measure.probe.wire import (Target, describe, exchange, parse_answers,
                              receive_queue)
 
 __all__ = ["PROBES", "Limits", "ProbeReport", "ProbeResult", "Target", "describe",
            "exchange", "main_step", "markdown", "parse_answers", "probe_server",
-           "receive_queue", "run_probe", "table"]
+           "receive_queue", "run_probe"]
 from lab.measure.probe.probes import PROBES, Probe, tree_cpu
 
 
@@ -301,51 +300,3 @@ def main_step(params: Params, server: Server, root: Path, cache: Path, run_dir: 
         print(f"{'warning' if params.force else 'error'}: {report.verdict()}; {what}",
               file=sys.stderr)
     return report, code
-
-
-# ---------------------------------------------------------------- the summary table
-
-# "400 Bad Request" -> "400": the wide table keeps status codes only.
-def table(reports: dict[str, ProbeReport]) -> str:
-    """One Markdown table: a row per probe, a column per server (lab.analyse.probeview,
-    which a run's summary uses on the saved probe.json files)."""
-    return probeview.table(reports)
-
-
-# ---------------------------------------------------------------- by hand
-
-def main(argv: list[str]) -> int:
-    """`python3 -m lab.measure.probe [--port N] [--cpus 0] [--run DIR] SERVER...|all`:
-    probe built servers one after another (each with its default WORKERS)
-    and print the table; what regenerates docs/probe-table.md."""
-    import argparse
-    import tempfile
-
-    from lab.setup.servers import found_here
-
-    root, cache = ROOT, cache_dir()
-    ap = argparse.ArgumentParser(prog="python3 -m lab.measure.probe", description=main.__doc__)
-    ap.add_argument("servers", nargs="+")
-    ap.add_argument("--port", type=int, default=18090)
-    ap.add_argument("--cpus", default="0", help="CPU list for the servers, e.g. 0 or 0,1")
-    ap.add_argument("--run", type=Path, default=None, help="folder for probe.json and logs")
-    args = ap.parse_args(argv)
-    known = found_here(root)
-    names = list(known) if args.servers == ["all"] else args.servers
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        print(f"error: unknown server {', '.join(unknown)}; known: {', '.join(known)} "
-              f"({UNKNOWN_HINT})", file=sys.stderr)
-        return 2
-    run = args.run or Path(tempfile.mkdtemp(prefix="lab-probe."))
-    cpus = tuple(int(c) for c in args.cpus.split(","))
-    reports = {}
-    for name in names:
-        server = known[name]
-        knobs = Knobs(port=args.port, workers=server.workers_default, backlog=512,
-                      bind="127.0.0.1")
-        reports[name] = probe_server(server, root, cache, run, knobs, cpus)
-        print(f"{reports[name].verdict()} ({reports[name].elapsed_s:.0f} s; "
-              f"{run / name / PROBE})", file=sys.stderr, flush=True)
-    print(table(reports))
-    return 0 if all(r.still_answers for r in reports.values()) else 1
