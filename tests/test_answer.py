@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from lab.analyse import analysis, memsplit, metrics
+from lab.analyse import analysis, metrics
 from lab.analyse.metrics import LevelStats
 from lab.analyse.wording import figure
-from lab.present import answer, report, reportpage
+from lab.present import answer, memtable, method, report, reportpage
 from lab.present.page import escaped
 from lab.record import runrecord
 
@@ -78,11 +78,12 @@ def test_the_lab_s_own_notes_link_the_docs_and_the_page_keeps_them_whole(
     text = report.summary(rec, a)
     page = reportpage.render(run)
     if any(levels[-1].pss_kb is not None for levels in a.stats.values() if levels):
-        assert memsplit.SHORT_NOTE in text and memsplit.NOTE not in text
-        assert escaped(memsplit.NOTE) in page               # the mechanism, whole, on the page
-        assert "rss-pss-private-and-shared-memory" in memsplit.SHORT_NOTE
+        assert memtable.SHORT_NOTE in text and memtable.NOTE not in text
+        assert escaped(memtable.NOTE) in page               # the mechanism, whole, on the page
+        assert "rss-pss-private-and-shared-memory" in memtable.SHORT_NOTE
     if a.primary:
-        assert a.method not in text and escaped(a.method) in page
+        assert method.said(a.method) not in text and escaped(method.said(a.method)) in page
+        assert method.test_name(a.method) in text
     for line in prose(text):                               # a doc a note points to exists
         for path, anchor in re.findall(r"`(docs/[a-z-]+\.md)#([a-z0-9-]+)`", line):
             doc = (ROOT / path).read_text()

@@ -280,7 +280,7 @@ class Failures(AtLevels):
 
     def text(self) -> str:
         how = (f"kinds: {', '.join(self.kinds)}" if self.kinds else
-               "how is not recorded: a run made before the lab kept the kinds")
+               "how is not recorded: an older run")
         return (f"{self.server}: {self.failed:,} of {self.attempts:,} requests failed at "
                 f"{self.of_levels()} ({how}). \"What failed\" says how, level by level; "
                 f"{self.tool}'s output is in {self.server}/ in the run folder.")

@@ -240,7 +240,8 @@ def summary(rec: RunRecord, a: Analysis) -> str:
 
 def failed_line(item: failedwords.Item) -> str:
     """One line of "What failed" in Markdown (lab.present.failedwords' item)."""
-    return f"- {md_text(item.text)}" + (f" (why: {md_code(item.see)})" if item.see else "")
+    return f"- {md_text(item.brief or item.text)}" + (f" (why: {md_code(item.see)})"
+                                                      if item.see else "")
 
 
 def failed_section(items: list[failedwords.Item]) -> list[str]:
