@@ -127,7 +127,7 @@ def failed_said(m: Manifest, levels: list[LevelStats]) -> str:
     bad = [s for s in levels if s.failed]
     if not bad:
         return ""
-    failed, tried = sum(s.failed for s in bad), sum(s.attempts for s in levels)
+    failed, tried = sum(s.failed for s in bad), sum(s.attempts for s in bad)
     where = ", ".join(at_value(m.params.axis, s.value) for s in bad[:4]) + \
         (f" and {len(bad) - 4} more" if len(bad) > 4 else "")
     of = f" of {tried:,}" if tried else ""
