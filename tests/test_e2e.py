@@ -20,10 +20,11 @@ from typing import Any
 import pytest
 
 from conftest import ROOT, Build, Made, bench, free_port, leftovers, repository_env, run_folders
-from lab.analyse import claims
+from lab.analyse import analysis, claims
 from lab.record.rows import rows_by_server
 from lab.setup.servers import ServerSpec, discover
 from lab.studies import reproduce
+from test_answer import HEAD, LONGEST, peak_in_head
 
 pytestmark = pytest.mark.real_server
 
@@ -69,6 +70,12 @@ def check_run(run: Path, levels: list[int]) -> None:
     assert (run / "report.html").read_text().count("<svg") >= 3
     summary = (run / "summary.md").read_text()
     assert all(f"| {name} |" in summary for name in m["servers"])
+    # the answer first (issue 53): what was measured, the peak, the limit, each
+    # line short; the 80-line bound is a one-server run's (test_front_door)
+    lines = summary.splitlines()
+    head = lines[:lines.index("", 2)]
+    assert len(head) <= HEAD and all(len(x) <= LONGEST for x in head), head
+    assert peak_in_head(summary, analysis.of(run)[1].stats), head
     assert leftovers(run) == []
 
 

@@ -61,7 +61,7 @@ def test_memsplit_table(monkeypatch: pytest.MonkeyPatch) -> None:
     assert got[2:5] == [
         "| server | c | RSS MB (/proc/PID/stat) | PSS MB | private MB | shared MB | "
         "anonymous MB | private share |", "|---|---|---|---|---|---|---|---|",
-        "| a | 4 | 1 |  | 2 | 3 | 4 | 5 |"] and got[-1] == memtable.NOTE
+        "| a | 4 | 1 |  | 2 | 3 | 4 | 5 |"] and got[-1] == memtable.SHORT_NOTE
 
 
 def test_profile_table(monkeypatch: pytest.MonkeyPatch) -> None:

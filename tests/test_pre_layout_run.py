@@ -21,7 +21,6 @@ PRE = ROOT / "tests" / "fixtures" / "runs" / "20261125-120537-sturdy+paced-pre21
 
 FEW = ("rank nothing on a noisy host", "cannot reach the verdicts' α")   # few repetitions,
                                                                        # before and since
-FAILED = "requests failed at"      # the failures warning: its kinds by name since (issue 53)
 
 
 def without(summary: str, section: str) -> str:
@@ -29,13 +28,12 @@ def without(summary: str, section: str) -> str:
     return head + rest[rest.index("\n## "):]
 
 
-def without_verdicts(summary: str) -> str:
-    """The summary without its verdicts and the few-repetitions warning, both
-    changed on purpose since (issue 28), and without "What failed" and the
-    failures warning (issue 53: a way of failing at several levels said once)."""
-    text = without(without(summary, "## Verdicts"), "## What failed")
-    return "\n".join(line for line in text.splitlines()
-                     if not any(f in line for f in FEW + (FAILED,)))
+def tables_but_verdicts(summary: str) -> list[str]:
+    """The summary's table rows but the verdicts' (changed on purpose since,
+    issue 28); summary.md's prose changed on purpose too (issue 53: the answer
+    first, the mechanisms in the docs, "What failed" said once), its tables did not."""
+    return [line for line in without(summary, "## Verdicts").splitlines()
+            if line.startswith("|")]
 
 
 def test_a_run_of_the_flat_tree_writes_the_same_summary_again(tmp_path: Path) -> None:
@@ -53,9 +51,10 @@ def test_a_run_of_the_flat_tree_writes_the_same_summary_again(tmp_path: Path) ->
     assert all(r[len(old_rows[0])].isdigit() for r in said_rows[1:])
     assert all(cell == "" for r in said_rows[1:] for cell in r[len(old_rows[0]) + 1:])
     # the verdicts changed on purpose since (issue 28: the decision rule, every
-    # level judged); everything else of the summary is what the flat tree wrote
+    # level judged); the summary's other tables are what the flat tree wrote
     said, before = (run / "summary.md").read_text(), (PRE / "summary.md").read_text()
-    assert without_verdicts(said) == without_verdicts(before)
+    assert tables_but_verdicts(said) == tables_but_verdicts(before)
+    assert said.splitlines()[2].startswith("- Measured: sturdy, paced: GET /api")
     assert "## Verdicts (requests/s, at c = 1, 4)" in said
     assert "α=1%, δ=5%, 2+2 starts" in said and "too few starts: 2 against 2" in said
     assert "use REPEAT=5 or more (or REPEAT=auto) for verdicts" in said
@@ -70,7 +69,9 @@ def test_a_run_of_the_flat_tree_writes_the_same_summary_again(tmp_path: Path) ->
     old = json.loads((PRE / "results.json").read_text())
     for d in (again, old):
         d.pop("verdicts"), d.pop("primary_verdicts", None)
-        d["warnings"] = [w for w in d["warnings"] if not any(f in w for f in FEW + (FAILED,))]
+        # the warnings' texts were shortened since (issue 53); their kinds are
+        # test_findings.py's: here, as many as then
+        d["warnings"] = len([w for w in d["warnings"] if not any(f in w for f in FEW)])
         assert set(d.pop("failed")) == {"sturdy", "paced"}   # its words: issue 53
         for levels in d["levels"].values():
             for level in levels:

@@ -350,7 +350,9 @@ def test_case7_compare_folders_are_in_the_index_and_a_failed_compare_leaves_none
     assert sorted(p.name for p in top.iterdir()) == before
 
 
-def test_the_summary_draws_the_probe_table_from_probe_json(tmp_path: Path) -> None:
+def test_the_summary_says_the_probe_s_outcome_and_the_page_its_table(tmp_path: Path) -> None:
+    """summary.md says each server's probe outcome (issue 53: its table of a
+    row per probe, the probe's own printout, is report.html's and probe.json's)."""
     from test_probe import fake_report           # a ProbeReport as the probe makes it
     from lab.measure import probe
     run = copy_run(tmp_path / "r")
@@ -360,11 +362,13 @@ def test_the_summary_draws_the_probe_table_from_probe_json(tmp_path: Path) -> No
     done = lab("report", str(run))
     assert done.returncode == 0, done.stderr
     summary = (run / "summary.md").read_text()
-    from lab.present.probetable import table as probe_table
-    table = probe_table({"nginx": fake_report("nginx", True),
-                         "paced": fake_report("paced", False)})
-    assert table in summary                       # the same table the probe prints (lab.studies.probetable)
     assert "- paced: stopped answering after garbage" in summary
+    assert "| probe |" not in summary and "report.html" in summary
+    page = (run / "report.html").read_text()
+    for name in ("nginx", "paced"):
+        for r in fake_report(name, name == "nginx").results:
+            assert escaped(r.title) in page
+    assert escaped("400 Bad | Request") in page and "no: timed out" in page
 
 
 @pytest.mark.usefixtures("wrk_installed")                # the lab installs it (conftest)

@@ -22,6 +22,7 @@ import pytest
 from conftest import bench, free_port, lab_env, leftovers, run_folders
 from lab.analyse import analysis, metrics
 from lab.present import failedwords
+from lab.present.page import escaped
 from lab.setup.markdown import md_text
 from lab.host import tcpstat
 from lab.record import failures, manifest, tcpkinds
@@ -226,8 +227,12 @@ def test_each_double_shows_its_own_kind_from_the_servers_side(
     label = tcpkinds.BY_KEY[own].label
     [said] = [x for x in data["failed"][double] if label in x]
     assert failedwords.MECHANISM[own] in said
-    assert md_text(said) in (run / "summary.md").read_text()
-    assert label in (run / "report.html").read_text()
+    # summary.md: the kind, its count and where the docs say its mechanism
+    # (issue 53); report.html: the line whole, the mechanism in it
+    summary = (run / "summary.md").read_text()
+    assert f"{md_text(label)}: {seen[own]:,} at " in summary and failedwords.SEE_KERNEL in summary
+    assert md_text(failedwords.MECHANISM[own]) not in summary
+    assert escaped(said.split(" (why: ")[0]) in (run / "report.html").read_text()
     with (run / "levels.csv").open(newline="") as f:    # the spreadsheet's row has them too
         [cells] = list(csv.DictReader(f))
     assert cells["tcp_netns"] == d.netns and int(cells["failed"]) == row.failed

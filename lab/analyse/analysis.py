@@ -37,11 +37,8 @@ BELOW = "below the client's limit"
 DOES_NOT_HOLD = "the calibration does not hold here: run `make calibrate` on a quiet host"
 # above 100% against a calibration made on a quiet host: the client's capacity
 # depends on what the server answers (and on the level), so nginx's is no limit
-ABOVE_QUIET = ("the client drove this server faster than it drove the ceiling on a quiet "
-               "host: what a client drives depends on the server's answer and the level, so "
-               "the calibrated figure is no upper bound here (the client-bound flag, from the "
-               "client's own CPU, still is); `make calibrate CONCURRENCY=...` at the run's "
-               "levels narrows it")
+# (the docs' section says why, once)
+ABOVE_QUIET = "a client's rate depends on the server (`docs/analysis.md#above-the-capacity`)"
 
 
 @dataclass(frozen=True)
@@ -172,7 +169,7 @@ def capacity_note(m: Manifest, s: LevelStats) -> CapacityNote | None:
     share = s.rate.median / cap if cap > 0 else float("inf")
     at = f"c={level}" if level == s.value else f"nearest calibrated level c={level}"
     if share > 1.0:
-        kind, said = "does-not-hold", f"above 100%, so {above_why(cal, m, level)}"
+        kind, said = "does-not-hold", above_why(cal, m, level)      # the share says above
     elif share >= metrics.CAPACITY_LIMITED:
         kind, said = "client-limited", CLIENT_LIMITED
     else:

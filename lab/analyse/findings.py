@@ -42,7 +42,7 @@ class AtLevels(Finding):
         return f"{self.count} of {self.n_levels} levels"
 
 
-NOT_CONTRACT = "their requests/s count answers that are not the contract's"
+NOT_CONTRACT = "they count answers not the contract's"
 
 
 @dataclass(frozen=True)
@@ -51,10 +51,10 @@ class WithReasons(AtLevels):
     why: tuple[str, ...]
 
     def unranked(self, what: str, then: str) -> str:
-        """'<server>: <what> at N of M levels (<reasons>): those levels are not
-        ranked, <then>', the text of every kind that takes levels out of ranking."""
+        """'<server>: <what> at N of M levels (<reasons>): not ranked, <then>', the
+        text of every kind that takes levels out of ranking."""
         return (f"{self.server}: {what} at {self.of_levels()} ({'; '.join(self.why)}): "
-                f"those levels are not ranked, {then}")
+                f"not ranked, {then}")
 
 
 @dataclass(frozen=True)
@@ -87,8 +87,8 @@ class ClientBound(AtLevels):
     def text(self) -> str:
         return (f"{self.tool} used at least {metrics.CLIENT_BOUND_PCT:.0f}% of its CPU at "
                 f"{self.of_levels()} of {self.server}: those points measure "
-                f"{self.tool}, not {self.server}. Give the client more CPUs (CLIENT_CPUS), use "
-                "KEEPALIVE=1, or a faster client (CLIENT=wrk).")
+                f"{self.tool}, not {self.server}. Give it more CPUs (CLIENT_CPUS), use "
+                "KEEPALIVE=1, or CLIENT=wrk.")
 
 
 @dataclass(frozen=True)
@@ -104,8 +104,8 @@ class Noisy(AtLevels):
                 f"{metrics.NOISY_SPREAD - 1:.0%} across {self.repeat} {self.unit} (worst: "
                 f"{self.worst_ratio - 1:.0%} at {self.worst_value}).")
         if self.unit != "repetitions":          # the pairs' verdicts stand on the ratios
-            return (f"{said} The host moved both sides of each pair alike: the verdicts "
-                    "stand on each pair's ratio, not on this spread.")
+            return (f"{said} Both sides of each pair moved alike: the verdicts stand on "
+                    "each pair's ratio.")
         return (f"{said} Consider more repetitions (REPEAT), a longer DURATION, or a "
                 "quieter machine.")
 
@@ -115,10 +115,10 @@ class LittlesLaw(AtLevels):
     kind: ClassVar[str] = "littles-law"
 
     def text(self) -> str:
-        return (f"{self.server}: at {self.of_levels()} the requests in "
-                f"flight did not match the concurrency ({metrics.LITTLES_LOW}-"
-                f"{metrics.LITTLES_HIGH}, Little's law): usually client-side queueing, "
-                "errors or timeouts. Check the failures and the client's CPU.")
+        return (f"{self.server}: at {self.of_levels()} the requests in flight were not the "
+                f"concurrency (Little's law, {metrics.LITTLES_LOW}-{metrics.LITTLES_HIGH}): "
+                "client-side queueing, errors or timeouts? Check the failures and the "
+                "client's CPU.")
 
 
 @dataclass(frozen=True)
@@ -160,9 +160,8 @@ class Neighbour(AtLevels):
     def text(self) -> str:
         given = f"NEIGHBOUR={self.per_cpu}" if self.per_cpu else "NEIGHBOUR"
         return (f"{self.of_levels()} of {self.server} ran beside the lab's noisy neighbour "
-                f"({given}: bursty processes on the lab's CPUs, on purpose): their figures "
-                "and verdicts show what this host's noise does, not the server alone. Run "
-                "without NEIGHBOUR to measure the servers.")
+                f"({given}, on purpose): this host's noise, not the server alone. "
+                "Run without NEIGHBOUR to measure the servers.")
 
 
 @dataclass(frozen=True)
@@ -184,9 +183,8 @@ class ClientStopped(WithReasons):
 
     def text(self) -> str:
         return self.unranked(
-            f"{self.tool} stopped early", "their rate is not the server's. See what failed "
-            "there; for Siege, fewer failures (more workers, KEEPALIVE=0) or another client "
-            "(CLIENT=wrk).")
+            f"{self.tool} stopped early", "their rate is not the server's. For Siege: fewer "
+            "failures (more workers, KEEPALIVE=0) or CLIENT=wrk.")
 
 
 @dataclass(frozen=True)
@@ -198,8 +196,8 @@ class ClientStalled(WithReasons):
 
     def text(self) -> str:
         return self.unranked(
-            f"{self.tool} stalled", f"their rate counts time {self.tool} sent nothing. Was "
-            "it stopped (Ctrl-Z, a debugger) or starved? Measure again on a quiet host.")
+            f"{self.tool} stalled", f"their rate counts time {self.tool} sent nothing "
+            "(stopped or starved). Measure again on a quiet host.")
 
 
 @dataclass(frozen=True)
@@ -209,11 +207,10 @@ class SamplerGap(AtLevels):
     kind: ClassVar[str] = "sampler-gap"
 
     def text(self) -> str:
-        return (f"{self.of_levels()} of {self.server} had a gap of more than "
+        return (f"{self.of_levels()} of {self.server} had a gap of over "
                 f"{metrics.STALL_MIN_S:g} s in the lab's own sampling (the lab was stopped or "
-                "starved): their CPU shares cover time the load did not run, so whether the "
-                "client was the limit cannot be told and their req/s is not ranked. Do not "
-                "suspend the lab mid-run; rerun on a quiet host.")
+                "starved): their req/s is not ranked. Do not suspend the lab mid-run; rerun on "
+                "a quiet host.")
 
 
 @dataclass(frozen=True)
@@ -225,12 +222,9 @@ class AcceptQueueFull(AtLevels):
 
     def text(self) -> str:
         return (f"{self.server}'s accept queue sat at its backlog at {', '.join(self.at)} "
-                f"({self.of_levels()}; at {metrics.ACCEPT_QUEUE_FULL_PCT:.0f}% "
-                "of a level's samples or more): it did not accept() connections as fast as they "
-                "came, and the kernel dropped new ones (their clients retry after 1 s, then 3 s: "
-                "latency, timeouts or failures). This is the server at that load, ranked as "
-                "measured. To tell a backlog too small from a server too slow, sweep "
-                "AXIS=backlog, or give it more workers or CPUs.")
+                f"({self.of_levels()}): the kernel dropped connections it could not queue. "
+                "Ranked as measured; a backlog too small or a server too slow? Sweep "
+                "AXIS=backlog.")
 
 
 @dataclass(frozen=True)
@@ -261,8 +255,7 @@ class WrongAnswers(WithReasons):
             checks = f"when the server started was right, but after {after} it was wrong too"
         return self.unranked(
             "wrong answers during the load", f"{NOT_CONTRACT}; the answer checked {checks}. "
-            "Fix the server (it may answer differently when loaded); its log is in the run "
-            "folder.")
+            "Fix the server; its log is in the run folder.")
 
 
 @dataclass(frozen=True)
@@ -272,9 +265,8 @@ class PortShared(WithReasons):
 
     def text(self) -> str:
         return self.unranked(
-            "another process held its port", "the client may have loaded that process "
-            "instead. Measure again with the port to itself (another PORT, or stop the "
-            "other run).")
+            "another process held its port", "the client may have loaded that process. "
+            "Measure again with the port to itself (another PORT).")
 
 
 @dataclass(frozen=True)
@@ -288,7 +280,7 @@ class Failures(AtLevels):
 
     def text(self) -> str:
         how = (f"kinds: {', '.join(self.kinds)}" if self.kinds else
-               "how is not recorded: a run made before the lab kept the kinds")
+               "how is not recorded: an older run")
         return (f"{self.server}: {self.failed:,} of {self.attempts:,} requests failed at "
                 f"{self.of_levels()} ({how}). \"What failed\" says how, level by level; "
                 f"{self.tool}'s output is in {self.server}/ in the run folder.")
@@ -315,7 +307,12 @@ class FewWorkers(Finding):
                 "it one per connection")
 
     def text(self) -> str:
-        return self.note() + "."
+        """The warning: the workers and what to do; what the server does past them
+        (`beyond`) is said once, under "What failed"."""
+        where = f"{self.over} level{'s' * (self.over != 1)}"
+        return (f"{self.server} has {self.workers} workers ({self.detail}) for up to "
+                f"{self.top} connections; requests failed above {self.workers} at {where}: "
+                f"use {self.server}@{self.top} (or WORKERS) to give it one per connection.")
 
 
 @dataclass(frozen=True)
@@ -365,9 +362,8 @@ class NoCgroups(Finding):
 
     def text(self) -> str:
         return (f"The lab's processes had no cgroup of their own here ({self.why}): a "
-                "process a server or client started that left its process group and "
-                "dropped its environment could outlive the run. Run as root on a host with "
-                "cgroup v2 (docs/methodology.md).")
+                "process that left its group could outlive the run. Run as root on a host "
+                "with cgroup v2 (docs/methodology.md).")
 
 
 @dataclass(frozen=True)
@@ -387,10 +383,9 @@ class BusyCalibration(Finding):
     busy_pct: float             # the most other processes took during it, % of the lab's CPUs
 
     def text(self) -> str:
-        return (f"The calibration on record was made on a busy host (other processes took "
-                f"up to {self.busy_pct:.0f}% of the lab's CPUs): the shares of the client's "
-                "capacity below understate it. Run `make calibrate` again when nothing "
-                "else runs.")
+        return (f"The calibration on record was made on a busy host (others took up to "
+                f"{self.busy_pct:.0f}% of the lab's CPUs): the capacity shares below "
+                "understate it. Run `make calibrate` again when nothing else runs.")
 
 
 @dataclass(frozen=True)

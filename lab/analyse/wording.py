@@ -106,10 +106,9 @@ PERCENTILES_SAID = {
     "exact": "(merged): p50, p90 and p99 merged from every client host's whole latency "
              "distribution, as if one client had seen every response (exact, to the "
              "histogram's 1 µs).",
-    "bound": "(bound): p50, p90 and p99 the worst client host's, or under PAIRED the "
-             "worst slice's, an upper bound of the level's: the client keeps no distribution "
-             "to merge (siege), a host's was missing (the run's notes say which), or a paired "
-             "run measured the level in slices.",
+    "bound": "(bound): p50, p90 and p99 the worst client host's (under PAIRED, the worst "
+             "slice's): an upper bound of the level's, where no distribution could be "
+             "merged (`docs/run-folder.md`, `percentiles`).",
 }
 
 

@@ -41,6 +41,8 @@ NOT_RECORDED = "how is not recorded (a run made before the lab kept the kinds)"
 # where the docs say what each client can and cannot tell of a failure
 SEE_CLIENTS = "docs/analysis.md#what-each-client-can-tell"
 SILENT = ("unanswered", "mixed")          # kinds whose why that section explains
+# where the docs say what each kernel kind counts, and why it is never added to the client's
+SEE_KERNEL = "docs/analysis.md#the-kernels-kinds"
 
 # each kernel kind of lab.record.tcpkinds.KINDS: its mechanism, in one sentence
 MECHANISM: dict[str, str] = {
@@ -70,6 +72,8 @@ class Item:
     values: tuple[int, ...]
     text: str
     see: str = ""
+    brief: str = ""     # summary.md's: the figures without the words `see` explains
+                        # ("": the text); report.html and results.json keep the text
 
     def plain(self) -> str:
         return self.text + (f" (why: {self.see})" if self.see else "")
@@ -150,8 +154,23 @@ def level_items(f: ServerFailed) -> list[Item]:
             text += (f"; not ranked at {where}: more than {FAILED_SHARE_PCT:g}% failed in the worst "
                      f"repetition ({', '.join(f'{lv.worst_pct:.1f}%' for lv in bad)})")
         see = SEE_CLIENTS if any(x.kind in SILENT for x in found) else ""
-        out.append(Item(f.server, tuple(values), text, see))
+        out.append(Item(f.server, tuple(values), text, see, brief(f, group, found)))
     return out
+
+
+def brief(f: ServerFailed, group: list[LevelFailed], found: list[Failure]) -> str:
+    """A level item for summary.md: 'aws at c=40, c=50: 567 of 54,742 failed: no
+    answer 567; not ranked at c=50 (1.1% failed, over 1%)'; each level's count,
+    the repetitions' and the client's words are report.html's."""
+    at, every = level_at(f.axis), list(f.values)
+    failed, attempts = sum(lv.failed for lv in group), sum(lv.attempts for lv in group)
+    kinds = ", ".join(f"{label(key).split(' (')[0]} {sum(x.count for x in xs):,}"
+                      for key, xs in failures.by_kind(found).items()) or NOT_RECORDED
+    bad = [lv for lv in group if lv.unranked]
+    unranked = (f"; not ranked at {levels_said([lv.value for lv in bad], at, every)} (over "
+                f"{FAILED_SHARE_PCT:g}% failed)" if bad else "")
+    return (f"{f.server} at {levels_said([lv.value for lv in group], at, every)}: {failed:,} "
+            f"of {attempts:,} failed: {kinds}{unranked}")
 
 
 def compared(k: KernelSeen) -> str:
@@ -188,7 +207,15 @@ def kernel_item(f: ServerFailed, k: KernelSeen, first: str) -> Item:
     text = (f"{f.server}, its kernel ({where}): {BY_KEY[k.kind].label}: {k.count:,} at "
             f"{levels_said(list(k.values), at, list(f.values))} ({counters}): {mechanism}{why}"
             + (f"; {beside}" if beside else ""))
-    return Item(f.server, k.values, text)
+    short = {serverside.EQUAL: "as many as the client's failed requests",
+             serverside.WITHIN: f"the client counted {k.failed:,}: within the connections "
+                                "open at the end",
+             serverside.DIFFER: f"the client counted {k.failed:,}: not the same count"}
+    brief = (f"{f.server}'s kernel ({'own' if k.own_netns else 'shared'} namespace): "
+             f"{BY_KEY[k.kind].label}: {k.count:,} at "
+             f"{levels_said(list(k.values), at, list(f.values))}"
+             + (f"; {short[k.compare]}" if k.compare in short else ""))
+    return Item(f.server, k.values, text, SEE_KERNEL, brief)
 
 
 def build(failed: dict[str, ServerFailed]) -> list[Item]:

@@ -21,6 +21,10 @@ NOTE = ("RSS counts every resident page of a shared library in full, in every pr
         "private figure discounts only what other processes of this host share. Private "
         "share: private ÷ (private + shared), both from smaps_rollup. At the end of the "
         "last level, median [min–max] over repetitions.")
+# summary.md's: the mechanism is explained once, in the docs (report.html keeps NOTE)
+SHORT_NOTE = ("At the end of the last level, median [min–max] over repetitions; RSS counts "
+              "shared pages in full, PSS shares them out: "
+              "`docs/analysis.md#rss-pss-private-and-shared-memory`.")
 
 
 def head(axis: str) -> list[str]:
@@ -51,4 +55,4 @@ def markdown(m: Manifest, stats: dict[str, list[LevelStats]], axis: str) -> list
     found = rows(m, stats)
     if not found:
         return []
-    return [f"## {TITLE}", "", *Table(head(axis), found).lines(), "", NOTE]
+    return [f"## {TITLE}", "", *Table(head(axis), found).lines(), "", SHORT_NOTE]

@@ -1,5 +1,8 @@
-"""A run's summary: conditions, a table per server and level with the spread
-of repetitions, verdicts between servers, and warnings that say what to do.
+"""A run's summary: the answer first (lab.present.answer: what was measured,
+the peak or the verdict, what limited it), then a table per server and level
+with the spread of repetitions, verdicts between servers, warnings that say
+what to do, and the conditions last. Each mechanism is explained once, in the
+docs, and linked; report.html keeps every figure, flag and explanation.
 
 Writes summary.md (Markdown), levels.csv (one row per server and level:
 median, min, max) and results.json (lab.analyse.analysis.to_json). Every figure comes
@@ -10,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.analyse import analysis, metrics, probeview
-from lab.present import costtable, memtable, probetable, profiletable
+from lab.present import answer, costtable, failedwords, memtable, method, profiletable, sends
 from lab.record import csvfile, files, outputs, probe, tcpkinds
 from lab.analyse.analysis import Analysis
 from lab.analyse.wording import (DASH, axis_label, median_range, percentile_mark,
@@ -21,7 +24,6 @@ from lab.record.manifest import Manifest, Warmup
 from lab.record.probe import ProbeReport
 from lab.record.tcpkinds import TcpDelta
 from lab.record.runrecord import RunRecord
-from lab.present import failedwords, method, sends
 
 
 def server_table(m: Manifest, stats: dict[str, list[LevelStats]]) -> list[str]:
@@ -49,11 +51,9 @@ def server_table(m: Manifest, stats: dict[str, list[LevelStats]]) -> list[str]:
                      f"{bound}/{len(levels)}", str(sum(s.failed for s in levels))])
     lines = Table(head, rows).lines()
     if cgroup:
-        lines += ["", "RSS: the server's processes' resident memory (/proc, shared library "
-                  "pages counted in full). cgroup memory: what the container's cgroup is "
-                  "charged, less inactive page cache (as `docker stats` shows it; "
-                  "MEM_LIMIT limits this one): page cache the container read or wrote and "
-                  "kernel memory included, pages first charged elsewhere not."]
+        lines += ["", "cgroup memory: what the container's cgroup is charged, less inactive "
+                  "page cache, as `docker stats` shows it (MEM_LIMIT limits it): "
+                  "`docs/analysis.md#rss-pss-private-and-shared-memory`."]
     return lines
 
 
@@ -79,7 +79,8 @@ def verdict_section(m: Manifest, a: Analysis) -> list[str]:
     axis = axis_label(m.params.axis)
     lines = [f"## Verdicts ({a.basis}, at {axis} = {', '.join(map(str, a.verdict_at))})", ""]
     if a.primary:
-        lines += [f"Primary, one a pair: {method.said(a.method)}", ""]
+        lines += [f"Primary, one a pair, by {method.test_name(a.method)} "
+                  "(`docs/methodology.md#the-decision-rule-a-stated-false-alarm-rate`):", ""]
         lines += Table([axis, "pair", "verdict"],
                        [[v.where(), f"{v.a} vs {v.b}", v.said()] for v in a.primary]).lines()
         lines += ["", "Per level (secondary: each at α over the number of per-level verdicts):",
@@ -88,8 +89,8 @@ def verdict_section(m: Manifest, a: Analysis) -> list[str]:
                    [[str(v.value), f"{v.a} vs {v.b}", v.said()] for v in a.verdicts]).lines()
     if any(v.cpu is not None for v in a.verdicts):
         lines += ["", "Where req/s cannot rank a pair (client-bound, host-busy, equivalent, "
-                  "undecided), server CPU per request (user+kernel from /proc, per completed "
-                  "request) is judged through the same rule, lower is better."]
+                  "undecided), server CPU per request is judged by the same rule, lower is "
+                  "better."]
     return lines
 
 
@@ -123,19 +124,22 @@ def jit_part(warmups: list[Warmup]) -> str:
     return out + (f"; JIT unavailable: {'; '.join(errors)}" if errors else "")
 
 
+PROBE_TABLE = ("Each probe's outcome is in report.html and in each server's probe.json "
+               "(`docs/methodology.md#set-up-alike-and-probed-for-abuse`).")
+
+
 def probe_section(probes: dict[str, ProbeReport | str]) -> list[str]:
-    """The robustness probe's table (lab.present.probetable, from each <server>/probe.json)
-    and one verdict line per server."""
+    """The robustness probe's verdict, a line per server (lab.analyse.probeview, from
+    each <server>/probe.json); its table, a row per probe, is report.html's."""
     if not probes:
         return []
-    good = {n: p for n, p in probes.items() if isinstance(p, ProbeReport) and p.results}
-    lines = [probetable.table(good)] if good else []
+    lines = []
     for name, p in probes.items():
         if isinstance(p, str):
             lines.append(f"- {name}: probe.json unreadable ({p})")
             continue
         lines.append(f"- {probeview.outcome(name, p).text()}")   # this lab's or an older one's
-    return lines
+    return lines + ["", PROBE_TABLE]
 
 
 def tcp_cells(tcp: TcpDelta | None) -> list[str | int]:
@@ -182,27 +186,38 @@ def rerun_line(m: Manifest) -> str:
                                                   " with its recorded settings.")
 
 
-def summary(rec: RunRecord, a: Analysis) -> str:
-    m = rec.manifest
-    lines = [f"# Run {md_text(m.run_id)} ({md_text(m.status)})", "",
-             f"Conditions: {md_text(analysis.conditions(m))}.", ""]
-    if m.plan:
-        lines += [f"Plan: {m.plan}.", ""]         # the lab's words, of checked settings
+def conditions_section(m: Manifest, a: Analysis) -> list[str]:
+    """The run's conditions, plan and reproducing command, last: the answer comes first."""
+    lines = ["## Conditions", "", f"{md_text(analysis.conditions(m))}; every setting is in "
+             "report.html."]
+    if m.plan:                    # the lab's words, of checked settings; a long one fenced
+        lines += ["", f"Plan: {m.plan}."] if len(m.plan) <= answer.LONGEST else \
+            ["", "Plan:", "```text", m.plan, "```"]
     rerun = rerun_line(m)
     if rerun:
-        lines += [md_text(rerun), ""]
+        lines += ["", md_text(rerun)]
+    if a.stats:
+        sampler = max(s.sampler_cpu_pct.hi for levels in a.stats.values() for s in levels)
+        lines += ["", f"The lab's own /proc sampler used at most {sampler:.2f}% of one core "
+                      "per level."]
+    # a fence, not a code span: the command is as long as the run's settings
+    return lines + ["", "Reproduce:", "```sh", m.reproduce, "```"]
+
+
+def summary(rec: RunRecord, a: Analysis) -> str:
+    """summary.md: the answer in its first lines (lab.present.answer), then the
+    tables and warnings; report.html holds every figure, flag and explanation."""
+    m = rec.manifest
+    lines = [f"# Run {md_text(m.run_id)} ({md_text(m.status)})", "", *answer.head(m, a)]
     stats = a.stats
     if stats:
-        lines += server_table(m, stats) + ["", "## Levels", ""] + level_table(m, stats)
+        lines += [""] + server_table(m, stats) + ["", "## Levels", ""] + level_table(m, stats)
         verdicts = verdict_section(m, a)
         lines += [""] + verdicts if verdicts else []
         if a.capacity:
             lines += ["", "## Against the client's calibrated capacity", ""]
             lines += [f"- {x.text}" for x in a.capacity]
         lines += [""] + memtable.markdown(m, stats, axis_label(m.params.axis))
-        sampler = max(s.sampler_cpu_pct.hi for levels in stats.values() for s in levels)
-        lines += ["", f"The lab's own /proc sampler used at most {sampler:.2f}% of one core "
-                      "per level."]
     said = sends.markdown(a.answers)
     if said:
         lines += [""] + said
@@ -219,13 +234,14 @@ def summary(rec: RunRecord, a: Analysis) -> str:
         lines += ["", "## Warm-up (WARMUP=auto)", "", *warm]
     if a.warnings:
         lines += ["", "## Warnings", "", *[f"- Warning: {w.text()}" for w in a.warnings]]
-    lines += ["", f"Reproduce: {md_code(m.reproduce)}", ""]
+    lines += ["", *conditions_section(m, a), ""]
     return "\n".join(lines)
 
 
 def failed_line(item: failedwords.Item) -> str:
     """One line of "What failed" in Markdown (lab.present.failedwords' item)."""
-    return f"- {md_text(item.text)}" + (f" (why: {md_code(item.see)})" if item.see else "")
+    return f"- {md_text(item.brief or item.text)}" + (f" (why: {md_code(item.see)})"
+                                                      if item.see else "")
 
 
 def failed_section(items: list[failedwords.Item]) -> list[str]:
