@@ -231,3 +231,18 @@ def test_an_empty_ada_sources_folder_exits_2_in_every_step(tmp_path: Path, step:
     out = make(lab_env(tmp_path, PORT=str(free_port())), step, *extra, f"ADA_SOURCES={empty}")
     refused(out, "ADA_SOURCES", tmp_path)
     assert "holds none of the archives" in out.stderr
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("given, refused", [("0", False), ("0s", False), ("5s", True)])
+def test_a_run_s_own_duration_is_its_own_however_written(given: str, refused: bool) -> None:
+    """make profile takes back the run's own WARMUP, which its plan wrote as
+    0s where the user gave 0; another value is still refused."""
+    from lab.setup import stepcheck
+    from lab.setup.params import ConfigError
+    env = {"WARMUP": given}
+    if refused:
+        with pytest.raises(ConfigError, match="WARMUP=5s is not used by make profile"):
+            stepcheck.check_step("profile", env, recorded={"WARMUP": "0s"})
+    else:
+        stepcheck.check_step("profile", env, recorded={"WARMUP": "0s"})

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 
 from lab.setup.makeflags import command_line_variables, misspelt
 from lab.setup.params import (REGISTRY, SETTINGS, ConfigError, check_lab_settings,
-                        run_settings)
+                              parse_duration, run_settings)
 
 LAB = frozenset(s.name for s in REGISTRY if s.scope == "lab")
 RUN = frozenset(run_settings())
@@ -72,6 +72,17 @@ def owner(name: str) -> str:
     return applies if applies.startswith("make ") else "make bench"
 
 
+def same(recorded: str, given: str) -> bool:
+    """A run's recorded value and one given again are the same setting: as
+    written, or as the same duration (a run plan writes WARMUP=0 as 0s)."""
+    if recorded == given:
+        return True
+    try:
+        return parse_duration("", recorded, True) == parse_duration("", given, True)
+    except ConfigError:
+        return False
+
+
 def check_step(step: str, env: Mapping[str, str], recorded: Mapping[str, str] | None = None,
                uses: frozenset[str] | None = None) -> list[str]:
     """Refuse (ConfigError) what `step` would not use; return the warnings.
@@ -90,7 +101,7 @@ def check_step(step: str, env: Mapping[str, str], recorded: Mapping[str, str] | 
         value = env.get(st.name, "").strip()
         if not value or st.name in read or ANYWAY.get(step, {}).get(st.name) == value:
             continue
-        if recorded is not None and recorded.get(st.name, st.default).strip() == value:
+        if recorded is not None and same(recorded.get(st.name, st.default).strip(), value):
             continue                         # the run's own value: what the step uses
         why = INSTEAD.get((step, st.name))
         text = (f"{st.name}={value} is not used by make {step}"
