@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -284,6 +285,11 @@ def test_the_paired_gate_passes_the_same_code_and_fails_a_costlier_head() -> Non
     worse = gate_of(pairs(10, 1.06, sd=0.005) + pairs(10, 1.06, sd=0.005, seed=2, value=4))
     assert worse.code == 1 and worse.checks[0].outcome == "regression"
     assert worse.checks[0].worse_pct is not None and worse.checks[0].worse_pct > 3
+    # its reason names the checks' place as a sentence does: "across 1, 4" or "at 4"
+    assert re.search(r"is worse than a (across 1, 4|at [14]):", worse.reason), worse.reason
+    assert re.search(r"by 3% or more (across 1, 4|at [14]), under duet", same.reason), same.reason
+    at4 = gate_of(pairs(10, 1.0, sd=0.005) + pairs(10, 1.05, sd=0.005, seed=2, value=4))
+    assert at4.code == 1 and "b is worse than a at 4: " in at4.reason, at4.reason
 
 
 def test_the_paired_gate_sees_a_sleep_that_costs_no_cpu() -> None:

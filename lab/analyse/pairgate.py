@@ -41,6 +41,11 @@ def check(a: str, la: list[LevelStats], b: str, lb: list[LevelStats], at: list[i
                      headline(outcome, j, worse, delta, said))
 
 
+def place(c: GateCheck) -> str:
+    """Where a check stands in a sentence: "across 1, 4", or "at 4"."""
+    return c.where() if c.levels else f"at {c.where()}"
+
+
 def of(stats: dict[str, list[LevelStats]], at: list[int], mode: str, settings: GateSettings,
        looks: LookSchedule = LookSchedule(), gate: tuple[str, ...] = ()) -> Gate:
     """The gate of a paired run's two servers (A first, as the run named them);
@@ -61,11 +66,11 @@ def of(stats: dict[str, list[LevelStats]], at: list[int], mode: str, settings: G
     passed = [c for c in checks if c.outcome == PASS]
     detail = "; ".join(f"{c.where()}: {c.text}" for c in checks)
     if worse:
-        code, reason = Exit.FAILED, f"{b} is worse than {a} {worse[0].where()}: {worse[0].reason}"
+        code, reason = Exit.FAILED, f"{b} is worse than {a} {place(worse[0])}: {worse[0].reason}"
         detail = "; ".join(f"{c.where()}: {c.text}" for c in worse)
     elif passed:
         code, reason = Exit.OK, (f"{b} is no worse than {a} by {delta:g}% or more "
-                                 f"{passed[0].where()}, under {mode}")
+                                 f"{place(passed[0])}, under {mode}")
         detail = f"{passed[0].where()}: {passed[0].text}"
     else:
         code, reason = Exit.NOT_COMPARABLE, f"nothing decided: {checks[0].reason}"
