@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -81,3 +82,38 @@ def test_the_cgroups_of_a_step_that_is_gone_are_swept_and_a_live_steps_kept() ->
         for path in (left, mine):
             if path.exists():
                 path.rmdir()
+
+
+BUSY = ("import time\nend = time.monotonic() + 0.35\n"
+        "while time.monotonic() < end: pass\ntime.sleep(30)\n")
+
+
+def test_a_tree_in_the_lab_s_cgroup_is_timed_to_the_microsecond() -> None:
+    """A server started in a cgroup of the lab's: the sampler's CPU time is
+    the cgroup's usage_usec (the scheduler's, where /proc counts 10 ms
+    ticks), and agrees with /proc's within a few ticks; a process in no
+    cgroup of the lab's (this one) has none, and keeps /proc's."""
+    from lab.host import procfs
+    made = cgroup.Cgroup.make()
+    if made is None:
+        pytest.skip(f"no cgroups here: {cgroup.status()}")
+    assert cgroup.cpu_stat(os.getpid()) is None
+    busy = subprocess.Popen(made.wrap([sys.executable, "-c", BUSY]), start_new_session=True)
+    try:
+        for _ in range(200):
+            if cgroup.pids_in(made.path):
+                break
+            time.sleep(0.01)
+        assert cgroup.cpu_stat(busy.pid) == made.path / "cpu.stat"
+        with procfs.Sampler(busy.pid, interval=0.05) as s:
+            time.sleep(0.6)
+        assert s.first is not None and s.last is not None
+        assert s.first.cg_cpu_s is not None and s.last.cg_cpu_s is not None
+        ticks = s.last.cpu_s - s.first.cpu_s
+        assert s.cpu_s == s.last.cg_cpu_s - s.first.cg_cpu_s
+        assert 0.1 < s.cpu_s < 0.5 and abs(s.cpu_s - ticks) <= 0.05, (s.cpu_s, ticks)
+        # a whole-tick count: the cgroup's is not one
+        assert round(s.cpu_s * 100, 6) != round(s.cpu_s * 100)
+    finally:
+        made.stop(os.getpgid(busy.pid))
+        busy.wait(timeout=5)

@@ -292,6 +292,17 @@ def test_the_paired_gate_passes_the_same_code_and_fails_a_costlier_head() -> Non
     assert at4.code == 1 and "b is worse than a at 4: " in at4.reason, at4.reason
 
 
+def test_one_level_no_worse_does_not_pass_a_gate_another_leaves_open() -> None:
+    """c=1 shown no worse, c=4 too noisy to tell: exit 3, not a pass (a 5%
+    CPU head passed so where a sleep hid its cost at c=1); both levels, or
+    the check across them, shown no worse: a pass."""
+    g = gate_of(pairs(10, 1.0, sd=0.003) + pairs(10, 1.03, sd=0.04, seed=1, value=4))
+    assert [c.outcome for c in g.checks[1:]] == ["pass", "not-judged"], g.checks
+    assert g.code == 3 and "no worse than a at 1, but not shown at 4" in g.reason, g.reason
+    both = gate_of(pairs(10, 1.0, sd=0.003) + pairs(10, 1.0, sd=0.003, seed=1, value=4))
+    assert both.code == 0, both.reason
+
+
 def test_the_paired_gate_sees_a_sleep_that_costs_no_cpu() -> None:
     """CPU per request is the same at both levels; c=1 is decided by req/s."""
     g = gate_of(sleepy(10))

@@ -92,6 +92,35 @@ def _found() -> tuple[Path, bool] | str:
     return _try(folder)
 
 
+def cpu_stat(pid: int) -> Path | None:
+    """The cpu.stat of the lab's own cgroup that `pid` is in (the one
+    lab.host.procs.start made for it, which holds it and whatever it forks),
+    or None: no cgroup of the lab's here, or `pid` in another one (a
+    container's, a remote host's)."""
+    folder = parent()
+    try:
+        path = own_path(Path(f"/proc/{pid}/cgroup").read_text())
+    except OSError:
+        return None
+    name = (path or "").rsplit("/", 1)[-1]
+    if isinstance(folder, str) or not name.startswith(PREFIX):
+        return None
+    stat = folder / name / "cpu.stat"
+    return stat if stat.is_file() else None
+
+
+def cpu_usage(stat: Path) -> tuple[float, float] | None:
+    """(CPU s, of it in the kernel) from a cgroup's cpu.stat, or None when it
+    is gone. usage_usec is the scheduler's own run time, to the microsecond,
+    where /proc/PID/stat counts whole clock ticks (10 ms); its
+    user/system split is the kernel's, from those ticks."""
+    try:
+        fields = dict(line.split() for line in stat.read_text().splitlines() if " " in line)
+        return int(fields["usage_usec"]) / 1e6, int(fields["system_usec"]) / 1e6
+    except (OSError, KeyError, ValueError):
+        return None
+
+
 def sweep(folder: Path) -> list[str]:
     """Kill and remove the lab's cgroups in `folder` whose step is gone
     (lab-PID-N and lab-probe-PID with no process PID): what a step that

@@ -11,7 +11,7 @@ import threading
 import time
 from dataclasses import dataclass, replace
 
-from lab.host import acceptq
+from lab.host import acceptq, cgroup
 
 TICKS = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -83,6 +83,10 @@ class TreeSample:
     anon_kb: int | None = None
     user_s: float = 0.0            # cpu_s in user space ...
     sys_s: float = 0.0             # ... and in the kernel on its behalf
+    # the tree's cgroup's figures (lab.host.cgroup.cpu_usage: to the µs, where
+    # cpu_s counts 10 ms ticks), None where the tree is in no cgroup of the lab's
+    cg_cpu_s: float | None = None
+    cg_sys_s: float | None = None
 
 
 def summed(procs: list[Stat]) -> TreeSample | None:
@@ -192,8 +196,13 @@ class Span:
 
     @property
     def cpu_s(self) -> float:
+        """The cgroup's run time where both samples have it (a light server's
+        slice of a second is a few ticks: /proc's count would round it by 10
+        ms), else /proc's ticks."""
         if self.first is None or self.last is None:
             return 0.0
+        if self.first.cg_cpu_s is not None and self.last.cg_cpu_s is not None:
+            return self.last.cg_cpu_s - self.first.cg_cpu_s
         return self.last.cpu_s - self.first.cpu_s
 
     @property
@@ -201,6 +210,8 @@ class Span:
         """The kernel's part of cpu_s (syscalls, TCP work charged to the server)."""
         if self.first is None or self.last is None:
             return None
+        if self.first.cg_sys_s is not None and self.last.cg_sys_s is not None:
+            return self.last.cg_sys_s - self.first.cg_sys_s
         return self.last.sys_s - self.first.sys_s
 
 
@@ -231,6 +242,7 @@ class Sampler(Span):
         self.count = 0
         # a container's cgroup memory peak (its subclass in the docker topology); None here
         self.cgroup_mem_peak_kb: int | None = None
+        self.cpu_stat = cgroup.cpu_stat(root)       # the CPU to the µs, where there is one
         self.first: TreeSample | None = self._sample()
         self._read_queue()
         self.count = 1 if self.first else 0
@@ -251,7 +263,9 @@ class Sampler(Span):
         if not known or len(known) < len(stats):
             known = tree(self.root)
             self.members = [x.pid for x in known]
-        return summed(known)
+        s = summed(known)
+        usage = cgroup.cpu_usage(self.cpu_stat) if s and self.cpu_stat else None
+        return replace(s, cg_cpu_s=usage[0], cg_sys_s=usage[1]) if s and usage else s
 
     def _read_queue(self) -> None:
         if self.reader is None:
