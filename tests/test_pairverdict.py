@@ -243,6 +243,20 @@ def test_a_seat_that_favours_its_occupant_is_unbalanced_never_a_difference() -> 
     assert "faster" not in v.kind
 
 
+def test_equivalent_across_the_levels_does_not_hide_a_level_that_differs() -> None:
+    """c=1 the same by req/s, c=4 4% apart by CPU per request: their mean is
+    inside ±3%, but the pair is undecided, naming c=4's own verdict; with
+    both levels the same it stays equivalent."""
+    s = stats(pairs(10, 1.0, sd=0.003) + pairs(10, 1.04, sd=0.003, seed=2, value=4))
+    across = pairverdict.primary("a", s["a"], "b", s["b"], [1, 4], 0.01, 3.0,
+                                 LookSchedule(), "duet")
+    assert across.kind == "equivalent", across.text
+    [v] = pairverdict.primaries(s, [1, 4], "duet", delta_pct=3.0)
+    assert v.kind == "undecided" and "but at 4 alone: a needs less server CPU" in v.text, v.text
+    same = stats(pairs(10, 1.0, sd=0.003) + pairs(10, 1.0, sd=0.003, seed=2, value=4))
+    assert pairverdict.primaries(same, [1, 4], "duet", delta_pct=3.0)[0].kind == "equivalent"
+
+
 def test_the_looks_of_repeat_auto_stop_at_the_first_that_decides() -> None:
     rows = pairs(14, 1.10, seed=3)
     s = stats(rows)

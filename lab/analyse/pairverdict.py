@@ -227,9 +227,30 @@ def judged(name_a: str, la: list[LevelStats], name_b: str, lb: list[LevelStats],
 def primaries(stats: dict[str, list[LevelStats]], at: list[int], mode: str,
               alpha: float = policy.ALPHA, delta_pct: float = policy.DELTA_PCT,
               looks: LookSchedule = LookSchedule()) -> list[Verdict]:
-    """The paired run's primary verdict (its one pair of servers)."""
+    """The paired run's primary verdict (its one pair of servers); an
+    "equivalent" across the levels stands only where no level's own verdict
+    decided a difference (level_veto)."""
     (a, la), (b, lb) = list(stats.items())[:2]
-    return [primary(a, la, b, lb, at, alpha, delta_pct, looks, mode)]
+    first = primary(a, la, b, lb, at, alpha, delta_pct, looks, mode)
+    if first.kind != "equivalent" or len(at) < 2:
+        return [first]
+    return [level_veto(first, verdicts(stats, at, mode, alpha, delta_pct, looks))]
+
+
+def level_veto(first: Verdict, levels: list[Verdict]) -> Verdict:
+    """"Equivalent" across the levels is a mean of the levels' figures (c=1's
+    req/s with c=4's CPU per request): a level that differs can hide in it.
+    Where a level's own verdict (at α over the levels) decided a difference,
+    the pair is undecided, saying where: an intersection-union test, which
+    spends no more α. More pairs do not lift it where the level truly differs;
+    its own verdict is the answer there."""
+    differ = [v for v in levels if v.kind == "faster"]
+    if first.kind != "equivalent" or not differ:
+        return first
+    at = ", ".join(str(v.value) for v in differ)
+    said = differ[0].text.split(": ", 1)[-1]     # past "across 1 level by ..., under ...: "
+    return replace(first, kind="undecided", percent=None,
+                   text=f"undecided: {first.text}, but at {at} alone: {said}")
 
 
 def verdicts(stats: dict[str, list[LevelStats]], at: list[int], mode: str,
