@@ -335,7 +335,7 @@ def analyse(rec: RunRecord) -> Analysis:
         if mode and len(sub) == 2:
             from lab.analyse import pairverdict
             found = pairverdict.verdicts(sub, at, mode, alpha, delta, looks)
-            first = pairverdict.primaries(sub, at, mode, alpha, delta, looks)
+            first = pairverdict.primaries(sub, at, mode, alpha, delta, looks, found)
         else:
             found = verdicts.verdicts(sub, at, alpha, delta, looks)
             first = verdicts.primaries(sub, at, alpha, delta, looks)

@@ -226,15 +226,19 @@ def judged(name_a: str, la: list[LevelStats], name_b: str, lb: list[LevelStats],
 
 def primaries(stats: dict[str, list[LevelStats]], at: list[int], mode: str,
               alpha: float = policy.ALPHA, delta_pct: float = policy.DELTA_PCT,
-              looks: LookSchedule = LookSchedule()) -> list[Verdict]:
+              looks: LookSchedule = LookSchedule(),
+              levels: list[Verdict] | None = None) -> list[Verdict]:
     """The paired run's primary verdict (its one pair of servers); an
     "equivalent" across the levels stands only where no level's own verdict
-    decided a difference (level_veto)."""
+    decided a difference (level_veto). `levels`: those verdicts where the
+    caller has them (lab.analyse.analysis), else they are reached here."""
     (a, la), (b, lb) = list(stats.items())[:2]
     first = primary(a, la, b, lb, at, alpha, delta_pct, looks, mode)
     if first.kind != "equivalent" or len(at) < 2:
         return [first]
-    return [level_veto(first, verdicts(stats, at, mode, alpha, delta_pct, looks))]
+    if levels is None:
+        levels = verdicts(stats, at, mode, alpha, delta_pct, looks)
+    return [level_veto(first, levels)]
 
 
 def level_veto(first: Verdict, levels: list[Verdict]) -> Verdict:
