@@ -91,6 +91,16 @@ def test_each_role_imports_only_the_roles_below_it() -> None:
     assert breaches() == []
 
 
+def planted(tmp_path: Path, where: str, text: str) -> Path:
+    """A lab/ of empty role packages with one module planted at `where`."""
+    root = tmp_path / "lab"
+    for r in ALLOWED:
+        (root / r).mkdir(parents=True)
+        (root / r / "__init__.py").write_text(f'"""{r}: ..."""\n')
+    (root / where).write_text(text)
+    return root
+
+
 @pytest.mark.parametrize("where, text, role", [
     ("present/view.py", "from lab.measure import sweep\n", "measure"),
     ("analyse/view.py", "def f() -> None:\n    from lab.studies.cost import run\n", "studies"),
@@ -99,20 +109,13 @@ def test_each_role_imports_only_the_roles_below_it() -> None:
 ])
 def test_the_check_sees_every_kind_of_import(tmp_path: Path, where: str, text: str,
                                              role: str) -> None:
-    root = tmp_path / "lab"
-    for r in ALLOWED:
-        (root / r).mkdir(parents=True)
-        (root / r / "__init__.py").write_text(f'"""{r}: ..."""\n')
-    (root / where).write_text(text)
-    got = breaches(root)
+    got = breaches(planted(tmp_path, where, text))
     assert len(got) == 1 and got[0].endswith(f"({role})"), got
 
 
 # What analyses or records a run returns facts (numbers, kinds, flags, short
-# labels); lab.present words them in each format. The modules still writing
-# Markdown in analyse/record, until their words move to present too:
+# labels); lab.present words them in each format (issue 53).
 WRITERS = ("lab.setup.markdown", "lab.present")
-ALLOWED_FOR_NOW: frozenset[str] = frozenset()     # none left (issue 53)
 
 
 def named(path: Path, package: str) -> set[str]:
@@ -128,7 +131,7 @@ def named(path: Path, package: str) -> set[str]:
 def markdown_writers(root: Path = LAB) -> list[str]:
     found = []
     for module, path in modules(root).items():
-        if role_of(module) not in ("analyse", "record") or module in ALLOWED_FOR_NOW:
+        if role_of(module) not in ("analyse", "record"):
             continue
         package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
         got = named(path, package)
@@ -139,11 +142,6 @@ def markdown_writers(root: Path = LAB) -> list[str]:
 
 def test_analyse_and_record_write_no_markdown() -> None:
     assert markdown_writers() == []
-    stale = [m for m in ALLOWED_FOR_NOW
-             if m not in modules() or not any(
-                 t == w or t.startswith(w + ".") for w in WRITERS
-                 for t in named(modules()[m], m.rsplit(".", 1)[0]))]
-    assert not stale, f"ALLOWED_FOR_NOW names modules that no longer write Markdown: {stale}"
 
 
 @pytest.mark.parametrize("where, text, found", [
@@ -156,10 +154,5 @@ def test_analyse_and_record_write_no_markdown() -> None:
 ])
 def test_the_markdown_check_sees_a_planted_writer(tmp_path: Path, where: str, text: str,
                                                   found: str) -> None:
-    root = tmp_path / "lab"
-    for r in ALLOWED:
-        (root / r).mkdir(parents=True)
-        (root / r / "__init__.py").write_text(f'"""{r}: ..."""\n')
-    (root / where).write_text(text)
-    got = markdown_writers(root)
+    got = markdown_writers(planted(tmp_path, where, text))
     assert got == ([f"lab.{where[:-3].replace('/', '.')} imports {found}"] if found else []), got
