@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import lab, lab_env, run_folders
-from lab.analyse import levelrow, metrics, pairgate, pairverdict, resample
+from lab.analyse import levelrow, metrics, nextstarts, pairgate, pairverdict, resample
 from lab.analyse.gate import GateSettings
 from lab.analyse.nextstarts import plan
 from lab.analyse.policy import LookSchedule
@@ -255,6 +255,22 @@ def test_equivalent_across_the_levels_does_not_hide_a_level_that_differs() -> No
     assert v.kind == "undecided" and "but at 4 alone: a needs less server CPU" in v.text, v.text
     same = stats(pairs(10, 1.0, sd=0.003) + pairs(10, 1.0, sd=0.003, seed=2, value=4))
     assert pairverdict.primaries(same, [1, 4], "duet", delta_pct=3.0)[0].kind == "equivalent"
+
+
+def test_repeat_auto_stops_where_the_levels_own_verdicts_answer_a_held_back_equivalent() -> None:
+    """The held-back "equivalent" names the level that differs; once every
+    level's own verdict is decided more pairs cannot change the answer, and
+    REPEAT=auto stops; while a level is still open it goes on."""
+    s = stats(pairs(10, 1.0, sd=0.003) + pairs(10, 1.04, sd=0.003, seed=2, value=4))
+    found = pairverdict.verdicts(s, [1, 4], "duet", delta_pct=3.0)
+    [v] = pairverdict.primaries(s, [1, 4], "duet", delta_pct=3.0, levels=found)
+    assert v.differs_at == (4,) and [w.kind for w in found] == ["equivalent", "faster"]
+    assert nextstarts.settled(v, found)
+    assert nextstarts.outcome(v) == "a vs b: differs at 4"
+    open_c1 = [dataclasses.replace(found[0], kind="undecided"), found[1]]
+    assert not nextstarts.settled(v, open_c1)
+    kept = pairverdict.primaries(s, [1, 4], "duet", delta_pct=3.0)[0]
+    assert not nextstarts.settled(dataclasses.replace(kept, differs_at=()), found)
 
 
 def test_the_looks_of_repeat_auto_stop_at_the_first_that_decides() -> None:

@@ -121,6 +121,17 @@ def test_a_paired_auto_line_says_its_own_defaults(monkeypatch: pytest.MonkeyPatc
                     available_cpus=CPUS).repeat == Repeat(10, 40, True)
 
 
+def test_a_fixed_repeat_line_leaves_out_the_bounds_of_auto(monkeypatch: pytest.MonkeyPatch,
+                                                            tmp_path: Path) -> None:
+    """REPEAT=3 runs three starts whatever REPEAT_MIN and REPEAT_MAX say: the
+    line does not carry them (they read as a setting that mattered)."""
+    env = given(monkeypatch, {**KINDS["sequential"], "REPEAT_MAX": "9"})
+    m = manifest.read_manifest(bench_run(tmp_path, from_env(env, KNOWN, CLIENTS,
+                                                               available_cpus=CPUS)))
+    _, said = line_settings(m.reproduce)
+    assert said["REPEAT"] == "3" and not {"REPEAT_MIN", "REPEAT_MAX"} & set(said), said
+
+
 def test_a_cost_run_s_line_gives_its_plan(monkeypatch: pytest.MonkeyPatch) -> None:
     env = given(monkeypatch, dict(SERVER="a b", COST_LEVELS="1 4", COST_REQUESTS="100 300",
                                   REPEAT="2"))

@@ -6,7 +6,9 @@ of run-benchmark.sh): one round at a time, in a balanced order.
   start only for the servers of pairs whose primary verdict is still
   undecided (lab.analyse.verdicts.primaries: the looks replayed, α spent over
   them, so looking after every round does not raise the false-alarm rate),
-  up to REPEAT_MAX. A server whose start failed gets no more.
+  up to REPEAT_MAX. A server whose start failed gets no more. A paired run
+  whose "equivalent" a level's own difference held back is done once every
+  level's own verdict is decided (settled).
 
 Each round alternates which server starts first (ABBA: round 1 A B, round 2
 B A, ...), so a drift or an order effect of the host does not fall on one
@@ -51,10 +53,26 @@ def ordered(servers: list[str], round_no: int) -> list[str]:
     return list(servers) if round_no % 2 == 1 else list(reversed(servers))
 
 
+def settled(v: verdicts.Verdict, levels: list[verdicts.Verdict]) -> bool:
+    """An "equivalent" held back because a level's own verdict decided a
+    difference (lab.analyse.pairverdict.level_veto) is settled once every
+    level's own verdict of the pair is decided: more starts cannot make the
+    pair equivalent where a level differs, and its levels say the answer."""
+    own = [w for w in levels if {w.a, w.b} == {v.a, v.b}]
+    return bool(v.differs_at) and bool(own) and all(w.kind in DECIDED for w in own)
+
+
 def undecided(a: Analysis) -> list[tuple[str, str]]:
     """The pairs whose primary verdict more starts may still decide."""
     return [(v.a, v.b) for v in a.primary if v.kind not in DECIDED
-            and v.kind not in ("missing", "not-comparable")]
+            and v.kind not in ("missing", "not-comparable") and not settled(v, a.verdicts)]
+
+
+def outcome(v: verdicts.Verdict) -> str:
+    """A decided pair in a few words, for the run's last line."""
+    if v.differs_at:
+        return f"{v.a} vs {v.b}: differs at {', '.join(map(str, v.differs_at))}"
+    return f"{v.a} vs {v.b}: {v.kind}"
 
 
 def plan(m: Manifest, loaded: list[str], a: Analysis | None) -> Next:
@@ -100,7 +118,7 @@ def rounds(m: Manifest, loaded: list[str], a: Analysis | None) -> Next:
                     "nginx, is never ranked)")
     open_pairs = undecided(a)
     if not open_pairs:
-        said = ", ".join(f"{v.a} vs {v.b}: {v.kind}" for v in a.primary)
+        said = ", ".join(outcome(v) for v in a.primary)
         return Next([], f"every pair decided ({said})")
     want = [s for s in loaded if any(s in pair for pair in open_pairs)
             and have[s][0] < most and not have[s][1]]

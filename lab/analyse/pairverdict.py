@@ -254,7 +254,8 @@ def level_veto(first: Verdict, levels: list[Verdict]) -> Verdict:
     at = ", ".join(str(v.value) for v in differ)
     said = differ[0].text.split(": ", 1)[-1]     # past "across 1 level by ..., under ...: "
     return replace(first, kind="undecided", percent=None,
-                   text=f"undecided: {first.text}, but at {at} alone: {said}")
+                   text=f"undecided: {first.text}, but at {at} alone: {said}",
+                   differs_at=tuple(v.value for v in differ))
 
 
 def verdicts(stats: dict[str, list[LevelStats]], at: list[int], mode: str,

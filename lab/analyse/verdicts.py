@@ -192,6 +192,7 @@ class Verdict:
     levels: tuple[int, ...] = ()     # a primary verdict: the levels it is taken across
     metric: str = ""                 # a primary verdict: what it ranks by
     paired: str = ""                 # decided on start pairs (PAIRED: duet, rmit)
+    differs_at: tuple[int, ...] = ()  # "equivalent" vetoed: the levels whose own verdict differs
 
     def said(self) -> str:
         """The verdict in full: req/s, then CPU per request (with instructions per

@@ -74,6 +74,8 @@ def recorded_settings(params: Params) -> dict[str, str]:
     checked: a paired run's own REPEAT_MIN and REPEAT_MAX, not the registry's."""
     skip = {"concurrency": {"RATE"}, "rate": {"CONCURRENCY"}}[params.load_axis]
     # as given: a value's outer blanks (make keeps `PAIRED=" rmit "`'s last one) dropped
+    if not params.repeat.auto:                  # a fixed REPEAT: its bounds mean nothing
+        skip |= {"REPEAT_MIN", "REPEAT_MAX"}
     out = {k: os.environ.get(k, SETTINGS[k].default).strip() for k in run_settings()
            if k not in skip}
     return {**out, **RunPlan.of(params).settings()}
