@@ -163,7 +163,7 @@ def test_verdicts_calibration_warmup_and_warnings(results_dir: Path) -> None:
         row = [escape(str(v[k])) for k in ("value", "a", "b", "kind", "text")]
         assert any(all(x in r for x in row) for r in table.split("<tr>")), v
     warm = section(flagged, "warming")
-    assert "<h3>Warm-up</h3>" in warm and ">auto<" in warm and "no (hit the cap)" in warm
+    assert "<h3>Warm-up</h3>" in warm and ">auto<" in warm and "not steady within the" in warm
     complete = page(results_dir, COMPLETE)
     rec, a = analysis.of(results_dir / COMPLETE)
     assert rec.manifest.calibration

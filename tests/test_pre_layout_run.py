@@ -93,6 +93,13 @@ def test_a_run_of_the_flat_tree_writes_the_same_summary_again(tmp_path: Path) ->
                 assert not row.pop("percentiles", None)           # issue 45: one host's own
                 for column in ("slice_rps", "slice_cpu_us"):      # issue 52: a paired
                     assert row.pop(column, None) is None          # run's slices
+                for column in ("server_jit_us_per_req", "slice_jit_us"):  # issue 61: a
+                    assert row.pop(column, None) is None          # JVM's compiler threads
+    for rec in again["servers"].values():          # issue 61: the warm-up's class, none then
+        for start in rec.get("starts", []):
+            w = start.get("warmup") or {}
+            assert not any(w.pop(k, None) for k in ("warm_class", "steady_after_s",
+                                                     "series_class", "slice_jit_pct"))
     assert again == old
     got = json.loads((run / "results.json").read_text())
     for v in got["verdicts"]:          # half the requests failed: not ranked

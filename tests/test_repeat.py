@@ -106,20 +106,28 @@ def test_warmup_auto_waits_until_the_rate_is_steady(tmp_path: Path) -> None:
     [row] = read_rows(run)
     assert not row.has("not-steady")
     assert "steady after" in out.stderr
+    # it speeds up, then holds: a warm-up by its change points, steady after it sped up
+    assert warm["warm_class"] == "warm-up" and warm["steady_after_s"] >= 2, warm
+    assert "1 warm-up (steady after" in (run / "summary.md").read_text()
 
 
 @pytest.mark.quiet
 def test_warmup_that_hits_its_cap_flags_every_level(tmp_path: Path) -> None:
-    out = bench(lab_env(tmp_path, SERVER="warming", CONCURRENCY="1 2", DURATION="1s",
-                        WARMUP="auto", WARMUP_MAX="3s", PROBE="0", PORT=str(free_port())),
+    # it speeds up over 30 s of load: within 8 s, the least WARMUP_MAX, its
+    # series climbs to the end: no steady state
+    out = bench(lab_env(tmp_path, SERVER="warming.slow", CONCURRENCY="1 2", DURATION="1s",
+                        WARMUP="auto", WARMUP_MAX="8s", PROBE="0", PORT=str(free_port())),
                 timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     run, m = only_run(tmp_path)
-    [start] = m["servers"]["warming"]["starts"]
-    assert start["warmup"]["steady"] is False and start["warmup"]["slices"] == 1
+    [start] = m["servers"]["warming.slow"]["starts"]
+    warm = start["warmup"]
+    assert warm["steady"] is False and 1 <= warm["slices"] <= 8, warm
+    assert warm["warm_class"] == "no steady state" and warm.get("steady_after_s") is None
     assert all(r.has("not-steady") for r in read_rows(run))
     summary = (run / "summary.md").read_text()
-    assert "hit the cap of 3s" in summary and "Raise WARMUP_MAX" in summary
+    assert "1 no steady state within the 8 s cap" in summary and "Raise WARMUP_MAX" in summary
+    assert "1 of 1 starts never became steady" in summary
 
 
 def test_a_knob_sweep_restarts_the_server_per_value(tmp_path: Path) -> None:

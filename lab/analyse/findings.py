@@ -137,8 +137,10 @@ class NotSteady(Finding):
     server: str
 
     def text(self) -> str:
-        return (f"{self.server}: the warm-up never settled (WARMUP_MAX); its figures may "
-                "still be climbing. Raise WARMUP_MAX or use a fixed WARMUP.")
+        return (f"{self.server}: the warm-up found no steady state within WARMUP_MAX (its "
+                "class in summary.md's Warm-up); its figures may still be moving. Raise "
+                "WARMUP_MAX or use a fixed WARMUP; under PAIRED=duet both sides are measured "
+                "at the same age.")
 
 
 @dataclass(frozen=True)

@@ -81,6 +81,9 @@ class Measured:
     # the lab's noisy neighbour (NEIGHBOUR, lab.measure.neighbour) was running
     # when the client run began
     neighbour: bool = False
+    # a JVM's JIT compiler threads' part of server_cpu_s (lab.host.procfs.
+    # compiler_threads; None: not a JVM, or its threads not on this host)
+    server_jit_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -231,6 +234,8 @@ def make_row(where: Where, level: Level, m: Measured, client: str = "the client"
         pss_kb=m.pss_kb, private_kb=m.private_kb, shared_kb=m.shared_kb, anon_kb=m.anon_kb,
         server_sys_us_per_req=round(1e6 * m.server_sys_s / level.transactions, 2)
         if m.server_sys_s is not None and level.transactions else None,
+        server_jit_us_per_req=round(1e6 * m.server_jit_s / level.transactions, 2)
+        if m.server_jit_s is not None and level.transactions else None,
         failure_kinds=encode_failures(level.failures), unranked=unranked,
         answers_checked=m.answers.checked if m.answers else None,
         answers_wrong=m.answers.wrong if m.answers else None,

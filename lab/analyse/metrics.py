@@ -60,8 +60,9 @@ FLAGS: dict[str, str] = {
                    "usually client-side queueing, errors or timeouts",
     "saturated": f"the achieved rate fell more than {SATURATED_SHORTFALL:.0%} short of the "
                  "offered rate: the server (or client) could not keep up",
-    "not-steady": "the warm-up hit WARMUP_MAX before three slices agreed within 5% (and, "
-                  f"for a JVM, before its JIT compiled at most {JIT_QUIET_PER_S:g} method/s)",
+    "not-steady": "the warm-up hit WARMUP_MAX with no steady state by its change points "
+                  "(the start's class: no steady state, or a slowdown; for a JVM, or its JIT "
+                  "still compiling)",
     "noisy": f"repetitions spread more than {NOISY_SPREAD - 1:.0%} (max/min)",
     "client-stopped": f"the client stopped early: its own elapsed time fell more than "
                       f"{RAN_SHORT:.0%} short of the level's length, so its rate is not the "

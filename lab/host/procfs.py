@@ -402,3 +402,63 @@ def cpu_times(cpus: tuple[int, ...]) -> tuple[float, float]:
                 busy += user + nice + system
                 steal += int(parts[8]) if len(parts) > 8 else 0
     return busy / TICKS, steal / TICKS
+
+
+# HotSpot names its JIT compiler threads "C1 CompilerThread0", "C2 CompilerThread1"
+# (comm keeps 15 characters: "C2 CompilerThre"); Graal's are "JVMCI-native Com…"
+# or "JVMCI CompilerT…": every one holds "Compiler" or "JVMCI"
+COMPILER_MARKS = ("CompilerThre", "JVMCI")
+
+
+def thread_cpu_ns(pid: int, tid: str) -> int | None:
+    """A thread's CPU time in ns: schedstat's run time (the scheduler's, to the
+    ns), else stat's utime+stime ticks; None when it is gone."""
+    base = f"/proc/{pid}/task/{tid}"
+    try:
+        with open(f"{base}/schedstat") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        with open(f"{base}/stat", "rb") as f:
+            raw = f.read().decode()
+    except OSError:
+        return None
+    fields = raw[raw.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) * 1_000_000_000 // TICKS
+
+
+def compiler_threads(root: int) -> dict[tuple[int, str], int] | None:
+    """The JIT compiler threads of root's tree on this host: (pid, tid) to CPU
+    ns so far; None when root is not here (another host, gone)."""
+    procs = tree(root)
+    if not procs:
+        return None
+    out: dict[tuple[int, str], int] = {}
+    for p in procs:
+        try:
+            tids = os.listdir(f"/proc/{p.pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{p.pid}/task/{tid}/comm") as f:
+                    comm = f.read().strip()
+            except OSError:
+                continue
+            if any(mark in comm for mark in COMPILER_MARKS):
+                ns = thread_cpu_ns(p.pid, tid)
+                if ns is not None:
+                    out[(p.pid, tid)] = ns
+    return out
+
+
+def compiler_cpu_s(before: dict[tuple[int, str], int] | None,
+                   after: dict[tuple[int, str], int] | None) -> float | None:
+    """The compiler threads' CPU seconds between two readings: each thread's
+    growth, a thread started in between counted whole (one that ended in
+    between is lost: HotSpot stops idle compiler threads, after they idled)."""
+    if before is None or after is None:
+        return None
+    return sum(ns - before.get(key, 0) for key, ns in after.items()
+               if ns >= before.get(key, 0)) / 1e9

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 from lab.analyse import levelrow
 from lab.measure.clients import Client
 from lab.measure.launch import ServerProcess
-from lab.measure.sweep import (ServerSweep, StoppedAnswering, fmt_value, neighbour_of,
+from lab.measure.sweep import (ServerSweep, StoppedAnswering, fmt_value, neighbour_of, WarmSeries,
                                progress)
 from lab.measure.topologies import ServerDied
 from lab.record import files, rows
@@ -149,44 +149,33 @@ class PairSweep:
 
     def warm_together(self, top: int) -> list[dict[str, Any]]:
         """WARMUP=auto under duet: slices of both sides at the same moment
-        until each side's last slices agree (and a JVM's JIT is quiet) or
+        until each side's series show a steady state (lab.analyse.warmup) or
         WARMUP_MAX: a side warmed alone after its partner settled would run
-        faster than it will be measured, and its slices would never agree."""
+        faster than it will be measured. Both sides start and are measured
+        at the same age, steady or not."""
         p = self.params
-        watches = [side.jit_watch(sp) for side, sp in zip(self.sides, self.procs)]
-        for w in watches:
-            if w:
-                w.take()
-        rates: list[list[float]] = [[], []]
-
-        def settled(i: int) -> bool:
-            w = watches[i]
-            return levelrow.steady(rates[i]) and (w is None or w.unavailable or
-                                                  levelrow.jit_quiet(w.per_s))
+        got = [WarmSeries(side.jit_watch(sp)) for side, sp in zip(self.sides, self.procs)]
         t0 = time.monotonic()
-        while not (settled(0) and settled(1)) and \
+        while not (got[0].settled() and got[1].settled()) and \
                 time.monotonic() - t0 + WARMUP_SLICE_S <= p.warmup_max_s:
-            tag = f"rep{self.rep}-warmup{len(rates[0]) + 1}"
-            got = self.both(lambda i: self.sides[i].level(
-                self.procs[i], self.sides[i].load(top), WARMUP_SLICE_S, tag))
-            for i, (level, _) in enumerate(got):
-                rates[i].append(round(level.rate_rps, 1))
-            for w in watches:
-                if w:
-                    w.take()
+            tag = f"rep{self.rep}-warmup{got[0].n + 1}"
+            both = self.both(lambda i: self.sides[i].level(
+                self.procs[i], self.sides[i].warm_load(top), WARMUP_SLICE_S, tag))
+            for series_, (level, m) in zip(got, both):
+                series_.add(level, m)
         took = time.monotonic() - t0
-        return [side.warmed("auto, together", rates[i], settled(i), took, f"c={top}", w)
-                for i, (side, w) in enumerate(zip(self.sides, watches))]
+        return [side.warmed("auto, together", got[i], took, side.warm_at(top))
+                for i, side in enumerate(self.sides)]
 
     def sweep_levels(self, level_values: list[int], workers: list[int],
                      not_steady: list[bool]) -> None:
         started = time.monotonic()
         for k, value in enumerate(level_values, 1):
             measured = self.measure(value)
-            got = [(level, m) for level, m, _, _ in measured]
+            got = [(level, m) for level, m, _, _, _ in measured]
             made = [replace(side.row(sp, None, value, w, ns, level, m), slice_rps=rps,
-                            slice_cpu_us=cpu)
-                    for side, sp, w, ns, (level, m), (_, _, rps, cpu)
+                            slice_cpu_us=cpu, slice_jit_us=jit)
+                    for side, sp, w, ns, (level, m), (_, _, rps, cpu, jit)
                     in zip(self.sides, self.procs, workers, not_steady, self.partnered(got),
                            measured)]
             eta = (time.monotonic() - started) / k * (len(level_values) - k)
@@ -202,7 +191,8 @@ class PairSweep:
                                        f"completed in {self.params.duration_s}s: "
                                        f"{', '.join(silent)} stopped answering")
 
-    def measure(self, value: int) -> list[tuple[Level, levelrow.Measured, str, str]]:
+    def measure(self, value: int
+                ) -> list[tuple[Level, levelrow.Measured, str, str, str | None]]:
         """One level of both sides in SLICES slices: each slice of both at the
         same moment (duet), or one server's slice at a time in a random order
         (rmit: seeded by the run, the pair and the level, so a rerun repeats
@@ -230,8 +220,8 @@ class PairSweep:
                 else summed_[i][1]))
         out = []
         for side, sp, parts, (level, m) in zip(self.sides, self.procs, got, summed_):
-            rps, cpu = slice_figures(parts)
-            out.append((level, side.checked_after(sp, level, m), rps, cpu))
+            rps, cpu, jit = slice_figures(parts)
+            out.append((level, side.checked_after(sp, level, m), rps, cpu, jit))
         return out
 
     def partnered(self, got: list[tuple[Level, levelrow.Measured]]
@@ -293,12 +283,18 @@ def slice_lengths(duration_s: int) -> list[int]:
     return [base + (k < extra) for k in range(count)]
 
 
-def slice_figures(parts: list[tuple[Level, levelrow.Measured]]) -> tuple[str, str]:
-    """Each slice's req/s and server CPU µs per request, as Row's cells."""
+def slice_figures(parts: list[tuple[Level, levelrow.Measured]]
+                  ) -> tuple[str, str, str | None]:
+    """Each slice's req/s, server CPU µs per request and, for a JVM whose
+    compiler threads were read, their part of it, as Row's cells."""
     rps = " ".join(f"{lv.rate_rps:.1f}" for lv, _ in parts)
     cpu = " ".join(f"{1e6 * m.server_cpu_s / lv.successful:.2f}" if lv.successful else "0"
                    for lv, m in parts)
-    return rps, cpu
+    if any(m.server_jit_s is None for _, m in parts):
+        return rps, cpu, None
+    jit = " ".join(f"{min(1e6 * (m.server_jit_s or 0.0), 1e6 * m.server_cpu_s) / lv.successful:.2f}"
+                   if lv.successful else "0" for lv, m in parts)
+    return rps, cpu, jit
 
 
 def summed(parts: list[tuple[Level, levelrow.Measured]]) -> tuple[Level, levelrow.Measured]:
@@ -329,6 +325,8 @@ def summed(parts: list[tuple[Level, levelrow.Measured]]) -> tuple[Level, levelro
         sampler_cpu_s=sum(m.sampler_cpu_s for m in ms),
         server_sys_s=None if any(m.server_sys_s is None for m in ms)
         else sum(m.server_sys_s or 0.0 for m in ms),
+        server_jit_s=None if any(m.server_jit_s is None for m in ms)
+        else sum(m.server_jit_s or 0.0 for m in ms),
         answer_changed="; ".join(m.answer_changed for m in ms if m.answer_changed),
         client_stopped_s=sum(m.client_stopped_s for m in ms),
         sampler_gap_s=max(m.sampler_gap_s for m in ms),

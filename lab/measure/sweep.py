@@ -17,8 +17,8 @@ from typing import Any
 
 from lab.record import failures, files, manifest, rows, series, tcpkinds
 from lab.measure import clienthosts, jit, neighbour, topologies
-from lab.analyse import answers, contract, levelrow, metrics
-from lab.host import logcap, procs
+from lab.analyse import answers, contract, levelrow, metrics, warmup
+from lab.host import logcap, procfs, procs
 from lab.measure.clients import Asks, Checks, Client, ClientError, Load, PerSecond
 from lab.record.histogram import Histogram
 from lab.record.level import Level
@@ -458,17 +458,18 @@ class ServerSweep:
 
     # ---- warm-up ------------------------------------------------------------
     def warm_up(self, sp: ServerProcess, top: int) -> dict[str, Any]:
-        """Load at the top level, not recorded: a fixed time, or (auto) 2 s
-        slices until three agree within 5% and, for a JVM, its JIT has gone
-        quiet (lab.measure.jit), for at most WARMUP_MAX of wall time.
+        """Load at the top level, not recorded: a fixed time, or (auto) slices
+        of WARMUP_SLICE_S until the start's own series (req/s, server CPU per
+        request and, for a JVM, its JIT compiler threads' CPU) show a steady
+        state by their change points (lab.analyse.warmup), for at most
+        WARMUP_MAX of wall time; the start's warm-up class is recorded.
 
         An open-loop client warms up closed-loop instead (as fast as it can
         with WARMUP_WORKERS connections): an offered rate beyond the server's
         capacity only builds a queue, which is no steady state to wait for."""
         p = self.params
-        load = self.load(top) if p.load_axis == "concurrency" else Load(concurrency=WARMUP_WORKERS)
-        at = fmt_value(p.load_axis, top) if p.load_axis == "concurrency" else \
-            f"{WARMUP_WORKERS} connections, as fast as the client can"
+        load = self.warm_load(top)
+        at = self.warm_at(top)
         watch = self.jit_watch(sp)
         if not p.warmup_auto:
             if not p.warmup_s:
@@ -482,42 +483,55 @@ class ServerSweep:
                      f"{level.rate_rps:,.0f} req/s (not recorded){jit_said(watch)}")
             return {"mode": "fixed", "seconds": p.warmup_s, "rate_rps": round(level.rate_rps),
                     **(watch.record(levelrow.jit_quiet(watch.per_s)) if watch else {})}
-        rates: list[float] = []
+        got = WarmSeries(watch)
         t0 = time.monotonic()
-        if watch:
-            watch.take()
-
-        def settled() -> bool:
-            return levelrow.steady(rates) and (watch is None or watch.unavailable or
-                                               levelrow.jit_quiet(watch.per_s))
         # slices while the next one still fits under the cap, in wall time
-        # (a slice lasts longer than its nominal 2 s when the server lags)
-        while not settled() and time.monotonic() - t0 + WARMUP_SLICE_S <= p.warmup_max_s:
-            level, _ = self.level(sp, load, WARMUP_SLICE_S,
-                                  f"rep{self.rep}-warmup{len(rates) + 1}")
-            rates.append(round(level.rate_rps, 1))
-            if watch:
-                watch.take()
-        return self.warmed("auto", rates, settled(), time.monotonic() - t0, at, watch)
+        # (a slice lasts longer than its nominal length when the server lags)
+        while not got.settled() and time.monotonic() - t0 + WARMUP_SLICE_S <= p.warmup_max_s:
+            got.add(*self.level(sp, load, WARMUP_SLICE_S, f"rep{self.rep}-warmup{got.n + 1}"))
+        return self.warmed("auto", got, time.monotonic() - t0, at)
 
-    def warmed(self, how: str, rates: list[float], ok: bool, took: float, at: str,
-               watch: jit.Watch | None) -> dict[str, Any]:
-        """WARMUP=auto's end, said and recorded: steady after its slices, or
-        WARMUP_MAX reached (every level of the start flagged not-steady).
-        `how`: "auto", or "auto, together" (a duet's sides, lab.measure.pair)."""
+    def warm_load(self, top: int) -> Load:
+        return self.load(top) if self.params.load_axis == "concurrency" else \
+            Load(concurrency=WARMUP_WORKERS)
+
+    def warm_at(self, top: int) -> str:
+        return fmt_value(self.params.load_axis, top) if self.params.load_axis == "concurrency" \
+            else f"{WARMUP_WORKERS} connections, as fast as the client can"
+
+    def warmed(self, how: str, got: WarmSeries, took: float, at: str) -> dict[str, Any]:
+        """WARMUP=auto's end, said and recorded: the start's class (flat,
+        warm-up, slowdown, no steady state: lab.analyse.warmup) and, where it
+        became steady, after how long; a start with no steady state within
+        WARMUP_MAX has every level flagged not-steady. `how`: "auto", or
+        "auto, together" (a duet's sides, lab.measure.pair)."""
         p = self.params
-        shown = " ".join(f"{r / 1000:.1f}k" for r in rates[-6:])
-        if ok:
-            progress(f"{self.tag} warm-up {how}: steady after {took:.0f}s at {at} "
-                     f"(last slices {shown} req/s; not recorded){jit_said(watch)}")
+        got.finish()
+        j = got.judged()
+        shown = " ".join(f"{r / 1000:.1f}k" for r in got.rates[-6:])
+        after = got.steady_after_s()
+        if j.steady:
+            said = "flat" if j.kind is warmup.WarmClass.FLAT else \
+                f"{j.kind.value}, steady after {after:.0f}s"
+            progress(f"{self.tag} warm-up {how}: {said} at {at} (by change points; last slices "
+                     f"{shown} req/s; not recorded){jit_said(got.watch, got)}")
         else:
-            progress(f"{self.tag} warning: warm-up did not settle within WARMUP_MAX="
-                     f"{p.warmup_max_s}s at {at} (last slices {shown} req/s"
-                     f"{jit_said(watch)}): every level of this start is flagged not-steady")
-        return {"mode": "auto", "steady": ok, "seconds": round(took, 1),
-                "slices": len(rates), "slice_rates": rates, "cap_s": p.warmup_max_s,
+            progress(f"{self.tag} warning: warm-up {how} found no steady state within "
+                     f"WARMUP_MAX={p.warmup_max_s}s at {at} ({j.kind.value}"
+                     f"{', the JIT still compiling' if j.jit_busy else ''}; last slices {shown} "
+                     f"req/s{jit_said(got.watch, got)}): every level of this start is flagged "
+                     "not-steady; a longer WARMUP_MAX may reach one")
+        watch = got.watch
+        return {"mode": "auto", "steady": j.steady, "seconds": round(took, 1),
+                "slices": got.n, "slice_rates": got.rates, "cap_s": p.warmup_max_s,
+                "warm_class": j.kind.value,
+                "steady_after_s": None if after is None else round(after, 1),
+                "series_class": {k: v.value for k, v in j.by.items()},
+                "slice_cpu_us": got.cpu_us, "slice_s": WARMUP_SLICE_S,
+                **({"slice_jit_pct": [round(100 * x, 1) for x in got.jit_share]}
+                   if got.jit_share is not None else {}),
                 **({"together": True} if "together" in how else {}),
-                **(watch.record(levelrow.jit_quiet(watch.per_s)) if watch else {})}
+                **(watch.record(not j.jit_busy) if watch else {})}
 
     def checked_after(self, sp: ServerProcess, level: Level, m: levelrow.Measured
                       ) -> levelrow.Measured:
@@ -564,9 +578,11 @@ class ServerSweep:
             # the kernel's, where the server's sockets are; not under PAIRED: both
             # servers share the namespace, so no count would be this one's
             tcp0 = None if p.paired else topo.server.tcp_counters()
+            jit0 = self.compilers(sp)
             try:
                 with topo.server.sampler(sp.proc, sp.knobs.port) as sampler:
                     runs = self.run_clients(sp, shares, duration, outs)
+                jit_s = procfs.compiler_cpu_s(jit0, self.compilers(sp))
                 break
             except ServerDied:
                 raise self.died(sp, load, tag) from None
@@ -641,7 +657,15 @@ class ServerSweep:
             sampler_gap_s=series.longest_gap(sampler.points),
             wrong_answers=wrong, accept_queue_max=queue.max,
             accept_queue_backlog=queue.backlog, accept_queue_samples=queue.samples,
-            accept_queue_full=queue.full, tcp=tcp, neighbour=beside)
+            accept_queue_full=queue.full, tcp=tcp, neighbour=beside,
+            server_jit_s=None if jit_s is None else min(jit_s, sampler.cpu_s))
+
+    def compilers(self, sp: ServerProcess) -> dict[tuple[int, str], int] | None:
+        """A JVM server's JIT compiler threads' CPU so far, where its process is
+        on this host (lab.host.procfs.compiler_threads); None elsewhere."""
+        if not jit.is_jvm(self.server) or sp.proc is None or sp.where.name == "ssh":
+            return None         # ssh: its PID is another host's
+        return procfs.compiler_threads(sp.pid)
 
     def write_series(self, tag: str, runs: list[ClientRun], points: list[series.Point],
                      queue: list[tuple[float, int]]) -> None:
@@ -712,11 +736,61 @@ def neighbour_of(params: Params, levels: int, seed: str, run: Path
         raise SweepError(str(e)) from None
 
 
-def jit_said(watch: jit.Watch | None) -> str:
+def jit_said(watch: jit.Watch | None, got: WarmSeries | None = None) -> str:
     """The JIT's part of a warm-up's progress line."""
+    share = "" if got is None or not got.jit_share else \
+        f"; JIT threads {100 * got.jit_share[-1]:.0f}% of its CPU in the last slice"
     if watch is None:
-        return ""
+        return share
     if watch.unavailable:
-        return f"; JIT compilations unavailable: {watch.error}"
+        return f"; JIT compilations unavailable: {watch.error}{share}"
     rate = "" if watch.per_s is None else f", {watch.per_s:g}/s at the end"
-    return f"; JIT {watch.compiles:,} compilations{rate}"
+    return f"; JIT {watch.compiles:,} compilations{rate}{share}"
+
+
+class WarmSeries:
+    """A start's WARMUP=auto slices as its series: req/s, server CPU µs per
+    request without the JIT compiler threads', and the JIT threads' share of
+    the server's CPU (None: not read: not a JVM, another host). jcmd's
+    compile count is read every warmup.TAIL slices (a JVM's start costs the
+    CPUs), not after each."""
+
+    def __init__(self, watch: jit.Watch | None) -> None:
+        self.watch = watch
+        self.rates: list[float] = []
+        self.cpu_us: list[float] = []
+        self.jit_share: list[float] | None = []
+        if watch:
+            watch.take()
+
+    @property
+    def n(self) -> int:
+        return len(self.rates)
+
+    def add(self, level: Level, m: levelrow.Measured) -> None:
+        self.rates.append(round(level.rate_rps, 1))
+        jit_s = m.server_jit_s
+        own = m.server_cpu_s - (jit_s or 0.0)
+        self.cpu_us.append(round(1e6 * own / level.successful, 2) if level.successful else 0.0)
+        if jit_s is None or self.jit_share is None:
+            self.jit_share = None
+        else:
+            self.jit_share.append(jit_s / m.server_cpu_s if m.server_cpu_s > 0 else 0.0)
+        if self.watch and self.n % warmup.TAIL == 0:
+            self.watch.take()
+
+    def judged(self) -> warmup.Judged:
+        return warmup.judge(self.rates, self.cpu_us, self.jit_share)
+
+    def settled(self) -> bool:
+        return self.n >= warmup.LEAST and self.judged().steady
+
+    def finish(self) -> None:
+        """The last jcmd reading, where the last slice had none."""
+        if self.watch and self.n % warmup.TAIL:
+            self.watch.take()
+
+    def steady_after_s(self) -> float | None:
+        """Seconds of warm-up before its steady state began (None: none)."""
+        j = self.judged()
+        return None if j.steady_from is None else j.steady_from * WARMUP_SLICE_S

@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from lab.analyse import analysis, metrics, probeview
-from lab.present import answer, costtable, failedwords, memtable, method, profiletable, sends
+from lab.present import answer, costtable, failedwords, memtable, method, profiletable, sends, warmwords
 from lab.record import csvfile, files, outputs, probe, tcpkinds
 from lab.analyse.analysis import Analysis
 from lab.analyse.wording import (DASH, axis_label, median_range, percentile_mark,
                                  percentiles_said, spread_text)
 from lab.setup.markdown import Table, md_code, md_text
-from lab.analyse.metrics import JIT_QUIET_PER_S, LevelStats
+from lab.analyse.metrics import LevelStats
 from lab.record.manifest import Manifest, Warmup
 from lab.record.probe import ProbeReport
 from lab.record.tcpkinds import TcpDelta
@@ -95,19 +95,15 @@ def verdict_section(m: Manifest, a: Analysis) -> list[str]:
 
 
 def warmups(m: Manifest) -> list[str]:
-    lines = []
-    for name, rec in m.servers.items():
+    """The warm-up section's lines: each server's starts by class (lab.present.
+    warmwords), with its JIT's compilations where it is a JVM."""
+    out = warmwords.lines(m)
+    for i, (name, rec) in enumerate((n, r) for n, r in m.servers.items()
+                                    if any(s.warmup and s.warmup.mode == "auto"
+                                           for s in r.starts)):
         auto = [s.warmup for s in rec.starts if s.warmup and s.warmup.mode == "auto"]
-        if not auto:
-            continue
-        secs = [w.seconds for w in auto if w.steady and w.seconds is not None]
-        capped = len(auto) - len(secs)
-        said = (f"steady after {min(secs):.0f}–{max(secs):.0f}s in {len(secs)} of {len(auto)} "
-                "starts" if secs else f"never steady in {len(auto)} starts")
-        lines.append(f"- {name}: {said}" + (f"; {capped} hit the cap of {auto[0].cap_s}s "
-                                            "(flagged not-steady)" if capped else "")
-                     + jit_part(auto))
-    return lines
+        out[i] += jit_part(auto)
+    return out
 
 
 def jit_part(warmups: list[Warmup]) -> str:
@@ -116,11 +112,16 @@ def jit_part(warmups: list[Warmup]) -> str:
     errors = sorted({w.jit_error for w in warmups if w.jit_error})
     if not read and not errors:
         return ""
-    said = ", ".join(f"{w.jit_compiles:,}" + ("" if w.jit_per_s is None else
-                                              f" ({w.jit_per_s:g}/s)") for w in read)
+    counts = [w.jit_compiles for w in read if w.jit_compiles is not None]
+    rates = [w.jit_per_s for w in read if w.jit_per_s is not None]
+    said = f"{min(counts):,}" + (f"–{max(counts):,}" if max(counts) > min(counts) else "") \
+        if counts else ""
+    if rates:
+        said += f" ({min(rates):g}" + (f"–{max(rates):g}" if max(rates) > min(rates) else "") \
+            + "/s)"
     quiet = sum(1 for w in read if w.jit_quiet)
-    out = (f"; JIT compilations at the end: {said}, quiet (at most "
-           f"{JIT_QUIET_PER_S:g}/s) in {quiet} of {len(read)}" if read else "")
+    out = (f"; JIT compilations at the end: {said}, its last segment quiet in {quiet} of "
+           f"{len(read)}" if read else "")
     return out + (f"; JIT unavailable: {'; '.join(errors)}" if errors else "")
 
 

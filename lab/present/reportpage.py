@@ -23,7 +23,8 @@ from lab.analyse.wording import axis_label
 from lab.analyse.metrics import LevelStats, Spread
 from lab.record.files import RecordError
 from lab.record.manifest import Manifest, ServerRecord, Warmup
-from lab.present import costtable, failedwords, firstline, memtable, method, profiletable
+from lab.present import (costtable, failedwords, firstline, memtable, method, profiletable,
+                         warmwords)
 from lab.present.indexpage import write_index
 from lab.present.page import chart_figure, escaped, href, kv_table, page, table
 from lab.present.report import rerun_line
@@ -176,28 +177,31 @@ def warmup_html(rec: ServerRecord) -> str:
     modes = {s.warmup.mode if s.warmup else "none" for s in rec.starts}
     if modes <= {"none"}:
         return '<p class="muted">Warm-up: none.</p>'
-    jvm = any(s.warmup and (s.warmup.jit_compiles is not None or s.warmup.jit_error)
+    jvm = any(s.warmup and (s.warmup.jit_compiles is not None or s.warmup.jit_error
+                            or s.warmup.slice_jit_pct)
               for s in rec.starts)
     for start in rec.starts:
         w = start.warmup
         if not w:
             continue
-        steady = {True: "yes", False: "no (hit the cap)"}.get(w.steady, DASH) \
-            if w.steady is not None else DASH
+        steady = warmwords.start_cell(w) if w.mode == "auto" else DASH
         flag = flag_html("not-steady") if w.steady is False else ""
         rows.append([escaped(start.id), escaped(w.mode), escaped(steady) + flag,
                      escaped(DASH if w.seconds is None else w.seconds),
                      escaped(DASH if w.slices is None else w.slices),
                      escaped(", ".join(figure(x) for x in w.slice_rates) or DASH)])
         if jvm:
+            rows[-1].append(escaped(", ".join(f"{x:g}" for x in w.slice_jit_pct) or DASH))
             rows[-1] += jit_cells(w)
     if not rows:
         return ""
-    head = ["start", "mode", "steady", "seconds", "slices", "req/s per slice"]
+    head = ["start", "mode", "class (change points)", "seconds", "slices", "req/s per slice"]
     if jvm:
-        head += ["JIT compilations", "JIT compilations/s at the end"]
-    return "<h3>Warm-up</h3>" + table(head, rows, numeric={3, 4, 5, 6, 7},
-                                       cls="warmup")
+        head += ["JIT threads' % of CPU per slice", "JIT compilations",
+                 "JIT compilations/s at the end"]
+    return ("<h3>Warm-up</h3>" + table(head, rows, numeric={3, 4, 5, 6, 7, 8}, cls="warmup")
+            + f'<p class="muted">{escaped(warmwords.never_said(rec.starts))} Classes by '
+            'change points: docs/methodology.md, "The warm-up by change points".</p>')
 
 
 def jit_cells(w: Warmup) -> list[str]:

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from lab.record import files
 from lab.record.calibration import Calibration
@@ -127,7 +127,23 @@ class Warmup:
     jit_per_s: float | None = None
     jit_quiet: bool | None = None
     jit_error: str = ""
+    # WARMUP=auto by change points (lab.analyse.warmup): the start's class
+    # ("flat", "warm-up", "slowdown", "no steady state"; "" in runs before it),
+    # the seconds before its steady state began (None: none), each series'
+    # class, and a JVM's JIT compiler threads' share of its CPU in each slice (%)
+    warm_class: str = ""
+    steady_after_s: float | None = None
+    series_class: dict[str, str] = field(default_factory=dict)
+    slice_jit_pct: list[float] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+
+    KINDS: ClassVar[tuple[str, ...]] = ("flat", "warm-up", "slowdown", "no steady state")
+
+    @property
+    def never_steady(self) -> bool:
+        """WARMUP=auto ended at its cap with no steady state (or, before the
+        classes, with its slices never agreeing)."""
+        return self.mode == "auto" and self.steady is False
 
     @classmethod
     def parse(cls, o: Obj) -> Warmup:
@@ -139,7 +155,13 @@ class Warmup:
                    slice_rates=[float(x) for x in rates], cap_s=o.opt_int("cap_s"),
                    rate_rps=o.opt_num("rate_rps"), jit_compiles=o.opt_int("jit_compiles"),
                    jit_per_s=o.opt_num("jit_per_s"), jit_quiet=o.opt_flag("jit_quiet"),
-                   jit_error=o.text("jit_error"), extra=o.rest(names(cls)))
+                   jit_error=o.text("jit_error"), warm_class=o.text("warm_class"),
+                   steady_after_s=o.opt_num("steady_after_s"),
+                   series_class={str(k): str(v) for k, v in
+                                 (o.data.get("series_class") or {}).items()},
+                   slice_jit_pct=[float(x) for x in o.items("slice_jit_pct")
+                                  if isinstance(x, (int, float))],
+                   extra=o.rest(names(cls)))
 
 
 @dataclass

@@ -117,6 +117,11 @@ class Row:
     # was one window, and in runs made before it was recorded
     slice_rps: str | None = None
     slice_cpu_us: str | None = None
+    # a JVM's JIT compiler threads' part of server_cpu_us_per_req (C1/C2
+    # CompilerThread, by their schedstat), and of each slice's slice_cpu_us;
+    # None where not a JVM, not read (another host), and in older runs
+    server_jit_us_per_req: float | None = None
+    slice_jit_us: str | None = None
 
     def has(self, flag: str) -> bool:
         return flag in self.flags.split()
@@ -127,12 +132,17 @@ class Row:
 
     def slices(self) -> tuple[tuple[float, float], ...]:
         """(req/s, server CPU µs per request) of each slice of the level (()
-        where it was one window); RecordError where the cells do not agree."""
+        where it was one window), a JVM's JIT compiler threads' CPU left out
+        where it was read (slice_jit_us: compiling is the warm-up's cost, not
+        the request's, and it falls at random moments in two JVMs:
+        docs/methodology.md#paired-runs); RecordError where the cells do not
+        agree."""
         if not self.slice_rps or not self.slice_cpu_us:
             return ()
         try:
             rps = [float(x) for x in self.slice_rps.split()]
             cpu = [float(x) for x in self.slice_cpu_us.split()]
+            jit = [float(x) for x in (self.slice_jit_us or "").split()]
         except ValueError:
             raise RecordError(Path(CSV), f"{self.server} rep {self.rep} at {self.value}: "
                               f"slice cells {self.slice_rps!r}, {self.slice_cpu_us!r} are not "
@@ -142,6 +152,13 @@ class Row:
             raise RecordError(Path(CSV), f"{self.server} rep {self.rep} at {self.value}: "
                               f"{len(rps)} slice rates against {len(cpu)} slice costs, or a "
                               "figure out of range (corrupt)")
+        if jit and (len(jit) != len(cpu) or not all(math.isfinite(x) and 0 <= x <= c
+                                                    for x, c in zip(jit, cpu))):
+            raise RecordError(Path(CSV), f"{self.server} rep {self.rep} at {self.value}: "
+                              f"slice JIT cells {self.slice_jit_us!r} do not fit the slices' "
+                              "CPU (corrupt)")
+        if jit:
+            cpu = [round(c - x, 2) for c, x in zip(cpu, jit)]
         return tuple(zip(rps, cpu))
 
     def tcp(self) -> TcpDelta | None:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 from lab.setup.params import (KNOBS, LOAD_AXES, RUNTIMES, SETTINGS, TOPOLOGIES, WARMUP_SLICE_S,
+                              WARMUP_LEAST_SLICES,
                               check_alpha, check_min_effect,
                               ConfigError, Params, Repeat, cpu_ranges, default_split, flag, loop,
                               parse_bind, parse_cpus, parse_duration, parse_levels, parse_list,
@@ -218,7 +219,8 @@ def check_warmup(get: Callable[[str], str]) -> WarmupSettings:
     max_s = parse_duration("WARMUP_MAX", get("WARMUP_MAX"))
     if auto and max_s < WARMUP_SLICE_S:
         raise ConfigError(f"WARMUP_MAX={get('WARMUP_MAX')!r}: WARMUP=auto loads in slices of "
-                          f"{WARMUP_SLICE_S}s; give it at least that")
+                          f"{WARMUP_SLICE_S}s; give it at least that (and "
+                          f"{WARMUP_LEAST_SLICES}s to see a steady state)")
     return WarmupSettings(auto, seconds, max_s)
 
 

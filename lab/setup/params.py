@@ -16,7 +16,9 @@ from pathlib import Path
 from lab.setup import paths
 from lab.setup.servers import WORKER_COUNTS
 
-WARMUP_SLICE_S = 2                           # WARMUP=auto's slice (lab.analyse.metrics)
+WARMUP_SLICE_S = 1                           # WARMUP=auto's slice: a per-second series (lab.analyse.warmup)
+WARMUP_TAIL_SLICES = 5                       # its steady state: a last segment of this many slices
+WARMUP_LEAST_SLICES = 8                      # and before it room for a change (3 slices) to be seen
 PUBLISHED_LEVELS = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 35, 40, 45, 50)
 LOAD_AXES = ("concurrency", "rate")          # what a client varies itself
 KNOBS = ("workers", "backlog")               # what a server start is given

@@ -28,6 +28,8 @@ args.add_argument("--shipped", type=int, default=0,
                   help="its own default worker count when WORKERS is unset (as shipped); "
                        "it prints what it runs with, as the lab's servers do")
 ARGS = args.parse_args()
+# a variant's longer warm-up (its manifest's env): the longer of the two
+ARGS.warm = max(ARGS.warm, float(os.environ.get("PACED_WARM_S", "0")))
 WARM_S = ARGS.warm
 PACE_S = ARGS.pace / 1000
 CLOSE = int(os.environ.get("WORKERS", "1")) < ARGS.close_below
