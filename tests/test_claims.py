@@ -368,6 +368,19 @@ GOOD = CLAIMS.read_text()
     (lambda t: t.replace('id = "jetty-over-grizzly-rps"', 'id = "undertow-over-grizzly-rps"'),
      "claim id `undertow-over-grizzly-rps` appears twice"),
     (lambda t: t + "\n[[study]\n", "not valid TOML"),
+    (lambda t: t.replace('warmup_s = "auto"', 'warmup_s = "soon"'),
+     "study `ada-vs-java` [setup]: `warmup_s` must be \"auto\" or a whole number of seconds "
+     "(0: none), found 'soon'"),
+    (lambda t: t.replace('warmup_s = "auto"', 'warmup_s = -5'),
+     "`warmup_s` must be \"auto\" or a whole number of seconds (0: none), found -5"),
+    (lambda t: t.replace('warmup_s = "auto"', 'warmup_s = 5.5'),
+     "found 5.5"),
+    (lambda t: t.replace('warmup_max_s = 60 ', 'warmup_max_s = 1 '),
+     "`warmup_max_s` must be 2 or more (WARMUP=auto loads in slices of 2 s), found 1"),
+    (lambda t: t.replace('warmup_max_s = 60 ', 'warmup_max_s = "60s" '),
+     "`warmup_max_s` must be int, found '60s'"),
+    (lambda t: t.replace('warmup_s = 60 ', 'warmup_s = 60\nwarmup_max_s = 90 '),
+     "study `java-containers` [setup]: `warmup_max_s` is the cap of `warmup_s = \"auto\"`"),
 ])
 def test_malformed_claims_file_gives_a_clear_error(tmp_path: Path, change: object,
                                                   message: str) -> None:
@@ -380,6 +393,19 @@ def test_malformed_claims_file_gives_a_clear_error(tmp_path: Path, change: objec
         claimsfile.load(bad)
     assert message in str(e.value)
     assert str(bad) in str(e.value)
+
+
+def test_a_study_warm_up_is_auto_with_its_cap_or_fixed_seconds() -> None:
+    lab = lab_servers() | JERSEY_VARIANTS
+    by_id = {s.id: s for s in claimsfile.load(CLAIMS, lab)}
+    ada, java = by_id["ada-vs-java"].setup.warmup, by_id["java-containers"].setup.warmup
+    assert ada == claimsfile.Warmup(auto=True, max_s=60)
+    assert ada.settings() == {"WARMUP": "auto", "WARMUP_MAX": "60s"}
+    assert ada.text() == "auto (cap 60 s)"
+    assert java == claimsfile.Warmup(auto=False, seconds=60)
+    assert java.settings() == {"WARMUP": "60s"} and java.text() == "60 s"
+    assert claimsfile.Warmup(auto=True).settings() == {"WARMUP": "auto"}   # the lab's cap
+    assert claimsfile.Warmup(auto=False).settings() == {"WARMUP": "0"}
 
 
 def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:

@@ -46,7 +46,8 @@ def test_ada_vs_java_plan_is_the_published_setup_twice() -> None:
         "ada-mini": "ada-mini@1", "nginx": "nginx@1"}
     common = {"SERVER": "aws@8 aws@16 asf@8 ews@1 simple-components@1 jersey@62 ada-mini@1 "
                         "nginx@1", "KEEPALIVE": "0",
-              "CONCURRENCY": ADA_LEVELS, "DURATION": "10s", "WARMUP": "5s", "REPEAT": "5"}
+              "CONCURRENCY": ADA_LEVELS, "DURATION": "10s", "WARMUP": "auto",
+              "WARMUP_MAX": "60s", "REPEAT": "3"}
     assert [(r.client, r.role) for r in plan.runs] == [("siege", "published client"),
                                                        ("wrk", "second client"),
                                                        ("wrk", reproduce.COST_ROLE),
@@ -108,6 +109,7 @@ def test_quick_is_three_published_levels_short_and_single() -> None:
     # lowest, highest, and 2: the level single-task-flat is judged at
     assert s["CONCURRENCY"] == "1 2 50"
     assert (s["DURATION"], s["REPEAT"], s["WARMUP"], s["PROBE"]) == ("1s", "1", "0", "0")
+    assert "WARMUP_MAX" not in s                      # no auto warm-up to cap
     assert plan.quick and plan.overrides == {}
     assert reproduce.make_plan(study("java-containers"), {"QUICK": "1"}
                                ).runs[0].settings["CONCURRENCY"] == "128"
@@ -125,6 +127,37 @@ def test_user_settings_override_the_study_and_quick() -> None:
                               "WARMUP_MAX": "30s"}
     plain = reproduce.make_plan(study("ada-vs-java"), {"WARMUP": "30s", "QUICK": "0"})
     assert not plain.quick and plain.runs[0].settings["WARMUP"] == "30s"
+    assert "WARMUP_MAX" not in plain.runs[0].settings  # the study's cap of its auto warm-up
+    capped = reproduce.make_plan(study("ada-vs-java"), {"WARMUP_MAX": "90s"})
+    assert capped.runs[0].settings["WARMUP"] == "auto"
+    assert capped.runs[0].settings["WARMUP_MAX"] == "90s"
+
+
+def test_the_estimate_counts_each_start_with_its_warm_up_at_its_cap() -> None:
+    """A sweep: servers x repetitions starts, each levels x (DURATION + the
+    check slice) + warm-up + START_OVERHEAD_S; WARMUP=auto from its first 3
+    slices (low) to its cap (high). A duet: one start pair a repetition."""
+    sweep = reproduce.RunPlan("published client", "siege", {
+        "SERVER": "aws@8 jersey@62", "CONCURRENCY": "1 2 3", "DURATION": "10s",
+        "REPEAT": "3", "WARMUP": "auto", "WARMUP_MAX": "60s"})
+    each = 3 * (10 + 1) + reproduce.START_OVERHEAD_S
+    assert reproduce.run_estimate(sweep) == reproduce.Estimate(2 * 3 * (each + 6),
+                                                               2 * 3 * (each + 60))
+    fixed = dataclasses.replace(sweep, settings=sweep.settings | {"WARMUP": "5s"})
+    assert reproduce.run_estimate(fixed) == reproduce.Estimate(6 * (each + 5), 6 * (each + 5))
+    duet = reproduce.RunPlan(reproduce.COST_ROLE, "wrk", {
+        "SERVER": "aws@8 jersey@62", "PAIRED": "duet", "CONCURRENCY": "5 15 50",
+        "DURATION": "10s", "REPEAT": "8"})              # WARMUP: the lab's auto, cap 60 s
+    assert reproduce.run_estimate(duet) == reproduce.Estimate(8 * (33 + 6 + 4), 8 * (33 + 60 + 4))
+    plan = reproduce.make_plan(study("ada-vs-java"), {})
+    total = reproduce.plan_estimate(plan)
+    assert total == sum((reproduce.run_estimate(r) for r in plan.runs), reproduce.Estimate(0, 0))
+    assert reproduce.plan_json(plan)["estimated_s"] == {"low": total.low_s, "high": total.high_s}
+    lines = reproduce.estimate_lines(plan)
+    assert lines[0].endswith(f"REPEAT=3, WARMUP=auto (cap 60s): estimated "
+                             f"{reproduce.run_estimate(plan.runs[0]).text()}")
+    assert f"estimated {total.text()}" in lines[-1]
+    assert reproduce.hm(40) == "40 s" and reproduce.hm(3 * 3600 + 5 * 60) == "3 h 05 min"
 
 
 @pytest.mark.parametrize("key", ["SERVER", "CLIENT", "KEEPALIVE", "WORKERS", "PAIRED"])
@@ -155,6 +188,18 @@ def test_bad_input_exits_2_before_anything_runs(tmp_path: Path, args: tuple[str,
     assert r.returncode == 2, r.stderr
     assert message in r.stderr
     assert "run folder" not in r.stderr and "plan:" not in r.stderr
+    assert not (tmp_path / "results").exists()
+
+
+def test_a_bad_warm_up_in_the_claims_file_exits_2_with_nothing_made(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "claims.toml"
+    bad.write_text(reproduce.CLAIMS.read_text().replace('warmup_s = "auto"', 'warmup_s = "soon"'))
+    monkeypatch.setattr(reproduce, "CLAIMS", bad)
+    env = {"RESULTS": str(tmp_path / "results"), "PATH": os.environ.get("PATH", "")}
+    assert reproduce.main("ada-vs-java", env) == 2
+    err = capsys.readouterr().err
+    assert "`warmup_s` must be \"auto\" or a whole number of seconds" in err and "'soon'" in err
     assert not (tmp_path / "results").exists()
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.analyse.metrics import MIN_REPS_FOR_VERDICT
+from lab.setup.params import WARMUP_SLICE_S
 from lab.setup.paths import ROOT
 from lab.setup.servers import ServerSpec, ServerSpecError, discover
 
@@ -34,6 +35,32 @@ class ClaimsError(ValueError):
     """docs/claims.toml is missing, not TOML, or not in the expected shape."""
 
 
+AUTO = "auto"
+
+
+@dataclass(frozen=True)
+class Warmup:
+    """A study's warm-up, as `warmup_s` (and `warmup_max_s`) give it: "auto"
+    (the lab's WARMUP=auto: slices at the top level until steady, at most
+    `max_s`; None: the lab's WARMUP_MAX), or a fixed number of seconds (0: none)."""
+    auto: bool
+    seconds: int = 0                   # the fixed warm-up (not auto)
+    max_s: int | None = None           # auto's cap; None: the lab's default
+
+    def settings(self) -> dict[str, str]:
+        """As lab settings: WARMUP, and WARMUP_MAX where the study gives the cap."""
+        if not self.auto:
+            return {"WARMUP": f"{self.seconds}s" if self.seconds else "0"}
+        return {"WARMUP": AUTO} | ({"WARMUP_MAX": f"{self.max_s}s"}
+                                   if self.max_s is not None else {})
+
+    def text(self) -> str:
+        """'auto (cap 60 s)', '60 s', 'none'."""
+        if self.auto:
+            return f"auto (cap {self.max_s} s)" if self.max_s is not None else "auto"
+        return f"{self.seconds} s" if self.seconds else "none"
+
+
 @dataclass(frozen=True)
 class Setup:
     """What `make reproduce` runs for a study."""
@@ -42,7 +69,7 @@ class Setup:
     connection: str                    # close | keep-alive
     levels: tuple[int, ...]
     duration_s: int
-    warmup_s: int
+    warmup: Warmup
     repetitions: int
     servers: tuple[str, ...]
     ceiling: str | None
@@ -347,10 +374,29 @@ def _setup(t: _Table) -> Setup:
     return Setup(client=t.text("client"), published_client=t.text("published_client", ""),
                  connection=connection, levels=t.ints("levels"),
                  duration_s=t.integer("duration_s", minimum=1),
-                 warmup_s=t.integer("warmup_s", 0),
+                 warmup=_warmup(t),
                  repetitions=t.integer("repetitions", MIN_REPS_FOR_VERDICT, minimum=1),
                  servers=servers, ceiling=t.text("ceiling", None), workers=workers,
                  sysctl=t.strings("sysctl", []), notes=t.text("notes", ""))
+
+
+def _warmup(t: _Table) -> Warmup:
+    """`warmup_s`: "auto" or whole seconds (0, or absent: none); `warmup_max_s`:
+    auto's cap, at least one slice (WARMUP_SLICE_S), only beside "auto"."""
+    value = t.data.get("warmup_s", 0)
+    if value == AUTO:
+        cap = t.get("warmup_max_s", int, None)
+        if cap is not None and (isinstance(cap, bool) or cap < WARMUP_SLICE_S):
+            raise t.fail(f"`warmup_max_s` must be {WARMUP_SLICE_S} or more (WARMUP=auto loads "
+                         f"in slices of {WARMUP_SLICE_S} s), found {cap!r}")
+        return Warmup(auto=True, max_s=cap)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise t.fail(f"`warmup_s` must be \"{AUTO}\" or a whole number of seconds (0: none), "
+                     f"found {value!r}")
+    if t.has("warmup_max_s"):
+        raise t.fail("`warmup_max_s` is the cap of `warmup_s = \"auto\"`; "
+                     f"with a fixed warm-up ({value} s) leave it out")
+    return Warmup(auto=False, seconds=value)
 
 
 def _claim(t: _Table, study: str, source: str, date: str, known: set[str],

@@ -8,7 +8,9 @@ twice: once with the study's client and once with a second client (Siege and
 wrk swap roles), same connection mode and levels. Each is an ordinary lab run
 (./run-benchmark.sh as a child process) with its own run folder, report,
 probe and verification. Settings the user gives override the study's; QUICK=1
-is a smoke version whose verdicts mean nothing.
+is a smoke version whose verdicts mean nothing. Before the first run it
+prints each run's estimated wall time and their sum (Estimate: every
+WARMUP=auto from its first slices to its cap).
 
 Where the study has a [study.cost], each throughput ratio between two
 servers also gets a duet of its two servers (PAIRED=duet, the study's cost
@@ -48,7 +50,9 @@ from lab.analyse.claims import ClaimResult
 from lab.analyse.claimjudge import Judged
 from lab.measure.clients import clients
 from lab.analyse.metrics import LevelStats
-from lab.setup.params import ConfigError, flag, run_settings
+from lab.setup.params import (WARMUP_SLICE_S, ConfigError, default, flag, parse_duration,
+                              run_settings)
+from lab.measure.sweep import CHECK_S
 from lab.setup.servers import ManifestError, Server, ServerSpec, discover, found_here
 from lab.setup.markdown import Table
 
@@ -146,12 +150,20 @@ def study_settings(study: Study, quick: bool) -> dict[str, str]:
         "KEEPALIVE": "1" if s.connection == "keep-alive" else "0",
         "CONCURRENCY": " ".join(map(str, s.levels)),
         "DURATION": f"{s.duration_s}s",
-        "WARMUP": f"{s.warmup_s}s" if s.warmup_s else "0",
         "REPEAT": str(s.repetitions),
-    }
+    } | s.warmup.settings()
     if quick:
         settings |= QUICK | {"CONCURRENCY": " ".join(map(str, quick_levels(study)))}
     return settings
+
+
+def merged(base: Mapping[str, str], given: Mapping[str, str]) -> dict[str, str]:
+    """The study's settings with the user's over them; the study's WARMUP_MAX
+    is dropped where the warm-up is no longer auto (QUICK=1, a fixed WARMUP)."""
+    out = dict(base) | dict(given)
+    if out.get("WARMUP", "auto") != "auto" and "WARMUP_MAX" not in given:
+        out.pop("WARMUP_MAX", None)
+    return out
 
 
 def cost_runs(study: Study, quick: bool, given: Mapping[str, str]) -> list[RunPlan]:
@@ -205,12 +217,91 @@ def make_plan(study: Study, env: Mapping[str, str]) -> Plan:
     published = study.setup.published_client
     role = "published client" if first in published.lower() else \
         f"study's client (published: {published.split(' (')[0] or first})"
-    runs = [RunPlan(role, first, base | given | {"CLIENT": first})]
+    runs = [RunPlan(role, first, merged(base, given) | {"CLIENT": first})]
     if second:
-        runs.append(RunPlan("second client", second, base | given | {"CLIENT": second}))
+        runs.append(RunPlan("second client", second, merged(base, given) | {"CLIENT": second}))
     runs += cost_runs(study, quick, given)
     overrides = {k: v for k, v in given.items() if base.get(k) != v}
     return Plan(study, quick, server_specs(study), tuple(runs), overrides)
+
+
+# A start's launch, readiness check and stop beyond its load: lab.cli.prepare's
+# PAIR_OVERHEAD_S, measured for a start pair, taken for a sweep's start too.
+START_OVERHEAD_S = 4
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A run's (or a plan's) wall time, estimated from its settings: every
+    start's warm-up, its levels (DURATION and the check slice each) and
+    START_OVERHEAD_S. `low_s`: each WARMUP=auto settles after its first 3
+    slices; `high_s`: each runs to its cap (WARMUP_MAX), as a JVM still
+    compiling does. Not counted: the probe's separate starts, builds, and
+    the instruction counts (`make cost`) after the runs."""
+    low_s: int
+    high_s: int
+
+    def __add__(self, other: Estimate) -> Estimate:
+        return Estimate(self.low_s + other.low_s, self.high_s + other.high_s)
+
+    def text(self) -> str:
+        """'2 h 58 min to 3 h 55 min'."""
+        low, high = hm(self.low_s), hm(self.high_s)
+        return low if low == high else f"{low} to {high}"
+
+
+def hm(seconds: int) -> str:
+    """'40 s', '45 min', '3 h 05 min'."""
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes = round(seconds / 60)
+    return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+def run_estimate(run: RunPlan) -> Estimate:
+    """One run's estimate (Estimate) from its settings, the lab's defaults where
+    it gives none. A sweep starts each server REPEAT times; a duet starts both
+    at once, REPEAT start pairs. REPEAT=auto: REPEAT_MIN to REPEAT_MAX."""
+    def get(key: str) -> str:
+        return run.settings.get(key, "").strip() or default(key)
+    level_s = len(get("CONCURRENCY").split()) * (parse_duration("DURATION", get("DURATION"))
+                                                 + CHECK_S)
+    if get("WARMUP") == "auto":
+        warm = (min(3 * WARMUP_SLICE_S, parse_duration("WARMUP_MAX", get("WARMUP_MAX"))),
+                parse_duration("WARMUP_MAX", get("WARMUP_MAX")))
+    else:
+        fixed = parse_duration("WARMUP", get("WARMUP"), allow_zero=True)
+        warm = (fixed, fixed)
+    repeat = get("REPEAT")
+    reps = (int(get("REPEAT_MIN")), int(get("REPEAT_MAX"))) if repeat == "auto" else \
+        (int(repeat), int(repeat))
+    each = 1 if run.paired else len(get("SERVER").split())
+    low, high = (each * r * (level_s + w + START_OVERHEAD_S) for r, w in zip(reps, warm))
+    return Estimate(low, high)
+
+
+def plan_estimate(plan: Plan) -> Estimate:
+    """The whole reproduction: its runs one after another."""
+    total = Estimate(0, 0)
+    for run in plan.runs:
+        total += run_estimate(run)
+    return total
+
+
+def estimate_lines(plan: Plan) -> list[str]:
+    """What `make reproduce` says before it starts: each run's estimate and the sum."""
+    lines = []
+    for run in plan.runs:
+        def get(key: str, s: Mapping[str, str] = run.settings) -> str:
+            return s.get(key, "").strip() or default(key)
+        warm = get("WARMUP") + (f" (cap {get('WARMUP_MAX')})" if get("WARMUP") == "auto" else "")
+        lines.append(f"[reproduce] {run.client} ({run.role}): {get('SERVER')}, "
+                     f"REPEAT={get('REPEAT')}, WARMUP={warm}: estimated "
+                     f"{run_estimate(run).text()}")
+    lines.append(f"[reproduce] {plan.study.id}: estimated {plan_estimate(plan).text()} "
+                 "(the lower figure with every WARMUP=auto settled after 3 slices, the "
+                 "higher with each at its cap; probes and `make cost` not counted)")
+    return lines
 
 
 def find_study(name: str, lab_servers: set[str]) -> Study:
@@ -528,8 +619,10 @@ def specs_json(plan: Plan) -> dict[str, str]:
 
 
 def plan_json(plan: Plan) -> dict[str, Any]:
+    est = plan_estimate(plan)
     return {"study": plan.study.id, "quick": plan.quick, "specs": specs_json(plan),
             "overrides": plan.overrides,
+            "estimated_s": {"low": est.low_s, "high": est.high_s},
             "runs": [{"client": r.client, "role": r.role, "settings": r.settings,
                       **({"claims": list(r.claims)} if r.paired else {})}
                      for r in plan.runs]}
@@ -649,6 +742,7 @@ def main(name: str, env: Mapping[str, str]) -> int:
                                       f"{time.strftime('%Y%m%d-%H%M%S')}")
     files.write_json(out / "plan.json", plan_json(plan))
     print(f"reproduce folder: {out}", file=sys.stderr, flush=True)
+    print("\n".join(estimate_lines(plan)), file=sys.stderr, flush=True)
     done: list[RunDone] = []
     stopped = False
     try:
