@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lab.analyse import verdicts
+from lab.analyse import policy, verdicts
 from lab.record.manifest import Manifest
 
 if TYPE_CHECKING:        # a run's analysis is read only past REPEAT=auto's minimum
@@ -46,6 +46,16 @@ def done(m: Manifest, server: str) -> tuple[int, bool]:
         return 0, False
     reps = [st for st in rec.starts if st.rep is not None]
     return len({st.rep for st in reps}), any(st.status in FAILED for st in reps)
+
+
+def minimum(m: Manifest) -> int:
+    """The rounds every server gets before the verdicts are read: REPEAT (or
+    REPEAT_MIN); a paired REPEAT=auto run's first look (lab.analyse.policy:
+    the fewest pairs from REPEAT_MIN on that can decide at every level), so
+    no pair count before it is looked at."""
+    opening = policy.planned_looks(m.planned, m.params.verdict_at).opening()
+    least = m.params.repeat.least
+    return max(least, opening) if opening is not None and m.planned.paired else least
 
 
 def ordered(servers: list[str], round_no: int) -> list[str]:
@@ -100,7 +110,7 @@ def plan(m: Manifest, loaded: list[str], a: Analysis | None) -> Next:
 def rounds(m: Manifest, loaded: list[str], a: Analysis | None) -> Next:
     """The next round of starts of a run of one server at a time."""
     p = m.params
-    auto, first, most = p.repeat.auto, p.repeat.least, p.repeat.most
+    auto, first, most = p.repeat.auto, minimum(m), p.repeat.most
     have = {s: done(m, s) for s in loaded}
     fewest = min((n for n, _ in have.values()), default=0)
     round_no = fewest + 1
