@@ -193,6 +193,9 @@ class Verdict:
     metric: str = ""                 # a primary verdict: what it ranks by
     paired: str = ""                 # decided on start pairs (PAIRED: duet, rmit)
     differs_at: tuple[int, ...] = ()  # "equivalent" vetoed: the levels whose own verdict differs
+    seat: int = 0                    # paired "not-comparable": the seat that favoured its
+                                     # occupant (1 or 2; 0: the seats were balanced)
+    seat_pct: float | None = None    # ... by about this much, % (pairverdict.seat_effect)
 
     def said(self) -> str:
         """The verdict in full: req/s, then CPU per request (with instructions per
