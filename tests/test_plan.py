@@ -232,3 +232,16 @@ def test_a_duet_over_two_levels_looks_first_where_each_level_can_decide(
     assert analysis.looks_of(m).points() == [11, 16, 23, 33, 40]
     assert nextstarts.minimum(m) == 11            # no pair count before it is looked at
 
+
+def test_the_budget_of_an_auto_warm_up_gives_both_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    from lab.cli import prepare
+    duet = {**KINDS["duet-auto"], "MIN_EFFECT": "3%"}
+    auto = from_env(given(monkeypatch, {**duet, "WARMUP": "auto", "WARMUP_MAX": "60s"}),
+                    KNOWN, CLIENTS, available_cpus=CPUS)
+    said = prepare.budget(auto)
+    # two levels of 3 s and their 1 s checks, 4 s a pair, and 6 s (3 slices of 2 s) or 60 s
+    assert said.startswith("about 12 min at 18 s a pair"), said
+    assert "up to 48 min (72 s a pair) where every warm-up runs to its WARMUP_MAX cap" in said
+    fixed = from_env(given(monkeypatch, {**duet, "WARMUP": "5s"}), KNOWN, CLIENTS,
+                     available_cpus=CPUS)
+    assert prepare.budget(fixed) == "about 11 min at 17 s a pair"

@@ -163,15 +163,29 @@ def level_need(p: Params, pairs: int, need: int) -> str:
 PAIR_OVERHEAD_S = 4          # a start pair's two starts, checks and stops, measured here
 
 
-def budget(p: Params) -> str:
-    """'about 9 min (13 s a pair)': REPEAT_MAX start pairs of the run's levels,
-    each level DURATION and its check slice, the warm-up (WARMUP=auto: its
-    first three slices; up to its cap) and PAIR_OVERHEAD_S."""
+def pair_seconds(p: Params, warm_s: int) -> int:
+    """One start pair's seconds: each level DURATION and its check slice, a
+    warm-up of `warm_s` and PAIR_OVERHEAD_S."""
     from lab.measure.sweep import CHECK_S
+    return len(p.load) * (p.duration_s + CHECK_S) + warm_s + PAIR_OVERHEAD_S
+
+
+def budget(p: Params) -> str:
+    """'about 9 min at 13 s a pair': REPEAT_MAX start pairs (pair_seconds). A
+    fixed WARMUP gives one figure; WARMUP=auto both ends, its shortest
+    warm-up (STEADY_SLICES slices) and every warm-up run to its WARMUP_MAX
+    cap (a server that never steadies: undertow's 18 s a pair took 75 s)."""
+    from lab.analyse.metrics import STEADY_SLICES
     from lab.setup.params import WARMUP_SLICE_S
-    warm = 3 * WARMUP_SLICE_S if p.warmup_auto else p.warmup_s
-    each = len(p.load) * (p.duration_s + CHECK_S) + warm + PAIR_OVERHEAD_S
-    return f"about {p.repeat.most * each / 60:.0f} min at {each} s a pair"
+    most = p.repeat.most
+    if not p.warmup_auto:
+        each = pair_seconds(p, p.warmup_s)
+        return f"about {most * each / 60:.0f} min at {each} s a pair"
+    least = pair_seconds(p, min(STEADY_SLICES * WARMUP_SLICE_S, p.warmup_max_s))
+    capped = pair_seconds(p, p.warmup_max_s)
+    return (f"about {most * least / 60:.0f} min at {least} s a pair with the shortest "
+            f"warm-up, up to {most * capped / 60:.0f} min ({capped} s a pair) where every "
+            f"warm-up runs to its WARMUP_MAX cap ({p.warmup_max_s}s)")
 
 
 def plan(p: Params, bind: str | None = None, servers: int = 0) -> str:
