@@ -191,6 +191,26 @@ def test_the_spending_keeps_alpha_for_the_late_looks() -> None:
     assert looks.alpha(ALPHA, 7) == spent[0]
 
 
+def test_the_first_look_waits_for_pairs_that_can_decide_at_every_level() -> None:
+    # two levels at α=1%: 10 pairs would spend 0.357% over both, 0.179% a level,
+    # below the 2/1024 = 0.195% the exact test of 10 pairs can reach; 11 can
+    two = policy.looks(True, 10, 40, True, levels=2)
+    assert policy.family_alpha(policy.pocock_spent(ALPHA, 10 / 40), 2) < 2 * paired.smallest_p(10)
+    assert two.opening() == 11 and two.points() == [11, 16, 23, 33, 40]
+    spent = [two.alpha(ALPHA, k) for k in two.points()]
+    assert sum(spent) == pytest.approx(ALPHA)
+    # every look reaches its α at each level, the per-level verdicts' (α over 2)
+    assert all(policy.reachable(k, policy.family_alpha(a, 2))
+               for k, a in zip(two.points(), spent))
+    assert two.alpha(ALPHA, 10) == spent[0] and two.which(11) == "look 1 of 5"
+    # one level: 10 pairs reach it, the looks as before; fixed REPEAT: one look
+    assert policy.looks(True, 10, 40, True, levels=1).points() == [10, 14, 20, 28, 40]
+    assert policy.looks(False, 10, 10, True, levels=2).points() == []
+    # more levels, later still; none before the budget can: one look, at its end
+    assert policy.looks(True, 10, 40, True, levels=4).opening() == 12
+    assert policy.looks(True, 5, 8, True, levels=2).points() == [8]
+
+
 def test_a_5_percent_shift_is_found_within_the_default_budget() -> None:
     r = random.Random(5)
     fixed = looked = 0

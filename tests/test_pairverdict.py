@@ -11,6 +11,7 @@ import math
 import random
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -241,6 +242,23 @@ def test_a_seat_that_favours_its_occupant_is_unbalanced_never_a_difference() -> 
     v = verdict(pairs(10, 1.0, seat=1.2))
     assert v.kind == "not-comparable" and "unbalanced: seat 1 favoured" in v.text, v.text
     assert "faster" not in v.kind
+
+
+def test_a_not_comparable_pair_ends_the_run_named_as_such_never_decided() -> None:
+    """The seats' check finds seat 1 favoured by about 4%: the primary is
+    not comparable, with the seat and its effect as facts, and the run's
+    last line says so and what would make it comparable, never "decided"."""
+    s = stats(pairs(10, 1.0, seat=1.04) + pairs(10, 1.0, seat=1.04, seed=2, value=4))
+    found = pairverdict.verdicts(s, [1, 4], "duet", delta_pct=3.0)
+    [v] = pairverdict.primaries(s, [1, 4], "duet", delta_pct=3.0, levels=found)
+    assert v.kind == "not-comparable" and v.seat == 1 and v.seat_pct is not None
+    assert round(v.seat_pct) == 4, v.seat_pct
+    assert not nextstarts.decided(v, found)
+    last = nextstarts.closed(SimpleNamespace(primary=[v], verdicts=found))   # type: ignore[arg-type]
+    assert "decided" not in last, last
+    assert ("a vs b: not comparable: unbalanced seats (seat 1 favoured whichever server sat "
+            "on it by about 4%): more pairs on these seats cannot change it; PAIRED=rmit, "
+            "or seats on CPUs of their own, would") in last, last
 
 
 def test_equivalent_across_the_levels_does_not_hide_a_level_that_differs() -> None:

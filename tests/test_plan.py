@@ -87,8 +87,9 @@ def test_the_reproduce_line_gives_the_plan_the_manifest_records(
     # what reads the run takes the rule and plan from the record
     assert analysis.rule_of(m) == (params.alpha, params.min_effect_pct)
     assert analysis.paired_mode(m) == params.paired
-    assert analysis.looks_of(m) == policy.looks(params.repeat.auto, params.repeat.least,
-                                                params.repeat.most, bool(params.paired))
+    assert analysis.looks_of(m) == policy.looks(
+        params.repeat.auto, params.repeat.least, params.repeat.most, bool(params.paired),
+        levels=len(params.verdict_at or params.values), alpha=params.alpha)
 
 
 def test_each_kind_plans_what_its_settings_say(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -217,3 +218,30 @@ def test_a_run_plan_that_is_not_one_is_named_not_a_traceback(
     (run / manifest.MANIFEST).write_text(json.dumps(data))
     with pytest.raises(files.RecordError, match=said):
         manifest.read_manifest(run)
+
+
+def test_a_duet_over_two_levels_looks_first_where_each_level_can_decide(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lab.analyse import nextstarts
+    from lab.cli import prepare
+    params = from_env(given(monkeypatch, KINDS["duet-auto"]), KNOWN, CLIENTS, available_cpus=CPUS)
+    line = prepare.plan(params, servers=2)
+    assert "REPEAT=auto: 11 start pairs" in line, line
+    assert "looked at after 11, 16, 23, 33, 40 pairs" in line, line
+    m = manifest.read_manifest(bench_run(tmp_path, params))
+    assert analysis.looks_of(m).points() == [11, 16, 23, 33, 40]
+    assert nextstarts.minimum(m) == 11            # no pair count before it is looked at
+
+
+def test_the_budget_of_an_auto_warm_up_gives_both_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    from lab.cli import prepare
+    duet = {**KINDS["duet-auto"], "MIN_EFFECT": "3%"}
+    auto = from_env(given(monkeypatch, {**duet, "WARMUP": "auto", "WARMUP_MAX": "60s"}),
+                    KNOWN, CLIENTS, available_cpus=CPUS)
+    said = prepare.budget(auto)
+    # two levels of 3 s and their 1 s checks, 4 s a pair, and 6 s (3 slices of 2 s) or 60 s
+    assert said.startswith("about 12 min at 18 s a pair"), said
+    assert "up to 48 min (72 s a pair) where every warm-up runs to its WARMUP_MAX cap" in said
+    fixed = from_env(given(monkeypatch, {**duet, "WARMUP": "5s"}), KNOWN, CLIENTS,
+                     available_cpus=CPUS)
+    assert prepare.budget(fixed) == "about 11 min at 17 s a pair"

@@ -372,9 +372,9 @@ def paired_mode(m: Manifest) -> str:
 
 
 def looks_of(m: Manifest) -> policy.LookSchedule:
-    """The run's looks (lab.analyse.policy.LookSchedule): REPEAT=auto's, or one."""
-    r = m.planned.repeat
-    return policy.looks(r.auto, r.least, r.most, bool(paired_mode(m)))
+    """The run's looks (lab.analyse.policy.LookSchedule): REPEAT=auto's, or one;
+    start pairs: placed for the levels its per-level verdicts split α over."""
+    return policy.planned_looks(m.planned, m.params.verdict_at)
 
 
 def of(run: Path, cost_runs: list[Path] | None = None) -> tuple[RunRecord, Analysis]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lab.analyse import verdicts
+from lab.analyse import policy, verdicts
 from lab.record.manifest import Manifest
 
 if TYPE_CHECKING:        # a run's analysis is read only past REPEAT=auto's minimum
@@ -48,6 +48,16 @@ def done(m: Manifest, server: str) -> tuple[int, bool]:
     return len({st.rep for st in reps}), any(st.status in FAILED for st in reps)
 
 
+def minimum(m: Manifest) -> int:
+    """The rounds every server gets before the verdicts are read: REPEAT (or
+    REPEAT_MIN); a paired REPEAT=auto run's first look (lab.analyse.policy:
+    the fewest pairs from REPEAT_MIN on that can decide at every level), so
+    no pair count before it is looked at."""
+    opening = policy.planned_looks(m.planned, m.params.verdict_at).opening()
+    least = m.params.repeat.least
+    return max(least, opening) if opening is not None and m.planned.paired else least
+
+
 def ordered(servers: list[str], round_no: int) -> list[str]:
     """ABBA: odd rounds in the given order, even rounds reversed."""
     return list(servers) if round_no % 2 == 1 else list(reversed(servers))
@@ -62,17 +72,53 @@ def settled(v: verdicts.Verdict, levels: list[verdicts.Verdict]) -> bool:
     return bool(v.differs_at) and bool(own) and all(w.kind in DECIDED for w in own)
 
 
+def decided(v: verdicts.Verdict, levels: list[verdicts.Verdict]) -> bool:
+    """A primary verdict that answers: faster, equivalent, or an "equivalent"
+    held back where a level's own verdict decided a difference (settled).
+    "not-comparable" and "missing" are no answer."""
+    return v.kind in DECIDED or settled(v, levels)
+
+
 def undecided(a: Analysis) -> list[tuple[str, str]]:
     """The pairs whose primary verdict more starts may still decide."""
-    return [(v.a, v.b) for v in a.primary if v.kind not in DECIDED
-            and v.kind not in ("missing", "not-comparable") and not settled(v, a.verdicts)]
+    return [(v.a, v.b) for v in a.primary if not decided(v, a.verdicts)
+            and v.kind not in ("missing", "not-comparable")]
+
+
+def not_comparable(v: verdicts.Verdict) -> str:
+    """Why a "not-comparable" pair stays so, and what would make it
+    comparable: a paired pair's unbalanced seats (v.seat), else the
+    verdict's own words."""
+    if v.seat:
+        return (f"not comparable: unbalanced seats (seat {v.seat} favoured whichever server "
+                f"sat on it by about {v.seat_pct or 0.0:.0f}%): more pairs on these seats "
+                "cannot change it; PAIRED=rmit, or seats on CPUs of their own, would")
+    said = v.text if v.text.startswith("not comparable") else f"not comparable ({v.text})"
+    return f"{said}: more starts alike cannot change it"
 
 
 def outcome(v: verdicts.Verdict) -> str:
-    """A decided pair in a few words, for the run's last line."""
+    """A closed pair in a few words, for the run's last line."""
     if v.differs_at:
         return f"{v.a} vs {v.b}: differs at {', '.join(map(str, v.differs_at))}"
+    if v.kind == "not-comparable":
+        return f"{v.a} vs {v.b}: {not_comparable(v)}"
+    if v.kind == "missing":
+        return f"{v.a} vs {v.b}: not measured ({v.text})"
     return f"{v.a} vs {v.b}: {v.kind}"
+
+
+def closed(a: Analysis) -> str:
+    """The run's last line where no pair is left that more starts may decide:
+    "every pair decided (...)" only where every primary verdict answers
+    (`decided`); a pair not comparable, or not measured, is named as such."""
+    said = [outcome(v) for v in a.primary]
+    answered = [decided(v, a.verdicts) for v in a.primary]
+    if all(answered):
+        return f"every pair decided ({', '.join(said)})"
+    if not any(answered):
+        return f"nothing more starts can decide ({'; '.join(said)})"
+    return f"every pair decided or past what more starts can decide ({'; '.join(said)})"
 
 
 def plan(m: Manifest, loaded: list[str], a: Analysis | None) -> Next:
@@ -100,7 +146,7 @@ def plan(m: Manifest, loaded: list[str], a: Analysis | None) -> Next:
 def rounds(m: Manifest, loaded: list[str], a: Analysis | None) -> Next:
     """The next round of starts of a run of one server at a time."""
     p = m.params
-    auto, first, most = p.repeat.auto, p.repeat.least, p.repeat.most
+    auto, first, most = p.repeat.auto, minimum(m), p.repeat.most
     have = {s: done(m, s) for s in loaded}
     fewest = min((n for n, _ in have.values()), default=0)
     round_no = fewest + 1
@@ -118,8 +164,7 @@ def rounds(m: Manifest, loaded: list[str], a: Analysis | None) -> Next:
                     "nginx, is never ranked)")
     open_pairs = undecided(a)
     if not open_pairs:
-        said = ", ".join(outcome(v) for v in a.primary)
-        return Next([], f"every pair decided ({said})")
+        return Next([], closed(a))
     want = [s for s in loaded if any(s in pair for pair in open_pairs)
             and have[s][0] < most and not have[s][1]]
     if not want:

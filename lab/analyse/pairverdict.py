@@ -113,13 +113,21 @@ def balance(adv: dict[int, float], alpha: float, delta_pct: float) -> decide.Dec
     return decide.decide(odd, even, alpha=alpha, delta_pct=delta_pct)
 
 
+def seat_effect(d: decide.Decision) -> tuple[int, float] | None:
+    """The seat that favoured whichever server sat on it, and by about how
+    much (%), where the seats' check (`balance`) found one; else None."""
+    if d.outcome != decide.BETTER:
+        return None
+    # A on seat 1 against A on seat 2 differ by twice the seat's effect
+    return (1 if d.a_better else 2), 100 * (math.sqrt(1 + abs(d.estimate_pct) / 100) - 1)
+
+
 def unbalanced_text(d: decide.Decision) -> str:
     """'unbalanced: ...' when the seats' check found an effect, else ""."""
-    if d.outcome != decide.BETTER:
+    found = seat_effect(d)
+    if found is None:
         return ""
-    seat = 1 if d.a_better else 2
-    # A on seat 1 against A on seat 2 differ by twice the seat's effect
-    half = 100 * (math.sqrt(1 + abs(d.estimate_pct) / 100) - 1)
+    seat, half = found
     return (f"unbalanced: seat {seat} favoured whichever server sat on it by about "
             f"{half:.0f}% ({d.stated()}): the two sides did not see the same conditions, so "
             "the pair is not ranked (docs/methodology.md#paired-runs)")
@@ -188,10 +196,12 @@ def judged(name_a: str, la: list[LevelStats], name_b: str, lb: list[LevelStats],
     off = f" (left out: {left})" if left else ""
     seats = balance(adv, alpha, delta_pct)
     tilt = unbalanced_text(seats)
-    if tilt:
+    found = seat_effect(seats)
+    if tilt and found is not None:
         return Verdict(lv[0], name_a, name_b, "not-comparable", None, text + tilt + off,
                        alpha=alpha, delta_pct=delta_pct, starts=(len(adv), len(adv)),
-                       levels=lv, metric=what, paired=mode), None
+                       levels=lv, metric=what, paired=mode, seat=found[0],
+                       seat_pct=found[1]), None
     phrase = "is faster than" if kinds == ["rate"] else \
         CPU_PHRASE if kinds == ["cpu"] else "does better than"
     j = None

@@ -13,10 +13,11 @@ here. The numbers are docs/methodology.md's.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from lab.setup.plan import DEFAULT_ALPHA, DEFAULT_DELTA_PCT
+from lab.analyse import paired as paired_rule
+from lab.setup.plan import DEFAULT_ALPHA, DEFAULT_DELTA_PCT, RunPlan
 
 # the rule's defaults: the ALPHA and MIN_EFFECT settings' own (declared once, in
 # lab.setup.params; a run's own rule is its plan's, lab.setup.plan)
@@ -126,6 +127,14 @@ def pocock_spent(alpha: float, t: float) -> float:
     return alpha * math.log1p((math.e - 1) * t)
 
 
+def reachable(pairs: int, alpha: float) -> bool:
+    """Whether the exact signed-rank test of `pairs` pairs can decide at α,
+    two-sided (α/2 a tail, as lab.analyse.paired.decide_paired tests it):
+    its smallest two-sided p, 2/2^n, is at most α. The paired gate's one-sided
+    checks at α/2 ask the same of their one tail."""
+    return pairs >= paired_rule.min_pairs(alpha / 2)
+
+
 @dataclass(frozen=True)
 class LookSchedule:
     """When a run's verdicts are looked at (a look: a test on the starts so
@@ -135,26 +144,48 @@ class LookSchedule:
     - REPEAT=auto, one server at a time: a look after every start from
       `first` to `last` a side, FIRST_LOOK_SHARE of α at the first, the rest
       evenly over the later ones;
-    - REPEAT=auto, start pairs (`paired`): looks at `first` pairs and then at
-      about LOOK_GROWTH times the last look's pairs, the last at `last` (10,
-      14, 20, 28, 40); each spends the Pocock-type function's growth since
-      the look before, at t = pairs / last, so the late looks keep their α
-      (a fifth of it at the fortieth pair).
+    - REPEAT=auto, start pairs (`paired`): the first look at the fewest pairs
+      from `first` (REPEAT_MIN) on that can decide at every one of the
+      `levels` the per-level verdicts split `run_alpha` over (`opening`),
+      then at about LOOK_GROWTH times the last look's pairs, the last at
+      `last` (one level at α=1%: 10, 14, 20, 28, 40; two: 11, 16, 23, 33,
+      40); each spends the Pocock-type function's growth since the look
+      before, at t = pairs / last, so the late looks keep their α (one
+      level: a fifth of it at the fortieth pair).
     Each look is tested at the α it spent, so the chance of a false "better"
     over all of them is at most their sum, α (Bonferroni over the looks,
     conservative: it ignores that the looks share their pairs)."""
     first: int | None = None
     last: int | None = None
     paired: bool = False
+    levels: int = 1                  # start pairs: the levels the per-level family splits α over
+    run_alpha: float = ALPHA         # start pairs: the run's ALPHA, which the looks are placed for
+
+    def opening(self) -> int | None:
+        """The first look (None: fixed REPEAT). Start pairs: the fewest pairs
+        k from `first` on whose α at each level, the spending function's at
+        k / last over `levels` (family_alpha), the exact test can reach
+        (`reachable`): a look spends no α where its pairs cannot use it at a
+        level it judges (at α=1% over two levels 10 pairs would spend 0.18%
+        a level, below the 0.195% 10 pairs can reach; 11 pairs spend 0.19%,
+        which they can). `last` where no earlier look can."""
+        if self.first is None or not self.paired:
+            return self.first
+        last = max(self.first, self.last or self.first)
+        for k in range(self.first, last):
+            if reachable(k, family_alpha(pocock_spent(self.run_alpha, k / last), self.levels)):
+                return k
+        return last
 
     def points(self) -> list[int]:
         """Every planned look, in starts (pairs) a side."""
-        if self.first is None:
+        start = self.opening()
+        if self.first is None or start is None:
             return []
         last = max(self.first, self.last or self.first)
         if not self.paired:
             return list(range(self.first, last + 1))
-        out = [self.first]
+        out = [start]
         while out[-1] < last:
             nxt = max(out[-1] + 1, round(out[-1] * LOOK_GROWTH))
             if last - nxt < (nxt - out[-1]) / 2:      # no short step at the end
@@ -172,8 +203,8 @@ class LookSchedule:
                 return alpha * FIRST_LOOK_SHARE
             return alpha * (1 - FIRST_LOOK_SHARE) / (self.last - self.first)
         pts = self.points()
-        if starts < self.first:                  # fewer than planned: the first look's
-            starts = self.first
+        if starts < pts[0]:                      # fewer than planned: the first look's
+            starts = pts[0]
         if starts not in pts:
             return 0.0
         k = pts.index(starts)
@@ -181,7 +212,9 @@ class LookSchedule:
         return pocock_spent(alpha, starts / self.last) - before
 
     def at(self, most: int) -> list[int]:
-        """The looks made over `most` starts a side (fixed: one, at `most`)."""
+        """The looks made over `most` starts a side (fixed: one, at `most`;
+        fewer pairs than the first look, a run that ended short: one, at
+        `most`, with the first look's α)."""
         if self.first is None:
             return [most]
         if not self.paired:
@@ -196,9 +229,28 @@ class LookSchedule:
         return f"look {pts.index(starts) + 1} of {len(pts)}"
 
 
-def looks(auto: bool, least: int, most: int, paired: bool) -> LookSchedule:
-    """A run's looks from its REPEAT (auto: least and most)."""
-    return LookSchedule(least, most, paired) if auto else LookSchedule()
+def looks(auto: bool, least: int, most: int, paired: bool, *, levels: int,
+          alpha: float = ALPHA) -> LookSchedule:
+    """A run's looks from its REPEAT (auto: least and most); `levels`: how many
+    levels its per-level verdicts split α over (family_alpha; start pairs
+    place their first look where each of them can decide), `alpha`: its ALPHA."""
+    if not auto:
+        return LookSchedule()
+    return LookSchedule(least, most, paired, max(1, levels), alpha)
+
+
+def judged_levels(plan: RunPlan, verdict_at: Sequence[int]) -> int:
+    """How many levels a run's per-level verdicts split α over: VERDICT_AT's,
+    else every swept value (lab.analyse.verdicts.verdict_values)."""
+    return max(1, len(verdict_at or plan.values))
+
+
+def planned_looks(plan: RunPlan, verdict_at: Sequence[int]) -> LookSchedule:
+    """The looks of a run from its plan (lab.setup.plan.RunPlan) and VERDICT_AT:
+    what the analysis, the next starts, the paired gate and the plan line use."""
+    r = plan.repeat
+    return looks(r.auto, r.least, r.most, plan.paired,
+                 levels=judged_levels(plan, verdict_at), alpha=plan.alpha)
 
 
 # ---------------------------------------------------------------- the paired modes

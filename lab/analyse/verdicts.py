@@ -193,6 +193,9 @@ class Verdict:
     metric: str = ""                 # a primary verdict: what it ranks by
     paired: str = ""                 # decided on start pairs (PAIRED: duet, rmit)
     differs_at: tuple[int, ...] = ()  # "equivalent" vetoed: the levels whose own verdict differs
+    seat: int = 0                    # paired "not-comparable": the seat that favoured its
+                                     # occupant (1 or 2; 0: the seats were balanced)
+    seat_pct: float | None = None    # ... by about this much, % (pairverdict.seat_effect)
 
     def said(self) -> str:
         """The verdict in full: req/s, then CPU per request (with instructions per
@@ -401,9 +404,10 @@ def starts_needed(servers: int, alpha: float = policy.ALPHA, looks: LookSchedule
 
     def smallest(k: int) -> float:
         return paired.smallest_p(k) if paired_run else decide.smallest_p(k, k)
-    if looks.first is None:
+    start = looks.opening()                  # start pairs: the first look, past REPEAT_MIN
+    if looks.first is None or start is None:
         return paired.min_pairs(each / 2) if paired_run else decide.min_starts(each / 2)
-    for k in range(looks.first, max(looks.first, looks.last or 0) + 1):
+    for k in range(start, max(start, looks.last or 0) + 1):
         if smallest(k) <= looks.alpha(each, k) / 2:
             return k
     return None

@@ -104,6 +104,13 @@ def compared(p: Params, servers: dict[str, Server]) -> int:
     return sum(1 for n in p.servers if lookup(servers, n).role != "ceiling")
 
 
+def looks_of(p: Params) -> policy.LookSchedule:
+    """The run's looks as the analysis will replay them (lab.analyse.policy:
+    start pairs placed for the levels its per-level verdicts split α over)."""
+    from lab.setup.plan import RunPlan
+    return policy.planned_looks(RunPlan.of(p), p.verdict_at)
+
+
 def family_need(p: Params, servers: int) -> str:
     """The plan's last words on a run that compares `servers` servers: how
     many starts a side its family of verdicts needs to decide at all
@@ -115,7 +122,7 @@ def family_need(p: Params, servers: int) -> str:
     pairs = servers * (servers - 1) // 2
     unit = "start pairs" if p.paired else "starts a side"
     r = p.repeat
-    looks = policy.looks(r.auto, r.least, r.most, bool(p.paired))
+    looks = looks_of(p)
     need = verdicts.starts_needed(servers, p.alpha, looks, bool(p.paired))
     fam = f"{pairs} pair{'s' * (pairs != 1)} at α={pct(100 * p.alpha)}%" + (
         f" split to {pct(100 * p.alpha / pairs)}% a pair" if pairs > 1 else "")
@@ -156,15 +163,29 @@ def level_need(p: Params, pairs: int, need: int) -> str:
 PAIR_OVERHEAD_S = 4          # a start pair's two starts, checks and stops, measured here
 
 
-def budget(p: Params) -> str:
-    """'about 9 min (13 s a pair)': REPEAT_MAX start pairs of the run's levels,
-    each level DURATION and its check slice, the warm-up (WARMUP=auto: its
-    first three slices; up to its cap) and PAIR_OVERHEAD_S."""
+def pair_seconds(p: Params, warm_s: int) -> int:
+    """One start pair's seconds: each level DURATION and its check slice, a
+    warm-up of `warm_s` and PAIR_OVERHEAD_S."""
     from lab.measure.sweep import CHECK_S
+    return len(p.load) * (p.duration_s + CHECK_S) + warm_s + PAIR_OVERHEAD_S
+
+
+def budget(p: Params) -> str:
+    """'about 9 min at 13 s a pair': REPEAT_MAX start pairs (pair_seconds). A
+    fixed WARMUP gives one figure; WARMUP=auto both ends, its shortest
+    warm-up (STEADY_SLICES slices) and every warm-up run to its WARMUP_MAX
+    cap (a server that never steadies: undertow's 18 s a pair took 75 s)."""
+    from lab.analyse.metrics import STEADY_SLICES
     from lab.setup.params import WARMUP_SLICE_S
-    warm = 3 * WARMUP_SLICE_S if p.warmup_auto else p.warmup_s
-    each = len(p.load) * (p.duration_s + CHECK_S) + warm + PAIR_OVERHEAD_S
-    return f"about {p.repeat.most * each / 60:.0f} min at {each} s a pair"
+    most = p.repeat.most
+    if not p.warmup_auto:
+        each = pair_seconds(p, p.warmup_s)
+        return f"about {most * each / 60:.0f} min at {each} s a pair"
+    least = pair_seconds(p, min(STEADY_SLICES * WARMUP_SLICE_S, p.warmup_max_s))
+    capped = pair_seconds(p, p.warmup_max_s)
+    return (f"about {most * least / 60:.0f} min at {least} s a pair with the shortest "
+            f"warm-up, up to {most * capped / 60:.0f} min ({capped} s a pair) where every "
+            f"warm-up runs to its WARMUP_MAX cap ({p.warmup_max_s}s)")
 
 
 def plan(p: Params, bind: str | None = None, servers: int = 0) -> str:
@@ -179,15 +200,15 @@ def plan(p: Params, bind: str | None = None, servers: int = 0) -> str:
         load = f"c={p.load[0]}" if p.load_axis == "concurrency" else f"rate={p.load[0]}/s"
         sweep = f"{p.axis} {' '.join(map(str, p.values))} at {load}"
     r = p.repeat
-    looks = policy.looks(r.auto, r.least, r.most, bool(p.paired))
+    looks = looks_of(p)
     reps = (f" x REPEAT=auto ({r.least} starts each, then one more at a time for pairs still "
             f"undecided, up to {r.most}; ABBA order)" if r.auto
             else f" x {r.least} repetitions (interleaved, ABBA order)" if r.least > 1 else "")
     if p.paired:
         how = ("both loaded at the same moment, PORT and PORT+1" if p.paired == "duet" else
                "both up, each level in alternating slices of one at a time")
-        count = (f"REPEAT=auto: {r.least} start pairs, then one at a time while undecided, "
-                 f"looked at after {', '.join(map(str, looks.points()))} pairs; budget {r.most} "
+        count = (f"REPEAT=auto: {looks.points()[0]} start pairs, then one at a time while "
+                 f"undecided, looked at after {', '.join(map(str, looks.points()))} pairs; budget {r.most} "
                  f"pairs, {budget(p)}" if r.auto else f"{r.least} start pairs")
         reps = f" x {count} (PAIRED={p.paired}: {how}; seats swapped every other pair)"
     where = bind or (p.bind if p.topology in ("local", "docker") else p.server_host if p.topology == "ssh"

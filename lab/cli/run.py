@@ -113,7 +113,7 @@ def cmd_next(args: argparse.Namespace) -> int:
     run = held(args)
     m = manifest.read_manifest(run)
     past_min = m.planned.repeat.auto and min((nextstarts.done(m, s)[0] for s in args.servers),
-                                            default=0) >= m.planned.repeat.least
+                                            default=0) >= nextstarts.minimum(m)
     a = None
     if past_min:                 # the analysis (and its imports) only when it decides
         from lab.analyse import analysis

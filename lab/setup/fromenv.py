@@ -242,11 +242,13 @@ def check_repeat(get: Callable[[str], str]) -> Repeat:
 PAIRED_MODES = ("duet", "rmit")
 
 
-# PAIRED with REPEAT=auto, REPEAT_MIN and REPEAT_MAX not given: the first look
-# at 10 start pairs (the fewest on which the exact test can decide at α=1% with
-# the share of α the first look spends), the last at 40 (looks at 10, 14, 20,
-# 28 and 40 pairs, α spent over them: lab.analyse.policy.LookSchedule); about
-# 9 minutes of pairs at docs/ci.md's levels (c=1 and 4, 3 s each, WARMUP=5s)
+# PAIRED with REPEAT=auto, REPEAT_MIN and REPEAT_MAX not given: no look before
+# 10 start pairs (one level at α=1%: the fewest on which the exact test can
+# decide with the share of α the first look spends; with more levels the first
+# look moves to where each level's share can decide), the last at 40 (looks at
+# 10, 14, 20, 28 and 40 pairs at one level, 11, 16, 23, 33 and 40 at docs/ci.md's
+# two, α spent over them: lab.analyse.policy.LookSchedule); about 9 minutes of
+# pairs at docs/ci.md's levels (c=1 and 4, 3 s each, WARMUP=5s)
 PAIRED_AUTO = {"REPEAT_MIN": "10", "REPEAT_MAX": "40"}
 
 
