@@ -81,14 +81,6 @@ def test_open_loop_rows_have_no_littles_ratio() -> None:
     assert row.littles_ratio is None and "littles-law" not in row.flags
 
 
-@pytest.mark.parametrize("rates, ok", [
-    ([], False), ([100, 100], False), ([100, 101, 102], True),
-    ([50, 80, 100, 103, 104], True), ([100, 104, 106], False), ([0, 0, 0], False),
-])
-def test_steady_means_three_slices_within_5_percent(rates: list[float], ok: bool) -> None:
-    assert levelrow.steady(rates) is ok
-
-
 def test_spread_and_overlap() -> None:
     a, b = metrics.spread([10, 12, 11]), metrics.spread([12, 14, 13])
     assert (a.median, a.lo, a.hi, a.n) == (11, 10, 12, 3)

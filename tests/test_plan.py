@@ -239,8 +239,8 @@ def test_the_budget_of_an_auto_warm_up_gives_both_ends(monkeypatch: pytest.Monke
     auto = from_env(given(monkeypatch, {**duet, "WARMUP": "auto", "WARMUP_MAX": "60s"}),
                     KNOWN, CLIENTS, available_cpus=CPUS)
     said = prepare.budget(auto)
-    # two levels of 3 s and their 1 s checks, 4 s a pair, and 6 s (3 slices of 2 s) or 60 s
-    assert said.startswith("about 12 min at 18 s a pair"), said
+    # two levels of 3 s and their 1 s checks, 4 s a pair, and 8 s (8 slices of 1 s) or 60 s
+    assert said.startswith("about 13 min at 20 s a pair"), said
     assert "up to 48 min (72 s a pair) where every warm-up runs to its WARMUP_MAX cap" in said
     fixed = from_env(given(monkeypatch, {**duet, "WARMUP": "5s"}), KNOWN, CLIENTS,
                      available_cpus=CPUS)

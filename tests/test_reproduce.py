@@ -135,20 +135,20 @@ def test_user_settings_override_the_study_and_quick() -> None:
 
 def test_the_estimate_counts_each_start_with_its_warm_up_at_its_cap() -> None:
     """A sweep: servers x repetitions starts, each levels x (DURATION + the
-    check slice) + warm-up + START_OVERHEAD_S; WARMUP=auto from its first 3
+    check slice) + warm-up + START_OVERHEAD_S; WARMUP=auto from its first 8
     slices (low) to its cap (high). A duet: one start pair a repetition."""
     sweep = reproduce.RunPlan("published client", "siege", {
         "SERVER": "aws@8 jersey@62", "CONCURRENCY": "1 2 3", "DURATION": "10s",
         "REPEAT": "3", "WARMUP": "auto", "WARMUP_MAX": "60s"})
     each = 3 * (10 + 1) + reproduce.START_OVERHEAD_S
-    assert reproduce.run_estimate(sweep) == reproduce.Estimate(2 * 3 * (each + 6),
+    assert reproduce.run_estimate(sweep) == reproduce.Estimate(2 * 3 * (each + 8),
                                                                2 * 3 * (each + 60))
     fixed = dataclasses.replace(sweep, settings=sweep.settings | {"WARMUP": "5s"})
     assert reproduce.run_estimate(fixed) == reproduce.Estimate(6 * (each + 5), 6 * (each + 5))
     duet = reproduce.RunPlan(reproduce.COST_ROLE, "wrk", {
         "SERVER": "aws@8 jersey@62", "PAIRED": "duet", "CONCURRENCY": "5 15 50",
         "DURATION": "10s", "REPEAT": "8"})              # WARMUP: the lab's auto, cap 60 s
-    assert reproduce.run_estimate(duet) == reproduce.Estimate(8 * (33 + 6 + 4), 8 * (33 + 60 + 4))
+    assert reproduce.run_estimate(duet) == reproduce.Estimate(8 * (33 + 8 + 4), 8 * (33 + 60 + 4))
     plan = reproduce.make_plan(study("ada-vs-java"), {})
     total = reproduce.plan_estimate(plan)
     assert total == sum((reproduce.run_estimate(r) for r in plan.runs), reproduce.Estimate(0, 0))

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 from lab.analyse.metrics import (ACCEPT_QUEUE_FULL_PCT, CLIENT_BOUND_PCT, HOST_BUSY_PCT, JIT_QUIET_PER_S, LITTLES_HIGH,
                                  LITTLES_LOW, RAN_SHORT, SATURATED_SHORTFALL, STALL_MIN_S,
-                                 STALLED_SHARE, STEADY_SLICES, STEADY_TOLERANCE, STEAL_PCT)
+                                 STALLED_SHARE, STEAL_PCT)
 from lab.record import failures as failure_kinds
 from lab.record.histogram import Histogram
 from lab.record.level import Answers, Level
@@ -284,15 +284,6 @@ def combine(host_levels: list[Level], merged: Histogram | None = None) -> Level:
         counted=host_levels[0].counted if len({x.counted for x in host_levels}) == 1 else "",
         counted_slack=sum(x.counted_slack for x in host_levels),
         counted_partial=any(x.counted_partial for x in host_levels))
-
-
-def steady(rates: list[float], slices: int = STEADY_SLICES,
-           tolerance: float = STEADY_TOLERANCE) -> bool:
-    """The last `slices` warm-up slices agree within `tolerance` (max/min)."""
-    if len(rates) < slices:
-        return False
-    last = rates[-slices:]
-    return min(last) > 0 and max(last) / min(last) <= tolerance
 
 
 def jit_quiet(per_s: float | None) -> bool:

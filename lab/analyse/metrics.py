@@ -25,9 +25,6 @@ STEAL_PCT = 10.0               # CPU time the hypervisor took
 NOISY_SPREAD = 1.10            # max/min of a level's repetitions
 LITTLES_LOW, LITTLES_HIGH = 0.8, 1.2   # in-flight / concurrency (closed loop)
 SATURATED_SHORTFALL = 0.05     # achieved rate below offered rate by more than this
-STEADY_SLICES = 3              # warm-up auto: slices (lab.setup.params.WARMUP_SLICE_S) until
-                               # this many consecutive slices ...
-STEADY_TOLERANCE = 1.05        # ... within 5% of each other (max/min)
 JIT_QUIET_PER_S = 1.0          # warm-up auto, a JVM: at most this many JIT compilations
                                # per second since the previous slice (lab.measure.jit)
 MIN_REPS_FOR_VERDICT = 3       # fewer repetitions show no spread (a claim's range)

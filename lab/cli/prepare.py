@@ -173,15 +173,14 @@ def pair_seconds(p: Params, warm_s: int) -> int:
 def budget(p: Params) -> str:
     """'about 9 min at 13 s a pair': REPEAT_MAX start pairs (pair_seconds). A
     fixed WARMUP gives one figure; WARMUP=auto both ends, its shortest
-    warm-up (STEADY_SLICES slices) and every warm-up run to its WARMUP_MAX
+    warm-up (WARMUP_LEAST_SLICES slices) and every warm-up run to its WARMUP_MAX
     cap (a server that never steadies: undertow's 18 s a pair took 75 s)."""
-    from lab.analyse.metrics import STEADY_SLICES
-    from lab.setup.params import WARMUP_SLICE_S
+    from lab.setup.params import WARMUP_LEAST_SLICES, WARMUP_SLICE_S
     most = p.repeat.most
     if not p.warmup_auto:
         each = pair_seconds(p, p.warmup_s)
         return f"about {most * each / 60:.0f} min at {each} s a pair"
-    least = pair_seconds(p, min(STEADY_SLICES * WARMUP_SLICE_S, p.warmup_max_s))
+    least = pair_seconds(p, min(WARMUP_LEAST_SLICES * WARMUP_SLICE_S, p.warmup_max_s))
     capped = pair_seconds(p, p.warmup_max_s)
     return (f"about {most * least / 60:.0f} min at {least} s a pair with the shortest "
             f"warm-up, up to {most * capped / 60:.0f} min ({capped} s a pair) where every "

@@ -226,10 +226,12 @@ REGISTRY: tuple[Setting, ...] = (
             "short alternating slices in a random order; REPEAT counts the pairs",
             "two servers, TOPOLOGY=local, RUNTIME=process"),
     declare("WARMUP", "auto", "auto or duration",
-            "auto: load at the top level until 3 slices of 2s agree within 5% (and a JVM's JIT "
-            "is quiet); or a fixed time (30s); 0 = none"),
+            "auto: load at the top level in 1s slices until the start's own series show a "
+            "steady state by their change points (and a JVM's JIT is quiet; classed flat, "
+            "warm-up, slowdown or no steady state); or a fixed time (30s); 0 = none"),
     declare("WARMUP_MAX", "60s", "duration",
-            "cap of WARMUP=auto; hitting it flags the server not-steady", "WARMUP=auto"),
+            "cap of WARMUP=auto; reaching it with no steady state flags the start's levels "
+            "not-steady", "WARMUP=auto"),
     declare("KEEPALIVE", "0", "0 or 1",
             "0: a new connection per request (as published); 1: keep-alive"),
     declare("CLIENT", "siege", "client name",

@@ -50,7 +50,7 @@ from lab.analyse.claims import ClaimResult
 from lab.analyse.claimjudge import Judged
 from lab.measure.clients import clients
 from lab.analyse.metrics import LevelStats
-from lab.setup.params import (WARMUP_SLICE_S, ConfigError, default, flag, parse_duration,
+from lab.setup.params import (WARMUP_LEAST_SLICES, WARMUP_SLICE_S, ConfigError, default, flag, parse_duration,
                               run_settings)
 from lab.measure.sweep import CHECK_S
 from lab.setup.servers import ManifestError, Server, ServerSpec, discover, found_here
@@ -267,7 +267,8 @@ def run_estimate(run: RunPlan) -> Estimate:
     level_s = len(get("CONCURRENCY").split()) * (parse_duration("DURATION", get("DURATION"))
                                                  + CHECK_S)
     if get("WARMUP") == "auto":
-        warm = (min(3 * WARMUP_SLICE_S, parse_duration("WARMUP_MAX", get("WARMUP_MAX"))),
+        warm = (min(WARMUP_LEAST_SLICES * WARMUP_SLICE_S,
+                    parse_duration("WARMUP_MAX", get("WARMUP_MAX"))),
                 parse_duration("WARMUP_MAX", get("WARMUP_MAX")))
     else:
         fixed = parse_duration("WARMUP", get("WARMUP"), allow_zero=True)
@@ -299,7 +300,7 @@ def estimate_lines(plan: Plan) -> list[str]:
                      f"REPEAT={get('REPEAT')}, WARMUP={warm}: estimated "
                      f"{run_estimate(run).text()}")
     lines.append(f"[reproduce] {plan.study.id}: estimated {plan_estimate(plan).text()} "
-                 "(the lower figure with every WARMUP=auto settled after 3 slices, the "
+                 "(the lower figure with every WARMUP=auto settled after its first 8 slices, the "
                  "higher with each at its cap; probes and `make cost` not counted)")
     return lines
 
