@@ -111,7 +111,8 @@ def test_a_tree_in_the_lab_s_cgroup_is_timed_to_the_microsecond() -> None:
         assert s.first.cg_cpu_s is not None and s.last.cg_cpu_s is not None
         ticks = s.last.cpu_s - s.first.cpu_s
         assert s.cpu_s == s.last.cg_cpu_s - s.first.cg_cpu_s
-        assert 0.1 < s.cpu_s < 0.5 and abs(s.cpu_s - ticks) <= 0.05, (s.cpu_s, ticks)
+        # 0.35 s of busy loop, and the interpreter's start-up if the first sample came first
+        assert 0.1 < s.cpu_s < 0.8 and abs(s.cpu_s - ticks) <= 0.05, (s.cpu_s, ticks)
         # a whole-tick count: the cgroup's is not one
         assert round(s.cpu_s * 100, 6) != round(s.cpu_s * 100)
     finally:
