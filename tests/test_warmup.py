@@ -90,8 +90,14 @@ def test_the_stop_needs_the_tail_and_a_steady_class() -> None:
     assert warmup.classify_series(ramp, True).kind is WarmClass.NO_STEADY
 
 
-def test_a_slice_with_no_request_is_no_steady_state() -> None:
+def test_a_slice_with_no_request_is_no_steady_state_only_at_the_end() -> None:
     assert warmup.judge([0.0] * 10, [0.0] * 10).kind is WarmClass.NO_STEADY
+    # a slow start's first slice with no request (seen in CI): then steady
+    rng = random.Random(8)
+    rates = [0.0, 12.5, 15.4, 21.3] + noisy(31.5, 20, rng)
+    cpu = [0.0, 1857.5, 1378.7, 800.5] + noisy(700, 20, rng, 0.1)
+    assert warmup.judge(rates, cpu).steady
+    assert not warmup.judge(rates[:-1] + [0.0], cpu[:-1] + [0.0]).steady
 
 
 def test_each_servers_starts_are_counted_by_class() -> None:

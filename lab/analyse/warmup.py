@@ -160,6 +160,20 @@ def classify_series(xs: list[float], higher_is_better: bool, tail: int = TAIL
     return SeriesClass(WarmClass.WARMUP, a, len(cps))
 
 
+def filled(xs: list[float]) -> list[float]:
+    """`xs` with each figure of 0 or less (a slice with no request) taken
+    from the slice before it (the first positive one for those at the
+    start); [] where none is positive."""
+    first = next((x for x in xs if x > 0), None)
+    if first is None:
+        return []
+    out, last = [], first
+    for x in xs:
+        last = x if x > 0 else last
+        out.append(last)
+    return out
+
+
 @dataclass(frozen=True)
 class Judged:
     """A start's warm-up: its class, the slice its steady state starts at
@@ -179,13 +193,16 @@ def judge(rates: list[float], cpu_us: list[float], jit_share: list[float] | None
     """A start's warm-up from its slices: req/s, server CPU µs per request
     (its JIT compiler threads' left out, where read) and, for a JVM, the
     JIT's share of the server's CPU in each slice (None: not a JVM or not
-    read). A series with a zero (a slice with no request) is no steady state."""
+    read). A slice with no request (a slow start's first) has no CPU per
+    request: it takes its neighbour's; in the last TAIL slices it means no
+    steady state."""
     series: dict[str, SeriesClass] = {}
     if rates:
         series["req/s"] = classify_series(rates, True, tail)
-    if cpu_us and len(cpu_us) == len(rates) and all(x > 0 for x in cpu_us):
-        series["CPU per request"] = classify_series(cpu_us, False, tail)
-    if not series or min(rates, default=0) <= 0:
+    cpu = filled(cpu_us) if len(cpu_us) == len(rates) else []
+    if cpu:
+        series["CPU per request"] = classify_series(cpu, False, tail)
+    if not series or min(rates[-tail:], default=0) <= 0:
         return Judged(WarmClass.NO_STEADY, None, {k: v.kind for k, v in series.items()})
     kind = max((s.kind for s in series.values()), key=_ORDER.index)
     starts = [s.steady_from for s in series.values()]
