@@ -437,6 +437,10 @@ ACTIONLINT_VERSION = "v1.7.7"
 # stay the files'. PORT is free ports (the runner's default, 8080, may be
 # taken here), given the same way.
 SHORTER = {"DURATION": "2s", "WARMUP": "0"}
+# The paired jobs: also without the robustness probe (about 20 s a run;
+# tests/test_probe.py has it), each head at the level its check is made at.
+PAIRED_SHORTER = {**SHORTER, "PROBE": "0"}
+HEAD_LEVELS = {"same": "1 4", "heavier": "4", "sleepy": "1"}
 # What the workflow's own variables are (beside the lab's settings).
 OWN = {"ALLOW_UNDECIDED", "BASE_SHA", "GIT_DEPTH"}
 
@@ -908,7 +912,7 @@ def run(argv: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Completed
     return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=1200)
 
 
-def github_job(tmp: Path, origin: Path, base: str, port: str) -> Job:
+def github_job(tmp: Path, origin: Path, base: str, port: str, levels: str) -> Job:
     """The GitHub workflow's steps in order, as the runner runs them: each
     `run:` in `bash -e` in its working-directory with the workflow's and
     the step's env, ${{ }} filled in; after a failed step only those of
@@ -929,7 +933,7 @@ def github_job(tmp: Path, origin: Path, base: str, port: str) -> Job:
     env = {**runner_env(tmp), "GITHUB_ACTIONS": "true", "GITHUB_WORKSPACE": str(workspace),
            "GITHUB_STEP_SUMMARY": str(tmp / "step-summary.md")}
     env.update({k: filled(v) for k, v in paired("github")["env"].items()})
-    env.update(SHORTER, PORT=port)
+    env.update(PAIRED_SHORTER, PORT=port, CONCURRENCY=levels)
     code, said, started = 0, [], time.monotonic()
     for step in github_steps():
         if code and step.get("if") != "always()":
@@ -952,7 +956,7 @@ def github_job(tmp: Path, origin: Path, base: str, port: str) -> Job:
     return Job(code, "\n".join(said), time.monotonic() - started)
 
 
-def gitlab_job_run(tmp: Path, origin: Path, base: str, port: str) -> Job:
+def gitlab_job_run(tmp: Path, origin: Path, base: str, port: str, levels: str) -> Job:
     """The GitLab job as its runner runs it: the checkout at the job's
     GIT_DEPTH, the variables expanded in order, then before_script and
     script, each item in order in one shell (`cd lab` carries over), up to
@@ -966,7 +970,7 @@ def gitlab_job_run(tmp: Path, origin: Path, base: str, port: str) -> Job:
            "CI_PIPELINE_SOURCE": "merge_request_event", "CI_MERGE_REQUEST_DIFF_BASE_SHA": base}
     for k, v in job["variables"].items():
         env[k] = re.sub(r"\$(\w+)", lambda m: env[m.group(1)], v)
-    env.update(SHORTER, PORT=port)
+    env.update(PAIRED_SHORTER, PORT=port, CONCURRENCY=levels)
     started, said = time.monotonic(), []
     before = [re.sub(r"^(git clone .*) \S+ lab$", rf"\1 file://{ROOT} lab", item)
               for item in job["before_script"] if "apt-get install" not in item]
@@ -995,14 +999,15 @@ RUNS = [("github", "same"), ("github", "sleepy"), ("gitlab", "heavier")]
 def test_the_paired_files_pass_the_same_code_and_fail_a_costlier_head(
         tmp_path: Path, system: str, head: str) -> None:
     """A pull request of the user's repository (base: main, head: `change`)
-    through the file's own steps, on levels of 2 s without warm-up (SHORTER):
-    the gate's exit code is the job's, 0 for a head that changes nothing and
-    1 for 5% more CPU a request (c=4, by CPU per request) and for 0.2 ms of
-    sleep a request (c=1, by req/s); its compare.md, compare.xml and run are
+    through the file's own steps, on levels of 2 s without warm-up or probe
+    (PAIRED_SHORTER): the gate's exit code is the job's, 0 for a head that
+    changes nothing (c=1 and 4) and 1 for 5% more CPU a request (c=4, by CPU
+    per request) and for 0.2 ms of sleep a request (c=1, by req/s); its compare.md, compare.xml and run are
     kept under lab-results, and nothing the run started is left."""
     origin, base = server_repository(tmp_path, head)
     port = two_ports()
-    job = (github_job if system == "github" else gitlab_job_run)(tmp_path, origin, base, port)
+    job = (github_job if system == "github" else gitlab_job_run)(tmp_path, origin, base, port,
+                                                                 HEAD_LEVELS[head])
     workspace = tmp_path / "workspace"
     results = workspace / "lab-results"
     runs = [p for p in results.glob("*") if (p / "manifest.json").is_file()] \

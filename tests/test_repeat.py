@@ -100,7 +100,7 @@ def test_warmup_auto_waits_until_the_rate_is_steady(tmp_path: Path) -> None:
     run, m = only_run(tmp_path)
     [start] = m["servers"]["warming"]["starts"]
     warm = start["warmup"]
-    assert warm["mode"] == "auto" and warm["steady"] is True, warm
+    assert warm["mode"] == "auto" and warm["steady"] is True, json.dumps(warm)
     assert warm["seconds"] >= 4 and warm["slices"] >= 3          # it speeds up for 4 s
     assert warm["slice_rates"][0] < 0.7 * warm["slice_rates"][-1]
     [row] = read_rows(run)

@@ -100,6 +100,22 @@ def test_a_slice_with_no_request_is_no_steady_state_only_at_the_end() -> None:
     assert not warmup.judge(rates[:-1] + [0.0], cpu[:-1] + [0.0]).steady
 
 
+def test_a_slow_servers_rate_moving_by_one_request_a_slice_is_steady() -> None:
+    # 31 or 32 requests in each 1 s slice (a sleeping server at 31 req/s):
+    # its halves 3.2% apart by one request is the slice's resolution, not a
+    # drift; read at a finer resolution the same step is a drift
+    rates = [8.5, 12.9, 17.6] + [31.0] * 5 + [32.0] * 5
+    cpu = [1_000.0] * len(rates)
+    assert warmup.drifting(rates[3:], step=0.0)
+    assert not warmup.drifting(rates[3:], step=1.0)
+    assert not warmup.judge(rates, cpu).steady
+    got = warmup.judge(rates, cpu, rate_step=1.0)
+    assert got.steady and got.kind is WarmClass.WARMUP and got.steady_from == 3
+    # a real step of five requests is still a change at that resolution
+    moved = rates[:8] + [37.0] * 5
+    assert not warmup.judge(moved, cpu, rate_step=1.0).steady
+
+
 def test_each_servers_starts_are_counted_by_class() -> None:
     base = Warmup(mode="auto", cap_s=60)
     starts = [replace(base, steady=True, warm_class="warm-up", steady_after_s=12.0),

@@ -69,20 +69,21 @@ def noise_sd(xs: list[float]) -> float:
     return math.sqrt(statistics.fmean(d * d for d in diffs) / 2)
 
 
-def pelt(xs: list[float], penalty: float | None = None, min_segment: int = MIN_SEGMENT
-         ) -> list[int]:
+def pelt(xs: list[float], penalty: float | None = None, min_segment: int = MIN_SEGMENT,
+         step: float = 0.0) -> list[int]:
     """The change points of `xs` (indices where a new segment starts): the
     partition PELT finds, least cost plus `penalty` a change (15·ln n by
     default), segments at least `min_segment` long, on a change in mean with
-    the variance estimated by noise_sd (a floor of 0.1% of the series'
-    level, so a constant series has none). Computed exactly by optimal
-    partitioning, without PELT's pruning: a warm-up has at most a few hundred
-    slices."""
+    the variance estimated by noise_sd, floored by the series' resolution
+    (`step`: a figure read in steps of it, such as one request a slice, has
+    at least a rounding's noise, step/√12) and by 0.1% of its level (so a
+    constant series has none). Computed exactly by optimal partitioning,
+    without PELT's pruning: a warm-up has at most a few hundred slices."""
     n = len(xs)
     if n < 2 * min_segment:
         return []
     scale = abs(statistics.median(xs))
-    sd = max(noise_sd(xs), 1e-3 * scale, 1e-12)
+    sd = max(noise_sd(xs), step / math.sqrt(12), 1e-3 * scale, 1e-12)
     beta = PENALTY_PER_LN_N * math.log(n) if penalty is None else penalty
     s1, s2 = [0.0], [0.0]
     for x in xs:
@@ -114,18 +115,19 @@ def segments(xs: list[float], cps: list[int]) -> list[tuple[int, int, float]]:
     return [(a, b, statistics.fmean(xs[a:b])) for a, b in zip(edges, edges[1:]) if b > a]
 
 
-def drifting(xs: list[float]) -> bool:
+def drifting(xs: list[float], step: float = 0.0) -> bool:
     """A segment still moving: its second half's mean differs from its first
-    half's by more than EQUIVALENT and by more than two standard errors of
-    the noise (noise_sd). A slow climb has no step for a change in mean to
-    find in a few slices; this sees it."""
+    half's by more than EQUIVALENT, by more than two standard errors of the
+    noise (noise_sd), and by more than the series' resolution (`step`: a
+    server at 30 req/s moves 3% by one request a slice). A slow climb has no
+    step for a change in mean to find in a few slices; this sees it."""
     half = len(xs) // 2
     first, second = xs[:half], xs[len(xs) - half:]
     if half < 2:
         return False
     m1, m2 = statistics.fmean(first), statistics.fmean(second)
     se = noise_sd(xs) * math.sqrt(2 / half)
-    return abs(m2 - m1) > max(EQUIVALENT * abs(m1), 2 * se)
+    return abs(m2 - m1) > max(EQUIVALENT * abs(m1), 2 * se, step)
 
 
 @dataclass(frozen=True)
@@ -136,22 +138,25 @@ class SeriesClass:
     changes: int
 
 
-def classify_series(xs: list[float], higher_is_better: bool, tail: int = TAIL
-                    ) -> SeriesClass:
+def classify_series(xs: list[float], higher_is_better: bool, tail: int = TAIL,
+                    step: float = 0.0) -> SeriesClass:
     """A series classed: flat, warm-up (steady from the last segment),
     slowdown (an earlier segment was better), no steady state (the last
-    segment is shorter than `tail`)."""
-    cps = pelt(xs)
+    segment is shorter than `tail`). `step`: the series' resolution (one
+    request a slice for req/s); segments closer than it are one state."""
+    cps = pelt(xs, step=step)
     segs = segments(xs, cps)
     if len(xs) < tail + MIN_SEGMENT or not segs:     # too short to see a change before the tail
         return SeriesClass(WarmClass.NO_STEADY, None, len(cps))
     a, b, last = segs[-1]
-    if b - a < tail or drifting(xs[a:b]):
+    if b - a < tail or drifting(xs[a:b], step):
         return SeriesClass(WarmClass.NO_STEADY, None, len(cps))
     sign = 1 if higher_is_better else -1
 
-    def rel(m: float) -> float:       # how much better the last is than m
-        return sign * (last - m) / abs(m) if m else 0.0
+    def rel(m: float) -> float:       # how much better the last is than m, 0 within a step
+        if not m or abs(last - m) <= step:
+            return 0.0
+        return sign * (last - m) / abs(m)
     others = [rel(m) for _, _, m in segs[:-1]]
     if all(abs(r) <= EQUIVALENT for r in others):
         return SeriesClass(WarmClass.FLAT, 0, len(cps))
@@ -189,16 +194,17 @@ class Judged:
 
 
 def judge(rates: list[float], cpu_us: list[float], jit_share: list[float] | None = None,
-          tail: int = TAIL) -> Judged:
+          tail: int = TAIL, rate_step: float = 0.0) -> Judged:
     """A start's warm-up from its slices: req/s, server CPU µs per request
     (its JIT compiler threads' left out, where read) and, for a JVM, the
     JIT's share of the server's CPU in each slice (None: not a JVM or not
-    read). A slice with no request (a slow start's first) has no CPU per
+    read). `rate_step`: req/s's resolution, one request a slice (1 /
+    the slice's seconds). A slice with no request (a slow start's first) has no CPU per
     request: it takes its neighbour's; in the last TAIL slices it means no
     steady state."""
     series: dict[str, SeriesClass] = {}
     if rates:
-        series["req/s"] = classify_series(rates, True, tail)
+        series["req/s"] = classify_series(rates, True, tail, rate_step)
     cpu = filled(cpu_us) if len(cpu_us) == len(rates) else []
     if cpu:
         series["CPU per request"] = classify_series(cpu, False, tail)
@@ -226,8 +232,8 @@ def judge(rates: list[float], cpu_us: list[float], jit_share: list[float] | None
 
 
 def settled(rates: list[float], cpu_us: list[float], jit_share: list[float] | None,
-            least: int) -> bool:
+            least: int, rate_step: float = 0.0) -> bool:
     """WARMUP=auto's stop: at least `least` slices (LEAST: room for a change
     before the tail), and the start steady (flat or warmed up) with a last
     segment of TAIL slices or more."""
-    return len(rates) >= least and judge(rates, cpu_us, jit_share).steady
+    return len(rates) >= least and judge(rates, cpu_us, jit_share, rate_step=rate_step).steady

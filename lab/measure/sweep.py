@@ -780,7 +780,8 @@ class WarmSeries:
             self.watch.take()
 
     def judged(self) -> warmup.Judged:
-        return warmup.judge(self.rates, self.cpu_us, self.jit_share)
+        return warmup.judge(self.rates, self.cpu_us, self.jit_share,
+                            rate_step=1 / WARMUP_SLICE_S)
 
     def settled(self) -> bool:
         return self.n >= warmup.LEAST and self.judged().steady
