@@ -245,7 +245,9 @@ def warnings(m: Manifest, stats: dict[str, list[LevelStats]], cal_note: str,
             out.append(findings.ClientBound(name, count("client-bound"), n, tool))
         if count("noisy"):
             worst = max(levels, key=lambda s: s.rate.ratio)
-            out.append(findings.Noisy(name, count("noisy"), n, reps, worst.rate.ratio,
+            # the starts the worst level was measured on (REPEAT=auto adds some)
+            out.append(findings.Noisy(name, count("noisy"), n, worst.rate.n or reps,
+                                      worst.rate.ratio,
                                       worst.value, "start pairs" if paired_mode(m)
                                       else "repetitions"))
         if count("littles-law"):

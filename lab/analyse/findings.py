@@ -117,8 +117,9 @@ class LittlesLaw(AtLevels):
     def text(self) -> str:
         return (f"{self.server}: at {self.of_levels()} the requests in flight were not the "
                 f"concurrency (Little's law, {metrics.LITTLES_LOW}-{metrics.LITTLES_HIGH}): "
-                "client-side queueing, errors or timeouts? Check the failures and the "
-                "client's CPU.")
+                "client-side queueing, errors or timeouts, or, with wrk, its latency "
+                "corrected for coordinated omission after stalls? Check the failures and the "
+                "client's CPU (docs/methodology.md#numbers-you-can-trust).")
 
 
 @dataclass(frozen=True)
