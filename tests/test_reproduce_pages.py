@@ -254,7 +254,7 @@ def test_a_shortened_run_on_a_page_that_does_not_say_so_fails(tmp_path: Path) ->
     assert any("passes DURATION=" in p for p in found), found
 
 
-def test_a_shortened_page_may_not_lengthen_or_change_the_warm_up(tmp_path: Path) -> None:
+def test_a_shortened_page_may_not_lengthen_its_repetitions(tmp_path: Path) -> None:
     found = planted(tmp_path, "make reproduce STUDY=ada-vs-java\n",
                     "make reproduce STUDY=ada-vs-java REPEAT=9\n", claims=False,
                     also=(("# The Ada-vs-Java study at its published length",
